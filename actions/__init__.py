@@ -1,0 +1,1 @@
+"""Scheduling actions: each asks the session and changes it through statements."""

@@ -1,0 +1,2 @@
+"""kaisched: a gang-aware batch scheduler for Kubernetes."""
+__version__ = "0.1.0"

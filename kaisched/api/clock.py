@@ -1,0 +1,44 @@
+"""Time as one injected object: the loop, timers and the simulator read it here."""
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+
+class WallClock:
+    def now(self) -> float:
+        return time.time()
+
+
+class ManualClock:
+    """Virtual time for replay, simulate and tests."""
+
+    def __init__(self, start: float = 1_767_225_600.0) -> None:   # 2026-01-01T00:00:00Z
+        self._now = start
+
+    def now(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        self._now += seconds
+
+    def set(self, when: float) -> None:
+        self._now = max(self._now, when)
+
+
+def to_rfc3339(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(int(ts), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def from_rfc3339(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

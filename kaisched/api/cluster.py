@@ -1,0 +1,140 @@
+"""ClusterInfo: everything one session decides over."""
+from __future__ import annotations
+
+from typing import Iterable
+
+import attrs
+import networkx as nx
+
+from kaisched.api.job import JobInfo
+from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
+from kaisched.api.queue import QueueInfo, build_queue_tree
+from kaisched.api.resource import Resource
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, QueueName, TaskStatus
+
+
+@attrs.frozen(slots=True)
+class ForeignPod:
+    """A pod of another scheduler: it only takes room on its node."""
+
+    node_name: NodeName
+    resreq: Resource
+    releasing: bool = False
+
+
+@attrs.define(eq=False)
+class ClusterInfo:
+    nodes: dict[NodeName, NodeInfo]
+    table: NodeTable
+    jobs: dict[JobKey, JobInfo]
+    queues: dict[QueueName, QueueInfo]
+    tree: nx.DiGraph
+    priority_classes: dict[str, int] = attrs.field(factory=dict)
+    now: float = 0.0
+
+    @classmethod
+    def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
+                 queues: Iterable[QueueInfo], priority_classes: dict[str, int] | None = None,
+                 foreign: Iterable[ForeignPod] = (), now: float = 0.0) -> ClusterInfo:
+        """Lay out the node table and account every pod that occupies a node.
+
+        A task whose node is unknown keeps its status but takes no room.
+        """
+        specs = sorted(nodes, key=lambda s: s.name)
+        jobs = list(jobs)
+        names: set[str] = set()
+        for spec in specs:
+            names.update(spec.allocatable.names())
+        for job in jobs:
+            for task in job.tasks.values():
+                names.update(task.resreq.names())
+        table = NodeTable(specs, resource_dims(sorted(names)))
+        node_infos = {s.name: NodeInfo(s, i, table) for i, s in enumerate(specs)}
+        for pod in foreign:
+            idx = table.index.get(pod.node_name)
+            if idx is not None:
+                vec = table.vector(pod.resreq)
+                table.add_used(idx, vec)
+                if pod.releasing:
+                    table.add_releasing(idx, vec)
+        for job in jobs:
+            for task in job.tasks.values():
+                if task.node_name and task.status in OCCUPYING_STATUSES:
+                    node = node_infos.get(task.node_name)
+                    if node is not None:
+                        _occupy(node, task)
+        queue_map, tree = build_queue_tree(queues)
+        return cls(node_infos, table, {j.key: j for j in jobs}, queue_map, tree,
+                   dict(priority_classes or {}), now)
+
+    def clone(self) -> ClusterInfo:
+        """A copy a session may change: tasks and specs are shared (frozen),
+        accounting and indexes are copied. Never a deepcopy."""
+        table = self.table.copy()
+        nodes = {n: NodeInfo(info.spec, info.index, table, dict(info.tasks))
+                 for n, info in self.nodes.items()}
+        jobs = {k: j.clone() for k, j in self.jobs.items()}
+        return ClusterInfo(nodes, table, jobs, self.queues, self.tree,
+                           self.priority_classes, self.now)
+
+    def total_allocatable(self) -> Resource:
+        """What schedulable nodes offer: the cake fair shares are cut from."""
+        mask = [n.spec.ready and not n.spec.unschedulable for n in self.nodes.values()]
+        return self.table.resource(self.table.alloc[mask].sum(axis=0)) if any(mask) else Resource()
+
+    def task(self, job: JobKey, key: str) -> TaskInfo:
+        return self.jobs[job].tasks[key]  # type: ignore[index]
+
+    def leaf_queues(self) -> list[QueueName]:
+        return [q for q in self.queues if self.tree.out_degree(q) == 0]
+
+    # Accounting moves: the session's statement calls these and their inverses.
+    def assign(self, task: TaskInfo, status: TaskStatus, node_name: NodeName) -> TaskInfo:
+        """Put a pending task on a node as Allocated or Pipelined."""
+        new = task.evolve(status=status, node_name=node_name)
+        self.jobs[task.job].update_task(new)
+        _occupy(self.nodes[node_name], new)
+        return new
+
+    def unassign(self, task: TaskInfo, previous: TaskInfo) -> None:
+        """Undo assign: the node gives the room back, the task returns to previous."""
+        _vacate(self.nodes[task.node_name], task)  # type: ignore[index]
+        self.jobs[task.job].update_task(previous)
+
+    def release(self, task: TaskInfo) -> TaskInfo:
+        """Mark a placed task as Releasing (evicted): its room comes back later."""
+        new = task.evolve(status=TaskStatus.RELEASING)
+        node = self.nodes[task.node_name]  # type: ignore[index]
+        _vacate(node, task)
+        _occupy(node, new)
+        self.jobs[task.job].update_task(new)
+        return new
+
+    def unrelease(self, task: TaskInfo, previous: TaskInfo) -> None:
+        node = self.nodes[task.node_name]  # type: ignore[index]
+        _vacate(node, task)
+        _occupy(node, previous)
+        self.jobs[task.job].update_task(previous)
+
+
+def _occupy(node: NodeInfo, task: TaskInfo) -> None:
+    vec = node.table.vector(task.resreq)
+    if task.status is TaskStatus.PIPELINED:
+        node.table.add_pipelined(node.index, vec)
+    else:
+        node.table.add_used(node.index, vec)
+        if task.status is TaskStatus.RELEASING:
+            node.table.add_releasing(node.index, vec)
+    node.tasks[task.key] = task
+
+
+def _vacate(node: NodeInfo, task: TaskInfo) -> None:
+    vec = node.table.vector(task.resreq)
+    if task.status is TaskStatus.PIPELINED:
+        node.table.add_pipelined(node.index, vec, -1.0)
+    else:
+        node.table.add_used(node.index, vec, -1.0)
+        if task.status is TaskStatus.RELEASING:
+            node.table.add_releasing(node.index, vec, -1.0)
+    node.tasks.pop(task.key, None)

@@ -1,0 +1,128 @@
+"""JobInfo: one gang (a PodGroup, declared or implicit) and its tasks."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, Iterator
+
+import attrs
+
+from kaisched.api.resource import Resource, sum_resources
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import (
+    READY_STATUSES, GangMode, JobKey, PodGroupPhase, PodKey, QueueName, TaskStatus,
+)
+
+
+@attrs.frozen(slots=True)
+class SubGroup:
+    name: str
+    min_member: int
+
+
+@attrs.frozen(slots=True)
+class Condition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+
+
+@attrs.frozen(slots=True)
+class PodGroupStatus:
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    conditions: tuple[Condition, ...] = ()
+    scheduled: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    pending: int = 0
+    last_schedule_time: str | None = None
+    stale_since: str | None = None
+    unschedulable_since: str | None = None
+
+    def condition(self, type_: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
+
+
+@attrs.frozen(slots=True)
+class GangSpec:
+    """What the PodGroup (or the pods' gang annotations) declare."""
+
+    min_member: int = 1
+    queue: QueueName = QueueName("default")
+    priority_class: str | None = None
+    min_resources: Resource | None = None
+    schedule_timeout: float | None = None
+    mode: GangMode = GangMode.STRICT
+    gang_group: tuple[JobKey, ...] = ()
+    subgroups: tuple[SubGroup, ...] = ()
+    preemptible: bool = True
+    stale_grace: float | None = None
+    declared: bool = False          # a PodGroup object exists for it
+    generation: int = 0
+
+
+@attrs.define(eq=False, slots=True)
+class JobInfo:
+    key: JobKey
+    spec: GangSpec
+    priority: int = 0
+    creation: float = 0.0
+    status: PodGroupStatus = PodGroupStatus()
+    problem: str | None = None      # why the declaration is unusable, for the user
+    tasks: dict[PodKey, TaskInfo] = attrs.field(factory=dict)
+    _counts: Counter = attrs.field(factory=Counter)   # (subgroup, status) -> n
+
+    @property
+    def namespace(self) -> str:
+        return self.key.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.split("/", 1)[1]
+
+    @property
+    def queue(self) -> QueueName:
+        return self.spec.queue
+
+    @property
+    def min_member(self) -> int:
+        return self.spec.min_member
+
+    def add_task(self, task: TaskInfo) -> None:
+        old = self.tasks.get(task.key)
+        if old is not None:
+            self._counts[(old.subgroup, old.status)] -= 1
+        self.tasks[task.key] = task
+        self._counts[(task.subgroup, task.status)] += 1
+
+    update_task = add_task
+
+    def remove_task(self, key: PodKey) -> None:
+        old = self.tasks.pop(key, None)
+        if old is not None:
+            self._counts[(old.subgroup, old.status)] -= 1
+
+    def count(self, statuses: Iterable[TaskStatus], subgroup: str | None | object = ...) -> int:
+        wanted = set(statuses)
+        return sum(n for (sg, st), n in self._counts.items()
+                   if st in wanted and (subgroup is ... or sg == subgroup))
+
+    def ready_count(self, subgroup: str | None | object = ...) -> int:
+        return self.count(READY_STATUSES, subgroup)
+
+    def tasks_with(self, *statuses: TaskStatus) -> Iterator[TaskInfo]:
+        wanted = set(statuses)
+        return (t for t in self.tasks.values() if t.status in wanted)
+
+    def pending_tasks(self) -> list[TaskInfo]:
+        return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
+
+    def request(self, statuses: Iterable[TaskStatus]) -> Resource:
+        wanted = set(statuses)
+        return sum_resources(t.resreq for t in self.tasks.values() if t.status in wanted)
+
+    def clone(self) -> JobInfo:
+        return JobInfo(self.key, self.spec, self.priority, self.creation, self.status,
+                       self.problem, dict(self.tasks), Counter(self._counts))

@@ -1,0 +1,31 @@
+"""Label and annotation names: kaisched's own and the other schedulers' (read
+so that kaisched is a drop-in replacement, DESIGN 4)."""
+
+QUEUE_LABEL = "kaisched.io/queue"
+POD_GROUP_ANNOTATION = "kaisched.io/pod-group"
+SUBGROUP_LABEL = "kaisched.io/subgroup"
+MIN_MEMBER_ANNOTATION = "kaisched.io/min-member"
+PRIORITY_CLASS_LABEL = "kaisched.io/priority-class"
+
+# scheduler-plugins Coscheduling
+XK8S_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+# Koordinator
+KOORD_NAME = "gang.scheduling.koordinator.sh/name"
+KOORD_MIN_AVAILABLE = "gang.scheduling.koordinator.sh/min-available"
+KOORD_TOTAL = "gang.scheduling.koordinator.sh/total-number"
+KOORD_MODE = "gang.scheduling.koordinator.sh/mode"
+KOORD_GROUPS = "gang.scheduling.koordinator.sh/groups"
+KOORD_WAITING_TIME = "gang.scheduling.koordinator.sh/waiting-time"
+KOORD_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
+# Volcano / kube-batch
+VOLCANO_GROUP_NAME = "scheduling.k8s.io/group-name"
+VOLCANO_GROUP_POD_NUM = "scheduling.k8s.io/group-pod-num"
+
+GANG_ANNOTATIONS = (POD_GROUP_ANNOTATION, KOORD_NAME, VOLCANO_GROUP_NAME)
+GANG_LABELS = (XK8S_POD_GROUP_LABEL, KOORD_POD_GROUP_LABEL)
+
+
+def declares_gang(labels: dict, annotations: dict) -> bool:
+    """The pod already names its gang, so the PodGrouper leaves it alone."""
+    return (any(annotations.get(a) for a in GANG_ANNOTATIONS)
+            or any(labels.get(lbl) for lbl in GANG_LABELS))

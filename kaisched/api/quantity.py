@@ -1,0 +1,53 @@
+"""Kubernetes quantities ("100m", "1.5Gi", "2e3") and Go durations ("1m30s")."""
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+_SUFFIX = {
+    "": 1, "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
+    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}
+_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_quantity(value: object) -> Decimal:
+    """A Kubernetes quantity as a Decimal; ValueError when it is not one."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a quantity: {value!r}")
+    if isinstance(value, (int, float)):
+        return Decimal(str(value))
+    if not isinstance(value, str):
+        raise ValueError(f"not a quantity: {value!r}")
+    match = _QUANTITY.match(value.strip())
+    if not match:
+        raise ValueError(f"not a quantity: {value!r}")
+    number, suffix = match.groups()
+    try:
+        return Decimal(number) * Decimal(_SUFFIX[suffix or ""])
+    except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
+        raise ValueError(f"not a quantity: {value!r}") from exc
+
+
+def parse_duration(value: object) -> float:
+    """A Go duration ("1s", "1m30s", "500ms") or a number of seconds, as seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"negative duration: {value!r}")
+        return float(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"not a duration: {value!r}")
+    pos, total = 0, 0.0
+    for match in _DURATION.finditer(value):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _DURATION_UNIT[match.group(2)]
+        pos = match.end()
+    if pos != len(value):
+        raise ValueError(f"not a duration: {value!r} (use e.g. 1s, 500ms, 1m30s)")
+    return total

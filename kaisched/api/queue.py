@@ -1,0 +1,62 @@
+"""QueueInfo and the queue tree (a networkx DiGraph, parent -> child)."""
+from __future__ import annotations
+
+from typing import Iterable
+
+import attrs
+import networkx as nx
+
+from kaisched.api.resource import Resource
+from kaisched.api.types import DEFAULT_QUEUE, QueueName
+
+ROOT = QueueName("")      # the implicit root above every top-level queue
+
+
+@attrs.frozen(slots=True)
+class QueueInfo:
+    name: QueueName
+    parent: QueueName | None = None
+    priority: int = 100
+    quota: Resource = Resource()
+    limits: tuple[tuple[str, float], ...] = ()     # absent: unlimited; zero is kept
+    weights: tuple[tuple[str, float], ...] = ()    # absent: 1
+    creation: float = 0.0
+    problem: str | None = None
+
+    def limit(self, name: str) -> float | None:
+        return next((v for k, v in self.limits if k == name), None)
+
+    def weight(self, name: str) -> float:
+        return next((v for k, v in self.weights if k == name), 1.0)
+
+
+def build_queue_tree(queues: Iterable[QueueInfo]) -> tuple[dict[QueueName, QueueInfo], nx.DiGraph]:
+    """The queues by name (with problems filled in) and the tree under ROOT.
+
+    A missing parent or a cycle is a problem of the queue, not an exception:
+    such a queue hangs under ROOT so the rest of the tree stays usable.
+    """
+    by_name = {q.name: q for q in queues}
+    by_name.setdefault(DEFAULT_QUEUE, QueueInfo(DEFAULT_QUEUE))
+    graph = nx.DiGraph()
+    graph.add_node(ROOT)
+    for queue in by_name.values():
+        graph.add_node(queue.name)
+    for queue in by_name.values():
+        if queue.parent and queue.parent in by_name and queue.parent != queue.name:
+            graph.add_edge(queue.parent, queue.name)
+    for cycle in nx.simple_cycles(graph):
+        for name in cycle:
+            path = " -> ".join(cycle + [cycle[0]])
+            by_name[name] = attrs.evolve(by_name[name], problem=f"queue cycle: {path}")
+        graph.remove_edge(cycle[-1], cycle[0])
+    for queue in list(by_name.values()):
+        if queue.parent and queue.parent not in by_name:
+            by_name[queue.name] = attrs.evolve(
+                queue, problem=queue.problem or f"parent queue {queue.parent!r} does not exist")
+        if queue.parent == queue.name:
+            by_name[queue.name] = attrs.evolve(queue, problem=f"queue cycle: {queue.name} -> {queue.name}")
+    for name in list(graph.nodes):
+        if name != ROOT and graph.in_degree(name) == 0:
+            graph.add_edge(ROOT, name)
+    return by_name, graph

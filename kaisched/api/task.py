@@ -1,0 +1,41 @@
+"""TaskInfo: one pod as the scheduler sees it. Frozen: a session changes a
+task by replacing it, so snapshots share tasks with the cache for free."""
+from __future__ import annotations
+
+import attrs
+
+from kaisched.api.placement import NO_PLACEMENT, Placement
+from kaisched.api.resource import Resource
+from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
+
+
+@attrs.frozen(slots=True)
+class TaskInfo:
+    key: PodKey
+    uid: str
+    job: JobKey
+    status: TaskStatus
+    resreq: Resource                     # includes pods=1
+    node_name: NodeName | None = None
+    subgroup: str | None = None
+    priority: int = 0
+    creation: float = 0.0
+    placement: Placement = NO_PLACEMENT
+    critical: bool = False               # kube-system or a system-* priority class
+    unschedulable: str | None = None     # the PodScheduled=False message it carries
+
+    @property
+    def namespace(self) -> str:
+        return self.key.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.split("/", 1)[1]
+
+    @property
+    def best_effort(self) -> bool:
+        """Requests nothing but a pod slot."""
+        return all(name == "pods" for name in self.resreq.names())
+
+    def evolve(self, **changes: object) -> TaskInfo:
+        return attrs.evolve(self, **changes)  # type: ignore[arg-type]

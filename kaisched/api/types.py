@@ -1,0 +1,71 @@
+"""Typed ids and enums shared by the whole model."""
+from __future__ import annotations
+
+import enum
+from typing import NewType
+
+PodKey = NewType("PodKey", str)      # "namespace/name"
+JobKey = NewType("JobKey", str)      # "namespace/podgroup-name"
+NodeName = NewType("NodeName", str)
+QueueName = NewType("QueueName", str)
+
+DEFAULT_QUEUE = QueueName("default")
+SCHEDULER_NAME = "kaisched"
+
+
+class TaskStatus(str, enum.Enum):
+    PENDING = "Pending"
+    PIPELINED = "Pipelined"
+    ALLOCATED = "Allocated"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+# Statuses that count towards a gang being ready (DESIGN 3).
+READY_STATUSES = frozenset({
+    TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND,
+    TaskStatus.RUNNING, TaskStatus.SUCCEEDED,
+})
+# Statuses whose pod occupies a node.
+OCCUPYING_STATUSES = frozenset({
+    TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND,
+    TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.UNKNOWN,
+})
+
+
+class GangMode(str, enum.Enum):
+    STRICT = "Strict"
+    NON_STRICT = "NonStrict"
+
+
+class PodGroupPhase(str, enum.Enum):
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+class Reason(str, enum.Enum):
+    """Reasons written into conditions and Events."""
+    UNSCHEDULABLE = "Unschedulable"
+    SCHEDULED = "Scheduled"
+    FAILED_SCHEDULING = "FailedScheduling"
+    INVALID = "InvalidPodGroup"
+    TIMEOUT = "Timeout"
+    PREEMPTED = "Preempted"
+    EVICTED = "Evicted"
+
+
+def pod_key(namespace: str, name: str) -> PodKey:
+    return PodKey(f"{namespace}/{name}")
+
+
+def job_key(namespace: str, name: str) -> JobKey:
+    return JobKey(f"{namespace}/{name}")

@@ -1,0 +1,23 @@
+"""Every built-in action and plugin, registered in one explicit call."""
+from __future__ import annotations
+
+from actions.allocate import AllocateAction
+from actions.backfill import BackfillAction
+from kaisched.framework.registry import Registry
+from plugins.gang import GangPlugin
+from plugins.nodeorder import NodeOrderPlugin
+from plugins.predicates import PredicatesPlugin
+from plugins.priority import PriorityPlugin
+from plugins.proportion import ProportionPlugin
+
+
+def register_builtins(registry: Registry | None = None) -> Registry:
+    registry = registry or Registry()
+    registry.add_action("allocate", AllocateAction)
+    registry.add_action("backfill", BackfillAction)
+    registry.add_plugin("priority", PriorityPlugin)
+    registry.add_plugin("gang", GangPlugin)
+    registry.add_plugin("proportion", ProportionPlugin)
+    registry.add_plugin("predicates", PredicatesPlugin)
+    registry.add_plugin("nodeorder", NodeOrderPlugin)
+    return registry

@@ -1,0 +1,380 @@
+"""Raw Kubernetes objects (plain dicts) -> model values. The only module that
+knows field paths; everything past it is typed. Bad fields become problems
+(strings for the user), never exceptions."""
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import orjson
+
+from kaisched.api import labels as L
+from kaisched.api.clock import from_rfc3339
+from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup
+from kaisched.api.node import NodeSpec
+from kaisched.api.placement import Placement, Requirement, SelectorTerm, Taint, Toleration
+from kaisched.api.queue import QueueInfo
+from kaisched.api.resource import PODS, Resource
+from kaisched.api.types import (
+    GangMode, JobKey, NodeName, PodGroupPhase, PodKey, QueueName, TaskStatus, job_key, pod_key,
+)
+
+Obj = dict[str, Any]
+_CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+# Owners whose pods form gangs: such a pod waits for the PodGrouper's PodGroup
+# rather than being scheduled alone (which would break the gang).
+GANG_OWNER_GROUPS = frozenset({"kubeflow.org", "jobset.x-k8s.io", "ray.io", "batch"})
+DEFAULT_MAX_PODS = 110
+
+
+@attrs.frozen(slots=True)
+class GangRef:
+    """Which gang a pod names, and how."""
+
+    source: str            # kaisched | x-k8s | koordinator | volcano | owner | none
+    name: str = ""
+
+
+@attrs.frozen(slots=True)
+class PodFacts:
+    """What scheduling reads of a pod, converted once per pod event."""
+
+    key: PodKey
+    uid: str
+    scheduler_name: str
+    status: TaskStatus | None          # None: going away without a node, ignore
+    node_name: NodeName | None
+    resreq: Resource
+    priority: int | None
+    priority_class: str
+    queue_label: str | None
+    subgroup: str | None
+    gang: GangRef
+    annotations: tuple[tuple[str, str], ...]
+    creation: float
+    placement: Placement
+    critical: bool
+    unschedulable: str | None
+    problem: str | None = None
+
+    def annotation(self, name: str) -> str | None:
+        return next((v for k, v in self.annotations if k == name), None)
+
+
+def _meta(obj: Obj) -> Obj:
+    return obj.get("metadata") or {}
+
+
+def _resources(raw: Any, where: str, problems: list[str]) -> Resource:
+    if not raw:
+        return Resource()
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: expected a map of quantities")
+        return Resource()
+    try:
+        return Resource.from_quantities(raw)
+    except ValueError as exc:
+        problems.append(f"{where}: {exc}")
+        return Resource()
+
+
+def pod_request(spec: Obj, problems: list[str]) -> Resource:
+    """As kube-scheduler: max(sum of containers + sidecars, the largest init
+    step) + overhead, and one pod slot."""
+    def req(c: Obj, where: str) -> Resource:
+        return _resources((c.get("resources") or {}).get("requests"), where, problems)
+
+    total = Resource()
+    for i, c in enumerate(spec.get("containers") or []):
+        total = total + req(c, f"containers[{i}].resources.requests")
+    sidecars, init_peak = Resource(), Resource()
+    for i, c in enumerate(spec.get("initContainers") or []):
+        r = req(c, f"initContainers[{i}].resources.requests")
+        step = sidecars + r
+        if c.get("restartPolicy") == "Always":
+            sidecars = sidecars + r
+        init_peak = _max(init_peak, step)
+    total = _max(total + sidecars, init_peak)
+    total = total + _resources(spec.get("overhead"), "overhead", problems)
+    return total + Resource.of({PODS: 1})
+
+
+def _max(a: Resource, b: Resource) -> Resource:
+    names = set(a.names()) | set(b.names())
+    return Resource.of({n: max(a.get(n), b.get(n)) for n in names})
+
+
+def task_status(pod: Obj) -> TaskStatus | None:
+    spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, _meta(pod)
+    phase = status.get("phase") or "Pending"
+    node = spec.get("nodeName")
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    if meta.get("deletionTimestamp"):
+        return TaskStatus.RELEASING if node else None
+    if not node:
+        return TaskStatus.PENDING
+    if phase == "Running":
+        return TaskStatus.RUNNING
+    if phase == "Pending":
+        return TaskStatus.BOUND
+    return TaskStatus.UNKNOWN
+
+
+def _requirements(raw: Any) -> tuple[Requirement, ...]:
+    return tuple(Requirement(str(r.get("key", "")), str(r.get("operator", "")),
+                             tuple(str(v) for v in r.get("values") or ()))
+                 for r in raw or () if isinstance(r, dict))
+
+
+def placement(spec: Obj) -> Placement:
+    selector = spec.get("nodeSelector") or {}
+    affinity = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = tuple(SelectorTerm(_requirements(t.get("matchExpressions")),
+                               _requirements(t.get("matchFields")))
+                  for t in affinity.get("nodeSelectorTerms") or () if isinstance(t, dict))
+    tolerations = tuple(Toleration(str(t.get("key") or ""), str(t.get("operator") or "Equal"),
+                                   str(t.get("value") or ""), str(t.get("effect") or ""))
+                        for t in spec.get("tolerations") or () if isinstance(t, dict))
+    return Placement(tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+                     terms, tolerations)
+
+
+def gang_ref(meta: Obj) -> GangRef:
+    annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
+    if annotations.get(L.POD_GROUP_ANNOTATION):
+        return GangRef("kaisched", annotations[L.POD_GROUP_ANNOTATION])
+    if labels.get(L.XK8S_POD_GROUP_LABEL):
+        return GangRef("x-k8s", labels[L.XK8S_POD_GROUP_LABEL])
+    if annotations.get(L.KOORD_NAME) or labels.get(L.KOORD_POD_GROUP_LABEL):
+        return GangRef("koordinator", annotations.get(L.KOORD_NAME) or labels[L.KOORD_POD_GROUP_LABEL])
+    if annotations.get(L.VOLCANO_GROUP_NAME):
+        return GangRef("volcano", annotations[L.VOLCANO_GROUP_NAME])
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller"):
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            if group in GANG_OWNER_GROUPS:
+                return GangRef("owner", f"{ref.get('kind')} {ref.get('name')}")
+    return GangRef("none")
+
+
+def pod_facts(pod: Obj) -> PodFacts:
+    meta, spec = _meta(pod), pod.get("spec") or {}
+    status = pod.get("status") or {}
+    problems: list[str] = []
+    resreq = pod_request(spec, problems)
+    namespace = meta.get("namespace") or "default"
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    unschedulable = next((c.get("message") for c in status.get("conditions") or ()
+                          if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
+    pc = str(spec.get("priorityClassName") or "")
+    priority = spec.get("priority")
+    return PodFacts(
+        key=pod_key(namespace, meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        status=task_status(pod),
+        node_name=NodeName(spec["nodeName"]) if spec.get("nodeName") else None,
+        resreq=resreq,
+        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+        priority_class=pc,
+        queue_label=labels.get(L.QUEUE_LABEL),
+        subgroup=labels.get(L.SUBGROUP_LABEL),
+        gang=gang_ref(meta),
+        annotations=tuple(sorted((k, str(v)) for k, v in annotations.items()
+                                 if k.startswith(("gang.scheduling", "scheduling.k8s.io")))),
+        creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
+        placement=placement(spec),
+        critical=namespace == "kube-system" or pc in _CRITICAL_CLASSES,
+        unschedulable=unschedulable,
+        problem="; ".join(problems) or None,
+    )
+
+
+def node_spec(node: Obj) -> NodeSpec:
+    meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
+    problems: list[str] = []
+    alloc = _resources(status.get("allocatable") or status.get("capacity"), "allocatable", problems)
+    if not alloc.get(PODS):
+        alloc = alloc + Resource.of({PODS: DEFAULT_MAX_PODS})
+    conditions = status.get("conditions")
+    # A node written by hand without conditions is taken as Ready.
+    ready = not conditions or any(c.get("type") == "Ready" and c.get("status") == "True"
+                                  for c in conditions)
+    taints = tuple(Taint(str(t.get("key", "")), str(t.get("value") or ""),
+                         str(t.get("effect") or "NoSchedule"))
+                   for t in spec.get("taints") or () if isinstance(t, dict))
+    return NodeSpec(NodeName(meta.get("name", "")), alloc, dict(meta.get("labels") or {}),
+                    taints, ready and not problems, bool(spec.get("unschedulable")))
+
+
+def priority_class(obj: Obj) -> tuple[str, int, bool]:
+    value = obj.get("value")
+    return (_meta(obj).get("name", ""), value if isinstance(value, int) else 0,
+            bool(obj.get("globalDefault")))
+
+
+def _int(value: Any, where: str, minimum: int, problems: list[str]) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        problems.append(f"{where} must be an integer >= {minimum}, got {value!r}")
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        problems.append(f"{where} must be an integer >= {minimum}, got {value!r}")
+        return None
+    if number < minimum:
+        problems.append(f"{where} must be an integer >= {minimum}, got {number}")
+        return None
+    return number
+
+
+def _seconds(value: Any, where: str, problems: list[str]) -> float | None:
+    if value is None:
+        return None
+    got = _int(value, where, 1, problems)
+    return float(got) if got is not None else None
+
+
+def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
+    """A scheduling.kaisched.io PodGroup: its spec, status and any problem."""
+    spec = obj.get("spec") or {}
+    problems: list[str] = []
+    min_member = _int(spec.get("minMember", 1), "spec.minMember", 1, problems) or 1
+    mode = spec.get("mode", "Strict")
+    if mode not in ("Strict", "NonStrict"):
+        problems.append(f"spec.mode must be Strict or NonStrict, got {mode!r}")
+        mode = "Strict"
+    subgroups = []
+    for i, sg in enumerate(spec.get("subGroups") or ()):
+        if not isinstance(sg, dict) or not sg.get("name"):
+            problems.append(f"spec.subGroups[{i}] needs a name")
+            continue
+        sub_min = _int(sg.get("minMember", 0), f"spec.subGroups[{i}].minMember", 0, problems)
+        subgroups.append(SubGroup(str(sg["name"]), sub_min or 0))
+    gang_group = tuple(JobKey(str(g)) if "/" in str(g) else job_key(_meta(obj).get("namespace") or "default", str(g))
+                       for g in spec.get("gangGroup") or ())
+    preemptible = spec.get("preemptible", True)
+    gang = GangSpec(
+        min_member=min_member,
+        queue=QueueName(str(spec.get("queue") or "")),
+        priority_class=spec.get("priorityClassName") or None,
+        min_resources=_resources(spec.get("minResources"), "spec.minResources", problems) or None,
+        schedule_timeout=_seconds(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", problems),
+        mode=GangMode(mode),
+        gang_group=gang_group,
+        subgroups=tuple(subgroups),
+        preemptible=preemptible if isinstance(preemptible, bool) else True,
+        stale_grace=_seconds(spec.get("staleGangGracePeriodSeconds"), "spec.staleGangGracePeriodSeconds", problems),
+        declared=True,
+        generation=int(_meta(obj).get("generation") or 0),
+    )
+    return gang, podgroup_status(obj.get("status") or {}), "; ".join(problems) or None
+
+
+def xk8s_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
+    """A scheduler-plugins PodGroup: minMember, minResources, scheduleTimeoutSeconds."""
+    spec = obj.get("spec") or {}
+    problems: list[str] = []
+    gang = GangSpec(
+        min_member=_int(spec.get("minMember", 1), "spec.minMember", 1, problems) or 1,
+        min_resources=_resources(spec.get("minResources"), "spec.minResources", problems) or None,
+        schedule_timeout=_seconds(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", problems),
+        declared=False,
+    )
+    return gang, PodGroupStatus(), "; ".join(problems) or None
+
+
+def annotated_gang(facts: PodFacts) -> tuple[GangSpec, str | None]:
+    """A gang declared by Koordinator or Volcano annotations on its pods."""
+    problems: list[str] = []
+    if facts.gang.source == "koordinator":
+        raw = facts.annotation(L.KOORD_MIN_AVAILABLE) or "1"
+        mode = facts.annotation(L.KOORD_MODE) or "Strict"
+        groups = facts.annotation(L.KOORD_GROUPS)
+        group_keys: tuple[JobKey, ...] = ()
+        if groups:
+            try:
+                group_keys = tuple(JobKey(str(g)) for g in orjson.loads(groups))
+            except (orjson.JSONDecodeError, TypeError):
+                problems.append(f"{L.KOORD_GROUPS} must be a JSON list of namespace/name")
+        gang = GangSpec(min_member=_int(raw, L.KOORD_MIN_AVAILABLE, 1, problems) or 1,
+                        mode=GangMode.NON_STRICT if mode == "NonStrict" else GangMode.STRICT,
+                        gang_group=group_keys)
+    else:
+        raw = facts.annotation(L.VOLCANO_GROUP_POD_NUM) or "1"
+        gang = GangSpec(min_member=_int(raw, L.VOLCANO_GROUP_POD_NUM, 1, problems) or 1)
+    return gang, "; ".join(problems) or None
+
+
+def podgroup_status(status: Obj) -> PodGroupStatus:
+    phase = status.get("phase") or "Pending"
+    try:
+        parsed = PodGroupPhase(phase)
+    except ValueError:
+        parsed = PodGroupPhase.UNKNOWN
+    conditions = tuple(Condition(str(c.get("type", "")), str(c.get("status", "")),
+                                 str(c.get("reason") or ""), str(c.get("message") or ""),
+                                 c.get("lastTransitionTime"))
+                       for c in status.get("conditions") or () if isinstance(c, dict))
+    counts = {k: status.get(k) if isinstance(status.get(k), int) else 0
+              for k in ("scheduled", "running", "succeeded", "failed", "pending")}
+    return PodGroupStatus(parsed, conditions, last_schedule_time=status.get("lastScheduleTime"),
+                          stale_since=status.get("staleSince"),
+                          unschedulable_since=status.get("unschedulableSince"), **counts)
+
+
+def status_dict(status: PodGroupStatus) -> Obj:
+    """The PodGroup status as written back (a merge patch; None clears)."""
+    return {
+        "phase": status.phase.value,
+        "conditions": [{k: v for k, v in {
+            "type": c.type, "status": c.status, "reason": c.reason, "message": c.message,
+            "lastTransitionTime": c.last_transition_time}.items() if v is not None}
+            for c in status.conditions],
+        "scheduled": status.scheduled, "running": status.running,
+        "succeeded": status.succeeded, "failed": status.failed, "pending": status.pending,
+        "lastScheduleTime": status.last_schedule_time, "staleSince": status.stale_since,
+        "unschedulableSince": status.unschedulable_since,
+    }
+
+
+def queue(obj: Obj) -> QueueInfo:
+    meta, spec = _meta(obj), obj.get("spec") or {}
+    problems: list[str] = []
+    quota: dict[str, Any] = {}
+    limits: list[tuple[str, float]] = []
+    weights: list[tuple[str, float]] = []
+    resources = spec.get("resources") or {}
+    if not isinstance(resources, dict):
+        problems.append("spec.resources must be a map of resource name to {quota, limit, overQuotaWeight}")
+        resources = {}
+    for name, entry in sorted(resources.items()):
+        if not isinstance(entry, dict):
+            problems.append(f"spec.resources.{name} must be a map")
+            continue
+        if "quota" in entry:
+            quota[name] = entry["quota"]
+        if "limit" in entry:
+            got = _resources({name: entry["limit"]}, f"spec.resources.{name}.limit", problems)
+            limits.append((name, got.get(name)))
+        if "overQuotaWeight" in entry:
+            weight = entry["overQuotaWeight"]
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+                problems.append(f"spec.resources.{name}.overQuotaWeight must be a number >= 0")
+            else:
+                weights.append((name, float(weight)))
+    priority = spec.get("priority", 100)
+    return QueueInfo(
+        name=QueueName(meta.get("name", "")),
+        parent=QueueName(spec["parentQueue"]) if spec.get("parentQueue") else None,
+        priority=priority if isinstance(priority, int) else 100,
+        quota=_resources(quota, "spec.resources.*.quota", problems),
+        limits=tuple(limits), weights=tuple(weights),
+        creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
+        problem="; ".join(problems) or None,
+    )

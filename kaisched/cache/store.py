@@ -1,0 +1,156 @@
+"""The scheduler's cache: objects converted once as watch events arrive, and
+snapshot() that assembles a ClusterInfo from them each cycle."""
+from __future__ import annotations
+
+import attrs
+
+from kaisched.api.cluster import ClusterInfo, ForeignPod
+from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
+from kaisched.api.node import NodeSpec
+from kaisched.api.queue import QueueInfo
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import (
+    DEFAULT_QUEUE, OCCUPYING_STATUSES, JobKey, PodKey, QueueName, TaskStatus, job_key,
+)
+from kaisched.cache import convert
+from kaisched.cache.convert import PodFacts
+from kaisched.cluster.client import ClusterClient, Subscription, WatchEvent
+from kaisched.cluster.kinds import (
+    NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS, XK8S_PODGROUP, object_key,
+)
+
+
+@attrs.frozen(slots=True)
+class _Group:
+    spec: GangSpec
+    status: PodGroupStatus
+    problem: str | None
+    creation: float
+
+
+class Cache:
+    def __init__(self, scheduler_name: str = "kaisched") -> None:
+        self.scheduler_name = scheduler_name
+        self.nodes: dict[str, NodeSpec] = {}
+        self.pods: dict[PodKey, PodFacts] = {}
+        self.groups: dict[JobKey, _Group] = {}
+        self.xk8s_groups: dict[JobKey, _Group] = {}
+        self.queues: dict[str, QueueInfo] = {}
+        self.priority_classes: dict[str, tuple[int, bool]] = {}
+        self._subscription: Subscription | None = None
+
+    def sync(self, client: ClusterClient) -> int:
+        """Apply every event since the last sync; the first one lists everything."""
+        if self._subscription is None:
+            self._subscription = client.subscribe(SCHEDULING_KINDS)
+        events = self._subscription.drain()
+        for event in events:
+            self.apply(event)
+        return len(events)
+
+    def apply(self, event: WatchEvent) -> None:
+        obj, gone = event.obj, event.type == "DELETED"
+        namespace, name = object_key(obj)
+        if event.kind == POD:
+            key = PodKey(f"{namespace}/{name}")
+            if gone:
+                self.pods.pop(key, None)
+            else:
+                self.pods[key] = convert.pod_facts(obj)
+        elif event.kind == NODE:
+            if gone:
+                self.nodes.pop(name, None)
+            else:
+                self.nodes[name] = convert.node_spec(obj)
+        elif event.kind in (PODGROUP, XK8S_PODGROUP):
+            store = self.groups if event.kind == PODGROUP else self.xk8s_groups
+            key = job_key(namespace, name)
+            if gone:
+                store.pop(key, None)
+            else:
+                read = convert.podgroup if event.kind == PODGROUP else convert.xk8s_podgroup
+                spec, status, problem = read(obj)
+                creation = convert.from_rfc3339((obj.get("metadata") or {}).get("creationTimestamp"))
+                store[key] = _Group(spec, status, problem, creation or 0.0)
+        elif event.kind == QUEUE:
+            if gone:
+                self.queues.pop(name, None)
+            else:
+                self.queues[name] = convert.queue(obj)
+        elif event.kind == PRIORITY_CLASS:
+            if gone:
+                self.priority_classes.pop(name, None)
+            else:
+                pc_name, value, default = convert.priority_class(obj)
+                self.priority_classes[pc_name] = (value, default)
+
+    def snapshot(self, now: float) -> ClusterInfo:
+        values = {n: v for n, (v, _) in self.priority_classes.items()}
+        default_priority = max((v for v, d in self.priority_classes.values() if d), default=0)
+        jobs: dict[JobKey, JobInfo] = {}
+        foreign: list[ForeignPod] = []
+        for facts in self.pods.values():
+            if facts.status is None:
+                continue
+            if facts.scheduler_name != self.scheduler_name:
+                if facts.node_name and facts.status in OCCUPYING_STATUSES:
+                    foreign.append(ForeignPod(facts.node_name, facts.resreq,
+                                              facts.status is TaskStatus.RELEASING))
+                continue
+            job = jobs.get(self._job_key(facts))
+            if job is None:
+                job = self._new_job(facts, values)
+                jobs[job.key] = job
+            priority = facts.priority if facts.priority is not None else \
+                values.get(facts.priority_class, default_priority)
+            job.add_task(TaskInfo(
+                key=facts.key, uid=facts.uid, job=job.key, status=facts.status,
+                resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
+                priority=priority, creation=facts.creation, placement=facts.placement,
+                critical=facts.critical, unschedulable=facts.unschedulable))
+            if facts.problem and not job.problem:
+                job.problem = f"pod {facts.key}: {facts.problem}"
+            if not job.spec.declared or not job.creation:
+                job.creation = min(job.creation or facts.creation, facts.creation)
+        for job in jobs.values():
+            if job.spec.priority_class is None:
+                job.priority = max((t.priority for t in job.tasks.values()), default=0)
+        return ClusterInfo.assemble(self.nodes.values(), jobs.values(), self.queues.values(),
+                                    values, foreign, now)
+
+    def _job_key(self, facts: PodFacts) -> JobKey:
+        namespace = facts.key.split("/", 1)[0]
+        if facts.gang.source in ("none", "owner"):
+            return JobKey(facts.key)       # a gang of one (or one waiting for its PodGroup)
+        return job_key(namespace, facts.gang.name)
+
+    def _new_job(self, facts: PodFacts, priorities: dict[str, int]) -> JobInfo:
+        key = self._job_key(facts)
+        source = facts.gang.source
+        problem = None
+        creation = 0.0
+        status = PodGroupStatus()
+        if source in ("kaisched", "x-k8s"):
+            group = (self.groups if source == "kaisched" else self.xk8s_groups).get(key)
+            if group is None:
+                kind = "PodGroup" if source == "kaisched" else "PodGroup (scheduling.x-k8s.io)"
+                spec, problem = GangSpec(), f"{kind} {key} does not exist"
+            else:
+                spec, status, problem, creation = group.spec, group.status, group.problem, group.creation
+        elif source in ("koordinator", "volcano"):
+            own = self.groups.get(key)
+            if own is not None:
+                spec, status, problem, creation = own.spec, own.status, own.problem, own.creation
+            else:
+                spec, problem = convert.annotated_gang(facts)
+        elif source == "owner":
+            spec = GangSpec()
+            problem = (f"waiting for the PodGrouper to create the PodGroup of its owner "
+                       f"{facts.gang.name}")
+        else:
+            spec = GangSpec()
+        queue = spec.queue or QueueName(facts.queue_label or DEFAULT_QUEUE)
+        spec = attrs.evolve(spec, queue=queue)
+        priority = priorities.get(spec.priority_class, 0) if spec.priority_class else 0
+        return JobInfo(key, spec, priority=priority, creation=creation, status=status,
+                       problem=problem)

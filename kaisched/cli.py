@@ -1,0 +1,100 @@
+"""The kaisched command line (DESIGN 8). Errors print one line, never a traceback."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from kaisched.builtins import register_builtins
+from kaisched.errors import KaischedError
+from kaisched.framework import Registry, SchedulerConfig, default_config, load_config, parse_config
+
+
+class OneLineGroup(click.Group):
+    """Every error, a bad flag included, as one line on stderr."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("error: aborted", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) else ""
+            click.echo(f"error: {exc.format_message()}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except KaischedError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=OneLineGroup)
+@click.version_option(package_name="kaisched")
+def main() -> None:
+    """kaisched: a gang-aware batch scheduler for Kubernetes."""
+
+
+def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | None) -> SchedulerConfig:
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError:
+            raise click.ClickException(f"{path}: no such config file") from None
+        return parse_config(text, registry, path)
+    if embedded is not None:
+        return load_config(embedded, registry)
+    return default_config(registry)
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--config", "config_path", help="Scheduler config YAML (default: the snapshot's, else built-in).")
+@click.option("--sessions", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
+def replay(file: str, config_path: str | None, sessions: int, output: str) -> None:
+    """Replay FILE (Snapshot, List or multi-document YAML) and print the decisions."""
+    from kaisched.replay import replay as run_replay
+    from kaisched.snapshot import load_file
+
+    loaded = load_file(file)
+    registry = register_builtins()
+    config = _config(config_path, registry, loaded.config)
+    result = run_replay(loaded.objects, config, registry, sessions)
+    if output == "json":
+        click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+        return
+    click.echo(f"{result.sessions} session(s)")
+    click.echo(f"bindings ({len(result.bindings)}):")
+    for pod, node in result.bindings.items():
+        click.echo(f"  {pod} -> {node}")
+    click.echo(f"pipelined ({len(result.pipelined)}):")
+    for pod, node in result.pipelined.items():
+        click.echo(f"  {pod} -> {node} (waiting for room to be released)")
+    click.echo(f"evictions ({len(result.evictions)}):")
+    for pod in result.evictions:
+        click.echo(f"  {pod}")
+    click.echo(f"podgroups ({len(result.pod_groups)}):")
+    for key, pg in sorted(result.pod_groups.items()):
+        cond = next((c for c in pg["conditions"] if c.get("type") == "Scheduled"), None)
+        why = f"  {cond.get('reason')}: {cond.get('message')}" if cond else ""
+        click.echo(f"  {key}  {pg['phase']}  minMember={pg['minMember']}{why}")
+    for failure in result.failures:
+        click.echo(f"failed: {failure}")
+
+
+@main.command()
+@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k"]))
+@click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
+              help="Multiply the scenario's node and pod counts (for quick checks).")
+def bench(scenario: str, scale: float) -> None:
+    """Run a performance SCENARIO and print one JSON line of figures."""
+    from kaisched.bench import run
+
+    click.echo(orjson.dumps(run(scenario, scale)))

@@ -1,0 +1,63 @@
+"""The API kinds kaisched reads and writes, as typed values."""
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen(slots=True)
+class Kind:
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    def __str__(self) -> str:
+        return f"{self.kind}.{self.api_version}"
+
+
+POD = Kind("v1", "Pod", "pods")
+NODE = Kind("v1", "Node", "nodes", namespaced=False)
+EVENT = Kind("v1", "Event", "events")
+NAMESPACE = Kind("v1", "Namespace", "namespaces", namespaced=False)
+PRIORITY_CLASS = Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", namespaced=False)
+PODGROUP = Kind("scheduling.kaisched.io/v1alpha1", "PodGroup", "podgroups")
+QUEUE = Kind("scheduling.kaisched.io/v1alpha1", "Queue", "queues", namespaced=False)
+XK8S_PODGROUP = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
+LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
+
+KNOWN = {(k.api_version, k.kind): k for k in (
+    POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP, LEASE)}
+# What the scheduler's cache watches.
+SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, QUEUE, PRIORITY_CLASS)
+_CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "ClusterRole",
+                   "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
+                   "StorageClass"}
+
+
+def kind_for(api_version: str, kind: str) -> Kind:
+    """The Kind of an apiVersion/kind pair, known or guessed the way kubectl does."""
+    known = KNOWN.get((api_version, kind))
+    if known is not None:
+        return known
+    lower = kind.lower()
+    plural = lower + ("es" if lower.endswith(("s", "x", "ch")) else "s")
+    return Kind(api_version, kind, plural, namespaced=kind not in _CLUSTER_SCOPED)
+
+
+def kind_of(obj: dict[str, Any]) -> Kind:
+    return kind_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+
+
+def object_key(obj: dict[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")

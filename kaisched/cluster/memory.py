@@ -1,0 +1,157 @@
+"""An in-process API server: objects by kind with resourceVersions, watch
+events, and the binding / status / eviction subresources.
+
+Stored objects are never mutated in place (every write builds a new dict), so
+they are handed out without copying; callers must not mutate them either.
+"""
+from __future__ import annotations
+
+import collections
+import uuid
+from typing import Iterable
+
+from kaisched.api.clock import Clock, ManualClock, to_rfc3339
+from kaisched.cluster.client import Obj, WatchEvent, merge_patch
+from kaisched.cluster.kinds import NODE, POD, Kind, kind_of, object_key
+from kaisched.errors import ConflictError, NotFoundError, PermanentApiError
+
+_UID_NAMESPACE = uuid.UUID("6f1b5a52-7e4c-4b8e-9a57-4b1d0c3e2a10")
+
+
+class MemorySubscription:
+    def __init__(self, kinds: frozenset[Kind]) -> None:
+        self.kinds = kinds
+        self.events: collections.deque[WatchEvent] = collections.deque()
+
+    def drain(self) -> list[WatchEvent]:
+        out = list(self.events)
+        self.events.clear()
+        return out
+
+
+class MemoryCluster:
+    """Implements ClusterClient in memory; deterministic uids for replays."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock = clock or ManualClock()
+        self._objects: dict[Kind, dict[tuple[str, str], Obj]] = collections.defaultdict(dict)
+        self._version = 0
+        self._subscriptions: list[MemorySubscription] = []
+        self._serial = 0
+
+    # -- reading ---------------------------------------------------------------
+    def list(self, kind: Kind, namespace: str | None = None) -> list[Obj]:
+        objs = self._objects.get(kind, {})
+        return [o for (ns, _), o in sorted(objs.items()) if namespace is None or ns == namespace]
+
+    def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        return self._objects.get(kind, {}).get((namespace if kind.namespaced else "", name))
+
+    def kinds(self) -> list[Kind]:
+        return [k for k, objs in self._objects.items() if objs]
+
+    # -- writing ---------------------------------------------------------------
+    def create(self, obj: Obj) -> Obj:
+        kind = kind_of(obj)
+        meta = dict(obj.get("metadata") or {})
+        if not meta.get("name"):
+            if not meta.get("generateName"):
+                raise PermanentApiError(f"{kind.kind}: metadata.name is required", 422)
+            self._serial += 1
+            meta["name"] = f"{meta['generateName']}{self._serial:05d}"
+        if kind.namespaced:
+            meta["namespace"] = meta.get("namespace") or "default"
+        else:
+            meta.pop("namespace", None)
+        key = (meta.get("namespace", ""), meta["name"])
+        if key in self._objects[kind]:
+            raise ConflictError(f"{kind.kind} {'/'.join(filter(None, key))} already exists")
+        meta.setdefault("uid", str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{key}/{self._version}")))
+        meta.setdefault("creationTimestamp", to_rfc3339(self.clock.now()))
+        meta["generation"] = 1
+        return self._store(kind, key, {**obj, "metadata": meta}, "ADDED")
+
+    def patch(self, kind: Kind, namespace: str, name: str, patch: Obj) -> Obj:
+        current = self._require(kind, namespace, name)
+        patch = {k: v for k, v in patch.items() if k != "status"}
+        updated = merge_patch(current, patch)
+        if updated.get("spec") != current.get("spec"):
+            updated["metadata"] = {**updated["metadata"],
+                                   "generation": current["metadata"].get("generation", 1) + 1}
+        return self._store(kind, object_key(current), updated, "MODIFIED")
+
+    def patch_status(self, kind: Kind, namespace: str, name: str, status: Obj) -> Obj:
+        current = self._require(kind, namespace, name)
+        updated = {**current, "status": merge_patch(current.get("status") or {}, status)}
+        return self._store(kind, object_key(current), updated, "MODIFIED")
+
+    def replace(self, obj: Obj) -> Obj:
+        """A whole-object update, as kubelet-like simulators need (phase changes)."""
+        kind = kind_of(obj)
+        current = self._require(kind, *object_key(obj))
+        meta = {**obj["metadata"], "uid": current["metadata"]["uid"]}
+        return self._store(kind, object_key(current), {**obj, "metadata": meta}, "MODIFIED")
+
+    def delete(self, kind: Kind, namespace: str, name: str) -> None:
+        current = self._require(kind, namespace, name)
+        key = object_key(current)
+        del self._objects[kind][key]
+        self._version += 1
+        gone = {**current, "metadata": {**current["metadata"], "resourceVersion": str(self._version)}}
+        self._publish(WatchEvent("DELETED", kind, gone))
+
+    # -- subresources ----------------------------------------------------------
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        pod = self._require(POD, namespace, name)
+        if uid and pod["metadata"].get("uid") != uid:
+            raise ConflictError(f"pod {namespace}/{name}: uid changed, not binding")
+        if (pod.get("spec") or {}).get("nodeName"):
+            raise ConflictError(f"pod {namespace}/{name} is already bound to "
+                                f"{pod['spec']['nodeName']}")
+        if self.get(NODE, "", node) is None:
+            raise NotFoundError(f"node {node} not found")
+        cond = {"type": "PodScheduled", "status": "True",
+                "lastTransitionTime": to_rfc3339(self.clock.now())}
+        status = dict(pod.get("status") or {})
+        status["conditions"] = [c for c in status.get("conditions", [])
+                                if c.get("type") != "PodScheduled"] + [cond]
+        updated = {**pod, "spec": {**pod.get("spec", {}), "nodeName": node}, "status": status}
+        self._store(POD, (namespace, name), updated, "MODIFIED")
+
+    def evict(self, namespace: str, name: str) -> None:
+        pod = self._require(POD, namespace, name)
+        if pod["metadata"].get("deletionTimestamp"):
+            return
+        meta = {**pod["metadata"], "deletionTimestamp": to_rfc3339(self.clock.now())}
+        if not (pod.get("spec") or {}).get("nodeName"):
+            self.delete(POD, namespace, name)      # nothing to stop: gone at once
+            return
+        self._store(POD, (namespace, name), {**pod, "metadata": meta}, "MODIFIED")
+
+    def subscribe(self, kinds: Iterable[Kind]) -> MemorySubscription:
+        sub = MemorySubscription(frozenset(kinds))
+        for kind in sub.kinds:
+            for obj in self.list(kind):
+                sub.events.append(WatchEvent("ADDED", kind, obj))
+        self._subscriptions.append(sub)
+        return sub
+
+    # -- internals -------------------------------------------------------------
+    def _require(self, kind: Kind, namespace: str, name: str) -> Obj:
+        obj = self.get(kind, namespace, name)
+        if obj is None:
+            where = f"{namespace}/{name}" if kind.namespaced else name
+            raise NotFoundError(f"{kind.kind} {where} not found")
+        return obj
+
+    def _store(self, kind: Kind, key: tuple[str, str], obj: Obj, event: str) -> Obj:
+        self._version += 1
+        obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self._version)}}
+        self._objects[kind][key] = obj
+        self._publish(WatchEvent(event, kind, obj))
+        return obj
+
+    def _publish(self, event: WatchEvent) -> None:
+        for sub in self._subscriptions:
+            if event.kind in sub.kinds:
+                sub.events.append(event)

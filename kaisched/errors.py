@@ -1,0 +1,50 @@
+"""The named exceptions of kaisched: for bugs, bad configuration and I/O.
+
+Expected misfits (a pod that fits no node, a queue at its limit) are values,
+not exceptions; see kaisched.api.fit.
+"""
+
+
+class KaischedError(Exception):
+    """The root of every exception kaisched raises on purpose."""
+
+
+class ConfigError(KaischedError):
+    """The scheduler configuration is invalid; the message names the key."""
+
+
+class InputError(KaischedError):
+    """A file or object handed to the command line cannot be used."""
+
+
+class ApiError(KaischedError):
+    """A call to the cluster API failed."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TransientApiError(ApiError):
+    """Worth retrying: conflicts, server errors, timeouts, throttling."""
+
+
+class PermanentApiError(ApiError):
+    """Not worth retrying: not found, forbidden, invalid."""
+
+
+class NotFoundError(PermanentApiError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 404)
+
+
+class ConflictError(TransientApiError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 409)
+
+
+class GoneError(TransientApiError):
+    """A watch's resourceVersion is too old: relist."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 410)

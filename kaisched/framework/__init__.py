@@ -1,0 +1,10 @@
+"""The scheduling framework: session, statement, hooks, config, registry."""
+from kaisched.framework.config import SchedulerConfig, default_config, load_config, parse_config
+from kaisched.framework.hooks import Hook, HookRegistry
+from kaisched.framework.registry import Action, Plugin, PluginBase, Registry
+from kaisched.framework.session import Choice, Session
+from kaisched.framework.statement import Statement
+
+__all__ = ["Action", "Choice", "Hook", "HookRegistry", "Plugin", "PluginBase", "Registry",
+           "SchedulerConfig", "Session", "Statement", "default_config", "load_config",
+           "parse_config"]

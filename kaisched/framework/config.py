@@ -1,0 +1,159 @@
+"""SchedulerConfig: the scheduler.yaml of DESIGN 5, checked key by key.
+
+Nothing starts on a bad config: every unknown key, action or plugin, bad
+duration and bad plugin argument is refused with the key's path in the message.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import attrs
+import yaml
+
+from kaisched.api.quantity import parse_duration
+from kaisched.errors import ConfigError
+from kaisched.framework.registry import Action, Plugin, Registry
+
+DEFAULT_CONFIG_YAML = """\
+schedulerName: kaisched
+schedulePeriod: 1s
+actions: [allocate, backfill, reclaim, preempt, stalegangeviction]
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: proportion}, {name: predicates}, {name: nodeorder, arguments: {strategy: binpack}}]
+staleGangGracePeriod: 60s
+"""
+
+_KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod")
+
+
+@attrs.frozen
+class PluginOption:
+    name: str
+    arguments: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class SchedulerConfig:
+    scheduler_name: str = "kaisched"
+    schedule_period: float = 1.0
+    actions: tuple[str, ...] = ()
+    tiers: tuple[tuple[PluginOption, ...], ...] = ()
+    stale_gang_grace_period: float = 60.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The YAML form, as a Snapshot file carries it."""
+        return {
+            "schedulerName": self.scheduler_name,
+            "schedulePeriod": f"{self.schedule_period:g}s",
+            "actions": list(self.actions),
+            "tiers": [{"plugins": [{"name": p.name, **({"arguments": dict(p.arguments)}
+                                                     if p.arguments else {})} for p in tier]}
+                      for tier in self.tiers],
+            "staleGangGracePeriod": f"{self.stale_gang_grace_period:g}s",
+        }
+
+    def build_actions(self, registry: Registry) -> list[Action]:
+        return [registry.actions[name]() for name in self.actions]
+
+    def build_plugins(self, registry: Registry) -> list[list[Plugin]]:
+        return [[registry.plugins[p.name](p.arguments) for p in tier] for tier in self.tiers]
+
+
+def load_config(data: Any, registry: Registry) -> SchedulerConfig:
+    """A checked config from parsed YAML."""
+    if not isinstance(data, dict):
+        raise ConfigError("config: expected a mapping of keys (schedulerName, actions, tiers, ...)")
+    unknown = sorted(set(data) - set(_KEYS))
+    if unknown:
+        raise ConfigError(f"config: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
+    name = data.get("schedulerName", "kaisched")
+    if not isinstance(name, str) or not name:
+        raise ConfigError("config: schedulerName: must be a non-empty string")
+    return SchedulerConfig(
+        scheduler_name=name,
+        schedule_period=_duration(data, "schedulePeriod", 1.0, positive=True),
+        actions=_actions(data.get("actions", []), registry),
+        tiers=_tiers(data.get("tiers", []), registry),
+        stale_gang_grace_period=_duration(data, "staleGangGracePeriod", 60.0),
+    )
+
+
+def parse_config(text: str, registry: Registry, source: str = "config") -> SchedulerConfig:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: invalid YAML: {_yaml_where(exc)}") from None
+    try:
+        return load_config(data, registry)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("config:", f"{source}:", 1)) from None
+
+
+def default_config(registry: Registry) -> SchedulerConfig:
+    return parse_config(DEFAULT_CONFIG_YAML, registry, "built-in config")
+
+
+def _duration(data: Mapping[str, Any], key: str, default: float, positive: bool = False) -> float:
+    if key not in data:
+        return default
+    try:
+        value = parse_duration(data[key])
+    except ValueError as exc:
+        raise ConfigError(f"config: {key}: {exc}") from None
+    if positive and value <= 0:
+        raise ConfigError(f"config: {key}: must be more than zero")
+    return value
+
+
+def _actions(raw: Any, registry: Registry) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+        raise ConfigError("config: actions: expected a list of action names")
+    for i, name in enumerate(raw):
+        if name not in registry.actions:
+            known = ", ".join(sorted(registry.actions))
+            raise ConfigError(f"config: actions[{i}]: unknown action {name!r} (known: {known})")
+    return tuple(raw)
+
+
+def _tiers(raw: Any, registry: Registry) -> tuple[tuple[PluginOption, ...], ...]:
+    if not isinstance(raw, list):
+        raise ConfigError("config: tiers: expected a list of {plugins: [...]}")
+    tiers = []
+    for t, tier in enumerate(raw):
+        where = f"tiers[{t}]"
+        if not isinstance(tier, dict) or set(tier) - {"plugins"}:
+            raise ConfigError(f"config: {where}: expected {{plugins: [...]}} only")
+        plugins = tier.get("plugins") or []
+        if not isinstance(plugins, list):
+            raise ConfigError(f"config: {where}.plugins: expected a list")
+        options = []
+        for p, entry in enumerate(plugins):
+            options.append(_plugin(entry, f"{where}.plugins[{p}]", registry))
+        tiers.append(tuple(options))
+    return tuple(tiers)
+
+
+def _plugin(entry: Any, where: str, registry: Registry) -> PluginOption:
+    if not isinstance(entry, dict) or "name" not in entry:
+        raise ConfigError(f"config: {where}: expected {{name: ..., arguments: {{...}}}}")
+    extra = sorted(set(entry) - {"name", "arguments"})
+    if extra:
+        raise ConfigError(f"config: {where}: unknown key {extra[0]!r} (known: name, arguments)")
+    name, arguments = entry["name"], entry.get("arguments") or {}
+    if name not in registry.plugins:
+        known = ", ".join(sorted(registry.plugins))
+        raise ConfigError(f"config: {where}: unknown plugin {name!r} (known: {known})")
+    if not isinstance(arguments, dict):
+        raise ConfigError(f"config: {where}.arguments: expected a mapping")
+    try:
+        registry.plugins[name](arguments)      # a factory refuses bad arguments
+    except ConfigError as exc:
+        raise ConfigError(f"config: {where}.arguments ({name}): {exc}") from None
+    return PluginOption(name, dict(arguments))
+
+
+def _yaml_where(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    return f"line {mark.line + 1}: {problem}" if mark else problem

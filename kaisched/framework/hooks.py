@@ -1,0 +1,98 @@
+"""One hook registry keyed by an enum, and the few ways answers combine.
+
+Plugins register callbacks tier by tier; the session asks through a
+combinator, never by walking the tiers itself:
+- order keys: the tuple of every callback's key in tier order, which is the
+  same as "first non-zero comparison wins" and sorts in C;
+- all_true: every callback must agree (readiness, pipelined);
+- first_reason: the first callback that objects, with its reason (validity,
+  queue room);
+- masks: node filters are ANDed; scores: node scores are summed;
+- victims: intersected within a tier, the first tier with an answer wins.
+"""
+from __future__ import annotations
+
+import enum
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+
+class Hook(enum.Enum):
+    QUEUE_ORDER = "queue_order"       # (QueueInfo) -> sortable key
+    JOB_ORDER = "job_order"           # (JobInfo) -> sortable key
+    TASK_ORDER = "task_order"         # (TaskInfo) -> sortable key
+    JOB_VALID = "job_valid"           # (JobInfo) -> reason | None
+    JOB_READY = "job_ready"           # (JobInfo) -> bool
+    JOB_PIPELINED = "job_pipelined"   # (JobInfo) -> bool
+    ALLOCATABLE = "allocatable"       # (JobInfo, TaskInfo) -> reason | None
+    PREDICATE = "predicate"           # (TaskInfo, rows) -> bool array over rows
+    NODE_ORDER = "node_order"         # (TaskInfo, rows) -> float array over rows
+    PREEMPTABLE = "preemptable"       # (preemptor TaskInfo, [victim TaskInfo]) -> victims
+    RECLAIMABLE = "reclaimable"       # (reclaimer TaskInfo, [victim TaskInfo]) -> victims
+    ON_ALLOCATE = "on_allocate"       # (TaskInfo) -> None: a task took room
+    ON_DEALLOCATE = "on_deallocate"   # (TaskInfo) -> None: a task gave it back
+
+
+Callback = Callable[..., Any]
+
+
+class HookRegistry:
+    def __init__(self) -> None:
+        self._tiers: list[dict[Hook, list[tuple[str, Callback]]]] = []
+
+    def begin_tier(self) -> None:
+        self._tiers.append({})
+
+    def register(self, hook: Hook, plugin: str, fn: Callback) -> None:
+        if not self._tiers:
+            self.begin_tier()
+        self._tiers[-1].setdefault(hook, []).append((plugin, fn))
+
+    def callbacks(self, hook: Hook) -> list[tuple[str, Callback]]:
+        return [cb for tier in self._tiers for cb in tier.get(hook, ())]
+
+    def has(self, hook: Hook) -> bool:
+        return any(hook in tier for tier in self._tiers)
+
+    # -- combinators -------------------------------------------------------------
+    def order_key(self, hook: Hook) -> Callable[[Any], tuple]:
+        fns = [fn for _, fn in self.callbacks(hook)]
+        return lambda item: tuple(fn(item) for fn in fns)
+
+    def all_true(self, hook: Hook, *args: Any) -> bool:
+        return all(fn(*args) for _, fn in self.callbacks(hook))
+
+    def first_reason(self, hook: Hook, *args: Any) -> str | None:
+        for _, fn in self.callbacks(hook):
+            reason = fn(*args)
+            if reason:
+                return reason
+        return None
+
+    def notify(self, hook: Hook, *args: Any) -> None:
+        for _, fn in self.callbacks(hook):
+            fn(*args)
+
+    def mask(self, hook: Hook, task: Any, rows: np.ndarray) -> np.ndarray:
+        out = np.ones(len(rows), dtype=bool)
+        for _, fn in self.callbacks(hook):
+            out &= fn(task, rows)
+        return out
+
+    def score(self, hook: Hook, task: Any, rows: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(rows))
+        for _, fn in self.callbacks(hook):
+            out += fn(task, rows)
+        return out
+
+    def victims(self, hook: Hook, preemptor: Any, candidates: Sequence[Any]) -> list[Any]:
+        for tier in self._tiers:
+            answers = [set(map(id, fn(preemptor, candidates))) for _, fn in tier.get(hook, ())]
+            if answers:
+                keep = set.intersection(*answers)
+                return [c for c in candidates if id(c) in keep]
+        return list(candidates)
+
+    def named(self, hook: Hook) -> Iterable[tuple[str, Callback]]:
+        return self.callbacks(hook)

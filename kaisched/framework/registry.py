@@ -1,0 +1,60 @@
+"""What an action and a plugin are, and the registry that names them.
+
+Built-ins are registered by one explicit call (kaisched.builtins), never as an
+import side effect.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+
+if TYPE_CHECKING:
+    from kaisched.framework.session import Session
+
+
+class Plugin(Protocol):
+    name: str
+
+    def on_session_open(self, ssn: Session) -> None: ...
+
+    def on_session_close(self, ssn: Session) -> None: ...
+
+
+class Action(Protocol):
+    name: str
+
+    def execute(self, ssn: Session) -> None: ...
+
+
+# A plugin is built from its configured arguments; a factory raises ConfigError
+# for bad ones, so a bad config is refused at load time.
+PluginFactory = Callable[[Mapping[str, Any]], Plugin]
+ActionFactory = Callable[[], Action]
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.actions: dict[str, ActionFactory] = {}
+        self.plugins: dict[str, PluginFactory] = {}
+
+    def add_action(self, name: str, factory: ActionFactory) -> None:
+        self.actions[name] = factory
+
+    def add_plugin(self, name: str, factory: PluginFactory) -> None:
+        self.plugins[name] = factory
+
+
+class PluginBase:
+    """Defaults for plugins with nothing to do at close or no arguments."""
+
+    name = ""
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+        from kaisched.errors import ConfigError
+        if arguments:
+            raise ConfigError(f"takes no arguments, got {sorted(arguments)}")
+
+    def on_session_open(self, ssn: Session) -> None:
+        raise NotImplementedError
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None

@@ -1,0 +1,202 @@
+"""Session: one scheduling cycle over a snapshot.
+
+Plugins register callbacks when it opens; actions ask it questions and change
+it only through Statements; when it closes, its decisions are a list of
+effects. A session does no I/O.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import attrs
+import numpy as np
+
+from kaisched.api.cluster import ClusterInfo
+from kaisched.api.job import JobInfo
+from kaisched.api.node import EPSILON
+from kaisched.api.queue import QueueInfo
+from kaisched.api.resource import format_amount
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
+from kaisched.framework.effects import Effect
+from kaisched.framework.hooks import Hook, HookRegistry
+from kaisched.framework.statement import Statement
+
+if TYPE_CHECKING:
+    from kaisched.framework.config import SchedulerConfig
+    from kaisched.framework.registry import Plugin
+
+# The label under which the predicates plugin registers its resource fit: the
+# session explains it per resource, in numbers.
+RESOURCE_FIT = "resources"
+
+
+@attrs.define(eq=False, slots=True)
+class _ClassCache:
+    """Per equivalence class (requests + placement): filters and scores of
+    every node, refreshed only on the rows that changed since."""
+
+    version: int
+    mask: np.ndarray       # passes every predicate (resources against future idle)
+    idle_fit: np.ndarray   # resources fit idle now (else the task would be pipelined)
+    score: np.ndarray
+
+
+@attrs.frozen(slots=True)
+class Choice:
+    node: NodeName
+    pipelined: bool
+
+
+class Session:
+    def __init__(self, cluster: ClusterInfo, config: SchedulerConfig,
+                 plugins: Sequence[Sequence[Plugin]]) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.now = cluster.now
+        self.hooks = HookRegistry()
+        self.plugins = [p for tier in plugins for p in tier]
+        self.effects: list[Effect] = []
+        self.placed: dict[PodKey, NodeName] = {}          # committed binds
+        self.reservations: dict[PodKey, NodeName] = {}    # held for this session only
+        self.unschedulable: dict[JobKey, str] = {}        # why a job was not placed
+        self._caches: dict[Any, _ClassCache] = {}
+        self._all_rows = np.arange(len(cluster.table))
+        self._current_plugin = ""
+        for tier in plugins:
+            self.hooks.begin_tier()
+            for plugin in tier:
+                self._current_plugin = plugin.name
+                plugin.on_session_open(self)
+        self._queue_key = self.hooks.order_key(Hook.QUEUE_ORDER)
+        self._job_key = self.hooks.order_key(Hook.JOB_ORDER)
+        self._task_key = self.hooks.order_key(Hook.TASK_ORDER)
+
+    # -- registration (plugins, while the session opens) -------------------------
+    def register(self, hook: Hook, fn: Callable[..., Any], label: str | None = None) -> None:
+        self.hooks.register(hook, label or self._current_plugin, fn)
+
+    def close(self) -> list[Effect]:
+        for plugin in reversed(self.plugins):
+            plugin.on_session_close(self)
+        return self.effects
+
+    # -- questions actions ask -----------------------------------------------------
+    def queue_order_key(self, queue: QueueInfo) -> tuple:
+        return (self._queue_key(queue), queue.name)
+
+    def job_order_key(self, job: JobInfo) -> tuple:
+        return (self._job_key(job), job.creation, job.key)
+
+    def task_order_key(self, task: TaskInfo) -> tuple:
+        job = self.cluster.jobs[task.job]
+        rank = next((i for i, sg in enumerate(job.spec.subgroups) if sg.name == task.subgroup),
+                    len(job.spec.subgroups))
+        return (rank, self._task_key(task), task.key)
+
+    def job_invalid(self, job: JobInfo) -> str | None:
+        return self.hooks.first_reason(Hook.JOB_VALID, job)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return self.hooks.all_true(Hook.JOB_READY, job)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self.hooks.all_true(Hook.JOB_PIPELINED, job)
+
+    def allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
+        """None when the job's queue has room for the task, else why not."""
+        return self.hooks.first_reason(Hook.ALLOCATABLE, job, task)
+
+    def select_node(self, task: TaskInfo, idle_only: bool = False) -> Choice | None:
+        """The best node for the task, preferring room that is idle now; a node
+        that has room only once releasing pods are gone gives a pipelined choice."""
+        cache = self._refresh(task)
+        idle = cache.mask & cache.idle_fit
+        has_idle = bool(idle.any())
+        if not has_idle and (idle_only or not cache.mask.any()):
+            return None
+        pick = idle if has_idle else cache.mask
+        best = int(np.argmax(np.where(pick, cache.score, -np.inf)))
+        return Choice(self.cluster.table.names[best], not has_idle)
+
+    def record_unschedulable(self, job: JobInfo, message: str) -> None:
+        self.unschedulable[job.key] = message
+
+    def explain_task(self, task: TaskInfo) -> str:
+        """Why no node takes the task, by filter, in numbers (cold path)."""
+        table = self.cluster.table
+        alive = np.ones(len(table), dtype=bool)
+        parts: list[str] = []
+        resource_fit = None
+        for label, fn in self.hooks.named(Hook.PREDICATE):
+            if label == RESOURCE_FIT:
+                resource_fit = fn
+                continue
+            passed = fn(task, self._all_rows)
+            rejected = int((alive & ~passed).sum())
+            alive &= passed
+            if rejected:
+                parts.append(f"{label} on {_nodes(rejected)}")
+        if resource_fit is not None and alive.any():
+            vec = table.vector(task.resreq)
+            room = table.future[alive]
+            for d, name in enumerate(table.dims):
+                if vec[d] <= 0:
+                    continue
+                short = room[:, d] < vec[d] - EPSILON
+                if short.any():
+                    best = float(room[:, d].max())
+                    parts.append(f"insufficient {name} on {_nodes(int(short.sum()))} "
+                                 f"(need {format_amount(name, vec[d])}, best node has "
+                                 f"{format_amount(name, max(best, 0.0))} free)")
+        if not len(table):
+            return "no nodes in the cluster"
+        return "; ".join(parts) or "no node fits"
+
+    # -- changes (only Statement operations call these) ----------------------------
+    def statement(self) -> Statement:
+        return Statement(self)
+
+    def emit(self, effect: Effect) -> None:
+        self.effects.append(effect)
+
+    def assign(self, task: TaskInfo, status: TaskStatus, node: NodeName) -> TaskInfo:
+        placed = self.cluster.assign(task, status, node)
+        self.hooks.notify(Hook.ON_ALLOCATE, placed)
+        return placed
+
+    def unassign(self, placed: TaskInfo, previous: TaskInfo) -> None:
+        self.cluster.unassign(placed, previous)
+        self.hooks.notify(Hook.ON_DEALLOCATE, placed)
+
+    def release(self, task: TaskInfo) -> TaskInfo:
+        return self.cluster.release(task)
+
+    def unrelease(self, released: TaskInfo, previous: TaskInfo) -> None:
+        self.cluster.unrelease(released, previous)
+
+    # -- internals -------------------------------------------------------------------
+    def _refresh(self, task: TaskInfo) -> _ClassCache:
+        table = self.cluster.table
+        key = (task.resreq, task.placement)
+        cache = self._caches.get(key)
+        if cache is None:
+            rows = self._all_rows
+            cache = _ClassCache(table.version, np.zeros(len(table), dtype=bool),
+                                np.zeros(len(table), dtype=bool), np.zeros(len(table)))
+            self._caches[key] = cache
+        elif cache.version == table.version:
+            return cache
+        else:
+            rows = np.flatnonzero(table.row_version > cache.version)
+        if len(rows):
+            vec = table.vector(task.resreq)
+            cache.mask[rows] = self.hooks.mask(Hook.PREDICATE, task, rows)
+            cache.idle_fit[rows] = table.fits(vec, table.idle[rows])
+            cache.score[rows] = self.hooks.score(Hook.NODE_ORDER, task, rows)
+        cache.version = table.version
+        return cache
+
+
+def _nodes(count: int) -> str:
+    return f"{count} node" if count == 1 else f"{count} nodes"

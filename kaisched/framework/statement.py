@@ -1,0 +1,116 @@
+"""Statement: typed operations on a session, each with its own undo.
+
+Gang all-or-nothing reads as: open a statement, place tasks, then commit
+(effects), reserve (keep the room for this session, no binds) or discard
+(undo everything, in reverse). checkpoint/rollback undo part of it.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import attrs
+
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import JobKey, NodeName, TaskStatus
+from kaisched.framework.effects import Bind, Evict
+
+if TYPE_CHECKING:
+    from kaisched.framework.session import Session
+
+
+class Operation(Protocol):
+    def undo(self, ssn: Session) -> None: ...
+
+    def commit(self, ssn: Session) -> None: ...
+
+
+@attrs.frozen(slots=True)
+class AllocateOp:
+    task: TaskInfo          # as placed (Allocated)
+    previous: TaskInfo      # as it was (Pending)
+
+    def undo(self, ssn: Session) -> None:
+        ssn.unassign(self.task, self.previous)
+
+    def commit(self, ssn: Session) -> None:
+        node = self.task.node_name
+        assert node is not None
+        ssn.emit(Bind(self.task.key, self.task.uid, node, self.task.job))
+        ssn.placed[self.task.key] = node
+
+
+@attrs.frozen(slots=True)
+class PipelineOp:
+    task: TaskInfo          # as placed (Pipelined): waits for releasing room
+    previous: TaskInfo
+
+    def undo(self, ssn: Session) -> None:
+        ssn.unassign(self.task, self.previous)
+
+    def commit(self, ssn: Session) -> None:
+        ssn.reservations[self.task.key] = self.task.node_name  # type: ignore[assignment]
+
+
+@attrs.frozen(slots=True)
+class EvictOp:
+    task: TaskInfo          # as evicted (Releasing)
+    previous: TaskInfo
+    reason: str
+    message: str
+
+    def undo(self, ssn: Session) -> None:
+        ssn.unrelease(self.task, self.previous)
+
+    def commit(self, ssn: Session) -> None:
+        ssn.emit(Evict(self.task.key, self.task.uid, self.task.node_name, self.task.job,
+                       self.reason, self.message))
+
+
+class Statement:
+    def __init__(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self.ops: list[Operation] = []
+
+    def allocate(self, task: TaskInfo, node: NodeName) -> TaskInfo:
+        placed = self._ssn.assign(task, TaskStatus.ALLOCATED, node)
+        self.ops.append(AllocateOp(placed, task))
+        return placed
+
+    def pipeline(self, task: TaskInfo, node: NodeName) -> TaskInfo:
+        placed = self._ssn.assign(task, TaskStatus.PIPELINED, node)
+        self.ops.append(PipelineOp(placed, task))
+        return placed
+
+    def evict(self, task: TaskInfo, reason: str, message: str) -> TaskInfo:
+        released = self._ssn.release(task)
+        self.ops.append(EvictOp(released, task, reason, message))
+        return released
+
+    def checkpoint(self) -> int:
+        return len(self.ops)
+
+    def rollback(self, mark: int) -> None:
+        while len(self.ops) > mark:
+            self.ops.pop().undo(self._ssn)
+
+    def discard(self) -> None:
+        self.rollback(0)
+
+    def commit(self) -> None:
+        """Turn every operation into its effect; the statement is then empty."""
+        for op in self.ops:
+            op.commit(self._ssn)
+        self.ops = []
+
+    def reserve(self) -> None:
+        """Keep the placements as reservations for this session only: no binds,
+        nothing evicted, but no later job of this session can take the room."""
+        for op in self.ops:
+            if isinstance(op, AllocateOp):
+                self._ssn.reservations[op.task.key] = op.task.node_name  # type: ignore[assignment]
+            else:
+                op.commit(self._ssn)
+        self.ops = []
+
+    def jobs(self) -> set[JobKey]:
+        return {op.task.job for op in self.ops}  # type: ignore[attr-defined]

@@ -1,0 +1,55 @@
+"""The loop: snapshot -> session -> actions -> effects -> binder."""
+from __future__ import annotations
+
+import time
+
+import attrs
+
+from kaisched.api.clock import Clock
+from kaisched.api.types import NodeName, PodKey
+from kaisched.binder import Binder, BindReport
+from kaisched.cache import Cache
+from kaisched.cluster.client import ClusterClient
+from kaisched.framework import Registry, SchedulerConfig, Session
+from kaisched.framework.effects import Effect
+
+
+@attrs.frozen
+class CycleResult:
+    effects: list[Effect]
+    placed: dict[PodKey, NodeName]
+    reservations: dict[PodKey, NodeName]
+    report: BindReport
+    snapshot_seconds: float
+    session_seconds: float
+
+
+class Scheduler:
+    def __init__(self, client: ClusterClient, config: SchedulerConfig, registry: Registry,
+                 clock: Clock, binder: Binder | None = None) -> None:
+        self.client = client
+        self.config = config
+        self.registry = registry
+        self.clock = clock
+        self.cache = Cache(config.scheduler_name)
+        self.binder = binder or Binder(client, clock.now)
+        self.actions = config.build_actions(registry)
+
+    def open_session(self) -> Session:
+        self.cache.sync(self.client)
+        cluster = self.cache.snapshot(self.clock.now())
+        return Session(cluster, self.config, self.config.build_plugins(self.registry))
+
+    def run_once(self) -> CycleResult:
+        started = time.perf_counter()
+        self.cache.sync(self.client)
+        cluster = self.cache.snapshot(self.clock.now())
+        snapshotted = time.perf_counter()
+        ssn = Session(cluster, self.config, self.config.build_plugins(self.registry))
+        for action in self.actions:
+            action.execute(ssn)
+        effects = ssn.close()
+        decided = time.perf_counter()
+        report = self.binder.apply(effects)
+        return CycleResult(effects, dict(ssn.placed), dict(ssn.reservations), report,
+                           snapshotted - started, decided - snapshotted)

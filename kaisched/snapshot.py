@@ -1,0 +1,133 @@
+"""Snapshot files: load a Snapshot, a `kind: List`, or multi-document YAML of
+plain Kubernetes objects; build (and redact) a Snapshot for dumping."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+import orjson
+import yaml
+
+from kaisched.api import labels as L
+from kaisched.errors import InputError
+
+SNAPSHOT_API_VERSION = "kaisched.io/v1alpha1"
+_CORE_KINDS = {"Pod", "Node", "Namespace", "Event", "ConfigMap", "Secret", "Service",
+               "ServiceAccount", "PersistentVolume", "PersistentVolumeClaim", "LimitRange",
+               "ResourceQuota", "Endpoints", "ReplicationController"}
+_KNOWN_GROUP_KINDS = {
+    "apps": {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ControllerRevision"},
+    "batch": {"Job", "CronJob"},
+    "scheduling.k8s.io": {"PriorityClass"},
+    "scheduling.kaisched.io": {"PodGroup", "Queue"},
+}
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@attrs.frozen
+class LoadedFile:
+    objects: list[dict[str, Any]]
+    config: dict[str, Any] | None = None
+
+
+def load_file(path: str | Path) -> LoadedFile:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc.__class__.__name__}") from None
+    return load_text(text, str(path))
+
+
+def load_text(text: str, source: str = "input") -> LoadedFile:
+    if text.lstrip().startswith("{"):
+        try:
+            docs: list[Any] = [orjson.loads(text)]
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"{source}: invalid JSON: {exc}") from None
+    else:
+        try:
+            docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise InputError(f"{source}: invalid YAML{where}: {problem}") from None
+    objects: list[dict[str, Any]] = []
+    config = None
+    for i, doc in enumerate(docs, 1):
+        if not isinstance(doc, dict):
+            raise InputError(f"{source}: document {i} is not a Kubernetes object")
+        if doc.get("kind") == "Snapshot":
+            if doc.get("apiVersion") != SNAPSHOT_API_VERSION:
+                raise InputError(f"{source}: Snapshot apiVersion must be {SNAPSHOT_API_VERSION}")
+            config = doc.get("config") or None
+            objects.extend(_checked(doc.get("items") or [], source, i))
+        elif str(doc.get("kind", "")).endswith("List") and "items" in doc:
+            objects.extend(_checked(doc.get("items") or [], source, i))
+        else:
+            objects.extend(_checked([doc], source, i))
+    return LoadedFile(objects, config)
+
+
+def _checked(items: Iterable[Any], source: str, doc: int) -> list[dict[str, Any]]:
+    out = []
+    for obj in items:
+        where = f"{source}: document {doc}"
+        if not isinstance(obj, dict):
+            raise InputError(f"{where}: an item is not an object")
+        api, kind = obj.get("apiVersion"), obj.get("kind")
+        meta = obj.get("metadata")
+        if not isinstance(api, str) or not api or not isinstance(kind, str) or not kind:
+            raise InputError(f"{where}: every object needs apiVersion and kind")
+        if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):
+            raise InputError(f"{where}: {kind} has no metadata.name")
+        group = api.rpartition("/")[0]
+        known = _CORE_KINDS if api == "v1" else _KNOWN_GROUP_KINDS.get(group)
+        if known is not None and kind not in known:
+            raise InputError(f"{where}: unknown kind {kind!r} for apiVersion {api}")
+        out.append(obj)
+    return out
+
+
+# What scheduling reads of a pod, everything else is dropped by --redact.
+_POD_SPEC_KEYS = ("nodeName", "schedulerName", "priority", "priorityClassName", "nodeSelector",
+                  "affinity", "tolerations", "overhead")
+_KEEP_ANNOTATION_PREFIXES = ("kaisched.io/", "gang.scheduling.koordinator.sh/",
+                             "scheduling.k8s.io/")
+
+
+def redact(obj: dict[str, Any]) -> dict[str, Any]:
+    """Keep what scheduling reads: no env, commands, images or foreign annotations."""
+    meta = dict(obj.get("metadata") or {})
+    meta.pop("managedFields", None)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k.startswith(_KEEP_ANNOTATION_PREFIXES) or k == L.VOLCANO_GROUP_NAME}
+    meta["annotations"] = annotations
+    if not annotations:
+        del meta["annotations"]
+    out = {**obj, "metadata": meta}
+    if obj.get("kind") == "Pod":
+        spec = obj.get("spec") or {}
+        kept = {k: spec[k] for k in _POD_SPEC_KEYS if k in spec}
+
+        def container(c: dict[str, Any]) -> dict[str, Any]:
+            return {k: c[k] for k in ("name", "resources", "restartPolicy") if k in c}
+
+        kept["containers"] = [container(c) for c in spec.get("containers") or ()]
+        if spec.get("initContainers"):
+            kept["initContainers"] = [container(c) for c in spec["initContainers"]]
+        status = obj.get("status") or {}
+        out["spec"] = kept
+        out["status"] = {k: status[k] for k in ("phase", "conditions") if k in status}
+    return out
+
+
+def build_snapshot(objects: Iterable[dict[str, Any]], config: dict[str, Any],
+                   redacted: bool = False) -> dict[str, Any]:
+    items = [redact(o) if redacted else o for o in objects]
+    return {"apiVersion": SNAPSHOT_API_VERSION, "kind": "Snapshot", "config": config,
+            "items": items}

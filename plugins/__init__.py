@@ -1,0 +1,1 @@
+"""Scheduling plugins: each registers callbacks on the session, nothing more."""

@@ -1,0 +1,150 @@
+"""proportion: hierarchical fair share per resource, queue order by dominant
+share, and queue limits (DESIGN 6.8).
+
+Fair share is cut level by level: each child first gets min(quota, demand);
+what is left of the parent's share goes to children with unmet demand in
+proportion to overQuotaWeight, capped by demand and limit (water-filling).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import networkx as nx
+
+from kaisched.api.job import JobInfo
+from kaisched.api.queue import ROOT, QueueInfo
+from kaisched.api.resource import PODS, Resource, format_amount
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import OCCUPYING_STATUSES, QueueName, TaskStatus
+from kaisched.framework import Hook, PluginBase, Session
+
+_HOLDING = (OCCUPYING_STATUSES - {TaskStatus.UNKNOWN}) | {TaskStatus.PIPELINED}
+_EPS = 1e-9
+
+
+def water_fill(capacity: float, quotas: list[float], caps: list[float],
+               weights: list[float]) -> list[float]:
+    """Shares of capacity: quota first (up to cap), the rest by weight up to cap."""
+    share = [min(q, c) for q, c in zip(quotas, caps)]
+    remaining = capacity - sum(share)
+    active = [i for i, c in enumerate(caps) if share[i] < c - _EPS and weights[i] > 0]
+    while remaining > _EPS and active:
+        wsum = sum(weights[i] for i in active)
+        step = min(remaining / wsum, min((caps[i] - share[i]) / weights[i] for i in active))
+        for i in active:
+            share[i] += step * weights[i]
+        remaining -= step * wsum
+        active = [i for i in active if share[i] < caps[i] - _EPS]
+    return share
+
+
+class ProportionPlugin(PluginBase):
+    name = "proportion"
+
+    def on_session_open(self, ssn: Session) -> None:
+        cluster = ssn.cluster
+        self.queues = cluster.queues
+        self.tree: nx.DiGraph = cluster.tree
+        # A queue and its ancestors: whose usage and limits a task touches.
+        self._chain = {q: [q, *sorted(a for a in nx.ancestors(self.tree, q) if a != ROOT)]
+                       for q in self.queues}
+        self.allocated: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.pinned: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        demand: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self._preemptible = {k: j.spec.preemptible for k, j in cluster.jobs.items()}
+        for job in cluster.jobs.values():
+            for task in job.tasks.values():
+                if task.status in _HOLDING:
+                    self._account(job.queue, task, 1.0)
+                    self._add(demand, job.queue, task.resreq)
+                elif task.status is TaskStatus.PENDING and job.problem is None:
+                    self._add(demand, job.queue, task.resreq)
+        total = cluster.total_allocatable()
+        self.deserved = self._fair_shares(total, demand)
+        ssn.register(Hook.QUEUE_ORDER, self.share)
+        ssn.register(Hook.JOB_VALID, self._job_invalid)
+        ssn.register(Hook.ALLOCATABLE, self._allocatable)
+        ssn.register(Hook.ON_ALLOCATE, lambda task: self._account_task(task, 1.0))
+        ssn.register(Hook.ON_DEALLOCATE, lambda task: self._account_task(task, -1.0))
+        self._jobs = cluster.jobs
+
+    # -- fair share ------------------------------------------------------------------
+    def _fair_shares(self, total: Resource, demand: dict) -> dict[QueueName, dict[str, float]]:
+        names = {n for n in total.names() if n != PODS}
+        for q in self.queues.values():
+            names.update(n for n in q.quota.names() if n != PODS)
+        deserved: dict[QueueName, dict[str, float]] = {ROOT: {n: total.get(n) for n in names}}
+        for parent in nx.topological_sort(self.tree):
+            children = sorted(self.tree.successors(parent))
+            if not children:
+                continue
+            shares = {c: {} for c in children}
+            for name in names:
+                infos = [self.queues[c] for c in children]
+                caps = []
+                for q in infos:
+                    cap = demand[q.name][name]
+                    limit = q.limit(name)
+                    caps.append(min(cap, limit) if limit is not None else cap)
+                got = water_fill(deserved[parent].get(name, 0.0),
+                                 [q.quota.get(name) for q in infos], caps,
+                                 [q.weight(name) for q in infos])
+                for c, value in zip(children, got):
+                    shares[c][name] = value
+            deserved.update(shares)
+        return deserved
+
+    def share(self, queue: QueueInfo) -> float:
+        """Dominant share: the largest fraction of its fair share a queue uses."""
+        worst = 0.0
+        fair = self.deserved.get(queue.name, {})
+        for name, used in self.allocated[queue.name].items():
+            if used <= _EPS:
+                continue
+            cap = fair.get(name, 0.0)
+            worst = max(worst, used / cap if cap > _EPS else float("inf"))
+        return worst
+
+    # -- room ----------------------------------------------------------------------------
+    def _job_invalid(self, job: JobInfo) -> str | None:
+        queue = self.queues.get(job.queue)
+        if queue is None:
+            return f"queue {job.queue!r} does not exist"
+        if queue.problem:
+            return f"queue {job.queue!r} is unusable: {queue.problem}"
+        if self.tree.out_degree(job.queue):
+            return f"queue {job.queue!r} is not a leaf queue; jobs go to its children"
+        return None
+
+    def _allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
+        for name in self._chain[job.queue]:
+            queue = self.queues[name]
+            used = self.allocated[name]
+            for res, amount in task.resreq.items:
+                limit = queue.limit(res)
+                if limit is not None and used[res] + amount > limit + _EPS:
+                    return (f"queue {name} at limit for {res} "
+                            f"({format_amount(res, used[res])}/{format_amount(res, limit)})")
+                if not job.spec.preemptible and res != PODS:
+                    quota = queue.quota.get(res)
+                    pinned = self.pinned[name][res]
+                    if pinned + amount > quota + _EPS:
+                        return (f"queue {name} at quota for {res} for non-preemptible jobs "
+                                f"({format_amount(res, pinned)}/{format_amount(res, quota)})")
+        return None
+
+    def _account_task(self, task: TaskInfo, sign: float) -> None:
+        self._account(self._jobs[task.job].queue, task, sign)
+
+    def _account(self, queue: QueueName, task: TaskInfo, sign: float) -> None:
+        pinned = not self._preemptible.get(task.job, True)
+        for name in self._chain.get(queue, (queue,)):
+            for res, amount in task.resreq.items:
+                self.allocated[name][res] += sign * amount
+                if pinned:
+                    self.pinned[name][res] += sign * amount
+
+    def _add(self, demand: dict, queue: QueueName, res: Resource) -> None:
+        for name in self._chain.get(queue, (queue,)):
+            for key, amount in res.items:
+                demand[name][key] += amount
