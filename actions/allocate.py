@@ -88,6 +88,9 @@ def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
         return True
     if not idle_only and placed and ssn.job_pipelined(job):
         stmt.reserve()
+        ssn.record_unschedulable(job, (
+            f"{placed}/{len(job.tasks)} tasks pipelined, minMember {job.min_member}; "
+            f"waiting for pods being deleted to release their room"))
         return False
     stmt.discard()
     if not was_ready:

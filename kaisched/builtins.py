@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from actions.allocate import AllocateAction
 from actions.backfill import BackfillAction
+from actions.preempt import PreemptAction
+from actions.reclaim import ReclaimAction
+from actions.stalegangeviction import StaleGangEvictionAction
 from kaisched.framework.registry import Registry
 from plugins.gang import GangPlugin
 from plugins.nodeorder import NodeOrderPlugin
@@ -15,6 +18,9 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry = registry or Registry()
     registry.add_action("allocate", AllocateAction)
     registry.add_action("backfill", BackfillAction)
+    registry.add_action("reclaim", ReclaimAction)
+    registry.add_action("preempt", PreemptAction)
+    registry.add_action("stalegangeviction", StaleGangEvictionAction)
     registry.add_plugin("priority", PriorityPlugin)
     registry.add_plugin("gang", GangPlugin)
     registry.add_plugin("proportion", ProportionPlugin)

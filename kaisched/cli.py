@@ -79,7 +79,7 @@ def replay(file: str, config_path: str | None, sessions: int, output: str) -> No
         click.echo(f"  {pod} -> {node} (waiting for room to be released)")
     click.echo(f"evictions ({len(result.evictions)}):")
     for pod in result.evictions:
-        click.echo(f"  {pod}")
+        click.echo(f"  {pod}  ({result.eviction_reasons.get(pod, '')})")
     click.echo(f"podgroups ({len(result.pod_groups)}):")
     for key, pg in sorted(result.pod_groups.items()):
         cond = next((c for c in pg["conditions"] if c.get("type") == "Scheduled"), None)

@@ -32,12 +32,13 @@ class ReplayResult:
     pipelined: dict[str, str]
     pod_groups: dict[str, dict[str, Any]]
     failures: list[str]
+    eviction_reasons: dict[str, str]
     cluster: MemoryCluster = attrs.field(eq=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"sessions": self.sessions, "bindings": self.bindings,
                 "evictions": self.evictions, "pipelined": self.pipelined,
-                "podGroups": self.pod_groups}
+                "podGroups": self.pod_groups, "evictionReasons": self.eviction_reasons}
 
 
 def load_cluster(objects: Iterable[dict[str, Any]], clock: ManualClock) -> MemoryCluster:
@@ -55,6 +56,7 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     bindings: dict[str, str] = {}
     evictions: list[str] = []
+    reasons: dict[str, str] = {}
     failures: list[str] = []
     pipelined: dict[str, str] = {}
     for number in range(sessions):
@@ -64,7 +66,10 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
         grouper.sync()
         result = scheduler.run_once()
         bindings.update(result.placed)
-        evictions.extend(e.pod for e in result.effects if isinstance(e, Evict))
+        for effect in result.effects:
+            if isinstance(effect, Evict):
+                evictions.append(effect.pod)
+                reasons[effect.pod] = f"{effect.reason}: {effect.message}"
         pipelined = dict(result.reservations)
         failures.extend(f"{f.effect.__class__.__name__} {getattr(f.effect, 'pod', '')}: {f.error}"
                         for f in result.report.failed)
@@ -72,7 +77,8 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
         if key in bindings:
             del pipelined[key]
     return ReplayResult(sessions, dict(sorted(bindings.items())), evictions,
-                        dict(sorted(pipelined.items())), _pod_groups(cluster), failures, cluster)
+                        dict(sorted(pipelined.items())), _pod_groups(cluster), failures,
+                        dict(sorted(reasons.items())), cluster)
 
 
 def _kubelet(cluster: MemoryCluster) -> None:

@@ -4,14 +4,16 @@ says, in numbers, why a job waits."""
 from __future__ import annotations
 
 from kaisched.api.job import Condition, JobInfo, PodGroupStatus
+from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
-    READY_STATUSES, PodGroupPhase, Reason, TaskStatus,
+    EVICTABLE_STATUSES, READY_STATUSES, PodGroupPhase, Reason, TaskStatus,
 )
 from kaisched.api.clock import to_rfc3339
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroupStatus
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+
 _PIPELINED_READY = READY_STATUSES | {TaskStatus.PIPELINED}
 
 
@@ -23,6 +25,19 @@ class GangPlugin(PluginBase):
         ssn.register(Hook.JOB_READY, lambda job: gang_met(job, READY_STATUSES))
         ssn.register(Hook.JOB_PIPELINED, lambda job: gang_met(job, _PIPELINED_READY))
         ssn.register(Hook.JOB_ORDER, lambda job: 1 if gang_met(job, READY_STATUSES) else 0)
+        jobs = ssn.cluster.jobs
+
+        def eviction_group(victim: TaskInfo) -> list[TaskInfo]:
+            """Above its minimum a gang loses single tasks; at or below it, a
+            partial gang is useless, so all of it goes."""
+            job = jobs[victim.job]
+            if job.ready_count() - 1 >= job.min_member and all(
+                    job.ready_count(sg.name) - (victim.subgroup == sg.name) >= sg.min_member
+                    for sg in job.spec.subgroups):
+                return [victim]
+            return [t for t in job.tasks.values() if t.status in EVICTABLE_STATUSES]
+
+        ssn.register(Hook.EVICTION_GROUP, eviction_group)
 
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.cluster.jobs.values():
@@ -86,7 +101,7 @@ def _report(ssn: Session, job: JobInfo) -> None:
         pending=counts[TaskStatus.PENDING] + counts[TaskStatus.PIPELINED]
         + counts[TaskStatus.ALLOCATED] - placed,
         last_schedule_time=now if placed else old.last_schedule_time,
-        stale_since=old.stale_since,
+        stale_since=ssn.stale_since.get(job.key, old.stale_since),
         unschedulable_since=(old.unschedulable_since or now) if problem else None,
     )
     if job.spec.declared and new != old:
@@ -96,8 +111,9 @@ def _report(ssn: Session, job: JobInfo) -> None:
     message = problem
     changed = old.condition("Scheduled") != cond
     for task in job.tasks.values():
-        if task.status is TaskStatus.PENDING and task.key not in ssn.reservations \
-                and task.unschedulable != message:
+        waiting = task.status in _WAITING or (
+            task.status is TaskStatus.ALLOCATED and task.key not in ssn.placed)
+        if waiting and task.unschedulable != message:
             ssn.emit(SetPodCondition(task.key, Condition(
                 "PodScheduled", "False", Reason.UNSCHEDULABLE.value, message, now)))
             changed = changed or not job.spec.declared

@@ -1,4 +1,5 @@
-"""priority: higher PriorityClass value first, for jobs and for tasks."""
+"""priority: higher PriorityClass value first, for jobs and for tasks; a
+preemptor may only evict tasks of jobs with strictly lower priority."""
 from __future__ import annotations
 
 from kaisched.api.job import JobInfo
@@ -10,8 +11,15 @@ class PriorityPlugin(PluginBase):
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
+        jobs = ssn.cluster.jobs
         ssn.register(Hook.JOB_ORDER, _job_key)
         ssn.register(Hook.TASK_ORDER, _task_key)
+
+        def lower(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+            mine = jobs[preemptor.job].priority
+            return [c for c in candidates if jobs[c.job].priority < mine]
+
+        ssn.register(Hook.PREEMPTABLE, lower)
 
 
 def _job_key(job: JobInfo) -> int:

@@ -18,7 +18,9 @@ from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, QueueName, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
 
-_HOLDING = (OCCUPYING_STATUSES - {TaskStatus.UNKNOWN}) | {TaskStatus.PIPELINED}
+# What counts against a queue: a Releasing task is on its way out, and counting
+# it would make a queue look over its share again after every reclaim.
+_HOLDING = (OCCUPYING_STATUSES - {TaskStatus.UNKNOWN, TaskStatus.RELEASING}) | {TaskStatus.PIPELINED}
 _EPS = 1e-9
 
 
@@ -64,6 +66,8 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.QUEUE_ORDER, self.share)
         ssn.register(Hook.JOB_VALID, self._job_invalid)
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
+        ssn.register(Hook.RECLAIMABLE, self._reclaimable)
+        ssn.register(Hook.OVERUSED, self._overused)
         ssn.register(Hook.ON_ALLOCATE, lambda task: self._account_task(task, 1.0))
         ssn.register(Hook.ON_DEALLOCATE, lambda task: self._account_task(task, -1.0))
         self._jobs = cluster.jobs
@@ -131,6 +135,44 @@ class ProportionPlugin(PluginBase):
                     if pinned + amount > quota + _EPS:
                         return (f"queue {name} at quota for {res} for non-preemptible jobs "
                                 f"({format_amount(res, pinned)}/{format_amount(res, quota)})")
+        return None
+
+    def _reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Victims from other queues, taken in order while every queue they
+        leave stays at or above both its fair share and its quota."""
+        mine = set(self._chain[self._jobs[reclaimer.job].queue])
+        taken: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        out = []
+        for victim in candidates:
+            queue = self._jobs[victim.job].queue
+            chain = [q for q in self._chain.get(queue, ()) if q not in mine]
+            if not chain:
+                continue        # same queue (or subtree): that is preempt's business
+            if all(self._stays_above(q, victim.resreq, taken[q]) for q in chain):
+                for q in chain:
+                    for res, amount in victim.resreq.items:
+                        taken[q][res] += amount
+                out.append(victim)
+        return out
+
+    def _stays_above(self, queue: QueueName, res: Resource, taken: dict[str, float]) -> bool:
+        fair, used, quota = self.deserved.get(queue, {}), self.allocated[queue], self.queues[queue].quota
+        for name, amount in res.items:
+            if name == PODS:
+                continue
+            after = used[name] - taken[name] - amount
+            if after < fair.get(name, 0.0) - _EPS or after < quota.get(name) - _EPS:
+                return False
+        return True
+
+    def _overused(self, job: JobInfo, task: TaskInfo) -> str | None:
+        """A queue may reclaim only up to its own fair share."""
+        fair, used = self.deserved.get(job.queue, {}), self.allocated[job.queue]
+        for name, amount in task.resreq.items:
+            if name != PODS and used[name] + amount > fair.get(name, 0.0) + _EPS:
+                return (f"queue {job.queue} would go over its fair share of {name} "
+                        f"({format_amount(name, used[name] + amount)}/"
+                        f"{format_amount(name, fair.get(name, 0.0))})")
         return None
 
     def _account_task(self, task: TaskInfo, sign: float) -> None:

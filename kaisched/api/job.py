@@ -50,7 +50,7 @@ class GangSpec:
     """What the PodGroup (or the pods' gang annotations) declare."""
 
     min_member: int = 1
-    queue: QueueName = QueueName("default")
+    queue: QueueName = QueueName("")        # empty: the pods' queue label, else "default"
     priority_class: str | None = None
     min_resources: Resource | None = None
     schedule_timeout: float | None = None

@@ -37,6 +37,9 @@ OCCUPYING_STATUSES = frozenset({
     TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.UNKNOWN,
 })
 
+# Statuses an eviction can remove: on a node, and not just placed this session.
+EVICTABLE_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING})
+
 
 class GangMode(str, enum.Enum):
     STRICT = "Strict"

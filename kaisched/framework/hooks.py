@@ -30,6 +30,8 @@ class Hook(enum.Enum):
     NODE_ORDER = "node_order"         # (TaskInfo, rows) -> float array over rows
     PREEMPTABLE = "preemptable"       # (preemptor TaskInfo, [victim TaskInfo]) -> victims
     RECLAIMABLE = "reclaimable"       # (reclaimer TaskInfo, [victim TaskInfo]) -> victims
+    EVICTION_GROUP = "eviction_group" # (victim TaskInfo) -> tasks that must go with it
+    OVERUSED = "overused"             # (JobInfo, TaskInfo) -> reason | None: no reclaiming
     ON_ALLOCATE = "on_allocate"       # (TaskInfo) -> None: a task took room
     ON_DEALLOCATE = "on_deallocate"   # (TaskInfo) -> None: a task gave it back
 
@@ -93,6 +95,14 @@ class HookRegistry:
                 keep = set.intersection(*answers)
                 return [c for c in candidates if id(c) in keep]
         return list(candidates)
+
+    def union(self, hook: Hook, item: Any) -> list[Any]:
+        """Every answer of every callback, once each, in the order first given."""
+        seen: dict[int, Any] = {}
+        for _, fn in self.callbacks(hook):
+            for x in fn(item):
+                seen.setdefault(id(x), x)
+        return list(seen.values())
 
     def named(self, hook: Hook) -> Iterable[tuple[str, Callback]]:
         return self.callbacks(hook)

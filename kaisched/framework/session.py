@@ -60,6 +60,7 @@ class Session:
         self.placed: dict[PodKey, NodeName] = {}          # committed binds
         self.reservations: dict[PodKey, NodeName] = {}    # held for this session only
         self.unschedulable: dict[JobKey, str] = {}        # why a job was not placed
+        self.stale_since: dict[JobKey, str | None] = {}   # gang below minMember since when
         self._caches: dict[Any, _ClassCache] = {}
         self._all_rows = np.arange(len(cluster.table))
         self._current_plugin = ""
@@ -106,6 +107,34 @@ class Session:
     def allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
         """None when the job's queue has room for the task, else why not."""
         return self.hooks.first_reason(Hook.ALLOCATABLE, job, task)
+
+    def overused(self, job: JobInfo, task: TaskInfo) -> str | None:
+        """None when the job's queue may still take the task by reclaiming."""
+        return self.hooks.first_reason(Hook.OVERUSED, job, task)
+
+    def victims(self, hook: Hook, preemptor: TaskInfo,
+                candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Candidates the plugins agree may be evicted for preemptor.
+
+        The conformance rule comes first and is not a plugin: kube-system and
+        critical pods, and jobs that are not preemptible, are never victims.
+        """
+        allowed = [c for c in candidates
+                   if not c.critical and self.cluster.jobs[c.job].spec.preemptible]
+        return self.hooks.victims(hook, preemptor, allowed) if allowed else []
+
+    def eviction_group(self, victim: TaskInfo) -> list[TaskInfo]:
+        """The victim and every task that must be evicted with it (its gang)."""
+        group = self.hooks.union(Hook.EVICTION_GROUP, victim)
+        return group if any(t.key == victim.key for t in group) else [victim, *group]
+
+    def static_mask(self, task: TaskInfo) -> np.ndarray:
+        """Nodes passing every filter but resources: where room could be made."""
+        out = np.ones(len(self.cluster.table), dtype=bool)
+        for label, fn in self.hooks.named(Hook.PREDICATE):
+            if label != RESOURCE_FIT:
+                out &= fn(task, self._all_rows)
+        return out
 
     def select_node(self, task: TaskInfo, idle_only: bool = False) -> Choice | None:
         """The best node for the task, preferring room that is idle now; a node
@@ -170,10 +199,13 @@ class Session:
         self.hooks.notify(Hook.ON_DEALLOCATE, placed)
 
     def release(self, task: TaskInfo) -> TaskInfo:
-        return self.cluster.release(task)
+        released = self.cluster.release(task)
+        self.hooks.notify(Hook.ON_DEALLOCATE, task)     # its queue share is given back
+        return released
 
     def unrelease(self, released: TaskInfo, previous: TaskInfo) -> None:
         self.cluster.unrelease(released, previous)
+        self.hooks.notify(Hook.ON_ALLOCATE, previous)
 
     # -- internals -------------------------------------------------------------------
     def _refresh(self, task: TaskInfo) -> _ClassCache:

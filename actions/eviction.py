@@ -1,0 +1,140 @@
+"""Making room by eviction, shared by preempt and reclaim (DESIGN 6.3-6.4).
+
+A preemptor's tasks are pipelined (never bound in the same session), so a
+gang that needs evictions starts whole in a later session, once its victims
+are gone. Victims go gang-wise and cheapest first; on a node where room cannot
+be made, every eviction there is rolled back.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from kaisched.api.job import JobInfo
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
+from kaisched.api.types import NodeName, TaskStatus
+from kaisched.framework import Hook, Session, Statement
+
+
+def evictable_tasks(ssn: Session) -> list[TaskInfo]:
+    """Every task on a node that an eviction could remove, in a stable order."""
+    return [t for job in ssn.cluster.jobs.values() for t in job.tasks.values()
+            if t.status in EVICTABLE and t.node_name in ssn.cluster.nodes]
+
+
+def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
+    """The pending tasks of a valid job that is not even pipelined-ready, in
+    task order; empty when the job is not starving."""
+    pending = [t for t in job.tasks.values()
+               if t.status is TaskStatus.PENDING and t.key not in ssn.reservations]
+    if not pending or ssn.job_pipelined(job) or ssn.job_invalid(job):
+        return []
+    return sorted(pending, key=ssn.task_order_key)
+
+
+def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """The tasks as they are now, without those evicted since they were listed."""
+    jobs = ssn.cluster.jobs
+    current = (jobs[t.job].tasks.get(t.key) for t in tasks)
+    return [t for t in current if t is not None and t.status in EVICTABLE]
+
+
+def victim_order(ssn: Session) -> Callable[[TaskInfo], tuple]:
+    """Lowest priority first, then most recently started, then fewest pods."""
+    jobs = ssn.cluster.jobs
+    return lambda t: (jobs[t.job].priority, -t.creation, len(jobs[t.job].tasks), t.key)
+
+
+class RoomFinder:
+    """Where a preemptor could get room, estimated over all nodes at once.
+
+    room = future idle + what the candidate victims hold, less what has been
+    evicted since (it is in future idle already, as releasing room).
+    """
+
+    def __init__(self, ssn: Session, candidates: list[TaskInfo],
+                 releasing_at_start: np.ndarray) -> None:
+        table = ssn.cluster.table
+        self.ssn = ssn
+        self.evictable = np.zeros_like(table.alloc)
+        self.by_node: dict[NodeName, list[TaskInfo]] = {}
+        for task in candidates:
+            self.evictable[table.index[task.node_name]] += table.vector(task.resreq)  # type: ignore[index]
+            self.by_node.setdefault(task.node_name, []).append(task)  # type: ignore[arg-type]
+        self.releasing_at_start = releasing_at_start
+
+    def nodes(self, task: TaskInfo) -> list[NodeName]:
+        """Nodes where room could be made, the ones needing least eviction first."""
+        table = self.ssn.cluster.table
+        vec = table.vector(task.resreq)
+        room = table.future + self.evictable - (table.releasing - self.releasing_at_start)
+        mask = self.ssn.static_mask(task) & table.fits(vec, room)
+        rows = np.flatnonzero(mask)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            missing = np.where(table.alloc[rows] > 0,
+                               np.clip(vec - table.future[rows], 0, None) / table.alloc[rows], 0)
+        order = np.lexsort((rows, missing.sum(axis=1)))
+        return [table.names[rows[i]] for i in order]
+
+
+def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hook: Hook,
+              victims: list[TaskInfo], reason: str, message: str) -> bool:
+    """Evict victims on node, each with its gang, until task fits; all or nothing."""
+    table = ssn.cluster.table
+    row, vec = table.index[node], table.vector(task.resreq)
+    mark = stmt.checkpoint()
+    for victim in victims:
+        if table.fits(vec, table.future[row:row + 1])[0]:
+            break
+        current = ssn.cluster.jobs[victim.job].tasks.get(victim.key)
+        if current is None or current.status not in EVICTABLE:
+            continue        # gone already, with an earlier victim's gang
+        group = [t for t in ssn.eviction_group(current) if t.status in EVICTABLE]
+        if len(ssn.victims(hook, task, group)) < len(group):
+            continue        # some of its gang is protected: the gang stays whole
+        for member in group:
+            stmt.evict(member, reason, message)
+    if table.fits(vec, table.future[row:row + 1])[0]:
+        return True
+    stmt.rollback(mark)
+    return False
+
+
+def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
+                      finder: Callable[[TaskInfo], RoomFinder], reason: str,
+                      check: Callable[[TaskInfo], str | None], verb: str = "preempted") -> bool:
+    """Pipeline the job's tasks, evicting where needed, until it is
+    pipelined-ready; commit then, else undo everything. True if committed."""
+    stmt = ssn.statement()
+    order = victim_order(ssn)
+    message = f"{verb} by {job.key} (priority {job.priority}, queue {job.queue})"
+    for task in tasks:
+        if check(task):
+            break
+        choice = ssn.select_node(task)
+        if choice is not None:
+            stmt.pipeline(task, choice.node)
+        else:
+            rooms = finder(task)
+            for node in rooms.nodes(task):
+                here = still_evictable(ssn, rooms.by_node.get(node, []))
+                victims = sorted(ssn.victims(hook, task, here), key=order)
+                if make_room(ssn, stmt, task, node, hook, victims, reason, message):
+                    stmt.pipeline(task, node)
+                    break
+            else:
+                break
+        if ssn.job_pipelined(job):
+            break
+    if ssn.job_pipelined(job) and stmt.ops:
+        evicted = sum(1 for op in stmt.ops if getattr(op, "reason", None))
+        pipelined = len(stmt.ops) - evicted
+        stmt.commit()
+        ssn.record_unschedulable(job, (
+            f"{pipelined} task(s) pipelined, minMember {job.min_member}; waiting for "
+            f"{evicted} {verb} pod(s) to terminate"))
+        return True
+    stmt.discard()
+    return False

@@ -1,0 +1,40 @@
+"""stalegangeviction (DESIGN 6.5): a running gang whose alive tasks
+(Succeeded count as alive) stay below minMember for longer than the grace
+period is evicted whole: a partial gang holds room and does no work.
+
+The timer lives in the PodGroup status (staleSince), so a restart keeps it.
+"""
+from __future__ import annotations
+
+from actions.eviction import EVICTABLE
+from kaisched.api.clock import from_rfc3339, to_rfc3339
+from kaisched.api.types import READY_STATUSES, Reason
+from kaisched.framework import Session
+
+
+class StaleGangEvictionAction:
+    name = "stalegangeviction"
+
+    def execute(self, ssn: Session) -> None:
+        for job in ssn.cluster.jobs.values():
+            on_nodes = [t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]
+            alive = job.count(READY_STATUSES)
+            short = alive < job.min_member or any(
+                job.count(READY_STATUSES, sg.name) < sg.min_member for sg in job.spec.subgroups)
+            if not on_nodes or not short:
+                if job.status.stale_since:
+                    ssn.stale_since[job.key] = None
+                continue
+            since = from_rfc3339(job.status.stale_since) or ssn.now
+            ssn.stale_since[job.key] = to_rfc3339(since)
+            grace = job.spec.stale_grace if job.spec.stale_grace is not None \
+                else ssn.config.stale_gang_grace_period
+            if ssn.now - since < grace:
+                continue
+            message = (f"gang {job.key} has had {alive}/{job.min_member} pods alive for "
+                       f"{ssn.now - since:.0f}s, past its grace period of {grace:.0f}s")
+            stmt = ssn.statement()
+            for task in on_nodes:
+                stmt.evict(task, Reason.EVICTED.value, message)
+            stmt.commit()
+            ssn.stale_since[job.key] = None

@@ -1,0 +1,77 @@
+"""Scenario tests: plain Kubernetes YAML under tests/scenarios/, each with a
+sibling NAME.expect.yaml of the decisions expected, run through the same code
+as `kaisched replay`.
+
+Expectation keys (all optional): sessions, bindings (exact map),
+evictions (exact set), pipelined (exact map), podGroups (per PodGroup: phase,
+minMember, and `message`: substrings of the Scheduled condition's message),
+podMessages (per pod: substrings of its PodScheduled=False message),
+evictionReasons (per pod: substring of the eviction message), staleSince
+(per PodGroup: the status timer).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kaisched.builtins import register_builtins
+from kaisched.cluster.kinds import POD, PODGROUP
+from kaisched.framework import default_config, load_config
+from kaisched.replay import replay
+from kaisched.snapshot import load_file
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+CASES = sorted(p for p in SCENARIOS.glob("*.yaml") if not p.name.endswith(".expect.yaml"))
+
+
+def run(path: Path, sessions: int = 1):
+    loaded = load_file(path)
+    registry = register_builtins()
+    config = load_config(loaded.config, registry) if loaded.config else default_config(registry)
+    return replay(loaded.objects, config, registry, sessions)
+
+
+def _substrings(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_scenario(path: Path) -> None:
+    expect = yaml.safe_load(path.with_name(path.stem + ".expect.yaml").read_text())
+    result = run(path, expect.get("sessions", 1))
+    if "bindings" in expect:
+        assert result.bindings == (expect["bindings"] or {})
+    if "evictions" in expect:
+        assert sorted(result.evictions) == sorted(expect["evictions"] or [])
+        assert len(result.evictions) == len(set(result.evictions)), "a pod was evicted twice"
+    if "pipelined" in expect:
+        assert result.pipelined == (expect["pipelined"] or {})
+    for key, want in (expect.get("podGroups") or {}).items():
+        got = result.pod_groups[key]
+        for field in ("phase", "minMember"):
+            if field in want:
+                assert got[field] == want[field], f"{key}.{field}"
+        cond = next((c for c in got["conditions"] if c["type"] == "Scheduled"), {})
+        for part in _substrings(want.get("message", [])):
+            assert part in cond.get("message", ""), f"{key}: {cond}"
+    for key, parts in (expect.get("podMessages") or {}).items():
+        ns, name = key.split("/")
+        pod = result.cluster.get(POD, ns, name)
+        cond = next((c for c in (pod.get("status") or {}).get("conditions", [])
+                     if c["type"] == "PodScheduled"), {})
+        assert cond.get("status") == "False", f"{key}: {cond}"
+        for part in _substrings(parts):
+            assert part in cond.get("message", ""), f"{key}: {cond}"
+    for key, part in (expect.get("evictionReasons") or {}).items():
+        assert part in result.eviction_reasons[key], result.eviction_reasons
+    for key, since in (expect.get("staleSince") or {}).items():
+        ns, name = key.split("/")
+        assert (result.cluster.get(PODGROUP, ns, name).get("status") or {}).get("staleSince") == since
+
+
+def test_every_scenario_has_expectations() -> None:
+    assert CASES, "no scenarios found"
+    for path in CASES:
+        assert path.with_name(path.stem + ".expect.yaml").exists(), path
