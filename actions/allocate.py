@@ -5,17 +5,20 @@ first, creation and name. A job's minimum is placed under one statement and
 committed only when the gang is ready; a job that could start once releasing
 pods are gone keeps its placements as reservations for this session; anything
 else is undone. Tasks beyond the minimum go one at a time, the job re-queued,
-so other jobs' minimums come first.
+so other jobs' minimums come first. The gangs of a gangGroup share one
+statement: every one reaches its minimum, or none is placed (DESIGN 6.7).
 """
 from __future__ import annotations
 
 import heapq
 import itertools
 
+import attrs
+
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import QueueName, TaskStatus
-from kaisched.framework import Session
+from kaisched.api.types import JobKey, QueueName, TaskStatus
+from kaisched.framework import Session, Statement
 
 
 class AllocateAction:
@@ -32,11 +35,17 @@ class AllocateAction:
             heapq.heapify(heap)
         queues = [(ssn.queue_order_key(ssn.cluster.queues[q]), q) for q in jobs]
         heapq.heapify(queues)
+        grouped: set[JobKey] = set()      # gang-group members already tried together
         while queues:
             _, name = heapq.heappop(queues)
             heap = jobs[name]
             _, _, job = heapq.heappop(heap)
-            if place_job(ssn, job) and pending(ssn, job):
+            if job.spec.gang_group and not ssn.job_ready(job):
+                if job.key not in grouped:
+                    members = group_members(ssn, job)
+                    grouped.update(m.key for m in members)
+                    place_group(ssn, members)
+            elif place_job(ssn, job) and pending(ssn, job):
                 heapq.heappush(heap, (ssn.job_order_key(job), next(seq), job))
             if heap:
                 heapq.heappush(queues, (ssn.queue_order_key(ssn.cluster.queues[name]), name))
@@ -58,44 +67,102 @@ def placeable(ssn: Session, job: JobInfo) -> bool:
     return True
 
 
-def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
-              tasks: list[TaskInfo] | None = None) -> bool:
-    """Place the job's minimum (or, once ready, one more task); True if committed."""
-    was_ready = ssn.job_ready(job)
-    todo = sorted(tasks if tasks is not None else pending(ssn, job), key=ssn.task_order_key)
-    stmt = ssn.statement()
-    failure = None
+@attrs.define
+class Attempt:
+    """What placing one job's tasks under a statement came to."""
+
+    placed: int = 0
+    failure: str | None = None
+
+
+def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
+                idle_only: bool = False) -> Attempt:
+    """Place tasks in task order until the job is ready; skip what fits nowhere."""
+    attempt = Attempt()
+    refusal = None if ssn.job_ready(job) else ssn.enqueueable(job)
+    if refusal:
+        attempt.failure = refusal
+        return attempt
     failed_classes: set = set()
-    placed = 0
-    for task in todo:
+    for task in sorted(tasks, key=ssn.task_order_key):
         if (task.resreq, task.placement) in failed_classes:
             continue     # its twin found no node: neither will it
         refusal = ssn.allocatable(job, task)
         choice = None if refusal else ssn.select_node(task, idle_only)
         if choice is None:
             failed_classes.add((task.resreq, task.placement))
-            failure = failure or refusal or f"pod {task.key}: {ssn.explain_task(task)}"
+            attempt.failure = attempt.failure or refusal or f"pod {task.key}: {ssn.explain_task(task)}"
             continue
         if choice.pipelined:
             stmt.pipeline(task, choice.node)
         else:
             stmt.allocate(task, choice.node)
-        placed += 1
+        attempt.placed += 1
         if ssn.job_ready(job):
             break
-    if ssn.job_ready(job) and placed:
+    return attempt
+
+
+def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
+              tasks: list[TaskInfo] | None = None) -> bool:
+    """Place the job's minimum (or, once ready, one more task); True if committed."""
+    was_ready = ssn.job_ready(job)
+    stmt = ssn.statement()
+    attempt = place_tasks(ssn, stmt, job, tasks if tasks is not None else pending(ssn, job),
+                          idle_only)
+    if attempt.placed and ssn.job_ready(job):
         stmt.commit()
         return True
-    if not idle_only and placed and ssn.job_pipelined(job):
+    if not idle_only and attempt.placed and ssn.job_pipelined(job):
         stmt.reserve()
-        ssn.record_unschedulable(job, (
-            f"{placed}/{len(job.tasks)} tasks pipelined, minMember {job.min_member}; "
-            f"waiting for pods being deleted to release their room"))
+        ssn.record_unschedulable(job, pipelined_message(job, attempt.placed))
         return False
     stmt.discard()
     if not was_ready:
-        ready = job.ready_count()
-        ssn.record_unschedulable(job, (
-            f"{ready + placed}/{len(job.tasks)} tasks placed, minMember {job.min_member}; "
-            f"{failure or 'the gang is not complete'}"))
+        ssn.record_unschedulable(job, shortfall_message(job, attempt))
     return False
+
+
+def group_members(ssn: Session, job: JobInfo) -> list[JobInfo]:
+    keys = sorted(set(job.spec.gang_group) | {job.key})
+    return [ssn.cluster.jobs[k] if k in ssn.cluster.jobs else JobInfo(k, job.spec) for k in keys]
+
+
+def place_group(ssn: Session, members: list[JobInfo]) -> bool:
+    """All gangs of a group under one statement: all reach their minimum, or none."""
+    names = ", ".join(m.key for m in members)
+    missing = [m.key for m in members if m.key not in ssn.cluster.jobs]
+    invalid = [(m, ssn.job_invalid(m)) for m in members if m.key not in missing]
+    blocker = (f"gang group [{names}]: {missing[0]} has no pods" if missing else next(
+        (f"gang group [{names}]: {m.key}: {why}" for m, why in invalid if why), None))
+    stmt = ssn.statement()
+    attempts: dict[JobKey, Attempt] = {}
+    if blocker is None:
+        for member in members:
+            todo = [] if ssn.job_ready(member) else pending(ssn, member)
+            attempts[member.key] = place_tasks(ssn, stmt, member, todo)
+        if all(ssn.job_ready(m) for m in members):
+            stmt.commit()
+            return True
+        if all(ssn.job_pipelined(m) for m in members):
+            stmt.reserve()
+            for member in members:
+                ssn.record_unschedulable(member, pipelined_message(member, attempts[member.key].placed))
+            return False
+        stmt.discard()
+        short = next(m for m in members if not ssn.job_pipelined(m))
+        blocker = f"gang group [{names}]: {short.key}: {shortfall_message(short, attempts[short.key])}"
+    for member in members:
+        if member.key in ssn.cluster.jobs and not ssn.job_ready(member):
+            ssn.record_unschedulable(member, blocker)
+    return False
+
+
+def shortfall_message(job: JobInfo, attempt: Attempt) -> str:
+    return (f"{job.ready_count() + attempt.placed}/{len(job.tasks)} tasks placed, "
+            f"minMember {job.min_member}; {attempt.failure or 'the gang is not complete'}")
+
+
+def pipelined_message(job: JobInfo, placed: int) -> str:
+    return (f"{placed}/{len(job.tasks)} tasks pipelined, minMember {job.min_member}; "
+            f"waiting for pods being deleted to release their room")

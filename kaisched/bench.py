@@ -13,6 +13,7 @@ from kaisched.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
+from kaisched.framework.effects import Evict
 from kaisched.scheduler import Scheduler
 
 Obj = dict[str, Any]
@@ -65,9 +66,30 @@ def gang(scale: float) -> tuple[list[Obj], list[Obj]]:
     return nodes, objs
 
 
+def preempt(scale: float) -> tuple[list[Obj], list[Obj]]:
+    """Every node full of low-priority pods; high-priority gangs arrive."""
+    count = max(1, int(1000 * scale))
+    nodes = [node(f"node-{i:05d}") for i in range(count)]
+    objs: list[Obj] = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                        "metadata": {"name": "urgent"}, "value": 1000}]
+    for i in range(count):
+        objs.extend(pod(f"low-{i:05d}-{k}", cpu="4", memory="32Gi", gpu=1,
+                        node_name=f"node-{i:05d}") for k in range(8))
+    for g in range(max(1, int(100 * scale))):
+        group = podgroup(f"urgent-{g:03d}", 8)
+        objs.append(group)
+        for t in range(8):
+            p = pod(f"urgent-{g:03d}-{t}", cpu="4", memory="32Gi", gpu=1, group=f"urgent-{g:03d}")
+            p["spec"]["priorityClassName"] = "urgent"
+            p["spec"].pop("priority")
+            objs.append(p)
+    return nodes, objs
+
+
 SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "basic-5k": basic,
     "gang-5k": gang,
+    "preempt-1k": preempt,
 }
 
 
@@ -82,9 +104,11 @@ def run(name: str, scale: float = 1.0) -> dict[str, Any]:
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     result = scheduler.run_once()
     pods = sum(1 for o in others if o["kind"] == "Pod")
-    placed = len(result.placed)
+    placed = len(result.placed) + len(result.reservations)
+    evicted = sum(1 for e in result.effects if isinstance(e, Evict))
     return {
-        "scenario": name, "nodes": len(nodes), "pods": pods, "bound": placed,
+        "scenario": name, "nodes": len(nodes), "pods": pods, "placed": placed,
+        "evicted": evicted,
         "session_seconds": round(result.session_seconds, 3),
         "pods_per_second": round(placed / result.session_seconds, 1) if result.session_seconds else 0.0,
         "snapshot_seconds": round(result.snapshot_seconds, 3),

@@ -3,12 +3,15 @@ subgroup's minimum) can be; not-ready jobs go first; and the PodGroup status
 says, in numbers, why a job waits."""
 from __future__ import annotations
 
+import numpy as np
+
 from kaisched.api.job import Condition, JobInfo, PodGroupStatus
+from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
     EVICTABLE_STATUSES, READY_STATUSES, PodGroupPhase, Reason, TaskStatus,
 )
-from kaisched.api.clock import to_rfc3339
+from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroupStatus
 
@@ -22,6 +25,25 @@ class GangPlugin(PluginBase):
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.register(Hook.JOB_VALID, job_invalid_reason)
+        table = ssn.cluster.table
+        usable = np.array([n.spec.ready and not n.spec.unschedulable
+                           for n in ssn.cluster.nodes.values()], dtype=bool)
+
+        def min_resources_fit(job: JobInfo) -> str | None:
+            """Coscheduling's pre-check: the gang's minResources must fit what
+            the cluster has free, or trying to place it only churns."""
+            need = job.spec.min_resources
+            if need is None:
+                return None
+            free = table.resource(table.future[usable].sum(axis=0))
+            short = need.exceeding(free)
+            if not short:
+                return None
+            name = short[0]
+            return (f"minResources {name} {format_amount(name, need.get(name))} does not fit "
+                    f"the free cluster ({format_amount(name, max(free.get(name), 0.0))} free)")
+
+        ssn.register(Hook.ENQUEUEABLE, min_resources_fit)
         ssn.register(Hook.JOB_READY, lambda job: gang_met(job, READY_STATUSES))
         ssn.register(Hook.JOB_PIPELINED, lambda job: gang_met(job, _PIPELINED_READY))
         ssn.register(Hook.JOB_ORDER, lambda job: 1 if gang_met(job, READY_STATUSES) else 0)
@@ -51,9 +73,19 @@ def gang_met(job: JobInfo, statuses: frozenset[TaskStatus]) -> bool:
     return all(job.count(statuses, sg.name) >= sg.min_member for sg in job.spec.subgroups)
 
 
+def timed_out(job: JobInfo) -> bool:
+    """Failed on Timeout for the spec as it is: not retried until it changes."""
+    cond = job.status.condition("Scheduled")
+    return (job.status.phase is PodGroupPhase.FAILED and cond is not None
+            and cond.reason == Reason.TIMEOUT.value
+            and job.status.observed_generation == job.spec.generation)
+
+
 def job_invalid_reason(job: JobInfo) -> str | None:
     if job.problem:
         return job.problem
+    if timed_out(job):
+        return "timed out; change the PodGroup spec to retry"
     alive = READY_STATUSES | set(_WAITING)
     have = job.count(alive)
     if have < job.min_member:
@@ -67,6 +99,8 @@ def job_invalid_reason(job: JobInfo) -> str | None:
 
 def _report(ssn: Session, job: JobInfo) -> None:
     """Write the PodGroup status, pod conditions and an Event, where they changed."""
+    if timed_out(job):
+        return          # the verdict stands until the spec changes
     placed = sum(1 for key in job.tasks if key in ssn.placed)
     counts = {s: job.count((s,)) for s in TaskStatus}
     scheduled = (counts[TaskStatus.BINDING] + counts[TaskStatus.BOUND]
@@ -83,12 +117,21 @@ def _report(ssn: Session, job: JobInfo) -> None:
     else:
         cond = old.condition("Scheduled")
     total = len(job.tasks)
-    if total and counts[TaskStatus.SUCCEEDED] == total:
+    since = (old.unschedulable_since or now) if problem else None
+    elapsed = ssn.now - (from_rfc3339(since) or ssn.now)
+    timeout = job.spec.schedule_timeout
+    expired = bool(problem and timeout and scheduled < job.min_member and elapsed >= timeout)
+    if expired:
+        cond = Condition("Scheduled", "False", Reason.TIMEOUT.value,
+                         f"unschedulable for {elapsed:.0f}s, past scheduleTimeoutSeconds "
+                         f"{timeout:.0f}: {problem}", now)
+        problem = cond.message
+    if expired:
+        phase = PodGroupPhase.FAILED
+    elif total and counts[TaskStatus.SUCCEEDED] == total:
         phase = PodGroupPhase.SUCCEEDED
     elif scheduled >= job.min_member and scheduled:
         phase = PodGroupPhase.RUNNING
-    elif old.phase is PodGroupPhase.FAILED:
-        phase = old.phase
     else:
         phase = PodGroupPhase.PENDING
     new = PodGroupStatus(
@@ -102,7 +145,8 @@ def _report(ssn: Session, job: JobInfo) -> None:
         + counts[TaskStatus.ALLOCATED] - placed,
         last_schedule_time=now if placed else old.last_schedule_time,
         stale_since=ssn.stale_since.get(job.key, old.stale_since),
-        unschedulable_since=(old.unschedulable_since or now) if problem else None,
+        unschedulable_since=since,
+        observed_generation=job.spec.generation if expired else old.observed_generation,
     )
     if job.spec.declared and new != old:
         ssn.emit(SetPodGroupStatus(job.key, new))

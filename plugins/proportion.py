@@ -66,6 +66,7 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.QUEUE_ORDER, self.share)
         ssn.register(Hook.JOB_VALID, self._job_invalid)
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
+        ssn.register(Hook.ENQUEUEABLE, self._min_resources_room)
         ssn.register(Hook.RECLAIMABLE, self._reclaimable)
         ssn.register(Hook.OVERUSED, self._overused)
         ssn.register(Hook.ON_ALLOCATE, lambda task: self._account_task(task, 1.0))
@@ -135,6 +136,22 @@ class ProportionPlugin(PluginBase):
                     if pinned + amount > quota + _EPS:
                         return (f"queue {name} at quota for {res} for non-preemptible jobs "
                                 f"({format_amount(res, pinned)}/{format_amount(res, quota)})")
+        return None
+
+    def _min_resources_room(self, job: JobInfo) -> str | None:
+        """A gang whose minResources exceed its queue's remaining room under
+        its limits cannot start: say so instead of trying."""
+        need = job.spec.min_resources
+        if need is None or job.queue not in self._chain:
+            return None
+        for name in self._chain[job.queue]:
+            used = self.allocated[name]
+            for res, amount in need.items:
+                limit = self.queues[name].limit(res)
+                if limit is not None and used[res] + amount > limit + _EPS:
+                    return (f"minResources {res} {format_amount(res, amount)} exceeds the room "
+                            f"left in queue {name} ({format_amount(res, used[res])}/"
+                            f"{format_amount(res, limit)} used)")
         return None
 
     def _reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:

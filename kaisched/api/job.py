@@ -40,6 +40,7 @@ class PodGroupStatus:
     last_schedule_time: str | None = None
     stale_since: str | None = None
     unschedulable_since: str | None = None
+    observed_generation: int = 0        # the spec generation a Timeout verdict is about
 
     def condition(self, type_: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type_), None)

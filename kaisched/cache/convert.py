@@ -323,9 +323,12 @@ def podgroup_status(status: Obj) -> PodGroupStatus:
                        for c in status.get("conditions") or () if isinstance(c, dict))
     counts = {k: status.get(k) if isinstance(status.get(k), int) else 0
               for k in ("scheduled", "running", "succeeded", "failed", "pending")}
+    observed = status.get("observedGeneration")
     return PodGroupStatus(parsed, conditions, last_schedule_time=status.get("lastScheduleTime"),
                           stale_since=status.get("staleSince"),
-                          unschedulable_since=status.get("unschedulableSince"), **counts)
+                          unschedulable_since=status.get("unschedulableSince"),
+                          observed_generation=observed if isinstance(observed, int) else 0,
+                          **counts)
 
 
 def status_dict(status: PodGroupStatus) -> Obj:
@@ -340,6 +343,7 @@ def status_dict(status: PodGroupStatus) -> Obj:
         "succeeded": status.succeeded, "failed": status.failed, "pending": status.pending,
         "lastScheduleTime": status.last_schedule_time, "staleSince": status.stale_since,
         "unschedulableSince": status.unschedulable_since,
+        "observedGeneration": status.observed_generation or None,
     }
 
 

@@ -23,6 +23,7 @@ class Hook(enum.Enum):
     JOB_ORDER = "job_order"           # (JobInfo) -> sortable key
     TASK_ORDER = "task_order"         # (TaskInfo) -> sortable key
     JOB_VALID = "job_valid"           # (JobInfo) -> reason | None
+    ENQUEUEABLE = "enqueueable"       # (JobInfo) -> reason | None: may a not-ready job start now
     JOB_READY = "job_ready"           # (JobInfo) -> bool
     JOB_PIPELINED = "job_pipelined"   # (JobInfo) -> bool
     ALLOCATABLE = "allocatable"       # (JobInfo, TaskInfo) -> reason | None

@@ -98,6 +98,10 @@ class Session:
     def job_invalid(self, job: JobInfo) -> str | None:
         return self.hooks.first_reason(Hook.JOB_VALID, job)
 
+    def enqueueable(self, job: JobInfo) -> str | None:
+        """None when a not-ready job may try to start now (minResources fits)."""
+        return self.hooks.first_reason(Hook.ENQUEUEABLE, job)
+
     def job_ready(self, job: JobInfo) -> bool:
         return self.hooks.all_true(Hook.JOB_READY, job)
 
