@@ -17,8 +17,9 @@ import attrs
 
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import JobKey, QueueName, TaskStatus
+from kaisched.api.types import GangMode, JobKey, QueueName, TaskStatus
 from kaisched.framework import Session, Statement
+from kaisched.framework.holds import hold_of
 
 
 class AllocateAction:
@@ -28,7 +29,9 @@ class AllocateAction:
         seq = itertools.count()
         jobs: dict[QueueName, list] = {}
         for job in ssn.cluster.jobs.values():
-            if not placeable(ssn, job) or all(t.best_effort for t in pending(ssn, job)):
+            if job.key in ssn.held:
+                pass         # a NonStrict hold: it must be finished or kept either way
+            elif not placeable(ssn, job) or all(t.best_effort for t in pending(ssn, job)):
                 continue     # nothing to place, or all best-effort: backfill's
             jobs.setdefault(job.queue, []).append((ssn.job_order_key(job), next(seq), job))
         for heap in jobs.values():
@@ -106,21 +109,44 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInf
 def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
               tasks: list[TaskInfo] | None = None) -> bool:
     """Place the job's minimum (or, once ready, one more task); True if committed."""
-    was_ready = ssn.job_ready(job)
+    held = ssn.held.pop(job.key, None)      # a NonStrict hold carried from before
+    was_ready = ssn.job_ready(job) and held is None
     stmt = ssn.statement()
     attempt = place_tasks(ssn, stmt, job, tasks if tasks is not None else pending(ssn, job),
                           idle_only)
-    if attempt.placed and ssn.job_ready(job):
-        stmt.commit()
+    progress = bool(attempt.placed or held)
+    if progress and ssn.job_ready(job):
+        for done in (held, stmt):
+            if done is not None:
+                done.commit()
         return True
-    if not idle_only and attempt.placed and ssn.job_pipelined(job):
-        stmt.reserve()
+    if not idle_only and progress and ssn.job_pipelined(job):
+        keep(ssn, job, stmt, held)
         ssn.record_unschedulable(job, pipelined_message(job, attempt.placed))
         return False
+    if not idle_only and progress and job.spec.mode is GangMode.NON_STRICT \
+            and job.key not in ssn.no_hold:
+        keep(ssn, job, stmt, held)
+        ssn.record_unschedulable(job, "NonStrict: " + shortfall_message(job, attempt).replace(
+            "tasks placed", "tasks held", 1))
+        return False
     stmt.discard()
+    if held is not None:
+        held.discard()
     if not was_ready:
-        ssn.record_unschedulable(job, shortfall_message(job, attempt))
+        expired = " (its NonStrict hold expired)" if job.key in ssn.no_hold else ""
+        ssn.record_unschedulable(job, shortfall_message(job, attempt) + expired)
     return False
+
+
+def keep(ssn: Session, job: JobInfo, stmt: Statement, held: Statement | None) -> None:
+    """Reserve the job's placements for this session; a NonStrict job carries
+    them on to the next one as a hold."""
+    stmt.reserve()
+    if held is not None:
+        held.reserve()
+    if job.spec.mode is GangMode.NON_STRICT and job.key not in ssn.no_hold:
+        ssn.holds[job.key] = hold_of(ssn, job)
 
 
 def group_members(ssn: Session, job: JobInfo) -> list[JobInfo]:

@@ -6,12 +6,13 @@ import time
 import attrs
 
 from kaisched.api.clock import Clock
-from kaisched.api.types import NodeName, PodKey
+from kaisched.api.types import JobKey, NodeName, PodKey
 from kaisched.binder import Binder, BindReport
 from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient
 from kaisched.framework import Registry, SchedulerConfig, Session
 from kaisched.framework.effects import Effect
+from kaisched.framework.holds import Hold
 
 
 @attrs.frozen
@@ -34,21 +35,18 @@ class Scheduler:
         self.cache = Cache(config.scheduler_name)
         self.binder = binder or Binder(client, clock.now)
         self.actions = config.build_actions(registry)
-
-    def open_session(self) -> Session:
-        self.cache.sync(self.client)
-        cluster = self.cache.snapshot(self.clock.now())
-        return Session(cluster, self.config, self.config.build_plugins(self.registry))
+        self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
 
     def run_once(self) -> CycleResult:
         started = time.perf_counter()
         self.cache.sync(self.client)
         cluster = self.cache.snapshot(self.clock.now())
         snapshotted = time.perf_counter()
-        ssn = Session(cluster, self.config, self.config.build_plugins(self.registry))
+        ssn = Session(cluster, self.config, self.config.build_plugins(self.registry), self.holds)
         for action in self.actions:
             action.execute(ssn)
         effects = ssn.close()
+        self.holds = ssn.holds
         decided = time.perf_counter()
         report = self.binder.apply(effects)
         return CycleResult(effects, dict(ssn.placed), dict(ssn.reservations), report,

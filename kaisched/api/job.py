@@ -60,6 +60,7 @@ class GangSpec:
     subgroups: tuple[SubGroup, ...] = ()
     preemptible: bool = True
     stale_grace: float | None = None
+    wait_time: float | None = None  # NonStrict: how long placements may be held
     declared: bool = False          # a PodGroup object exists for it
     generation: int = 0
 

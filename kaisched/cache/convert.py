@@ -12,6 +12,7 @@ from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup
 from kaisched.api.node import NodeSpec
+from kaisched.api.quantity import parse_duration
 from kaisched.api.placement import Placement, Requirement, SelectorTerm, Taint, Toleration
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import PODS, Resource
@@ -270,6 +271,7 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         subgroups=tuple(subgroups),
         preemptible=preemptible if isinstance(preemptible, bool) else True,
         stale_grace=_seconds(spec.get("staleGangGracePeriodSeconds"), "spec.staleGangGracePeriodSeconds", problems),
+        wait_time=_seconds(spec.get("waitTimeSeconds"), "spec.waitTimeSeconds", problems),
         declared=True,
         generation=int(_meta(obj).get("generation") or 0),
     )
@@ -302,9 +304,15 @@ def annotated_gang(facts: PodFacts) -> tuple[GangSpec, str | None]:
                 group_keys = tuple(JobKey(str(g)) for g in orjson.loads(groups))
             except (orjson.JSONDecodeError, TypeError):
                 problems.append(f"{L.KOORD_GROUPS} must be a JSON list of namespace/name")
+        wait = None
+        if facts.annotation(L.KOORD_WAITING_TIME):
+            try:
+                wait = parse_duration(facts.annotation(L.KOORD_WAITING_TIME))
+            except ValueError as exc:
+                problems.append(f"{L.KOORD_WAITING_TIME}: {exc}")
         gang = GangSpec(min_member=_int(raw, L.KOORD_MIN_AVAILABLE, 1, problems) or 1,
                         mode=GangMode.NON_STRICT if mode == "NonStrict" else GangMode.STRICT,
-                        gang_group=group_keys)
+                        gang_group=group_keys, wait_time=wait)
     else:
         raw = facts.annotation(L.VOLCANO_GROUP_POD_NUM) or "1"
         gang = GangSpec(min_member=_int(raw, L.VOLCANO_GROUP_POD_NUM, 1, problems) or 1)

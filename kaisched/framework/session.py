@@ -6,7 +6,7 @@ effects. A session does no I/O.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -19,6 +19,7 @@ from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.framework.effects import Effect
+from kaisched.framework.holds import Hold, apply_holds, release_deadlocks
 from kaisched.framework.hooks import Hook, HookRegistry
 from kaisched.framework.statement import Statement
 
@@ -50,7 +51,8 @@ class Choice:
 
 class Session:
     def __init__(self, cluster: ClusterInfo, config: SchedulerConfig,
-                 plugins: Sequence[Sequence[Plugin]]) -> None:
+                 plugins: Sequence[Sequence[Plugin]],
+                 holds: Mapping[JobKey, Hold] | None = None) -> None:
         self.cluster = cluster
         self.config = config
         self.now = cluster.now
@@ -61,6 +63,9 @@ class Session:
         self.reservations: dict[PodKey, NodeName] = {}    # held for this session only
         self.unschedulable: dict[JobKey, str] = {}        # why a job was not placed
         self.stale_since: dict[JobKey, str | None] = {}   # gang below minMember since when
+        self.hold_since: dict[JobKey, float] = {}         # NonStrict holds: since when
+        self.no_hold: set[JobKey] = set()                 # holds that just expired
+        self.holds: dict[JobKey, Hold] = {}               # holds to carry to the next session
         self._caches: dict[Any, _ClassCache] = {}
         self._all_rows = np.arange(len(cluster.table))
         self._current_plugin = ""
@@ -72,12 +77,14 @@ class Session:
         self._queue_key = self.hooks.order_key(Hook.QUEUE_ORDER)
         self._job_key = self.hooks.order_key(Hook.JOB_ORDER)
         self._task_key = self.hooks.order_key(Hook.TASK_ORDER)
+        self.held: dict[JobKey, Statement] = apply_holds(self, holds or {})
 
     # -- registration (plugins, while the session opens) -------------------------
     def register(self, hook: Hook, fn: Callable[..., Any], label: str | None = None) -> None:
         self.hooks.register(hook, label or self._current_plugin, fn)
 
     def close(self) -> list[Effect]:
+        self.holds = release_deadlocks(self, self.holds)
         for plugin in reversed(self.plugins):
             plugin.on_session_close(self)
         return self.effects

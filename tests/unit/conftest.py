@@ -145,7 +145,8 @@ def build_queue(name: str, parent: str | None = None,
     if parent:
         spec["parentQueue"] = parent
     if resources:
-        spec["resources"] = {k: dict(v) for k, v in resources.items()}
+        spec["resources"] = {k: (dict(v) if isinstance(v, Mapping) else v)
+                             for k, v in resources.items()}
     if priority is not None:
         spec["priority"] = priority
     return {"apiVersion": PG_API, "kind": "Queue", "metadata": {"name": name}, "spec": spec}

@@ -1,0 +1,116 @@
+"""NonStrict holds (DESIGN 6.6, seed 000): a NonStrict gang's placements are
+kept from one session to the next until it is ready or its waiting time ends.
+
+Holds of several gangs can block each other — each waits for room another
+holds — which seed 000 leaves unsolved. Here they form a wait-for graph; a
+cycle releases its youngest gang's hold, so the older one can finish.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping
+
+import attrs
+import networkx as nx
+import numpy as np
+
+from kaisched.api.job import JobInfo
+from kaisched.api.types import GangMode, JobKey, NodeName, PodKey, TaskStatus
+from kaisched.framework.statement import Statement
+
+if TYPE_CHECKING:
+    from kaisched.framework.session import Session
+
+DEFAULT_WAIT = 600.0    # seconds a NonStrict gang may hold room without starting
+
+
+@attrs.frozen(slots=True)
+class Hold:
+    tasks: tuple[tuple[PodKey, NodeName], ...]
+    since: float
+
+
+def apply_holds(ssn: Session, holds: Mapping[JobKey, Hold]) -> dict[JobKey, Statement]:
+    """Put last session's holds back before any action runs, so no other job
+    takes their room; an expired hold is dropped and may not re-hold now."""
+    held: dict[JobKey, Statement] = {}
+    table = ssn.cluster.table
+    for key in sorted(holds):
+        hold, job = holds[key], ssn.cluster.jobs.get(key)
+        if job is None or job.spec.mode is not GangMode.NON_STRICT or ssn.job_invalid(job):
+            continue
+        wait = job.spec.wait_time or DEFAULT_WAIT
+        if ssn.now - hold.since >= wait:
+            ssn.no_hold.add(key)
+            continue
+        stmt = ssn.statement()
+        for pod, node in hold.tasks:
+            task = job.tasks.get(pod)
+            row = table.index.get(node)
+            if task is None or task.status is not TaskStatus.PENDING or row is None:
+                continue
+            vec = table.vector(task.resreq)
+            if not ssn.static_mask(task)[row] or not table.fits(vec, table.future[row:row + 1])[0]:
+                continue
+            if table.fits(vec, table.idle[row:row + 1])[0]:
+                stmt.allocate(task, node)
+            else:
+                stmt.pipeline(task, node)
+        if stmt.ops:
+            held[key] = stmt
+            ssn.hold_since[key] = hold.since
+    return held
+
+
+def hold_of(ssn: Session, job: JobInfo) -> Hold:
+    """The job's current placements that are not bound, as a hold to carry on."""
+    tasks = tuple(sorted((t.key, t.node_name) for t in job.tasks.values()  # type: ignore[misc]
+                         if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+                         and t.key not in ssn.placed))
+    return Hold(tasks, ssn.hold_since.get(job.key, ssn.now))
+
+
+def release_deadlocks(ssn: Session, holds: dict[JobKey, Hold]) -> dict[JobKey, Hold]:
+    """Drop the youngest gang of every cycle of gangs waiting on each other's holds."""
+    graph = wait_for_graph(ssn, holds)
+    jobs = ssn.cluster.jobs
+    while True:
+        try:
+            cycle = nx.find_cycle(graph)
+        except nx.NetworkXNoCycle:
+            return holds
+        members = sorted({u for u, _ in cycle})
+        youngest = max(members, key=lambda k: (jobs[k].creation, k))
+        others = ", ".join(m for m in members if m != youngest)
+        holds.pop(youngest)
+        graph.remove_node(youngest)
+        ssn.record_unschedulable(jobs[youngest], (
+            f"NonStrict reservations released: they deadlocked with {others}, "
+            f"which is older"))
+
+
+def wait_for_graph(ssn: Session, holds: Mapping[JobKey, Hold]) -> nx.DiGraph:
+    """An edge a -> b when a task a still waits for fits where b holds room."""
+    table = ssn.cluster.table
+    jobs = ssn.cluster.jobs
+    held_room: dict[JobKey, dict[int, np.ndarray]] = {}
+    for key, hold in holds.items():
+        rows: dict[int, np.ndarray] = {}
+        for pod, node in hold.tasks:
+            row = table.index[node]
+            rows[row] = rows.get(row, 0) + table.vector(jobs[key].tasks[pod].resreq)
+        held_room[key] = rows
+    graph = nx.DiGraph()
+    graph.add_nodes_from(holds)
+    for a in holds:
+        waiting = {(t.resreq, t.placement): t for t in jobs[a].tasks.values()
+                   if t.status is TaskStatus.PENDING and t.key not in ssn.reservations}
+        for b, rows in held_room.items():
+            if a == b:
+                continue
+            for task in waiting.values():
+                vec, mask = table.vector(task.resreq), ssn.static_mask(task)
+                if any(mask[row] and table.fits(vec, table.future[row:row + 1] + room)[0]
+                       for row, room in rows.items()):
+                    graph.add_edge(a, b)
+                    break
+    return graph

@@ -1,0 +1,266 @@
+"""The PodGrouper controller (DESIGN 7): every kaisched pod that names no gang
+gets the PodGroup of its top owner, and the PodGroup follows its owner's size.
+
+All I/O goes through the ClusterClient, so the same controller runs on the
+memory backend (replay, simulate, tests) and on a cluster.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from typing import Any, Mapping
+
+from kaisched.api import labels as L
+from kaisched.api.clock import Clock
+from kaisched.api.types import DEFAULT_QUEUE
+from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
+from kaisched.cluster.events import event_object, object_reference
+from kaisched.cluster.kinds import POD, PODGROUP, kind_for, object_key
+from kaisched.errors import (
+    ApiError, ConflictError, GoneError, NotFoundError, PermanentApiError, TransientApiError,
+)
+from podgrouper.groupers import GroupSpec, Registry, builtin_groupers, group_owner, pick
+from podgrouper.groupers.workload import default_grouper
+from podgrouper.owners import OwnerRef, OwnerWalk, describe, top_owner
+from podgrouper.podgroup import (
+    controller_uid, is_managed, needs_refresh, pod_patch, podgroup_object, refresh_patch,
+)
+from podgrouper.roles import pod_role
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "podgrouper"
+DEFAULTED = "PodGroupDefaulted"               # the owner could not be read or understood
+OVERRIDE_IGNORED = "PodGroupOverrideIgnored"  # a bad min-member / minAvailable was ignored
+NOT_GROUPED = "PodGroupFailed"                # the API refused the PodGroup or the pod patch
+
+Key = tuple[str, str]                         # namespace, name
+
+
+class PodGrouper:
+    """owner_resync: how often (seconds) the owners of existing PodGroups are
+    re-read to follow scaling; 0 re-reads them on every sync (memory backend)."""
+
+    def __init__(self, client: ClusterClient, clock: Clock, *, scheduler_name: str = "kaisched",
+                 groupers: Registry | None = None, owner_resync: float = 0.0) -> None:
+        self.client = client
+        self.clock = clock
+        self.scheduler_name = scheduler_name
+        self.groupers = groupers if groupers is not None else builtin_groupers()
+        self.owner_resync = owner_resync
+        self._subscription: Subscription | None = None
+        self._pods: dict[Key, Obj] = {}            # kaisched pods, as last seen
+        self._pending: set[Key] = set()            # pods to give a PodGroup
+        self._groups: dict[Key, Obj] = {}          # PodGroups, as last seen or written
+        self._members: dict[Key, set[Key]] = {}    # PodGroup -> pods that name it
+        self._checked: dict[Key, float] = {}       # PodGroup -> when its owner was last read
+        self._writes = 0
+
+    def sync(self) -> int:
+        """Handle what the watch reported since the last call (the first call
+        sees everything); return how many objects were created or patched."""
+        before = self._writes
+        self._drain()
+        owners = _OwnerCache(self.client)
+        fresh: set[Key] = set()                    # PodGroups already made or checked this sync
+        for key in sorted(self._pending):
+            self._group_pod(key, owners, fresh)
+        self._follow_owners(owners, fresh)
+        return self._writes - before
+
+    def run(self, stop: threading.Event, period: float) -> None:
+        """The live loop: sync every period until stop is set."""
+        while not stop.is_set():
+            try:
+                self.sync()
+            except ApiError as exc:     # the API or the watch is down: keep state, try again
+                log.warning("sync failed, retrying in %.1fs: %s", period, exc)
+            stop.wait(period)
+
+    # -- the watch -------------------------------------------------------------
+    def _drain(self) -> None:
+        if self._subscription is None:
+            self._subscription = self.client.subscribe((POD, PODGROUP))
+        try:
+            events = self._subscription.drain()
+        except GoneError:
+            log.info("watch expired; listing again")
+            self._pods, self._pending, self._groups, self._members = {}, set(), {}, {}
+            self._subscription = self.client.subscribe((POD, PODGROUP))
+            events = self._subscription.drain()
+        for event in events:
+            if event.kind == POD:
+                self._on_pod(event)
+            elif event.kind == PODGROUP:
+                self._on_group(event)
+
+    def _on_pod(self, event: WatchEvent) -> None:
+        pod, key = event.obj, object_key(event.obj)
+        old = self._pods.pop(key, None)
+        if old is not None:
+            self._members.get(_named_group(key, old), set()).discard(key)
+        if event.type == "DELETED" or (pod.get("spec") or {}).get("schedulerName") != self.scheduler_name:
+            self._pending.discard(key)
+            return
+        self._pods[key] = pod
+        self._members.setdefault(_named_group(key, pod), set()).add(key)
+        meta = pod.get("metadata") or {}
+        if meta.get("deletionTimestamp") or L.declares_gang(meta.get("labels") or {},
+                                                            meta.get("annotations") or {}):
+            self._pending.discard(key)
+        else:
+            self._pending.add(key)
+
+    def _on_group(self, event: WatchEvent) -> None:
+        key = object_key(event.obj)
+        if event.type != "DELETED":
+            self._groups[key] = event.obj
+            return
+        self._groups.pop(key, None)
+        self._checked.pop(key, None)
+        if is_managed(event.obj):
+            # Deleted while pods still name it: make it again for the pods that remain.
+            self._pending.update(k for k in self._members.get(key, ()) if k in self._pods)
+
+    # -- grouping pods ---------------------------------------------------------
+    def _group_pod(self, key: Key, owners: _OwnerCache, fresh: set[Key]) -> None:
+        self._pending.discard(key)
+        pod = self._pods.get(key)
+        if pod is None:
+            return
+        try:
+            self._group(key, pod, owners, fresh)
+        except TransientApiError as exc:
+            self._pending.add(key)
+            log.warning("pod %s/%s: %s; retrying next sync", *key, exc)
+        except NotFoundError:
+            log.info("pod %s/%s went away while being grouped", *key)
+        except PermanentApiError as exc:
+            log.warning("pod %s/%s not grouped: %s", *key, exc)
+            self._warn(pod, NOT_GROUPED, (f"no PodGroup for this pod: {exc}",))
+
+    def _group(self, key: Key, pod: Obj, owners: _OwnerCache, fresh: set[Key]) -> None:
+        walk = top_owner(pod, owners.read)
+        spec = self._spec(walk)
+        named = _annotations(pod).get(L.POD_GROUP_ANNOTATION)
+        if named and named != spec.name:
+            # Its PodGroup was deleted, and its owners now lead elsewhere: leave it be.
+            log.info("pod %s/%s names PodGroup %s, its owners now give %s; left alone",
+                     *key, named, spec.name)
+            return
+        self._ensure_group(key[0], spec, walk, pod, fresh)
+        role = pod_role((pod.get("metadata") or {}).get("labels") or {})
+        patch = pod_patch(pod, spec.name, role if role in {sg.name for sg in spec.subgroups} else None)
+        if patch is not None:
+            self._pods[key] = self._wrote(self.client.patch(POD, *key, patch))
+        self._warn(pod, DEFAULTED, walk.problems + spec.problems)
+        self._warn(pod, OVERRIDE_IGNORED, spec.warnings)
+
+    def _spec(self, walk: OwnerWalk) -> GroupSpec:
+        return group_owner(walk.top, default_grouper if walk.broken else pick(self.groupers, walk.top))
+
+    def _ensure_group(self, namespace: str, spec: GroupSpec, walk: OwnerWalk, pod: Obj,
+                      fresh: set[Key]) -> None:
+        key = (namespace, spec.name)
+        existing = self._groups.get(key)
+        if existing is None:
+            queue = _labels(pod).get(L.QUEUE_LABEL) or spec.queue or DEFAULT_QUEUE
+            priority = (pod.get("spec") or {}).get("priorityClassName") or spec.priority_class_name
+            try:
+                self._groups[key] = self._wrote(self.client.create(
+                    podgroup_object(namespace, spec, walk.top, str(queue), priority)))
+                fresh.add(key)
+            except ConflictError:
+                # Made after the last watch event we saw: use what is there.
+                existing = self.client.get(PODGROUP, *key)
+                if existing is None:
+                    raise
+        if existing is not None and key not in fresh:
+            self._refresh(key, existing, spec)
+            fresh.add(key)
+        self._checked[key] = self.clock.now()
+
+    # -- following owners ------------------------------------------------------
+    def _follow_owners(self, owners: _OwnerCache, fresh: set[Key]) -> None:
+        """Re-read the top owners of our PodGroups (through one of their pods,
+        the same walk as when they were made) and follow a change of size."""
+        now = self.clock.now()
+        for key, group in sorted(self._groups.items()):
+            if key in fresh or not is_managed(group):
+                continue
+            if now - self._checked.get(key, -math.inf) < self.owner_resync:
+                continue
+            members = sorted(k for k in self._members.get(key, ()) if k in self._pods)
+            if not members:
+                continue
+            self._checked[key] = now
+            try:
+                walk = top_owner(self._pods[members[0]], owners.read)
+                if controller_uid(group) == _uid(walk.top):
+                    self._refresh(key, group, self._spec(walk), walk)
+            except ApiError as exc:
+                log.warning("PodGroup %s/%s: owner not re-read: %s", *key, exc)
+
+    def _refresh(self, key: Key, group: Obj, spec: GroupSpec, walk: OwnerWalk | None = None) -> None:
+        if spec.name != key[1] or not needs_refresh(group, spec):
+            return
+        self._groups[key] = self._wrote(self.client.patch(PODGROUP, *key, refresh_patch(spec)))
+        if walk is not None:        # on a pod's first grouping the pod gets the Events
+            self._warn(group, DEFAULTED, walk.problems + spec.problems)
+            self._warn(group, OVERRIDE_IGNORED, spec.warnings)
+
+    # -- writing ---------------------------------------------------------------
+    def _wrote(self, obj: Obj) -> Obj:
+        self._writes += 1
+        return obj
+
+    def _warn(self, about: Obj, reason: str, messages: tuple[str, ...]) -> None:
+        """A Warning Event; one that cannot be written is logged, never fatal."""
+        if not messages:
+            return
+        event = event_object(object_reference(about), "Warning", reason, "; ".join(messages),
+                             COMPONENT, self.clock.now())
+        try:
+            self._wrote(self.client.create(event))
+        except ApiError as exc:
+            log.warning("%s: could not record %s (%s): %s", describe(about), reason,
+                        "; ".join(messages), exc)
+
+
+class _OwnerCache:
+    """Owners read during one sync: the pods of one owner share the reads, and
+    one sync sees one version of each owner."""
+
+    def __init__(self, client: ClusterClient) -> None:
+        self._client = client
+        self._read: dict[tuple[Any, str, str], Obj | None | PermanentApiError] = {}
+
+    def read(self, namespace: str, ref: OwnerRef) -> Obj | None:
+        kind = kind_for(ref.api_version, ref.kind)
+        key = (kind, namespace if kind.namespaced else "", ref.name)
+        if key not in self._read:
+            try:
+                self._read[key] = self._client.get(*key)
+            except PermanentApiError as exc:
+                self._read[key] = exc
+        found = self._read[key]
+        if isinstance(found, PermanentApiError):
+            raise found
+        return found
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _named_group(key: Key, pod: Mapping[str, Any]) -> Key:
+    return (key[0], str(_annotations(pod).get(L.POD_GROUP_ANNOTATION) or ""))
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")

@@ -1,0 +1,10 @@
+"""One pure function per owner kind: raw owner object in, GroupSpec out.
+
+No I/O here, and no imports of kaisched.cluster, kubernetes, threads or
+sockets (tests/podgrouper enforces it by walking the imports).
+"""
+from podgrouper.groupers.registry import GroupKind, Registry, builtin_groupers, group_owner, pick
+from podgrouper.groupers.spec import Grouper, GroupSpec, SubGroupSpec
+
+__all__ = ["GroupKind", "GroupSpec", "Grouper", "Registry", "SubGroupSpec", "builtin_groupers",
+           "group_owner", "pick"]

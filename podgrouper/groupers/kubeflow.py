@@ -1,0 +1,123 @@
+"""Kubeflow training jobs: PyTorchJob and TFJob (kubeflow.org/v1, training
+operator) and MPIJob (kubeflow.org/v2beta1, MPI operator).
+
+The gang is every replica of every role; `runPolicy.schedulingPolicy` (the
+field the training operator hands to gang schedulers) may override its size,
+queue and priority class.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import attrs
+
+from podgrouper.groupers.spec import (
+    LEADING_ROLES, GroupSpec, Owner, SubGroupSpec, base, count, defaulted, in_role_order,
+    positive_override, section,
+)
+
+# TFJob roles in start order: the chief (or legacy master) coordinates, ps serve the workers.
+_TF_ORDER = ("chief", "master", "ps", "worker", "evaluator")
+
+
+def pytorch_job(owner: Owner) -> GroupSpec:
+    """Master + Workers; with elasticPolicy.minReplicas the gang is master + minReplicas."""
+    problems: list[str] = []
+    spec = section(owner, "spec", "spec", problems, required=True)
+    roles = _replica_roles(spec, "pytorchReplicaSpecs", {}, 1, problems)
+    if problems:
+        return defaulted(owner, problems)
+    group = _gang(owner, spec, roles)
+    warnings: list[str] = []
+    elastic = section(spec, "elasticPolicy", "spec.elasticPolicy", warnings)
+    min_replicas = _non_negative(elastic.get("minReplicas"), "spec.elasticPolicy.minReplicas",
+                                 warnings)
+    if min_replicas is not None:
+        masters = sum(sg.min_member for sg in group.subgroups if sg.name == "master")
+        subgroups = tuple(attrs.evolve(sg, min_member=min_replicas) if sg.name == "worker" else sg
+                          for sg in group.subgroups)
+        group = attrs.evolve(group, min_member=max(1, masters + min_replicas), subgroups=subgroups)
+    return _overridden(group, spec, warnings)
+
+
+def tf_job(owner: Owner) -> GroupSpec:
+    """Chief / PS / Worker / Evaluator: every replica of every role."""
+    problems: list[str] = []
+    spec = section(owner, "spec", "spec", problems, required=True)
+    roles = _replica_roles(spec, "tfReplicaSpecs", {}, 1, problems, _TF_ORDER)
+    if problems:
+        return defaulted(owner, problems)
+    group = _gang(owner, spec, roles)
+    return _overridden(group, spec, [])
+
+
+def mpi_job(owner: Owner) -> GroupSpec:
+    """Launcher + Workers (the operator defaults Launcher to 1 replica, Worker to 0)."""
+    problems: list[str] = []
+    spec = section(owner, "spec", "spec", problems, required=True)
+    roles = _replica_roles(spec, "mpiReplicaSpecs", {"Launcher": 1}, 0, problems)
+    if problems:
+        return defaulted(owner, problems)
+    return _overridden(_gang(owner, spec, roles), spec, [])
+
+
+def _replica_roles(spec: Mapping[str, object], field: str, defaults: Mapping[str, int],
+                   default: int, problems: list[str],
+                   rank: tuple[str, ...] = LEADING_ROLES) -> tuple[SubGroupSpec, ...]:
+    """One subgroup per replica type (the map key, lower-cased as the operators
+    label the pods), its size the replicas, defaulted as the operator does."""
+    path = f"spec.{field}"
+    specs = section(spec, field, path, problems, required=True)
+    if not specs and not problems:
+        problems.append(f"{path} has no replica types")
+    roles = []
+    for role, replica_spec in specs.items():
+        where = f"{path}.{role}"
+        if not isinstance(replica_spec, Mapping):
+            problems.append(f"{where} must be an object")
+            continue
+        replicas = count(replica_spec.get("replicas"), f"{where}.replicas",
+                         defaults.get(str(role), default), problems)
+        roles.append(SubGroupSpec(str(role).lower(), replicas))
+    return in_role_order(roles, rank)
+
+
+def _gang(owner: Owner, spec: Mapping[str, object],
+          roles: tuple[SubGroupSpec, ...]) -> GroupSpec:
+    group = base(owner)
+    policy = _scheduling_policy(spec, [])
+    queue, priority = policy.get("queue"), policy.get("priorityClass")
+    return attrs.evolve(
+        group,
+        min_member=max(1, sum(sg.min_member for sg in roles)),
+        subgroups=roles,
+        queue=group.queue or (str(queue) if queue else None),
+        priority_class_name=str(priority) if priority else None,
+    )
+
+
+def _overridden(group: GroupSpec, spec: Mapping[str, object], warnings: list[str]) -> GroupSpec:
+    available = _available(spec, warnings)
+    if available is not None:
+        group = group.with_min_member(available)
+    return group.warn(*warnings)
+
+
+def _available(spec: Mapping[str, object], warnings: list[str]) -> int | None:
+    policy = _scheduling_policy(spec, warnings)
+    return positive_override(policy.get("minAvailable"),
+                             "spec.runPolicy.schedulingPolicy.minAvailable", warnings)
+
+
+def _scheduling_policy(spec: Mapping[str, object], warnings: list[str]) -> Mapping[str, object]:
+    run_policy = section(spec, "runPolicy", "spec.runPolicy", warnings)
+    return section(run_policy, "schedulingPolicy", "spec.runPolicy.schedulingPolicy", warnings)
+
+
+def _non_negative(value: object, path: str, warnings: list[str]) -> int | None:
+    problems: list[str] = []
+    result = count(value, path, -1, problems)
+    if problems:
+        warnings.extend(f"{p}; ignored" for p in problems)
+        return None
+    return None if result < 0 else result

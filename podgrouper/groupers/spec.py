@@ -1,0 +1,144 @@
+"""What a grouper decides for one top owner: the PodGroup's metadata, as a value.
+
+Groupers read the raw owner object (a plain dict, the boundary) and return a
+GroupSpec; nothing past them looks at the owner's field paths.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+import attrs
+
+from kaisched.api import labels as L
+
+Owner = Mapping[str, Any]
+
+# PodGroup names are DNS-1123 subdomains.
+_MAX_NAME = 253
+# Roles that coordinate the others are placed first (DESIGN 6.1: master/launcher/driver first).
+LEADING_ROLES = ("master", "launcher", "head", "chief", "driver", "leader", "coordinator")
+
+
+@attrs.frozen(slots=True)
+class SubGroupSpec:
+    name: str
+    min_member: int
+
+
+@attrs.frozen(slots=True)
+class GroupSpec:
+    """PodGroup metadata for one top owner.
+
+    problems: the owner's spec could not be read, so this is the default grouping.
+    warnings: an override (annotation, minAvailable, ...) was ignored.
+    Both become Warning Events on the pods.
+    """
+
+    name: str
+    min_member: int = 1
+    queue: str | None = None
+    priority_class_name: str | None = None
+    subgroups: tuple[SubGroupSpec, ...] = ()
+    problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def with_min_member(self, min_member: int) -> GroupSpec:
+        """Override the gang size; subgroup minima are trimmed in role order so
+        that they never ask for more than the whole gang (leading roles keep theirs)."""
+        left, subgroups = min_member, []
+        for sg in self.subgroups:
+            take = min(sg.min_member, left)
+            subgroups.append(attrs.evolve(sg, min_member=take))
+            left -= take
+        return attrs.evolve(self, min_member=min_member, subgroups=tuple(subgroups))
+
+    def warn(self, *messages: str) -> GroupSpec:
+        return attrs.evolve(self, warnings=self.warnings + messages)
+
+
+Grouper = Callable[[Owner], GroupSpec]
+
+
+def podgroup_name(owner: Owner) -> str:
+    """pg-<owner-name>-<first 8 chars of the owner uid>, cut to a valid length."""
+    meta = metadata(owner)
+    name, uid = str(meta.get("name") or "unnamed"), str(meta.get("uid") or "")[:8]
+    suffix = f"-{uid}" if uid else ""
+    room = _MAX_NAME - len("pg-") - len(suffix)
+    return f"pg-{name[:room].rstrip('-.')}{suffix}"
+
+
+def metadata(owner: Owner) -> Mapping[str, Any]:
+    meta = owner.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def owner_labels(owner: Owner) -> Mapping[str, Any]:
+    labels = metadata(owner).get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def owner_annotations(owner: Owner) -> Mapping[str, Any]:
+    annotations = metadata(owner).get("annotations")
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
+def base(owner: Owner) -> GroupSpec:
+    """The default grouping: one PodGroup for the owner, minMember 1, its queue label."""
+    queue = owner_labels(owner).get(L.QUEUE_LABEL)
+    return GroupSpec(name=podgroup_name(owner), queue=str(queue) if queue else None)
+
+
+def defaulted(owner: Owner, problems: Iterable[str]) -> GroupSpec:
+    """The default grouping for an owner whose spec is malformed."""
+    return attrs.evolve(base(owner), problems=tuple(problems))
+
+
+def section(parent: Mapping[str, Any], key: str, path: str, problems: list[str],
+            required: bool = False) -> Mapping[str, Any]:
+    """A nested object; absent is {} (a problem when required), anything else a problem."""
+    value = parent.get(key)
+    if value is None:
+        if required:
+            problems.append(f"{path} is missing")
+        return {}
+    if not isinstance(value, Mapping):
+        problems.append(f"{path} must be an object, got {type(value).__name__}")
+        return {}
+    return value
+
+
+def count(value: object, path: str, default: int, problems: list[str]) -> int:
+    """A replica-like count: a non-negative integer, or the default when absent."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        problems.append(f"{path} must be an integer, got {value!r}")
+        return default
+    if value < 0:
+        problems.append(f"{path} must not be negative, got {value}")
+        return default
+    return value
+
+
+def positive_override(value: object, path: str, warnings: list[str]) -> int | None:
+    """An optional minimum (minAvailable, the min-member annotation): an integer >= 1,
+    given as a number or a decimal string; a bad value is a warning and ignored."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lstrip("+").isdecimal():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        warnings.append(f"{path} must be an integer >= 1, got {value!r}; ignored")
+        return None
+    return value
+
+
+def in_role_order(subgroups: Iterable[SubGroupSpec],
+                  rank: tuple[str, ...] = LEADING_ROLES) -> tuple[SubGroupSpec, ...]:
+    """Ranked roles first in rank order, the others after them in their given order."""
+    listed = list(subgroups)
+    def key(item: tuple[int, SubGroupSpec]) -> tuple[int, int]:
+        index, sg = item
+        return (rank.index(sg.name), index) if sg.name in rank else (len(rank), index)
+    return tuple(sg for _, sg in sorted(enumerate(listed), key=key))

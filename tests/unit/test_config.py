@@ -1,0 +1,127 @@
+"""SchedulerConfig loading (DESIGN 5): the default loads, and every bad key is
+refused with a ConfigError whose message names the key's path."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kaisched.builtins import register_builtins
+from kaisched.errors import ConfigError
+from kaisched.framework import default_config, load_config, parse_config
+from kaisched.framework.config import PluginOption
+
+from .conftest import config_text
+
+REPO = Path(__file__).resolve().parents[2]
+TIERS = """\
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: proportion}, {name: predicates}, {name: nodeorder, arguments: {strategy: binpack}}]
+"""
+
+
+def all_actions_registered() -> None:
+    if "reclaim" not in register_builtins().actions:
+        pytest.skip("the default config's later actions are not registered yet")
+
+
+def test_default_config_loads() -> None:
+    all_actions_registered()
+    config = default_config(register_builtins())
+    assert config.scheduler_name == "kaisched"
+    assert config.schedule_period == 1.0
+    assert config.stale_gang_grace_period == 60.0
+    assert config.actions == ("allocate", "backfill", "reclaim", "preempt", "stalegangeviction")
+    assert [[p.name for p in tier] for tier in config.tiers] == [
+        ["priority", "gang"], ["proportion", "predicates", "nodeorder"]]
+    assert config.tiers[1][2] == PluginOption("nodeorder", {"strategy": "binpack"})
+
+
+def test_shipped_scheduler_yaml_is_the_default() -> None:
+    all_actions_registered()
+    registry = register_builtins()
+    shipped = parse_config((REPO / "config" / "scheduler.yaml").read_text(), registry)
+    assert shipped == default_config(registry)
+
+
+def test_test_config_loads() -> None:
+    config = parse_config(config_text(), register_builtins())
+    assert config.actions == ("allocate", "backfill")
+    assert len(config.tiers) == 2
+
+
+def test_config_round_trips_through_its_dict_form() -> None:
+    registry = register_builtins()
+    config = parse_config("schedulePeriod: 500ms\nstaleGangGracePeriod: 1m30s\n" + config_text(
+        "spread"), registry)
+    assert config.schedule_period == 0.5 and config.stale_gang_grace_period == 90.0
+    assert load_config(config.to_dict(), registry) == config
+
+
+def test_defaults_when_keys_are_left_out() -> None:
+    config = parse_config("{}", register_builtins())
+    assert (config.scheduler_name, config.schedule_period, config.actions, config.tiers) == (
+        "kaisched", 1.0, (), ())
+
+
+def test_build_plugins_passes_the_arguments() -> None:
+    registry = register_builtins()
+    config = parse_config(config_text("spread"), registry)
+    nodeorder = config.build_plugins(registry)[1][2]
+    assert nodeorder.name == "nodeorder" and nodeorder.strategy == "spread"
+
+
+BAD = [
+    # (config text, substrings the message must contain)
+    ("actions: [allocate]\nbogus: 1\n", ["bogus"]),
+    ("actions: [allocate, backfill, nosuch]\n", ["actions[2]", "nosuch"]),
+    ("actions: allocate\n", ["actions"]),
+    ("actions: [allocate, 3]\n", ["actions"]),
+    ("actions: [allocate]\n" + TIERS.replace("{name: nodeorder", "{name: nosuch"),
+     ["tiers[1].plugins[2]", "nosuch"]),
+    ("actions: [allocate]\n" + TIERS.replace("{name: gang}", "{name: gangg}"),
+     ["tiers[0].plugins[1]", "gangg"]),
+    ("schedulePeriod: fast\n", ["schedulePeriod"]),
+    ("schedulePeriod: 1x\n", ["schedulePeriod"]),
+    ("schedulePeriod: 0s\n", ["schedulePeriod"]),
+    ("staleGangGracePeriod: soon\n", ["staleGangGracePeriod"]),
+    ("staleGangGracePeriod: -5\n", ["staleGangGracePeriod"]),
+    ("actions: [allocate]\n" + TIERS.replace("strategy: binpack", "strategy: random"),
+     ["tiers[1].plugins[2]", "strategy", "random"]),
+    ("actions: [allocate]\n" + TIERS.replace("arguments: {strategy: binpack}", "arguments: [1]"),
+     ["tiers[1].plugins[2].arguments"]),
+    ("actions: [allocate]\n" + TIERS.replace("arguments: {strategy: binpack}",
+                                             "arguments: binpack"),
+     ["tiers[1].plugins[2].arguments"]),
+    ("actions: [allocate]\n" + TIERS.replace("strategy: binpack", "colour: red"),
+     ["tiers[1].plugins[2]", "colour"]),
+    ("actions: [allocate]\n" + TIERS.replace("strategy: binpack", "weights: {cpu: -1}"),
+     ["tiers[1].plugins[2]", "weights"]),
+    ("tiers:\n  - plugins: [{name: gang, arguments: {x: 1}}]\n", ["tiers[0].plugins[0]", "gang"]),
+    ("tiers:\n  - plugins: [{name: gang, extra: 1}]\n", ["tiers[0].plugins[0]", "extra"]),
+    ("tiers:\n  - plugins: [{arguments: {}}]\n", ["tiers[0].plugins[0]"]),
+    ("tiers:\n  - plugins: [gang]\n", ["tiers[0].plugins[0]"]),
+    ("tiers:\n  - plugins: {name: gang}\n", ["tiers[0].plugins"]),
+    ("tiers:\n  - {plugins: [], more: 1}\n", ["tiers[0]"]),
+    ("tiers: gang\n", ["tiers"]),
+    ("schedulerName: ''\n", ["schedulerName"]),
+    ("- just\n- a list\n", ["mapping"]),
+    ("actions: [allocate\n", ["invalid YAML", "line"]),
+]
+
+
+@pytest.mark.parametrize(("text", "parts"), BAD, ids=[str(i) for i in range(len(BAD))])
+def test_bad_config_raises_config_error_naming_the_key(text: str, parts: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, register_builtins(), "scheduler.yaml")
+    message = str(caught.value)
+    assert message.startswith("scheduler.yaml:"), message
+    for part in parts:
+        assert part in message, message
+
+
+@pytest.mark.parametrize("data", [None, [], "actions", 3])
+def test_load_config_refuses_a_non_mapping(data: object) -> None:
+    with pytest.raises(ConfigError):
+        load_config(data, register_builtins())
