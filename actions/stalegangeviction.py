@@ -19,9 +19,7 @@ class StaleGangEvictionAction:
         for job in ssn.cluster.jobs.values():
             on_nodes = [t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]
             alive = job.count(READY_STATUSES)
-            short = alive < job.min_member or any(
-                job.count(READY_STATUSES, sg.name) < sg.min_member for sg in job.spec.subgroups)
-            if not on_nodes or not short:
+            if not on_nodes or ssn.job_ready(job):
                 if job.status.stale_since:
                     ssn.stale_since[job.key] = None
                 continue

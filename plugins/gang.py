@@ -8,15 +8,14 @@ import numpy as np
 from kaisched.api.job import Condition, JobInfo, PodGroupStatus
 from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
+from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.types import (
     EVICTABLE_STATUSES, READY_STATUSES, PodGroupPhase, Reason, TaskStatus,
 )
-from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroupStatus
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
-
 _PIPELINED_READY = READY_STATUSES | {TaskStatus.PIPELINED}
 
 
@@ -24,46 +23,44 @@ class GangPlugin(PluginBase):
     name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:
+        self.jobs = ssn.cluster.jobs
+        self.table = ssn.cluster.table
+        self.usable = np.array([n.spec.ready and not n.spec.unschedulable
+                                for n in ssn.cluster.nodes.values()], dtype=bool)
         ssn.register(Hook.JOB_VALID, job_invalid_reason)
-        table = ssn.cluster.table
-        usable = np.array([n.spec.ready and not n.spec.unschedulable
-                           for n in ssn.cluster.nodes.values()], dtype=bool)
-
-        def min_resources_fit(job: JobInfo) -> str | None:
-            """Coscheduling's pre-check: the gang's minResources must fit what
-            the cluster has free, or trying to place it only churns."""
-            need = job.spec.min_resources
-            if need is None:
-                return None
-            free = table.resource(table.future[usable].sum(axis=0))
-            short = need.exceeding(free)
-            if not short:
-                return None
-            name = short[0]
-            return (f"minResources {name} {format_amount(name, need.get(name))} does not fit "
-                    f"the free cluster ({format_amount(name, max(free.get(name), 0.0))} free)")
-
-        ssn.register(Hook.ENQUEUEABLE, min_resources_fit)
+        ssn.register(Hook.ENQUEUEABLE, self.min_resources_fit)
         ssn.register(Hook.JOB_READY, lambda job: gang_met(job, READY_STATUSES))
         ssn.register(Hook.JOB_PIPELINED, lambda job: gang_met(job, _PIPELINED_READY))
         ssn.register(Hook.JOB_ORDER, lambda job: 1 if gang_met(job, READY_STATUSES) else 0)
-        jobs = ssn.cluster.jobs
-
-        def eviction_group(victim: TaskInfo) -> list[TaskInfo]:
-            """Above its minimum a gang loses single tasks; at or below it, a
-            partial gang is useless, so all of it goes."""
-            job = jobs[victim.job]
-            if job.ready_count() - 1 >= job.min_member and all(
-                    job.ready_count(sg.name) - (victim.subgroup == sg.name) >= sg.min_member
-                    for sg in job.spec.subgroups):
-                return [victim]
-            return [t for t in job.tasks.values() if t.status in EVICTABLE_STATUSES]
-
-        ssn.register(Hook.EVICTION_GROUP, eviction_group)
+        ssn.register(Hook.EVICTION_GROUP, self.eviction_group)
 
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.cluster.jobs.values():
             _report(ssn, job)
+
+    def min_resources_fit(self, job: JobInfo) -> str | None:
+        """Coscheduling's pre-check: the gang's minResources must fit what the
+        cluster has free, or trying to place it only churns."""
+        need = job.spec.min_resources
+        if need is None:
+            return None
+        free = self.table.resource(self.table.future[self.usable].sum(axis=0))
+        short = need.exceeding(free)
+        if not short:
+            return None
+        name = short[0]
+        return (f"minResources {name} {format_amount(name, need.get(name))} does not fit "
+                f"the free cluster ({format_amount(name, max(free.get(name), 0.0))} free)")
+
+    def eviction_group(self, victim: TaskInfo) -> list[TaskInfo]:
+        """Above its minimum a gang loses single tasks; at or below it, a
+        partial gang is useless, so all of it goes."""
+        job = self.jobs[victim.job]
+        if job.ready_count() - 1 >= job.min_member and all(
+                job.ready_count(sg.name) - (victim.subgroup == sg.name) >= sg.min_member
+                for sg in job.spec.subgroups):
+            return [victim]
+        return [t for t in job.tasks.values() if t.status in EVICTABLE_STATUSES]
 
 
 def gang_met(job: JobInfo, statuses: frozenset[TaskStatus]) -> bool:
@@ -101,40 +98,60 @@ def _report(ssn: Session, job: JobInfo) -> None:
     """Write the PodGroup status, pod conditions and an Event, where they changed."""
     if timed_out(job):
         return          # the verdict stands until the spec changes
+    old = job.status
+    new = _status(ssn, job)
+    if job.spec.declared and new != old:
+        ssn.emit(SetPodGroupStatus(job.key, new))
+    cond = new.condition("Scheduled")
+    if cond is None or cond.status != "False":
+        return
+    now = to_rfc3339(ssn.now)
+    changed = old.condition("Scheduled") != cond
+    for task in job.tasks.values():
+        waiting = task.status in _WAITING or (
+            task.status is TaskStatus.ALLOCATED and task.key not in ssn.placed)
+        if waiting and task.unschedulable != cond.message:
+            ssn.emit(SetPodCondition(task.key, Condition(
+                "PodScheduled", "False", Reason.UNSCHEDULABLE.value, cond.message, now)))
+            changed = changed or not job.spec.declared
+    if changed:
+        kind, key = ("PodGroup", job.key) if job.spec.declared else ("Pod", next(iter(job.tasks), job.key))
+        ssn.emit(RecordEvent(kind, key, "Warning", Reason.FAILED_SCHEDULING.value, cond.message))
+
+
+def _status(ssn: Session, job: JobInfo) -> PodGroupStatus:
+    """The PodGroup status this session leaves: counts, phase, Scheduled condition, timers."""
+    old, now = job.status, to_rfc3339(ssn.now)
     placed = sum(1 for key in job.tasks if key in ssn.placed)
     counts = {s: job.count((s,)) for s in TaskStatus}
     scheduled = (counts[TaskStatus.BINDING] + counts[TaskStatus.BOUND]
                  + counts[TaskStatus.RUNNING] + counts[TaskStatus.SUCCEEDED] + placed)
+    started = scheduled >= job.min_member and scheduled > 0
     problem = job.problem or ssn.unschedulable.get(job.key)
-    old = job.status
-    now = to_rfc3339(ssn.now)
-    if problem:
+    since = (old.unschedulable_since or now) if problem else None
+    elapsed = ssn.now - (from_rfc3339(since) or ssn.now)
+    timeout = job.spec.schedule_timeout
+    expired = bool(problem and timeout and not started and elapsed >= timeout)
+    if expired:
+        cond: Condition | None = Condition(
+            "Scheduled", "False", Reason.TIMEOUT.value,
+            f"unschedulable for {elapsed:.0f}s, past scheduleTimeoutSeconds {timeout:.0f}: {problem}",
+            now)
+    elif problem:
         reason = Reason.INVALID if job.problem else Reason.UNSCHEDULABLE
         cond = _condition(old, "False", reason.value, problem, now)
-    elif scheduled >= job.min_member and scheduled:
+    elif started:
         cond = _condition(old, "True", Reason.SCHEDULED.value,
                           f"{scheduled}/{len(job.tasks)} tasks scheduled", now)
     else:
         cond = old.condition("Scheduled")
-    total = len(job.tasks)
-    since = (old.unschedulable_since or now) if problem else None
-    elapsed = ssn.now - (from_rfc3339(since) or ssn.now)
-    timeout = job.spec.schedule_timeout
-    expired = bool(problem and timeout and scheduled < job.min_member and elapsed >= timeout)
-    if expired:
-        cond = Condition("Scheduled", "False", Reason.TIMEOUT.value,
-                         f"unschedulable for {elapsed:.0f}s, past scheduleTimeoutSeconds "
-                         f"{timeout:.0f}: {problem}", now)
-        problem = cond.message
     if expired:
         phase = PodGroupPhase.FAILED
-    elif total and counts[TaskStatus.SUCCEEDED] == total:
+    elif job.tasks and counts[TaskStatus.SUCCEEDED] == len(job.tasks):
         phase = PodGroupPhase.SUCCEEDED
-    elif scheduled >= job.min_member and scheduled:
-        phase = PodGroupPhase.RUNNING
     else:
-        phase = PodGroupPhase.PENDING
-    new = PodGroupStatus(
+        phase = PodGroupPhase.RUNNING if started else PodGroupPhase.PENDING
+    return PodGroupStatus(
         phase=phase,
         conditions=tuple(c for c in old.conditions if c.type != "Scheduled") + ((cond,) if cond else ()),
         scheduled=scheduled,
@@ -148,22 +165,6 @@ def _report(ssn: Session, job: JobInfo) -> None:
         unschedulable_since=since,
         observed_generation=job.spec.generation if expired else old.observed_generation,
     )
-    if job.spec.declared and new != old:
-        ssn.emit(SetPodGroupStatus(job.key, new))
-    if not problem:
-        return
-    message = problem
-    changed = old.condition("Scheduled") != cond
-    for task in job.tasks.values():
-        waiting = task.status in _WAITING or (
-            task.status is TaskStatus.ALLOCATED and task.key not in ssn.placed)
-        if waiting and task.unschedulable != message:
-            ssn.emit(SetPodCondition(task.key, Condition(
-                "PodScheduled", "False", Reason.UNSCHEDULABLE.value, message, now)))
-            changed = changed or not job.spec.declared
-    if changed:
-        kind, key = ("PodGroup", job.key) if job.spec.declared else ("Pod", next(iter(job.tasks), job.key))
-        ssn.emit(RecordEvent(kind, key, "Warning", Reason.FAILED_SCHEDULING.value, message))
 
 
 def _condition(old: PodGroupStatus, status: str, reason: str, message: str, now: str) -> Condition:

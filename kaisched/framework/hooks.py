@@ -9,6 +9,10 @@ combinator, never by walking the tiers itself:
   queue room);
 - masks: node filters are ANDed; scores: node scores are summed;
 - victims: intersected within a tier, the first tier with an answer wins.
+
+PREDICATE and NODE_ORDER answers may depend on a task only through its
+requests and placement (its equivalence class) and on a node only through its
+row: the session caches them per class and refreshes only the rows that changed.
 """
 from __future__ import annotations
 
