@@ -90,6 +90,25 @@ def replay(file: str, config_path: str | None, sessions: int, output: str) -> No
 
 
 @main.command()
+@click.argument("podgroup", metavar="NS/PODGROUP")
+@click.option("--snapshot", "snapshot_path", required=True, type=click.Path(dir_okay=False),
+              help="Snapshot, List or multi-document YAML of the cluster.")
+@click.option("--config", "config_path", help="Scheduler config YAML.")
+def explain(podgroup: str, snapshot_path: str, config_path: str | None) -> None:
+    """Why NS/PODGROUP is pending: per task and node, its queue, its gang shortfall."""
+    from kaisched.explain import explain as run_explain
+    from kaisched.snapshot import load_file
+
+    if podgroup.count("/") != 1:
+        raise click.BadParameter("expected NAMESPACE/NAME", param_hint="NS/PODGROUP")
+    loaded = load_file(snapshot_path)
+    registry = register_builtins()
+    config = _config(config_path, registry, loaded.config)
+    for line in run_explain(loaded.objects, podgroup, config, registry):
+        click.echo(line)
+
+
+@main.command()
 @click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
               help="Multiply the scenario's node and pod counts (for quick checks).")

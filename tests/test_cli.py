@@ -124,3 +124,23 @@ def test_bench_runs(scenario: str) -> None:
         assert figures["evicted"] > 0
     else:
         assert figures["placed"] == figures["pods"]
+
+
+def test_explain_pending_gang() -> None:
+    result = invoke("explain", "research/llm", "--snapshot", str(EXAMPLE))
+    assert result.exit_code == 0, result.stderr
+    out = result.output
+    assert "waiting: 1/2 tasks placed, minMember 2" in out
+    assert "queue team-b: quota nvidia.com/gpu=4; limits nvidia.com/gpu=12" in out
+    assert "gpu-node-1: insufficient nvidia.com/gpu (need 4, 1 free)" in out
+
+
+def test_explain_scheduled_gang() -> None:
+    result = invoke("explain", "research/bert", "--snapshot", str(EXAMPLE))
+    assert result.exit_code == 0, result.stderr
+    assert "research/bert-master-0: would bind to gpu-node-1" in result.output
+
+
+@pytest.mark.parametrize("name, part", [("research/none", "no PodGroup"), ("noslash", "NAMESPACE/NAME")])
+def test_explain_errors(name: str, part: str) -> None:
+    assert_one_line_error(invoke("explain", name, "--snapshot", str(EXAMPLE)), part)

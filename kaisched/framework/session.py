@@ -193,6 +193,22 @@ class Session:
             return "no nodes in the cluster"
         return "; ".join(parts) or "no node fits"
 
+    def explain_node(self, task: TaskInfo, node: NodeName) -> str | None:
+        """Why this node does not take the task (the first filter that refuses,
+        resources in numbers), or None if it fits now or once room is released."""
+        table = self.cluster.table
+        row = np.array([table.index[node]])
+        for label, fn in self.hooks.named(Hook.PREDICATE):
+            if fn(task, row)[0]:
+                continue
+            if label != RESOURCE_FIT:
+                return label.replace("node(s)", "node")
+            vec, room = table.vector(task.resreq), table.future[row[0]]
+            short = [f"{d} (need {format_amount(d, vec[i])}, {format_amount(d, max(room[i], 0.0))} free)"
+                     for i, d in enumerate(table.dims) if vec[i] > room[i] + EPSILON]
+            return "insufficient " + ", ".join(short)
+        return None
+
     # -- changes (only Statement operations call these) ----------------------------
     def statement(self) -> Statement:
         return Statement(self)
