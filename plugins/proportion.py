@@ -104,7 +104,7 @@ class ProportionPlugin(PluginBase):
         worst = 0.0
         fair = self.deserved.get(queue.name, {})
         for name, used in self.allocated[queue.name].items():
-            if used <= _EPS:
+            if used <= _EPS or name == PODS:     # pod slots have no fair share
                 continue
             cap = fair.get(name, 0.0)
             worst = max(worst, used / cap if cap > _EPS else float("inf"))
@@ -130,7 +130,8 @@ class ProportionPlugin(PluginBase):
                 if limit is not None and used[res] + amount > limit + _EPS:
                     return (f"queue {name} at limit for {res} "
                             f"({format_amount(res, used[res])}/{format_amount(res, limit)})")
-                if not job.spec.preemptible and res != PODS:
+                capped = name == job.queue or queue.quota.get(res) > 0
+                if not job.spec.preemptible and res != PODS and capped:
                     quota = queue.quota.get(res)
                     pinned = self.pinned[name][res]
                     if pinned + amount > quota + _EPS:

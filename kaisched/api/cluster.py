@@ -83,12 +83,6 @@ class ClusterInfo:
         mask = [n.spec.ready and not n.spec.unschedulable for n in self.nodes.values()]
         return self.table.resource(self.table.alloc[mask].sum(axis=0)) if any(mask) else Resource()
 
-    def task(self, job: JobKey, key: str) -> TaskInfo:
-        return self.jobs[job].tasks[key]  # type: ignore[index]
-
-    def leaf_queues(self) -> list[QueueName]:
-        return [q for q in self.queues if self.tree.out_degree(q) == 0]
-
     # Accounting moves: the session's statement calls these and their inverses.
     def assign(self, task: TaskInfo, status: TaskStatus, node_name: NodeName) -> TaskInfo:
         """Put a pending task on a node as Allocated or Pipelined."""

@@ -12,11 +12,12 @@ import attrs
 import numpy as np
 
 from kaisched.api.placement import Taint
-from kaisched.api.resource import PODS, WELL_KNOWN, Resource
+from kaisched.api.resource import CPU, MEMORY, PODS, WELL_KNOWN, Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import NodeName, PodKey
 
 EPSILON = 1e-6
+_WHOLE_UNITS = frozenset({CPU, MEMORY, PODS})
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -43,8 +44,12 @@ class NodeTable:
         self.dim_index = {d: i for i, d in enumerate(dims)}
         self.names: list[NodeName] = [s.name for s in specs]
         self.index: dict[NodeName, int] = {n: i for i, n in enumerate(self.names)}
+        # cpu is already in millicores, memory and pods whole; everything else
+        # (fractional GPUs) is held in milli-units, so sums and their undo are
+        # exact integer arithmetic in float64.
+        self.scale = np.array([1.0 if d in _WHOLE_UNITS else 1000.0 for d in dims])
         self.alloc = np.array([[s.allocatable.get(d) for d in dims] for s in specs],
-                              dtype=np.float64).reshape(len(specs), len(dims))
+                              dtype=np.float64).reshape(len(specs), len(dims)) * self.scale
         self.used = np.zeros_like(self.alloc)
         self.releasing = np.zeros_like(self.alloc)
         self.pipelined = np.zeros_like(self.alloc)
@@ -60,7 +65,7 @@ class NodeTable:
 
     def copy(self) -> NodeTable:
         other = object.__new__(NodeTable)
-        other.dims, other.dim_index = self.dims, self.dim_index
+        other.dims, other.dim_index, other.scale = self.dims, self.dim_index, self.scale
         other.names, other.index = self.names, self.index     # never mutated
         other.version = self.version
         for name in ("alloc", "used", "releasing", "pipelined", "idle", "future", "row_version"):
@@ -78,12 +83,17 @@ class NodeTable:
                 if idx is None:
                     vec[self.dim_index[PODS]] = np.inf
                 else:
-                    vec[idx] = value
+                    vec[idx] = round(value * self.scale[idx], 6)
             self._vectors[res] = vec
         return vec
 
     def resource(self, row: np.ndarray) -> Resource:
-        return Resource.of({d: float(v) for d, v in zip(self.dims, row) if abs(v) > EPSILON})
+        return Resource.of({d: float(v / k) for d, v, k in zip(self.dims, row, self.scale)
+                            if abs(v) > EPSILON})
+
+    def amount(self, dim: int, value: float) -> float:
+        """A table value of one resource in the resource's own unit."""
+        return float(value / self.scale[dim])
 
     def _touch(self, i: int) -> None:
         self.version += 1

@@ -9,8 +9,10 @@ _SUFFIX = {
     "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
 }
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+# A number with either a decimal exponent or a suffix, never both; ASCII digits only.
+_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))"
+                       r"(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
+_DURATION = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -25,9 +27,9 @@ def parse_quantity(value: object) -> Decimal:
     match = _QUANTITY.match(value.strip())
     if not match:
         raise ValueError(f"not a quantity: {value!r}")
-    number, suffix = match.groups()
+    number, exponent, suffix = match.groups()
     try:
-        return Decimal(number) * Decimal(_SUFFIX[suffix or ""])
+        return Decimal(number + (exponent or "")) * Decimal(_SUFFIX[suffix or ""])
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
         raise ValueError(f"not a quantity: {value!r}") from exc
 
@@ -42,6 +44,8 @@ def parse_duration(value: object) -> float:
         return float(value)
     if not isinstance(value, str) or not value:
         raise ValueError(f"not a duration: {value!r}")
+    if value == "0":
+        return 0.0          # Go's one unitless duration
     pos, total = 0, 0.0
     for match in _DURATION.finditer(value):
         if match.start() != pos:

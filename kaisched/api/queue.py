@@ -59,4 +59,13 @@ def build_queue_tree(queues: Iterable[QueueInfo]) -> tuple[dict[QueueName, Queue
     for name in list(graph.nodes):
         if name != ROOT and graph.in_degree(name) == 0:
             graph.add_edge(ROOT, name)
+    # A broken queue's children cannot be placed under it either.
+    for name in nx.topological_sort(graph):
+        parent = by_name.get(name)
+        if parent is None or not parent.problem:
+            continue
+        for child in graph.successors(name):
+            if not by_name[child].problem:
+                by_name[child] = attrs.evolve(
+                    by_name[child], problem=f"parent queue {name!r} is unusable: {parent.problem}")
     return by_name, graph

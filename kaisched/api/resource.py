@@ -82,9 +82,6 @@ class Resource:
             merged[key] = merged.get(key, 0.0) - value
         return Resource(_freeze(merged))
 
-    def scaled(self, factor: float) -> Resource:
-        return Resource(_freeze({k: v * factor for k, v in self.items}))
-
     def fits_in(self, other: Resource, epsilon: float = 1e-9) -> bool:
         """Every amount here is at most the same amount in other."""
         mine = dict(other.items)
@@ -96,9 +93,6 @@ class Resource:
         """The names whose amount here is above the amount in other."""
         mine = dict(other.items)
         return [key for key, value in self.items if value > mine.get(key, 0.0) + epsilon]
-
-    def clamp_min(self, floor: float = 0.0) -> Resource:
-        return Resource(_freeze({k: max(v, floor) for k, v in self.items}))
 
     def dominant_share(self, total: Resource) -> float:
         """The largest fraction of total this takes in any resource (DRF)."""

@@ -199,9 +199,10 @@ def pod_facts(pod: Obj) -> PodFacts:
 def node_spec(node: Obj) -> NodeSpec:
     meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
     problems: list[str] = []
-    alloc = _resources(status.get("allocatable") or status.get("capacity"), "allocatable", problems)
-    if not alloc.get(PODS):
-        alloc = alloc + Resource.of({PODS: DEFAULT_MAX_PODS})
+    raw_alloc = status.get("allocatable") or status.get("capacity") or {}
+    alloc = _resources(raw_alloc, "allocatable", problems)
+    if not isinstance(raw_alloc, dict) or PODS not in raw_alloc:
+        alloc = alloc + Resource.of({PODS: DEFAULT_MAX_PODS})   # hand-written nodes omit it
     conditions = status.get("conditions")
     # A node written by hand without conditions is taken as Ready.
     ready = not conditions or any(c.get("type") == "Ready" and c.get("status") == "True"

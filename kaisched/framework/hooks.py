@@ -59,9 +59,6 @@ class HookRegistry:
     def callbacks(self, hook: Hook) -> list[tuple[str, Callback]]:
         return [cb for tier in self._tiers for cb in tier.get(hook, ())]
 
-    def has(self, hook: Hook) -> bool:
-        return any(hook in tier for tier in self._tiers)
-
     # -- combinators -------------------------------------------------------------
     def order_key(self, hook: Hook) -> Callable[[Any], tuple]:
         fns = [fn for _, fn in self.callbacks(hook)]

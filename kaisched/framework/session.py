@@ -185,10 +185,10 @@ class Session:
                     continue
                 short = room[:, d] < vec[d] - EPSILON
                 if short.any():
-                    best = float(room[:, d].max())
+                    best = max(table.amount(d, room[:, d].max()), 0.0)
                     parts.append(f"insufficient {name} on {_nodes(int(short.sum()))} "
-                                 f"(need {format_amount(name, vec[d])}, best node has "
-                                 f"{format_amount(name, max(best, 0.0))} free)")
+                                 f"(need {format_amount(name, table.amount(d, vec[d]))}, "
+                                 f"best node has {format_amount(name, best)} free)")
         if not len(table):
             return "no nodes in the cluster"
         return "; ".join(parts) or "no node fits"
@@ -204,7 +204,8 @@ class Session:
             if label != RESOURCE_FIT:
                 return label.replace("node(s)", "node")
             vec, room = table.vector(task.resreq), table.future[row[0]]
-            short = [f"{d} (need {format_amount(d, vec[i])}, {format_amount(d, max(room[i], 0.0))} free)"
+            short = [f"{d} (need {format_amount(d, table.amount(i, vec[i]))}, "
+                     f"{format_amount(d, max(table.amount(i, room[i]), 0.0))} free)"
                      for i, d in enumerate(table.dims) if vec[i] > room[i] + EPSILON]
             return "insufficient " + ", ".join(short)
         return None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import JobKey, NodeName, TaskStatus
+from kaisched.api.types import NodeName, TaskStatus
 from kaisched.framework.effects import Bind, Evict
 
 if TYPE_CHECKING:
@@ -104,13 +104,11 @@ class Statement:
 
     def reserve(self) -> None:
         """Keep the placements as reservations for this session only: no binds,
-        nothing evicted, but no later job of this session can take the room."""
+        but no later job of this session can take the room. Evictions cannot be
+        held back, so any in the statement are committed."""
         for op in self.ops:
             if isinstance(op, AllocateOp):
                 self._ssn.reservations[op.task.key] = op.task.node_name  # type: ignore[assignment]
             else:
                 op.commit(self._ssn)
         self.ops = []
-
-    def jobs(self) -> set[JobKey]:
-        return {op.task.job for op in self.ops}  # type: ignore[attr-defined]

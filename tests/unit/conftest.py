@@ -11,10 +11,13 @@ from typing import Any, Iterable, Mapping
 import attrs
 
 from kaisched.api.clock import ManualClock
+from kaisched.api.cluster import ClusterInfo
 from kaisched.binder import Binder
 from kaisched.builtins import register_builtins
+from kaisched.cache import Cache
+from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
-from kaisched.framework import Registry, SchedulerConfig, parse_config
+from kaisched.framework import Registry, SchedulerConfig, Session, parse_config
 from kaisched.framework.effects import Bind, Effect
 from kaisched.scheduler import CycleResult, Scheduler
 
@@ -24,7 +27,10 @@ PG_API = "scheduling.kaisched.io/v1alpha1"
 DEFAULT_TIERS = """\
 tiers:
   - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: proportion}, {name: predicates}, {name: nodeorder, arguments: {strategy: %s}}]
+  - plugins:
+    - {name: proportion}
+    - {name: predicates}
+    - {name: nodeorder, arguments: {strategy: %s}}
 """
 
 
@@ -168,9 +174,6 @@ class Cycle:
     def effects(self) -> list[Effect]:
         return self.result.effects
 
-    def bound_pods(self) -> set[str]:
-        return set(self.bindings)
-
 
 def load_cluster(objects: Iterable[Obj], clock: ManualClock | None = None) -> MemoryCluster:
     cluster = MemoryCluster(clock or ManualClock())
@@ -188,10 +191,24 @@ def run_cycle(objects: Iterable[Obj], strategy: str = "binpack") -> Cycle:
     return Cycle(scheduler.run_once(), cluster)
 
 
-def open_session(objects: Iterable[Obj], strategy: str = "binpack"):
+def snapshot(objects: Iterable[Obj], now: float = 0.0) -> ClusterInfo:
+    """The ClusterInfo the cache assembles from raw objects."""
+    cache = Cache()
+    cache.sync(load_cluster(objects))
+    return cache.snapshot(now)
+
+
+def open_session(objects: Iterable[Obj], strategy: str = "binpack") -> Session:
     """A Session over raw objects, opened with the test config's plugins (no actions run)."""
-    clock = ManualClock()
-    cluster = load_cluster(objects, clock)
     config, registry = load_test_config(strategy)
-    scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
-    return scheduler.open_session()
+    return Session(snapshot(objects), config, config.build_plugins(registry))
+
+
+def pod_scheduled_message(cluster: MemoryCluster, name: str, namespace: str = "default") -> str:
+    """The message of a pod's PodScheduled=False condition (asserting it is there)."""
+    pod = cluster.get(POD, namespace, name)
+    assert pod is not None, f"pod {namespace}/{name} not found"
+    cond = next((c for c in (pod.get("status") or {}).get("conditions") or ()
+                 if c.get("type") == "PodScheduled"), {})
+    assert cond.get("status") == "False", f"{namespace}/{name}: {cond}"
+    return str(cond.get("message", ""))

@@ -17,7 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 TIERS = """\
 tiers:
   - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: proportion}, {name: predicates}, {name: nodeorder, arguments: {strategy: binpack}}]
+  - plugins:
+    - {name: proportion}
+    - {name: predicates}
+    - {name: nodeorder, arguments: {strategy: binpack}}
 """
 
 

@@ -38,6 +38,7 @@ def test_parses_quantity(text: object, expected: Decimal) -> None:
 @pytest.mark.parametrize("bad", [
     "", "abc", "1.2.3", "1Gib", "1 Gi", "Gi", "1KI", "1ki", "m", "--1", "1e", None, True,
     [1], {"cpu": 1},
+    "1e3m", "2e3Ki", "\u0661",
 ])
 def test_bad_quantity_raises_value_error(bad: object) -> None:
     with pytest.raises(ValueError):
@@ -54,6 +55,8 @@ def test_bad_quantity_raises_value_error(bad: object) -> None:
     ("250us", 250e-6),
     ("10ns", 10e-9),
     ("0s", 0.0),
+    ("0", 0.0),
+    (".5s", 0.5),
     (3, 3.0),
     (2.5, 2.5),
 ])
@@ -63,6 +66,7 @@ def test_parses_duration(text: object, seconds: float) -> None:
 
 @pytest.mark.parametrize("bad", [
     "", "1", "s", "1x", "1 s", "-1s", "1s garbage", "abc", "1d", None, True, -1, [1],
+    "\u0661s",
 ])
 def test_bad_duration_raises_value_error(bad: object) -> None:
     with pytest.raises(ValueError):

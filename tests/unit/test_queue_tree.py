@@ -13,8 +13,8 @@ from kaisched.cache.convert import queue as queue_from_raw
 from .conftest import build_queue
 
 
-def q(name: str, parent: str | None = None, **kwargs: object) -> QueueInfo:
-    return QueueInfo(QueueName(name), QueueName(parent) if parent else None, **kwargs)  # type: ignore[arg-type]
+def q(name: str, parent: str | None = None, quota: Resource = Resource()) -> QueueInfo:
+    return QueueInfo(QueueName(name), QueueName(parent) if parent else None, quota=quota)
 
 
 def parent_of(graph: nx.DiGraph, name: str) -> str:

@@ -88,11 +88,6 @@ def test_sum_resources() -> None:
     assert sum_resources([]) == Resource()
 
 
-def test_scaled_and_clamp_min() -> None:
-    assert res(cpu=1000, gpu=2).scaled(0.5) == res(cpu=500, gpu=1)
-    assert res(cpu=-5, gpu=2).clamp_min() == res(gpu=2)
-
-
 @pytest.mark.parametrize(("request_", "room", "fits"), [
     (res(cpu=1000), res(cpu=1000), True),
     (res(cpu=1000), res(cpu=999), False),

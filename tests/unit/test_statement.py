@@ -127,6 +127,22 @@ def test_discard_restores_the_opening_state() -> None:
     assert ssn.effects == [] and ssn.placed == {} and ssn.reservations == {}
 
 
+def test_rollback_is_exact_with_fractional_gpus() -> None:
+    ssn = open_session([
+        build_node("n1", gpu=8),
+        build_pod("r1", gpu=0.2, node="n1"), build_pod("r2", gpu=0.1, node="n1"),
+        build_podgroup("pg", min_member=2),
+        build_pod("a", gpu=0.1, group="pg"), build_pod("b", gpu=0.7, group="pg"),
+    ])
+    before = state(ssn)
+    stmt = ssn.statement()
+    stmt.allocate(task(ssn, "default/a"), NodeName("n1"))
+    stmt.allocate(task(ssn, "default/b"), NodeName("n1"))
+    stmt.evict(task(ssn, "default/r1"), "Preempted", "x")
+    stmt.discard()
+    assert_same(before, state(ssn))
+
+
 @pytest.mark.parametrize("keep", [0, 1, 2, 3])
 def test_nested_checkpoints_roll_back_in_reverse(keep: int) -> None:
     ssn = session()
@@ -197,15 +213,6 @@ def test_reserve_keeps_placements_without_binds() -> None:
     assert_same(after, state(ssn))                       # the room stays taken
     stmt.discard()
     assert_same(after, state(ssn))
-
-
-def test_jobs_names_the_jobs_touched() -> None:
-    ssn = session()
-    stmt = ssn.statement()
-    assert stmt.jobs() == set()
-    stmt.allocate(task(ssn, "default/t0"), NodeName("n2"))
-    stmt.evict(task(ssn, "default/victim"), "Preempted", "x")
-    assert stmt.jobs() == {"default/pg", "default/victim"}
 
 
 def test_session_clone_is_independent_of_the_snapshot() -> None:
