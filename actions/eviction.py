@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 
 from kaisched.api.job import JobInfo
+from kaisched.api.node import EPSILON
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import NodeName, TaskStatus
@@ -86,14 +87,18 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
     row, vec = table.index[node], table.vector(task.resreq)
     mark = stmt.checkpoint()
     for victim in victims:
-        if table.fits(vec, table.future[row:row + 1])[0]:
+        short = vec > table.future[row] + EPSILON
+        if not short.any():
             break
         current = ssn.cluster.jobs[victim.job].tasks.get(victim.key)
         if current is None or current.status not in EVICTABLE:
             continue        # gone already, with an earlier victim's gang
-        group = [t for t in ssn.eviction_group(current) if t.status in EVICTABLE]
-        if len(ssn.victims(hook, task, group)) < len(group):
-            continue        # some of its gang is protected: the gang stays whole
+        if not (table.vector(current.resreq)[short] > 0).any():
+            continue        # frees nothing the task lacks: evicting it is pure loss
+        group = ssn.eviction_group(current)
+        if any(t.status not in EVICTABLE for t in group) \
+                or len(ssn.victims(hook, task, group)) < len(group):
+            continue        # part of its gang cannot go: the gang stays whole
         for member in group:
             stmt.evict(member, reason, message)
     if table.fits(vec, table.future[row:row + 1])[0]:
@@ -109,7 +114,6 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
     pipelined-ready; commit then, else undo everything. True if committed."""
     stmt = ssn.statement()
     order = victim_order(ssn)
-    message = f"{verb} by {job.key} (priority {job.priority}, queue {job.queue})"
     for task in tasks:
         if check(task):
             break
@@ -121,6 +125,8 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
             for node in rooms.nodes(task):
                 here = still_evictable(ssn, rooms.by_node.get(node, []))
                 victims = sorted(ssn.victims(hook, task, here), key=order)
+                message = (f"{verb} by pod {task.key} of {job.key} "
+                           f"(priority {job.priority}, queue {job.queue})")
                 if make_room(ssn, stmt, task, node, hook, victims, reason, message):
                     stmt.pipeline(task, node)
                     break

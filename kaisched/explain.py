@@ -25,7 +25,7 @@ def explain(objects: Iterable[dict[str, Any]], key: str, config: SchedulerConfig
             registry: Registry) -> list[str]:
     clock = ManualClock()
     cluster = load_cluster(objects, clock)
-    PodGrouper(cluster, clock).sync()
+    PodGrouper(cluster, clock, scheduler_name=config.scheduler_name).sync()
     cache = Cache(config.scheduler_name)
     cache.sync(cluster)
     ssn = Session(cache.snapshot(clock.now()), config, config.build_plugins(registry))

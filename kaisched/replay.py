@@ -52,7 +52,7 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
            sessions: int = 1) -> ReplayResult:
     clock = ManualClock()
     cluster = load_cluster(objects, clock)
-    grouper = PodGrouper(cluster, clock)
+    grouper = PodGrouper(cluster, clock, scheduler_name=config.scheduler_name)
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     bindings: dict[str, str] = {}
     evictions: list[str] = []

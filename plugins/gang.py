@@ -17,6 +17,7 @@ from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroup
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 _PIPELINED_READY = READY_STATUSES | {TaskStatus.PIPELINED}
+_PLACED = EVICTABLE_STATUSES | {TaskStatus.ALLOCATED, TaskStatus.PIPELINED}
 
 
 class GangPlugin(PluginBase):
@@ -60,7 +61,9 @@ class GangPlugin(PluginBase):
                 job.ready_count(sg.name) - (victim.subgroup == sg.name) >= sg.min_member
                 for sg in job.spec.subgroups):
             return [victim]
-        return [t for t in job.tasks.values() if t.status in EVICTABLE_STATUSES]
+        # All of it, including tasks placed this session: those cannot be
+        # evicted, which keeps the gang from being broken up at all.
+        return [t for t in job.tasks.values() if t.status in _PLACED]
 
 
 def gang_met(job: JobInfo, statuses: frozenset[TaskStatus]) -> bool:

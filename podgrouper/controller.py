@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kaisched.api import labels as L
 from kaisched.api.clock import Clock
@@ -24,7 +25,7 @@ from podgrouper.groupers import GroupSpec, Registry, builtin_groupers, group_own
 from podgrouper.groupers.workload import default_grouper
 from podgrouper.owners import OwnerRef, OwnerWalk, describe, top_owner
 from podgrouper.podgroup import (
-    controller_uid, is_managed, needs_refresh, pod_patch, podgroup_object, refresh_patch,
+    is_managed, needs_refresh, pod_patch, podgroup_object, refresh_patch, top_owner_ref,
 )
 from podgrouper.roles import pod_role
 
@@ -55,6 +56,7 @@ class PodGrouper:
         self._groups: dict[Key, Obj] = {}          # PodGroups, as last seen or written
         self._members: dict[Key, set[Key]] = {}    # PodGroup -> pods that name it
         self._checked: dict[Key, float] = {}       # PodGroup -> when its owner was last read
+        self._owner_versions: dict[Key, str] = {}  # PodGroup -> owner resourceVersion grouped
         self._writes = 0
 
     def sync(self) -> int:
@@ -87,6 +89,7 @@ class PodGrouper:
         except GoneError:
             log.info("watch expired; listing again")
             self._pods, self._pending, self._groups, self._members = {}, set(), {}, {}
+            self._checked, self._owner_versions = {}, {}
             self._subscription = self.client.subscribe((POD, PODGROUP))
             events = self._subscription.drain()
         for event in events:
@@ -98,13 +101,17 @@ class PodGrouper:
     def _on_pod(self, event: WatchEvent) -> None:
         pod, key = event.obj, object_key(event.obj)
         old = self._pods.pop(key, None)
-        if old is not None:
-            self._members.get(_named_group(key, old), set()).discard(key)
-        if event.type == "DELETED" or (pod.get("spec") or {}).get("schedulerName") != self.scheduler_name:
+        was_in = _named_group(key, old) if old is not None else None
+        if was_in is not None:
+            self._members.get(was_in, set()).discard(key)
+        ours = (pod.get("spec") or {}).get("schedulerName") == self.scheduler_name
+        if event.type == "DELETED" or not ours:
             self._pending.discard(key)
             return
         self._pods[key] = pod
-        self._members.setdefault(_named_group(key, pod), set()).add(key)
+        named = _named_group(key, pod)
+        if named is not None:
+            self._members.setdefault(named, set()).add(key)
         meta = pod.get("metadata") or {}
         if meta.get("deletionTimestamp") or L.declares_gang(meta.get("labels") or {},
                                                             meta.get("annotations") or {}):
@@ -119,6 +126,7 @@ class PodGrouper:
             return
         self._groups.pop(key, None)
         self._checked.pop(key, None)
+        self._owner_versions.pop(key, None)
         if is_managed(event.obj):
             # Deleted while pods still name it: make it again for the pods that remain.
             self._pending.update(k for k in self._members.get(key, ()) if k in self._pods)
@@ -131,11 +139,10 @@ class PodGrouper:
             return
         try:
             self._group(key, pod, owners, fresh)
-        except TransientApiError as exc:
+        except (TransientApiError, NotFoundError) as exc:
+            # Retried next sync; a 404 for a pod that is gone ends with its DELETED event.
             self._pending.add(key)
             log.warning("pod %s/%s: %s; retrying next sync", *key, exc)
-        except NotFoundError:
-            log.info("pod %s/%s went away while being grouped", *key)
         except PermanentApiError as exc:
             log.warning("pod %s/%s not grouped: %s", *key, exc)
             self._warn(pod, NOT_GROUPED, (f"no PodGroup for this pod: {exc}",))
@@ -150,15 +157,19 @@ class PodGrouper:
                      *key, named, spec.name)
             return
         self._ensure_group(key[0], spec, walk, pod, fresh)
-        role = pod_role((pod.get("metadata") or {}).get("labels") or {})
-        patch = pod_patch(pod, spec.name, role if role in {sg.name for sg in spec.subgroups} else None)
+        # Only a role the PodGroup has a subgroup for: the scheduler counts pods per subgroup.
+        role = pod_role(_labels(pod))
+        if role not in {sg.name for sg in spec.subgroups}:
+            role = None
+        patch = pod_patch(pod, spec.name, role)
         if patch is not None:
             self._pods[key] = self._wrote(self.client.patch(POD, *key, patch))
         self._warn(pod, DEFAULTED, walk.problems + spec.problems)
         self._warn(pod, OVERRIDE_IGNORED, spec.warnings)
 
     def _spec(self, walk: OwnerWalk) -> GroupSpec:
-        return group_owner(walk.top, default_grouper if walk.broken else pick(self.groupers, walk.top))
+        grouper = default_grouper if walk.broken else pick(self.groupers, walk.top)
+        return group_owner(walk.top, grouper)
 
     def _ensure_group(self, namespace: str, spec: GroupSpec, walk: OwnerWalk, pod: Obj,
                       fresh: set[Key]) -> None:
@@ -168,8 +179,9 @@ class PodGrouper:
             queue = _labels(pod).get(L.QUEUE_LABEL) or spec.queue or DEFAULT_QUEUE
             priority = (pod.get("spec") or {}).get("priorityClassName") or spec.priority_class_name
             try:
+                created = (pod.get("metadata") or {}).get("creationTimestamp")
                 self._groups[key] = self._wrote(self.client.create(
-                    podgroup_object(namespace, spec, walk.top, str(queue), priority)))
+                    podgroup_object(namespace, spec, walk.top, str(queue), priority, created)))
                 fresh.add(key)
             except ConflictError:
                 # Made after the last watch event we saw: use what is there.
@@ -180,29 +192,36 @@ class PodGrouper:
             self._refresh(key, existing, spec)
             fresh.add(key)
         self._checked[key] = self.clock.now()
+        self._owner_versions[key] = _version(walk.top)
 
     # -- following owners ------------------------------------------------------
     def _follow_owners(self, owners: _OwnerCache, fresh: set[Key]) -> None:
-        """Re-read the top owners of our PodGroups (through one of their pods,
-        the same walk as when they were made) and follow a change of size."""
+        """Follow scaling: read each of our PodGroups' top owners; one whose
+        resourceVersion moved is walked to again from one of the group's pods
+        (the same walk as when the group was made) and grouped again."""
         now = self.clock.now()
         for key, group in sorted(self._groups.items()):
-            if key in fresh or not is_managed(group):
-                continue
-            if now - self._checked.get(key, -math.inf) < self.owner_resync:
-                continue
-            members = sorted(k for k in self._members.get(key, ()) if k in self._pods)
-            if not members:
+            if (key in fresh or not is_managed(group)
+                    or now - self._checked.get(key, -math.inf) < self.owner_resync):
                 continue
             self._checked[key] = now
+            ref = top_owner_ref(group)
+            member = min((k for k in self._members.get(key, ()) if k in self._pods), default=None)
+            if ref is None or member is None:
+                continue
             try:
-                walk = top_owner(self._pods[members[0]], owners.read)
-                if controller_uid(group) == _uid(walk.top):
+                owner = owners.read(key[0], ref)
+                if owner is None or _version(owner) and _version(owner) == self._owner_versions.get(key):
+                    continue
+                walk = top_owner(self._pods[member], owners.read)
+                if _uid(walk.top) == ref.uid:
                     self._refresh(key, group, self._spec(walk), walk)
+                    self._owner_versions[key] = _version(walk.top)
             except ApiError as exc:
                 log.warning("PodGroup %s/%s: owner not re-read: %s", *key, exc)
 
-    def _refresh(self, key: Key, group: Obj, spec: GroupSpec, walk: OwnerWalk | None = None) -> None:
+    def _refresh(self, key: Key, group: Obj, spec: GroupSpec,
+                 walk: OwnerWalk | None = None) -> None:
         if spec.name != key[1] or not needs_refresh(group, spec):
             return
         self._groups[key] = self._wrote(self.client.patch(PODGROUP, *key, refresh_patch(spec)))
@@ -258,9 +277,15 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return (obj.get("metadata") or {}).get("labels") or {}
 
 
-def _named_group(key: Key, pod: Mapping[str, Any]) -> Key:
-    return (key[0], str(_annotations(pod).get(L.POD_GROUP_ANNOTATION) or ""))
+def _named_group(key: Key, pod: Mapping[str, Any]) -> Key | None:
+    """The PodGroup the pod's annotation names, in the pod's namespace."""
+    name = _annotations(pod).get(L.POD_GROUP_ANNOTATION)
+    return (key[0], str(name)) if name else None
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

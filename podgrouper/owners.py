@@ -7,7 +7,8 @@ several controller owners end it too, and ask for the default grouping.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import attrs
 

@@ -2,13 +2,15 @@
 the pods in step with the top owner. Plain dicts: this is the wire boundary."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 
 from kaisched.api import labels as L
 from kaisched.cluster.kinds import PODGROUP
 from podgrouper.groupers import GroupSpec
+from podgrouper.owners import OwnerRef, controller_refs
 
 Obj = dict[str, Any]
 
@@ -32,22 +34,25 @@ def computed(spec: GroupSpec) -> str:
 
 
 def podgroup_object(namespace: str, spec: GroupSpec, owner: Mapping[str, Any], queue: str,
-                    priority_class: str | None) -> Obj:
+                    priority_class: str | None, created: str | None = None) -> Obj:
+    """created: the creationTimestamp of the pod it is made for. The scheduler orders
+    jobs by PodGroup age, and a gang is as old as its pods: the memory backend (replay,
+    simulate) keeps it; an API server sets its own, a sync period later at most."""
     body: Obj = {"minMember": spec.min_member, "queue": queue}
     if priority_class:
         body["priorityClassName"] = priority_class
     if spec.subgroups:
         body["subGroups"] = _subgroups(spec)
-    return {
-        "apiVersion": PODGROUP.api_version, "kind": PODGROUP.kind,
-        "metadata": {
-            "name": spec.name, "namespace": namespace,
-            "labels": {MANAGED_BY_LABEL: MANAGED_BY},
-            "annotations": {COMPUTED_ANNOTATION: computed(spec)},
-            "ownerReferences": [owner_reference(owner)],
-        },
-        "spec": body,
+    meta: Obj = {
+        "name": spec.name, "namespace": namespace,
+        "labels": {MANAGED_BY_LABEL: MANAGED_BY},
+        "annotations": {COMPUTED_ANNOTATION: computed(spec)},
+        "ownerReferences": [owner_reference(owner)],
     }
+    if created:
+        meta["creationTimestamp"] = created
+    return {"apiVersion": PODGROUP.api_version, "kind": PODGROUP.kind, "metadata": meta,
+            "spec": body}
 
 
 def is_managed(group: Mapping[str, Any]) -> bool:
@@ -67,11 +72,10 @@ def refresh_patch(spec: GroupSpec) -> Obj:
             "spec": {"minMember": spec.min_member, "subGroups": _subgroups(spec) or None}}
 
 
-def controller_uid(group: Mapping[str, Any]) -> str | None:
-    for ref in (group.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return str(ref.get("uid") or "")
-    return None
+def top_owner_ref(group: Mapping[str, Any]) -> OwnerRef | None:
+    """The top owner a PodGroup was made for (its controller ownerReference)."""
+    refs, _ = controller_refs(group)
+    return refs[0] if len(refs) == 1 else None
 
 
 def pod_patch(pod: Mapping[str, Any], group: str, role: str | None) -> Obj | None:

@@ -1,12 +1,13 @@
 """A pod's role in its gang, read from the labels the operators set on it."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # In the order they are tried; the values become subgroup names, lower-cased
 # (the training operator has written both "Master" and "master").
 ROLE_LABELS = (
-    "training.kubeflow.org/replica-type",       # Kubeflow training operator: master, worker, ps, ...
+    "training.kubeflow.org/replica-type",       # training operator: master, worker, ps, ...
     "training.kubeflow.org/job-role",           # MPI operator: launcher, worker
     "jobset.sigs.k8s.io/replicatedjob-name",    # JobSet
     "ray.io/node-type",                         # KubeRay: head, worker

@@ -110,8 +110,9 @@ class Cache:
                 critical=facts.critical, unschedulable=facts.unschedulable))
             if facts.problem and not job.problem:
                 job.problem = f"pod {facts.key}: {facts.problem}"
-            if not job.spec.declared or not job.creation:
-                job.creation = min(job.creation or facts.creation, facts.creation)
+            # A job is as old as its oldest part: a PodGroup made for pods that
+            # already waited does not send them to the back of the line.
+            job.creation = min(job.creation or facts.creation, facts.creation)
         for job in jobs.values():
             if job.spec.priority_class is None:
                 job.priority = max((t.priority for t in job.tasks.values()), default=0)

@@ -6,7 +6,7 @@ jobset.sigs.k8s.io/replicatedjob-name).
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import attrs
 

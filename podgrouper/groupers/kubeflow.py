@@ -7,7 +7,7 @@ queue and priority class.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import attrs
 

@@ -5,7 +5,7 @@ multi-host groups); pods carry ray.io/node-type head|worker.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import attrs
 

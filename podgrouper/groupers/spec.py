@@ -5,7 +5,8 @@ GroupSpec; nothing past them looks at the owner's field paths.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -126,12 +127,13 @@ def positive_override(value: object, path: str, warnings: list[str]) -> int | No
     given as a number or a decimal string; a bad value is a warning and ignored."""
     if value is None:
         return None
+    number = value
     if isinstance(value, str) and value.strip().lstrip("+").isdecimal():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        number = int(value)
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
         warnings.append(f"{path} must be an integer >= 1, got {value!r}; ignored")
         return None
-    return value
+    return number
 
 
 def in_role_order(subgroups: Iterable[SubGroupSpec],

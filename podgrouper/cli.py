@@ -1,0 +1,137 @@
+"""The podgrouper command line: `run` (the controller on a cluster) and
+`sync FILE` (one pass over plain manifests, printing the PodGroups it makes).
+Errors print one line, never a traceback."""
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+import click
+import yaml
+
+from kaisched.errors import ApiError, InputError, KaischedError
+
+_INPUT_ERROR = 2            # like a usage error: the file given cannot be used
+
+
+class _OneLineGroup(click.Group):
+    """Every error, a bad flag included, as one line on stderr."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("error: aborted", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except KaischedError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+class _InputProblem(click.ClickException):
+    exit_code = _INPUT_ERROR
+
+
+def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:
+    from kaisched.api.quantity import parse_duration
+
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param=param) from None
+    if param.name == "period" and seconds <= 0:
+        raise click.BadParameter("must be positive", param=param)
+    return seconds
+
+
+@click.group(cls=_OneLineGroup)
+def main() -> None:
+    """PodGrouper: gives each kaisched pod the PodGroup of its top owner."""
+
+
+@main.command()
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="Kubeconfig file; the in-cluster config when omitted.")
+@click.option("--period", default="1s", show_default=True, callback=_duration,
+              help="How often to handle what the watch reported.")
+@click.option("--owner-resync", default="30s", show_default=True, callback=_duration,
+              help="How often the owners of existing PodGroups are re-read to follow scaling.")
+@click.option("--scheduler-name", default="kaisched", show_default=True,
+              help="Group only pods with this spec.schedulerName.")
+def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_name: str) -> None:
+    """Run the controller against a cluster until SIGTERM or Ctrl-C."""
+    try:
+        from kaisched.cluster.kube import KubeCluster
+    except ImportError as exc:
+        raise click.ClickException(f"the Kubernetes backend is not available: {exc}") from None
+    from kaisched.api.clock import WallClock
+    from podgrouper.controller import PodGrouper
+
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    client = KubeCluster(kubeconfig=kubeconfig)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    grouper = PodGrouper(client, WallClock(), scheduler_name=scheduler_name,
+                         owner_resync=owner_resync)
+    grouper.run(stop, period)
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--scheduler-name", default="kaisched", show_default=True,
+              help="Group only pods with this spec.schedulerName.")
+def sync(file: str, scheduler_name: str) -> None:
+    """Load FILE (multi-document YAML of plain objects: owners and their pods),
+    run one sync, and print the PodGroups it made as YAML. Warnings go to stderr."""
+    from kaisched.api.clock import ManualClock
+    from kaisched.cluster.kinds import EVENT, PODGROUP
+    from kaisched.cluster.memory import MemoryCluster
+    from kaisched.snapshot import load_file
+    from podgrouper.controller import PodGrouper
+    from podgrouper.owners import describe
+    from podgrouper.podgroup import COMPUTED_ANNOTATION, is_managed
+
+    try:
+        objects = load_file(file).objects
+    except InputError as exc:
+        raise _InputProblem(str(exc)) from None
+    clock = ManualClock()
+    cluster = MemoryCluster(clock)
+    for obj in objects:
+        try:
+            cluster.create(obj)
+        except ApiError as exc:
+            raise _InputProblem(f"{file}: {describe(obj)}: {exc}") from None
+    PodGrouper(cluster, clock, scheduler_name=scheduler_name).sync()
+    for event in cluster.list(EVENT):
+        involved = event.get("involvedObject") or {}
+        where = f"{involved.get('kind')} {involved.get('namespace')}/{involved.get('name')}"
+        click.echo(f"warning: {where}: {event.get('reason')}: {event.get('message')}", err=True)
+    made = [_shown(pg, COMPUTED_ANNOTATION) for pg in cluster.list(PODGROUP) if is_managed(pg)]
+    if made:
+        click.echo(yaml.safe_dump_all(made, sort_keys=False), nl=False)
+    click.echo(f"{len(made)} PodGroup(s) made", err=True)
+
+
+def _shown(group: dict[str, Any], hidden_annotation: str) -> dict[str, Any]:
+    """The PodGroup as a user would write it: no server-set or internal fields."""
+    server_set = ("uid", "resourceVersion", "generation", "creationTimestamp", "annotations")
+    meta = {k: v for k, v in group["metadata"].items() if k not in server_set}
+    annotations = {k: v for k, v in (group["metadata"].get("annotations") or {}).items()
+                   if k != hidden_annotation}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": group["apiVersion"], "kind": group["kind"], "metadata": meta,
+            "spec": group["spec"]}
