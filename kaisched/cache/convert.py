@@ -83,7 +83,12 @@ def pod_request(spec: Obj, problems: list[str]) -> Resource:
     """As kube-scheduler: max(sum of containers + sidecars, the largest init
     step) + overhead, and one pod slot."""
     def req(c: Obj, where: str) -> Resource:
-        return _resources((c.get("resources") or {}).get("requests"), where, problems)
+        # As the API server defaults it: a limit with no request is the request.
+        resources = c.get("resources") or {}
+        limits, requests = resources.get("limits"), resources.get("requests")
+        if isinstance(limits, dict) and (requests is None or isinstance(requests, dict)):
+            requests = {**limits, **(requests or {})}
+        return _resources(requests, where, problems)
 
     total = Resource()
     for i, c in enumerate(spec.get("containers") or []):
