@@ -1,7 +1,6 @@
 """The kaisched command line (DESIGN 8). Errors print one line, never a traceback."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -9,30 +8,8 @@ import click
 import orjson
 
 from kaisched.builtins import register_builtins
-from kaisched.errors import KaischedError
+from kaisched.console import OneLineGroup
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config, parse_config
-
-
-class OneLineGroup(click.Group):
-    """Every error, a bad flag included, as one line on stderr."""
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        kwargs["standalone_mode"] = False
-        try:
-            code = super().main(*args, **kwargs)
-        except click.exceptions.Exit as exc:
-            sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
-            click.echo("error: aborted", err=True)
-            sys.exit(1)
-        except click.ClickException as exc:
-            hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) else ""
-            click.echo(f"error: {exc.format_message()}{hint}", err=True)
-            sys.exit(exc.exit_code)
-        except KaischedError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
-        sys.exit(code if isinstance(code, int) else 0)
 
 
 @click.group(cls=OneLineGroup)

@@ -5,37 +5,16 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import threading
 from typing import Any
 
 import click
 import yaml
 
-from kaisched.errors import ApiError, InputError, KaischedError
+from kaisched.console import OneLineGroup
+from kaisched.errors import ApiError, InputError
 
 _INPUT_ERROR = 2            # like a usage error: the file given cannot be used
-
-
-class _OneLineGroup(click.Group):
-    """Every error, a bad flag included, as one line on stderr."""
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        kwargs["standalone_mode"] = False
-        try:
-            code = super().main(*args, **kwargs)
-        except click.exceptions.Exit as exc:
-            sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
-            click.echo("error: aborted", err=True)
-            sys.exit(1)
-        except click.ClickException as exc:
-            click.echo(f"error: {exc.format_message()}", err=True)
-            sys.exit(exc.exit_code)
-        except KaischedError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
-        sys.exit(code if isinstance(code, int) else 0)
 
 
 class _InputProblem(click.ClickException):
@@ -54,7 +33,7 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:
     return seconds
 
 
-@click.group(cls=_OneLineGroup)
+@click.group(cls=OneLineGroup)
 def main() -> None:
     """PodGrouper: gives each kaisched pod the PodGroup of its top owner."""
 

@@ -4,7 +4,7 @@ No I/O here, and no imports of kaisched.cluster, kubernetes, threads or
 sockets (tests/podgrouper enforces it by walking the imports).
 """
 from podgrouper.groupers.registry import GroupKind, Registry, builtin_groupers, group_owner, pick
-from podgrouper.groupers.spec import Grouper, GroupSpec, SubGroupSpec
+from podgrouper.groupers.spec import Grouper, GroupSpec, SubGroup
 
-__all__ = ["GroupKind", "GroupSpec", "Grouper", "Registry", "SubGroupSpec", "builtin_groupers",
+__all__ = ["GroupKind", "GroupSpec", "Grouper", "Registry", "SubGroup", "builtin_groupers",
            "group_owner", "pick"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import attrs
 
 from podgrouper.groupers.spec import (
-    GroupSpec, Owner, SubGroupSpec, base, count, defaulted, in_role_order, section,
+    GroupSpec, Owner, SubGroup, base, count, defaulted, in_role_order, section,
 )
 
 
@@ -31,7 +31,7 @@ def jobset(owner: Owner) -> GroupSpec:
                         subgroups=subgroups)
 
 
-def _replicated_job(job: object, index: int, problems: list[str]) -> SubGroupSpec | None:
+def _replicated_job(job: object, index: int, problems: list[str]) -> SubGroup | None:
     path = f"spec.replicatedJobs[{index}]"
     if not isinstance(job, Mapping):
         problems.append(f"{path} must be an object")
@@ -48,4 +48,4 @@ def _replicated_job(job: object, index: int, problems: list[str]) -> SubGroupSpe
     # Without completions a Job runs `parallelism` pods until one succeeds: no cap.
     completions = count(job_spec.get("completions"), f"{path}.template.spec.completions",
                         parallelism, problems)
-    return SubGroupSpec(name.lower(), replicas * min(parallelism, completions))
+    return SubGroup(name.lower(), replicas * min(parallelism, completions))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import attrs
 
 from podgrouper.groupers.spec import (
-    LEADING_ROLES, GroupSpec, Owner, SubGroupSpec, base, count, defaulted, in_role_order,
+    LEADING_ROLES, GroupSpec, Owner, SubGroup, base, count, defaulted, in_role_order,
     positive_override, section,
 )
 
@@ -63,7 +63,7 @@ def mpi_job(owner: Owner) -> GroupSpec:
 
 def _replica_roles(spec: Mapping[str, object], field: str, defaults: Mapping[str, int],
                    default: int, problems: list[str],
-                   rank: tuple[str, ...] = LEADING_ROLES) -> tuple[SubGroupSpec, ...]:
+                   rank: tuple[str, ...] = LEADING_ROLES) -> tuple[SubGroup, ...]:
     """One subgroup per replica type (the map key, lower-cased as the operators
     label the pods), its size the replicas, defaulted as the operator does."""
     path = f"spec.{field}"
@@ -78,12 +78,12 @@ def _replica_roles(spec: Mapping[str, object], field: str, defaults: Mapping[str
             continue
         replicas = count(replica_spec.get("replicas"), f"{where}.replicas",
                          defaults.get(str(role), default), problems)
-        roles.append(SubGroupSpec(str(role).lower(), replicas))
+        roles.append(SubGroup(str(role).lower(), replicas))
     return in_role_order(roles, rank)
 
 
 def _gang(owner: Owner, spec: Mapping[str, object],
-          roles: tuple[SubGroupSpec, ...]) -> GroupSpec:
+          roles: tuple[SubGroup, ...]) -> GroupSpec:
     group = base(owner)
     policy = _scheduling_policy(spec, [])
     queue, priority = policy.get("queue"), policy.get("priorityClass")

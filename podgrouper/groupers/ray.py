@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import attrs
 
 from podgrouper.groupers.spec import (
-    GroupSpec, Owner, SubGroupSpec, base, count, defaulted, section,
+    GroupSpec, Owner, SubGroup, base, count, defaulted, section,
 )
 
 
@@ -44,7 +44,7 @@ def _cluster_gang(owner: Owner, cluster: Mapping[str, object], path: str,
                   for i, group in enumerate(groups))
     if problems:
         return defaulted(owner, problems)
-    subgroups = (SubGroupSpec("head", 1),) + ((SubGroupSpec("worker", workers),) if groups else ())
+    subgroups = (SubGroup("head", 1),) + ((SubGroup("worker", workers),) if groups else ())
     return attrs.evolve(base(owner), min_member=1 + workers, subgroups=subgroups)
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import attrs
 
+from kaisched.api.job import SubGroup
+
 from kaisched.api import labels as L
 
 Owner = Mapping[str, Any]
@@ -18,12 +20,6 @@ Owner = Mapping[str, Any]
 _MAX_NAME = 253
 # Roles that coordinate the others are placed first (DESIGN 6.1: master/launcher/driver first).
 LEADING_ROLES = ("master", "launcher", "head", "chief", "driver", "leader", "coordinator")
-
-
-@attrs.frozen(slots=True)
-class SubGroupSpec:
-    name: str
-    min_member: int
 
 
 @attrs.frozen(slots=True)
@@ -39,7 +35,7 @@ class GroupSpec:
     min_member: int = 1
     queue: str | None = None
     priority_class_name: str | None = None
-    subgroups: tuple[SubGroupSpec, ...] = ()
+    subgroups: tuple[SubGroup, ...] = ()
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -136,11 +132,11 @@ def positive_override(value: object, path: str, warnings: list[str]) -> int | No
     return number
 
 
-def in_role_order(subgroups: Iterable[SubGroupSpec],
-                  rank: tuple[str, ...] = LEADING_ROLES) -> tuple[SubGroupSpec, ...]:
+def in_role_order(subgroups: Iterable[SubGroup],
+                  rank: tuple[str, ...] = LEADING_ROLES) -> tuple[SubGroup, ...]:
     """Ranked roles first in rank order, the others after them in their given order."""
     listed = list(subgroups)
-    def key(item: tuple[int, SubGroupSpec]) -> tuple[int, int]:
+    def key(item: tuple[int, SubGroup]) -> tuple[int, int]:
         index, sg = item
         return (rank.index(sg.name), index) if sg.name in rank else (len(rank), index)
     return tuple(sg for _, sg in sorted(enumerate(listed), key=key))

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from podgrouper.groupers import GroupSpec, SubGroupSpec, builtin_groupers, group_owner, pick
+from podgrouper.groupers import GroupSpec, SubGroup, builtin_groupers, group_owner, pick
 from podgrouper.groupers import jobset, kubeflow, ray, workload
 from podgrouper.groupers.spec import in_role_order, podgroup_name
 
@@ -348,5 +348,5 @@ def test_podgroup_name(name: str, uid: str, expected: str) -> None:
 
 
 def test_role_order_puts_leading_roles_first_and_keeps_the_rest() -> None:
-    roles = [SubGroupSpec(n, 1) for n in ("trainer", "evaluator", "driver", "launcher")]
+    roles = [SubGroup(n, 1) for n in ("trainer", "evaluator", "driver", "launcher")]
     assert [sg.name for sg in in_role_order(roles)] == ["launcher", "driver", "trainer", "evaluator"]
