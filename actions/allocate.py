@@ -16,6 +16,7 @@ import itertools
 import attrs
 
 from kaisched.api.job import JobInfo
+from kaisched.api.queue import QueueInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import GangMode, JobKey, QueueName, TaskStatus
 from kaisched.framework import Session, Statement
@@ -36,7 +37,7 @@ class AllocateAction:
             jobs.setdefault(job.queue, []).append((ssn.job_order_key(job), next(seq), job))
         for heap in jobs.values():
             heapq.heapify(heap)
-        queues = [(ssn.queue_order_key(ssn.cluster.queues[q]), q) for q in jobs]
+        queues = [(ssn.queue_order_key(queue_of(ssn, q)), q) for q in jobs]
         heapq.heapify(queues)
         grouped: set[JobKey] = set()      # gang-group members already tried together
         while queues:
@@ -51,7 +52,12 @@ class AllocateAction:
             elif place_job(ssn, job) and pending(ssn, job):
                 heapq.heappush(heap, (ssn.job_order_key(job), next(seq), job))
             if heap:
-                heapq.heappush(queues, (ssn.queue_order_key(ssn.cluster.queues[name]), name))
+                heapq.heappush(queues, (ssn.queue_order_key(queue_of(ssn, name)), name))
+
+
+def queue_of(ssn: Session, name: QueueName) -> QueueInfo:
+    """The queue, or a plain one when no plugin checked that it exists."""
+    return ssn.cluster.queues.get(name) or QueueInfo(name)
 
 
 def pending(ssn: Session, job: JobInfo) -> list[TaskInfo]:

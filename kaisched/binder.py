@@ -101,8 +101,10 @@ class Binder:
             c = effect.condition
             cond = {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message,
                     "lastTransitionTime": c.last_transition_time}
-            kept = [x for x in (pod.get("status") or {}).get("conditions") or ()
-                    if x.get("type") != c.type]
+            status = pod.get("status")
+            conditions = status.get("conditions") if isinstance(status, dict) else None
+            kept = [x for x in conditions if isinstance(x, dict) and x.get("type") != c.type] \
+                if isinstance(conditions, list) else []
             self.client.patch_status(POD, ns, name, {"conditions": kept + [cond]})
         elif isinstance(effect, RecordEvent):
             self._event(effect.kind, effect.key, effect.type, effect.reason, effect.message)

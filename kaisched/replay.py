@@ -84,20 +84,26 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
 def _kubelet(cluster: MemoryCluster) -> None:
     """Bound pods start; pods being deleted are gone."""
     for pod in cluster.list(POD):
-        meta, spec = pod["metadata"], pod.get("spec") or {}
+        meta, spec, status = pod["metadata"], _section(pod, "spec"), _section(pod, "status")
         if meta.get("deletionTimestamp"):
             cluster.delete(POD, meta["namespace"], meta["name"])
-        elif spec.get("nodeName") and (pod.get("status") or {}).get("phase", "Pending") == "Pending":
-            cluster.replace({**pod, "status": {**(pod.get("status") or {}), "phase": "Running"}})
+        elif spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
+            cluster.replace({**pod, "status": {**status, "phase": "Running"}})
 
 
 def _pod_groups(cluster: MemoryCluster) -> dict[str, dict[str, Any]]:
     out = {}
     for pg in cluster.list(PODGROUP):
-        meta, status = pg["metadata"], pg.get("status") or {}
+        meta, status = pg["metadata"], _section(pg, "status")
         out[f"{meta['namespace']}/{meta['name']}"] = {
             "phase": status.get("phase", "Pending"),
-            "minMember": (pg.get("spec") or {}).get("minMember"),
+            "minMember": _section(pg, "spec").get("minMember"),
             "conditions": status.get("conditions") or [],
         }
     return out
+
+
+def _section(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    """spec or status, or nothing when a hand-written file put something else there."""
+    value = obj.get(name)
+    return value if isinstance(value, dict) else {}

@@ -93,10 +93,13 @@ class PodGrouper:
             self._subscription = self.client.subscribe((POD, PODGROUP))
             events = self._subscription.drain()
         for event in events:
-            if event.kind == POD:
-                self._on_pod(event)
-            elif event.kind == PODGROUP:
-                self._on_group(event)
+            try:
+                if event.kind == POD:
+                    self._on_pod(event)
+                elif event.kind == PODGROUP:
+                    self._on_group(event)
+            except (AttributeError, TypeError, ValueError) as exc:
+                self._malformed(event.obj, exc)
 
     def _on_pod(self, event: WatchEvent) -> None:
         pod, key = event.obj, object_key(event.obj)
@@ -146,6 +149,17 @@ class PodGrouper:
         except PermanentApiError as exc:
             log.warning("pod %s/%s not grouped: %s", *key, exc)
             self._warn(pod, NOT_GROUPED, (f"no PodGroup for this pod: {exc}",))
+        except (AttributeError, TypeError, ValueError) as exc:
+            self._malformed(pod, exc)
+
+    def _malformed(self, obj: Obj, exc: Exception) -> None:
+        """A field of the wrong shape (only hand-written objects get past an API
+        server with one): the object is left alone, with an Event saying why."""
+        key = object_key(obj)
+        self._pending.discard(key)
+        self._pods.pop(key, None)
+        self._warn(obj, NOT_GROUPED, (f"malformed {obj.get('kind', 'object')}: "
+                                      f"{exc.__class__.__name__}: {exc}",))
 
     def _group(self, key: Key, pod: Obj, owners: _OwnerCache, fresh: set[Key]) -> None:
         walk = top_owner(pod, owners.read)

@@ -201,6 +201,21 @@ def pod_facts(pod: Obj) -> PodFacts:
     )
 
 
+def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
+    """A pod that cannot be read: it waits, saying why, and takes no room
+    the scheduler could count (a bound one still shows up on its node)."""
+    namespace = str(meta.get("namespace") or "default")
+    node = spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None
+    return PodFacts(
+        key=pod_key(namespace, str(meta.get("name", ""))), uid=str(meta.get("uid", "")),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        status=TaskStatus.BOUND if node else TaskStatus.PENDING,
+        node_name=NodeName(node) if node else None, resreq=Resource.of({PODS: 1}),
+        priority=None, priority_class="", queue_label=None, subgroup=None,
+        gang=GangRef("none"), annotations=(), creation=0.0, placement=Placement(),
+        critical=False, unschedulable=None, problem=problem)
+
+
 def node_spec(node: Obj) -> NodeSpec:
     meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
     problems: list[str] = []

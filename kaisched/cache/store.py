@@ -9,8 +9,9 @@ from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
 from kaisched.api.task import TaskInfo
+from kaisched.api.resource import Resource
 from kaisched.api.types import (
-    DEFAULT_QUEUE, OCCUPYING_STATUSES, JobKey, PodKey, QueueName, TaskStatus, job_key,
+    DEFAULT_QUEUE, OCCUPYING_STATUSES, JobKey, NodeName, PodKey, QueueName, TaskStatus, job_key,
 )
 from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts
@@ -49,6 +50,32 @@ class Cache:
         return len(events)
 
     def apply(self, event: WatchEvent) -> None:
+        try:
+            self._apply(event)
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            # A field of the wrong shape (only hand-written files get past an
+            # API server with one): the object is kept as unusable, with why.
+            self._apply_broken(event, f"malformed {event.kind.kind}: {exc.__class__.__name__}: {exc}")
+
+    def _apply_broken(self, event: WatchEvent, problem: str) -> None:
+        namespace, name = object_key(event.obj)
+        if event.type == "DELETED":
+            return self._apply(event)
+        if event.kind == POD:
+            meta = event.obj.get("metadata") if isinstance(event.obj.get("metadata"), dict) else {}
+            spec = event.obj.get("spec") if isinstance(event.obj.get("spec"), dict) else {}
+            self.pods[PodKey(f"{namespace}/{name}")] = convert.broken_pod(meta, spec, problem)
+        elif event.kind == NODE:
+            self.nodes[name] = NodeSpec(NodeName(name), Resource(), ready=False)
+        elif event.kind in (PODGROUP, XK8S_PODGROUP):
+            store = self.groups if event.kind == PODGROUP else self.xk8s_groups
+            store[job_key(namespace, name)] = _Group(GangSpec(declared=event.kind == PODGROUP),
+                                                     PodGroupStatus(), problem, 0.0)
+        elif event.kind == QUEUE:
+            self.queues[name] = QueueInfo(QueueName(name), problem=problem)
+        return None
+
+    def _apply(self, event: WatchEvent) -> None:
         obj, gone = event.obj, event.type == "DELETED"
         namespace, name = object_key(obj)
         if event.kind == POD:
