@@ -1,0 +1,88 @@
+"""The binder: transient failures are retried with backoff, permanent ones are
+reported with the rest of the gang's binds, and nothing is swallowed."""
+from __future__ import annotations
+
+from kaisched.api.clock import ManualClock
+from kaisched.binder import Binder
+from kaisched.builtins import register_builtins
+from kaisched.cluster.kinds import EVENT, POD
+from kaisched.cluster.memory import MemoryCluster
+from kaisched.errors import ConflictError, NotFoundError, TransientApiError
+from kaisched.framework import default_config
+from kaisched.framework.effects import Bind
+from kaisched.scheduler import Scheduler
+
+
+class FlakyCluster(MemoryCluster):
+    """Our own seam: some binds fail a few times first, some always."""
+
+    def __init__(self, first: dict[str, list[Exception]] | None = None,
+                 always: dict[str, Exception] | None = None) -> None:
+        super().__init__(ManualClock())
+        self.first = first or {}
+        self.always = always or {}
+        self.attempts: dict[str, int] = {}
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        self.attempts[name] = self.attempts.get(name, 0) + 1
+        if name in self.always:
+            raise self.always[name]
+        if self.first.get(name):
+            raise self.first[name].pop(0)
+        super().bind(namespace, name, uid, node)
+
+
+def gang(cluster: MemoryCluster) -> None:
+    cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"},
+                    "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})
+    cluster.create({"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "PodGroup",
+                    "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 3}})
+    for i in range(3):
+        cluster.create({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": f"p{i}", "namespace": "default",
+                                     "annotations": {"kaisched.io/pod-group": "g"}},
+                        "spec": {"schedulerName": "kaisched", "containers": [
+                            {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
+
+
+def run(cluster: FlakyCluster, sleeps: list[float]):
+    registry = register_builtins()
+    binder = Binder(cluster, cluster.clock.now, retries=3, backoff=0.1, sleep=sleeps.append)
+    scheduler = Scheduler(cluster, default_config(registry), registry, cluster.clock, binder)
+    return scheduler.run_once()
+
+
+def test_transient_bind_failures_are_retried_with_backoff() -> None:
+    cluster = FlakyCluster({"p1": [TransientApiError("server error", 500),
+                                   ConflictError("try again")]})
+    gang(cluster)
+    sleeps: list[float] = []
+    result = run(cluster, sleeps)
+    assert result.report.failed == []
+    assert cluster.attempts["p1"] == 3
+    assert sleeps == [0.1, 0.2]                      # exponential backoff
+    assert all(cluster.get(POD, "default", f"p{i}")["spec"]["nodeName"] == "node-a"
+               for i in range(3))
+
+
+def test_a_permanent_failure_is_reported_with_the_other_binds() -> None:
+    cluster = FlakyCluster(always={"p2": NotFoundError("node node-a not found")})
+    gang(cluster)
+    sleeps: list[float] = []
+    result = run(cluster, sleeps)
+    assert [f.effect.pod for f in result.report.failed] == ["default/p2"]
+    assert "not found" in result.report.failed[0].error
+    assert sleeps == []                              # not worth retrying
+    bound = {e.pod for e in result.report.applied if isinstance(e, Bind)}
+    assert bound == {"default/p0", "default/p1"}
+    events = [e for e in cluster.list(EVENT) if e["reason"] == "Scheduled"]
+    assert len(events) == 2
+
+
+def test_giving_up_after_the_retries() -> None:
+    cluster = FlakyCluster(always={"p0": TransientApiError("down", 503)})
+    gang(cluster)
+    sleeps: list[float] = []
+    result = run(cluster, sleeps)
+    assert [f.effect.pod for f in result.report.failed] == ["default/p0"]
+    assert cluster.attempts["p0"] == 4 and sleeps == [0.1, 0.2, 0.4]
