@@ -64,6 +64,7 @@ class ProportionPlugin(PluginBase):
         total = cluster.total_allocatable()
         self.deserved = self._fair_shares(total, demand)
         ssn.register(Hook.QUEUE_ORDER, self.share)
+        ssn.register(Hook.QUEUE_ORDER, lambda queue: -queue.priority)   # ties: higher first
         ssn.register(Hook.JOB_VALID, self._job_invalid)
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
         ssn.register(Hook.ENQUEUEABLE, self._min_resources_room)
