@@ -4,6 +4,7 @@ pipelined gang's reservations are never taken."""
 from __future__ import annotations
 
 from actions.allocate import pending, placeable, place_job
+from kaisched.api.types import TaskStatus
 from kaisched.framework import Session
 
 
@@ -11,8 +12,8 @@ class BackfillAction:
     name = "backfill"
 
     def execute(self, ssn: Session) -> None:
-        jobs = sorted(ssn.cluster.jobs.values(), key=ssn.job_order_key)
-        for job in jobs:
+        waiting = (j for j in ssn.cluster.jobs.values() if j.count((TaskStatus.PENDING,)))
+        for job in sorted(waiting, key=ssn.job_order_key):
             if job.key in ssn.unschedulable or not placeable(ssn, job):
                 continue
             ready = ssn.job_ready(job)

@@ -25,6 +25,18 @@ def evictable_tasks(ssn: Session) -> list[TaskInfo]:
             if t.status in EVICTABLE and t.node_name in ssn.cluster.nodes]
 
 
+def starving_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
+    """Jobs that are not even pipelined-ready, with their pending tasks in task
+    order; queues fairest first, then jobs in job order."""
+    queues = ssn.cluster.queues
+    waiting = [(j, starving(ssn, j)) for j in ssn.cluster.jobs.values()
+               if j.count((TaskStatus.PENDING,)) and j.queue in queues]
+    waiting = [(j, tasks) for j, tasks in waiting if tasks]
+    waiting.sort(key=lambda jt: (ssn.queue_order_key(queues[jt[0].queue]),
+                                 ssn.job_order_key(jt[0])))
+    return waiting
+
+
 def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     """The pending tasks of a valid job that is not even pipelined-ready, in
     task order; empty when the job is not starving."""

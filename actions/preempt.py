@@ -3,7 +3,9 @@ preemptible jobs with strictly lower priority, gang-wise, and is pipelined
 onto the room; nothing is evicted unless the job becomes pipelined-ready."""
 from __future__ import annotations
 
-from actions.eviction import RoomFinder, evictable_tasks, place_by_eviction, starving, victim_order
+from actions.eviction import (
+    RoomFinder, evictable_tasks, place_by_eviction, starving_jobs, victim_order,
+)
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import QueueName
@@ -14,20 +16,16 @@ class PreemptAction:
     name = "preempt"
 
     def execute(self, ssn: Session) -> None:
-        table = ssn.cluster.table
-        releasing_at_start = table.releasing.copy()
+        jobs = starving_jobs(ssn)
+        if not jobs:
+            return
+        releasing_at_start = ssn.cluster.table.releasing.copy()
         by_queue: dict[QueueName, list[TaskInfo]] = {}
-        order = victim_order(ssn)
-        for task in sorted(evictable_tasks(ssn), key=order):
+        for task in sorted(evictable_tasks(ssn), key=victim_order(ssn)):
             by_queue.setdefault(ssn.cluster.jobs[task.job].queue, []).append(task)
         finders: dict[tuple[QueueName, int], RoomFinder] = {}
-        jobs = sorted(ssn.cluster.jobs.values(),
-                      key=lambda j: (ssn.queue_order_key(ssn.cluster.queues[j.queue])
-                                     if j.queue in ssn.cluster.queues else ((), j.queue),
-                                     ssn.job_order_key(j)))
-        for job in jobs:
-            tasks = starving(ssn, job)
-            if not tasks or not by_queue.get(job.queue):
+        for job, tasks in jobs:
+            if not by_queue.get(job.queue) or ssn.job_pipelined(job):
                 continue
 
             def finder(task: TaskInfo, job: JobInfo = job) -> RoomFinder:

@@ -3,7 +3,9 @@ evicts tasks of queues above theirs, while each victim queue stays at or
 above its fair share and quota and the reclaimer stays within its own."""
 from __future__ import annotations
 
-from actions.eviction import RoomFinder, evictable_tasks, place_by_eviction, starving, victim_order
+from actions.eviction import (
+    RoomFinder, evictable_tasks, place_by_eviction, starving_jobs, victim_order,
+)
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import QueueName
 from kaisched.framework import Hook, Session
@@ -13,17 +15,14 @@ class ReclaimAction:
     name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
-        releasing_at_start = ssn.cluster.table.releasing.copy()
-        candidates = sorted(evictable_tasks(ssn), key=victim_order(ssn))
+        jobs = starving_jobs(ssn)
+        candidates = sorted(evictable_tasks(ssn), key=victim_order(ssn)) if jobs else []
         if not candidates:
             return
+        releasing_at_start = ssn.cluster.table.releasing.copy()
         finders: dict[QueueName, RoomFinder] = {}
-        queues = ssn.cluster.queues
-        jobs = sorted((j for j in ssn.cluster.jobs.values() if j.queue in queues),
-                      key=lambda j: (ssn.queue_order_key(queues[j.queue]), ssn.job_order_key(j)))
-        for job in jobs:
-            tasks = starving(ssn, job)
-            if not tasks or ssn.overused(job, tasks[0]):
+        for job, tasks in jobs:
+            if ssn.job_pipelined(job) or ssn.overused(job, tasks[0]):
                 continue
 
             def finder(task: TaskInfo, queue: QueueName = job.queue) -> RoomFinder:

@@ -17,6 +17,8 @@ class StaleGangEvictionAction:
 
     def execute(self, ssn: Session) -> None:
         for job in ssn.cluster.jobs.values():
+            if job.min_member <= 1 and not job.spec.subgroups and not job.status.stale_since:
+                continue    # a gang of one is never partly alive
             on_nodes = [t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]
             alive = job.count(READY_STATUSES)
             if not on_nodes or ssn.job_ready(job):

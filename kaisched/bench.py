@@ -11,6 +11,7 @@ from typing import Any, Callable
 from kaisched.api.clock import ManualClock
 from kaisched.binder import Binder
 from kaisched.builtins import register_builtins
+from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import Evict
@@ -86,10 +87,29 @@ def preempt(scale: float) -> tuple[list[Obj], list[Obj]]:
     return nodes, objs
 
 
+def churn(scale: float) -> tuple[list[Obj], list[Obj]]:
+    """A busy cluster: 4,000 nodes, 140,000 pods, almost all running."""
+    count = max(1, int(4000 * scale))
+    nodes = [node(f"node-{i:05d}", cpu=64, memory="512Gi") for i in range(count)]
+    pods = [pod(f"run-{i:06d}", cpu="1", memory="8Gi", node_name=f"node-{i % count:05d}")
+            for i in range(int(135000 * scale))]
+    pods += [pod(f"wait-{i:05d}", cpu="1", memory="8Gi") for i in range(int(5000 * scale))]
+    return nodes, pods
+
+
+def churn_step(cluster: MemoryCluster, scale: float) -> None:
+    """Between cycles: some pods finish, as many new ones arrive."""
+    for i in range(0, int(135000 * scale), 135):
+        cluster.delete(POD, "bench", f"run-{i:06d}")
+    for i in range(int(1000 * scale)):
+        cluster.create(pod(f"new-{i:05d}", cpu="1", memory="8Gi"))
+
+
 SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "basic-5k": basic,
     "gang-5k": gang,
     "preempt-1k": preempt,
+    "churn": churn,
 }
 
 
@@ -104,6 +124,10 @@ def run(name: str, scale: float = 1.0) -> dict[str, Any]:
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     result = scheduler.run_once()
     pods = sum(1 for o in others if o["kind"] == "Pod")
+    if name == "churn":      # the steady state: measure the cycle after the first
+        churn_step(cluster, scale)
+        clock.advance(config.schedule_period)
+        result = scheduler.run_once()
     placed = len(result.placed) + len(result.reservations)
     evicted = sum(1 for e in result.effects if isinstance(e, Evict))
     return {

@@ -86,7 +86,7 @@ def explain(podgroup: str, snapshot_path: str, config_path: str | None) -> None:
 
 
 @main.command()
-@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k"]))
+@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "churn"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
               help="Multiply the scenario's node and pod counts (for quick checks).")
 def bench(scenario: str, scale: float) -> None:

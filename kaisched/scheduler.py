@@ -1,7 +1,10 @@
 """The loop: snapshot -> session -> actions -> effects -> binder."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
+from typing import Iterator
 
 import attrs
 
@@ -13,6 +16,23 @@ from kaisched.cluster.client import ClusterClient
 from kaisched.framework import Registry, SchedulerConfig, Session
 from kaisched.framework.effects import Effect
 from kaisched.framework.holds import Hold
+
+
+# Watch events in one sync after which the cache is frozen out of the collector.
+FREEZE_AFTER = 5000
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """A cycle makes up to millions of small acyclic objects (freed by reference
+    counting); the cyclic collector would only rescan them as they are built."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @attrs.frozen
@@ -39,14 +59,20 @@ class Scheduler:
 
     def run_once(self) -> CycleResult:
         started = time.perf_counter()
-        self.cache.sync(self.client)
-        cluster = self.cache.snapshot(self.clock.now())
-        snapshotted = time.perf_counter()
-        ssn = Session(cluster, self.config, self.config.build_plugins(self.registry), self.holds)
-        for action in self.actions:
-            action.execute(ssn)
-        effects = ssn.close()
-        self.holds = ssn.holds
+        if self.cache.sync(self.client) >= FREEZE_AFTER:
+            # The cache lives long and holds no cycles: move it out of the
+            # collector's sight, or every full collection rescans all of it.
+            gc.collect()
+            gc.freeze()
+        with _cyclic_gc_paused():
+            cluster = self.cache.snapshot(self.clock.now())
+            snapshotted = time.perf_counter()
+            ssn = Session(cluster, self.config, self.config.build_plugins(self.registry),
+                          self.holds)
+            for action in self.actions:
+                action.execute(ssn)
+            effects = ssn.close()
+            self.holds = ssn.holds
         decided = time.perf_counter()
         report = self.binder.apply(effects)
         return CycleResult(effects, dict(ssn.placed), dict(ssn.reservations), report,

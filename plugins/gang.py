@@ -8,7 +8,7 @@ import numpy as np
 from kaisched.api.job import Condition, JobInfo, PodGroupStatus
 from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
-from kaisched.api.clock import from_rfc3339, to_rfc3339
+from kaisched.api.clock import from_rfc3339
 from kaisched.api.types import (
     EVICTABLE_STATUSES, READY_STATUSES, PodGroupPhase, Reason, TaskStatus,
 )
@@ -68,7 +68,7 @@ class GangPlugin(PluginBase):
 
 def gang_met(job: JobInfo, statuses: frozenset[TaskStatus]) -> bool:
     """minMember and every subgroup minimum are met by tasks in statuses."""
-    if job.count(statuses) < job.min_member:
+    if len(job.tasks) < job.min_member or job.count(statuses) < job.min_member:
         return False
     return all(job.count(statuses, sg.name) >= sg.min_member for sg in job.spec.subgroups)
 
@@ -101,6 +101,8 @@ def _report(ssn: Session, job: JobInfo) -> None:
     """Write the PodGroup status, pod conditions and an Event, where they changed."""
     if timed_out(job):
         return          # the verdict stands until the spec changes
+    if not job.spec.declared and job.key not in ssn.unschedulable and not job.problem:
+        return          # no PodGroup to write, nothing to tell its pods
     old = job.status
     new = _status(ssn, job)
     if job.spec.declared and new != old:
@@ -108,7 +110,7 @@ def _report(ssn: Session, job: JobInfo) -> None:
     cond = new.condition("Scheduled")
     if cond is None or cond.status != "False":
         return
-    now = to_rfc3339(ssn.now)
+    now = ssn.now_text
     changed = old.condition("Scheduled") != cond
     for task in job.tasks.values():
         waiting = task.status in _WAITING or (
@@ -124,9 +126,9 @@ def _report(ssn: Session, job: JobInfo) -> None:
 
 def _status(ssn: Session, job: JobInfo) -> PodGroupStatus:
     """The PodGroup status this session leaves: counts, phase, Scheduled condition, timers."""
-    old, now = job.status, to_rfc3339(ssn.now)
-    placed = sum(1 for key in job.tasks if key in ssn.placed)
-    counts = {s: job.count((s,)) for s in TaskStatus}
+    old, now = job.status, ssn.now_text
+    placed = sum(1 for key in job.tasks if key in ssn.placed) if ssn.placed else 0
+    counts = dict.fromkeys(TaskStatus, 0) | job.totals()
     scheduled = (counts[TaskStatus.BINDING] + counts[TaskStatus.BOUND]
                  + counts[TaskStatus.RUNNING] + counts[TaskStatus.SUCCEEDED] + placed)
     started = scheduled >= job.min_member and scheduled > 0

@@ -5,6 +5,7 @@ from typing import Iterable
 
 import attrs
 import networkx as nx
+import numpy as np
 
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
@@ -46,9 +47,9 @@ class ClusterInfo:
         names: set[str] = set()
         for spec in specs:
             names.update(spec.allocatable.names())
-        for job in jobs:
-            for task in job.tasks.values():
-                names.update(task.resreq.names())
+        requests = {task.resreq for job in jobs for task in job.tasks.values()}  # few distinct
+        for res in requests:
+            names.update(res.names())
         table = NodeTable(specs, resource_dims(sorted(names)))
         node_infos = {s.name: NodeInfo(s, i, table) for i, s in enumerate(specs)}
         for pod in foreign:
@@ -58,12 +59,19 @@ class ClusterInfo:
                 table.add_used(idx, vec)
                 if pod.releasing:
                     table.add_releasing(idx, vec)
+        # Account every placed task at once: one scatter-add, not a row update each.
+        rows, vecs, releasing = [], [], []
         for job in jobs:
             for task in job.tasks.values():
                 if task.node_name and task.status in OCCUPYING_STATUSES:
                     node = node_infos.get(task.node_name)
                     if node is not None:
-                        _occupy(node, task)
+                        node.tasks[task.key] = task
+                        rows.append(node.index)
+                        vecs.append(table.vector(task.resreq))
+                        releasing.append(task.status is TaskStatus.RELEASING)
+        if rows:
+            table.add_many(np.array(rows), np.array(vecs), np.array(releasing))
         queue_map, tree = build_queue_tree(queues)
         return cls(node_infos, table, {j.key: j for j in jobs}, queue_map, tree,
                    dict(priority_classes or {}), now)

@@ -1,7 +1,6 @@
 """JobInfo: one gang (a PodGroup, declared or implicit) and its tasks."""
 from __future__ import annotations
 
-from collections import Counter
 from typing import Iterable, Iterator
 
 import attrs
@@ -74,7 +73,9 @@ class JobInfo:
     status: PodGroupStatus = PodGroupStatus()
     problem: str | None = None      # why the declaration is unusable, for the user
     tasks: dict[PodKey, TaskInfo] = attrs.field(factory=dict)
-    _counts: Counter = attrs.field(factory=Counter)   # (subgroup, status) -> n
+    # Plain dicts, not Counters: a snapshot builds one JobInfo per gang.
+    _counts: dict[tuple[str | None, TaskStatus], int] = attrs.field(factory=dict)
+    _totals: dict[TaskStatus, int] = attrs.field(factory=dict)   # the common question
 
     @property
     def namespace(self) -> str:
@@ -94,10 +95,14 @@ class JobInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         old = self.tasks.get(task.key)
+        counts, totals = self._counts, self._totals
         if old is not None:
-            self._counts[(old.subgroup, old.status)] -= 1
+            counts[(old.subgroup, old.status)] -= 1
+            totals[old.status] -= 1
         self.tasks[task.key] = task
-        self._counts[(task.subgroup, task.status)] += 1
+        key = (task.subgroup, task.status)
+        counts[key] = counts.get(key, 0) + 1
+        totals[task.status] = totals.get(task.status, 0) + 1
 
     update_task = add_task
 
@@ -105,11 +110,18 @@ class JobInfo:
         old = self.tasks.pop(key, None)
         if old is not None:
             self._counts[(old.subgroup, old.status)] -= 1
+            self._totals[old.status] -= 1
 
     def count(self, statuses: Iterable[TaskStatus], subgroup: str | None | object = ...) -> int:
+        if subgroup is ...:
+            get = self._totals.get
+            return sum(get(s, 0) for s in statuses)
         wanted = set(statuses)
-        return sum(n for (sg, st), n in self._counts.items()
-                   if st in wanted and (subgroup is ... or sg == subgroup))
+        return sum(n for (sg, st), n in self._counts.items() if st in wanted and sg == subgroup)
+
+    def totals(self) -> dict[TaskStatus, int]:
+        """Tasks by status (read only; a status with none may be absent)."""
+        return self._totals
 
     def ready_count(self, subgroup: str | None | object = ...) -> int:
         return self.count(READY_STATUSES, subgroup)
@@ -127,4 +139,4 @@ class JobInfo:
 
     def clone(self) -> JobInfo:
         return JobInfo(self.key, self.spec, self.priority, self.creation, self.status,
-                       self.problem, dict(self.tasks), Counter(self._counts))
+                       self.problem, dict(self.tasks), dict(self._counts), dict(self._totals))

@@ -119,6 +119,21 @@ class NodeTable:
         self.pipelined[i] += delta
         self.future[i] -= delta
 
+    def add_many(self, rows: np.ndarray, vecs: np.ndarray, releasing: np.ndarray) -> None:
+        """Occupy rows with vecs in one go (building a snapshot); releasing
+        marks the tasks whose room is on its way back."""
+        used = np.zeros_like(self.used)
+        np.add.at(used, rows, vecs)
+        back = np.zeros_like(self.used)
+        if releasing.any():
+            np.add.at(back, rows[releasing], vecs[releasing])
+        self.used += used
+        self.idle -= used
+        self.releasing += back
+        self.future += back - used
+        self.version += 1
+        self.row_version[np.unique(rows)] = self.version
+
     def fits(self, vec: np.ndarray, room: np.ndarray) -> np.ndarray:
         """Mask of nodes whose room holds vec in every requested resource."""
         cols = np.flatnonzero(vec)

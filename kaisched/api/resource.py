@@ -24,7 +24,7 @@ def _freeze(values: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
     return tuple(sorted((k, float(v)) for k, v in values.items() if v))
 
 
-@attrs.frozen(slots=True, repr=False)
+@attrs.frozen(slots=True, repr=False, cache_hash=True)
 class Resource:
     """Amounts by resource name; zero amounts are not stored."""
 

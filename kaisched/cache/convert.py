@@ -42,6 +42,7 @@ class PodFacts:
 
     key: PodKey
     uid: str
+    job: JobKey                        # the gang it belongs to (itself, for a gang of one)
     scheduler_name: str
     status: TaskStatus | None          # None: going away without a node, ignore
     node_name: NodeName | None
@@ -167,6 +168,12 @@ def gang_ref(meta: Obj) -> GangRef:
     return GangRef("none")
 
 
+def gang_job(key: PodKey, namespace: str, gang: GangRef) -> JobKey:
+    if gang.source in ("none", "owner"):
+        return JobKey(key)         # a gang of one (or one waiting for its PodGroup)
+    return job_key(namespace, gang.name)
+
+
 def pod_facts(pod: Obj) -> PodFacts:
     meta, spec = _meta(pod), pod.get("spec") or {}
     status = pod.get("status") or {}
@@ -179,9 +186,12 @@ def pod_facts(pod: Obj) -> PodFacts:
                           if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
     pc = str(spec.get("priorityClassName") or "")
     priority = spec.get("priority")
+    key = pod_key(namespace, meta.get("name", ""))
+    gang = gang_ref(meta)
     return PodFacts(
-        key=pod_key(namespace, meta.get("name", "")),
+        key=key,
         uid=str(meta.get("uid", "")),
+        job=gang_job(key, namespace, gang),
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         status=task_status(pod),
         node_name=NodeName(spec["nodeName"]) if spec.get("nodeName") else None,
@@ -190,7 +200,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         priority_class=pc,
         queue_label=labels.get(L.QUEUE_LABEL),
         subgroup=labels.get(L.SUBGROUP_LABEL),
-        gang=gang_ref(meta),
+        gang=gang,
         annotations=tuple(sorted((k, str(v)) for k, v in annotations.items()
                                  if k.startswith(("gang.scheduling", "scheduling.k8s.io")))),
         creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
@@ -206,8 +216,9 @@ def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
     the scheduler could count (a bound one still shows up on its node)."""
     namespace = str(meta.get("namespace") or "default")
     node = spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None
+    key = pod_key(namespace, str(meta.get("name", "")))
     return PodFacts(
-        key=pod_key(namespace, str(meta.get("name", ""))), uid=str(meta.get("uid", "")),
+        key=key, uid=str(meta.get("uid", "")), job=JobKey(key),
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         status=TaskStatus.BOUND if node else TaskStatus.PENDING,
         node_name=NodeName(node) if node else None, resreq=Resource.of({PODS: 1}),

@@ -21,6 +21,9 @@ from kaisched.cluster.kinds import (
 )
 
 
+NO_STATUS = PodGroupStatus()
+
+
 @attrs.frozen(slots=True)
 class _Group:
     spec: GangSpec
@@ -39,6 +42,9 @@ class Cache:
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool]] = {}
         self._subscription: Subscription | None = None
+        self._tasks: dict[PodKey, tuple[PodFacts, TaskInfo]] = {}
+        self._priorities: tuple[dict[str, int], int] = ({}, 0)
+        self._singles: dict[QueueName, GangSpec] = {}
 
     def sync(self, client: ClusterClient) -> int:
         """Apply every event since the last sync; the first one lists everything."""
@@ -82,6 +88,7 @@ class Cache:
             key = PodKey(f"{namespace}/{name}")
             if gone:
                 self.pods.pop(key, None)
+                self._tasks.pop(key, None)
             else:
                 self.pods[key] = convert.pod_facts(obj)
         elif event.kind == NODE:
@@ -114,6 +121,8 @@ class Cache:
     def snapshot(self, now: float) -> ClusterInfo:
         values = {n: v for n, (v, _) in self.priority_classes.items()}
         default_priority = max((v for v, d in self.priority_classes.values() if d), default=0)
+        if (values, default_priority) != self._priorities:
+            self._priorities, self._tasks = (values, default_priority), {}
         jobs: dict[JobKey, JobInfo] = {}
         foreign: list[ForeignPod] = []
         for facts in self.pods.values():
@@ -124,40 +133,44 @@ class Cache:
                     foreign.append(ForeignPod(facts.node_name, facts.resreq,
                                               facts.status is TaskStatus.RELEASING))
                 continue
-            job = jobs.get(self._job_key(facts))
+            job = jobs.get(facts.job)
             if job is None:
-                job = self._new_job(facts, values)
-                jobs[job.key] = job
-            priority = facts.priority if facts.priority is not None else \
-                values.get(facts.priority_class, default_priority)
-            job.add_task(TaskInfo(
-                key=facts.key, uid=facts.uid, job=job.key, status=facts.status,
-                resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
-                priority=priority, creation=facts.creation, placement=facts.placement,
-                critical=facts.critical, unschedulable=facts.unschedulable))
+                job = jobs[facts.job] = self._new_job(facts, values)
+            job.add_task(self._task(facts, values, default_priority))
             if facts.problem and not job.problem:
                 job.problem = f"pod {facts.key}: {facts.problem}"
             # A job is as old as its oldest part: a PodGroup made for pods that
             # already waited does not send them to the back of the line.
-            job.creation = min(job.creation or facts.creation, facts.creation)
+            if not job.creation or facts.creation < job.creation:
+                job.creation = facts.creation
         for job in jobs.values():
             if job.spec.priority_class is None:
                 job.priority = max((t.priority for t in job.tasks.values()), default=0)
         return ClusterInfo.assemble(self.nodes.values(), jobs.values(), self.queues.values(),
                                     values, foreign, now)
 
-    def _job_key(self, facts: PodFacts) -> JobKey:
-        namespace = facts.key.split("/", 1)[0]
-        if facts.gang.source in ("none", "owner"):
-            return JobKey(facts.key)       # a gang of one (or one waiting for its PodGroup)
-        return job_key(namespace, facts.gang.name)
+    def _task(self, facts: PodFacts, values: dict[str, int], default: int) -> TaskInfo:
+        """The pod's TaskInfo, made again only when the pod changed (it is frozen,
+        so every snapshot can share it)."""
+        cached = self._tasks.get(facts.key)
+        if cached is not None and cached[0] is facts:
+            return cached[1]
+        priority = facts.priority if facts.priority is not None else \
+            values.get(facts.priority_class, default)
+        task = TaskInfo(
+            key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,  # type: ignore[arg-type]
+            resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
+            priority=priority, creation=facts.creation, placement=facts.placement,
+            critical=facts.critical, unschedulable=facts.unschedulable)
+        self._tasks[facts.key] = (facts, task)
+        return task
 
     def _new_job(self, facts: PodFacts, priorities: dict[str, int]) -> JobInfo:
-        key = self._job_key(facts)
+        key = facts.job
         source = facts.gang.source
         problem = None
         creation = 0.0
-        status = PodGroupStatus()
+        status = NO_STATUS
         if source in ("kaisched", "x-k8s"):
             group = (self.groups if source == "kaisched" else self.xk8s_groups).get(key)
             if group is None:
@@ -171,14 +184,21 @@ class Cache:
                 spec, status, problem, creation = own.spec, own.status, own.problem, own.creation
             else:
                 spec, problem = convert.annotated_gang(facts)
-        elif source == "owner":
-            spec = GangSpec()
-            problem = (f"waiting for the PodGrouper to create the PodGroup of its owner "
-                       f"{facts.gang.name}")
         else:
-            spec = GangSpec()
-        queue = spec.queue or QueueName(facts.queue_label or DEFAULT_QUEUE)
-        spec = attrs.evolve(spec, queue=queue)
+            spec = self._single(facts.queue_label)
+            if source == "owner":
+                problem = (f"waiting for the PodGrouper to create the PodGroup of its owner "
+                           f"{facts.gang.name}")
+        if not spec.queue:
+            spec = attrs.evolve(spec, queue=QueueName(facts.queue_label or DEFAULT_QUEUE))
         priority = priorities.get(spec.priority_class, 0) if spec.priority_class else 0
         return JobInfo(key, spec, priority=priority, creation=creation, status=status,
                        problem=problem)
+
+    def _single(self, queue_label: str | None) -> GangSpec:
+        """The spec of a gang of one, shared by all such gangs of a queue."""
+        queue = QueueName(queue_label or DEFAULT_QUEUE)
+        spec = self._singles.get(queue)
+        if spec is None:
+            spec = self._singles[queue] = GangSpec(queue=queue)
+        return spec

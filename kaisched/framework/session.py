@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import attrs
 import numpy as np
 
+from kaisched.api.clock import to_rfc3339
 from kaisched.api.cluster import ClusterInfo
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
@@ -56,6 +57,7 @@ class Session:
         self.cluster = cluster
         self.config = config
         self.now = cluster.now
+        self.now_text = to_rfc3339(cluster.now)          # for every timestamp it writes
         self.hooks = HookRegistry()
         self.plugins = [p for tier in plugins for p in tier]
         self.effects: list[Effect] = []
