@@ -67,7 +67,7 @@ def pending(ssn: Session, job: JobInfo) -> list[TaskInfo]:
 
 def placeable(ssn: Session, job: JobInfo) -> bool:
     """The job has pending tasks and is valid; an invalid one is told why."""
-    if not any(t.status is TaskStatus.PENDING for t in job.tasks.values()):
+    if not job.count_of(TaskStatus.PENDING):
         return False
     reason = ssn.job_invalid(job)
     if reason:

@@ -30,7 +30,7 @@ def starving_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     order; queues fairest first, then jobs in job order."""
     queues = ssn.cluster.queues
     waiting = [(j, starving(ssn, j)) for j in ssn.cluster.jobs.values()
-               if j.count((TaskStatus.PENDING,)) and j.queue in queues]
+               if j.count_of(TaskStatus.PENDING) and j.queue in queues]
     waiting = [(j, tasks) for j, tasks in waiting if tasks]
     waiting.sort(key=lambda jt: (ssn.queue_order_key(queues[jt[0].queue]),
                                  ssn.job_order_key(jt[0])))

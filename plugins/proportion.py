@@ -54,13 +54,24 @@ class ProportionPlugin(PluginBase):
         self.pinned: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         demand: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self._preemptible = {k: j.spec.preemptible for k, j in cluster.jobs.items()}
+        # Count tasks by (queue, request) first: a big cluster has few distinct ones.
+        holding: dict[tuple[QueueName, Resource, bool], int] = {}
+        wanted: dict[tuple[QueueName, Resource], int] = {}
         for job in cluster.jobs.values():
+            pinned = not job.spec.preemptible
             for task in job.tasks.values():
                 if task.status in _HOLDING:
-                    self._account(job.queue, task, 1.0)
-                    self._add(demand, job.queue, task.resreq)
+                    key = (job.queue, task.resreq, pinned)
+                    holding[key] = holding.get(key, 0) + 1
                 elif task.status is TaskStatus.PENDING and job.problem is None:
-                    self._add(demand, job.queue, task.resreq)
+                    wanted[(job.queue, task.resreq)] = wanted.get((job.queue, task.resreq), 0) + 1
+        for (queue, res, pinned), count in holding.items():
+            self._add(self.allocated, queue, res, count)
+            self._add(demand, queue, res, count)
+            if pinned:
+                self._add(self.pinned, queue, res, count)
+        for (queue, res), count in wanted.items():
+            self._add(demand, queue, res, count)
         total = cluster.total_allocatable()
         self.deserved = self._fair_shares(total, demand)
         ssn.register(Hook.QUEUE_ORDER, self.share)
@@ -198,14 +209,13 @@ class ProportionPlugin(PluginBase):
         self._account(self._jobs[task.job].queue, task, sign)
 
     def _account(self, queue: QueueName, task: TaskInfo, sign: float) -> None:
-        pinned = not self._preemptible.get(task.job, True)
-        for name in self._chain.get(queue, (queue,)):
-            for res, amount in task.resreq.items:
-                self.allocated[name][res] += sign * amount
-                if pinned:
-                    self.pinned[name][res] += sign * amount
+        self._add(self.allocated, queue, task.resreq, sign)
+        if not self._preemptible.get(task.job, True):
+            self._add(self.pinned, queue, task.resreq, sign)
 
-    def _add(self, demand: dict, queue: QueueName, res: Resource) -> None:
+    def _add(self, table: dict, queue: QueueName, res: Resource, times: float) -> None:
+        """Add res, times over, to the queue and every queue above it."""
         for name in self._chain.get(queue, (queue,)):
+            row = table[name]
             for key, amount in res.items:
-                demand[name][key] += amount
+                row[key] += amount * times

@@ -127,10 +127,11 @@ class PodGrouper:
         if event.type != "DELETED":
             self._groups[key] = event.obj
             return
-        self._groups.pop(key, None)
+        # A DELETED event from a relist carries only the identity: judge by the copy kept.
+        old = self._groups.pop(key, None)
         self._checked.pop(key, None)
         self._owner_versions.pop(key, None)
-        if is_managed(event.obj):
+        if is_managed(old or event.obj):
             # Deleted while pods still name it: make it again for the pods that remain.
             self._pending.update(k for k in self._members.get(key, ()) if k in self._pods)
 

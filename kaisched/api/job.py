@@ -119,6 +119,9 @@ class JobInfo:
         wanted = set(statuses)
         return sum(n for (sg, st), n in self._counts.items() if st in wanted and sg == subgroup)
 
+    def count_of(self, status: TaskStatus) -> int:
+        return self._totals.get(status, 0)
+
     def totals(self) -> dict[TaskStatus, int]:
         """Tasks by status (read only; a status with none may be absent)."""
         return self._totals

@@ -1,0 +1,318 @@
+"""The ClusterClient of a real cluster, through the `kubernetes` client's
+ApiClient: raw JSON parsed with orjson, never the client's model classes
+(DESIGN 9), and watches in background threads (watch.py).
+
+The only module of kaisched that imports `kubernetes` (DESIGN 2).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Sequence
+from urllib.parse import quote
+
+import orjson
+import urllib3
+import yaml
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from kaisched.cluster.client import Obj
+from kaisched.cluster.kinds import POD, Kind, kind_of, object_key
+from kaisched.cluster.watch import KubeSubscription
+from kaisched.errors import (
+    ApiError, ConfigError, ConflictError, GoneError, NotFoundError, PermanentApiError,
+    TransientApiError,
+)
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+PAGE_SIZE = 500                 # as client-go's informers: bounded responses, few round trips
+CONNECT_TIMEOUT = 5.0
+Query = Sequence[tuple[str, str]]
+
+
+def load_configuration(kubeconfig: str | None = None,
+                       context: str | None = None) -> k8s_client.Configuration:
+    """The in-cluster config when no kubeconfig (nor context) is named, else the
+    kubeconfig, as kubectl finds it. Any failure is one ConfigError sentence."""
+    cfg = k8s_client.Configuration()
+    if kubeconfig is None and context is None:
+        try:
+            k8s_config.load_incluster_config(client_configuration=cfg)
+            return cfg
+        except k8s_config.ConfigException:
+            pass                # not in a pod: the default kubeconfig, as kubectl would
+    if kubeconfig is not None:
+        _check_kubeconfig(kubeconfig)
+        failed = f"cannot load kubeconfig {kubeconfig}"
+    else:
+        failed = "cannot load the default kubeconfig ($KUBECONFIG or ~/.kube/config)"
+        if context is None:
+            failed = f"not running in a cluster, and {failed}"
+    try:
+        # persist_config=False: a scheduler never rewrites the user's kubeconfig.
+        k8s_config.load_kube_config(config_file=kubeconfig, context=context,
+                                    client_configuration=cfg, persist_config=False)
+    except (k8s_config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError,
+            KeyError, AttributeError) as exc:
+        reason = " ".join(str(exc).split()) or exc.__class__.__name__
+        raise ConfigError(f"{failed}: {reason}") from None
+    return cfg
+
+
+def _check_kubeconfig(path: str) -> None:
+    """What the kubernetes loader reports badly (a missing file, not a mapping)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"kubeconfig {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        reason = " ".join(str(exc).split()) or exc.__class__.__name__
+        raise ConfigError(f"cannot load kubeconfig {path}: {reason}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"cannot load kubeconfig {path}: it is not a YAML mapping "
+                          "(apiVersion, clusters, users, contexts)")
+
+
+class KubeCluster:
+    """Implements ClusterClient against an API server.
+
+    timeout: seconds for one request; watch_timeout: the timeoutSeconds of one
+    watch (the server ends it, the thread re-watches); backoff/max_backoff:
+    the delays between failed watches; missing_retry: how often a kind the
+    server does not serve (a CRD not installed) is looked for again.
+    """
+
+    def __init__(self, kubeconfig: str | None = None, *, context: str | None = None,
+                 api_client: k8s_client.ApiClient | None = None, timeout: float = 30.0, watch_timeout: int = 60,
+                 backoff: float = 0.5, max_backoff: float = 30.0,
+                 missing_retry: float = 300.0) -> None:
+        if api_client is None:
+            cfg = load_configuration(kubeconfig, context)
+            # Watches hold one connection per kind; binds come from a worker pool.
+            cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, 32)
+            api_client = k8s_client.ApiClient(cfg)
+        self.api = api_client
+        self.timeout = timeout
+        self.watch_options = {"watch_timeout": watch_timeout, "backoff": backoff,
+                              "max_backoff": max_backoff, "missing_retry": missing_retry}
+        self._subscriptions: list[KubeSubscription] = []
+
+    def close(self) -> None:
+        """Stop every watch this client started (the ApiClient is the caller's)."""
+        for sub in self._subscriptions:
+            sub.close()
+        self._subscriptions.clear()
+
+    # -- reading ---------------------------------------------------------------
+    def list(self, kind: Kind, namespace: str | None = None) -> list[Obj]:
+        items, _ = self.list_with_version(kind, namespace)
+        return sorted(items, key=object_key)
+
+    def list_with_version(self, kind: Kind, namespace: str | None = None) -> tuple[list[Obj], str]:
+        """Every object (page by page) and the resourceVersion to watch from."""
+        items: list[Obj] = []
+        token = ""
+        while True:
+            query = [("limit", str(PAGE_SIZE))] + ([("continue", token)] if token else [])
+            page = self._call("list", kind, f"in {namespace}" if namespace else "", "GET",
+                              _path(kind, namespace), query=query)
+            for item in page.get("items") or ():
+                # List items carry no apiVersion/kind; consumers expect them. The
+                # dicts were parsed just now and are not shared yet, so set in place.
+                item["apiVersion"], item["kind"] = kind.api_version, kind.kind
+                items.append(item)
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or ""
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+
+    def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        return self._call("get", kind, _where(kind, namespace, name), "GET",
+                          _path(kind, namespace, name), missing_ok=True)
+
+    # -- writing ---------------------------------------------------------------
+    def create(self, obj: Obj) -> Obj:
+        kind = kind_of(obj)
+        meta = obj.get("metadata") or {}
+        namespace = (meta.get("namespace") or "default") if kind.namespaced else ""
+        name = meta.get("name") or f"{meta.get('generateName', '')}*"
+        return self._call("create", kind, _where(kind, namespace, name), "POST",
+                          _path(kind, namespace), body=obj)
+
+    def patch(self, kind: Kind, namespace: str, name: str, patch: Obj) -> Obj:
+        # status goes through patch_status only, as the status subresource demands.
+        body = {k: v for k, v in patch.items() if k != "status"}
+        return self._call("patch", kind, _where(kind, namespace, name), "PATCH",
+                          _path(kind, namespace, name), body=body, content_type=MERGE_PATCH)
+
+    def patch_status(self, kind: Kind, namespace: str, name: str, status: Obj) -> Obj:
+        return self._call("patch status of", kind, _where(kind, namespace, name), "PATCH",
+                          _path(kind, namespace, name, "status"), body={"status": status},
+                          content_type=MERGE_PATCH)
+
+    def delete(self, kind: Kind, namespace: str, name: str) -> None:
+        self._call("delete", kind, _where(kind, namespace, name), "DELETE",
+                   _path(kind, namespace, name))
+
+    # -- subresources ----------------------------------------------------------
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        meta = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        self._call("bind", POD, f"{namespace}/{name} to {node}", "POST",
+                   _path(POD, namespace, name, "binding"), body=body)
+
+    def evict(self, namespace: str, name: str) -> None:
+        body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": name, "namespace": namespace}}
+        self._call("evict", POD, f"{namespace}/{name}", "POST",
+                   _path(POD, namespace, name, "eviction"), body=body)
+
+    # -- watching --------------------------------------------------------------
+    def subscribe(self, kinds: Iterable[Kind]) -> KubeSubscription:
+        sub = KubeSubscription(self, kinds, **self.watch_options)
+        self._subscriptions.append(sub)
+        return sub
+
+    def watch_stream(self, kind: Kind, resource_version: str, timeout: int) -> "_Stream":
+        query = [("watch", "true"), ("allowWatchBookmarks", "true"),
+                 ("timeoutSeconds", str(timeout))]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        what = f"watch {kind.kind}"
+        # The server ends the watch after timeoutSeconds; a connection silent for
+        # longer than that (plus slack) is dead, and the read timeout says so.
+        resp = self._send(what, "GET", _path(kind), query, None, JSON, timeout + 15.0)
+        if not 200 <= resp.status < 300:
+            raise api_error(resp.status, what, _read(resp, what))
+        return _Stream(resp, what)
+
+    # -- the wire --------------------------------------------------------------
+    def _call(self, verb: str, kind: Kind, where: str, method: str, path: str, *,
+              query: Query = (), body: Obj | None = None, content_type: str = JSON,
+              missing_ok: bool = False) -> Any:
+        what = f"{verb} {kind.kind} {where}".rstrip()
+        resp = self._send(what, method, path, query, body, content_type, self.timeout)
+        data = _read(resp, what)
+        if 200 <= resp.status < 300:
+            try:
+                return orjson.loads(data) if data else {}
+            except orjson.JSONDecodeError:      # a proxy's page, a cut-off answer
+                raise TransientApiError(f"{what}: the answer is not JSON: {data[:100]!r}",
+                                        resp.status) from None
+        if resp.status == 404 and missing_ok:
+            return None
+        raise api_error(resp.status, what, data)
+
+    def _send(self, what: str, method: str, path: str, query: Query, body: Obj | None,
+              content_type: str, timeout: float) -> Any:
+        """The urllib3 response, body unread (_preload_content=False)."""
+        headers = {"Accept": JSON, "Content-Type": content_type}
+        limits = (CONNECT_TIMEOUT, timeout)
+        try:
+            # The body is not handed to param_serialize: it would walk it for
+            # model objects; the REST layer encodes the plain dict itself.
+            method, url, headers, _, _ = self.api.param_serialize(
+                method, path, query_params=list(query), header_params=headers,
+                auth_settings=["BearerToken"])
+            return self.api.call_api(method, url, header_params=headers, body=body,
+                                     _request_timeout=limits).response
+        except ApiException as exc:
+            if exc.status:
+                raise api_error(exc.status, what, exc.body or b"") from None
+            raise TransientApiError(f"{what}: {exc.reason}") from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientApiError(f"{what}: cannot reach the API server: {exc}") from None
+
+
+class _Stream:
+    """The lines of a chunked watch response, as they arrive."""
+
+    def __init__(self, resp: Any, what: str) -> None:
+        self.resp = resp
+        self.what = what
+        self.closed = False
+
+    def lines(self) -> Iterator[bytes]:
+        pending: list[bytes] = []
+        try:
+            for chunk in self.resp.stream(amt=None, decode_content=True):
+                parts = chunk.split(b"\n")
+                if len(parts) == 1:
+                    pending.append(chunk)       # part of a long line
+                    continue
+                pending.append(parts[0])
+                yield b"".join(pending)
+                yield from parts[1:-1]
+                pending = [parts[-1]]
+        except urllib3.exceptions.ReadTimeoutError:
+            return                              # silent past timeoutSeconds: re-watch
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if not self.closed:
+                raise TransientApiError(f"{self.what}: connection dropped: {exc}") from None
+        if pending and not self.closed:
+            yield b"".join(pending)
+
+    def interrupt(self) -> None:
+        """From another thread: unblock the read. shutdown() needs urllib3 >= 2.3;
+        without it the reader ends at its read timeout."""
+        self.closed = True
+        shutdown = getattr(self.resp, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+
+    def close(self) -> None:
+        self.closed = True
+        self.resp.close()
+        self.resp.release_conn()
+
+
+def _read(resp: Any, what: str) -> bytes:
+    try:
+        data = resp.data
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise TransientApiError(f"{what}: connection dropped: {exc}") from None
+    finally:
+        resp.release_conn()
+    return data.encode() if isinstance(data, str) else (data or b"")
+
+
+def api_error(status: int, what: str, data: bytes) -> ApiError:
+    """The errors-hierarchy exception of an HTTP status, with the API's own message."""
+    message = _status_message(data) or f"HTTP {status}"
+    text = f"{what}: {message} (HTTP {status})"
+    if status == 404:
+        return NotFoundError(text)
+    if status == 409:
+        return ConflictError(text)
+    if status == 410:
+        return GoneError(text)
+    if status == 429 or status >= 500:
+        return TransientApiError(text, status)
+    return PermanentApiError(text, status)
+
+
+def _status_message(data: bytes) -> str:
+    try:
+        status = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return " ".join(data[:200].decode(errors="replace").split())
+    if isinstance(status, dict):
+        return str(status.get("message") or status.get("reason") or "")
+    return ""
+
+
+def _path(kind: Kind, namespace: str | None = None, name: str = "", sub: str = "") -> str:
+    base = f"/apis/{kind.group}/{kind.version}" if kind.group else f"/api/{kind.version}"
+    if kind.namespaced and namespace:
+        base += f"/namespaces/{quote(namespace, safe='')}"
+    base += f"/{kind.plural}"
+    if name:
+        base += f"/{quote(name, safe='')}"
+    return f"{base}/{sub}" if sub else base
+
+
+def _where(kind: Kind, namespace: str, name: str) -> str:
+    return f"{namespace}/{name}" if kind.namespaced and namespace else name

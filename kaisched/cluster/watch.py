@@ -1,0 +1,230 @@
+"""Watches of a real cluster: each kind is listed once in subscribe(), then a
+daemon thread per kind streams its watch events into a queue that drain()
+empties without blocking.
+
+The HTTP side lives in kube.py (the only module that imports `kubernetes`);
+this module sees it through WatchSource, so it holds only the bookkeeping:
+resourceVersions, relists that reconcile after 410 Gone, and backoff.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import zlib
+from typing import Iterable, Iterator, Protocol
+
+import orjson
+
+from kaisched.cluster.client import Obj, WatchEvent
+from kaisched.cluster.kinds import Kind, object_key
+from kaisched.errors import ApiError, GoneError, NotFoundError, TransientApiError
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+
+
+class WatchStream(Protocol):
+    def lines(self) -> Iterator[bytes]:
+        """One watch event per line; raises TransientApiError if the connection drops."""
+        ...
+
+    def interrupt(self) -> None:
+        """Safe from another thread: unblocks a reader waiting in lines()."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class WatchSource(Protocol):
+    def list_with_version(self, kind: Kind) -> tuple[list[Obj], str]: ...
+
+    def watch_stream(self, kind: Kind, resource_version: str, timeout: int) -> WatchStream: ...
+
+
+class KubeSubscription:
+    """Implements Subscription. The first lists run in subscribe()'s thread, so
+    the first drain() lists what exists, as the memory backend's does; an API
+    that cannot be listed then raises there, not later in a thread."""
+
+    def __init__(self, source: WatchSource, kinds: Iterable[Kind], *, watch_timeout: int = 60,
+                 backoff: float = 0.5, max_backoff: float = 30.0,
+                 missing_retry: float = 300.0) -> None:
+        self.source = source
+        self.watch_timeout = watch_timeout
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.missing_retry = missing_retry
+        self.events: queue.SimpleQueue[WatchEvent] = queue.SimpleQueue()
+        self.stopped = threading.Event()
+        self._watches = [_KindWatch(self, kind) for kind in dict.fromkeys(kinds)]
+        for watch in self._watches:
+            watch.relist()
+        for watch in self._watches:
+            watch.thread.start()
+
+    def drain(self) -> list[WatchEvent]:
+        out: list[WatchEvent] = []
+        while True:
+            try:
+                out.append(self.events.get_nowait())
+            except queue.Empty:
+                return out
+
+    def close(self, timeout: float = 5.0) -> None:
+        self.stopped.set()
+        for watch in self._watches:
+            stream = watch.stream
+            if stream is not None:
+                stream.interrupt()
+        for watch in self._watches:
+            if watch.thread.is_alive():
+                watch.thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return any(w.thread.is_alive() for w in self._watches)
+
+
+class _KindWatch:
+    def __init__(self, sub: KubeSubscription, kind: Kind) -> None:
+        self.sub = sub
+        self.kind = kind
+        # key -> resourceVersion of what consumers were told: lets a relist say
+        # what vanished, and drops the replays some servers send on re-watch.
+        # Versions only, not objects: 140k pods must not be held twice.
+        self.known: dict[Key, str] = {}
+        self.resource_version = ""
+        self.missing = False
+        self.need_list = False                  # a 410 or 404 asks for a relist
+        self.progress = False                   # an event arrived since the last relist
+        self.stream: WatchStream | None = None
+        self.thread = threading.Thread(target=self._run, name=f"watch-{kind.plural}", daemon=True)
+
+    def relist(self) -> None:
+        try:
+            items, version = self.sub.source.list_with_version(self.kind)
+        except NotFoundError:
+            # The resource is not served (an optional CRD is not installed):
+            # say so once, report what it held as gone, and look again rarely.
+            if not self.missing:
+                log.info("%s is not served by this cluster; not watching it", self.kind)
+            self.missing = True
+            items, version = [], ""
+        else:
+            if self.missing:
+                log.info("%s is served now; watching it", self.kind)
+            self.missing = False
+        seen: set[Key] = set()
+        for obj in items:
+            key = object_key(obj)
+            seen.add(key)
+            self._upsert(key, obj)
+        for key in [k for k in self.known if k not in seen]:
+            del self.known[key]
+            self._emit("DELETED", self._tombstone(key))
+        self.resource_version = version
+        self.need_list = self.progress = False
+
+    def _run(self) -> None:
+        delay = self.sub.backoff
+        stopped = self.sub.stopped
+        while not stopped.is_set():
+            try:
+                if self.need_list:
+                    self.relist()
+                if self.missing:
+                    if stopped.wait(self.sub.missing_retry):
+                        return
+                    self.need_list = True
+                    continue
+                self._watch_once()
+                delay = self.sub.backoff
+            except (GoneError, NotFoundError) as exc:
+                # Expired (410) or vanished (404): list again, at once the first
+                # time; a server that does it again before any event gets backoff.
+                log.info("watch of %s ended (%s); listing again", self.kind, exc)
+                self.need_list = True
+                if not self.progress:
+                    stopped.wait(delay)
+                    delay = min(delay * 2, self.sub.max_backoff)
+            except ApiError as exc:
+                if stopped.is_set():
+                    return
+                log.warning("watch of %s failed, retrying in %.1fs: %s", self.kind, delay, exc)
+                stopped.wait(delay)
+                delay = min(delay * 2, self.sub.max_backoff)
+
+    def _watch_once(self) -> None:
+        stream = self.sub.source.watch_stream(self.kind, self.resource_version,
+                                              self.sub.watch_timeout)
+        self.stream = stream
+        try:
+            if self.sub.stopped.is_set():      # close() may have run before self.stream was set
+                return
+            for line in stream.lines():
+                if self.sub.stopped.is_set():
+                    return
+                if line.strip():
+                    self._handle(_parse(line, self.kind))
+            self.progress = True               # the server ended the watch (timeoutSeconds)
+        finally:
+            self.stream = None
+            stream.close()
+
+    def _handle(self, event: Obj) -> None:
+        type_, obj = event.get("type"), event.get("object")
+        if not isinstance(obj, dict):
+            raise TransientApiError(f"watch of {self.kind}: an event without an object: {type_}")
+        if type_ == "ERROR":
+            code, message = obj.get("code"), obj.get("message") or obj.get("reason") or ""
+            if code == 410:
+                raise GoneError(f"watch of {self.kind}: {message}")
+            raise TransientApiError(f"watch of {self.kind}: {message}",
+                                    code if isinstance(code, int) else 0)
+        self.progress = True
+        version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if type_ == "DELETED":
+            key = object_key(obj)
+            if self.known.pop(key, None) is not None:
+                self._emit("DELETED", obj)
+        elif type_ in ("ADDED", "MODIFIED"):
+            self._upsert(object_key(obj), obj)
+        if version:                             # BOOKMARKs only move the resourceVersion
+            self.resource_version = version
+
+    def _upsert(self, key: Key, obj: Obj) -> None:
+        version = _version(obj)
+        old = self.known.get(key)
+        if old == version:
+            return                              # a replay of what consumers already have
+        self.known[key] = version
+        self._emit("ADDED" if old is None else "MODIFIED", obj)
+
+    def _emit(self, type_: str, obj: Obj) -> None:
+        self.sub.events.put(WatchEvent(type_, self.kind, obj))
+
+    def _tombstone(self, key: Key) -> Obj:
+        # Only the key survives a relist (we keep versions, not objects);
+        # consumers delete by key.
+        meta = {"name": key[1], **({"namespace": key[0]} if key[0] else {})}
+        return {"apiVersion": self.kind.api_version, "kind": self.kind.kind, "metadata": meta}
+
+
+def _parse(line: bytes, kind: Kind) -> Obj:
+    try:
+        event = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        event = None
+    if not isinstance(event, dict):
+        raise TransientApiError(f"watch of {kind}: not a watch event: {line[:200]!r}")
+    return event
+
+
+def _version(obj: Obj) -> str:
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    if version:
+        return str(version)
+    # No resourceVersion (only emulators omit it): a content digest stands in.
+    return f"#{zlib.crc32(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)):08x}"
