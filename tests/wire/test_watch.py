@@ -36,6 +36,18 @@ def populated(cluster: KubeCluster) -> KubeCluster:
     return cluster
 
 
+
+def resumed_after(apiserver: Emulator, cluster: KubeCluster, first: object) -> None:
+    """The first watch answers with first; a second watch must follow and
+    deliver a PodGroup created after it."""
+    apiserver.call(lambda: apiserver.emu["watch", PG][:1] << (first,))
+    sub = cluster.subscribe([PODGROUP])
+    sub.drain()
+    collect(sub, lambda _: apiserver.count("watch", PG) >= 2)
+    apiserver.wait_watched(PODGROUPS)
+    cluster.create(build_podgroup("d"))
+    collect(sub, lambda ev: seen(ev, "ADDED", "d"))
+
 def test_first_drain_lists_everything_as_added(populated: KubeCluster) -> None:
     sub = populated.subscribe(SCHEDULING_KINDS)
     events = sub.drain()            # no waiting: the lists ran in subscribe()
@@ -138,14 +150,7 @@ def test_watch_ended_by_the_server_resumes_from_the_last_version(
         apiserver: Emulator, populated: KubeCluster) -> None:
     bookmark = {"type": "BOOKMARK", "object": {"apiVersion": PG_API, "kind": "PodGroup",
                                                "metadata": {"resourceVersion": "777"}}}
-    apiserver.call(lambda: apiserver.emu["watch", PG][:1] << (bookmark,))
-    sub = populated.subscribe([PODGROUP])
-    sub.drain()
-    collect(sub, lambda _: apiserver.count("watch", PG) >= 2)
-    apiserver.wait_watched(PODGROUPS)
-    populated.create(build_podgroup("d"))
-
-    collect(sub, lambda ev: seen(ev, "ADDED", "d"))
+    resumed_after(apiserver, populated, bookmark)
     versions = apiserver.call(lambda: [r.params.get("resourceVersion")
                                        for r in apiserver.emu["watch", PG]])
     assert versions[:2] == ["...", "777"]
@@ -227,12 +232,5 @@ def test_an_event_split_across_chunks_is_joined(apiserver: Emulator,
 
 def test_a_garbled_watch_is_dropped_and_resumed(apiserver: Emulator,
                                                 populated: KubeCluster) -> None:
-    apiserver.call(lambda: apiserver.emu["watch", PG][:1] << (b"<html>oops</html>\n",))
-    sub = populated.subscribe([PODGROUP])
-    sub.drain()
-    collect(sub, lambda _: apiserver.count("watch", PG) >= 2)
-    apiserver.wait_watched(PODGROUPS)
-    populated.create(build_podgroup("d"))
-
-    collect(sub, lambda ev: seen(ev, "ADDED", "d"))
+    resumed_after(apiserver, populated, b"<html>oops</html>\n")
     assert apiserver.count("list", PG) == 1
