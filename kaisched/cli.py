@@ -1,6 +1,11 @@
 """The kaisched command line (DESIGN 8). Errors print one line, never a traceback."""
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +69,50 @@ def replay(file: str, config_path: str | None, sessions: int, output: str) -> No
         click.echo(f"  {key}  {pg['phase']}  minMember={pg['minMember']}{why}")
     for failure in result.failures:
         click.echo(f"failed: {failure}")
+
+
+@main.command()
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="Default: the in-cluster config, else ~/.kube/config.")
+@click.option("--config", "config_path", help="Scheduler config YAML (default: built-in).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=8080, show_default=True,
+              help="Port of /metrics and /healthz (0: none).")
+@click.option("--lease-namespace", default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
+              show_default="$POD_NAMESPACE or kaisched-system")
+@click.option("--identity", default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
+              show_default="$POD_NAME or the host name")
+@click.option("--binders", type=click.IntRange(1, 64), default=8, show_default=True,
+              help="Bind requests in flight at once.")
+@click.option("--cycles", type=click.IntRange(min=1), help="Stop after this many cycles.")
+def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
+        lease_namespace: str, identity: str, binders: int, cycles: int | None) -> None:
+    """The scheduler against a cluster: leader election, /metrics, /healthz."""
+    from kaisched.api.clock import WallClock
+    from kaisched.binder import Binder
+    from kaisched.cluster.kube import KubeCluster
+    from kaisched.leader import LeaderElector
+    from kaisched.metrics import Metrics
+    from kaisched.scheduler import Scheduler, serve
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    registry = register_builtins()
+    config = _config(config_path, registry, None)
+    client = KubeCluster(kubeconfig)
+    clock = WallClock()
+    scheduler = Scheduler(client, config, registry, clock,
+                          Binder(client, clock.now, workers=binders))
+    metrics = Metrics()
+    server = metrics.serve(metrics_port) if metrics_port else None
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        serve(scheduler, stop, LeaderElector(client, clock, identity, lease_namespace),
+              metrics, cycles)
+    finally:
+        client.close()
+        if server is not None:
+            server.shutdown()
 
 
 @main.command()

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
+import threading
 import time
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import attrs
 
@@ -15,7 +17,14 @@ from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient
 from kaisched.framework import Registry, SchedulerConfig, Session
 from kaisched.framework.effects import Effect
+from kaisched.errors import ApiError
 from kaisched.framework.holds import Hold
+
+if TYPE_CHECKING:
+    from kaisched.leader import LeaderElector
+    from kaisched.metrics import Metrics
+
+log = logging.getLogger(__name__)
 
 
 # Watch events in one sync after which the cache is frozen out of the collector.
@@ -77,3 +86,33 @@ class Scheduler:
         report = self.binder.apply(effects)
         return CycleResult(effects, dict(ssn.placed), dict(ssn.reservations), report,
                            snapshotted - started, decided - snapshotted)
+
+
+def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | None = None,
+          metrics: Metrics | None = None, cycles: int | None = None) -> int:
+    """The production loop: every schedulePeriod, lead (or stand by with a warm
+    cache) and schedule. An API that cannot be reached skips the cycle and keeps
+    the cache; nothing is lost. Returns the number of cycles run."""
+    period = scheduler.config.schedule_period
+    done = 0
+    while not stop.is_set() and (cycles is None or done < cycles):
+        started = time.monotonic()
+        leading = elector.lead() if elector is not None else True
+        if metrics is not None:
+            metrics.leader.set(1 if leading else 0)
+        try:
+            if leading:
+                result = scheduler.run_once()
+                if metrics is not None:
+                    metrics.observe(result)
+            else:
+                scheduler.cache.sync(scheduler.client)     # a standby keeps up, to take over fast
+        except ApiError as exc:
+            log.warning("cycle skipped, the API cannot be reached: %s", exc)
+            if metrics is not None:
+                metrics.cycle_errors.inc()
+        done += 1
+        stop.wait(max(0.0, period - (time.monotonic() - started)))
+    if elector is not None:
+        elector.release()
+    return done

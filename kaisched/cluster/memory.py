@@ -73,6 +73,10 @@ class MemoryCluster:
 
     def patch(self, kind: Kind, namespace: str, name: str, patch: Obj) -> Obj:
         current = self._require(kind, namespace, name)
+        expected = (patch.get("metadata") or {}).get("resourceVersion")
+        if expected is not None and expected != current["metadata"].get("resourceVersion"):
+            # As the API server: a patch naming a resourceVersion is a compare-and-swap.
+            raise ConflictError(f"{kind.kind} {namespace}/{name} was changed meanwhile")
         patch = {k: v for k, v in patch.items() if k != "status"}
         updated = merge_patch(current, patch)
         if updated.get("spec") != current.get("spec"):

@@ -48,6 +48,7 @@ RESOURCES = {
     PODGROUPS: kmock.ResourceInfo(kind="PodGroup", namespaced=True, subresources={"status"}),
     QUEUES: kmock.ResourceInfo(kind="Queue", namespaced=False, subresources={"status"}),
     "batch/v1/jobs": kmock.ResourceInfo(kind="Job", namespaced=True),
+    "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
 }
 WAIT = 5.0          # the longest any test waits for the watch threads
 

@@ -1,0 +1,47 @@
+"""`kaisched run` against the emulator, through a kubeconfig file: it takes
+the Lease, binds the pods and leaves."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from kaisched.cli import main
+from kaisched.cluster.kinds import LEASE, POD
+from kaisched.cluster.kube import KubeCluster
+
+from .conftest import Emulator, build_node, build_pod
+
+
+def kubeconfig(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
+        "clusters": [{"name": "emulator", "cluster": {"server": url}}],
+        "users": [{"name": "tester", "user": {"token": "not-checked"}}],
+        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "tester"}}],
+    }))
+    return path
+
+
+def test_run_takes_the_lease_and_binds(apiserver: Emulator, cluster: KubeCluster,
+                                       tmp_path: Path) -> None:
+    cluster.create(build_node("n1", cpu="4"))
+    for i in range(2):
+        cluster.create(build_pod(f"p{i}"))
+    result = CliRunner().invoke(main, ["run", "--kubeconfig", str(kubeconfig(tmp_path, apiserver.url)),
+                                       "--cycles", "1", "--metrics-port", "0",
+                                       "--identity", "replica-1", "--lease-namespace", "default"])
+    assert result.exit_code == 0, result.output + result.stderr
+    assert {cluster.get(POD, "default", f"p{i}")["spec"].get("nodeName") for i in range(2)} == {"n1"}
+    lease = cluster.get(LEASE, "default", "kaisched")
+    assert lease is not None            # taken, then released on exit
+    assert lease["spec"].get("holderIdentity") in (None, "")
+
+
+def test_run_with_a_bad_kubeconfig_says_so_in_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--kubeconfig", str(tmp_path / "missing"),
+                                       "--cycles", "1", "--metrics-port", "0"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [f"error: kubeconfig {tmp_path / 'missing'} does not exist"]
