@@ -260,8 +260,12 @@ class _Stream:
         without it the reader ends at its read timeout."""
         self.closed = True
         shutdown = getattr(self.resp, "shutdown", None)
-        if shutdown is not None:
+        if shutdown is None:
+            return
+        try:
             shutdown()
+        except (OSError, ValueError, RuntimeError):
+            pass        # the reader closed it meanwhile: there is nothing left to unblock
 
     def close(self) -> None:
         self.closed = True
