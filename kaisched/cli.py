@@ -115,6 +115,41 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
             server.shutdown()
 
 
+@main.command("snapshot-dump")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="Default: the in-cluster config, else ~/.kube/config.")
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="The Snapshot file to write ('-': standard output).")
+@click.option("--config", "config_path", help="The scheduler config to record (default: built-in).")
+@click.option("--redact", is_flag=True,
+              help="Keep only what scheduling reads: no env, commands, images, foreign annotations.")
+def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
+                  redact: bool) -> None:
+    """Write the cluster's scheduling state as a Snapshot, to replay or explain."""
+    from kaisched.cluster.kinds import SCHEDULING_KINDS
+    from kaisched.cluster.kube import KubeCluster
+    from kaisched.errors import NotFoundError
+    from kaisched.snapshot import build_snapshot
+
+    config = _config(config_path, register_builtins(), None)
+    client = KubeCluster(kubeconfig)
+    items = []
+    try:
+        for kind in SCHEDULING_KINDS:
+            try:
+                items.extend(client.list(kind))
+            except NotFoundError:
+                continue        # a CRD that is not installed (scheduler-plugins PodGroup)
+    finally:
+        client.close()
+    data = orjson.dumps(build_snapshot(items, config.to_dict(), redact), option=orjson.OPT_INDENT_2)
+    if output == "-":
+        click.echo(data)
+    else:
+        Path(output).write_bytes(data)
+        click.echo(f"{len(items)} objects written to {output}", err=True)
+
+
 @main.command()
 @click.argument("podgroup", metavar="NS/PODGROUP")
 @click.option("--snapshot", "snapshot_path", required=True, type=click.Path(dir_okay=False),

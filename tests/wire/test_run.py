@@ -45,3 +45,28 @@ def test_run_with_a_bad_kubeconfig_says_so_in_one_line(tmp_path: Path) -> None:
                                        "--cycles", "1", "--metrics-port", "0"])
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [f"error: kubeconfig {tmp_path / 'missing'} does not exist"]
+
+
+def test_snapshot_dump_then_replay(apiserver: Emulator, cluster: KubeCluster,
+                                   tmp_path: Path) -> None:
+    cluster.create(build_node("n1", cpu="4"))
+    pod = build_pod("p0")
+    pod["spec"]["containers"][0].update({"image": "secret/image:1", "command": ["run"],
+                                         "env": [{"name": "TOKEN", "value": "hunter2"}]})
+    pod["metadata"]["annotations"] = {"team.example.com/owner": "alice"}
+    cluster.create(pod)
+    out = tmp_path / "snapshot.json"
+    result = CliRunner().invoke(main, ["snapshot-dump", "--kubeconfig",
+                                       str(kubeconfig(tmp_path, apiserver.url)),
+                                       "-o", str(out), "--redact"])
+    assert result.exit_code == 0, result.output + result.stderr
+    text = out.read_text()
+    assert "hunter2" not in text and "secret/image" not in text and "alice" not in text
+    snapshot = yaml.safe_load(text)
+    assert snapshot["kind"] == "Snapshot" and snapshot["config"]["schedulerName"] == "kaisched"
+    assert {(o["kind"], o["metadata"]["name"]) for o in snapshot["items"]} >= {("Node", "n1"),
+                                                                             ("Pod", "p0")}
+
+    replayed = CliRunner().invoke(main, ["replay", str(out), "--output", "json"])
+    assert replayed.exit_code == 0, replayed.stderr
+    assert '"default/p0": "n1"' in replayed.output
