@@ -49,11 +49,8 @@ def main() -> None:
               help="Group only pods with this spec.schedulerName.")
 def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_name: str) -> None:
     """Run the controller against a cluster until SIGTERM or Ctrl-C."""
-    try:
-        from kaisched.cluster.kube import KubeCluster
-    except ImportError as exc:
-        raise click.ClickException(f"the Kubernetes backend is not available: {exc}") from None
     from kaisched.api.clock import WallClock
+    from kaisched.cluster.kube import KubeCluster
     from podgrouper.controller import PodGrouper
 
     logging.basicConfig(level=logging.INFO,
@@ -64,7 +61,10 @@ def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_na
         signal.signal(sig, lambda *_: stop.set())
     grouper = PodGrouper(client, WallClock(), scheduler_name=scheduler_name,
                          owner_resync=owner_resync)
-    grouper.run(stop, period)
+    try:
+        grouper.run(stop, period)
+    finally:
+        client.close()
 
 
 @main.command()
