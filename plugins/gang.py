@@ -3,8 +3,6 @@ subgroup's minimum) can be; not-ready jobs go first; and the PodGroup status
 says, in numbers, why a job waits."""
 from __future__ import annotations
 
-import numpy as np
-
 from kaisched.api.job import Condition, JobInfo, PodGroupStatus
 from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
@@ -26,8 +24,7 @@ class GangPlugin(PluginBase):
     def on_session_open(self, ssn: Session) -> None:
         self.jobs = ssn.cluster.jobs
         self.table = ssn.cluster.table
-        self.usable = np.array([n.spec.ready and not n.spec.unschedulable
-                                for n in ssn.cluster.nodes.values()], dtype=bool)
+        self.usable = ssn.cluster.usable_nodes()
         ssn.register(Hook.JOB_VALID, job_invalid_reason)
         ssn.register(Hook.ENQUEUEABLE, self.min_resources_fit)
         ssn.register(Hook.JOB_READY, lambda job: gang_met(job, READY_STATUSES))

@@ -86,10 +86,15 @@ class ClusterInfo:
         return ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                            self.priority_classes, self.now)
 
+    def usable_nodes(self) -> np.ndarray:
+        """Mask of nodes that are Ready and not cordoned, in table order."""
+        return np.array([n.spec.ready and not n.spec.unschedulable for n in self.nodes.values()],
+                        dtype=bool)
+
     def total_allocatable(self) -> Resource:
-        """What schedulable nodes offer: the cake fair shares are cut from."""
-        mask = [n.spec.ready and not n.spec.unschedulable for n in self.nodes.values()]
-        return self.table.resource(self.table.alloc[mask].sum(axis=0)) if any(mask) else Resource()
+        """What usable nodes offer: the cake fair shares are cut from."""
+        mask = self.usable_nodes()
+        return self.table.resource(self.table.alloc[mask].sum(axis=0)) if mask.any() else Resource()
 
     # Accounting moves: the session's statement calls these and their inverses.
     def assign(self, task: TaskInfo, status: TaskStatus, node_name: NodeName) -> TaskInfo:

@@ -65,8 +65,6 @@ class Cache:
 
     def _apply_broken(self, event: WatchEvent, problem: str) -> None:
         namespace, name = object_key(event.obj)
-        if event.type == "DELETED":
-            return self._apply(event)
         if event.kind == POD:
             meta = event.obj.get("metadata") if isinstance(event.obj.get("metadata"), dict) else {}
             spec = event.obj.get("spec") if isinstance(event.obj.get("spec"), dict) else {}
@@ -79,7 +77,6 @@ class Cache:
                                                      PodGroupStatus(), problem, 0.0)
         elif event.kind == QUEUE:
             self.queues[name] = QueueInfo(QueueName(name), problem=problem)
-        return None
 
     def _apply(self, event: WatchEvent) -> None:
         obj, gone = event.obj, event.type == "DELETED"
