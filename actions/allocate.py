@@ -93,7 +93,7 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInf
         attempt.failure = refusal
         return attempt
     failed_classes: set = set()
-    for task in sorted(tasks, key=ssn.task_order_key):
+    for task in ssn.ordered_tasks(job, tasks):
         if (task.resreq, task.placement) in failed_classes:
             continue     # its twin found no node: neither will it
         refusal = ssn.allocatable(job, task)

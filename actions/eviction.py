@@ -18,6 +18,8 @@ from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import NodeName, TaskStatus
 from kaisched.framework import Hook, Session, Statement
 
+Check = Callable[[TaskInfo], str | None]
+
 
 def evictable_tasks(ssn: Session) -> list[TaskInfo]:
     """Every task on a node that an eviction could remove, in a stable order."""
@@ -37,6 +39,24 @@ def starving_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     return waiting
 
 
+def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
+    """Running jobs with pending tasks beyond their minimum, in the order of
+    starving_jobs: their extras may take other jobs' surplus, never a gang."""
+    queues = ssn.cluster.queues
+    waiting = []
+    for job in ssn.cluster.jobs.values():
+        if not job.count_of(TaskStatus.PENDING) or job.queue not in queues \
+                or not ssn.job_ready(job) or ssn.job_invalid(job):
+            continue
+        extras = [t for t in job.tasks.values()
+                  if t.status is TaskStatus.PENDING and t.key not in ssn.reservations]
+        if extras:
+            waiting.append((job, ssn.ordered_tasks(job, extras)))
+    waiting.sort(key=lambda jt: (ssn.queue_order_key(queues[jt[0].queue]),
+                                 ssn.job_order_key(jt[0])))
+    return waiting
+
+
 def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     """The pending tasks of a valid job that is not even pipelined-ready, in
     task order; empty when the job is not starving."""
@@ -44,7 +64,7 @@ def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
                if t.status is TaskStatus.PENDING and t.key not in ssn.reservations]
     if not pending or ssn.job_pipelined(job) or ssn.job_invalid(job):
         return []
-    return sorted(pending, key=ssn.task_order_key)
+    return ssn.ordered_tasks(job, pending)
 
 
 def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
@@ -55,9 +75,31 @@ def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
 
 
 def victim_order(ssn: Session) -> Callable[[TaskInfo], tuple]:
-    """Lowest priority first, then most recently started, then fewest pods."""
+    """Surplus tasks (those above their job's minimum) before whole gangs,
+    spread over jobs: the newest surplus task of every job before the second
+    of any. Then lowest priority first, most recently started, fewest pods."""
     jobs = ssn.cluster.jobs
-    return lambda t: (jobs[t.job].priority, -t.creation, len(jobs[t.job].tasks), t.key)
+    rank: dict[str, int] = {}
+    for job in {t.job for t in evictable_tasks(ssn)}:
+        info = jobs[job]
+        running = sorted((t for t in info.tasks.values() if t.status in EVICTABLE),
+                         key=lambda t: (-t.creation, t.key))
+        surplus = max(info.ready_count() - info.min_member, 0)
+        for i, task in enumerate(running):
+            rank[task.key] = i if i < surplus else -1
+
+    def key(t: TaskInfo) -> tuple:
+        r = rank.get(t.key, -1)
+        job = jobs[t.job]
+        return (r < 0, job.priority, max(r, 0), -t.creation, len(job.tasks), t.key)
+    return key
+
+
+def is_surplus(ssn: Session, victim: TaskInfo, group: list[TaskInfo]) -> bool:
+    """The victim goes alone and its job keeps its minimum (and, by the gang
+    plugin's eviction group, every subgroup's): a gang of one is no surplus."""
+    job = ssn.cluster.jobs[victim.job]
+    return len(group) == 1 and group[0].key == victim.key and job.ready_count() > job.min_member
 
 
 class RoomFinder:
@@ -93,26 +135,35 @@ class RoomFinder:
 
 
 def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hook: Hook,
-              victims: list[TaskInfo], reason: str, message: str) -> bool:
-    """Evict victims on node, each with its gang, until task fits; all or nothing."""
+              victims: list[TaskInfo], reason: str, message: str,
+              gangs: bool = True) -> bool:
+    """Evict victims on node until task fits; all or nothing.
+
+    Single surplus tasks go first; a candidate whose eviction would take its
+    job or a subgroup below the minimum is passed over for the next one, and
+    only when surplus is not enough do whole gangs go (never, if not gangs).
+    """
     table = ssn.cluster.table
     row, vec = table.index[node], table.vector(task.resreq)
     mark = stmt.checkpoint()
-    for victim in victims:
-        short = vec > table.future[row] + EPSILON
-        if not short.any():
-            break
-        current = ssn.cluster.jobs[victim.job].tasks.get(victim.key)
-        if current is None or current.status not in EVICTABLE:
-            continue        # gone already, with an earlier victim's gang
-        if not (table.vector(current.resreq)[short] > 0).any():
-            continue        # frees nothing the task lacks: evicting it is pure loss
-        group = ssn.eviction_group(current)
-        if any(t.status not in EVICTABLE for t in group) \
-                or len(ssn.victims(hook, task, group)) < len(group):
-            continue        # part of its gang cannot go: the gang stays whole
-        for member in group:
-            stmt.evict(member, reason, message)
+    for whole in (False, True) if gangs else (False,):
+        for victim in victims:
+            short = vec > table.future[row] + EPSILON
+            if not short.any():
+                break
+            current = ssn.cluster.jobs[victim.job].tasks.get(victim.key)
+            if current is None or current.status not in EVICTABLE:
+                continue        # gone already, with an earlier victim's gang
+            if not (table.vector(current.resreq)[short] > 0).any():
+                continue        # frees nothing the task lacks: evicting it is pure loss
+            group = ssn.eviction_group(current)
+            if is_surplus(ssn, current, group) == whole:
+                continue        # surplus first; a gang only once surplus is not enough
+            if any(t.status not in EVICTABLE for t in group) \
+                    or len(ssn.victims(hook, task, group)) < len(group):
+                continue        # part of its gang cannot go: the gang stays whole
+            for member in group:
+                stmt.evict(member, reason, message)
     if table.fits(vec, table.future[row:row + 1])[0]:
         return True
     stmt.rollback(mark)
@@ -121,11 +172,15 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
 
 def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
                       finder: Callable[[TaskInfo], RoomFinder], reason: str,
-                      check: Callable[[TaskInfo], str | None], verb: str = "preempted") -> bool:
+                      check: Callable[[TaskInfo], str | None], verb: str = "preempted",
+                      gangs: bool = True, order: Callable[[TaskInfo], tuple] | None = None) -> bool:
     """Pipeline the job's tasks, evicting where needed, until it is
-    pipelined-ready; commit then, else undo everything. True if committed."""
+    pipelined-ready; commit then, else undo everything. True if committed.
+
+    A job already pipelined-ready (an elastic job's extras) places one task
+    per call, and with gangs=False takes only other jobs' surplus tasks."""
     stmt = ssn.statement()
-    order = victim_order(ssn)
+    order = order or victim_order(ssn)
     for task in tasks:
         if check(task):
             break
@@ -139,7 +194,7 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
                 victims = sorted(ssn.victims(hook, task, here), key=order)
                 message = (f"{verb} by pod {task.key} of {job.key} "
                            f"(priority {job.priority}, queue {job.queue})")
-                if make_room(ssn, stmt, task, node, hook, victims, reason, message):
+                if make_room(ssn, stmt, task, node, hook, victims, reason, message, gangs):
                     stmt.pipeline(task, node)
                     break
             else:
@@ -150,9 +205,22 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
         evicted = sum(1 for op in stmt.ops if getattr(op, "reason", None))
         pipelined = len(stmt.ops) - evicted
         stmt.commit()
-        ssn.record_unschedulable(job, (
-            f"{pipelined} task(s) pipelined, minMember {job.min_member}; waiting for "
-            f"{evicted} {verb} pod(s) to terminate"))
+        if gangs:
+            ssn.record_unschedulable(job, (
+                f"{pipelined} task(s) pipelined, minMember {job.min_member}; waiting for "
+                f"{evicted} {verb} pod(s) to terminate"))
         return True
     stmt.discard()
     return False
+
+
+def place_extras_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
+                             finder: Callable[[TaskInfo], RoomFinder], check: Check,
+                             verb: str, order: Callable[[TaskInfo], tuple]) -> None:
+    """An elastic job's extras, one statement each, on other jobs' surplus.
+    The victim order is the action's, fixed before its first eviction, so
+    that the surplus taken is spread over jobs."""
+    for task in tasks:
+        if not place_by_eviction(ssn, job, [task], hook, finder, "Preempted", check, verb,
+                                 gangs=False, order=order):
+            return

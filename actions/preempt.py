@@ -1,10 +1,12 @@
-"""preempt (DESIGN 6.3): within one queue, a starving job evicts tasks of
-preemptible jobs with strictly lower priority, gang-wise, and is pipelined
-onto the room; nothing is evicted unless the job becomes pipelined-ready."""
+"""preempt: within one queue, a starving job evicts tasks of preemptible jobs
+with strictly lower priority, gang-wise, and is pipelined onto the room;
+nothing is evicted unless the job becomes pipelined-ready. A running elastic
+job's extra tasks may preempt too, but only other jobs' surplus tasks."""
 from __future__ import annotations
 
 from actions.eviction import (
-    RoomFinder, evictable_tasks, place_by_eviction, starving_jobs, victim_order,
+    RoomFinder, elastic_jobs, evictable_tasks, place_by_eviction, place_extras_by_eviction,
+    starving_jobs, victim_order,
 )
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
@@ -16,24 +18,31 @@ class PreemptAction:
     name = "preempt"
 
     def execute(self, ssn: Session) -> None:
-        jobs = starving_jobs(ssn)
-        if not jobs:
+        jobs, extras = starving_jobs(ssn), elastic_jobs(ssn)
+        if not jobs and not extras:
             return
         releasing_at_start = ssn.cluster.table.releasing.copy()
         by_queue: dict[QueueName, list[TaskInfo]] = {}
-        for task in sorted(evictable_tasks(ssn), key=victim_order(ssn)):
+        order = victim_order(ssn)
+        for task in sorted(evictable_tasks(ssn), key=order):
             by_queue.setdefault(ssn.cluster.jobs[task.job].queue, []).append(task)
         finders: dict[tuple[QueueName, int], RoomFinder] = {}
-        for job, tasks in jobs:
-            if not by_queue.get(job.queue) or ssn.job_pipelined(job):
-                continue
 
-            def finder(task: TaskInfo, job: JobInfo = job) -> RoomFinder:
+        def finder_of(job: JobInfo):
+            def finder(task: TaskInfo) -> RoomFinder:
                 key = (job.queue, job.priority)
                 if key not in finders:
                     victims = ssn.victims(Hook.PREEMPTABLE, task, by_queue[job.queue])
                     finders[key] = RoomFinder(ssn, victims, releasing_at_start)
                 return finders[key]
+            return finder
 
-            place_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder, "Preempted",
+        for job, tasks in jobs:
+            if not by_queue.get(job.queue) or ssn.job_pipelined(job):
+                continue
+            place_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job), "Preempted",
                               lambda t, job=job: ssn.allocatable(job, t))
+        for job, tasks in extras:
+            if by_queue.get(job.queue):
+                place_extras_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job),
+                                         lambda t, job=job: ssn.allocatable(job, t), "preempted", order)

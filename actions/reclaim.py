@@ -1,11 +1,20 @@
-"""reclaim (DESIGN 6.4): across queues, a job of a queue below its fair share
-evicts tasks of queues above theirs, while each victim queue stays at or
-above its fair share and quota and the reclaimer stays within its own."""
+"""reclaim: across queues, a job of a queue within its fair share evicts
+tasks of queues over theirs, gang-wise, and is pipelined onto the room.
+
+Which victims may go is the proportion plugin's rule (compared where the two
+queues' branches meet, only the resources the reclaimer lacks, the victim's
+side over its fair share and never below its quota, the reclaimer's side
+within its fair share). A running elastic job's extra tasks may reclaim too,
+but only other jobs' surplus tasks.
+"""
 from __future__ import annotations
 
 from actions.eviction import (
-    RoomFinder, evictable_tasks, place_by_eviction, starving_jobs, victim_order,
+    RoomFinder, elastic_jobs, evictable_tasks, place_by_eviction, place_extras_by_eviction,
+    starving_jobs, victim_order,
 )
+from kaisched.api.job import JobInfo
+from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import QueueName
 from kaisched.framework import Hook, Session
@@ -15,22 +24,33 @@ class ReclaimAction:
     name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
-        jobs = starving_jobs(ssn)
-        candidates = sorted(evictable_tasks(ssn), key=victim_order(ssn)) if jobs else []
+        jobs, extras = starving_jobs(ssn), elastic_jobs(ssn)
+        if not jobs and not extras:
+            return
+        order = victim_order(ssn)
+        candidates = sorted(evictable_tasks(ssn), key=order)
         if not candidates:
             return
         releasing_at_start = ssn.cluster.table.releasing.copy()
-        finders: dict[QueueName, RoomFinder] = {}
+        finders: dict[tuple[QueueName, Resource], RoomFinder] = {}
+
+        def finder_of(job: JobInfo):
+            def finder(task: TaskInfo) -> RoomFinder:
+                key = (job.queue, task.resreq)
+                if key not in finders:
+                    victims = ssn.victims(Hook.RECLAIMABLE, task, candidates)
+                    finders[key] = RoomFinder(ssn, victims, releasing_at_start)
+                return finders[key]
+            return finder
+
+        def check(job: JobInfo):
+            return lambda t: ssn.allocatable(job, t) or ssn.overused(job, t)
+
         for job, tasks in jobs:
             if ssn.job_pipelined(job) or ssn.overused(job, tasks[0]):
                 continue
-
-            def finder(task: TaskInfo, queue: QueueName = job.queue) -> RoomFinder:
-                if queue not in finders:
-                    victims = ssn.victims(Hook.RECLAIMABLE, task, candidates)
-                    finders[queue] = RoomFinder(ssn, victims, releasing_at_start)
-                return finders[queue]
-
-            place_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder, "Preempted",
-                              lambda t, job=job: ssn.allocatable(job, t) or ssn.overused(job, t),
-                              verb="reclaimed")
+            place_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job), "Preempted",
+                              check(job), verb="reclaimed")
+        for job, tasks in extras:
+            place_extras_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job),
+                                     check(job), "reclaimed", order)

@@ -13,13 +13,13 @@ from typing import Callable, Sequence
 import attrs
 
 from kaisched.api.types import Reason
-from kaisched.cache.convert import status_dict
+from kaisched.cache.convert import queue_status_dict, status_dict
 from kaisched.cluster.client import ClusterClient
 from kaisched.cluster.events import event_object
-from kaisched.cluster.kinds import POD, PODGROUP
+from kaisched.cluster.kinds import POD, PODGROUP, QUEUE
 from kaisched.errors import ApiError, TransientApiError
 from kaisched.framework.effects import (
-    Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus,
+    Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
 )
 
 COMPONENT = "kaisched"
@@ -93,6 +93,9 @@ class Binder:
         elif isinstance(effect, SetPodGroupStatus):
             ns, name = effect.job.split("/", 1)
             self.client.patch_status(PODGROUP, ns, name, status_dict(effect.status))
+        elif isinstance(effect, SetQueueStatus):
+            self.client.patch_status(QUEUE, "", effect.queue,
+                                     queue_status_dict(effect.status, effect.previous))
         elif isinstance(effect, SetPodCondition):
             ns, name = effect.pod.split("/", 1)
             pod = self.client.get(POD, ns, name)

@@ -26,7 +26,11 @@ class ApiError(KaischedError):
 
 
 class TransientApiError(ApiError):
-    """Worth retrying: conflicts, server errors, timeouts, throttling."""
+    """Worth retrying: server errors, timeouts, throttling, an unreachable server."""
+
+
+class UnreachableError(TransientApiError):
+    """No answer at all: the connection was refused, timed out or dropped."""
 
 
 class PermanentApiError(ApiError):
@@ -38,7 +42,10 @@ class NotFoundError(PermanentApiError):
         super().__init__(message, 404)
 
 
-class ConflictError(TransientApiError):
+class ConflictError(PermanentApiError):
+    """409: the object exists, changed meanwhile, or (a bind) the pod is already
+    assigned. Sending the same request again cannot help: re-read instead."""
+
     def __init__(self, message: str) -> None:
         super().__init__(message, 409)
 

@@ -1,13 +1,15 @@
 """Prometheus metrics and the /metrics and /healthz endpoints of `kaisched run`."""
 from __future__ import annotations
 
+import contextlib
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client import generate_latest
 
-from kaisched.framework.effects import Bind, Evict
+from kaisched.api.queue import QueueStatus
+from kaisched.framework.effects import Bind, Evict, SetQueueStatus
 
 _BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30)
 
@@ -31,6 +33,15 @@ class Metrics:
         self.leader = Gauge("kaisched_is_leader", "1 while this replica schedules.", registry=r)
         self.cycle_errors = Counter("kaisched_cycle_errors",
                                     "Cycles that could not reach the API.", registry=r)
+        # The numbers of each Queue's status, per resource (cpu in cores, memory in bytes).
+        self.queue_amounts = {
+            field: Gauge(f"kaisched_queue_{field}", text, ["queue", "resource"], registry=r)
+            for field, text in (("allocated", "What the queue's pods hold."),
+                                ("fair_share", "The queue's fair share, last cycle."),
+                                ("quota", "The queue's quota."),
+                                ("limit", "The queue's limit, where it has one."))}
+        self.queue_jobs = Gauge("kaisched_queue_jobs", "The queue's jobs by state.",
+                                ["queue", "state"], registry=r)
 
     def observe(self, result: object) -> None:
         """Record one CycleResult."""
@@ -43,6 +54,23 @@ class Metrics:
                 self.evictions.labels(effect.reason).inc()
         self.bind_failures.inc(len(result.report.failed))        # type: ignore[attr-defined]
         self.pipelined.set(len(result.reservations))             # type: ignore[attr-defined]
+        for effect in result.effects:                            # type: ignore[attr-defined]
+            if isinstance(effect, SetQueueStatus):
+                self.observe_queue(effect.queue, effect.status, effect.previous)
+
+    def observe_queue(self, queue: str, status: QueueStatus, previous: QueueStatus | None) -> None:
+        """A queue's new status (a cycle reports only changed ones): its figures,
+        and resources it no longer has dropped."""
+        for field, gauge in self.queue_amounts.items():
+            new = dict(getattr(status, field))
+            for name, _ in getattr(previous, field) if previous else ():
+                if name not in new:
+                    with contextlib.suppress(KeyError):
+                        gauge.remove(queue, name)
+            for name, value in new.items():
+                gauge.labels(queue, name).set(value / 1000 if name == "cpu" else value)
+        self.queue_jobs.labels(queue, "running").set(status.running_jobs)
+        self.queue_jobs.labels(queue, "pending").set(status.pending_jobs)
 
     def serve(self, port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:
         """/metrics and /healthz in a daemon thread. /healthz answers on a standby

@@ -31,18 +31,26 @@ class LoadedFile:
     config: dict[str, Any] | None = None
 
 
-def load_file(path: str | Path) -> LoadedFile:
+def load_file(path: str | Path, check_kinds: bool = True) -> LoadedFile:
+    """Objects of a file; `check_kinds=False` leaves unknown kinds to the caller
+    (replay reports and skips them, see kaisched.validation)."""
+    return load_text(read_text(path), str(path), check_kinds)
+
+
+def read_text(path: str | Path) -> str:
+    """A text file's content, or an InputError that says in one line why not."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc.__class__.__name__}") from None
-    return load_text(text, str(path))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); a binary file?") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc.__class__.__name__}") from None
 
 
-def load_text(text: str, source: str = "input") -> LoadedFile:
+def load_text(text: str, source: str = "input", check_kinds: bool = True) -> LoadedFile:
     if text.lstrip().startswith("{"):
         try:
             docs: list[Any] = [orjson.loads(text)]
@@ -65,15 +73,15 @@ def load_text(text: str, source: str = "input") -> LoadedFile:
             if doc.get("apiVersion") != SNAPSHOT_API_VERSION:
                 raise InputError(f"{source}: Snapshot apiVersion must be {SNAPSHOT_API_VERSION}")
             config = doc.get("config") or None
-            objects.extend(_checked(doc.get("items") or [], source, i))
+            objects.extend(_checked(doc.get("items") or [], source, i, check_kinds))
         elif str(doc.get("kind", "")).endswith("List") and "items" in doc:
-            objects.extend(_checked(doc.get("items") or [], source, i))
+            objects.extend(_checked(doc.get("items") or [], source, i, check_kinds))
         else:
-            objects.extend(_checked([doc], source, i))
+            objects.extend(_checked([doc], source, i, check_kinds))
     return LoadedFile(objects, config)
 
 
-def _checked(items: Iterable[Any], source: str, doc: int) -> list[dict[str, Any]]:
+def _checked(items: Iterable[Any], source: str, doc: int, check_kinds: bool) -> list[dict[str, Any]]:
     out = []
     for obj in items:
         where = f"{source}: document {doc}"
@@ -87,7 +95,7 @@ def _checked(items: Iterable[Any], source: str, doc: int) -> list[dict[str, Any]
             raise InputError(f"{where}: {kind} has no metadata.name")
         group = api.rpartition("/")[0]
         known = _CORE_KINDS if api == "v1" else _KNOWN_GROUP_KINDS.get(group)
-        if known is not None and kind not in known:
+        if check_kinds and known is not None and kind not in known:
             raise InputError(f"{where}: unknown kind {kind!r} for apiVersion {api}")
         out.append(obj)
     return out

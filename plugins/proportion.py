@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections import defaultdict
 
 import networkx as nx
+import numpy as np
 
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import ROOT, QueueInfo
+from kaisched.api.queue_status import queue_statuses
 from kaisched.api.resource import PODS, Resource, format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, QueueName, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
+from kaisched.framework.effects import SetQueueStatus
 
 # What counts against a queue: a Releasing task is on its way out, and counting
 # it would make a queue look over its share again after every reclaim.
@@ -50,6 +53,7 @@ class ProportionPlugin(PluginBase):
         # A queue and its ancestors: whose usage and limits a task touches.
         self._chain = {q: [q, *sorted(a for a in nx.ancestors(self.tree, q) if a != ROOT)]
                        for q in self.queues}
+        self._parent = {q: next(iter(self.tree.predecessors(q)), ROOT) for q in self.queues}
         self.allocated: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.pinned: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         demand: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -74,6 +78,7 @@ class ProportionPlugin(PluginBase):
             self._add(demand, queue, res, count)
         total = cluster.total_allocatable()
         self.deserved = self._fair_shares(total, demand)
+        ssn.register(Hook.QUEUE_ORDER, self.at_quota)     # below quota first
         ssn.register(Hook.QUEUE_ORDER, self.share)
         ssn.register(Hook.QUEUE_ORDER, lambda queue: -queue.priority)   # ties: higher first
         ssn.register(Hook.JOB_VALID, self._job_invalid)
@@ -84,6 +89,16 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.ON_ALLOCATE, lambda task: self._account_task(task, 1.0))
         ssn.register(Hook.ON_DEALLOCATE, lambda task: self._account_task(task, -1.0))
         self._jobs = cluster.jobs
+        self.table = cluster.table
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Write each Queue's status (use, fair share, quota, limit, jobs) where it changed."""
+        statuses = queue_statuses(self.queues, self.tree, ssn.cluster.jobs.values(),
+                                  self.deserved, self.allocated)
+        for name, status in sorted(statuses.items()):
+            queue = self.queues[name]
+            if queue.declared and status != queue.status:
+                ssn.emit(SetQueueStatus(name, status, queue.status))
 
     # -- fair share ------------------------------------------------------------------
     def _fair_shares(self, total: Resource, demand: dict) -> dict[QueueName, dict[str, float]]:
@@ -110,6 +125,15 @@ class ProportionPlugin(PluginBase):
                     shares[c][name] = value
             deserved.update(shares)
         return deserved
+
+    def at_quota(self, queue: QueueInfo) -> bool:
+        """False while the queue uses less than its quota of every resource it
+        has one for: what it is guaranteed comes before anyone's fair share of
+        the rest, or the room would be handed out only to be reclaimed."""
+        quotas = [(name, amount) for name, amount in queue.quota.items
+                  if name != PODS and amount > 0]
+        used = self.allocated[queue.name]
+        return not quotas or any(used[name] >= amount - _EPS for name, amount in quotas)
 
     def share(self, queue: QueueInfo) -> float:
         """Dominant share: the largest fraction of its fair share a queue uses."""
@@ -168,32 +192,91 @@ class ProportionPlugin(PluginBase):
         return None
 
     def _reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """Victims from other queues, taken in order while every queue they
-        leave stays at or above both its fair share and its quota."""
-        mine = set(self._chain[self._jobs[reclaimer.job].queue])
+        """Victims from other queues, taken in order while the rules hold.
+
+        The queues are compared where their branches meet: the children of
+        their lowest common parent on the reclaimer's and the victim's side.
+        Only resources the reclaimer lacks on the victim's node count. The
+        victim's side must be over its fair share in one of them before each
+        eviction (an indivisible victim may take it below), and no queue on the
+        victim's side is taken below its quota; the reclaimer's side must stay
+        within its fair share once the reclaimer runs, so a later session never
+        has cause to take the room back.
+        """
+        mine = self._jobs[reclaimer.job].queue
+        table = self.table
+        need = table.vector(reclaimer.resreq)
         taken: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         out = []
         for victim in candidates:
             queue = self._jobs[victim.job].queue
-            chain = [q for q in self._chain.get(queue, ()) if q not in mine]
-            if not chain:
+            sides = self._sides(mine, queue)
+            if sides is None:
                 continue        # same queue (or subtree): that is preempt's business
-            if all(self._stays_above(q, victim.resreq, taken[q]) for q in chain):
-                for q in chain:
-                    for res, amount in victim.resreq.items:
-                        taken[q][res] += amount
-                out.append(victim)
+            row = table.index.get(victim.node_name)  # type: ignore[arg-type]
+            if row is None:
+                continue
+            short = need > table.future[row] + _EPS
+            lacking = [table.dims[d] for d in np.flatnonzero(short) if table.dims[d] != PODS]
+            freed = [r for r in lacking if victim.resreq.get(r) > 0]
+            if not freed or not self._within_fair_share(sides[0], reclaimer.resreq, lacking):
+                continue
+            victim_side = sides[1]
+            if not any(self._over_fair_share(victim_side, r, taken[victim_side]) for r in freed):
+                continue
+            if not all(self._keeps_quota(q, victim.resreq, taken[q], freed) for q in sides[2]):
+                continue
+            for q in sides[2]:
+                for res, amount in victim.resreq.items:
+                    taken[q][res] += amount
+            out.append(victim)
         return out
 
-    def _stays_above(self, queue: QueueName, res: Resource, taken: dict[str, float]) -> bool:
-        fair, used, quota = self.deserved.get(queue, {}), self.allocated[queue], self.queues[queue].quota
-        for name, amount in res.items:
-            if name == PODS:
-                continue
-            after = used[name] - taken[name] - amount
-            if after < fair.get(name, 0.0) - _EPS or after < quota.get(name) - _EPS:
+    def _sides(self, mine: QueueName, theirs: QueueName
+               ) -> tuple[QueueName, QueueName, list[QueueName]] | None:
+        """Where the branches of two queues meet: the reclaimer's and the
+        victim's ancestors under their lowest common parent, and the queues
+        from the victim's up to its ancestor. None within one branch."""
+        if mine == theirs or mine not in self._parent or theirs not in self._parent:
+            return None
+        up_mine = self._path_up(mine)
+        on_mine = set(up_mine)
+        below: list[QueueName] = []
+        for queue in self._path_up(theirs):
+            if queue in on_mine:
+                return None         # the victim's queue is above the reclaimer's
+            below.append(queue)
+            if self._parent[queue] in on_mine or self._parent[queue] == ROOT:
+                break
+        meet = self._parent[below[-1]]
+        return next(q for q in up_mine if self._parent[q] == meet), below[-1], below
+
+    def _path_up(self, queue: QueueName) -> list[QueueName]:
+        """The queue, its parent, and so on up to a top-level queue."""
+        path = [queue]
+        while self._parent[path[-1]] != ROOT:
+            path.append(self._parent[path[-1]])
+        return path
+
+    def _over_fair_share(self, queue: QueueName, res: str, taken: dict[str, float]) -> bool:
+        used = self.allocated[queue][res] - taken[res]
+        return used > self.deserved.get(queue, {}).get(res, 0.0) + _EPS
+
+    def _keeps_quota(self, queue: QueueName, res: Resource, taken: dict[str, float],
+                     contended: list[str]) -> bool:
+        """After evicting res, the queue keeps at least its quota of the
+        contended resources (or all it has, when it uses less)."""
+        used, quota = self.allocated[queue], self.queues[queue].quota
+        for name in contended:
+            before = used[name] - taken[name]
+            after = before - res.get(name)
+            if after < min(quota.get(name), before) - _EPS:
                 return False
         return True
+
+    def _within_fair_share(self, queue: QueueName, res: Resource, contended: list[str]) -> bool:
+        fair, used = self.deserved.get(queue, {}), self.allocated[queue]
+        return all(used[n] + res.get(n) <= fair.get(n, 0.0) + _EPS for n in contended)
 
     def _overused(self, job: JobInfo, task: TaskInfo) -> str | None:
         """A queue may reclaim only up to its own fair share."""

@@ -1,27 +1,49 @@
 """ClusterInfo: everything one session decides over."""
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import attrs
 import networkx as nx
 import numpy as np
 
+from kaisched.api.domains import Domains
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
+from kaisched.api.placement import NO_RULES, PodRules
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, QueueName, TaskStatus
+from kaisched.api.types import (
+    OCCUPYING_STATUSES, JobKey, NodeName, PodKey, QueueName, TaskStatus,
+)
 
 
 @attrs.frozen(slots=True)
 class ForeignPod:
-    """A pod of another scheduler: it only takes room on its node."""
+    """A pod of another scheduler: room on its node, and what the placement
+    rules of other pods read (labels, its own anti-affinity, host ports)."""
 
     node_name: NodeName
     resreq: Resource
     releasing: bool = False
+    key: PodKey = PodKey("")
+    labels: tuple[tuple[str, str], ...] = ()
+    rules: PodRules = NO_RULES
+
+    @property
+    def namespace(self) -> str:
+        return self.key.split("/", 1)[0]
+
+
+@attrs.frozen(slots=True)
+class RulesInPlay:
+    """Which pod labels any placement rule of the cluster reads: pods that agree
+    on these (and on their namespace) answer every rule alike."""
+
+    label_keys: frozenset[str] = frozenset()
+    any_rule: bool = False        # some pod has inter-pod affinity or spread constraints
+    host_ports: bool = False      # some pod asks for a host port
 
 
 @attrs.define(eq=False)
@@ -33,11 +55,16 @@ class ClusterInfo:
     tree: nx.DiGraph
     priority_classes: dict[str, int] = attrs.field(factory=dict)
     now: float = 0.0
+    foreign: tuple[ForeignPod, ...] = ()
+    namespace_labels: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    _rules: RulesInPlay | None = None
+    _domains: dict[str, Domains] = attrs.field(factory=dict)   # node labels: shared by clones
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
                  queues: Iterable[QueueInfo], priority_classes: dict[str, int] | None = None,
-                 foreign: Iterable[ForeignPod] = (), now: float = 0.0) -> ClusterInfo:
+                 foreign: Iterable[ForeignPod] = (), now: float = 0.0,
+                 namespace_labels: Mapping[str, Mapping[str, str]] | None = None) -> ClusterInfo:
         """Lay out the node table and account every pod that occupies a node.
 
         A task whose node is unknown keeps its status but takes no room.
@@ -52,6 +79,7 @@ class ClusterInfo:
             names.update(res.names())
         table = NodeTable(specs, resource_dims(sorted(names)))
         node_infos = {s.name: NodeInfo(s, i, table) for i, s in enumerate(specs)}
+        foreign = tuple(foreign)
         for pod in foreign:
             idx = table.index.get(pod.node_name)
             if idx is not None:
@@ -74,7 +102,7 @@ class ClusterInfo:
             table.add_many(np.array(rows), np.array(vecs), np.array(releasing))
         queue_map, tree = build_queue_tree(queues)
         return cls(node_infos, table, {j.key: j for j in jobs}, queue_map, tree,
-                   dict(priority_classes or {}), now)
+                   dict(priority_classes or {}), now, foreign, dict(namespace_labels or {}))
 
     def clone(self) -> ClusterInfo:
         """A copy a session may change: tasks and specs are shared (frozen),
@@ -84,7 +112,36 @@ class ClusterInfo:
                  for n, info in self.nodes.items()}
         jobs = {k: j.clone() for k, j in self.jobs.items()}
         return ClusterInfo(nodes, table, jobs, self.queues, self.tree,
-                           self.priority_classes, self.now)
+                           self.priority_classes, self.now, self.foreign, self.namespace_labels,
+                           self._rules, self._domains)
+
+    def domains(self, key: str) -> Domains:
+        """The nodes grouped by the label key, in table order."""
+        found = self._domains.get(key)
+        if found is None:
+            found = self._domains[key] = Domains(key, [n.spec for n in self.nodes.values()])
+        return found
+
+    def rules_in_play(self) -> RulesInPlay:
+        """The label keys every selector of every pod rule reads (computed once;
+        distinct placements are few, so this looks at each once)."""
+        if self._rules is None:
+            seen: set[int] = set()
+            keys: set[str] = set()
+            any_rule = ports = False
+            placements = [t.placement.rules for job in self.jobs.values()
+                          for t in job.tasks.values()]
+            for rules in [*placements, *(p.rules for p in self.foreign)]:
+                if not rules or id(rules) in seen:
+                    continue
+                seen.add(id(rules))
+                ports = ports or bool(rules.host_ports)
+                for matcher in rules.matchers():
+                    any_rule = True
+                    if matcher.selector is not None:
+                        keys |= matcher.selector.keys()
+            self._rules = RulesInPlay(frozenset(keys), any_rule, ports)
+        return self._rules
 
     def usable_nodes(self) -> np.ndarray:
         """Mask of nodes that are Ready and not cordoned, in table order."""

@@ -13,9 +13,25 @@ from kaisched.api.types import (
 
 
 @attrs.frozen(slots=True)
+class TopologyRule:
+    """Where a gang (or a subgroup) must or would like to sit whole: inside one
+    domain of a node label (a rack, a block, a zone, an NVLink clique)."""
+
+    required: str | None = None     # no domain of this level fits: the gang waits
+    preferred: str | None = None    # the tightest fitting domain, widening level by level
+
+    def __bool__(self) -> bool:
+        return bool(self.required or self.preferred)
+
+
+NO_TOPOLOGY = TopologyRule()
+
+
+@attrs.frozen(slots=True)
 class SubGroup:
     name: str
     min_member: int
+    topology: TopologyRule = NO_TOPOLOGY
 
 
 @attrs.frozen(slots=True)
@@ -61,6 +77,7 @@ class GangSpec:
     stale_grace: float | None = None
     wait_time: float | None = None  # NonStrict: how long placements may be held
     declared: bool = False          # a PodGroup object exists for it
+    topology: TopologyRule = NO_TOPOLOGY
     generation: int = 0
 
 

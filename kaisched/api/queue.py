@@ -1,4 +1,4 @@
-"""QueueInfo and the queue tree (a networkx DiGraph, parent -> child)."""
+"""QueueInfo, QueueStatus and the queue tree (a networkx DiGraph, parent -> child)."""
 from __future__ import annotations
 
 from typing import Iterable
@@ -11,6 +11,29 @@ from kaisched.api.types import DEFAULT_QUEUE, QueueName
 
 ROOT = QueueName("")      # the implicit root above every top-level queue
 
+# Amounts by resource name, sorted; unlike a Resource it keeps zeros, which a
+# person reading a queue's status wants to see ("0 of 4 GPUs").
+Amounts = tuple[tuple[str, float], ...]
+
+
+@attrs.frozen(slots=True)
+class QueueStatus:
+    """What kaisched reports on a Queue: its use against its shares, and its jobs.
+
+    Amounts are rounded as they are written (whole millicores and bytes,
+    thousandths of anything else), so a status read back equals the one written.
+    """
+
+    allocated: Amounts = ()         # held by the queue's (and its children's) pods
+    fair_share: Amounts = ()        # its deserved share, last session
+    quota: Amounts = ()
+    limit: Amounts = ()             # only the resources that have one
+    running_jobs: int = 0
+    pending_jobs: int = 0
+
+    def get(self, field: str, name: str) -> float | None:
+        return next((v for k, v in getattr(self, field) if k == name), None)
+
 
 @attrs.frozen(slots=True)
 class QueueInfo:
@@ -22,6 +45,8 @@ class QueueInfo:
     weights: tuple[tuple[str, float], ...] = ()    # absent: 1
     creation: float = 0.0
     problem: str | None = None
+    declared: bool = False              # a Queue object exists (the implicit default has none)
+    status: QueueStatus | None = None   # as last written to the object
 
     def limit(self, name: str) -> float | None:
         return next((v for k, v in self.limits if k == name), None)

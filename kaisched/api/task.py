@@ -23,6 +23,7 @@ class TaskInfo:
     placement: Placement = NO_PLACEMENT
     critical: bool = False               # kube-system or a system-* priority class
     unschedulable: str | None = None     # the PodScheduled=False message it carries
+    labels: tuple[tuple[str, str], ...] = ()   # sorted; what other pods' selectors read
 
     @property
     def namespace(self) -> str:

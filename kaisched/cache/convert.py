@@ -10,11 +10,15 @@ import orjson
 
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
-from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup
+from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup, TopologyRule
 from kaisched.api.node import NodeSpec
-from kaisched.api.quantity import parse_duration
-from kaisched.api.placement import Placement, Requirement, SelectorTerm, Taint, Toleration
-from kaisched.api.queue import QueueInfo
+from kaisched.api.quantity import parse_duration, parse_quantity
+from kaisched.api.placement import (
+    NO_RULES, HostPort, LabelSelector, Placement, PodAffinityTerm, PodMatcher, PodRules, Requirement,
+    SelectorTerm, SpreadConstraint, Taint, Toleration, WeightedPodTerm,
+)
+from kaisched.api.queue import Amounts, QueueInfo, QueueStatus
+from kaisched.api.queue_status import canonical
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import (
     GangMode, JobKey, NodeName, PodGroupPhase, PodKey, QueueName, TaskStatus, job_key, pod_key,
@@ -26,14 +30,18 @@ _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 # rather than being scheduled alone (which would break the gang).
 GANG_OWNER_GROUPS = frozenset({"kubeflow.org", "jobset.x-k8s.io", "ray.io", "batch"})
 DEFAULT_MAX_PODS = 110
+# KAI's topology annotations on a PodGroup: node labels naming a topology level.
+KAI_TOPOLOGY_REQUIRED = "kai.scheduler/topology-required-placement"
+KAI_TOPOLOGY_PREFERRED = "kai.scheduler/topology-preferred-placement"
 
 
 @attrs.frozen(slots=True)
 class GangRef:
     """Which gang a pod names, and how."""
 
-    source: str            # kaisched | x-k8s | koordinator | volcano | owner | none
+    source: str            # kaisched | x-k8s | upstream | koordinator | volcano | owner | none
     name: str = ""
+    replica: str = ""      # upstream workloadRef.podGroupReplicaKey: one gang per replica
 
 
 @attrs.frozen(slots=True)
@@ -58,6 +66,7 @@ class PodFacts:
     critical: bool
     unschedulable: str | None
     problem: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -74,10 +83,16 @@ def _resources(raw: Any, where: str, problems: list[str]) -> Resource:
         problems.append(f"{where}: expected a map of quantities")
         return Resource()
     try:
-        return Resource.from_quantities(raw)
+        res = Resource.from_quantities(raw)
     except ValueError as exc:
         problems.append(f"{where}: {exc}")
         return Resource()
+    # A negative amount would hand room back to the node it lands on.
+    negative = next((name for name, value in res.items if value < 0), None)
+    if negative is not None:
+        problems.append(f"{where}: {negative}: negative quantity {raw[negative]!r}")
+        return Resource()
+    return res
 
 
 def pod_request(spec: Obj, problems: list[str]) -> Resource:
@@ -136,7 +151,7 @@ def _requirements(raw: Any) -> tuple[Requirement, ...]:
                  for r in raw or () if isinstance(r, dict))
 
 
-def placement(spec: Obj) -> Placement:
+def placement(spec: Obj, namespace: str = "default", labels: Obj | None = None) -> Placement:
     selector = spec.get("nodeSelector") or {}
     affinity = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
@@ -147,7 +162,8 @@ def placement(spec: Obj) -> Placement:
                                    str(t.get("value") or ""), str(t.get("effect") or ""))
                         for t in spec.get("tolerations") or () if isinstance(t, dict))
     return Placement(tuple(sorted((str(k), str(v)) for k, v in selector.items())),
-                     terms, tolerations)
+                     terms, tolerations, preferred_node_affinity(spec),
+                     pod_rules(spec, namespace, labels or {}))
 
 
 def gang_ref(meta: Obj) -> GangRef:
@@ -171,6 +187,8 @@ def gang_ref(meta: Obj) -> GangRef:
 def gang_job(key: PodKey, namespace: str, gang: GangRef) -> JobKey:
     if gang.source in ("none", "owner"):
         return JobKey(key)         # a gang of one (or one waiting for its PodGroup)
+    if gang.replica:
+        return job_key(namespace, f"{gang.name}[{gang.replica}]")
     return job_key(namespace, gang.name)
 
 
@@ -187,7 +205,9 @@ def pod_facts(pod: Obj) -> PodFacts:
     pc = str(spec.get("priorityClassName") or "")
     priority = spec.get("priority")
     key = pod_key(namespace, meta.get("name", ""))
-    gang = gang_ref(meta)
+    # A gang named in the pod's spec (the upstream API) wins over annotations,
+    # which the PodGrouper may have added to a pod that already had one.
+    gang = upstream_gang_ref(spec) or gang_ref(meta)
     return PodFacts(
         key=key,
         uid=str(meta.get("uid", "")),
@@ -204,10 +224,11 @@ def pod_facts(pod: Obj) -> PodFacts:
         annotations=tuple(sorted((k, str(v)) for k, v in annotations.items()
                                  if k.startswith(("gang.scheduling", "scheduling.k8s.io")))),
         creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
-        placement=placement(spec),
+        placement=placement(spec, namespace, labels),
         critical=namespace == "kube-system" or pc in _CRITICAL_CLASSES,
         unschedulable=unschedulable,
         problem="; ".join(problems) or None,
+        labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
     )
 
 
@@ -288,7 +309,7 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
             problems.append(f"spec.subGroups[{i}] needs a name")
             continue
         sub_min = _int(sg.get("minMember", 0), f"spec.subGroups[{i}].minMember", 0, problems)
-        subgroups.append(SubGroup(str(sg["name"]), sub_min or 0))
+        subgroups.append(SubGroup(str(sg["name"]), sub_min or 0, topology_rule(sg.get("topology"))))
     gang_group = tuple(JobKey(str(g)) if "/" in str(g) else job_key(_meta(obj).get("namespace") or "default", str(g))
                        for g in spec.get("gangGroup") or ())
     preemptible = spec.get("preemptible", True)
@@ -306,6 +327,7 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         wait_time=_seconds(spec.get("waitTimeSeconds"), "spec.waitTimeSeconds", problems),
         declared=True,
         generation=int(_meta(obj).get("generation") or 0),
+        topology=topology_rule(spec.get("topology"), _meta(obj).get("annotations")),
     )
     return gang, podgroup_status(obj.get("status") or {}), "; ".join(problems) or None
 
@@ -421,4 +443,188 @@ def queue(obj: Obj) -> QueueInfo:
         limits=tuple(limits), weights=tuple(weights),
         creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
         problem="; ".join(problems) or None,
+        declared=True,
+        status=queue_status(obj.get("status")),
     )
+
+
+# Queue.status field -> QueueStatus attribute, for the amount maps.
+_QUEUE_AMOUNTS = (("allocated", "allocated"), ("fairShare", "fair_share"), ("quota", "quota"),
+                  ("limit", "limit"))
+
+
+def queue_status(raw: Any) -> QueueStatus | None:
+    """The Queue status kaisched wrote last; None when there is none or it is
+    not one kaisched could have written (it is then written again)."""
+    if not isinstance(raw, dict) or not raw:
+        return None
+    fields: dict[str, Any] = {}
+    try:
+        for key, attr in _QUEUE_AMOUNTS:
+            entries = raw.get(key) or {}
+            values = []
+            for name, quantity in entries.items():
+                amount = parse_quantity(quantity) * (1000 if name == "cpu" else 1)
+                values.append((str(name), canonical(str(name), float(amount))))
+            fields[attr] = tuple(sorted(values))
+    except (AttributeError, ValueError):
+        return None
+    for key, attr in (("runningJobs", "running_jobs"), ("pendingJobs", "pending_jobs")):
+        count = raw.get(key, 0)
+        if isinstance(count, bool) or not isinstance(count, int):
+            return None
+        fields[attr] = count
+    return QueueStatus(**fields)
+
+
+def quantity_text(name: str, value: float) -> str:
+    """An amount as a Kubernetes quantity: "4", "2500m", "16Gi", "1536Mi"."""
+    if name == "cpu":                      # held in millicores
+        milli = round(value)
+        return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+    amount = canonical(name, value)
+    if amount != int(amount):
+        return f"{round(amount * 1000)}m"
+    whole = int(amount)
+    for suffix, unit in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if name == "memory" and whole and whole % unit == 0:
+            return f"{whole // unit}{suffix}"
+    return str(whole)
+
+
+def queue_status_dict(status: QueueStatus, previous: QueueStatus | None) -> Obj:
+    """The Queue status as written back (a merge patch): amounts the previous
+    status had and this one has not are cleared."""
+    def amounts(new: Amounts, old: Amounts) -> Obj:
+        out: Obj = {name: None for name, _ in old}
+        out.update({name: quantity_text(name, value) for name, value in new})
+        return out
+    out: Obj = {key: amounts(getattr(status, attr), getattr(previous, attr) if previous else ())
+                for key, attr in _QUEUE_AMOUNTS}
+    out["runningJobs"] = status.running_jobs
+    out["pendingJobs"] = status.pending_jobs
+    return out
+
+
+# -- placement rules over other pods, topology, the upstream gang API ---------------------
+
+def _selector(raw: Any, labels: Obj | None = None, match_keys: Any = (),
+              mismatch_keys: Any = ()) -> LabelSelector | None:
+    """A LabelSelector; matchLabelKeys / mismatchLabelKeys are folded in from
+    the pod's own labels, as the API server does."""
+    if not isinstance(raw, dict):
+        return None
+    pairs = {str(k): str(v) for k, v in (raw.get("matchLabels") or {}).items()}
+    exprs = list(_requirements(raw.get("matchExpressions")))
+    own = labels or {}
+    for key in match_keys or ():
+        if key in own:
+            exprs.append(Requirement(str(key), "In", (str(own[key]),)))
+    for key in mismatch_keys or ():
+        if key in own:
+            exprs.append(Requirement(str(key), "NotIn", (str(own[key]),)))
+    return LabelSelector(tuple(sorted(pairs.items())), tuple(exprs))
+
+
+def _pod_term(raw: Obj, namespace: str, labels: Obj) -> PodAffinityTerm:
+    ns_sel = raw.get("namespaceSelector")
+    namespaces = tuple(sorted(str(n) for n in raw.get("namespaces") or ()))
+    if not namespaces and ns_sel is None:
+        namespaces = (namespace,)      # neither given: the pod's own namespace
+    matcher = PodMatcher(_selector(raw.get("labelSelector"), labels, raw.get("matchLabelKeys"),
+                                   raw.get("mismatchLabelKeys")),
+                         namespaces, _selector(ns_sel))
+    return PodAffinityTerm(matcher, str(raw.get("topologyKey") or ""))
+
+
+def _pod_terms(raw: Any, namespace: str, labels: Obj) -> tuple[PodAffinityTerm, ...]:
+    return tuple(_pod_term(t, namespace, labels) for t in raw or () if isinstance(t, dict))
+
+
+def _weighted(raw: Any, namespace: str, labels: Obj) -> tuple[WeightedPodTerm, ...]:
+    return tuple(WeightedPodTerm(int(w.get("weight") or 0),
+                                 _pod_term(w.get("podAffinityTerm") or {}, namespace, labels))
+                 for w in raw or () if isinstance(w, dict))
+
+
+def pod_rules(spec: Obj, namespace: str, labels: Obj) -> PodRules:
+    """podAffinity, podAntiAffinity, topologySpreadConstraints and host ports."""
+    affinity = spec.get("affinity") or {}
+    aff, anti = affinity.get("podAffinity") or {}, affinity.get("podAntiAffinity") or {}
+    spread = []
+    for c in spec.get("topologySpreadConstraints") or ():
+        if not isinstance(c, dict):
+            continue
+        matcher = PodMatcher(_selector(c.get("labelSelector"), labels, c.get("matchLabelKeys")),
+                             (namespace,))
+        spread.append(SpreadConstraint(
+            max_skew=max(int(c.get("maxSkew") or 1), 1), topology_key=str(c.get("topologyKey") or ""),
+            matcher=matcher, hard=c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule",
+            min_domains=max(int(c.get("minDomains") or 1), 1),
+            honor_node_affinity=c.get("nodeAffinityPolicy", "Honor") != "Ignore",
+            honor_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor"))
+    ports = []
+    for c in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]:
+        for p in (c.get("ports") or ()) if isinstance(c, dict) else ():
+            if isinstance(p, dict) and p.get("hostPort"):
+                ports.append(HostPort(int(p["hostPort"]), str(p.get("protocol") or "TCP"),
+                                      str(p.get("hostIP") or "")))
+    if not (aff or anti or spread or ports):
+        return NO_RULES
+    return PodRules(
+        affinity=_pod_terms(aff.get("requiredDuringSchedulingIgnoredDuringExecution"), namespace, labels),
+        anti_affinity=_pod_terms(anti.get("requiredDuringSchedulingIgnoredDuringExecution"),
+                                 namespace, labels),
+        preferred_affinity=_weighted(aff.get("preferredDuringSchedulingIgnoredDuringExecution"),
+                                     namespace, labels),
+        preferred_anti_affinity=_weighted(anti.get("preferredDuringSchedulingIgnoredDuringExecution"),
+                                          namespace, labels),
+        spread=tuple(spread), host_ports=tuple(sorted(set(ports), key=attrs.astuple)))
+
+
+def preferred_node_affinity(spec: Obj) -> tuple[tuple[int, SelectorTerm], ...]:
+    node_aff = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    return tuple((int(p.get("weight") or 0),
+                  SelectorTerm(_requirements((p.get("preference") or {}).get("matchExpressions")),
+                               _requirements((p.get("preference") or {}).get("matchFields"))))
+                 for p in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+                 if isinstance(p, dict))
+
+
+def topology_rule(raw: Any, annotations: Obj | None = None) -> TopologyRule:
+    """spec.topology {required, preferred}; KAI's placement annotations fill what it leaves out."""
+    raw = raw if isinstance(raw, dict) else {}
+    notes = annotations or {}
+    required = raw.get("required") or notes.get(KAI_TOPOLOGY_REQUIRED)
+    preferred = raw.get("preferred") or notes.get(KAI_TOPOLOGY_PREFERRED)
+    return TopologyRule(str(required) if required else None, str(preferred) if preferred else None)
+
+
+def upstream_gang_ref(spec: Obj) -> GangRef | None:
+    """The Workload API: spec.schedulingGroup.podGroupName, or spec.workloadRef
+    {podGroup, podGroupReplicaKey} (each replica is a gang of its own)."""
+    group = spec.get("schedulingGroup")
+    if isinstance(group, dict) and group.get("podGroupName"):
+        return GangRef("upstream", str(group["podGroupName"]))
+    ref = spec.get("workloadRef")
+    if isinstance(ref, dict) and (ref.get("podGroup") or ref.get("name")):
+        return GangRef("upstream", str(ref.get("podGroup") or ref.get("name")),
+                       str(ref.get("podGroupReplicaKey") or ""))
+    return None
+
+
+def upstream_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
+    """A scheduling.k8s.io PodGroup: spec.schedulingPolicy.gang.minCount (a
+    basic policy, or none, is a gang of one)."""
+    policy = (obj.get("spec") or {}).get("schedulingPolicy") or {}
+    problems: list[str] = []
+    gang = policy.get("gang") if isinstance(policy, dict) else None
+    min_count = 1
+    if isinstance(gang, dict):
+        min_count = _int(gang.get("minCount", 1), "spec.schedulingPolicy.gang.minCount", 1,
+                         problems) or 1
+    return GangSpec(min_member=min_count, declared=False), PodGroupStatus(), "; ".join(problems) or None
+
+
+def namespace_labels(obj: Obj) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (_meta(obj).get("labels") or {}).items()}

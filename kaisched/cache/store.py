@@ -17,8 +17,13 @@ from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts
 from kaisched.cluster.client import ClusterClient, Subscription, WatchEvent
 from kaisched.cluster.kinds import (
-    NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS, XK8S_PODGROUP, object_key,
+    NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS, UPSTREAM_PODGROUP,
+    XK8S_PODGROUP, object_key,
 )
+
+# The gang declarations read from each PodGroup kind.
+_GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
+                  UPSTREAM_PODGROUP: convert.upstream_podgroup}
 
 
 NO_STATUS = PodGroupStatus()
@@ -39,6 +44,8 @@ class Cache:
         self.pods: dict[PodKey, PodFacts] = {}
         self.groups: dict[JobKey, _Group] = {}
         self.xk8s_groups: dict[JobKey, _Group] = {}
+        self.upstream_groups: dict[JobKey, _Group] = {}
+        self.namespaces: dict[str, dict[str, str]] = {}     # name -> labels
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool]] = {}
         self._subscription: Subscription | None = None
@@ -71,8 +78,8 @@ class Cache:
             self.pods[PodKey(f"{namespace}/{name}")] = convert.broken_pod(meta, spec, problem)
         elif event.kind == NODE:
             self.nodes[name] = NodeSpec(NodeName(name), Resource(), ready=False)
-        elif event.kind in (PODGROUP, XK8S_PODGROUP):
-            store = self.groups if event.kind == PODGROUP else self.xk8s_groups
+        elif event.kind in _GROUP_READERS:
+            store = self._group_store(event.kind)
             store[job_key(namespace, name)] = _Group(GangSpec(declared=event.kind == PODGROUP),
                                                      PodGroupStatus(), problem, 0.0)
         elif event.kind == QUEUE:
@@ -93,14 +100,13 @@ class Cache:
                 self.nodes.pop(name, None)
             else:
                 self.nodes[name] = convert.node_spec(obj)
-        elif event.kind in (PODGROUP, XK8S_PODGROUP):
-            store = self.groups if event.kind == PODGROUP else self.xk8s_groups
+        elif event.kind in _GROUP_READERS:
+            store = self._group_store(event.kind)
             key = job_key(namespace, name)
             if gone:
                 store.pop(key, None)
             else:
-                read = convert.podgroup if event.kind == PODGROUP else convert.xk8s_podgroup
-                spec, status, problem = read(obj)
+                spec, status, problem = _GROUP_READERS[event.kind](obj)
                 creation = convert.from_rfc3339((obj.get("metadata") or {}).get("creationTimestamp"))
                 store[key] = _Group(spec, status, problem, creation or 0.0)
         elif event.kind == QUEUE:
@@ -114,6 +120,16 @@ class Cache:
             else:
                 pc_name, value, default = convert.priority_class(obj)
                 self.priority_classes[pc_name] = (value, default)
+        elif event.kind == NAMESPACE:
+            if gone:
+                self.namespaces.pop(name, None)
+            else:
+                self.namespaces[name] = convert.namespace_labels(obj)
+
+    def _group_store(self, kind: object) -> dict[JobKey, _Group]:
+        if kind == PODGROUP:
+            return self.groups
+        return self.xk8s_groups if kind == XK8S_PODGROUP else self.upstream_groups
 
     def snapshot(self, now: float) -> ClusterInfo:
         values = {n: v for n, (v, _) in self.priority_classes.items()}
@@ -127,8 +143,10 @@ class Cache:
                 continue
             if facts.scheduler_name != self.scheduler_name:
                 if facts.node_name and facts.status in OCCUPYING_STATUSES:
+                    # Its labels and rules too: other pods' affinity and spread count it.
                     foreign.append(ForeignPod(facts.node_name, facts.resreq,
-                                              facts.status is TaskStatus.RELEASING))
+                                              facts.status is TaskStatus.RELEASING,
+                                              facts.key, facts.labels, facts.placement.rules))
                 continue
             job = jobs.get(facts.job)
             if job is None:
@@ -144,7 +162,7 @@ class Cache:
             if job.spec.priority_class is None:
                 job.priority = max((t.priority for t in job.tasks.values()), default=0)
         return ClusterInfo.assemble(self.nodes.values(), jobs.values(), self.queues.values(),
-                                    values, foreign, now)
+                                    values, foreign, now, self.namespaces)
 
     def _task(self, facts: PodFacts, values: dict[str, int], default: int) -> TaskInfo:
         """The pod's TaskInfo, made again only when the pod changed (it is frozen,
@@ -158,7 +176,7 @@ class Cache:
             key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,  # type: ignore[arg-type]
             resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
             priority=priority, creation=facts.creation, placement=facts.placement,
-            critical=facts.critical, unschedulable=facts.unschedulable)
+            critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels)
         self._tasks[facts.key] = (facts, task)
         return task
 
@@ -168,11 +186,17 @@ class Cache:
         problem = None
         creation = 0.0
         status = NO_STATUS
-        if source in ("kaisched", "x-k8s"):
-            group = (self.groups if source == "kaisched" else self.xk8s_groups).get(key)
+        if source in ("kaisched", "x-k8s", "upstream"):
+            store = {"kaisched": self.groups, "x-k8s": self.xk8s_groups,
+                     "upstream": self.upstream_groups}[source]
+            # An upstream replica's gang is keyed apart; its PodGroup by name.
+            group = store.get(job_key(facts.key.split("/", 1)[0], facts.gang.name)
+                              if source == "upstream" else key)
             if group is None:
-                kind = "PodGroup" if source == "kaisched" else "PodGroup (scheduling.x-k8s.io)"
-                spec, problem = GangSpec(), f"{kind} {key} does not exist"
+                kind = {"kaisched": "PodGroup", "x-k8s": "PodGroup (scheduling.x-k8s.io)",
+                        "upstream": "PodGroup (scheduling.k8s.io)"}[source]
+                spec, problem = GangSpec(), (f"{kind} {job_key(facts.key.split('/', 1)[0], facts.gang.name)}"
+                                             f" does not exist")
             else:
                 spec, status, problem, creation = group.spec, group.status, group.problem, group.creation
         elif source in ("koordinator", "volcano"):

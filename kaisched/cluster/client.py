@@ -56,6 +56,11 @@ class ClusterClient(Protocol):
 
     def subscribe(self, kinds: Iterable[Kind]) -> Subscription: ...
 
+    def watching(self) -> bool:
+        """True while every subscription misses nothing (its watches are
+        connected); a cache fed by one that is down must not be scheduled from."""
+        ...
+
 
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7396: dicts merge, None deletes, anything else replaces."""

@@ -6,6 +6,8 @@ The only module of kaisched that imports `kubernetes` (DESIGN 2).
 """
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import quote
 
@@ -17,17 +19,20 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from kaisched.cluster.client import Obj
+from kaisched.cluster.health import Reachability
 from kaisched.cluster.kinds import POD, Kind, kind_of, object_key
 from kaisched.cluster.watch import KubeSubscription
 from kaisched.errors import (
     ApiError, ConfigError, ConflictError, GoneError, NotFoundError, PermanentApiError,
-    TransientApiError,
+    TransientApiError, UnreachableError,
 )
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 PAGE_SIZE = 500                 # as client-go's informers: bounded responses, few round trips
 CONNECT_TIMEOUT = 5.0
+# Connections besides the binders': one watch per kind, the Lease, a few reads.
+SPARE_CONNECTIONS = 12
 Query = Sequence[tuple[str, str]]
 
 
@@ -81,23 +86,46 @@ class KubeCluster:
     timeout: seconds for one request; watch_timeout: the timeoutSeconds of one
     watch (the server ends it, the thread re-watches); backoff/max_backoff:
     the delays between failed watches; missing_retry: how often a kind the
-    server does not serve (a CRD not installed) is looked for again.
+    server does not serve (a CRD not installed) is looked for again;
+    workers: how many requests the binder sends at once (the HTTP pool is sized
+    for them, the watches and the Lease); health: shared by clients of one server.
     """
 
     def __init__(self, kubeconfig: str | None = None, *, context: str | None = None,
                  api_client: k8s_client.ApiClient | None = None, timeout: float = 30.0, watch_timeout: int = 60,
-                 backoff: float = 0.5, max_backoff: float = 30.0,
-                 missing_retry: float = 300.0) -> None:
+                 backoff: float = 0.5, max_backoff: float = 8.0,
+                 missing_retry: float = 300.0, workers: int = 8,
+                 health: Reachability | None = None) -> None:
         if api_client is None:
             cfg = load_configuration(kubeconfig, context)
-            # Watches hold one connection per kind; binds come from a worker pool.
-            cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, 32)
+            # A pooled connection per request in flight: more would be opened and
+            # thrown away on every burst of binds (urllib3 says "pool is full").
+            cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0,
+                                              workers + SPARE_CONNECTIONS)
+            # One quick retry for a pooled connection the server closed; beyond
+            # that our own backoff decides, within its time budget.
+            cfg.retries = 1
             api_client = k8s_client.ApiClient(cfg)
+        # urllib3 logs every retry of every request at WARNING (a dozen lines per
+        # failed bind during an outage); Reachability says it once instead.
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
         self.api = api_client
         self.timeout = timeout
+        self.health = health or Reachability()
         self.watch_options = {"watch_timeout": watch_timeout, "backoff": backoff,
                               "max_backoff": max_backoff, "missing_retry": missing_retry}
         self._subscriptions: list[KubeSubscription] = []
+
+    def with_timeout(self, timeout: float) -> "KubeCluster":
+        """The same connection pool and health, with another request timeout (the
+        Lease's renewals must give up well within the renew deadline)."""
+        other = KubeCluster(api_client=self.api, timeout=timeout, health=self.health)
+        other.watch_options = self.watch_options
+        return other
+
+    def watching(self) -> bool:
+        """True while every watch of this client is connected (or none runs)."""
+        return all(sub.healthy for sub in self._subscriptions)
 
     def close(self) -> None:
         """Stop every watch this client started (the ApiClient is the caller's)."""
@@ -217,14 +245,22 @@ class KubeCluster:
             method, url, headers, _, _ = self.api.param_serialize(
                 method, path, query_params=list(query), header_params=headers,
                 auth_settings=["BearerToken"])
-            return self.api.call_api(method, url, header_params=headers, body=body,
+            resp = self.api.call_api(method, url, header_params=headers, body=body,
                                      _request_timeout=limits).response
         except ApiException as exc:
             if exc.status:
+                self.health.answered()
                 raise api_error(exc.status, what, exc.body or b"") from None
-            raise TransientApiError(f"{what}: {exc.reason}") from None
+            raise self._unreachable(what, str(exc.reason)) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise TransientApiError(f"{what}: cannot reach the API server: {exc}") from None
+            raise self._unreachable(what, _cause(exc)) from None
+        self.health.answered()
+        return resp
+
+    def _unreachable(self, what: str, cause: str) -> UnreachableError:
+        cause = f"{self.api.configuration.host}: {cause}"
+        self.health.failed(cause)
+        return UnreachableError(f"{what}: cannot reach the API server {cause}")
 
 
 class _Stream:
@@ -251,7 +287,7 @@ class _Stream:
             return                              # silent past timeoutSeconds: re-watch
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             if not self.closed:
-                raise TransientApiError(f"{self.what}: connection dropped: {exc}") from None
+                raise UnreachableError(f"{self.what}: connection dropped: {_cause(exc)}") from None
         if pending and not self.closed:
             yield b"".join(pending)
 
@@ -277,10 +313,25 @@ def _read(resp: Any, what: str) -> bytes:
     try:
         data = resp.data
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise TransientApiError(f"{what}: connection dropped: {exc}") from None
+        raise UnreachableError(f"{what}: connection dropped: {_cause(exc)}") from None
     finally:
         resp.release_conn()
     return data.encode() if isinstance(data, str) else (data or b"")
+
+
+_POOL_PREFIX = re.compile(r"^\w+\((host=)?[^)]*\): ")
+
+
+def _cause(exc: BaseException) -> str:
+    """The root of a urllib3 error in a few words: "Failed to establish a new
+    connection: [Errno 111] Connection refused", not three nested reprs."""
+    reason = getattr(exc, "reason", None)
+    while isinstance(reason, BaseException):
+        exc, reason = reason, getattr(reason, "reason", None)
+    text = _POOL_PREFIX.sub("", " ".join(str(exc).split())) or exc.__class__.__name__
+    if "object at 0x" in text:
+        text = text.split(">: ", 1)[-1]
+    return text[:200]
 
 
 def api_error(status: int, what: str, data: bytes) -> ApiError:

@@ -140,6 +140,9 @@ class MemoryCluster:
         self._subscriptions.append(sub)
         return sub
 
+    def watching(self) -> bool:
+        return True             # in-process: events are never lost
+
     # -- internals -------------------------------------------------------------
     def _require(self, kind: Kind, namespace: str, name: str) -> Obj:
         obj = self.get(kind, namespace, name)

@@ -8,6 +8,7 @@ resourceVersions, relists that reconcile after 410 Gone, and backoff.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import queue
 import threading
@@ -18,7 +19,9 @@ import orjson
 
 from kaisched.cluster.client import Obj, WatchEvent
 from kaisched.cluster.kinds import Kind, object_key
-from kaisched.errors import ApiError, GoneError, NotFoundError, TransientApiError
+from kaisched.errors import (
+    ApiError, GoneError, NotFoundError, TransientApiError, UnreachableError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +47,10 @@ class WatchSource(Protocol):
 
 
 class KubeSubscription:
-    """Implements Subscription. The first lists run in subscribe()'s thread, so
-    the first drain() lists what exists, as the memory backend's does; an API
-    that cannot be listed then raises there, not later in a thread."""
+    """Implements Subscription. The first lists run before subscribe() returns
+    (all kinds at once, each on its own thread), so the first drain() lists what
+    exists, as the memory backend's does; an API that cannot be listed then
+    raises there, not later in a thread."""
 
     def __init__(self, source: WatchSource, kinds: Iterable[Kind], *, watch_timeout: int = 60,
                  backoff: float = 0.5, max_backoff: float = 30.0,
@@ -59,10 +63,22 @@ class KubeSubscription:
         self.events: queue.SimpleQueue[WatchEvent] = queue.SimpleQueue()
         self.stopped = threading.Event()
         self._watches = [_KindWatch(self, kind) for kind in dict.fromkeys(kinds)]
-        for watch in self._watches:
-            watch.relist()
+        if len(self._watches) > 1:
+            # In parallel: start-up waits for the slowest list, not for their sum.
+            with concurrent.futures.ThreadPoolExecutor(len(self._watches)) as pool:
+                for done in [pool.submit(w.relist) for w in self._watches]:
+                    done.result()
+        else:
+            for watch in self._watches:
+                watch.relist()
         for watch in self._watches:
             watch.thread.start()
+
+    @property
+    def healthy(self) -> bool:
+        """Every watch is connected: the cache misses nothing. False from a
+        failed watch until it has resumed or relisted."""
+        return all(w.up for w in self._watches)
 
     def drain(self) -> list[WatchEvent]:
         out: list[WatchEvent] = []
@@ -99,6 +115,8 @@ class _KindWatch:
         self.missing = False
         self.need_list = False                  # a 410 or 404 asks for a relist
         self.progress = False                   # an event arrived since the last relist
+        self.up = True                          # connected, or between two watches
+        self._down_reason = ""
         self.stream: WatchStream | None = None
         self.thread = threading.Thread(target=self._run, name=f"watch-{kind.plural}", daemon=True)
 
@@ -126,6 +144,7 @@ class _KindWatch:
             self._emit("DELETED", self._tombstone(key))
         self.resource_version = version
         self.need_list = self.progress = False
+        self.up = True
 
     def _run(self) -> None:
         delay = self.sub.backoff
@@ -146,20 +165,34 @@ class _KindWatch:
                 # time; a server that does it again before any event gets backoff.
                 log.info("watch of %s ended (%s); listing again", self.kind, exc)
                 self.need_list = True
+                self.up = False                 # events may be missing until the relist
                 if not self.progress:
                     stopped.wait(delay)
                     delay = min(delay * 2, self.sub.max_backoff)
             except ApiError as exc:
                 if stopped.is_set():
                     return
-                log.warning("watch of %s failed, retrying in %.1fs: %s", self.kind, delay, exc)
+                self._down(exc)
                 stopped.wait(delay)
                 delay = min(delay * 2, self.sub.max_backoff)
+
+    def _down(self, exc: ApiError) -> None:
+        """One line when a watch goes down for a new reason; an unreachable server
+        is said once for all watches (kube.py's Reachability), not here."""
+        reason = exc.__class__.__name__ if isinstance(exc, UnreachableError) else str(exc)
+        if self.up or reason != self._down_reason:
+            level = logging.DEBUG if isinstance(exc, UnreachableError) else logging.WARNING
+            log.log(level, "watch of %s is down, retrying with backoff: %s", self.kind, exc)
+        self.up = False
+        self._down_reason = reason
 
     def _watch_once(self) -> None:
         stream = self.sub.source.watch_stream(self.kind, self.resource_version,
                                               self.sub.watch_timeout)
         self.stream = stream
+        if not self.up:
+            log.info("watch of %s is connected again", self.kind)
+            self.up = True
         try:
             if self.sub.stopped.is_set():      # close() may have run before self.stream was set
                 return

@@ -1,7 +1,10 @@
-"""SchedulerConfig: the scheduler.yaml of DESIGN 5, checked key by key.
+"""SchedulerConfig: scheduler.yaml, checked key by key.
 
 Nothing starts on a bad config: every unknown key, action or plugin, bad
 duration and bad plugin argument is refused with the key's path in the message.
+A key left out takes its default, so a partial file never switches scheduling
+off; a config without the allocate action or the gang plugin is refused, because
+every gang promise depends on both.
 """
 from __future__ import annotations
 
@@ -25,6 +28,11 @@ staleGangGracePeriod: 60s
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod")
+_DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
+# Without these nothing is placed as a gang: placement all or nothing is allocate's
+# statement and gang's readiness rule together.
+REQUIRED_ACTION = "allocate"
+REQUIRED_PLUGIN = "gang"
 
 
 @attrs.frozen
@@ -61,22 +69,25 @@ class SchedulerConfig:
 
 
 def load_config(data: Any, registry: Registry) -> SchedulerConfig:
-    """A checked config from parsed YAML."""
+    """A checked config from parsed YAML; keys left out take the defaults."""
     if not isinstance(data, dict):
         raise ConfigError("config: expected a mapping of keys (schedulerName, actions, tiers, ...)")
     unknown = sorted(set(data) - set(_KEYS))
     if unknown:
         raise ConfigError(f"config: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
-    name = data.get("schedulerName", "kaisched")
+    data = {**_DEFAULTS, **data}
+    name = data["schedulerName"]
     if not isinstance(name, str) or not name:
         raise ConfigError("config: schedulerName: must be a non-empty string")
-    return SchedulerConfig(
+    config = SchedulerConfig(
         scheduler_name=name,
         schedule_period=_duration(data, "schedulePeriod", 1.0, positive=True),
-        actions=_actions(data.get("actions", []), registry),
-        tiers=_tiers(data.get("tiers", []), registry),
+        actions=_actions(data["actions"], registry),
+        tiers=_tiers(data["tiers"], registry),
         stale_gang_grace_period=_duration(data, "staleGangGracePeriod", 60.0),
     )
+    _require_gangs(config)
+    return config
 
 
 def parse_config(text: str, registry: Registry, source: str = "config") -> SchedulerConfig:
@@ -92,6 +103,18 @@ def parse_config(text: str, registry: Registry, source: str = "config") -> Sched
 
 def default_config(registry: Registry) -> SchedulerConfig:
     return parse_config(DEFAULT_CONFIG_YAML, registry, "built-in config")
+
+
+def _require_gangs(config: SchedulerConfig) -> None:
+    """Refuse a config that would quietly stop placing gangs whole."""
+    if REQUIRED_ACTION not in config.actions:
+        raise ConfigError(
+            f"config: actions: {REQUIRED_ACTION!r} is missing; without it no gang is ever placed "
+            f"(leave actions out for the default: {', '.join(_DEFAULTS['actions'])})")
+    if not any(p.name == REQUIRED_PLUGIN for tier in config.tiers for p in tier):
+        raise ConfigError(
+            f"config: tiers: the {REQUIRED_PLUGIN!r} plugin is missing; without it pods are placed "
+            "one by one and a gang can be left half bound (leave tiers out for the default)")
 
 
 def _duration(data: Mapping[str, Any], key: str, default: float, positive: bool = False) -> float:

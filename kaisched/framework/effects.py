@@ -6,7 +6,8 @@ from typing import Union
 import attrs
 
 from kaisched.api.job import Condition, PodGroupStatus
-from kaisched.api.types import JobKey, NodeName, PodKey
+from kaisched.api.queue import QueueStatus
+from kaisched.api.types import JobKey, NodeName, PodKey, QueueName
 
 
 @attrs.frozen(slots=True)
@@ -34,6 +35,13 @@ class SetPodGroupStatus:
 
 
 @attrs.frozen(slots=True)
+class SetQueueStatus:
+    queue: QueueName
+    status: QueueStatus
+    previous: QueueStatus | None    # what the object holds: amounts it no longer has are cleared
+
+
+@attrs.frozen(slots=True)
 class SetPodCondition:
     pod: PodKey
     condition: Condition
@@ -48,4 +56,4 @@ class RecordEvent:
     message: str
 
 
-Effect = Union[Bind, Evict, SetPodGroupStatus, SetPodCondition, RecordEvent]
+Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetPodCondition, RecordEvent]

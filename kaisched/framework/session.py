@@ -35,8 +35,9 @@ RESOURCE_FIT = "resources"
 
 @attrs.define(eq=False, slots=True)
 class _ClassCache:
-    """Per equivalence class (requests + placement): filters and scores of
-    every node, refreshed only on the rows that changed since."""
+    """Per equivalence class (see Session.class_key): filters and scores of
+    every node, refreshed only on the rows that changed since (plugins whose
+    answers depend on other nodes' pods mark those rows changed)."""
 
     version: int
     mask: np.ndarray       # passes every predicate (resources against future idle)
@@ -70,6 +71,7 @@ class Session:
         self.holds: dict[JobKey, Hold] = {}               # holds to carry to the next session
         self._caches: dict[Any, _ClassCache] = {}
         self._all_rows = np.arange(len(cluster.table))
+        self._rules = cluster.rules_in_play()
         self._current_plugin = ""
         for tier in plugins:
             self.hooks.begin_tier()
@@ -103,6 +105,24 @@ class Session:
         rank = next((i for i, sg in enumerate(job.spec.subgroups) if sg.name == task.subgroup),
                     len(job.spec.subgroups))
         return (rank, self._task_key(task), task.key)
+
+    def ordered_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Tasks in the order a gang is placed: what every subgroup still needs
+        to reach its minimum first (subgroups in declared order), then the
+        extras, so no subgroup's extras take the room another's minimum needs."""
+        ordered = sorted(tasks, key=self.task_order_key)
+        if not job.spec.subgroups:
+            return ordered
+        need = {sg.name: max(sg.min_member - job.ready_count(sg.name), 0)
+                for sg in job.spec.subgroups}
+        first, extras = [], []
+        for task in ordered:
+            if need.get(task.subgroup, 0) > 0:      # type: ignore[arg-type]
+                need[task.subgroup] -= 1             # type: ignore[index]
+                first.append(task)
+            else:
+                extras.append(task)
+        return first + extras
 
     def job_invalid(self, job: JobInfo) -> str | None:
         return self.hooks.first_reason(Hook.JOB_VALID, job)
@@ -149,15 +169,18 @@ class Session:
                 out &= fn(task, self._all_rows)
         return out
 
-    def select_node(self, task: TaskInfo, idle_only: bool = False) -> Choice | None:
+    def select_node(self, task: TaskInfo, idle_only: bool = False,
+                    within: np.ndarray | None = None) -> Choice | None:
         """The best node for the task, preferring room that is idle now; a node
-        that has room only once releasing pods are gone gives a pipelined choice."""
+        that has room only once releasing pods are gone gives a pipelined choice.
+        within (a mask over nodes) keeps a topology-bound gang inside its domain."""
         cache = self._refresh(task)
-        idle = cache.mask & cache.idle_fit
+        mask = cache.mask if within is None else cache.mask & within
+        idle = mask & cache.idle_fit
         has_idle = bool(idle.any())
-        if not has_idle and (idle_only or not cache.mask.any()):
+        if not has_idle and (idle_only or not mask.any()):
             return None
-        pick = idle if has_idle else cache.mask
+        pick = idle if has_idle else mask
         best = int(np.argmax(np.where(pick, cache.score, -np.inf)))
         return Choice(self.cluster.table.names[best], not has_idle)
 
@@ -238,9 +261,20 @@ class Session:
         self.hooks.notify(Hook.ON_ALLOCATE, previous)
 
     # -- internals -------------------------------------------------------------------
+    def class_key(self, task: TaskInfo) -> tuple:
+        """The task's equivalence class: what every filter and score reads of it.
+        Its requests and placement; and where some pod's rules select pods by
+        label, its namespace and the labels those rules read."""
+        rules = self._rules
+        if not rules.any_rule:
+            return (task.resreq, task.placement)
+        keys = rules.label_keys
+        return (task.resreq, task.placement, task.namespace,
+                tuple(kv for kv in task.labels if kv[0] in keys))
+
     def _refresh(self, task: TaskInfo) -> _ClassCache:
         table = self.cluster.table
-        key = (task.resreq, task.placement)
+        key = self.class_key(task)
         cache = self._caches.get(key)
         if cache is None:
             rows = self._all_rows

@@ -1,5 +1,5 @@
-"""SchedulerConfig loading (DESIGN 5): the default loads, and every bad key is
-refused with a ConfigError whose message names the key's path."""
+"""SchedulerConfig loading: the default loads, keys left out take the default,
+and every bad key is refused with a ConfigError whose message names the key's path."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -63,9 +63,51 @@ def test_config_round_trips_through_its_dict_form() -> None:
 
 
 def test_defaults_when_keys_are_left_out() -> None:
-    config = parse_config("{}", register_builtins())
-    assert (config.scheduler_name, config.schedule_period, config.actions, config.tiers) == (
-        "kaisched", 1.0, (), ())
+    all_actions_registered()
+    registry = register_builtins()
+    assert parse_config("{}", registry) == default_config(registry)
+
+
+@pytest.mark.parametrize("text", ["schedulePeriod: 2s\n", "staleGangGracePeriod: 5m\n",
+                                  "schedulerName: batch\n"])
+def test_a_partial_config_keeps_scheduling_on(text: str) -> None:
+    """A file with one key takes every other key from the default: it never
+    loads as no actions and no tiers."""
+    all_actions_registered()
+    registry = register_builtins()
+    config = parse_config(text, registry)
+    default = default_config(registry)
+    assert config.actions == default.actions and config.tiers == default.tiers
+    assert config != default
+
+
+def test_a_partial_config_changes_only_its_keys() -> None:
+    all_actions_registered()
+    registry = register_builtins()
+    config = parse_config("schedulePeriod: 2s\nactions: [allocate, backfill]\n", registry)
+    assert config.schedule_period == 2.0
+    assert config.actions == ("allocate", "backfill")
+    assert config.tiers == default_config(registry).tiers
+    assert config.stale_gang_grace_period == 60.0
+
+
+GANGLESS = [
+    # (config text, substrings the message must contain)
+    ("actions: [backfill, reclaim]\n", ["actions", "'allocate' is missing"]),
+    ("actions: []\n", ["actions", "'allocate' is missing"]),
+    ("tiers:\n  - plugins: [{name: priority}, {name: predicates}]\n", ["tiers", "'gang' plugin is missing"]),
+    ("tiers: []\n", ["tiers", "'gang' plugin is missing"]),
+]
+
+
+@pytest.mark.parametrize(("text", "parts"), GANGLESS, ids=[t for t, _ in GANGLESS])
+def test_a_config_without_allocate_or_gang_is_refused(text: str, parts: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, register_builtins(), "scheduler.yaml")
+    message = str(caught.value)
+    assert message.startswith("scheduler.yaml:"), message
+    for part in parts:
+        assert part in message, message
 
 
 def test_build_plugins_passes_the_arguments() -> None:

@@ -1,0 +1,75 @@
+"""The status kaisched writes on each Queue, built from a session's numbers.
+
+A pure function of the queues, the jobs as the session leaves them, and the
+fair shares and allocations the proportion plugin computed; no I/O.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import networkx as nx
+
+from kaisched.api.job import JobInfo
+from kaisched.api.queue import ROOT, Amounts, QueueInfo, QueueStatus
+from kaisched.api.resource import CPU, MEMORY, PODS
+from kaisched.api.types import QueueName, TaskStatus
+
+_ACTIVE = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
+_WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+
+
+def canonical(name: str, value: float) -> float:
+    """The amount as a quantity can carry it: whole millicores (cpu is held in
+    millicores) and bytes, thousandths of anything else (a GPU may be split)."""
+    if name == CPU or name == MEMORY or name.startswith(("ephemeral-storage", "hugepages")):
+        return float(round(value))
+    return round(value * 1000) / 1000
+
+
+def amounts(values: Mapping[str, float], names: Iterable[str]) -> Amounts:
+    return tuple(sorted((n, canonical(n, values.get(n, 0.0))) for n in set(names) if n != PODS))
+
+
+def job_state(job: JobInfo) -> str | None:
+    """running (its gang is met and some pod runs or binds), pending (it waits
+    for room), or None (done, or nothing of it left to place)."""
+    if job.ready_count() >= job.min_member and job.count(_ACTIVE):
+        return "running"
+    if job.count(_WAITING):
+        return "pending"
+    return None
+
+
+def queue_statuses(queues: Mapping[QueueName, QueueInfo], tree: nx.DiGraph,
+                   jobs: Iterable[JobInfo],
+                   fair_share: Mapping[QueueName, Mapping[str, float]],
+                   allocated: Mapping[QueueName, Mapping[str, float]]) -> dict[QueueName, QueueStatus]:
+    """Every queue's status. A parent queue counts its children's jobs; its
+    allocation already includes theirs. Amounts cover every resource the queue
+    has a fair share, quota or use of (zeros included), limits only where set."""
+    running: dict[QueueName, int] = dict.fromkeys(queues, 0)
+    pending: dict[QueueName, int] = dict.fromkeys(queues, 0)
+    above = {q: [a for a in nx.ancestors(tree, q) if a != ROOT] if q in tree else []
+             for q in queues}
+    for job in jobs:
+        if job.queue not in queues:
+            continue
+        state = job_state(job)
+        if state is None:
+            continue
+        counts = running if state == "running" else pending
+        for name in (job.queue, *above[job.queue]):
+            counts[name] += 1
+    out = {}
+    for name, queue in queues.items():
+        fair, used = fair_share.get(name, {}), allocated.get(name, {})
+        names = {*fair, *queue.quota.names(), *(n for n, v in used.items() if v)}
+        out[name] = QueueStatus(
+            allocated=amounts(used, names),
+            fair_share=amounts(fair, names),
+            quota=amounts(queue.quota.as_dict(), names),
+            limit=amounts(dict(queue.limits), (n for n, _ in queue.limits)),
+            running_jobs=running[name],
+            pending_jobs=pending[name],
+        )
+    return out

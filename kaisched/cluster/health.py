@@ -1,0 +1,58 @@
+"""Whether the API server answers, as one state with its own log lines.
+
+Every request of a client reports here. During an outage the log gets one
+line when the server stops answering, a reminder every REMIND seconds while
+it stays away, and one line when it answers again -- not a line per request,
+per watch and per retry.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+log = logging.getLogger("kaisched.api")
+
+REMIND = 60.0
+
+
+class Reachability:
+    def __init__(self, remind: float = REMIND,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.remind = remind
+        self.monotonic = monotonic
+        self._lock = threading.Lock()
+        self._down_since: float | None = None
+        self._reminded = 0.0
+        self.failures = 0           # failed requests during the current outage
+
+    @property
+    def reachable(self) -> bool:
+        return self._down_since is None
+
+    def failed(self, reason: str) -> None:
+        """A request got no answer at all (refused, timed out, dropped)."""
+        now = self.monotonic()
+        with self._lock:
+            self.failures += 1
+            if self._down_since is None:
+                self._down_since = self._reminded = now
+                log.warning("the API server cannot be reached: %s; scheduling pauses, "
+                            "every state is kept", reason)
+            elif now - self._reminded >= self.remind:
+                self._reminded = now
+                log.warning("the API server is still unreachable after %.0fs (%d failed "
+                            "requests): %s", now - self._down_since, self.failures, reason)
+
+    def answered(self) -> None:
+        """A request got an answer (any HTTP status: the server is there)."""
+        if self._down_since is None:
+            return                  # the common case, without taking the lock
+        with self._lock:
+            if self._down_since is None:
+                return
+            log.warning("the API server answers again after %.0fs (%d failed requests)",
+                        self.monotonic() - self._down_since, self.failures)
+            self._down_since = None
+            self.failures = 0

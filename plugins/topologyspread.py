@@ -1,0 +1,147 @@
+"""topologyspread: topologySpreadConstraints, as kube-scheduler applies them.
+
+For a constraint over topologyKey K with selector S (pods of the pod's own
+namespace), the pods S selects are counted per domain of K, only on the
+nodes the constraint considers (nodeAffinityPolicy Honor: nodes matching the
+pod's nodeSelector and required node affinity; nodeTaintsPolicy Honor: nodes
+whose taints it tolerates). With min the smallest count over those domains
+(0 while they are fewer than minDomains), a node of domain D is allowed when
+count(D) + (1 if S selects the pod itself) - min <= maxSkew.
+DoNotSchedule refuses the others and nodes without K; ScheduleAnyway only
+scores, more for emptier domains.
+
+A pod placed earlier in the session counts at once, an undone one is
+forgotten. When a count moves, the nodes of that domain are marked changed,
+and every node with the key when the smallest count moved.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import attrs
+import numpy as np
+
+from kaisched.api.placement import Placement, SpreadConstraint
+from kaisched.api.podindex import Change, PodIndex, present
+from kaisched.api.task import TaskInfo
+from kaisched.errors import ConfigError
+from kaisched.framework import Hook, PluginBase, Session
+
+
+@attrs.define(slots=True)
+class _Considered:
+    """The nodes one constraint considers for one placement, and the smallest
+    count it last saw there (to know when it moves)."""
+
+    constraint: SpreadConstraint
+    rows: np.ndarray           # bool per row
+    domains: np.ndarray        # bool per domain of the key
+    low: float = -1.0
+
+
+class TopologySpreadPlugin(PluginBase):
+    name = "topologyspread"
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+        arguments = dict(arguments or {})
+        unknown = sorted(set(arguments) - {"weight"})
+        if unknown:
+            raise ConfigError(f"unknown argument {unknown[0]!r} (known: weight)")
+        weight = arguments.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+            raise ConfigError(f"weight: expected a number >= 0, not {weight!r}")
+        self.weight = float(weight)
+
+    def on_session_open(self, ssn: Session) -> None:
+        cluster = ssn.cluster
+        if not cluster.rules_in_play().any_rule:
+            return
+        constraints = {c for job in cluster.jobs.values() for t in job.tasks.values()
+                       for c in t.placement.rules.spread}
+        if not constraints:
+            return
+        self.cluster, self.table = cluster, cluster.table
+        self.specs = [n.spec for n in cluster.nodes.values()]
+        self.index = PodIndex(cluster, {c.matcher for c in constraints})
+        self.considered: dict[tuple[Placement, SpreadConstraint], _Considered] = {}
+        ssn.register(Hook.PREDICATE, self.filter,
+                     "node(s) didn't match pod topology spread constraints")
+        ssn.register(Hook.NODE_ORDER, self.score)
+        ssn.register(Hook.ON_ALLOCATE, lambda task: self._changed(self.index.add(task)))
+        ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
+
+    # -- filter and score --------------------------------------------------------------
+    def _skew(self, task: TaskInfo, c: SpreadConstraint) -> tuple[np.ndarray, np.ndarray]:
+        """Per domain: count + self - min; and the domain id of each row."""
+        seen = self._considered(task.placement, c)
+        domains = self.cluster.domains(c.topology_key)
+        counts = domains.sums(self.index.counts[c.matcher], np.flatnonzero(seen.rows))
+        low = _low(counts, seen)
+        seen.low = low
+        own = 1.0 if self.index.matches(c.matcher, task) else 0.0
+        return counts + own - low, domains.ids
+
+    def filter(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        out = np.ones(len(rows), dtype=bool)
+        for c in task.placement.rules.spread:
+            if c.hard:
+                skew, ids = self._skew(task, c)
+                ids = ids[rows]
+                out &= (ids >= 0) & (skew[np.maximum(ids, 0)] <= c.max_skew)
+        return out
+
+    def score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        soft = [c for c in task.placement.rules.spread if not c.hard]
+        out = np.zeros(len(rows))
+        if not soft or not self.weight:
+            return out
+        for c in soft:
+            skew, ids = self._skew(task, c)
+            ids = ids[rows]
+            out += np.where(ids >= 0, 1.0 / (1.0 + np.maximum(skew[np.maximum(ids, 0)], 0.0)), 0.0)
+        return out * (100.0 * self.weight / len(soft))
+
+    def _considered(self, placement: Placement, c: SpreadConstraint) -> _Considered:
+        key = (placement, c)
+        seen = self.considered.get(key)
+        if seen is None:
+            domains = self.cluster.domains(c.topology_key)
+            rows = domains.has.copy()
+            for i, spec in enumerate(self.specs):
+                if not rows[i]:
+                    continue
+                if c.honor_node_affinity and not placement.matches_labels(spec.labels, spec.name):
+                    rows[i] = False
+                elif c.honor_taints and placement.untolerated(spec.taints) is not None:
+                    rows[i] = False
+            hit = np.zeros(len(domains), dtype=bool)
+            hit[domains.ids[rows]] = True
+            seen = self.considered[key] = _Considered(c, rows, hit)
+        return seen
+
+    # -- keeping up with the session ---------------------------------------------------
+    def _deallocated(self, task: TaskInfo) -> None:
+        if not present(self.cluster, task):
+            self._changed(self.index.remove(task.key))
+
+    def _changed(self, change: Change | None) -> None:
+        if change is None or not change.matchers:
+            return
+        moved = set(change.matchers)
+        for seen in self.considered.values():
+            c = seen.constraint
+            if c.matcher not in moved or not seen.rows[change.row]:
+                continue
+            domains = self.cluster.domains(c.topology_key)
+            self.table.touch(domains.rows_of(change.row))
+            counts = domains.sums(self.index.counts[c.matcher], np.flatnonzero(seen.rows))
+            if _low(counts, seen) != seen.low:
+                self.table.touch(np.flatnonzero(domains.has))
+
+
+def _low(counts: np.ndarray, seen: _Considered) -> float:
+    """The smallest count over the considered domains; 0 while they are fewer
+    than minDomains."""
+    if int(seen.domains.sum()) < seen.constraint.min_domains or not seen.domains.any():
+        return 0.0
+    return float(counts[seen.domains].min())
