@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from typing import Iterable
 
 import attrs
+import numpy as np
 
+from actions.topology import place_in_topology
+from actions import starvation
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.task import TaskInfo
@@ -37,6 +41,7 @@ class AllocateAction:
             jobs.setdefault(job.queue, []).append((ssn.job_order_key(job), next(seq), job))
         for heap in jobs.values():
             heapq.heapify(heap)
+        guards = starvation.guard(ssn, heads(ssn, jobs.values()))
         queues = [(ssn.queue_order_key(queue_of(ssn, q)), q) for q in jobs]
         heapq.heapify(queues)
         grouped: set[JobKey] = set()      # gang-group members already tried together
@@ -51,8 +56,21 @@ class AllocateAction:
                     place_group(ssn, members)
             elif place_job(ssn, job) and pending(ssn, job):
                 heapq.heappush(heap, (ssn.job_order_key(job), next(seq), job))
+            if job.key in ssn.reserved_for and ssn.job_pipelined(job):
+                ssn.unreserve(job.key)      # placed, or waiting only for releasing room
             if heap:
                 heapq.heappush(queues, (ssn.queue_order_key(queue_of(ssn, name)), name))
+        starvation.report(ssn, guards)
+
+
+def heads(ssn: Session, queues: Iterable[list]) -> list[JobInfo]:
+    """The first gang of every queue that still waits for its minimum."""
+    out = []
+    for heap in queues:
+        waiting = [entry for entry in heap if not ssn.job_ready(entry[2])]
+        if waiting:
+            out.append(min(waiting, key=lambda entry: entry[:2])[2])
+    return out
 
 
 def queue_of(ssn: Session, name: QueueName) -> QueueInfo:
@@ -66,8 +84,9 @@ def pending(ssn: Session, job: JobInfo) -> list[TaskInfo]:
 
 
 def placeable(ssn: Session, job: JobInfo) -> bool:
-    """The job has pending tasks and is valid; an invalid one is told why."""
-    if not job.count_of(TaskStatus.PENDING):
+    """The job has pending tasks, is valid and admitted by the enqueue gate;
+    an invalid one is told why."""
+    if not job.count_of(TaskStatus.PENDING) or not ssn.admits(job):
         return False
     reason = ssn.job_invalid(job)
     if reason:
@@ -85,21 +104,24 @@ class Attempt:
 
 
 def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
-                idle_only: bool = False) -> Attempt:
-    """Place tasks in task order until the job is ready; skip what fits nowhere."""
+                idle_only: bool = False, within: np.ndarray | None = None) -> Attempt:
+    """Place tasks in task order until the job is ready; skip what fits nowhere.
+    within (a node mask) keeps them inside a topology domain."""
     attempt = Attempt()
-    refusal = None if ssn.job_ready(job) else ssn.enqueueable(job)
+    # An admitted gang passed the minResources check when it was enqueued.
+    gated = ssn.admitted is not None
+    refusal = None if ssn.job_ready(job) or gated else ssn.enqueueable(job)
     if refusal:
         attempt.failure = refusal
         return attempt
     failed_classes: set = set()
     for task in ssn.ordered_tasks(job, tasks):
-        if (task.resreq, task.placement) in failed_classes:
+        if ssn.class_key(task) in failed_classes:
             continue     # its twin found no node: neither will it
         refusal = ssn.allocatable(job, task)
-        choice = None if refusal else ssn.select_node(task, idle_only)
+        choice = None if refusal else ssn.select_node(task, idle_only, within)
         if choice is None:
-            failed_classes.add((task.resreq, task.placement))
+            failed_classes.add(ssn.class_key(task))
             attempt.failure = attempt.failure or refusal or f"pod {task.key}: {ssn.explain_task(task)}"
             continue
         if choice.pipelined:
@@ -118,8 +140,8 @@ def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
     held = ssn.held.pop(job.key, None)      # a NonStrict hold carried from before
     was_ready = ssn.job_ready(job) and held is None
     stmt = ssn.statement()
-    attempt = place_tasks(ssn, stmt, job, tasks if tasks is not None else pending(ssn, job),
-                          idle_only)
+    attempt = place_in_topology(ssn, stmt, job, tasks if tasks is not None else pending(ssn, job),
+                                idle_only, place_tasks)
     progress = bool(attempt.placed or held)
     if progress and ssn.job_ready(job):
         for done in (held, stmt):

@@ -62,7 +62,7 @@ def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     task order; empty when the job is not starving."""
     pending = [t for t in job.tasks.values()
                if t.status is TaskStatus.PENDING and t.key not in ssn.reservations]
-    if not pending or ssn.job_pipelined(job) or ssn.job_invalid(job):
+    if not pending or ssn.job_pipelined(job) or ssn.job_invalid(job) or not ssn.admits(job):
         return []
     return ssn.ordered_tasks(job, pending)
 

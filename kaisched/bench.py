@@ -97,6 +97,46 @@ def churn(scale: float) -> tuple[list[Obj], list[Obj]]:
     return nodes, pods
 
 
+RACK = "topology.example.com/rack"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def affinity(scale: float) -> tuple[list[Obj], list[Obj]]:
+    """Placement rules at scale: 5,000 nodes in 50 racks of 100 (5 zones);
+    1,000 gangs of 8 whose mates keep apart (required hostname anti-affinity)
+    and prefer one rack; 2,000 single pods spread over the zones (maxSkew 1)."""
+    count = int(5000 * scale)
+    nodes = []
+    for i in range(count):
+        n = node(f"node-{i:05d}")
+        rack = i // 100
+        n["metadata"]["labels"] = {"kubernetes.io/hostname": f"node-{i:05d}",
+                                   RACK: f"rack-{rack:02d}", ZONE: f"zone-{rack % 5}"}
+        nodes.append(n)
+    objs: list[Obj] = []
+    for g in range(int(1000 * scale)):
+        name = f"gang-{g:04d}"
+        group = podgroup(name, 8)
+        group["spec"]["topology"] = {"preferred": RACK}
+        objs.append(group)
+        for t in range(8):
+            p = pod(f"{name}-{t}", cpu="2", gpu=1, group=name)
+            p["metadata"]["labels"] = {"gang": name}
+            p["spec"]["affinity"] = {"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "kubernetes.io/hostname",
+                     "labelSelector": {"matchLabels": {"gang": name}}}]}}
+            objs.append(p)
+    for i in range(int(2000 * scale)):
+        p = pod(f"web-{i:04d}")
+        p["metadata"]["labels"] = {"app": "web"}
+        p["spec"]["topologySpreadConstraints"] = [{
+            "maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}}}]
+        objs.append(p)
+    return nodes, objs
+
+
 def churn_step(cluster: MemoryCluster, scale: float) -> None:
     """Between cycles: some pods finish, as many new ones arrive."""
     for i in range(0, int(135000 * scale), 135):
@@ -110,6 +150,7 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "gang-5k": gang,
     "preempt-1k": preempt,
     "churn": churn,
+    "affinity-5k": affinity,
 }
 
 

@@ -1,28 +1,45 @@
 """The binder applies a session's effects through a ClusterClient.
 
-Binds go through a bounded worker pool (or inline, for replays that must be
-deterministic); transient failures are retried with backoff; every failure is
-reported, never swallowed.
+Inline (workers=0), for replays that must be deterministic: apply() runs each
+effect in the caller's thread. Live (workers>=1): one bounded pool of worker
+threads and one rate limit for every write. Binds and evictions are taken
+first, as the session commits them; PodGroup status, pod conditions and
+Events queue behind them, the newer replacing the older for the same object,
+so a cycle's decisions never wait for them.
+
+Transient failures are retried with backoff, within a total time budget; a
+409 is final (the pod is already bound: retrying cannot help, the scheduler
+re-reads it). Before each request the binder checks that this replica still
+leads; when it no longer does, what is queued is dropped. Every failure is
+reported and each failed bind logged, never swallowed.
 """
 from __future__ import annotations
 
-import concurrent.futures
+import collections
+import logging
+import threading
 import time
-from typing import Callable, Sequence
+from typing import Callable, Hashable, Protocol, Sequence
 
 import attrs
 
-from kaisched.api.types import Reason
+from kaisched.api.clock import to_rfc3339
+from kaisched.api.types import JobKey, PodKey, Reason
 from kaisched.cache.convert import queue_status_dict, status_dict
 from kaisched.cluster.client import ClusterClient
-from kaisched.cluster.events import event_object
-from kaisched.cluster.kinds import POD, PODGROUP, QUEUE
-from kaisched.errors import ApiError, TransientApiError
+from kaisched.cluster.events import event_object, micro_time
+from kaisched.cluster.kinds import EVENT, POD, PODGROUP, QUEUE
+from kaisched.errors import ApiError, TransientApiError, UnreachableError
 from kaisched.framework.effects import (
     Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
 )
+from kaisched.throttle import Admission, Verdict, WriteThrottle
 
 COMPONENT = "kaisched"
+RETRY_BUDGET = 15.0         # seconds one effect may take, retries included
+STOP_GRACE = 3.0            # after stop(), retries end this soon
+
+log = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -37,59 +54,279 @@ class BindReport:
     failed: list[Failure] = attrs.field(factory=list)
 
 
+class BindObserver(Protocol):
+    """Told of every outcome as it happens (metrics count binds as they go)."""
+
+    def applied(self, effect: Effect) -> None: ...
+
+    def failed(self, effect: Effect, error: str) -> None: ...
+
+
+class RateLimit:
+    """A token bucket: qps requests a second on average, burst at once; 0: none."""
+
+    def __init__(self, qps: float = 0.0, burst: int = 0) -> None:
+        self.qps = qps
+        self.burst = max(burst, 1)
+        self._tokens = float(self.burst)
+        self._at = time.monotonic()
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        if self.qps <= 0:
+            return
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.qps)
+            self._at = now
+            self._tokens -= 1
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+        if wait:
+            time.sleep(wait)
+
+
+@attrs.frozen
+class _Write:
+    effect: Effect
+    admission: Admission | None = None
+    reported: bool = True           # False: an Event that follows a bind or an eviction
+
+
 class Binder:
     def __init__(self, client: ClusterClient, now: Callable[[], float], workers: int = 0,
-                 retries: int = 3, backoff: float = 0.2,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 retries: int = 3, backoff: float = 0.2, budget: float = RETRY_BUDGET,
+                 sleep: Callable[[float], None] = time.sleep, qps: float = 0.0, burst: int = 0,
+                 throttle: WriteThrottle | None = None,
+                 leading: Callable[[], bool] | None = None,
+                 observer: BindObserver | None = None) -> None:
         self.client = client
         self.now = now
         self.workers = workers
         self.retries = retries
         self.backoff = backoff
+        self.budget = budget
         self.sleep = sleep
+        self.limit = RateLimit(qps, burst)
+        self.throttle = throttle
+        self.leading = leading
+        self.observer = observer
+        self._cond = threading.Condition()
+        self._urgent: collections.deque[_Write] = collections.deque()      # binds, evictions
+        self._writes: dict[Hashable, _Write] = {}                          # the rest, by target
+        self._busy = 0              # urgent effects being applied
+        self._active = 0            # effects of any kind being applied
+        self._threads: list[threading.Thread] = []
+        self._begun: set[JobKey] = set()        # gangs with a bind sent
+        self._stopping: float | None = None
+        self._closed = False
+        self._report = BindReport()
+        self._bound: dict[PodKey, str] = {}     # pod -> node, bound since last taken
+        self._resync: set[PodKey] = set()       # pods whose bind failed: read them again
 
+    @property
+    def live(self) -> bool:
+        return self.workers >= 1
+
+    # -- handing effects over ------------------------------------------------------
     def apply(self, effects: Sequence[Effect]) -> BindReport:
-        report = BindReport()
-        binds = [e for e in effects if isinstance(e, Bind)]
-        rest = [e for e in effects if not isinstance(e, Bind)]
-        if self.workers > 1 and len(binds) > 1:
-            with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
-                outcomes = list(pool.map(self._apply_one, binds))
-        else:
-            outcomes = [self._apply_one(b) for b in binds]
-        outcomes += [self._apply_one(e) for e in rest]
-        for effect, error in outcomes:
-            if error is None:
-                report.applied.append(effect)
+        """Apply effects and wait for all of them (a replay's cycle, a test's)."""
+        for effect in effects:
+            self.submit(effect)
+        self.wait(writes=True)
+        return self.take_report()
+
+    def submit(self, effect: Effect, reported: bool = True) -> None:
+        """Queue an effect (live) or apply it now (inline)."""
+        admission = None
+        if self.throttle is not None and isinstance(
+                effect, (SetPodCondition, SetPodGroupStatus, RecordEvent)):
+            admission = self.throttle.admit(effect, self.now())
+            if admission.verdict is Verdict.SKIP:
+                return
+        write = _Write(effect, admission, reported)
+        if not self.live:
+            self._run(write)
+            return
+        with self._cond:
+            if self._closed or (self._stopping is not None and not self._finishing(effect)):
+                self._forget(write)
+                return
+            if isinstance(effect, (Bind, Evict)):
+                self._urgent.append(write)
             else:
-                report.failed.append(Failure(effect, error))
+                self._writes[_target(write)] = write
+            self._start_workers()
+            self._cond.notify()
+
+    def wait(self, writes: bool = False, cancel: Callable[[], bool] = lambda: False) -> None:
+        """Until the binds and evictions (and, with writes, everything) are done,
+        or cancel() says to stop waiting."""
+        if not self.live:
+            return
+        with self._cond:
+            while (self._urgent or self._busy
+                   or (writes and (self._writes or self._active))) and not cancel():
+                self._cond.wait(0.05)
+
+    def take_report(self) -> BindReport:
+        with self._cond:
+            report, self._report = self._report, BindReport()
         return report
 
-    def _apply_one(self, effect: Effect) -> tuple[Effect, str | None]:
+    def take_bound(self) -> dict[PodKey, str]:
+        """Pods bound since the last call: the cache should show them soon."""
+        with self._cond:
+            bound, self._bound = self._bound, {}
+        return bound
+
+    def take_resync(self) -> set[PodKey]:
+        """Pods whose bind failed: what the cache holds of them may be stale."""
+        with self._cond:
+            pods, self._resync = self._resync, set()
+        return pods
+
+    # -- standing down -----------------------------------------------------------------
+    def abandon(self, why: str) -> None:
+        """Drop everything queued (this replica lost the lease)."""
+        with self._cond:
+            dropped = [*self._urgent, *self._writes.values()]
+            self._urgent.clear()
+            self._writes.clear()
+            self._begun.clear()
+            self._cond.notify_all()
+        for write in dropped:
+            self._forget(write)
+        if dropped:
+            binds = sum(isinstance(w.effect, Bind) for w in dropped)
+            log.warning("%s: dropped %d queued binds and %d other writes",
+                        why, binds, len(dropped) - binds)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Finish only the gangs whose binds already began, then end the workers."""
+        with self._cond:
+            if self._stopping is None:
+                self._stopping = time.monotonic()
+            kept = [w for w in self._urgent if self._finishing(w.effect)]
+            dropped = len(self._urgent) - len(kept) + len(self._writes)
+            self._urgent = collections.deque(kept)
+            self._writes.clear()
+            self._cond.notify_all()
+        if dropped or kept:
+            log.info("stopping: finishing %d binds of gangs already binding, %d effects "
+                     "not started are left to the next leader", len(kept), dropped)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while (self._urgent or self._busy) and time.monotonic() < deadline:
+                self._cond.wait(0.05)
+            self._closed = True
+            self._urgent.clear()
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _finishing(self, effect: Effect) -> bool:
+        return isinstance(effect, Bind) and effect.job in self._begun
+
+    # -- the workers ---------------------------------------------------------------------
+    def _start_workers(self) -> None:
+        while len(self._threads) < self.workers:
+            thread = threading.Thread(target=self._work, name=f"binder-{len(self._threads)}",
+                                      daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._urgent or self._writes or self._closed):
+                    self._cond.wait()
+                if self._closed:
+                    return
+                urgent = bool(self._urgent)
+                if urgent:
+                    write = self._urgent.popleft()
+                    self._busy += 1
+                    if isinstance(write.effect, Bind):
+                        self._begun.add(write.effect.job)
+                else:
+                    write = self._writes.pop(next(iter(self._writes)))
+                self._active += 1
+            try:
+                if self.leading is not None and not self.leading():
+                    self._forget(write)
+                    self.abandon("this replica no longer holds the lease")
+                else:
+                    self.limit.take()
+                    self._run(write)
+            finally:
+                with self._cond:
+                    self._busy -= urgent
+                    self._active -= 1
+                    self._cond.notify_all()
+
+    # -- one effect ----------------------------------------------------------------------
+    def _run(self, write: _Write) -> None:
+        effect = write.effect
+        error = self._attempt(write)
+        if error is None:
+            if isinstance(effect, Bind):
+                with self._cond:
+                    self._bound[effect.pod] = effect.node
+                self.submit(RecordEvent("Pod", effect.pod, "Normal", Reason.SCHEDULED.value,
+                                        f"Successfully assigned {effect.pod} to {effect.node}"),
+                            reported=False)
+            elif isinstance(effect, Evict):
+                self.submit(RecordEvent("Pod", effect.pod, "Warning", effect.reason,
+                                        effect.message), reported=False)
+            if write.reported:
+                with self._cond:
+                    self._report.applied.append(effect)
+            if self.observer is not None:
+                self.observer.applied(effect)
+            return
+        self._forget(write)
+        if isinstance(effect, Bind):
+            log.warning("bind %s to %s failed: %s", effect.pod, effect.node, error)
+            with self._cond:
+                self._resync.add(effect.pod)
+        elif isinstance(effect, Evict):
+            log.warning("eviction of %s failed: %s", effect.pod, error)
+        else:
+            log.debug("%s failed: %s", effect.__class__.__name__, error)
+        if write.reported:
+            with self._cond:
+                self._report.failed.append(Failure(effect, error))
+        if self.observer is not None:
+            self.observer.failed(effect, error)
+
+    def _attempt(self, write: _Write) -> str | None:
+        """None once applied, else why not: retried while transient, within the
+        budget (shorter once stopping)."""
         delay = self.backoff
+        deadline = time.monotonic() + self.budget
         for attempt in range(self.retries + 1):
             try:
-                self._call(effect)
-                return effect, None
+                self._call(write)
+                return None
             except TransientApiError as exc:
-                if attempt == self.retries:
-                    return effect, str(exc)
+                limit = deadline if self._stopping is None else min(
+                    deadline, self._stopping + STOP_GRACE)
+                if attempt == self.retries or time.monotonic() + delay > limit or self._closed:
+                    return _short(exc)
                 self.sleep(delay)
                 delay *= 2
             except ApiError as exc:
-                return effect, str(exc)
-        return effect, "not applied"   # pragma: no cover - the loop always returns
+                return _short(exc)
+        return "not applied"   # pragma: no cover - the loop always returns
 
-    def _call(self, effect: Effect) -> None:
+    def _call(self, write: _Write) -> None:
+        effect = write.effect
         if isinstance(effect, Bind):
             ns, name = effect.pod.split("/", 1)
             self.client.bind(ns, name, effect.uid, effect.node)
-            self._event("Pod", effect.pod, "Normal", Reason.SCHEDULED.value,
-                        f"Successfully assigned {effect.pod} to {effect.node}")
         elif isinstance(effect, Evict):
             ns, name = effect.pod.split("/", 1)
             self.client.evict(ns, name)
-            self._event("Pod", effect.pod, "Warning", effect.reason, effect.message)
         elif isinstance(effect, SetPodGroupStatus):
             ns, name = effect.job.split("/", 1)
             self.client.patch_status(PODGROUP, ns, name, status_dict(effect.status))
@@ -110,10 +347,46 @@ class Binder:
                 if isinstance(conditions, list) else []
             self.client.patch_status(POD, ns, name, {"conditions": kept + [cond]})
         elif isinstance(effect, RecordEvent):
-            self._event(effect.kind, effect.key, effect.type, effect.reason, effect.message)
+            self._event(effect, write.admission)
 
-    def _event(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
-        ns, name = key.split("/", 1)
-        api = "v1" if kind == "Pod" else PODGROUP.api_version
-        ref = {"apiVersion": api, "kind": kind, "name": name, "namespace": ns}
-        self.client.create(event_object(ref, type_, reason, message, COMPONENT, self.now()))
+    def _event(self, effect: RecordEvent, admission: Admission | None) -> None:
+        ns, name = effect.key.split("/", 1)
+        now = self.now()
+        if admission is not None and admission.verdict is Verdict.REPEAT and admission.name:
+            # The same Event again: count it on the one written, as kubectl shows it.
+            self.client.patch(EVENT, ns, admission.name, {
+                "count": admission.count, "lastTimestamp": to_rfc3339(now),
+                "series": {"count": admission.count, "lastObservedTime": micro_time(now)}})
+            return
+        api = "v1" if effect.kind == "Pod" else PODGROUP.api_version
+        ref = {"apiVersion": api, "kind": effect.kind, "name": name, "namespace": ns}
+        event = event_object(ref, effect.type, effect.reason, effect.message, COMPONENT, now)
+        if admission is not None and admission.count > 1:
+            event["count"] = admission.count
+        created = self.client.create(event)
+        if self.throttle is not None and admission is not None:
+            self.throttle.named(admission.target, (created.get("metadata") or {}).get("name", ""))
+
+    def _forget(self, write: _Write) -> None:
+        """A status-like write that was not made: the next one must not wait."""
+        if self.throttle is not None and write.admission is not None:
+            self.throttle.forget(write.admission.target)
+
+
+def _target(write: _Write) -> Hashable:
+    """What a queued write replaces: the older write to the same object."""
+    if write.admission is not None:
+        return write.admission.target
+    effect = write.effect
+    if isinstance(effect, SetPodCondition):
+        return ("condition", effect.pod, effect.condition.type)
+    if isinstance(effect, SetPodGroupStatus):
+        return ("status", effect.job)
+    if isinstance(effect, SetQueueStatus):
+        return ("queue status", effect.queue)
+    return ("event", id(write))         # Events unthrottled: every one is written
+
+
+def _short(exc: ApiError) -> str:
+    text = str(exc)
+    return text if not isinstance(exc, UnreachableError) else text[:300]

@@ -3,19 +3,25 @@ from __future__ import annotations
 
 from actions.allocate import AllocateAction
 from actions.backfill import BackfillAction
+from actions.enqueue import EnqueueAction
 from actions.preempt import PreemptAction
 from actions.reclaim import ReclaimAction
 from actions.stalegangeviction import StaleGangEvictionAction
 from kaisched.framework.registry import Registry
 from plugins.gang import GangPlugin
+from plugins.hostports import HostPortsPlugin
+from plugins.nodeaffinity import NodeAffinityPlugin
 from plugins.nodeorder import NodeOrderPlugin
+from plugins.podaffinity import PodAffinityPlugin
 from plugins.predicates import PredicatesPlugin
 from plugins.priority import PriorityPlugin
 from plugins.proportion import ProportionPlugin
+from plugins.topologyspread import TopologySpreadPlugin
 
 
 def register_builtins(registry: Registry | None = None) -> Registry:
     registry = registry or Registry()
+    registry.add_action("enqueue", EnqueueAction)
     registry.add_action("allocate", AllocateAction)
     registry.add_action("backfill", BackfillAction)
     registry.add_action("reclaim", ReclaimAction)
@@ -26,4 +32,8 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_plugin("proportion", ProportionPlugin)
     registry.add_plugin("predicates", PredicatesPlugin)
     registry.add_plugin("nodeorder", NodeOrderPlugin)
+    registry.add_plugin("podaffinity", PodAffinityPlugin)
+    registry.add_plugin("topologyspread", TopologySpreadPlugin)
+    registry.add_plugin("hostports", HostPortsPlugin)
+    registry.add_plugin("nodeaffinity", NodeAffinityPlugin)
     return registry

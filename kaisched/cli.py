@@ -24,15 +24,34 @@ def main() -> None:
 
 
 def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | None) -> SchedulerConfig:
+    from kaisched.snapshot import read_text
+
     if path:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError:
-            raise click.ClickException(f"{path}: no such config file") from None
-        return parse_config(text, registry, path)
+        return parse_config(read_text(path), registry, path)
     if embedded is not None:
         return load_config(embedded, registry)
     return default_config(registry)
+
+
+def _load(path: str, strict: bool) -> Any:
+    """The objects of FILE a cluster would accept. Each one it would refuse is
+    reported on stderr and skipped (an error with --strict), and so is an object
+    of a kind nobody serves; a file left with nothing to use is an error."""
+    from kaisched.snapshot import LoadedFile, load_file
+    from kaisched.validation import partition, summarize
+
+    loaded = load_file(path, check_kinds=False)
+    kept, problems = partition(loaded.objects)
+    lines = summarize(problems)
+    for line in lines:
+        click.echo(f"{'refused' if strict else 'skipped'}: {line}", err=True)
+    if strict and lines:
+        raise click.ClickException(
+            f"{path}: {len(lines)} object(s) a cluster would refuse (--strict)")
+    if not kept:
+        why = f"all {len(lines)} object(s) skipped" if lines else "no Kubernetes objects in it"
+        raise click.ClickException(f"{path}: nothing usable: {why}")
+    return LoadedFile(kept, loaded.config)
 
 
 @main.command()
@@ -40,12 +59,13 @@ def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | Non
 @click.option("--config", "config_path", help="Scheduler config YAML (default: the snapshot's, else built-in).")
 @click.option("--sessions", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
-def replay(file: str, config_path: str | None, sessions: int, output: str) -> None:
+@click.option("--strict", is_flag=True,
+              help="An object a cluster would refuse is an error, not skipped with a warning.")
+def replay(file: str, config_path: str | None, sessions: int, output: str, strict: bool) -> None:
     """Replay FILE (Snapshot, List or multi-document YAML) and print the decisions."""
     from kaisched.replay import replay as run_replay
-    from kaisched.snapshot import load_file
 
-    loaded = load_file(file)
+    loaded = _load(file, strict)
     registry = register_builtins()
     config = _config(config_path, registry, loaded.config)
     result = run_replay(loaded.objects, config, registry, sessions)
@@ -81,11 +101,18 @@ def replay(file: str, config_path: str | None, sessions: int, output: str) -> No
               show_default="$POD_NAMESPACE or kaisched-system")
 @click.option("--identity", default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
               show_default="$POD_NAME or the host name")
+@click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
+              help="Run a single replica without a Lease (never run two like this).")
 @click.option("--binders", type=click.IntRange(1, 64), default=8, show_default=True,
-              help="Bind requests in flight at once.")
+              help="Requests in flight at once (binds first, then status and Events).")
+@click.option("--api-qps", type=click.FloatRange(min=0), default=1000.0, show_default=True,
+              help="Writes a second, binds and status alike, on average (0: no limit).")
+@click.option("--api-burst", type=click.IntRange(min=1), default=2000, show_default=True,
+              help="Writes at once above --api-qps.")
 @click.option("--cycles", type=click.IntRange(min=1), help="Stop after this many cycles.")
 def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
-        lease_namespace: str, identity: str, binders: int, cycles: int | None) -> None:
+        lease_namespace: str, identity: str, no_leader_elect: bool, binders: int,
+        api_qps: float, api_burst: int, cycles: int | None) -> None:
     """The scheduler against a cluster: leader election, /metrics, /healthz."""
     from kaisched.api.clock import WallClock
     from kaisched.binder import Binder
@@ -93,22 +120,29 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     from kaisched.leader import LeaderElector
     from kaisched.metrics import Metrics
     from kaisched.scheduler import Scheduler, serve
+    from kaisched.throttle import WriteThrottle
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry = register_builtins()
     config = _config(config_path, registry, None)
-    client = KubeCluster(kubeconfig)
+    client = KubeCluster(kubeconfig, workers=binders)
     clock = WallClock()
-    scheduler = Scheduler(client, config, registry, clock,
-                          Binder(client, clock.now, workers=binders))
+    elector = None if no_leader_elect else LeaderElector(
+        client.with_timeout(5.0), clock, identity, lease_namespace)
+    binder = Binder(client, clock.now, workers=binders, qps=api_qps, burst=api_burst,
+                    throttle=WriteThrottle(),
+                    leading=elector.is_leading if elector is not None else None)
+    scheduler = Scheduler(client, config, registry, clock, binder)
     metrics = Metrics()
     server = metrics.serve(metrics_port) if metrics_port else None
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    if elector is None:
+        logging.getLogger("kaisched").info("leader election is off (--no-leader-elect): "
+                                           "this replica schedules alone")
     try:
-        serve(scheduler, stop, LeaderElector(client, clock, identity, lease_namespace),
-              metrics, cycles)
+        serve(scheduler, stop, elector, metrics, cycles)
     finally:
         client.close()
         if server is not None:
@@ -155,14 +189,15 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
 @click.option("--snapshot", "snapshot_path", required=True, type=click.Path(dir_okay=False),
               help="Snapshot, List or multi-document YAML of the cluster.")
 @click.option("--config", "config_path", help="Scheduler config YAML.")
-def explain(podgroup: str, snapshot_path: str, config_path: str | None) -> None:
+@click.option("--strict", is_flag=True,
+              help="An object a cluster would refuse is an error, not skipped with a warning.")
+def explain(podgroup: str, snapshot_path: str, config_path: str | None, strict: bool) -> None:
     """Why NS/PODGROUP is pending: per task and node, its queue, its gang shortfall."""
     from kaisched.explain import explain as run_explain
-    from kaisched.snapshot import load_file
 
     if podgroup.count("/") != 1:
         raise click.BadParameter("expected NAMESPACE/NAME", param_hint="NS/PODGROUP")
-    loaded = load_file(snapshot_path)
+    loaded = _load(snapshot_path, strict)
     registry = register_builtins()
     config = _config(config_path, registry, loaded.config)
     for line in run_explain(loaded.objects, podgroup, config, registry):
@@ -170,7 +205,8 @@ def explain(podgroup: str, snapshot_path: str, config_path: str | None) -> None:
 
 
 @main.command()
-@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "churn"]))
+@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "churn",
+                                              "affinity-5k"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
               help="Multiply the scenario's node and pod counts (for quick checks).")
 def bench(scenario: str, scale: float) -> None:

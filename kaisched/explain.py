@@ -1,6 +1,10 @@
 """kaisched explain: why a PodGroup is pending, per task and per node, with
 its queue's quota, fair share and usage and the gang's shortfall.
 
+A gang that waits because it does not fit as a whole (each pod would fit on its
+own) is explained as allocate tries it: per node, how many of the pods that must
+go together it could hold and what runs out first; then the shortfall in total.
+
 It replays one session over the snapshot (nothing is applied) and reads the
 session's state after the actions, which is what the scheduler saw.
 """
@@ -8,7 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import numpy as np
+
 from kaisched.api.clock import ManualClock
+from kaisched.api.job import JobInfo
+from kaisched.api.node import EPSILON
 from kaisched.api.resource import PODS, Resource, format_amount, format_resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import JobKey, TaskStatus
@@ -45,13 +53,15 @@ def explain(objects: Iterable[dict[str, Any]], key: str, config: SchedulerConfig
     else:
         lines.append(f"  {job.ready_count()} pod(s) placed already; nothing waits")
     lines.extend(_queue_lines(ssn, job.queue))
+    gang = _gang_lines(ssn, job) if why and not placed and not job.problem else []
+    lines.extend(gang)
     for task in sorted(job.tasks.values(), key=ssn.task_order_key):
         state = ("would bind to " + ssn.placed[task.key] if task.key in ssn.placed
                  else task.status.value + (f" on {task.node_name}" if task.node_name else ""))
         lines.append(f"  pod {task.key}: {state}; requests "
                      f"{format_resource(task.resreq - Resource.of({PODS: 1}))}")
         if task.status is TaskStatus.PENDING and task.key not in ssn.reservations:
-            lines.extend(_node_lines(ssn, task))
+            lines.extend(_node_lines(ssn, task, "fits on its own" if gang else "fits"))
     return lines
 
 
@@ -70,12 +80,106 @@ def _queue_lines(ssn: Session, queue: str) -> list[str]:
     return lines
 
 
-def _node_lines(ssn: Session, task: TaskInfo) -> list[str]:
+def _node_lines(ssn: Session, task: TaskInfo, fits: str = "fits") -> list[str]:
     reasons: dict[str, list[str]] = {}
     for name in ssn.cluster.nodes:
-        reason = ssn.explain_node(task, name) or "fits"
+        reason = ssn.explain_node(task, name) or fits
         reasons.setdefault(reason, []).append(name)
     if len(ssn.cluster.nodes) <= MAX_NODES:
         return [f"    {name}: {reason}" for reason, names in reasons.items() for name in names]
     return [f"    {len(names)} node(s): {reason} (e.g. {', '.join(names[:3])})"
             for reason, names in sorted(reasons.items(), key=lambda kv: -len(kv[1]))]
+
+
+def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
+    """The pods that must be placed together (the missing part of minMember,
+    in the order allocate places them), how many of them each node could hold
+    on its own and what runs out there first, and the shortfall in total."""
+    table = ssn.cluster.table
+    needed = job.min_member - job.ready_count()
+    waiting = sorted((t for t in job.tasks.values() if t.status is TaskStatus.PENDING),
+                     key=ssn.task_order_key)
+    tasks = waiting[:max(needed, 0)]
+    if not tasks or not len(table):
+        return []
+    vectors = [table.vector(t.resreq) for t in tasks]
+    masks: dict[Any, np.ndarray] = {}
+    for t in tasks:     # all filters but resources, once per kind of pod
+        if (t.resreq, t.placement) not in masks:
+            masks[(t.resreq, t.placement)] = ssn.static_mask(t)
+    allowed = [masks[(t.resreq, t.placement)] for t in tasks]
+    lines = [f"  the gang as the scheduler tried it: {len(tasks)} pod(s) to place together "
+             f"(minMember {job.min_member}, {job.ready_count()} placed already)"]
+    held_total, eligible = 0, []
+    by_reason: dict[str, list[str]] = {}
+    for row, name in enumerate(table.names):
+        if not any(mask[row] for mask in allowed):
+            reason = "could hold none: " + (ssn.explain_node(tasks[0], name) or "filtered out")
+        else:
+            eligible.append(row)
+            held, reason = _node_holds(table, row, vectors, [m[row] for m in allowed])
+            held_total += held
+        by_reason.setdefault(reason, []).append(name)
+    if len(table) <= MAX_NODES:
+        lines += [f"    {name}: {reason}" for row, name in enumerate(table.names)
+                  for reason, names in by_reason.items() if name in names]
+    else:
+        lines += [f"    {len(names)} node(s): {reason} (e.g. {', '.join(names[:3])})"
+                  for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1]))]
+    could = min(held_total, len(tasks))
+    if could >= len(tasks):
+        lines.append(f"  in total: the nodes could hold all {len(tasks)} pods; "
+                     "room on the nodes is not what it waits for")
+        return lines
+    lines.append(f"  in total: the nodes could hold {could} of the {len(tasks)} pods: "
+                 f"{len(tasks) - could} short")
+    lines.extend(_shortfall(table, np.sum(vectors, axis=0), eligible))
+    return lines
+
+
+def _node_holds(table: Any, row: int, vectors: list[np.ndarray],
+                allowed: list[bool]) -> tuple[int, str]:
+    """How many of the pods (in order) fit this node alone, and what stops the next."""
+    free = np.maximum(table.future[row], 0.0)
+    room = free.copy()
+    held = 0
+    for vector, ok in zip(vectors, allowed):
+        if not ok:
+            continue
+        short = np.flatnonzero(vector > room + EPSILON)
+        if len(short):
+            def amount(d: int, value: float) -> str:
+                return format_amount(table.dims[d], table.amount(d, value))
+            out = "; ".join(
+                f"{table.dims[d]} runs out first ({amount(d, free[d])} free, "
+                f"{amount(d, vector[d])} per pod" + (f": {amount(d, room[d])} left)" if held else ")")
+                for d in short)
+            return held, f"could hold {held if held else 'none'} of them; {out}"
+        room = room - vector
+        held += 1
+    return held, f"could hold all {held} of them"
+
+
+def _shortfall(table: Any, need: np.ndarray, rows: list[int]) -> list[str]:
+    """Per resource the gang needs more of than the nodes that could take it
+    hold in all: "needs 4 nvidia.com/gpu on 2 nodes holding 1 each: 2 short"."""
+    free = np.maximum(table.future[rows], 0.0) if rows else np.zeros((0, len(table.dims)))
+    lines = []
+    for d, name in enumerate(table.dims):
+        total = float(free[:, d].sum())
+        if need[d] <= total + EPSILON:
+            continue
+        amount = lambda v: format_amount(name, table.amount(d, v))  # noqa: E731
+        nodes = f"{len(rows)} node" + ("s" if len(rows) != 1 else "")
+        if not rows:
+            where = "no node that could take its pods"
+        elif len(rows) == 1:
+            where = f"1 node holding {amount(total)}"
+        elif np.allclose(free[:, d], free[0, d]):
+            where = f"{nodes} holding {amount(free[0, d])} each"
+        else:
+            where = f"{nodes} holding {amount(total)} in all (at most {amount(free[:, d].max())} on one)"
+        lines.append(f"    needs {amount(need[d])} {name} on {where}: {amount(need[d] - total)} short")
+    if not lines:
+        lines.append("    enough room in total, but split: no node has room left for the next pod")
+    return lines

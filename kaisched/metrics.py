@@ -25,8 +25,12 @@ class Metrics:
                                          "Time to decide a cycle (actions and plugins).",
                                          buckets=_BUCKETS, registry=r)
         self.binds = Counter("kaisched_binds", "Pods bound.", registry=r)
-        self.bind_failures = Counter("kaisched_bind_failures", "Effects the API refused.",
+        self.bind_failures = Counter("kaisched_bind_failures",
+                                     "Binds the API refused, or that ran out of retries.",
                                      registry=r)
+        self.write_failures = Counter("kaisched_write_failures",
+                                      "Evictions, status, condition and Event writes that failed.",
+                                      ["effect"], registry=r)
         self.evictions = Counter("kaisched_evictions", "Pods evicted.", ["reason"], registry=r)
         self.pipelined = Gauge("kaisched_pipelined_pods",
                                "Pods waiting for room being released, last cycle.", registry=r)
@@ -44,19 +48,26 @@ class Metrics:
                                 ["queue", "state"], registry=r)
 
     def observe(self, result: object) -> None:
-        """Record one CycleResult."""
+        """Record one CycleResult's timings (binds are counted as they happen)."""
         self.snapshot_seconds.observe(result.snapshot_seconds)   # type: ignore[attr-defined]
         self.session_seconds.observe(result.session_seconds)     # type: ignore[attr-defined]
-        for effect in result.report.applied:                     # type: ignore[attr-defined]
-            if isinstance(effect, Bind):
-                self.binds.inc()
-            elif isinstance(effect, Evict):
-                self.evictions.labels(effect.reason).inc()
-        self.bind_failures.inc(len(result.report.failed))        # type: ignore[attr-defined]
         self.pipelined.set(len(result.reservations))             # type: ignore[attr-defined]
         for effect in result.effects:                            # type: ignore[attr-defined]
             if isinstance(effect, SetQueueStatus):
                 self.observe_queue(effect.queue, effect.status, effect.previous)
+
+    # The binder tells of each outcome as it happens (kaisched.binder.BindObserver).
+    def applied(self, effect: object) -> None:
+        if isinstance(effect, Bind):
+            self.binds.inc()
+        elif isinstance(effect, Evict):
+            self.evictions.labels(effect.reason).inc()
+
+    def failed(self, effect: object, error: str) -> None:
+        if isinstance(effect, Bind):
+            self.bind_failures.inc()
+        else:
+            self.write_failures.labels(effect.__class__.__name__).inc()
 
     def observe_queue(self, queue: str, status: QueueStatus, previous: QueueStatus | None) -> None:
         """A queue's new status (a cycle reports only changed ones): its figures,

@@ -1,4 +1,12 @@
-"""The loop: snapshot -> session -> actions -> effects -> binder."""
+"""The loop: snapshot -> session -> actions -> effects -> binder.
+
+Decisions stay pure: the session only appends effects to a list. On the I/O
+side that list is an Outbox, which hands each effect to a live binder as it
+is appended, so a gang's binds go out as soon as its statement commits, not
+when the session ends. Between actions the cycle checks that it may go on
+(this replica still leads, no stop was asked for); one that may not is
+abandoned, and its status writes are never sent.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -6,7 +14,7 @@ import gc
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import attrs
 
@@ -14,10 +22,11 @@ from kaisched.api.clock import Clock
 from kaisched.api.types import JobKey, NodeName, PodKey
 from kaisched.binder import Binder, BindReport
 from kaisched.cache import Cache
-from kaisched.cluster.client import ClusterClient
+from kaisched.cluster.client import ClusterClient, WatchEvent
+from kaisched.cluster.kinds import POD
 from kaisched.framework import Registry, SchedulerConfig, Session
 from kaisched.framework.effects import Effect
-from kaisched.errors import ApiError
+from kaisched.errors import ApiError, UnreachableError
 from kaisched.framework.holds import Hold
 
 if TYPE_CHECKING:
@@ -29,6 +38,8 @@ log = logging.getLogger(__name__)
 
 # Watch events in one sync after which the cache is frozen out of the collector.
 FREEZE_AFTER = 5000
+# How long a cycle waits for the watch to show the pods the last one bound.
+ECHO_WAIT = 2.0
 
 
 @contextlib.contextmanager
@@ -52,6 +63,24 @@ class CycleResult:
     report: BindReport
     snapshot_seconds: float
     session_seconds: float
+    abandoned: bool = False     # stopped between actions: nothing after that was applied
+
+
+class Outbox(list):  # type: ignore[type-arg]
+    """A session's effect list that hands each effect to the binder as it is
+    appended: the session stays a pure producer of values."""
+
+    def __init__(self, send: Callable[[Effect], None]) -> None:
+        super().__init__()
+        self.send = send
+
+    def append(self, effect: Effect) -> None:
+        super().append(effect)
+        self.send(effect)
+
+
+def _always() -> bool:
+    return True
 
 
 class Scheduler:
@@ -66,53 +95,186 @@ class Scheduler:
         self.actions = config.build_actions(registry)
         self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
 
-    def run_once(self) -> CycleResult:
-        started = time.perf_counter()
-        if self.cache.sync(self.client) >= FREEZE_AFTER:
+    def sync(self) -> int:
+        """Apply what the watches saw; the first call lists everything."""
+        count = self.cache.sync(self.client)
+        if count >= FREEZE_AFTER:
             # The cache lives long and holds no cycles: move it out of the
             # collector's sight, or every full collection rescans all of it.
             gc.collect()
             gc.freeze()
+        return count
+
+    def run_once(self, proceed: Callable[[], bool] = _always) -> CycleResult:
+        """One cycle. proceed() is asked between actions: False abandons the
+        rest (effects already handed over are the binder's to finish or drop)."""
+        started = time.perf_counter()
+        self._catch_up(proceed)
         with _cyclic_gc_paused():
             cluster = self.cache.snapshot(self.clock.now())
             snapshotted = time.perf_counter()
             ssn = Session(cluster, self.config, self.config.build_plugins(self.registry),
                           self.holds)
+            if self.binder.live:
+                ssn.effects = Outbox(self.binder.submit)
+            abandoned = False
             for action in self.actions:
+                if not proceed():
+                    abandoned = True
+                    break
                 action.execute(ssn)
-            effects = ssn.close()
-            self.holds = ssn.holds
+            if abandoned or not proceed():
+                effects, abandoned = list(ssn.effects), True
+            else:
+                effects = ssn.close()
+                self.holds = ssn.holds
         decided = time.perf_counter()
-        report = self.binder.apply(effects)
-        return CycleResult(effects, dict(ssn.placed), dict(ssn.reservations), report,
-                           snapshotted - started, decided - snapshotted)
+        if self.binder.live:
+            self.binder.wait(cancel=lambda: not proceed())
+            report = self.binder.take_report()
+        else:
+            report = self.binder.apply(effects)
+        return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
+                           snapshotted - started, decided - snapshotted, abandoned)
+
+    def step_down(self) -> None:
+        """This replica stopped leading: drop what it meant to do."""
+        self.binder.abandon("this replica no longer holds the lease")
+        self.holds = {}         # the next leader decides its own holds
+
+    def _catch_up(self, proceed: Callable[[], bool]) -> None:
+        """The cache as fresh as it can be: the pods whose binds failed are read
+        again (a 409 means someone bound it), and the pods the last cycle bound
+        are waited for, briefly, so they are not placed a second time."""
+        self.sync()
+        for key in self.binder.take_resync():
+            ns, name = key.split("/", 1)
+            try:
+                pod = self.client.get(POD, ns, name)
+            except ApiError as exc:
+                log.debug("resync of %s failed: %s", key, exc)
+                continue
+            gone = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": ns, "name": name}}
+            self.cache.apply(WatchEvent("MODIFIED", POD, pod) if pod is not None
+                             else WatchEvent("DELETED", POD, gone))
+        bound = self.binder.take_bound()
+        deadline = time.monotonic() + ECHO_WAIT
+        while bound and proceed():
+            bound = {k: n for k, n in bound.items()
+                     if k in self.cache.pods and self.cache.pods[k].node_name != n}
+            if not bound or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+            self.sync()
 
 
 def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | None = None,
-          metrics: Metrics | None = None, cycles: int | None = None) -> int:
-    """The production loop: every schedulePeriod, lead (or stand by with a warm
-    cache) and schedule. An API that cannot be reached skips the cycle and keeps
-    the cache; nothing is lost. Returns the number of cycles run."""
+          metrics: Metrics | None = None, cycles: int | None = None,
+          stop_timeout: float = 5.0) -> int:
+    """The production loop: lead (or stand by with a warm cache) and schedule
+    every schedulePeriod. A cycle runs only while this replica leads and every
+    watch is connected (an API outage pauses scheduling; nothing is lost). On
+    stop, gangs whose binds began are finished, the rest is left, and the Lease
+    is released. Returns the number of periods run."""
     period = scheduler.config.schedule_period
-    done = 0
-    while not stop.is_set() and (cycles is None or done < cycles):
-        started = time.monotonic()
-        leading = elector.lead() if elector is not None else True
-        if metrics is not None:
-            metrics.leader.set(1 if leading else 0)
-        try:
-            if leading:
-                result = scheduler.run_once()
-                if metrics is not None:
-                    metrics.observe(result)
-            else:
-                scheduler.cache.sync(scheduler.client)     # a standby keeps up, to take over fast
-        except ApiError as exc:
-            log.warning("cycle skipped, the API cannot be reached: %s", exc)
-            if metrics is not None:
-                metrics.cycle_errors.inc()
-        done += 1
-        stop.wait(max(0.0, period - (time.monotonic() - started)))
+    binder = scheduler.binder
+    if metrics is not None:
+        binder.observer = metrics
+    leading: Callable[[], bool] = elector.is_leading if elector is not None else _always
+    if binder.leading is None and elector is not None:
+        binder.leading = elector.is_leading
+    lease_stop = threading.Event()
     if elector is not None:
-        elector.release()
+        elector.start(lease_stop)
+    state = _LoopState()
+    done = 0
+    try:
+        if elector is not None:
+            # The lists (in parallel) and the first Lease try overlap; the
+            # first cycle runs as soon as both are done.
+            try:
+                scheduler.sync()
+            except ApiError as exc:
+                state.failed(exc)
+            elector.tried.wait(period + 10.0)
+        while not stop.is_set() and (cycles is None or done < cycles):
+            started = time.monotonic()
+            try:
+                leads = leading()
+                state.leading(leads, scheduler, metrics)
+                if not leads:
+                    scheduler.sync()        # a standby keeps up, to take over fast
+                else:
+                    scheduler.sync()
+                    if state.watches(scheduler.client.watching()):
+                        result = scheduler.run_once(
+                            lambda: not stop.is_set() and leading())
+                        if metrics is not None:
+                            metrics.observe(result)
+                        if result.abandoned and not stop.is_set():
+                            scheduler.step_down()
+                state.reached()
+            except ApiError as exc:
+                state.failed(exc)
+                if metrics is not None:
+                    metrics.cycle_errors.inc()
+            done += 1
+            _pause(stop, elector, max(0.0, period - (time.monotonic() - started)))
+    finally:
+        binder.stop(stop_timeout)
+        lease_stop.set()
+        if elector is not None:
+            elector.release()
+        if metrics is not None:
+            metrics.leader.set(0)
     return done
+
+
+def _pause(stop: threading.Event, elector: LeaderElector | None, seconds: float) -> None:
+    """Until the next period -- or at once when this replica becomes leader."""
+    if elector is None or elector.elected.is_set():
+        stop.wait(seconds)
+        return
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and not elector.elected.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        stop.wait(min(left, 0.05))
+
+
+class _LoopState:
+    """What the loop last said, so that each change is said once."""
+
+    def __init__(self) -> None:
+        self._leading: bool | None = None
+        self._watching = True
+        self._failing = ""
+
+    def leading(self, leads: bool, scheduler: Scheduler, metrics: Metrics | None) -> None:
+        if metrics is not None:
+            metrics.leader.set(1 if leads else 0)
+        if self._leading and not leads:
+            scheduler.step_down()
+        self._leading = leads
+
+    def watches(self, up: bool) -> bool:
+        if up != self._watching:
+            if up:
+                log.info("every watch is connected again: scheduling resumes")
+            else:
+                log.warning("a watch is down: no cycle runs until it has relisted")
+            self._watching = up
+        return up
+
+    def failed(self, exc: ApiError) -> None:
+        # An unreachable server is said once by the client; other failures once each.
+        text = exc.__class__.__name__ if isinstance(exc, UnreachableError) else str(exc)
+        if text != self._failing:
+            log.warning("cycle skipped: %s", exc)
+        self._failing = text
+
+    def reached(self) -> None:
+        if self._failing:
+            log.info("cycles run again")
+        self._failing = ""

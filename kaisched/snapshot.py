@@ -19,7 +19,7 @@ _CORE_KINDS = {"Pod", "Node", "Namespace", "Event", "ConfigMap", "Secret", "Serv
 _KNOWN_GROUP_KINDS = {
     "apps": {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ControllerRevision"},
     "batch": {"Job", "CronJob"},
-    "scheduling.k8s.io": {"PriorityClass"},
+    "scheduling.k8s.io": {"PriorityClass", "PodGroup"},     # PodGroup: the Workload API
     "scheduling.kaisched.io": {"PodGroup", "Queue"},
 }
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -103,9 +103,10 @@ def _checked(items: Iterable[Any], source: str, doc: int, check_kinds: bool) -> 
 
 # What scheduling reads of a pod, everything else is dropped by --redact.
 _POD_SPEC_KEYS = ("nodeName", "schedulerName", "priority", "priorityClassName", "nodeSelector",
-                  "affinity", "tolerations", "overhead")
+                  "affinity", "tolerations", "overhead", "topologySpreadConstraints",
+                  "schedulingGroup", "workloadRef")
 _KEEP_ANNOTATION_PREFIXES = ("kaisched.io/", "gang.scheduling.koordinator.sh/",
-                             "scheduling.k8s.io/")
+                             "scheduling.k8s.io/", "kai.scheduler/")
 
 
 def redact(obj: dict[str, Any]) -> dict[str, Any]:
@@ -123,7 +124,11 @@ def redact(obj: dict[str, Any]) -> dict[str, Any]:
         kept = {k: spec[k] for k in _POD_SPEC_KEYS if k in spec}
 
         def container(c: dict[str, Any]) -> dict[str, Any]:
-            return {k: c[k] for k in ("name", "resources", "restartPolicy") if k in c}
+            kept = {k: c[k] for k in ("name", "resources", "restartPolicy") if k in c}
+            ports = [p for p in c.get("ports") or () if isinstance(p, dict) and p.get("hostPort")]
+            if ports:          # host ports are a placement rule
+                kept["ports"] = ports
+            return kept
 
         kept["containers"] = [container(c) for c in spec.get("containers") or ()]
         if spec.get("initContainers"):

@@ -34,7 +34,7 @@ import yaml
 from referencing import Registry, Resource
 
 from kaisched.api.quantity import parse_quantity
-from kaisched.cluster.kinds import kind_for
+from kaisched.cluster.kinds import UPSTREAM_PODGROUP, XK8S_PODGROUP, kind_for
 from kaisched.errors import InputError
 
 KUBERNETES_VERSION = "1.32"
@@ -63,7 +63,9 @@ def check_object(raw: Obj) -> list[Problem]:
         return [Problem(label, "apiVersion", "apiVersion and kind are required")]
     found: list[tuple[str, str]] = []
     group = api.rpartition("/")[0]
-    if group in _crds():
+    if _read_without_schema(api, kind):
+        found += _schema_errors(_object_meta(), raw.get("metadata"), "metadata")
+    elif group in _crds():
         crd = _crds()[group]
         if (api, kind) not in crd:
             served = ", ".join(sorted(f"{k} {a}" for a, k in crd))
@@ -74,11 +76,9 @@ def check_object(raw: Obj) -> list[Problem]:
     elif _is_builtin_group(group):
         validator = _builtin(api, kind)
         if validator is None:
-            return [Problem(label, "kind",
-                            f"Kubernetes {KUBERNETES_VERSION} serves no {kind} in {api}")]
-        found += _schema_errors(validator, raw)
-    elif (group, kind) in _read_without_schema():
-        found += _schema_errors(_object_meta(), raw.get("metadata"), "metadata")
+            return [Problem(label, "kind", f"unknown kind {kind} in {api}: "
+                                           f"Kubernetes {KUBERNETES_VERSION} serves no such kind")]
+        found += _schema_errors(validator, _without_newer_fields(raw, group, kind))
     else:
         return [Problem(label, "apiVersion",
                         f"unknown kind {kind} in {api}: neither Kubernetes {KUBERNETES_VERSION} "
@@ -152,6 +152,19 @@ def _schema_errors(validator: jsonschema.protocols.Validator, value: Any,
 # verdict of an object does not depend on the strings that identify it.
 _SCHEMA_MEMO: dict[tuple[int, bytes], list[tuple[str, str]]] = {}
 _IDENTITY_FIELDS = ("name", "generateName", "uid", "resourceVersion", "creationTimestamp")
+# Status strings every running pod has its own of, and no schema constrains beyond "a string".
+_FREE_TEXT = frozenset({"lastTransitionTime", "lastProbeTime", "startTime", "startedAt",
+                        "finishedAt", "lastHeartbeatTime", "podIP", "hostIP", "ip",
+                        "containerID", "imageID", "message"})
+
+
+def _blank_free_text(node: Any) -> Any:
+    if isinstance(node, Mapping):
+        return {k: ("" if k in _FREE_TEXT and isinstance(v, str) else _blank_free_text(v))
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_blank_free_text(v) for v in node]
+    return node
 
 
 def _memo_key(value: Any) -> bytes | None:
@@ -163,6 +176,8 @@ def _memo_key(value: Any) -> bytes | None:
     spec = value.get("spec")
     if isinstance(spec, Mapping) and isinstance(spec.get("nodeName"), str):
         out["spec"] = {**spec, "nodeName": ""}
+    if "status" in value:
+        out["status"] = _blank_free_text(value["status"])
     try:
         return orjson.dumps(out, option=orjson.OPT_SORT_KEYS)
     except TypeError:
@@ -272,13 +287,30 @@ def _closed(node: Any) -> Any:
 
 
 @functools.cache
-def _read_without_schema() -> frozenset[tuple[str, str]]:
-    """Kinds of other projects kaisched reads (gangs of other schedulers, the owners the
-    PodGrouper groups): their CRDs are not ours, so only their metadata is checked."""
+def _read_without_schema(api: str, kind: str) -> bool:
+    """Kinds kaisched reads whose schema is not at hand: other schedulers' gangs, the
+    upstream Workload API (alpha, newer than the pinned version) and the owners the
+    PodGrouper groups (any version). Only their metadata is checked."""
     from podgrouper.groupers.registry import builtin_groupers
 
-    owners = {gk for gk in builtin_groupers() if not _is_builtin_group(gk[0])}
-    return frozenset(owners | {("scheduling.x-k8s.io", "PodGroup")})
+    if (api, kind) in {(XK8S_PODGROUP.api_version, XK8S_PODGROUP.kind),
+                       (UPSTREAM_PODGROUP.api_version, UPSTREAM_PODGROUP.kind)}:
+        return True
+    group = api.rpartition("/")[0]
+    return not _is_builtin_group(group) and (group, kind) in builtin_groupers()
+
+
+# Pod fields of the upstream Workload API (alpha, Kubernetes 1.35+) that kaisched reads
+# and the pinned schema does not know yet.
+_NEWER_POD_FIELDS = ("schedulingGroup", "workloadRef")
+
+
+def _without_newer_fields(raw: Obj, group: str, kind: str) -> Obj:
+    spec = raw.get("spec")
+    if (group, kind) != ("", "Pod") or not isinstance(spec, Mapping) \
+            or not any(f in spec for f in _NEWER_POD_FIELDS):
+        return raw
+    return {**raw, "spec": {k: v for k, v in spec.items() if k not in _NEWER_POD_FIELDS}}
 
 
 def _identity(obj: Obj) -> tuple[str, str, str, str] | None:

@@ -22,6 +22,7 @@ class GangPlugin(PluginBase):
     name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
         self.jobs = ssn.cluster.jobs
         self.table = ssn.cluster.table
         self.usable = ssn.cluster.usable_nodes()
@@ -43,12 +44,20 @@ class GangPlugin(PluginBase):
         if need is None:
             return None
         free = self.table.resource(self.table.future[self.usable].sum(axis=0))
-        short = need.exceeding(free)
+        held = self.ssn.inqueue_request(job)        # admitted gangs not started yet
+        short = need.exceeding(free - held)
         if not short:
             return None
         name = short[0]
-        return (f"minResources {name} {format_amount(name, need.get(name))} does not fit "
-                f"the free cluster ({format_amount(name, max(free.get(name), 0.0))} free)")
+        amount = format_amount(name, need.get(name))
+        total = self.table.resource(self.table.alloc[self.usable].sum(axis=0)).get(name)
+        if need.get(name) > total:
+            return (f"minResources {name} {amount} exceeds the whole cluster "
+                    f"({format_amount(name, total)} {name} on schedulable nodes)")
+        spare = f"{format_amount(name, max(free.get(name), 0.0))} free"
+        if held.get(name) > 0:
+            spare += f", {format_amount(name, held.get(name))} of it held for admitted gangs"
+        return f"minResources {name} {amount} does not fit the free cluster ({spare})"
 
     def eviction_group(self, victim: TaskInfo) -> list[TaskInfo]:
         """Above its minimum a gang loses single tasks; at or below it, a
@@ -95,20 +104,39 @@ def job_invalid_reason(job: JobInfo) -> str | None:
 
 
 def _report(ssn: Session, job: JobInfo) -> None:
-    """Write the PodGroup status, pod conditions and an Event, where they changed."""
+    """Write the PodGroup status, pod conditions and an Event, where they changed.
+
+    What was said last is read back from the cluster: the PodGroup's status,
+    and each pod's own PodScheduled condition. A job with no PodGroup (a pod
+    alone, or one naming a PodGroup that does not exist) has no status to
+    compare with, so only its pods' conditions tell whether anything changed --
+    else it would look changed, and get a new Event, every cycle.
+    """
     if timed_out(job):
         return          # the verdict stands until the spec changes
-    if not job.spec.declared and job.key not in ssn.unschedulable and not job.problem:
+    extras = _waiting_extras(ssn, job)
+    if not job.spec.declared and job.key not in ssn.unschedulable and not job.problem \
+            and not extras:
         return          # no PodGroup to write, nothing to tell its pods
     old = job.status
-    new = _status(ssn, job)
+    new = _status(ssn, job, extras)
     if job.spec.declared and new != old:
         ssn.emit(SetPodGroupStatus(job.key, new))
     cond = new.condition("Scheduled")
-    if cond is None or cond.status != "False":
+    if cond is None:
         return
     now = ssn.now_text
-    changed = old.condition("Scheduled") != cond
+    if cond.status != "False":
+        # A gang that runs, with pods beyond its minimum that fit nowhere: each
+        # of those is told why, as a pod alone would be.
+        for task, why in extras.items():
+            if task.unschedulable != why:
+                ssn.emit(SetPodCondition(task.key, Condition(
+                    "PodScheduled", "False", Reason.UNSCHEDULABLE.value, why, now)))
+                ssn.emit(RecordEvent("Pod", task.key, "Warning",
+                                     Reason.FAILED_SCHEDULING.value, why))
+        return
+    changed = job.spec.declared and old.condition("Scheduled") != cond
     for task in job.tasks.values():
         waiting = task.status in _WAITING or (
             task.status is TaskStatus.ALLOCATED and task.key not in ssn.placed)
@@ -121,7 +149,27 @@ def _report(ssn: Session, job: JobInfo) -> None:
         ssn.emit(RecordEvent(kind, key, "Warning", Reason.FAILED_SCHEDULING.value, cond.message))
 
 
-def _status(ssn: Session, job: JobInfo) -> PodGroupStatus:
+def _waiting_extras(ssn: Session, job: JobInfo) -> dict[TaskInfo, str]:
+    """The job's pods beyond its minimum that this session could not place,
+    and why: its queue's limit, else the filters that refuse it on every node,
+    in numbers. Only for a gang that otherwise runs; identical pods share one
+    explanation."""
+    if not gang_met(job, READY_STATUSES):
+        return {}
+    waiting = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING
+               and t.key not in ssn.placed and t.key not in ssn.reservations]
+    why: dict[object, str] = {}
+    out: dict[TaskInfo, str] = {}
+    for task in waiting:
+        like = (task.resreq, task.placement)
+        if like not in why:
+            why[like] = ssn.allocatable(job, task) or ssn.explain_task(task)
+        out[task] = f"beyond minMember {job.min_member} of {job.key}, not placed: {why[like]}"
+    return out
+
+
+def _status(ssn: Session, job: JobInfo,
+            extras: dict[TaskInfo, str] | None = None) -> PodGroupStatus:
     """The PodGroup status this session leaves: counts, phase, Scheduled condition, timers."""
     old, now = job.status, ssn.now_text
     placed = sum(1 for key in job.tasks if key in ssn.placed) if ssn.placed else 0
@@ -143,8 +191,11 @@ def _status(ssn: Session, job: JobInfo) -> PodGroupStatus:
         reason = Reason.INVALID if job.problem else Reason.UNSCHEDULABLE
         cond = _condition(old, "False", reason.value, problem, now)
     elif started:
-        cond = _condition(old, "True", Reason.SCHEDULED.value,
-                          f"{scheduled}/{len(job.tasks)} tasks scheduled", now)
+        message = f"{scheduled}/{len(job.tasks)} tasks scheduled"
+        if extras:
+            first = next(iter(extras.values())).split(", not placed: ", 1)[-1]
+            message += (f"; {len(extras)} pod(s) beyond minMember not placed: {first}")
+        cond = _condition(old, "True", Reason.SCHEDULED.value, message, now)
     else:
         cond = old.condition("Scheduled")
     if expired:
@@ -152,7 +203,9 @@ def _status(ssn: Session, job: JobInfo) -> PodGroupStatus:
     elif job.tasks and counts[TaskStatus.SUCCEEDED] == len(job.tasks):
         phase = PodGroupPhase.SUCCEEDED
     else:
-        phase = PodGroupPhase.RUNNING if started else PodGroupPhase.PENDING
+        phase = PodGroupPhase.RUNNING if started else (
+            PodGroupPhase.INQUEUE if ssn.admitted is not None and job.key in ssn.admitted
+            else PodGroupPhase.PENDING)
     return PodGroupStatus(
         phase=phase,
         conditions=tuple(c for c in old.conditions if c.type != "Scheduled") + ((cond,) if cond else ()),

@@ -90,6 +90,7 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.ON_DEALLOCATE, lambda task: self._account_task(task, -1.0))
         self._jobs = cluster.jobs
         self.table = cluster.table
+        self._ssn = ssn
 
     def on_session_close(self, ssn: Session) -> None:
         """Write each Queue's status (use, fair share, quota, limit, jobs) where it changed."""
@@ -183,12 +184,14 @@ class ProportionPlugin(PluginBase):
             return None
         for name in self._chain[job.queue]:
             used = self.allocated[name]
+            waiting = self._ssn.inqueue_request(job, self._subtree(name))
             for res, amount in need.items:
                 limit = self.queues[name].limit(res)
-                if limit is not None and used[res] + amount > limit + _EPS:
+                taken = used[res] + waiting.get(res)
+                if limit is not None and taken + amount > limit + _EPS:
                     return (f"minResources {res} {format_amount(res, amount)} exceeds the room "
-                            f"left in queue {name} ({format_amount(res, used[res])}/"
-                            f"{format_amount(res, limit)} used)")
+                            f"left in queue {name} ({format_amount(res, taken)}/"
+                            f"{format_amount(res, limit)} used or admitted)")
         return None
 
     def _reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
@@ -250,6 +253,9 @@ class ProportionPlugin(PluginBase):
                 break
         meet = self._parent[below[-1]]
         return next(q for q in up_mine if self._parent[q] == meet), below[-1], below
+
+    def _subtree(self, queue: QueueName) -> list[QueueName]:
+        return [queue, *nx.descendants(self.tree, queue)]
 
     def _path_up(self, queue: QueueName) -> list[QueueName]:
         """The queue, its parent, and so on up to a top-level queue."""

@@ -35,8 +35,9 @@ class _Considered:
 
     constraint: SpreadConstraint
     rows: np.ndarray           # bool per row
+    row_ids: np.ndarray        # the same, as row numbers
     domains: np.ndarray        # bool per domain of the key
-    low: float = -1.0
+    low: float = 0.0           # kept current: every move marks all nodes changed
 
 
 class TopologySpreadPlugin(PluginBase):
@@ -75,11 +76,9 @@ class TopologySpreadPlugin(PluginBase):
         """Per domain: count + self - min; and the domain id of each row."""
         seen = self._considered(task.placement, c)
         domains = self.cluster.domains(c.topology_key)
-        counts = domains.sums(self.index.counts[c.matcher], np.flatnonzero(seen.rows))
-        low = _low(counts, seen)
-        seen.low = low
+        counts = domains.sums(self.index.counts[c.matcher], seen.row_ids)
         own = 1.0 if self.index.matches(c.matcher, task) else 0.0
-        return counts + own - low, domains.ids
+        return counts + own - seen.low, domains.ids
 
     def filter(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         out = np.ones(len(rows), dtype=bool)
@@ -116,7 +115,9 @@ class TopologySpreadPlugin(PluginBase):
                     rows[i] = False
             hit = np.zeros(len(domains), dtype=bool)
             hit[domains.ids[rows]] = True
-            seen = self.considered[key] = _Considered(c, rows, hit)
+            row_ids = np.flatnonzero(rows)
+            seen = self.considered[key] = _Considered(c, rows, row_ids, hit)
+            seen.low = _low(domains.sums(self.index.counts[c.matcher], row_ids), seen)
         return seen
 
     # -- keeping up with the session ---------------------------------------------------
@@ -134,8 +135,9 @@ class TopologySpreadPlugin(PluginBase):
                 continue
             domains = self.cluster.domains(c.topology_key)
             self.table.touch(domains.rows_of(change.row))
-            counts = domains.sums(self.index.counts[c.matcher], np.flatnonzero(seen.rows))
-            if _low(counts, seen) != seen.low:
+            low = _low(domains.sums(self.index.counts[c.matcher], seen.row_ids), seen)
+            if low != seen.low:
+                seen.low = low
                 self.table.touch(np.flatnonzero(domains.has))
 
 

@@ -117,7 +117,8 @@ class PodGrouper:
             self._members.setdefault(named, set()).add(key)
         meta = pod.get("metadata") or {}
         if meta.get("deletionTimestamp") or L.declares_gang(meta.get("labels") or {},
-                                                            meta.get("annotations") or {}):
+                                                            meta.get("annotations") or {},
+                                                            pod.get("spec")):
             self._pending.discard(key)
         else:
             self._pending.add(key)

@@ -1,5 +1,6 @@
-"""The binder: transient failures are retried with backoff, permanent ones are
-reported with the rest of the gang's binds, and nothing is swallowed."""
+"""The binder: transient failures are retried with backoff within a time
+budget, permanent ones (a 409 included) are reported with the rest of the
+gang's binds and never retried, and nothing is swallowed."""
 from __future__ import annotations
 
 from kaisched.api.clock import ManualClock
@@ -54,7 +55,7 @@ def run(cluster: FlakyCluster, sleeps: list[float]):
 
 def test_transient_bind_failures_are_retried_with_backoff() -> None:
     cluster = FlakyCluster({"p1": [TransientApiError("server error", 500),
-                                   ConflictError("try again")]})
+                                   TransientApiError("too many requests", 429)]})
     gang(cluster)
     sleeps: list[float] = []
     result = run(cluster, sleeps)
@@ -86,3 +87,27 @@ def test_giving_up_after_the_retries() -> None:
     result = run(cluster, sleeps)
     assert [f.effect.pod for f in result.report.failed] == ["default/p0"]
     assert cluster.attempts["p0"] == 4 and sleeps == [0.1, 0.2, 0.4]
+
+
+def test_a_conflict_is_final_and_the_pod_is_read_again() -> None:
+    cluster = FlakyCluster(always={"p1": ConflictError("pod p1 is already assigned to node-b")})
+    gang(cluster)
+    sleeps: list[float] = []
+    registry = register_builtins()
+    binder = Binder(cluster, cluster.clock.now, retries=3, backoff=0.1, sleep=sleeps.append)
+    scheduler = Scheduler(cluster, default_config(registry), registry, cluster.clock, binder)
+    result = scheduler.run_once()
+    assert [f.effect.pod for f in result.report.failed] == ["default/p1"]
+    assert cluster.attempts["p1"] == 1 and sleeps == []     # not retried
+    assert binder.take_resync() == {"default/p1"}           # the cycle after reads it again
+
+
+def test_retries_end_with_the_time_budget() -> None:
+    cluster = FlakyCluster(always={"p0": TransientApiError("down", 503)})
+    gang(cluster)
+    registry = register_builtins()
+    # backoff 0.1, 0.2, 0.4...: with 0.25 s of budget only the first retry fits
+    binder = Binder(cluster, cluster.clock.now, retries=10, backoff=0.1, budget=0.25,
+                    sleep=lambda _: None)
+    Scheduler(cluster, default_config(registry), registry, cluster.clock, binder).run_once()
+    assert cluster.attempts["p0"] <= 3

@@ -71,7 +71,6 @@ def test_invalid_yaml(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("doc, part", [
-    ("apiVersion: v1\nkind: Podd\nmetadata: {name: x}\n", "unknown kind 'Podd'"),
     ("kind: Pod\nmetadata: {name: x}\n", "needs apiVersion and kind"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {}\n", "no metadata.name"),
     ("- just\n- a list\n", "not a Kubernetes object"),

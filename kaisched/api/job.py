@@ -76,6 +76,7 @@ class GangSpec:
     preemptible: bool = True
     stale_grace: float | None = None
     wait_time: float | None = None  # NonStrict: how long placements may be held
+    starvation_threshold: float | None = None   # override of the config's starvationThreshold
     declared: bool = False          # a PodGroup object exists for it
     topology: TopologyRule = NO_TOPOLOGY
     generation: int = 0

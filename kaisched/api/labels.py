@@ -25,7 +25,10 @@ GANG_ANNOTATIONS = (POD_GROUP_ANNOTATION, KOORD_NAME, VOLCANO_GROUP_NAME)
 GANG_LABELS = (XK8S_POD_GROUP_LABEL, KOORD_POD_GROUP_LABEL)
 
 
-def declares_gang(labels: dict, annotations: dict) -> bool:
-    """The pod already names its gang, so the PodGrouper leaves it alone."""
+def declares_gang(labels: dict, annotations: dict, spec: dict | None = None) -> bool:
+    """The pod already names its gang, so the PodGrouper leaves it alone
+    (spec: the upstream Workload API's schedulingGroup / workloadRef)."""
+    spec = spec or {}
     return (any(annotations.get(a) for a in GANG_ANNOTATIONS)
-            or any(labels.get(lbl) for lbl in GANG_LABELS))
+            or any(labels.get(lbl) for lbl in GANG_LABELS)
+            or bool(spec.get("schedulingGroup") or spec.get("workloadRef")))

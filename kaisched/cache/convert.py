@@ -325,6 +325,8 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         preemptible=preemptible if isinstance(preemptible, bool) else True,
         stale_grace=_seconds(spec.get("staleGangGracePeriodSeconds"), "spec.staleGangGracePeriodSeconds", problems),
         wait_time=_seconds(spec.get("waitTimeSeconds"), "spec.waitTimeSeconds", problems),
+        starvation_threshold=_seconds(spec.get("starvationThresholdSeconds"),
+                                      "spec.starvationThresholdSeconds", problems),
         declared=True,
         generation=int(_meta(obj).get("generation") or 0),
         topology=topology_rule(spec.get("topology"), _meta(obj).get("annotations")),

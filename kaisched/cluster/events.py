@@ -1,8 +1,15 @@
 """Core v1 Event objects, as the binder and the PodGrouper write them."""
 from __future__ import annotations
 
+import datetime as _dt
+
 from kaisched.api.clock import to_rfc3339
 from kaisched.cluster.client import Obj
+
+
+def micro_time(ts: float) -> str:
+    """A MicroTime (Lease renewals, an Event series' lastObservedTime)."""
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def object_reference(obj: Obj) -> Obj:

@@ -23,11 +23,20 @@ schedulePeriod: 1s
 actions: [allocate, backfill, reclaim, preempt, stalegangeviction]
 tiers:
   - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: proportion}, {name: predicates}, {name: nodeorder, arguments: {strategy: binpack}}]
+  - plugins:
+    - {name: proportion}
+    - {name: predicates}
+    - {name: podaffinity}
+    - {name: topologyspread}
+    - {name: hostports}
+    - {name: nodeorder, arguments: {strategy: binpack}}
+    - {name: nodeaffinity}
 staleGangGracePeriod: 60s
+starvationThreshold: 10m
 """
 
-_KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod")
+_KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
+         "starvationThreshold")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
 # Without these nothing is placed as a gang: placement all or nothing is allocate's
 # statement and gang's readiness rule together.
@@ -48,6 +57,7 @@ class SchedulerConfig:
     actions: tuple[str, ...] = ()
     tiers: tuple[tuple[PluginOption, ...], ...] = ()
     stale_gang_grace_period: float = 60.0
+    starvation_threshold: float = 600.0     # a head-of-queue gang waiting longer gets nodes reserved
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -59,6 +69,7 @@ class SchedulerConfig:
                                                      if p.arguments else {})} for p in tier]}
                       for tier in self.tiers],
             "staleGangGracePeriod": f"{self.stale_gang_grace_period:g}s",
+            "starvationThreshold": f"{self.starvation_threshold:g}s",
         }
 
     def build_actions(self, registry: Registry) -> list[Action]:
@@ -85,6 +96,7 @@ def load_config(data: Any, registry: Registry) -> SchedulerConfig:
         actions=_actions(data["actions"], registry),
         tiers=_tiers(data["tiers"], registry),
         stale_gang_grace_period=_duration(data, "staleGangGracePeriod", 60.0),
+        starvation_threshold=_duration(data, "starvationThreshold", 600.0),
     )
     _require_gangs(config)
     return config

@@ -16,7 +16,7 @@ from kaisched.api.cluster import ClusterInfo
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.queue import QueueInfo
-from kaisched.api.resource import format_amount
+from kaisched.api.resource import Resource, format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.framework.effects import Effect
@@ -69,6 +69,15 @@ class Session:
         self.hold_since: dict[JobKey, float] = {}         # NonStrict holds: since when
         self.no_hold: set[JobKey] = set()                 # holds that just expired
         self.holds: dict[JobKey, Hold] = {}               # holds to carry to the next session
+        # The enqueue gate: None when no enqueue action runs (nothing gated),
+        # else the gangs admitted; inqueue holds the minResources of those
+        # admitted that have not started, which later admissions must leave.
+        self.admitted: set[JobKey] | None = None
+        self.inqueue: dict[JobKey, Resource] = {}
+        # Room held for starving gangs, per gang (rows x resources of the node
+        # table): other gangs may use a node's room only beyond it.
+        self.reserved_for: dict[JobKey, np.ndarray] = {}
+        self._held: dict[JobKey, tuple[np.ndarray, np.ndarray]] = {}   # rows, room others hold
         self._caches: dict[Any, _ClassCache] = {}
         self._all_rows = np.arange(len(cluster.table))
         self._rules = cluster.rules_in_play()
@@ -131,6 +140,25 @@ class Session:
         """None when a not-ready job may try to start now (minResources fits)."""
         return self.hooks.first_reason(Hook.ENQUEUEABLE, job)
 
+    def admits(self, job: JobInfo) -> bool:
+        """The enqueue gate lets the job be placed (always, with no gate)."""
+        return self.admitted is None or job.key in self.admitted
+
+    def admit(self, job: JobInfo) -> None:
+        assert self.admitted is not None, "admit() is the enqueue action's"
+        self.admitted.add(job.key)
+        if job.spec.min_resources is not None and not self.job_ready(job):
+            self.inqueue[job.key] = job.spec.min_resources
+
+    def inqueue_request(self, but: JobInfo, queues: Sequence[str] | None = None) -> Resource:
+        """minResources of the admitted gangs not started yet, but one, in
+        the given queues (default: everywhere)."""
+        total = Resource()
+        for key, need in self.inqueue.items():
+            if key != but.key and (queues is None or self.cluster.jobs[key].queue in queues):
+                total = total + need
+        return total
+
     def job_ready(self, job: JobInfo) -> bool:
         return self.hooks.all_true(Hook.JOB_READY, job)
 
@@ -176,7 +204,10 @@ class Session:
         within (a mask over nodes) keeps a topology-bound gang inside its domain."""
         cache = self._refresh(task)
         mask = cache.mask if within is None else cache.mask & within
-        idle = mask & cache.idle_fit
+        idle_fit = cache.idle_fit
+        if self.reserved_for:
+            mask, idle_fit = self._outside_reservations(task, mask, idle_fit)
+        idle = mask & idle_fit
         has_idle = bool(idle.any())
         if not has_idle and (idle_only or not mask.any()):
             return None
@@ -260,7 +291,35 @@ class Session:
         self.cluster.unrelease(released, previous)
         self.hooks.notify(Hook.ON_ALLOCATE, previous)
 
+    def reserve(self, job: JobKey, room: np.ndarray) -> None:
+        """Hold room (rows x resources) for a starving gang, this session."""
+        self.reserved_for[job] = room
+        self._held.clear()
+
+    def unreserve(self, job: JobKey) -> None:
+        if self.reserved_for.pop(job, None) is not None:
+            self._held.clear()
+
     # -- internals -------------------------------------------------------------------
+    def _outside_reservations(self, task: TaskInfo, mask: np.ndarray,
+                              idle_fit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The fits again on rows where other gangs hold room, without it."""
+        held = self._held.get(task.job)
+        if held is None:
+            others = [room for job, room in self.reserved_for.items() if job != task.job]
+            total = np.sum(others, axis=0) if others else np.zeros((0, 0))
+            rows = np.flatnonzero(total.any(axis=1)) if others else np.zeros(0, dtype=int)
+            held = self._held[task.job] = (rows, total[rows] if others else total)
+        rows, room = held
+        if not len(rows):
+            return mask, idle_fit           # only the task's own gang holds room
+        table = self.cluster.table
+        vec = table.vector(task.resreq)
+        mask, idle_fit = mask.copy(), idle_fit.copy()
+        mask[rows] &= table.fits(vec, table.future[rows] - room)
+        idle_fit[rows] &= table.fits(vec, table.idle[rows] - room)
+        return mask, idle_fit
+
     def class_key(self, task: TaskInfo) -> tuple:
         """The task's equivalence class: what every filter and score reads of it.
         Its requests and placement; and where some pod's rules select pods by

@@ -37,8 +37,9 @@ def test_default_config_loads() -> None:
     assert config.stale_gang_grace_period == 60.0
     assert config.actions == ("allocate", "backfill", "reclaim", "preempt", "stalegangeviction")
     assert [[p.name for p in tier] for tier in config.tiers] == [
-        ["priority", "gang"], ["proportion", "predicates", "nodeorder"]]
-    assert config.tiers[1][2] == PluginOption("nodeorder", {"strategy": "binpack"})
+        ["priority", "gang"], ["proportion", "predicates", "podaffinity", "topologyspread",
+                               "hostports", "nodeorder", "nodeaffinity"]]
+    assert config.tiers[1][5] == PluginOption("nodeorder", {"strategy": "binpack"})
 
 
 def test_shipped_scheduler_yaml_is_the_default() -> None:

@@ -52,6 +52,7 @@ def test_first_drain_lists_everything_as_added(populated: KubeCluster) -> None:
     sub = populated.subscribe(SCHEDULING_KINDS)
     events = sub.drain()            # no waiting: the lists ran in subscribe()
     assert sorted((e.type, e.kind.kind, name(e.obj)) for e in events) == [
+        ("ADDED", "Namespace", "default"), ("ADDED", "Namespace", "kube-system"),
         ("ADDED", "Node", "n1"), ("ADDED", "Pod", "p1"), ("ADDED", "Pod", "p2"),
         ("ADDED", "PodGroup", "a"), ("ADDED", "PodGroup", "b"), ("ADDED", "Queue", "q")]
     assert {e.kind for e in events if e.kind.kind == "PodGroup"} == {PODGROUP}

@@ -20,9 +20,9 @@ from kaisched.framework.effects import SetQueueStatus
 from kaisched.metrics import Metrics
 from kaisched.scheduler import CycleResult, Scheduler
 
-from .unit.conftest import build_node, build_pod, build_podgroup, build_queue
+from .conftest import build_node, build_pod, build_podgroup, build_queue
 
-CRD = Path(__file__).resolve().parents[1] / "config" / "crds" / "queues.yaml"
+CRD = Path(__file__).resolve().parents[2] / "config" / "crds" / "queues.yaml"
 GPU = "nvidia.com/gpu"
 
 

@@ -1,0 +1,37 @@
+"""enqueue: admit PodGroups to their queue before allocate tries them.
+
+A Pending PodGroup becomes Inqueue once its minResources fit the free
+cluster and its queue's limits, counting the minResources of the gangs
+admitted before it that have not started yet; one without minResources is
+admitted at once. Allocate then takes only admitted gangs, so a stream of
+gangs that cannot start does not churn the cluster. An Inqueue gang stays
+Inqueue until it runs. Without this action nothing is gated: allocate checks
+minResources itself, just before placing a gang.
+"""
+from __future__ import annotations
+
+from kaisched.api.job import JobInfo
+from kaisched.api.types import PodGroupPhase, TaskStatus
+from kaisched.framework import Session
+
+
+class EnqueueAction:
+    name = "enqueue"
+
+    def execute(self, ssn: Session) -> None:
+        ssn.admitted = set()
+        waiting: list[JobInfo] = []
+        for job in ssn.cluster.jobs.values():
+            if ssn.job_ready(job) or job.status.phase is not PodGroupPhase.PENDING \
+                    or not job.spec.declared:
+                ssn.admit(job)          # running, admitted before, or a bare pod
+            elif job.count_of(TaskStatus.PENDING) and not ssn.job_invalid(job):
+                waiting.append(job)
+        queues = ssn.cluster.queues
+        waiting.sort(key=lambda j: (ssn.queue_order_key(queues[j.queue]), ssn.job_order_key(j)))
+        for job in waiting:
+            reason = ssn.enqueueable(job)
+            if reason:
+                ssn.record_unschedulable(job, f"not enqueued: {reason}")
+            else:
+                ssn.admit(job)

@@ -1,0 +1,98 @@
+"""The starvation guard: a gang at the head of its queue that has waited
+longer than its threshold gets the room it needs held on the nodes it would
+use, so a stream of smaller jobs cannot take that room forever.
+
+Which nodes: those where the gang's minimum would fit once they empty,
+preferring the nodes with the least room still missing, so the choice stays
+put from session to session as their pods finish. Room on those nodes beyond
+what the gang needs, and every other node, stay open to everyone.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import attrs
+import numpy as np
+
+from kaisched.api.clock import from_rfc3339, to_rfc3339
+from kaisched.api.job import JobInfo
+from kaisched.api.node import EPSILON
+from kaisched.api.types import JobKey, TaskStatus
+from kaisched.framework import Session
+
+
+@attrs.frozen
+class Guard:
+    """Room held for one starving gang."""
+
+    job: JobKey
+    nodes: int
+    since: str          # when the gang crossed its threshold
+
+
+def starving_since(ssn: Session, job: JobInfo) -> float | None:
+    """When the job's wait crossed its starvation threshold, if it has."""
+    threshold = job.spec.starvation_threshold
+    if threshold is None:
+        threshold = ssn.config.starvation_threshold
+    waiting = from_rfc3339(job.status.unschedulable_since)
+    if not threshold or waiting is None or ssn.job_pipelined(job):
+        return None         # 0 turns the guard off; only a gang that failed waits
+    crossed = waiting + threshold
+    return crossed if crossed <= ssn.now else None
+
+
+def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
+    """Room (rows x resources) for the gang's minimum on the nodes it would
+    use, or None if it would not fit even on empty nodes."""
+    table = ssn.cluster.table
+    pending = [t for t in job.tasks.values()
+               if t.status is TaskStatus.PENDING and t.key not in ssn.reservations]
+    # The minimum: what the gang and each subgroup still lack (subgroups'
+    # shortfalls come first in the order).
+    needed = max(job.min_member - job.ready_count(),
+                 sum(max(g.min_member - job.ready_count(g.name), 0) for g in job.spec.subgroups))
+    room = np.zeros_like(table.alloc)
+    held = sum(ssn.reserved_for.values(), np.zeros_like(table.alloc))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for task in ssn.ordered_tasks(job, pending)[:needed]:
+            vec = table.vector(task.resreq)
+            rows = np.flatnonzero(ssn.static_mask(task)
+                                  & table.fits(vec, table.alloc - held - room))
+            if not len(rows):
+                return None
+            # The room the task adds to what is still missing on each node,
+            # as a fraction of the node; ties go to nodes already planned on.
+            free = table.future[rows] - held[rows]
+            before = np.clip(room[rows] - free, 0, None)
+            after = np.clip(room[rows] + vec - free, 0, None)
+            alloc = table.alloc[rows]
+            added = np.where(alloc > 0, (after - before) / alloc, 0).sum(axis=1)
+            planned = ~(room[rows] > 0).any(axis=1)
+            best = rows[np.lexsort((rows, planned, added))[0]]
+            room[best] += vec
+    return room
+
+
+def guard(ssn: Session, heads: Iterable[JobInfo]) -> list[Guard]:
+    """Hold room for every starving head-of-queue gang; oldest wait first."""
+    starving = [(since, job) for job in heads
+                if (since := starving_since(ssn, job)) is not None]
+    guards = []
+    for since, job in sorted(starving, key=lambda sj: (sj[0], sj[1].key)):
+        room = plan(ssn, job)
+        if room is None:
+            continue        # it would not fit on empty nodes: holding room helps no one
+        ssn.reserve(job.key, room)
+        nodes = int((room > EPSILON).any(axis=1).sum())
+        guards.append(Guard(job.key, nodes, to_rfc3339(since)))
+    return guards
+
+
+def report(ssn: Session, guards: list[Guard]) -> None:
+    """Say so in the condition of each guarded gang still waiting."""
+    for g in guards:
+        if g.job in ssn.reserved_for and g.job in ssn.unschedulable:
+            ssn.record_unschedulable(ssn.cluster.jobs[g.job], (
+                f"{ssn.unschedulable[g.job]}; reserving {g.nodes} node(s) for this gang "
+                f"since {g.since}"))

@@ -1,0 +1,206 @@
+"""Topology-aware gangs: a gang (or a subgroup) placed whole inside one domain
+of a topology level, a node label such as a rack, a block, a zone or an
+NVLink clique (`nvidia.com/gpu.clique`).
+
+- required level: only domains of that level are tried; when none fits the
+  gang's minimum it waits, and the reason says so in numbers;
+- preferred level: the tightest fitting domain, widening level by level to
+  the levels whose domains hold its domains whole (up to the required level,
+  else to the whole cluster);
+- among the domains that fit, the one that would leave the least room
+  stranded goes first (domains are binpacked, not only nodes), so large gangs
+  keep finding whole racks.
+
+A domain is tried by placing the gang's tasks restricted to its nodes under
+a checkpoint of the job's statement; a domain that does not take the gang is
+rolled back and the next one tried. Placement never splits across domains.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Callable, Iterable, Protocol
+
+import numpy as np
+
+from kaisched.api.job import JobInfo, TopologyRule
+from kaisched.api.placement import HOSTNAME_KEY
+from kaisched.api.resource import format_amount
+from kaisched.api.task import TaskInfo
+from kaisched.api.podindex import PRESENT
+from kaisched.framework import Session, Statement
+
+# Levels tried when widening, besides those the gangs name (narrowest first
+# by their domain count, whichever exist on the nodes).
+WELL_KNOWN_LEVELS = ("nvidia.com/gpu.clique", "topology.kubernetes.io/zone",
+                     "topology.kubernetes.io/region")
+
+
+class Outcome(Protocol):
+    placed: int
+    failure: str | None
+
+
+PlaceFn = Callable[[Session, Statement, JobInfo, list[TaskInfo], bool, "np.ndarray | None"], Outcome]
+
+
+def place_in_topology(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
+                      idle_only: bool, place: PlaceFn) -> Outcome:
+    """Place the job's tasks as place() does, inside one domain when the
+    PodGroup asks for a topology; otherwise just place()."""
+    rule = job.spec.topology
+    if not rule or not tasks:
+        return place(ssn, stmt, job, tasks, idle_only, None)
+    state = _state(ssn)
+    levels = state.levels(rule)
+    need = _need(ssn, job, tasks)
+    outcome: Outcome | None = None
+    tried: list[str] = []
+    for level in levels:
+        if level is None:                       # the preferred level widened to the whole cluster
+            return place(ssn, stmt, job, tasks, idle_only, None)
+        for rows in state.candidates(job, level, need, idle_only):
+            mark = stmt.checkpoint()
+            outcome = place(ssn, stmt, job, tasks, idle_only, rows)
+            if outcome.placed and (ssn.job_ready(job)
+                                   or (not idle_only and ssn.job_pipelined(job))):
+                return outcome
+            stmt.rollback(mark)
+        tried.append(level)
+    failed = place(ssn, stmt, job, [], idle_only, None)     # places nothing: carries the reason
+    failed.failure = state.shortfall(job, tried[-1] if tried else str(rule.required), need,
+                                     idle_only, outcome)
+    return failed
+
+
+class _State:
+    """Per session: the usable nodes and which levels nest in which."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.cluster = ssn.cluster
+        self.usable = ssn.cluster.usable_nodes()
+        self._wider: dict[str, list[str]] = {}
+
+    def levels(self, rule: TopologyRule) -> list[str | None]:
+        """The levels to try, tightest first."""
+        if not rule.preferred or rule.preferred == rule.required:
+            return [rule.required]
+        wider = self.wider(rule.preferred)
+        if rule.required:
+            top = self.cluster.domains(rule.required)
+            wider = [w for w in wider if w != rule.required and _nests(self.cluster.domains(w), top)]
+            return [rule.preferred, *wider, rule.required]
+        return [rule.preferred, *wider, None]
+
+    def wider(self, level: str) -> list[str]:
+        found = self._wider.get(level)
+        if found is None:
+            inner = self.cluster.domains(level)
+            names = {j.spec.topology.required for j in self.cluster.jobs.values()} | \
+                    {j.spec.topology.preferred for j in self.cluster.jobs.values()} | \
+                    set(WELL_KNOWN_LEVELS)
+            outer = [self.cluster.domains(k) for k in sorted(n for n in names if n and n != level)]
+            found = [d.key for d in sorted(outer, key=lambda d: (-len(d), d.key))
+                     if 0 < len(d) < len(inner) and _nests(inner, d)]
+            self._wider[level] = found
+        return found
+
+    def room(self, idle_only: bool) -> np.ndarray:
+        table = self.cluster.table
+        room = table.idle if idle_only else table.future
+        return np.where(self.usable[:, None], np.maximum(room, 0.0), 0.0)
+
+    def candidates(self, job: JobInfo, level: str, need: np.ndarray,
+                   idle_only: bool) -> Iterable[np.ndarray]:
+        """Masks of the domains of level that could hold need, least stranded room first.
+        A gang with pods on nodes already stays in their domain."""
+        domains = self.cluster.domains(level)
+        table = self.cluster.table
+        free = _per_domain(domains, self.room(idle_only))
+        fits = (free >= need - 1e-6).all(axis=1)
+        here = {int(domains.ids[table.index[t.node_name]]) for t in job.tasks.values()
+                if t.status in PRESENT and t.node_name in table.index}
+        if here:
+            fits &= np.isin(np.arange(len(domains)), list(here))
+        order = _least_stranded(free, need, fits, table.alloc.sum(axis=0))
+        for d in order:
+            mask = np.zeros(len(table), dtype=bool)
+            mask[domains.rows[d]] = True
+            yield mask
+
+    def shortfall(self, job: JobInfo, level: str, need: np.ndarray, idle_only: bool,
+                  last: Outcome | None) -> str:
+        """Why no domain of level took the gang, in numbers."""
+        table = self.cluster.table
+        domains = self.cluster.domains(level)
+        if not len(domains):
+            return f"topology {level}: no node has the label {level}"
+        free = _per_domain(domains, self.room(idle_only))
+        cols = [c for c in np.flatnonzero(need > 0) if table.dims[c] != "pods"] or \
+            list(np.flatnonzero(need > 0))
+        short = [c for c in cols if free[:, c].max() < need[c] - 1e-6]
+        if short:
+            c = max(short, key=lambda c: need[c] / max(free[:, c].max(), 1e-9))
+            best = int(np.argmax(free[:, c]))
+            name = table.dims[c]
+            return (f"topology {level}: the largest domain ({domains.names[best]}) has "
+                    f"{format_amount(name, max(table.amount(c, free[best, c]), 0.0))} free "
+                    f"{name}, the gang needs {format_amount(name, table.amount(c, need[c]))}")
+        fitting = int((free >= need - 1e-6).all(axis=1).sum())
+        why = f"; {last.failure}" if last is not None and last.failure else ""
+        return (f"topology {level}: {fitting} domain(s) have the room in total but none "
+                f"takes the gang's {job.min_member} pods{why}")
+
+
+_STATES: weakref.WeakKeyDictionary[Session, _State] = weakref.WeakKeyDictionary()
+
+
+def _state(ssn: Session) -> _State:
+    state = _STATES.get(ssn)
+    if state is None:
+        state = _STATES[ssn] = _State(ssn)
+    return state
+
+
+def _need(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> np.ndarray:
+    """What the gang still needs to reach its minimum: the first tasks in
+    task order (all of them once the minimum is met)."""
+    table = ssn.cluster.table
+    missing = job.min_member - job.ready_count()
+    ordered = ssn.ordered_tasks(job, tasks)
+    chosen = ordered[:missing] if missing > 0 else ordered[:1]
+    return np.sum([table.vector(t.resreq) for t in chosen], axis=0) if chosen else \
+        np.zeros(len(table.dims))
+
+
+def _per_domain(domains, room: np.ndarray) -> np.ndarray:     # type: ignore[no-untyped-def]
+    """Room summed per domain, one column per resource."""
+    out = np.zeros((len(domains), room.shape[1]))
+    keep = domains.has
+    for c in range(room.shape[1]):
+        out[:, c] = np.bincount(domains.ids[keep], weights=room[keep, c], minlength=len(domains))
+    return out
+
+
+def _least_stranded(free: np.ndarray, need: np.ndarray, fits: np.ndarray,
+                    capacity: np.ndarray) -> list[int]:
+    """Fitting domains by the room they would leave, scaled per resource by
+    the cluster's capacity, counting only resources the gang asks for."""
+    rows = np.flatnonzero(fits)
+    if not len(rows):
+        return []
+    asked = (need > 0) & (capacity > 0)
+    left = np.where(asked, (free[rows] - need) / np.where(capacity > 0, capacity, 1.0), 0.0)
+    order = np.lexsort((rows, left.sum(axis=1)))
+    return [int(rows[i]) for i in order]
+
+
+def _nests(inner, outer) -> bool:     # type: ignore[no-untyped-def]
+    """Every domain of inner lies whole inside one domain of outer."""
+    if inner.key == HOSTNAME_KEY:
+        return bool(outer.has[inner.has].all())
+    both = inner.has & outer.has
+    if (inner.has & ~outer.has).any():
+        return False
+    pairs = np.unique(np.stack([inner.ids[both], outer.ids[both]]), axis=1)
+    return len(pairs[0]) == len(np.unique(pairs[0]))

@@ -1,0 +1,245 @@
+"""An API server for tests and benches: kmock's KubernetesEmulator, extended
+the way kmock's docs say to ("inherit and implement for your cases") with
+what an API server does and kaisched relies on: names from generateName, uids,
+creationTimestamps, resourceVersions, the pods/binding and pods/eviction
+subresources, and the namespace list. pods/status and podgroups/status need
+nothing: a PATCH of `.../status` is an update of the same object here.
+
+The emulator is asyncio (aiohttp) and the kubernetes client blocks, so it
+runs its own event loop in a thread (Emulator), or in a process of its own
+(`python -m kaisched.emulator`, for `kaisched bench binds`: the scheduler's
+threads then do not share an interpreter with it). kmock is a test extra:
+`pip install 'kaisched[test]'`.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import datetime
+import itertools
+import sys
+import threading
+import time
+import uuid
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
+
+import aiohttp.web
+import attrs
+import kmock
+
+T = TypeVar("T")
+Obj = dict[str, Any]
+
+PG_API = "scheduling.kaisched.io/v1alpha1"
+PODS = "v1/pods"
+PODGROUPS = f"{PG_API}/podgroups"
+QUEUES = f"{PG_API}/queues"
+# What the emulator serves (even while empty); scheduling.x-k8s.io is left out
+# on purpose: a cluster without the scheduler-plugins CRD.
+RESOURCES = {
+    PODS: kmock.ResourceInfo(kind="Pod", namespaced=True,
+                             subresources={"status", "binding", "eviction"}),
+    "v1/nodes": kmock.ResourceInfo(kind="Node", namespaced=False, subresources={"status"}),
+    "v1/events": kmock.ResourceInfo(kind="Event", namespaced=True),
+    "v1/namespaces": kmock.ResourceInfo(kind="Namespace", namespaced=False),
+    "scheduling.k8s.io/v1/priorityclasses": kmock.ResourceInfo(kind="PriorityClass",
+                                                               namespaced=False),
+    PODGROUPS: kmock.ResourceInfo(kind="PodGroup", namespaced=True, subresources={"status"}),
+    QUEUES: kmock.ResourceInfo(kind="Queue", namespaced=False, subresources={"status"}),
+    "batch/v1/jobs": kmock.ResourceInfo(kind="Job", namespaced=True),
+    "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
+}
+WAIT = 5.0          # the longest a caller waits for the emulator's loop
+
+
+@attrs.define(kw_only=True)
+class ApiServer(kmock.KubernetesEmulator):
+    """KubernetesEmulator that stamps objects as an API server does."""
+
+    _versions: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+    namespaces: dict[str, dict[str, str]] = attrs.field(
+        factory=lambda: {"default": {}, "kube-system": {}})
+
+    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        # kmock cannot parse /api/v1/namespaces (it reads "namespaces" as a
+        # scope): the namespace list and its watch are served here.
+        if raw_request.path.rstrip("/") == "/api/v1/namespaces":
+            return await self._namespaces(raw_request)
+        return await super().__call__(raw_request)
+
+    async def _namespaces(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        await raw_request.read()
+        if raw_request.query.get("watch") == "true":
+            # Nothing changes: hold the watch open until its timeout or the client leaves.
+            resp = aiohttp.web.StreamResponse()
+            resp.content_type = "application/json"
+            await resp.prepare(raw_request)
+            until = time.monotonic() + float(raw_request.query.get("timeoutSeconds") or 60)
+            while time.monotonic() < until:
+                transport = raw_request.transport
+                if transport is None or transport.is_closing():
+                    break
+                await asyncio.sleep(0.1)
+            return resp
+        items = [{"apiVersion": "v1", "kind": "Namespace",
+                  "metadata": {"name": name, "resourceVersion": "1",
+                               "labels": {"kubernetes.io/metadata.name": name, **labels}}}
+                 for name, labels in sorted(self.namespaces.items())]
+        return aiohttp.web.json_response({"apiVersion": "v1", "kind": "NamespaceList",
+                                          "metadata": {"resourceVersion": "1"}, "items": items})
+
+    async def _handle(self, request: kmock.Request) -> Any:
+        data = request.data
+        if request.resource is None or not isinstance(data, dict) \
+                or request.subresource not in (None, "status"):
+            return await super()._handle(request)
+        if request.action == kmock.action.CREATE and not request.subresource:
+            meta = data.setdefault("metadata", {})
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            if request.namespace and not meta.get("namespace"):
+                meta["namespace"] = request.namespace
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", _now())
+            meta["resourceVersion"] = str(next(self._versions))
+        elif request.action == kmock.action.UPDATE:
+            # The patch carries the new version, so the merged object has it.
+            data.setdefault("metadata", {})["resourceVersion"] = str(next(self._versions))
+        return await super()._handle(request)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _status(code: int, reason: str, message: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Status", "status": "Success" if code < 400 else "Failure",
+            "code": code, "reason": reason, "message": message}
+
+
+def install_subresources(emu: ApiServer) -> None:
+    """pods/binding and pods/eviction, applied through the emulator's own API so
+    that watches see the change (a MODIFIED with spec.nodeName, a DELETED)."""
+
+    def pod_of(request: kmock.Request) -> kmock.Object:
+        key = (kmock.resource(PODS), request.namespace, request.name)
+        if key not in emu.objects or emu.objects[key].deleted:
+            raise kmock.KubernetesObjectNotFoundError(
+                message=f'pods "{request.name}" not found')
+        return emu.objects[key]
+
+    async def bind(request: kmock.Request) -> Obj:
+        pod = pod_of(request)
+        uid = ((request.data or {}).get("metadata") or {}).get("uid")
+        if uid and uid != pod["metadata"].get("uid"):
+            raise kmock.KubernetesError(status=409, reason="Conflict", message=(
+                f'Operation cannot be fulfilled on pods/binding "{request.name}": '
+                f"the UID in the precondition ({uid}) does not match"))
+        if (pod.get("spec") or {}).get("nodeName"):
+            raise kmock.KubernetesError(status=409, reason="Conflict", message=(
+                f'Operation cannot be fulfilled on pods/binding "{request.name}": '
+                f'pod {request.name} is already assigned to node "{pod["spec"]["nodeName"]}"'))
+        node = request.data["target"]["name"]
+        path = f"/api/v1/namespaces/{request.namespace}/pods/{request.name}"
+        cond = {"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()}
+        async with emu.patch(path, json={"spec": {"nodeName": node}}) as resp:
+            assert resp.status == 200, await resp.text()
+        async with emu.patch(path + "/status", json={"status": {"conditions": [cond]}}) as resp:
+            assert resp.status == 200, await resp.text()
+        return _status(201, "", "")
+
+    async def evict(request: kmock.Request) -> Obj:
+        pod_of(request)
+        path = f"/api/v1/namespaces/{request.namespace}/pods/{request.name}"
+        async with emu.delete(path) as resp:
+            assert resp.status == 200, await resp.text()
+        return _status(201, "", "")
+
+    pods = kmock.resource(PODS)
+    emu["post", pods, kmock.subresource("binding")] << 201 << bind
+    emu["post", pods, kmock.subresource("eviction")] << 201 << evict
+
+
+class Emulator:
+    """An ApiServer on 127.0.0.1 (an ephemeral port), served from its own thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._serve, name="apiserver", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10) or self._failure is not None:
+            raise RuntimeError(f"the emulator did not start: {self._failure!r}")
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._main())
+        except BaseException as exc:        # reported by __init__, which waits for _ready
+            self._failure = exc
+            self._ready.set()
+        finally:
+            self.loop.close()
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        self.buses: collections.defaultdict[Any, kmock.Bus[Any]] = \
+            collections.defaultdict(kmock.Bus)
+        async with ApiServer(buses=self.buses) as emu, \
+                kmock.Server(emu, host="127.0.0.1") as server:
+            for key, info in RESOURCES.items():
+                emu.resources[key] = info
+            install_subresources(emu)
+            self.emu = emu
+            self.url = str(server.url).rstrip("/")
+            self._ready.set()
+            await self._stop.wait()
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run fn on the emulator's loop (where its state may be touched)."""
+        async def run() -> T:
+            return fn()
+        return self.run(run())
+
+    def run(self, coro: Awaitable[T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(WAIT)  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    # -- conveniences for tests ------------------------------------------------
+    def object(self, resource: str, namespace: str | None, name: str) -> Obj | None:
+        def read() -> Obj | None:
+            key = (kmock.resource(resource), namespace, name)
+            if key not in self.emu.objects or self.emu.objects[key].deleted:
+                return None
+            return dict(self.emu.objects[key].raw)
+        return self.call(read)
+
+    def count(self, *criteria: Any) -> int:
+        """How many requests matched the criteria so far."""
+        return self.call(lambda: len(self.emu[criteria]))
+
+    def wait_watched(self, *resources: str) -> None:
+        """Until a watch of each resource listens. The emulator sends a watch
+        only what happens after that (and no resourceVersion resumes it), so a
+        test that changes objects behind a watch must wait for it."""
+        keys = [kmock.resource(r) for r in resources]
+        deadline = time.monotonic() + WAIT
+        while not all(self.call(lambda: self.buses[k].consumer_count) for k in keys):
+            assert time.monotonic() < deadline, f"no watch of {resources} connected"
+            time.sleep(0.01)
+
+
+def main() -> None:
+    """Serve until standard input closes; the first line printed is the URL."""
+    server = Emulator()
+    print(server.url, flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Emulated operators: they submit each job at its arrival, keep its pods alive
+as the real controllers do (an evicted pod is made again: under the same name
+by the training and MPI operators, under a new one by the Job controller and
+KubeRay; a bare pod is not), see the job succeed when its leading pods have
+(master, chief, launcher, head; every pod for JobSet, Job and a plain gang),
+and then remove it whole, as ttlSecondsAfterFinished: 0 and the garbage
+collector would, so a long run does not pile up finished pods.
+
+They learn what happened to their pods from a watch, like the real ones.
+"""
+from __future__ import annotations
+
+import enum
+from typing import Mapping
+
+import attrs
+
+from kaisched.api.types import PodKey, pod_key
+from kaisched.cluster.kinds import POD, PODGROUP, kind_of
+from kaisched.cluster.memory import MemoryCluster
+from kaisched.sim.operators import Blueprint, PodPlan, blueprint, owner_reference, pod_object
+from kaisched.sim.scenario import JobKind, JobSpec
+from podgrouper.groupers.spec import podgroup_name
+
+Obj = dict
+
+
+class JobState(str, enum.Enum):
+    WAITING = "waiting"          # not arrived yet
+    SUBMITTED = "submitted"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@attrs.define(eq=False)
+class JobRun:
+    """One job of the scenario, as its operator and the report see it."""
+
+    spec: JobSpec
+    plan: Blueprint | None = None
+    objects: list[Obj] = attrs.field(factory=list)           # as created, owner first
+    current: dict[int, str | None] = attrs.field(factory=dict)  # pod plan -> pod name alive
+    done: set[int] = attrs.field(factory=set)                 # pod plans that succeeded
+    state: JobState = JobState.WAITING
+    pod_group: str = ""
+    submitted: float | None = None
+    started: float | None = None
+    finished: float | None = None
+    first_bound: int = 0          # pods bound in the session that started it
+    min_member: int | None = None
+    evictions: int = 0
+    restarts: int = 0             # pods made again after an eviction
+    never_fits: str | None = None
+    failure: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.spec.namespace, self.spec.name)
+
+    @property
+    def active(self) -> bool:
+        return self.state is JobState.SUBMITTED
+
+
+class Controllers:
+    def __init__(self, cluster: MemoryCluster, scheduler_name: str,
+                 priorities: Mapping[str, int]) -> None:
+        self.cluster = cluster
+        self.scheduler_name = scheduler_name
+        self.priorities = dict(priorities)
+        self.by_pod: dict[PodKey, tuple[JobRun, int]] = {}
+        self._subscription = cluster.subscribe((POD,))
+        self._subscription.drain()
+        self._missing: set[JobRun] = set()      # jobs with a pod to make again
+        self._finished: list[JobRun] = []       # succeeded or failed, not yet removed
+
+    def submit(self, run: JobRun, now: float) -> None:
+        plan = blueprint(run.spec, self.scheduler_name)
+        run.plan = plan
+        for obj, parent in zip(plan.objects, plan.parents):
+            if parent is not None:
+                obj = {**obj, "metadata": {**obj["metadata"],
+                                           "ownerReferences": [owner_reference(run.objects[parent])]}}
+            run.objects.append(self.cluster.create(obj))
+        owner = run.objects[0]
+        run.pod_group = run.spec.name if run.spec.kind is JobKind.GANG else podgroup_name(owner)
+        run.state, run.submitted = JobState.SUBMITTED, now
+        for index in range(len(plan.pods)):
+            self._make_pod(run, index)
+
+    def tick(self, now: float) -> list[JobRun]:
+        """React to pod events: make evicted pods again, finish jobs whose leaders
+        succeeded, remove finished jobs. Returns the jobs that finished."""
+        for event in self._subscription.drain():
+            meta = event.obj["metadata"]
+            key = pod_key(meta["namespace"], meta["name"])
+            found = self.by_pod.get(key)
+            if found is None:
+                continue
+            run, index = found
+            if event.type == "DELETED":
+                del self.by_pod[key]
+                if run.current.get(index) == meta["name"]:
+                    run.current[index] = None
+                    if run.active and index not in run.done:
+                        self._missing.add(run)
+            elif (event.obj.get("status") or {}).get("phase") == "Succeeded":
+                run.done.add(index)
+                self._check_success(run)
+        for run in sorted(self._missing, key=lambda r: r.key):
+            self._recreate(run)
+        self._missing.clear()
+        finished, self._finished = self._finished, []
+        for run in finished:
+            run.finished = now
+            self._remove(run)
+        return finished
+
+    # -- internals -------------------------------------------------------------------------
+    def _make_pod(self, run: JobRun, index: int) -> None:
+        plan: PodPlan = run.plan.pods[index]  # type: ignore[union-attr]
+        owner = run.objects[plan.parent] if plan.parent is not None else None
+        template = run.plan.templates[plan.role]  # type: ignore[union-attr]
+        pod = self.cluster.create(pod_object(plan, template, run.spec.namespace, owner,
+                                             self.priorities))
+        name = pod["metadata"]["name"]
+        run.current[index] = name
+        self.by_pod[pod_key(run.spec.namespace, name)] = (run, index)
+
+    def _recreate(self, run: JobRun) -> None:
+        if not run.active:
+            return
+        lost = [i for i, name in sorted(run.current.items()) if name is None and i not in run.done]
+        if not run.plan.recreates:  # type: ignore[union-attr]
+            run.state, run.failure = JobState.FAILED, (
+                f"{len(lost)} bare pod(s) evicted; nothing makes them again")
+            self._finished.append(run)
+            return
+        for index in lost:
+            self._make_pod(run, index)
+            run.restarts += 1
+
+    def _check_success(self, run: JobRun) -> None:
+        plan = run.plan
+        if not run.active or plan is None:
+            return
+        leaders = [i for i, p in enumerate(plan.pods) if p.leader]
+        if all(i in run.done for i in leaders):
+            run.state = JobState.SUCCEEDED
+            self._finished.append(run)
+
+    def _remove(self, run: JobRun) -> None:
+        """ttlSecondsAfterFinished: 0 and the garbage collector: pods, the
+        PodGroup, the objects in between and the owner go."""
+        ns = run.spec.namespace
+        for index, name in sorted(run.current.items()):
+            if name is not None and self.cluster.get(POD, ns, name) is not None:
+                self.by_pod.pop(pod_key(ns, name), None)
+                self.cluster.delete(POD, ns, name)
+            run.current[index] = None
+        if run.spec.kind is not JobKind.GANG and self.cluster.get(PODGROUP, ns, run.pod_group):
+            self.cluster.delete(PODGROUP, ns, run.pod_group)
+        for obj in reversed(run.objects):
+            meta = obj["metadata"]
+            kind = kind_of(obj)
+            if self.cluster.get(kind, meta.get("namespace", ""), meta["name"]) is not None:
+                self.cluster.delete(kind, meta.get("namespace", ""), meta["name"])

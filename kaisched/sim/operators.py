@@ -1,0 +1,303 @@
+"""What each operator creates for a job: the top owner (PyTorchJob, TFJob,
+MPIJob v2beta1, JobSet, RayJob, a batch Job, or a plain PodGroup), the
+objects in between (the MPI launcher's Job, a JobSet's Jobs, a RayJob's
+RayCluster), and the pods, with the names, labels and ownerReferences the
+Kubeflow training operator, the MPI operator, JobSet, KubeRay and the Job
+controller give them.
+
+Pods are what an API server accepts: DNS-1123 names, a container with an
+image, GPU limits equal to requests (extended resources may not be
+overcommitted), and spec.priority resolved from the priority class as the
+admission plugin does.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import attrs
+
+from kaisched.api import labels as L
+from kaisched.api.resource import GPU
+from kaisched.sim.scenario import JobKind, JobSpec, RoleSpec
+
+Obj = dict[str, Any]
+
+# The workload inside the pods: how long the container runs once started.
+DURATION_ANNOTATION = "sim.kaisched.io/duration"
+IMAGE = "registry.example.com/sim/trainer:1.0"
+GRACE_SECONDS = 10
+_KUBEFLOW = "training.kubeflow.org"
+_CONTAINER = {JobKind.PYTORCH: "pytorch", JobKind.TF: "tensorflow", JobKind.MPI: "mpi",
+              JobKind.JOBSET: "trainer", JobKind.RAY: "ray", JobKind.JOB: "main",
+              JobKind.GANG: "main"}
+
+
+@attrs.frozen
+class PodPlan:
+    """One pod the operator keeps alive: its role and index, who owns it
+    (an index into the blueprint's objects; None for a bare pod), and its name
+    (fixed, as the training and MPI operators name pods) or name prefix
+    (generateName, as the Job controller and KubeRay do)."""
+
+    role: str
+    index: int
+    parent: int | None
+    name: str | None
+    prefix: str
+    labels: tuple[tuple[str, str], ...]
+    leader: bool          # its success completes the job (with the other leaders)
+
+
+@attrs.frozen
+class Blueprint:
+    """objects[0] is the top owner; objects[i] for i > 0 is owned by objects[parents[i]]."""
+
+    objects: tuple[Obj, ...]
+    parents: tuple[int | None, ...]
+    pods: tuple[PodPlan, ...]
+    templates: Mapping[str, Obj]       # role -> pod template
+    recreates: bool = True             # a controller brings evicted pods back
+
+
+def blueprint(job: JobSpec, scheduler_name: str) -> Blueprint:
+    templates = {r.name: pod_template(job, r, scheduler_name) for r in job.roles}
+    return _BUILDERS[job.kind](job, templates)
+
+
+def pod_template(job: JobSpec, role: RoleSpec, scheduler_name: str) -> Obj:
+    requests = dict(role.requests)
+    resources: Obj = {"requests": requests}
+    if GPU in requests:
+        resources["limits"] = {GPU: requests[GPU]}
+    container = {"name": _CONTAINER[job.kind], "image": IMAGE, "resources": resources}
+    spec: Obj = {"schedulerName": scheduler_name, "containers": [container],
+                 "restartPolicy": "Never" if job.kind is JobKind.JOB else "OnFailure",
+                 "terminationGracePeriodSeconds": GRACE_SECONDS}
+    if job.kind is JobKind.GANG:
+        spec["restartPolicy"] = "Never"
+    if job.priority_class:
+        spec["priorityClassName"] = job.priority_class
+    if job.node_selector:
+        spec["nodeSelector"] = dict(job.node_selector)
+    if job.tolerations:
+        spec["tolerations"] = [dict(t) for t in job.tolerations]
+    return {"metadata": {"labels": {L.QUEUE_LABEL: job.queue},
+                         "annotations": {DURATION_ANNOTATION: f"{job.duration:g}s"}},
+            "spec": spec}
+
+
+def pod_object(plan: PodPlan, template: Obj, namespace: str, owner: Obj | None,
+               priorities: Mapping[str, int]) -> Obj:
+    meta: Obj = {"namespace": namespace,
+                 "labels": {**template["metadata"]["labels"], **dict(plan.labels)},
+                 "annotations": dict(template["metadata"]["annotations"])}
+    if plan.name:
+        meta["name"] = plan.name
+    else:
+        meta["generateName"] = plan.prefix
+    if owner is not None:
+        meta["ownerReferences"] = [owner_reference(owner)]
+    spec = dict(template["spec"])
+    # The priority admission plugin: the class's value, else zero.
+    spec["priority"] = priorities.get(str(spec.get("priorityClassName") or ""), 0)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+            "status": {"phase": "Pending"}}
+
+
+def owner_reference(owner: Obj) -> Obj:
+    meta = owner["metadata"]
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"],
+            "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
+
+
+# -- one builder per kind --------------------------------------------------------------------
+
+def _meta(job: JobSpec, name: str | None = None, **extra: Any) -> Obj:
+    meta: Obj = {"name": name or job.name, "namespace": job.namespace,
+                 "labels": {L.QUEUE_LABEL: job.queue}}
+    meta.update(extra)
+    return meta
+
+
+def _min_member_annotation(job: JobSpec) -> Obj:
+    return {"annotations": {L.MIN_MEMBER_ANNOTATION: str(job.min_available)}} \
+        if job.min_available is not None else {}
+
+
+def _run_policy(job: JobSpec, clean: str) -> Obj:
+    policy: Obj = {"queue": job.queue}
+    if job.priority_class:
+        policy["priorityClass"] = job.priority_class
+    if job.min_available is not None:
+        policy["minAvailable"] = job.min_available
+    return {"cleanPodPolicy": clean, "schedulingPolicy": policy}
+
+
+def _replica_specs(job: JobSpec, templates: Mapping[str, Obj], restart: str) -> Obj:
+    return {r.name.capitalize(): {"replicas": r.replicas, "restartPolicy": restart,
+                                  "template": templates[r.name]} for r in job.roles}
+
+
+def _training(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
+    """PyTorchJob / TFJob, training operator: pods <job>-<role>-<index>, owned by the job."""
+    pytorch = job.kind is JobKind.PYTORCH
+    spec: Obj = {"runPolicy": _run_policy(job, "None"),
+                 ("pytorchReplicaSpecs" if pytorch else "tfReplicaSpecs"):
+                     _replica_specs(job, templates, "OnFailure")}
+    if pytorch and job.elastic_min is not None:
+        workers = sum(r.replicas for r in job.roles if r.name == "worker")
+        spec["elasticPolicy"] = {"minReplicas": job.elastic_min, "maxReplicas": workers}
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": job.kind.value, "metadata": _meta(job),
+             "spec": spec}
+    names = {r.name for r in job.roles}
+    lead = next((n for n in ("master", "chief") if n in names), None)
+    operator = "pytorchjob-controller" if pytorch else "tfjob-controller"
+    pods = []
+    for role in job.roles:
+        for i in range(role.replicas):
+            labels = {f"{_KUBEFLOW}/job-name": job.name, f"{_KUBEFLOW}/operator-name": operator,
+                      f"{_KUBEFLOW}/replica-type": role.name,
+                      f"{_KUBEFLOW}/replica-index": str(i)}
+            if role.name == lead:
+                labels[f"{_KUBEFLOW}/job-role"] = "master"
+            leader = role.name == lead if lead else (role.name == "worker" and i == 0)
+            pods.append(PodPlan(role.name, i, 0, f"{job.name}-{role.name}-{i}", "",
+                                tuple(sorted(labels.items())), leader))
+    return Blueprint((owner,), (None,), tuple(pods), templates)
+
+
+def _mpi(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
+    """MPIJob v2beta1, MPI operator: workers <job>-worker-<i> owned by the MPIJob;
+    the launcher is a batch Job <job>-launcher whose pod the Job controller makes."""
+    owner = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": _meta(job),
+             "spec": {"slotsPerWorker": 1, "runPolicy": _run_policy(job, "Running"),
+                      "mpiReplicaSpecs": _replica_specs(job, templates, "OnFailure")}}
+    objects: list[Obj] = [owner]
+    parents: list[int | None] = [None]
+    pods = []
+    base = {f"{_KUBEFLOW}/job-name": job.name, f"{_KUBEFLOW}/operator-name": "mpi-operator"}
+    for role in job.roles:
+        if role.name == "launcher":
+            launcher = f"{job.name}-launcher"
+            objects.append({"apiVersion": "batch/v1", "kind": "Job",
+                            "metadata": _meta(job, launcher),
+                            "spec": {"backoffLimit": 6, "completions": 1, "parallelism": 1,
+                                     "template": templates["launcher"]}})
+            parents.append(0)
+            labels = {**base, f"{_KUBEFLOW}/job-role": "launcher",
+                      "batch.kubernetes.io/job-name": launcher, "job-name": launcher}
+            pods.append(PodPlan("launcher", 0, len(objects) - 1, None, f"{launcher}-",
+                                tuple(sorted(labels.items())), True))
+            continue
+        for i in range(role.replicas):
+            labels = {**base, f"{_KUBEFLOW}/job-role": "worker",
+                      f"{_KUBEFLOW}/replica-index": str(i)}
+            pods.append(PodPlan("worker", i, 0, f"{job.name}-worker-{i}", "",
+                                tuple(sorted(labels.items())), False))
+    if not any(p.leader for p in pods):      # no launcher: the workers finish the job
+        pods = [attrs.evolve(p, leader=True) for p in pods]
+    return Blueprint(tuple(objects), tuple(parents), tuple(pods), templates)
+
+
+def _jobset(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
+    """JobSet: one indexed Job <jobset>-<replicatedJob>-0 per role, parallelism =
+    completions = replicas; pods <job>-<index>-<suffix> owned by that Job."""
+    replicated = [{"name": r.name, "replicas": 1,
+                   "template": {"spec": {"parallelism": r.replicas, "completions": r.replicas,
+                                         "completionMode": "Indexed", "backoffLimit": 6,
+                                         "template": templates[r.name]}}} for r in job.roles]
+    owner = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+             "metadata": _meta(job, **_min_member_annotation(job)),
+             "spec": {"replicatedJobs": replicated, "successPolicy": {"operator": "All"}}}
+    objects: list[Obj] = [owner]
+    parents: list[int | None] = [None]
+    pods = []
+    for role, entry in zip(job.roles, replicated):
+        child = f"{job.name}-{role.name}-0"
+        objects.append({"apiVersion": "batch/v1", "kind": "Job",
+                        "metadata": _meta(job, child, labels={
+                            L.QUEUE_LABEL: job.queue, "jobset.sigs.k8s.io/jobset-name": job.name,
+                            "jobset.sigs.k8s.io/replicatedjob-name": role.name}),
+                        "spec": entry["template"]["spec"]})
+        parents.append(0)
+        for i in range(role.replicas):
+            labels = {"jobset.sigs.k8s.io/jobset-name": job.name,
+                      "jobset.sigs.k8s.io/replicatedjob-name": role.name,
+                      "jobset.sigs.k8s.io/job-index": "0",
+                      "batch.kubernetes.io/job-completion-index": str(i),
+                      "batch.kubernetes.io/job-name": child, "job-name": child}
+            pods.append(PodPlan(role.name, i, len(objects) - 1, None, f"{child}-{i}-",
+                                tuple(sorted(labels.items())), True))
+    return Blueprint(tuple(objects), tuple(parents), tuple(pods), templates)
+
+
+def _ray(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
+    """RayJob (KubeRay): a RayCluster <job>-raycluster owned by the RayJob;
+    head and worker pods owned by the cluster. The Ray job's end is the head's."""
+    cluster_name = f"{job.name}-raycluster"
+    workers = []
+    for role in job.roles:
+        if role.name == "head":
+            continue
+        low = job.elastic_min if job.elastic_min is not None else role.replicas
+        workers.append({"groupName": role.name, "replicas": role.replicas,
+                        "minReplicas": min(low, role.replicas), "maxReplicas": role.replicas,
+                        "rayStartParams": {}, "template": templates[role.name]})
+    cluster_spec = {"headGroupSpec": {"rayStartParams": {}, "template": templates["head"]},
+                    "workerGroupSpecs": workers}
+    owner = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+             "metadata": _meta(job, **_min_member_annotation(job)),
+             "spec": {"entrypoint": "python train.py", "submissionMode": "HTTPMode",
+                      "shutdownAfterJobFinishes": True, "rayClusterSpec": cluster_spec}}
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+               "metadata": _meta(job, cluster_name), "spec": cluster_spec}
+    pods = []
+    for role in job.roles:
+        head = role.name == "head"
+        for i in range(role.replicas):
+            labels = {"ray.io/cluster": cluster_name, "ray.io/node-type": "head" if head else "worker",
+                      "ray.io/group": "headgroup" if head else role.name,
+                      "app.kubernetes.io/created-by": "kuberay-operator"}
+            prefix = f"{cluster_name}-head-" if head else f"{cluster_name}-{role.name}-worker-"
+            pods.append(PodPlan(role.name, i, 1, None, prefix, tuple(sorted(labels.items())), head))
+    return Blueprint((owner, cluster), (None, 0), tuple(pods), templates)
+
+
+def _batch_job(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
+    """batch/v1 Job: parallelism = completions = replicas, pods <job>-<suffix>."""
+    role = job.roles[0]
+    owner = {"apiVersion": "batch/v1", "kind": "Job",
+             "metadata": _meta(job, **_min_member_annotation(job)),
+             "spec": {"parallelism": role.replicas, "completions": role.replicas,
+                      "backoffLimit": 6, "template": templates[role.name]}}
+    labels = tuple(sorted({"batch.kubernetes.io/job-name": job.name, "job-name": job.name}.items()))
+    pods = tuple(PodPlan(role.name, i, 0, None, f"{job.name}-", labels, True)
+                 for i in range(role.replicas))
+    return Blueprint((owner,), (None,), pods, templates)
+
+
+def _gang(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
+    """A PodGroup written by hand and bare pods that name it: nobody recreates
+    an evicted bare pod."""
+    spec: Obj = {"minMember": job.gang_min(), "queue": job.queue}
+    if job.priority_class:
+        spec["priorityClassName"] = job.priority_class
+    if len(job.roles) > 1:
+        spec["subGroups"] = [{"name": r.name, "minMember": r.replicas} for r in job.roles]
+    owner = {"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "PodGroup",
+             "metadata": _meta(job), "spec": spec}
+    pods = []
+    for role in job.roles:
+        for i in range(role.replicas):
+            labels = {L.SUBGROUP_LABEL: role.name} if len(job.roles) > 1 else {}
+            pods.append(PodPlan(role.name, i, None, f"{job.name}-{role.name}-{i}", "",
+                                tuple(sorted(labels.items())), True))
+    annotated = {name: {**t, "metadata": {**t["metadata"], "annotations": {
+        **t["metadata"]["annotations"], L.POD_GROUP_ANNOTATION: job.name}}}
+        for name, t in templates.items()}
+    return Blueprint((owner,), (None,), tuple(pods), annotated, recreates=False)
+
+
+_BUILDERS = {JobKind.PYTORCH: _training, JobKind.TF: _training, JobKind.MPI: _mpi,
+             JobKind.JOBSET: _jobset, JobKind.RAY: _ray, JobKind.JOB: _batch_job,
+             JobKind.GANG: _gang}

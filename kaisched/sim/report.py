@@ -1,0 +1,263 @@
+"""The figures of a simulation, as one JSON-ready dict, and the same figures
+as rich tables. Only virtual time appears: the same scenario and seed give
+the same report, byte for byte.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from kaisched.api.resource import CPU, GPU, MEMORY
+from kaisched.sim.controllers import JobRun, JobState
+from kaisched.sim.scenario import JobKind
+from kaisched.sim.simulation import SimResult
+from kaisched.sim.timeline import hms
+
+# Rows of the per-job table in text; JSON always has every job.
+TEXT_JOBS = 40
+
+
+def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
+    scenario, timeline, end = result.scenario, result.timeline, result.end
+    jobs = [_job(run) for run in result.runs]
+    gang_waits = [j["wait"] for j, run in zip(jobs, result.runs)
+                  if j["wait"] is not None and _is_gang(run)]
+    util = {}
+    for name, key in ((GPU, "gpu"), (CPU, "cpu")):
+        capacity = result.capacity.get(name, 0.0)
+        series = timeline.used.get(name, [])
+        util[key] = _round(timeline.average(series, end) / capacity, 3) if capacity else None
+    res = timeline.resource
+    queues = []
+    for q in scenario.queues:
+        mine = [j for j in jobs if j["queue"] == q.name]
+        waits = [j["wait"] for j in mine if j["wait"] is not None]
+        used = timeline.queue_used.get(q.name, [])
+        fair = timeline.fair_share.get(q.name, [])
+        queues.append({
+            "name": q.name, "resource": res, "quota": _amount(res, q.quota(res)),
+            "limit": _amount(res, q.limit(res)) if q.limit(res) is not None else None,
+            "fairShareAvg": _amount(res, timeline.average(fair, end)),
+            "usageAvg": _amount(res, timeline.average(used, end)),
+            "usagePeak": _amount(res, max(used, default=0.0)),
+            "jobs": len(mine), "jobsDone": sum(1 for j in mine if j["state"] == "succeeded"),
+            "waitP50": _pct(waits, 50), "waitP90": _pct(waits, 90),
+            "podsEvicted": sum(1 for e in timeline.evictions if e.queue == q.name),
+            "podsReclaimedFrom": sum(1 for e in timeline.evictions
+                                     if e.cause == "reclaim" and e.queue == q.name),
+            "podsReclaimedBy": sum(1 for e in timeline.evictions
+                                   if e.cause == "reclaim" and e.by_queue == q.name),
+        })
+    causes: dict[str, int] = {}
+    for e in timeline.evictions:
+        causes[e.cause] = causes.get(e.cause, 0) + 1
+    return {
+        "scenario": scenario.name, "description": scenario.description,
+        "config": config_name, "seed": scenario.seed,
+        "virtualSeconds": _round(end, 1), "stopped": result.stopped,
+        "sessions": result.sessions, "invariantChecks": result.checks,
+        "cluster": {"nodes": sum(p.count for p in scenario.node_pools),
+                    "gpus": _round(result.capacity.get(GPU, 0.0), 1),
+                    "cpus": _round(result.capacity.get(CPU, 0.0) / 1000, 1),
+                    "gpuUtilisation": util["gpu"], "cpuUtilisation": util["cpu"]},
+        "gangWait": {"gangs": len(gang_waits),
+                     "waited": sum(1 for w in gang_waits if w > 0),
+                     "p50": _pct(gang_waits, 50), "p90": _pct(gang_waits, 90),
+                     "p99": _pct(gang_waits, 99),
+                     "max": _round(max(gang_waits), 1) if gang_waits else None},
+        "jobsByState": {s: sum(1 for j in jobs if j["state"] == s)
+                        for s in sorted({j["state"] for j in jobs})},
+        "evictions": {"pods": len(timeline.evictions), **dict(sorted(causes.items())),
+                      "events": _eviction_events(result)},
+        "queues": queues,
+        "jobs": jobs,
+    }
+
+
+def _job(run: JobRun) -> dict[str, Any]:
+    spec = run.spec
+    wait = run.started - run.submitted if run.started is not None and run.submitted is not None \
+        else None
+    turnaround = run.finished - run.submitted if run.finished is not None \
+        and run.submitted is not None else None
+    placed_whole = None
+    if run.started is not None and run.min_member is not None:
+        placed_whole = run.first_bound >= run.min_member
+    return {
+        "name": f"{spec.namespace}/{spec.name}", "kind": spec.kind.value, "queue": spec.queue,
+        "pods": spec.pods, "gpus": _round(spec.total(GPU), 1),
+        "minMember": run.min_member, "priorityClass": spec.priority_class,
+        "submitted": _round(run.submitted, 1), "started": _round(run.started, 1),
+        "finished": _round(run.finished, 1), "wait": _round(wait, 1),
+        "turnaround": _round(turnaround, 1), "placedWhole": placed_whole,
+        "evictions": run.evictions, "podsRemade": run.restarts,
+        "state": _state(run), "reason": run.never_fits or run.failure,
+    }
+
+
+def _state(run: JobRun) -> str:
+    if run.state is JobState.SUCCEEDED:
+        return "succeeded"
+    if run.state is JobState.FAILED:
+        return "failed"
+    if run.never_fits is not None:
+        return "never fits"
+    if run.state is JobState.WAITING:
+        return "not arrived"
+    return "running" if run.started is not None else "waiting"
+
+
+def _is_gang(run: JobRun) -> bool:
+    return run.spec.kind is not JobKind.JOB and (run.min_member or run.spec.gang_min()) > 1
+
+
+def _eviction_events(result: SimResult) -> list[dict[str, Any]]:
+    """Evictions grouped by moment, job and cause: one line per gang taken."""
+    grouped: dict[tuple[float, str, str, str, str], int] = {}
+    for e in result.timeline.evictions:
+        key = (e.at, e.job, e.cause, e.by_job, e.by_queue)
+        grouped[key] = grouped.get(key, 0) + 1
+    rows = []
+    for (at, job, cause, by_job, by_queue), pods in sorted(grouped.items()):
+        queue = next((r.spec.queue for r in result.runs
+                      if f"{r.spec.namespace}/{r.spec.name}" == job), "")
+        rows.append({"at": _round(at, 1), "job": job, "queue": queue, "cause": cause,
+                     "pods": pods, "byJob": by_job or None, "byQueue": by_queue or None})
+    return rows
+
+
+def _pct(values: Sequence[float], q: float) -> float | None:
+    return _round(float(np.percentile(values, q)), 1) if values else None
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def _amount(name: str, value: float) -> float:
+    """Cores for cpu, GiB for memory, units for the rest."""
+    if name == CPU:
+        return round(value / 1000, 2)
+    if name == MEMORY:
+        return round(value / 2**30, 2)
+    return round(value, 2)
+
+
+# -- text ------------------------------------------------------------------------------------
+
+def _t(seconds: float | None) -> str:
+    return "-" if seconds is None else hms(seconds)
+
+
+def _pc(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _n(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    c = report["cluster"]
+    console.print(f"[bold]{report['scenario']}[/bold]: {report['description']}".rstrip(": "))
+    console.print(f"config {report['config']}"
+                  + (f", seed {report['seed']}" if report["seed"] is not None else "")
+                  + f"; {_t(report['virtualSeconds'])} of virtual time in {report['sessions']} "
+                  f"sessions; stopped: {report['stopped']}")
+    console.print(f"cluster: {c['nodes']} nodes, {_n(c['gpus'])} GPUs, {_n(c['cpus'])} cores; "
+                  f"GPU utilisation {_pc(c['gpuUtilisation'])}, CPU {_pc(c['cpuUtilisation'])}")
+    g = report["gangWait"]
+    console.print(f"gang wait: {g['waited']} of {g['gangs']} gangs waited; "
+                  f"p50 {_t(g['p50'])}, p90 {_t(g['p90'])}, p99 {_t(g['p99'])}, max {_t(g['max'])}")
+    states = ", ".join(f"{n} {s}" for s, n in report["jobsByState"].items())
+    console.print(f"jobs: {states}; invariants held in {report['invariantChecks']} checks")
+    console.print(_jobs_table(report["jobs"]))
+    hidden = len(report["jobs"]) - TEXT_JOBS
+    if hidden > 0:
+        console.print(f"... and {hidden} more jobs (the longest waits are shown; "
+                      "--output json lists all)")
+    console.print(_queues_table(report["queues"]))
+    events = report["evictions"]["events"]
+    if events:
+        console.print(_evictions_table(events))
+
+
+def _jobs_table(jobs: list[dict[str, Any]]) -> Table:
+    table = Table(title="jobs", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("job", "kind", "queue", "pods", "GPUs", "submitted", "started", "finished",
+                "wait", "turnaround", "evicted", "state"):
+        table.add_column(col, justify="right" if col in ("pods", "GPUs", "evicted") else "left")
+    shown = jobs
+    if len(jobs) > TEXT_JOBS:
+        shown = sorted(jobs, key=lambda j: (-(j["wait"] if j["wait"] is not None else 1e18),
+                                            j["name"]))[:TEXT_JOBS]
+        shown.sort(key=lambda j: (j["submitted"] if j["submitted"] is not None else 1e18,
+                                  j["name"]))
+    for j in shown:
+        state = j["state"] + (f" ({j['reason']})" if j["reason"] else "")
+        table.add_row(j["name"], j["kind"], j["queue"], str(j["pods"]), _n(j["gpus"]),
+                      _t(j["submitted"]), _t(j["started"]), _t(j["finished"]), _t(j["wait"]),
+                      _t(j["turnaround"]), str(j["evictions"]), state)
+    return table
+
+
+def _queues_table(queues: list[dict[str, Any]]) -> Table:
+    res = queues[0]["resource"] if queues else GPU
+    table = Table(title=f"queues ({res})", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("queue", "quota", "limit", "fair share avg", "use avg", "use peak", "jobs done",
+                "wait p50", "wait p90", "pods evicted", "reclaimed by it"):
+        table.add_column(col, justify="left" if col == "queue" else "right")
+    for q in queues:
+        table.add_row(q["name"], _n(q["quota"]), _n(q["limit"]), _n(q["fairShareAvg"]),
+                      _n(q["usageAvg"]), _n(q["usagePeak"]), f"{q['jobsDone']}/{q['jobs']}",
+                      _t(q["waitP50"]), _t(q["waitP90"]), str(q["podsEvicted"]),
+                      str(q["podsReclaimedBy"]))
+    return table
+
+
+def _evictions_table(events: list[dict[str, Any]]) -> Table:
+    table = Table(title="evictions", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("at", "job", "queue", "pods", "cause", "for job", "of queue"):
+        table.add_column(col, justify="right" if col == "pods" else "left")
+    for e in events[:TEXT_JOBS]:
+        table.add_row(_t(e["at"]), e["job"], e["queue"], str(e["pods"]), e["cause"],
+                      e["byJob"] or "-", e["byQueue"] or "-")
+    return table
+
+
+def render_compare(reports: Sequence[dict[str, Any]], console: Console) -> None:
+    """Two runs of one scenario, figure by figure."""
+    first = reports[0]
+    console.print(f"[bold]{first['scenario']}[/bold]: {first['description']}".rstrip(": "))
+    table = Table(title="compare", box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("figure")
+    for r in reports:
+        table.add_column(r["config"], justify="right")
+    rows: list[tuple[str, list[str]]] = [
+        ("virtual time", [_t(r["virtualSeconds"]) for r in reports]),
+        ("sessions", [str(r["sessions"]) for r in reports]),
+        ("GPU utilisation", [_pc(r["cluster"]["gpuUtilisation"]) for r in reports]),
+        ("CPU utilisation", [_pc(r["cluster"]["cpuUtilisation"]) for r in reports]),
+        ("jobs succeeded", [str(r["jobsByState"].get("succeeded", 0)) for r in reports]),
+        ("gangs that waited", [f"{r['gangWait']['waited']}/{r['gangWait']['gangs']}"
+                               for r in reports]),
+    ]
+    for q in ("p50", "p90", "max"):
+        rows.append((f"gang wait {q}", [_t(r["gangWait"][q]) for r in reports]))
+    for cause in ("reclaim", "preempt", "stale-gang"):
+        rows.append((f"pods evicted: {cause}", [str(r["evictions"].get(cause, 0)) for r in reports]))
+    for i, q in enumerate(first["queues"]):
+        name = q["name"]
+        rows.append((f"{name}: use avg / fair share avg",
+                     [f"{_n(r['queues'][i]['usageAvg'])} / {_n(r['queues'][i]['fairShareAvg'])}"
+                      for r in reports]))
+        rows.append((f"{name}: wait p50 / p90",
+                     [f"{_t(r['queues'][i]['waitP50'])} / {_t(r['queues'][i]['waitP90'])}"
+                      for r in reports]))
+    for label, values in rows:
+        table.add_row(label, *values)
+    console.print(table)

@@ -1,0 +1,279 @@
+"""The simulation loop: a virtual clock drives the memory backend, the
+emulated operators and kubelet, the real PodGrouper and the real scheduler
+(inline binder, so every run is the same).
+
+Every tick, on the schedulePeriod grid: the kubelet acts (pods start, finish,
+leave), operators submit arrivals and make evicted pods again, the PodGrouper
+syncs, one session runs, the invariants are checked and use is sampled.
+
+Ticks where nothing can change are skipped. After a *quiet* session — its
+only effects were status writes, pod conditions and events, it pipelined
+nothing, holds nothing, and no pod is waiting to start or to leave — the next
+session would decide exactly the same, because a session's decisions depend
+on time only through timers. So the clock jumps to the next grid tick at or
+after the next event: an arrival, a container exit, a deleted pod gone, or a
+PodGroup timer (stale-gang grace, scheduleTimeoutSeconds, the starvation
+threshold where the config has one). Any other session is followed by one a
+period later. The results equal those of a session every period.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Callable, Mapping
+
+import attrs
+
+from kaisched.api.clock import ManualClock, from_rfc3339
+from kaisched.api.resource import CPU, GPU
+from kaisched.api.types import PodKey, job_key
+from kaisched.binder import Binder
+from kaisched.builtins import register_builtins
+from kaisched.cluster.kinds import NAMESPACE, NODE, PODGROUP, PRIORITY_CLASS, QUEUE
+from kaisched.cluster.memory import MemoryCluster
+from kaisched.framework import Registry, SchedulerConfig
+from kaisched.framework.effects import Bind, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus
+from kaisched.scheduler import CycleResult, Scheduler
+from kaisched.sim.controllers import Controllers, JobRun, JobState
+from kaisched.sim.fit import never_fits
+from kaisched.sim.invariants import Invariants
+from kaisched.sim.kubelet import Kubelet
+from kaisched.sim.meter import Meter
+from kaisched.sim.scenario import Scenario
+from kaisched.sim.timeline import Eviction, Timeline
+from podgrouper.controller import PodGrouper
+
+# When a scenario sets no end: stop after this much virtual time.
+DEFAULT_HORIZON = 7 * 24 * 3600.0
+_BY = re.compile(r"^(reclaimed|preempted) by pod \S+ of (\S+) \(priority -?\d+, queue ([^)]+)\)")
+
+# Effects that change nothing a later session decides on (see above).
+_QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus)
+
+Progress = Callable[[float, int, int], None]      # elapsed, jobs finished, jobs to finish
+
+
+@attrs.frozen
+class SimResult:
+    scenario: Scenario
+    config: SchedulerConfig
+    runs: tuple[JobRun, ...]
+    timeline: Timeline
+    end: float                     # virtual seconds simulated
+    sessions: int
+    checks: int
+    capacity: Mapping[str, float]
+    stopped: str                   # why the run ended
+
+
+class ShareProbe:
+    """Reads the fair shares the real proportion plugin computed in the last
+    session, so the report shows the scheduler's own numbers."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.last: object | None = None
+        original = registry.plugins.get("proportion")
+        if original is not None:
+            def build(arguments: Mapping[str, object]) -> object:
+                self.last = original(arguments)
+                return self.last
+            registry.add_plugin("proportion", build)   # type: ignore[arg-type]
+
+    def fair(self, resource: str) -> dict[str, float] | None:
+        deserved = getattr(self.last, "deserved", None)
+        if not isinstance(deserved, dict):
+            return None
+        return {str(q): float(row.get(resource, 0.0)) for q, row in deserved.items() if q}
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario, config: SchedulerConfig, *,
+                 every_period: bool = False, progress: Progress | None = None) -> None:
+        self.scenario = scenario
+        self.config = config
+        self.every_period = every_period
+        self.progress = progress
+        self.clock = ManualClock()
+        self.start = self.clock.now()
+        self.cluster = MemoryCluster(self.clock)
+        self._load()
+        registry = register_builtins()
+        self.probe = ShareProbe(registry)
+        self.meter = Meter(self.cluster)
+        self.kubelet = Kubelet(self.cluster)
+        self.controllers = Controllers(self.cluster, config.scheduler_name,
+                                       dict(scenario.priority_classes))
+        self.grouper = PodGrouper(self.cluster, self.clock, scheduler_name=config.scheduler_name)
+        self.scheduler = Scheduler(self.cluster, config, registry, self.clock,
+                                   Binder(self.cluster, self.clock.now))
+        self.invariants = Invariants(
+            self.meter,
+            {q.name: {r: q.limit(r) for r, _ in q.resources if q.limit(r) is not None}
+             for q in scenario.queues},
+            {q.name: q.parent for q in scenario.queues})
+        self.resource = GPU if self.meter.capacity(GPU) > 0 else CPU
+        self.timeline = Timeline(self.resource, tuple(q.name for q in scenario.queues))
+        self.runs = [JobRun(job) for job in scenario.jobs]
+        for run in self.runs:
+            run.never_fits = never_fits(run.spec, scenario)
+        self._by_group: dict[str, str] = {}     # PodGroup key -> job, to name preemptors
+
+    def run(self) -> SimResult:
+        period = self.config.schedule_period
+        horizon = self.scenario.until if self.scenario.until is not None else DEFAULT_HORIZON
+        arrivals = list(self.runs)              # sorted by arrival, then name
+        to_finish = sum(1 for r in self.runs if r.never_fits is None)
+        finished = tick = sessions = 0
+        stopped = ""
+        while True:
+            now = self.start + tick * period
+            elapsed = now - self.start
+            self.clock.set(now)
+            self.kubelet.tick(now)
+            while arrivals and arrivals[0].spec.arrival <= elapsed:
+                run = arrivals.pop(0)
+                self.controllers.submit(run, elapsed)
+                self._by_group[job_key(run.spec.namespace, run.pod_group)] = \
+                    f"{run.spec.namespace}/{run.spec.name}"
+
+            finished += sum(1 for r in self.controllers.tick(elapsed) if r.never_fits is None)
+            wrote = self.grouper.sync()
+            result = self.scheduler.run_once()
+            sessions += 1
+            bound, evicted = self._record(result, elapsed)
+            self.invariants.check(elapsed, sessions, bound, evicted)
+            self.timeline.sample(elapsed, dict(self.meter.total_used), self.meter.queue_used,
+                                 self.probe.fair(self.resource))
+            if self.progress is not None:
+                self.progress(elapsed, finished, to_finish)
+            if finished >= to_finish and not arrivals:
+                stopped = "every job finished"
+                break
+            if elapsed >= horizon:
+                stopped = f"the end of the scenario ({horizon:g}s) was reached"
+                break
+            step = self._next_step(now, period, result, wrote, arrivals)
+            if step is None:
+                stopped = "nothing left could change: the jobs still waiting can never start"
+                break
+            tick += step
+        self._explain_waiting()
+        return SimResult(self.scenario, self.config, tuple(self.runs), self.timeline, elapsed,
+                         sessions, self.invariants.checks,
+                         {r: self.meter.capacity(r) for r in (GPU, CPU)}, stopped)
+
+    # -- the world ---------------------------------------------------------------------------
+    def _load(self) -> None:
+        create = self.cluster.create
+        for name in sorted({"default"} | {j.namespace for j in self.scenario.jobs}):
+            create({"apiVersion": "v1", "kind": NAMESPACE.kind, "metadata": {"name": name}})
+        for name, value in self.scenario.priority_classes:
+            create({"apiVersion": PRIORITY_CLASS.api_version, "kind": PRIORITY_CLASS.kind,
+                    "metadata": {"name": name}, "value": value})
+        for q in self.scenario.queues:
+            spec: dict = {"priority": q.priority,
+                          "resources": {r: dict(f) for r, f in q.resources}}
+            if q.parent:
+                spec["parentQueue"] = q.parent
+            create({"apiVersion": QUEUE.api_version, "kind": QUEUE.kind,
+                    "metadata": {"name": q.name}, "spec": spec})
+        for pool in self.scenario.node_pools:
+            capacity = {**dict(pool.capacity), "pods": "110"}
+            for i in range(pool.count):
+                name = f"{pool.name}-{i}"
+                labels = {"kubernetes.io/hostname": name, "sim.kaisched.io/pool": pool.name,
+                          **dict(pool.labels)}
+                spec = {"taints": [{"key": k, "value": v, "effect": e} for k, v, e in pool.taints]} \
+                    if pool.taints else {}
+                create({"apiVersion": "v1", "kind": NODE.kind,
+                        "metadata": {"name": name, "labels": labels}, "spec": spec,
+                        "status": {"capacity": capacity, "allocatable": capacity,
+                                   "conditions": [{"type": "Ready", "status": "True"}]}})
+
+    # -- what a session did ------------------------------------------------------------------
+    def _record(self, result: CycleResult, elapsed: float) -> tuple[list[PodKey], list[PodKey]]:
+        self.meter.update()
+        by_pod = self.controllers.by_pod
+        bound: list[PodKey] = []
+        evicted: list[PodKey] = []
+        first: dict[JobRun, int] = {}      # jobs started by this session: pods bound
+        for effect in result.report.applied:
+            if isinstance(effect, Bind):
+                bound.append(effect.pod)
+                found = by_pod.get(effect.pod)
+                if found is not None and found[0].started is None:
+                    first[found[0]] = first.get(found[0], 0) + 1
+            elif isinstance(effect, Evict):
+                evicted.append(effect.pod)
+                self._evicted(effect, elapsed)
+        for run, count in first.items():
+            run.started, run.first_bound = elapsed, count
+            gang = self.meter.gangs.get(job_key(run.spec.namespace, run.pod_group))
+            run.min_member = gang.min_member if gang is not None else None
+            self.timeline.starts.append((elapsed, run.spec.queue, run.spec.name))
+        return bound, evicted
+
+    def _evicted(self, effect: Evict, elapsed: float) -> None:
+        found = self.controllers.by_pod.get(effect.pod)
+        run = found[0] if found is not None else None
+        if run is not None:
+            run.evictions += 1
+        match = _BY.match(effect.message)
+        if match:
+            cause = "reclaim" if match.group(1) == "reclaimed" else "preempt"
+            by_job = self._by_group.get(match.group(2), match.group(2))
+            by_queue = match.group(3)
+        else:
+            cause = "stale-gang" if effect.reason == "Evicted" else "other"
+            by_job = by_queue = ""
+        self.timeline.evictions.append(Eviction(
+            elapsed, effect.pod, f"{run.spec.namespace}/{run.spec.name}" if run else "",
+            run.spec.queue if run else "", cause, by_job, by_queue))
+
+    # -- when to run the next session ----------------------------------------------------------
+    def _next_step(self, now: float, period: float, result: CycleResult, wrote: int,
+                   arrivals: list[JobRun]) -> int | None:
+        """Ticks to the next session; None when nothing can ever change again."""
+        busy = (wrote or result.reservations or self.scheduler.holds or self.kubelet.busy()
+                or any(not isinstance(e, _QUIET) for e in result.effects))
+        if busy or self.every_period:
+            return 1
+        events = [self.kubelet.next_event()]
+        if arrivals:
+            events.append(self.start + arrivals[0].spec.arrival)
+        events.extend(self._timers(now))
+        future = [e for e in events if e is not None]
+        if not future:
+            return None
+        return max(1, math.ceil((min(future) - now) / period - 1e-9))
+
+    def _timers(self, now: float) -> list[float]:
+        """When a PodGroup's timer runs out: the moments time alone changes a decision."""
+        grace_default = self.config.stale_gang_grace_period
+        starvation = getattr(self.config, "starvation_threshold", None)
+        out = []
+        for pg in self.cluster.list(PODGROUP):
+            spec, status = pg.get("spec") or {}, pg.get("status") or {}
+            stale = from_rfc3339(status.get("staleSince"))
+            if stale is not None:
+                grace = spec.get("staleGangGracePeriodSeconds", grace_default)
+                out.append(stale + float(grace))
+            waiting = from_rfc3339(status.get("unschedulableSince"))
+            if waiting is not None and spec.get("scheduleTimeoutSeconds"):
+                out.append(waiting + float(spec["scheduleTimeoutSeconds"]))
+            if isinstance(starvation, (int, float)) and starvation > 0:
+                created = from_rfc3339(pg["metadata"].get("creationTimestamp"))
+                out.extend(t + starvation for t in (waiting, created) if t is not None)
+        return [t for t in out if t > now]
+
+    def _explain_waiting(self) -> None:
+        """Why each job that never started is still waiting, in the scheduler's words."""
+        for run in self.runs:
+            if run.state is not JobState.SUBMITTED or run.started is not None or run.failure:
+                continue
+            pg = self.cluster.get(PODGROUP, run.spec.namespace, run.pod_group)
+            conditions = ((pg or {}).get("status") or {}).get("conditions") or []
+            scheduled = next((c for c in conditions if c.get("type") == "Scheduled"), None)
+            if scheduled and scheduled.get("status") == "False":
+                run.failure = str(scheduled.get("message") or scheduled.get("reason"))
+

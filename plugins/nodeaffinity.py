@@ -1,0 +1,52 @@
+"""nodeaffinity: preferred node affinity as a score.
+
+A node scores the weights of the preferred terms it matches, over the sum of
+all the pod's weights, scaled to 0..100 and times the plugin's `weight`
+argument, so it adds to nodeorder's binpack/spread score (also 0..100) in a
+proportion the config sets. Terms depend only on node labels: computed once
+per placement.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from kaisched.api.placement import Placement
+from kaisched.api.task import TaskInfo
+from kaisched.errors import ConfigError
+from kaisched.framework import Hook, PluginBase, Session
+
+
+class NodeAffinityPlugin(PluginBase):
+    name = "nodeaffinity"
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+        arguments = dict(arguments or {})
+        unknown = sorted(set(arguments) - {"weight"})
+        if unknown:
+            raise ConfigError(f"unknown argument {unknown[0]!r} (known: weight)")
+        weight = arguments.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+            raise ConfigError(f"weight: expected a number >= 0, not {weight!r}")
+        self.weight = float(weight)
+
+    def on_session_open(self, ssn: Session) -> None:
+        specs = [n.spec for n in ssn.cluster.nodes.values()]
+        cache: dict[Placement, np.ndarray] = {}
+        zeros = np.zeros(len(specs))
+
+        def score(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+            placement = task.placement
+            if not placement.preferred or not self.weight:
+                return zeros[rows]
+            found = cache.get(placement)
+            if found is None:
+                total = sum(abs(w) for w, _ in placement.preferred) or 1
+                found = np.array([sum(w for w, term in placement.preferred
+                                      if term.matches(s.labels, s.name)) for s in specs],
+                                 dtype=float) * (100.0 * self.weight / total)
+                cache[placement] = found
+            return found[rows]
+
+        ssn.register(Hook.NODE_ORDER, score)
