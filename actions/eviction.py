@@ -74,24 +74,28 @@ def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
     return [t for t in current if t is not None and t.status in EVICTABLE]
 
 
-def victim_order(ssn: Session) -> Callable[[TaskInfo], tuple]:
+def victim_order(ssn: Session, tasks: list[TaskInfo] | None = None) -> Callable[[TaskInfo], tuple]:
     """Surplus tasks (those above their job's minimum) before whole gangs,
     spread over jobs: the newest surplus task of every job before the second
-    of any. Then lowest priority first, most recently started, fewest pods."""
+    of any. Then lowest priority first, most recently started, fewest pods.
+    An action computes it once, before its first eviction."""
     jobs = ssn.cluster.jobs
+    by_job: dict[str, list[TaskInfo]] = {}
+    for task in evictable_tasks(ssn) if tasks is None else tasks:
+        by_job.setdefault(task.job, []).append(task)
     rank: dict[str, int] = {}
-    for job in {t.job for t in evictable_tasks(ssn)}:
-        info = jobs[job]
-        running = sorted((t for t in info.tasks.values() if t.status in EVICTABLE),
-                         key=lambda t: (-t.creation, t.key))
-        surplus = max(info.ready_count() - info.min_member, 0)
-        for i, task in enumerate(running):
-            rank[task.key] = i if i < surplus else -1
+    for key, running in by_job.items():
+        info = jobs[key]
+        surplus = info.ready_count() - info.min_member
+        if surplus > 0:
+            running.sort(key=lambda t: (-t.creation, t.key))
+            for i, task in enumerate(running[:surplus]):
+                rank[task.key] = i
 
     def key(t: TaskInfo) -> tuple:
-        r = rank.get(t.key, -1)
+        r = rank.get(t.key)
         job = jobs[t.job]
-        return (r < 0, job.priority, max(r, 0), -t.creation, len(job.tasks), t.key)
+        return (r is None, job.priority, r or 0, -t.creation, len(job.tasks), t.key)
     return key
 
 

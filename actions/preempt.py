@@ -4,6 +4,8 @@ nothing is evicted unless the job becomes pipelined-ready. A running elastic
 job's extra tasks may preempt too, but only other jobs' surplus tasks."""
 from __future__ import annotations
 
+from typing import Callable
+
 from actions.eviction import (
     RoomFinder, elastic_jobs, evictable_tasks, place_by_eviction, place_extras_by_eviction,
     starving_jobs, victim_order,
@@ -23,12 +25,13 @@ class PreemptAction:
             return
         releasing_at_start = ssn.cluster.table.releasing.copy()
         by_queue: dict[QueueName, list[TaskInfo]] = {}
-        order = victim_order(ssn)
-        for task in sorted(evictable_tasks(ssn), key=order):
+        evictable = evictable_tasks(ssn)
+        order = victim_order(ssn, evictable)
+        for task in sorted(evictable, key=order):
             by_queue.setdefault(ssn.cluster.jobs[task.job].queue, []).append(task)
         finders: dict[tuple[QueueName, int], RoomFinder] = {}
 
-        def finder_of(job: JobInfo):
+        def finder_of(job: JobInfo) -> Callable[[TaskInfo], RoomFinder]:
             def finder(task: TaskInfo) -> RoomFinder:
                 key = (job.queue, job.priority)
                 if key not in finders:
@@ -41,7 +44,7 @@ class PreemptAction:
             if not by_queue.get(job.queue) or ssn.job_pipelined(job):
                 continue
             place_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job), "Preempted",
-                              lambda t, job=job: ssn.allocatable(job, t))
+                              lambda t, job=job: ssn.allocatable(job, t), order=order)
         for job, tasks in extras:
             if by_queue.get(job.queue):
                 place_extras_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job),

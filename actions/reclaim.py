@@ -9,6 +9,8 @@ but only other jobs' surplus tasks.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from actions.eviction import (
     RoomFinder, elastic_jobs, evictable_tasks, place_by_eviction, place_extras_by_eviction,
     starving_jobs, victim_order,
@@ -27,14 +29,15 @@ class ReclaimAction:
         jobs, extras = starving_jobs(ssn), elastic_jobs(ssn)
         if not jobs and not extras:
             return
-        order = victim_order(ssn)
-        candidates = sorted(evictable_tasks(ssn), key=order)
+        evictable = evictable_tasks(ssn)
+        order = victim_order(ssn, evictable)
+        candidates = sorted(evictable, key=order)
         if not candidates:
             return
         releasing_at_start = ssn.cluster.table.releasing.copy()
         finders: dict[tuple[QueueName, Resource], RoomFinder] = {}
 
-        def finder_of(job: JobInfo):
+        def finder_of(job: JobInfo) -> Callable[[TaskInfo], RoomFinder]:
             def finder(task: TaskInfo) -> RoomFinder:
                 key = (job.queue, task.resreq)
                 if key not in finders:
@@ -43,14 +46,14 @@ class ReclaimAction:
                 return finders[key]
             return finder
 
-        def check(job: JobInfo):
+        def check(job: JobInfo) -> Callable[[TaskInfo], str | None]:
             return lambda t: ssn.allocatable(job, t) or ssn.overused(job, t)
 
         for job, tasks in jobs:
             if ssn.job_pipelined(job) or ssn.overused(job, tasks[0]):
                 continue
             place_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job), "Preempted",
-                              check(job), verb="reclaimed")
+                              check(job), verb="reclaimed", order=order)
         for job, tasks in extras:
             place_extras_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job),
                                      check(job), "reclaimed", order)

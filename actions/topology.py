@@ -58,7 +58,7 @@ def place_in_topology(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[T
     for level in levels:
         if level is None:                       # the preferred level widened to the whole cluster
             return place(ssn, stmt, job, tasks, idle_only, None)
-        for rows in state.candidates(job, level, need, idle_only):
+        for rows in state.candidates(job, tasks, level, need, idle_only):
             mark = stmt.checkpoint()
             outcome = place(ssn, stmt, job, tasks, idle_only, rows)
             if outcome.placed and (ssn.job_ready(job)
@@ -110,14 +110,26 @@ class _State:
         room = table.idle if idle_only else table.future
         return np.where(self.usable[:, None], np.maximum(room, 0.0), 0.0)
 
-    def candidates(self, job: JobInfo, level: str, need: np.ndarray,
+    def candidates(self, job: JobInfo, tasks: list[TaskInfo], level: str, need: np.ndarray,
                    idle_only: bool) -> Iterable[np.ndarray]:
         """Masks of the domains of level that could hold need, least stranded room first.
         A gang with pods on nodes already stays in their domain."""
         domains = self.cluster.domains(level)
         table = self.cluster.table
-        free = _per_domain(domains, self.room(idle_only))
+        room = self.room(idle_only)
+        free = _per_domain(domains, room)
         fits = (free >= need - 1e-6).all(axis=1)
+        # Room in total is not enough: the pods must fit node by node.
+        count = max(job.min_member - job.ready_count(), 1)
+        biggest = np.max([table.vector(t.resreq) for t in tasks], axis=0)
+        cols = np.flatnonzero(biggest > 0)
+        per_node = np.floor(np.min(room[:, cols] / biggest[cols] + 1e-9, axis=1)) if len(cols) \
+            else np.full(len(table), float(count))
+        if all(self.apart(t) for t in tasks):
+            per_node = np.minimum(per_node, 1.0)     # its pods keep to one per node
+        keep = domains.has
+        slots = np.bincount(domains.ids[keep], weights=per_node[keep], minlength=len(domains))
+        fits &= slots >= count
         here = {int(domains.ids[table.index[t.node_name]]) for t in job.tasks.values()
                 if t.status in PRESENT and t.node_name in table.index}
         if here:
@@ -127,6 +139,14 @@ class _State:
             mask = np.zeros(len(table), dtype=bool)
             mask[domains.rows[d]] = True
             yield mask
+
+    def apart(self, task: TaskInfo) -> bool:
+        """The task keeps away from its own kind on a host (required
+        anti-affinity on the hostname selecting itself)."""
+        labels = dict(task.labels)
+        return any(t.topology_key == HOSTNAME_KEY and t.matcher.matches(
+            labels, task.namespace, self.cluster.namespace_labels)
+            for t in task.placement.rules.anti_affinity)
 
     def shortfall(self, job: JobInfo, level: str, need: np.ndarray, idle_only: bool,
                   last: Outcome | None) -> str:

@@ -98,7 +98,8 @@ class Binder:
                  sleep: Callable[[float], None] = time.sleep, qps: float = 0.0, burst: int = 0,
                  throttle: WriteThrottle | None = None,
                  leading: Callable[[], bool] | None = None,
-                 observer: BindObserver | None = None) -> None:
+                 observer: BindObserver | None = None,
+                 halted: Callable[[], bool] | None = None) -> None:
         self.client = client
         self.now = now
         self.workers = workers
@@ -110,6 +111,7 @@ class Binder:
         self.throttle = throttle
         self.leading = leading
         self.observer = observer
+        self.halted = halted        # a stop was asked for (SIGTERM): seen before each effect
         self._cond = threading.Condition()
         self._urgent: collections.deque[_Write] = collections.deque()      # binds, evictions
         self._writes: dict[Hashable, _Write] = {}                          # the rest, by target
@@ -201,19 +203,24 @@ class Binder:
             log.warning("%s: dropped %d queued binds and %d other writes",
                         why, binds, len(dropped) - binds)
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Finish only the gangs whose binds already began, then end the workers."""
+    def _halt(self) -> None:
+        """Keep only the binds of gangs already binding."""
         with self._cond:
-            if self._stopping is None:
+            first = self._stopping is None
+            if first:
                 self._stopping = time.monotonic()
             kept = [w for w in self._urgent if self._finishing(w.effect)]
             dropped = len(self._urgent) - len(kept) + len(self._writes)
             self._urgent = collections.deque(kept)
             self._writes.clear()
             self._cond.notify_all()
-        if dropped or kept:
-            log.info("stopping: finishing %d binds of gangs already binding, %d effects "
-                     "not started are left to the next leader", len(kept), dropped)
+        if first or dropped:
+            log.info("stopping: finishing %d binds of gangs already binding; %d effects not "
+                     "started are left to the next leader", len(kept), dropped)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Finish only the gangs whose binds already began, then end the workers."""
+        self._halt()
         deadline = time.monotonic() + timeout
         with self._cond:
             while (self._urgent or self._busy) and time.monotonic() < deadline:
@@ -255,6 +262,10 @@ class Binder:
                 if self.leading is not None and not self.leading():
                     self._forget(write)
                     self.abandon("this replica no longer holds the lease")
+                elif self.halted is not None and self.halted() and not self._finishing(write.effect):
+                    # Stopping: nothing new starts; gangs already binding go on.
+                    self._forget(write)
+                    self._halt()
                 else:
                     self.limit.take()
                     self._run(write)

@@ -7,7 +7,7 @@ import signal
 import socket
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -15,6 +15,9 @@ import orjson
 from kaisched.builtins import register_builtins
 from kaisched.console import OneLineGroup
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config, parse_config
+
+if TYPE_CHECKING:
+    from kaisched.snapshot import LoadedFile
 
 
 @click.group(cls=OneLineGroup)
@@ -33,7 +36,7 @@ def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | Non
     return default_config(registry)
 
 
-def _load(path: str, strict: bool) -> Any:
+def _load(path: str, strict: bool) -> LoadedFile:
     """The objects of FILE a cluster would accept. Each one it would refuse is
     reported on stderr and skipped (an error with --strict), and so is an object
     of a kind nobody serves; a file left with nothing to use is an error."""
@@ -202,6 +205,29 @@ def explain(podgroup: str, snapshot_path: str, config_path: str | None, strict: 
     config = _config(config_path, registry, loaded.config)
     for line in run_explain(loaded.objects, podgroup, config, registry):
         click.echo(line)
+
+
+@main.command()
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
+@click.option("--config", "config_path", help="Scheduler config YAML (default: built-in).")
+@click.option("--compare", "compare_path",
+              help="A second scheduler config: run both on the same scenario, side by side.")
+@click.option("--seed", type=click.IntRange(min=0), help="Seed of a generated workload.")
+@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+              help="Draw use and fair shares over time into this PNG file.")
+def simulate(scenario: str | None, config_path: str | None, compare_path: str | None,
+             seed: int | None, output: str, plot_path: str | None) -> None:
+    """Run SCENARIO (default: the bundled demo) in virtual time and report."""
+    import sys
+
+    from kaisched.sim.runner import simulate as run_simulation
+
+    registry = register_builtins()
+    configs = [(config_path or "built-in", _config(config_path, registry, None))]
+    if compare_path:
+        configs.append((compare_path, _config(compare_path, registry, None)))
+    run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr)
 
 
 @main.command()

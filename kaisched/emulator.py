@@ -59,6 +59,10 @@ class ApiServer(kmock.KubernetesEmulator):
     _versions: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
     namespaces: dict[str, dict[str, str]] = attrs.field(
         factory=lambda: {"default": {}, "kube-system": {}})
+    # Requests to a subresource named here ("binding", "status"), or creations
+    # ("create events"), wait until its gate opens: a test holds binds or
+    # status writes in flight with them.
+    gates: dict[str, asyncio.Event] = attrs.field(factory=dict)
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         # kmock cannot parse /api/v1/namespaces (it reads "namespaces" as a
@@ -89,6 +93,11 @@ class ApiServer(kmock.KubernetesEmulator):
                                           "metadata": {"resourceVersion": "1"}, "items": items})
 
     async def _handle(self, request: kmock.Request) -> Any:
+        gate = self.gates.get(request.subresource or "")
+        if gate is None and request.resource is not None and request.action == kmock.action.CREATE:
+            gate = self.gates.get(f"create {request.resource.plural}")
+        if gate is not None:
+            await gate.wait()
         data = request.data
         if request.resource is None or not isinstance(data, dict) \
                 or request.subresource not in (None, "status"):
@@ -206,8 +215,16 @@ class Emulator:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(WAIT)  # type: ignore[arg-type]
 
     def stop(self) -> None:
+        self.call(lambda: [gate.set() for gate in self.emu.gates.values()])
         self.loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
+
+    def hold(self, subresource: str) -> None:
+        """Requests to the subresource wait from now on, until release()."""
+        self.call(lambda: self.emu.gates.setdefault(subresource, asyncio.Event()).clear())
+
+    def release(self, subresource: str) -> None:
+        self.call(lambda: self.emu.gates[subresource].set())
 
     # -- conveniences for tests ------------------------------------------------
     def object(self, resource: str, namespace: str | None, name: str) -> Obj | None:

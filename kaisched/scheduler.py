@@ -183,6 +183,8 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
     leading: Callable[[], bool] = elector.is_leading if elector is not None else _always
     if binder.leading is None and elector is not None:
         binder.leading = elector.is_leading
+    if binder.halted is None:
+        binder.halted = stop.is_set
     lease_stop = threading.Event()
     if elector is not None:
         elector.start(lease_stop)

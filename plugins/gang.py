@@ -129,7 +129,7 @@ def _report(ssn: Session, job: JobInfo) -> None:
     if cond.status != "False":
         # A gang that runs, with pods beyond its minimum that fit nowhere: each
         # of those is told why, as a pod alone would be.
-        for task, why in extras.items():
+        for task, why in extras:
             if task.unschedulable != why:
                 ssn.emit(SetPodCondition(task.key, Condition(
                     "PodScheduled", "False", Reason.UNSCHEDULABLE.value, why, now)))
@@ -149,27 +149,28 @@ def _report(ssn: Session, job: JobInfo) -> None:
         ssn.emit(RecordEvent(kind, key, "Warning", Reason.FAILED_SCHEDULING.value, cond.message))
 
 
-def _waiting_extras(ssn: Session, job: JobInfo) -> dict[TaskInfo, str]:
+def _waiting_extras(ssn: Session, job: JobInfo) -> list[tuple[TaskInfo, str]]:
     """The job's pods beyond its minimum that this session could not place,
     and why: its queue's limit, else the filters that refuse it on every node,
     in numbers. Only for a gang that otherwise runs; identical pods share one
     explanation."""
     if not gang_met(job, READY_STATUSES):
-        return {}
+        return []
     waiting = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING
                and t.key not in ssn.placed and t.key not in ssn.reservations]
     why: dict[object, str] = {}
-    out: dict[TaskInfo, str] = {}
+    out: list[tuple[TaskInfo, str]] = []
     for task in waiting:
         like = (task.resreq, task.placement)
         if like not in why:
             why[like] = ssn.allocatable(job, task) or ssn.explain_task(task)
-        out[task] = f"beyond minMember {job.min_member} of {job.key}, not placed: {why[like]}"
+        out.append((task, f"beyond minMember {job.min_member} of {job.key}, "
+                          f"not placed: {why[like]}"))
     return out
 
 
 def _status(ssn: Session, job: JobInfo,
-            extras: dict[TaskInfo, str] | None = None) -> PodGroupStatus:
+            extras: list[tuple[TaskInfo, str]] | None = None) -> PodGroupStatus:
     """The PodGroup status this session leaves: counts, phase, Scheduled condition, timers."""
     old, now = job.status, ssn.now_text
     placed = sum(1 for key in job.tasks if key in ssn.placed) if ssn.placed else 0
@@ -193,7 +194,7 @@ def _status(ssn: Session, job: JobInfo,
     elif started:
         message = f"{scheduled}/{len(job.tasks)} tasks scheduled"
         if extras:
-            first = next(iter(extras.values())).split(", not placed: ", 1)[-1]
+            first = extras[0][1].split(", not placed: ", 1)[-1]
             message += (f"; {len(extras)} pod(s) beyond minMember not placed: {first}")
         cond = _condition(old, "True", Reason.SCHEDULED.value, message, now)
     else:

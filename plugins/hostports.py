@@ -1,9 +1,9 @@
 """hostports: no two pods on a node with the same hostPort, protocol and
 host IP (an empty or 0.0.0.0 address takes the port on every address).
 
-Ports are indexed by (protocol, port) -> node row -> the pods' HostPorts;
-placing or undoing a task changes only its own node's row, which the
-accounting marks changed already.
+Ports are indexed by (protocol, port) -> node row -> the pods' HostPorts,
+kept as tasks are placed and undone; the filter is a POD_PREDICATE, asked
+afresh (only pods asking for ports do any work).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class HostPortsPlugin(PluginBase):
         self.cluster = cluster
         self.used: _Used = {}
         self.held: dict[PodKey, tuple[int, tuple[HostPort, ...]]] = {}
+        self.yes = np.ones(len(cluster.table), dtype=bool)      # shared, read-only
         index = cluster.table.index
         for job in cluster.jobs.values():
             for task in job.tasks.values():
@@ -37,15 +38,15 @@ class HostPortsPlugin(PluginBase):
         for pod in cluster.foreign:
             if pod.rules.host_ports and pod.node_name in index:
                 self._take(pod.key, index[pod.node_name], pod.rules.host_ports)
-        ssn.register(Hook.PREDICATE, self.free, "node(s) didn't have free ports for the pod")
+        ssn.register(Hook.POD_PREDICATE, self.free, "node(s) didn't have free ports for the pod")
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
 
     def free(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        out = np.ones(len(rows), dtype=bool)
         wanted = task.placement.rules.host_ports
         if not wanted:
-            return out
+            return self.yes[:len(rows)]
+        out = np.ones(len(rows), dtype=bool)
         taken = np.zeros(len(self.cluster.table), dtype=bool)
         for port in wanted:
             for row, holders in self.used.get((port.protocol, port.port), {}).items():

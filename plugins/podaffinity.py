@@ -12,9 +12,10 @@ weight where a selected pod is in the node's domain, scaled to 0..100 by the
 sum of weights, times the plugin's `weight` argument.
 
 Pods placed earlier in the same session count at once, and an undone
-placement is forgotten (ON_ALLOCATE / ON_DEALLOCATE). Cached answers stay
-true: when a count changes on a node, every node of its domain is marked
-changed, and all nodes when the first selected pod appears or the last goes.
+placement is forgotten (ON_ALLOCATE / ON_DEALLOCATE keep the counts). The
+answers read pods across whole domains, so they are POD_PREDICATE/POD_ORDER
+hooks, asked afresh over all nodes: a count per node and one bincount per
+topology key, never a loop over pods.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kaisched.api.podindex import Change, PodIndex, present
+from kaisched.api.podindex import PodIndex, present
 from kaisched.api.task import TaskInfo
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
@@ -56,51 +57,56 @@ class PodAffinityPlugin(PluginBase):
         self.keys_of: dict[Any, set[str]] = {}
         for term in terms:
             self.keys_of.setdefault(term.matcher, set()).add(term.topology_key)
-        self.required = {t.matcher for r in rules for t in r.affinity}
         self.index = PodIndex(cluster, self.keys_of, hold_terms=True)
-        ssn.register(Hook.PREDICATE, self.affinity, "node(s) didn't match pod affinity rules")
-        ssn.register(Hook.PREDICATE, self.anti_affinity,
+        # Answers for pods the rules leave alone: shared, read-only, sliced to size.
+        self.yes = np.ones(len(cluster.table), dtype=bool)
+        self.zero = np.zeros(len(cluster.table))
+        ssn.register(Hook.POD_PREDICATE, self.affinity, "node(s) didn't match pod affinity rules")
+        ssn.register(Hook.POD_PREDICATE, self.anti_affinity,
                      "node(s) didn't match pod anti-affinity rules")
-        ssn.register(Hook.PREDICATE, self.symmetric,
+        ssn.register(Hook.POD_PREDICATE, self.symmetric,
                      "node(s) didn't satisfy existing pods' anti-affinity rules")
-        ssn.register(Hook.NODE_ORDER, self.score)
-        ssn.register(Hook.ON_ALLOCATE, lambda task: self._changed(self.index.add(task)))
+        ssn.register(Hook.POD_ORDER, self.score)
+        ssn.register(Hook.ON_ALLOCATE, self.index.add)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
 
     # -- filters and score -------------------------------------------------------------
     def _in_domain(self, counts: np.ndarray, key: str, rows: np.ndarray) -> np.ndarray:
         """Per row asked: does the row's domain of key hold a counted pod?"""
         domains = self.cluster.domains(key)
+        if domains.per_node:            # a host: the node's own count
+            return counts[rows] > 0
         per_domain = domains.sums(counts)
         ids = domains.ids[rows]
         return (ids >= 0) & (per_domain[np.maximum(ids, 0)] > 0)
 
     def affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        out = np.ones(len(rows), dtype=bool)
         terms = task.placement.rules.affinity
         if not terms:
-            return out
+            return self.yes[:len(rows)]
         index = self.index
         if all(index.totals[t.matcher] == 0 for t in terms) and \
                 all(index.matches(t.matcher, task) for t in terms):
-            return out          # the first of its group: anywhere
+            return self.yes[:len(rows)]         # the first of its group: anywhere
+        out = np.ones(len(rows), dtype=bool)
         for term in terms:
             out &= self._in_domain(index.counts[term.matcher], term.topology_key, rows)
         return out
 
     def anti_affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        out = np.ones(len(rows), dtype=bool)
+        out = self.yes[:len(rows)]
         for term in task.placement.rules.anti_affinity:
             if self.index.totals[term.matcher]:
-                out &= ~self._in_domain(self.index.counts[term.matcher], term.topology_key, rows)
+                out = out & ~self._in_domain(self.index.counts[term.matcher], term.topology_key, rows)
         return out
 
     def symmetric(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        out = np.ones(len(rows), dtype=bool)
+        out = self.yes[:len(rows)]
+        if not self.index.held:
+            return out
         for term in self.index.held_against(dict(task.labels), task.namespace):
-            held = self.index.held[term]
-            if held.any():
-                out &= ~self._in_domain(held, term.topology_key, rows)
+            if self.index.held_totals[term]:
+                out = out & ~self._in_domain(self.index.held[term], term.topology_key, rows)
         return out
 
     def score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
@@ -108,9 +114,9 @@ class PodAffinityPlugin(PluginBase):
         weighted = [(w, 1.0) for w in rules.preferred_affinity] + \
                    [(w, -1.0) for w in rules.preferred_anti_affinity]
         total = sum(abs(w.weight) for w, _ in weighted)
-        out = np.zeros(len(rows))
         if not total or not self.weight:
-            return out
+            return self.zero[:len(rows)]
+        out = np.zeros(len(rows))
         for w, sign in weighted:
             if self.index.totals[w.term.matcher]:
                 found = self._in_domain(self.index.counts[w.term.matcher], w.term.topology_key, rows)
@@ -120,19 +126,4 @@ class PodAffinityPlugin(PluginBase):
     # -- keeping up with the session ---------------------------------------------------
     def _deallocated(self, task: TaskInfo) -> None:
         if not present(self.cluster, task):      # an eviction leaves it there, releasing
-            self._changed(self.index.remove(task.key))
-
-    def _changed(self, change: Change | None) -> None:
-        """Mark changed every node whose answer may have moved."""
-        if change is None:
-            return
-        table, cluster = self.table, self.cluster
-        for matcher in change.matchers:
-            total = self.index.totals[matcher]
-            if matcher in self.required and total == max(change.delta, 0):
-                table.touch(np.arange(len(table)))   # the first pod appeared, or the last went
-                return
-            for key in self.keys_of[matcher]:
-                table.touch(cluster.domains(key).rows_of(change.row))
-        for term in change.terms:
-            table.touch(cluster.domains(term.topology_key).rows_of(change.row))
+            self.index.remove(task.key)

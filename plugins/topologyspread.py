@@ -11,8 +11,9 @@ DoNotSchedule refuses the others and nodes without K; ScheduleAnyway only
 scores, more for emptier domains.
 
 A pod placed earlier in the session counts at once, an undone one is
-forgotten. When a count moves, the nodes of that domain are marked changed,
-and every node with the key when the smallest count moved.
+forgotten. The answers read whole domains, so they are POD_PREDICATE /
+POD_ORDER hooks, asked afresh: per-node counts summed per domain in one
+bincount.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import attrs
 import numpy as np
 
 from kaisched.api.placement import Placement, SpreadConstraint
-from kaisched.api.podindex import Change, PodIndex, present
+from kaisched.api.podindex import PodIndex, present
 from kaisched.api.task import TaskInfo
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
@@ -37,7 +38,6 @@ class _Considered:
     rows: np.ndarray           # bool per row
     row_ids: np.ndarray        # the same, as row numbers
     domains: np.ndarray        # bool per domain of the key
-    low: float = 0.0           # kept current: every move marks all nodes changed
 
 
 class TopologySpreadPlugin(PluginBase):
@@ -65,10 +65,12 @@ class TopologySpreadPlugin(PluginBase):
         self.specs = [n.spec for n in cluster.nodes.values()]
         self.index = PodIndex(cluster, {c.matcher for c in constraints})
         self.considered: dict[tuple[Placement, SpreadConstraint], _Considered] = {}
-        ssn.register(Hook.PREDICATE, self.filter,
+        self.yes = np.ones(len(cluster.table), dtype=bool)      # shared, read-only
+        self.zero = np.zeros(len(cluster.table))
+        ssn.register(Hook.POD_PREDICATE, self.filter,
                      "node(s) didn't match pod topology spread constraints")
-        ssn.register(Hook.NODE_ORDER, self.score)
-        ssn.register(Hook.ON_ALLOCATE, lambda task: self._changed(self.index.add(task)))
+        ssn.register(Hook.POD_ORDER, self.score)
+        ssn.register(Hook.ON_ALLOCATE, self.index.add)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
 
     # -- filter and score --------------------------------------------------------------
@@ -78,22 +80,22 @@ class TopologySpreadPlugin(PluginBase):
         domains = self.cluster.domains(c.topology_key)
         counts = domains.sums(self.index.counts[c.matcher], seen.row_ids)
         own = 1.0 if self.index.matches(c.matcher, task) else 0.0
-        return counts + own - seen.low, domains.ids
+        return counts + own - _low(counts, seen), domains.ids
 
     def filter(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        out = np.ones(len(rows), dtype=bool)
+        out = self.yes[:len(rows)]
         for c in task.placement.rules.spread:
             if c.hard:
                 skew, ids = self._skew(task, c)
                 ids = ids[rows]
-                out &= (ids >= 0) & (skew[np.maximum(ids, 0)] <= c.max_skew)
+                out = out & (ids >= 0) & (skew[np.maximum(ids, 0)] <= c.max_skew)
         return out
 
     def score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         soft = [c for c in task.placement.rules.spread if not c.hard]
-        out = np.zeros(len(rows))
         if not soft or not self.weight:
-            return out
+            return self.zero[:len(rows)]
+        out = np.zeros(len(rows))
         for c in soft:
             skew, ids = self._skew(task, c)
             ids = ids[rows]
@@ -117,28 +119,12 @@ class TopologySpreadPlugin(PluginBase):
             hit[domains.ids[rows]] = True
             row_ids = np.flatnonzero(rows)
             seen = self.considered[key] = _Considered(c, rows, row_ids, hit)
-            seen.low = _low(domains.sums(self.index.counts[c.matcher], row_ids), seen)
         return seen
 
     # -- keeping up with the session ---------------------------------------------------
     def _deallocated(self, task: TaskInfo) -> None:
         if not present(self.cluster, task):
-            self._changed(self.index.remove(task.key))
-
-    def _changed(self, change: Change | None) -> None:
-        if change is None or not change.matchers:
-            return
-        moved = set(change.matchers)
-        for seen in self.considered.values():
-            c = seen.constraint
-            if c.matcher not in moved or not seen.rows[change.row]:
-                continue
-            domains = self.cluster.domains(c.topology_key)
-            self.table.touch(domains.rows_of(change.row))
-            low = _low(domains.sums(self.index.counts[c.matcher], seen.row_ids), seen)
-            if low != seen.low:
-                seen.low = low
-                self.table.touch(np.flatnonzero(domains.has))
+            self.index.remove(task.key)
 
 
 def _low(counts: np.ndarray, seen: _Considered) -> float:

@@ -45,3 +45,50 @@ def test_a_negative_request_is_refused_with_a_condition_and_an_event(
     events = [e for e in result.cluster.list(EVENT) if "negative" in e["involvedObject"]["name"]]
     assert [e["reason"] for e in events] == ["FailedScheduling"]     # once, not every session
     assert events[0]["type"] == "Warning" and "negative quantity" in events[0]["message"]
+
+
+# -- a node with no allocatable ----------------------------------------------------------
+
+def node_events(cluster) -> list[dict]:
+    return [e for e in cluster.list(EVENT) if e["involvedObject"]["kind"] == "Node"]
+
+
+def test_a_node_with_no_allocatable_gets_one_warning_event() -> None:
+    registry = register_builtins()
+    bare = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-bare"}}
+    best_effort = pod("best-effort", {})
+    result = replay([bare, NODE, pod("healthy", {"cpu": "1"}), best_effort],
+                    default_config(registry), registry, 3)
+    # Not a candidate, not even for a pod that asks for nothing.
+    assert result.bindings == {"default/healthy": "node-a", "default/best-effort": "node-a"}
+    (event,) = node_events(result.cluster)                           # once, over 3 sessions
+    assert event["type"] == "Warning" and event["reason"] == "NodeNotUsable"
+    assert event["involvedObject"]["name"] == "node-bare"
+    assert "status.allocatable: none reported" in event["message"]
+
+
+def test_a_node_is_warned_about_again_only_when_it_breaks_again() -> None:
+    from kaisched.api.clock import ManualClock
+    from kaisched.binder import Binder
+    from kaisched.cluster.kinds import NODE as NODE_KIND
+    from kaisched.cluster.memory import MemoryCluster
+    from kaisched.scheduler import Scheduler
+
+    clock = ManualClock()
+    cluster = MemoryCluster(clock)
+    cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-b"},
+                    "status": {"allocatable": {"cpu": "bad"}}})
+    registry = register_builtins()
+    scheduler = Scheduler(cluster, default_config(registry), registry, clock,
+                          Binder(cluster, clock.now))
+    scheduler.run_once()
+    scheduler.run_once()
+    assert [e["message"].split(": ", 1)[1] for e in node_events(cluster)] == [
+        "status.allocatable: cpu: not a quantity: 'bad'"]
+    current = cluster.get(NODE_KIND, "", "node-b")
+    cluster.replace({**current, "status": {"allocatable": {"cpu": "4"}}})     # fixed
+    scheduler.run_once()
+    cluster.replace({**current, "status": {}})                                # broken again
+    scheduler.run_once()
+    scheduler.run_once()
+    assert len(node_events(cluster)) == 2

@@ -22,6 +22,8 @@ class Domains:
         index = {n: i for i, n in enumerate(self.names)}
         self.ids = np.array([index[v] if v is not None else -1 for v in values], dtype=np.int64)
         self.has = self.ids >= 0
+        # Every node its own domain (hostnames, as the kubelet sets them).
+        self.per_node = bool(self.has.all()) and len(self.names) == len(values)
         order = np.argsort(self.ids, kind="stable")
         bounds = np.searchsorted(self.ids[order], np.arange(len(self.names) + 1))
         self.rows: list[np.ndarray] = [order[bounds[i]:bounds[i + 1]]

@@ -98,13 +98,6 @@ class NodeTable:
     def _touch(self, i: int) -> None:
         self.version += 1
         self.row_version[i] = self.version
-
-    def touch(self, rows: np.ndarray) -> None:
-        """Mark rows changed although their own accounting did not: answers
-        about them read pods elsewhere in their topology domain."""
-        self.version += 1
-        self.row_version[rows] = self.version
-
     # The three kinds of accounting change; each keeps idle and future in step.
     def add_used(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)

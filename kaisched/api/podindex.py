@@ -30,17 +30,6 @@ class Occupant:
     rules: PodRules
 
 
-@attrs.define(slots=True)
-class Change:
-    """What one pod arriving or leaving changed: the matchers and the held
-    anti-affinity terms whose counts moved, on which row, by how much."""
-
-    row: int
-    delta: int
-    matchers: list[PodMatcher]
-    terms: list[PodAffinityTerm]
-
-
 class PodIndex:
     def __init__(self, cluster: ClusterInfo, matchers: Iterable[PodMatcher],
                  hold_terms: bool = False) -> None:
@@ -65,6 +54,7 @@ class PodIndex:
                 self._anchored.setdefault(anchor, []).append(m)
         # Held required anti-affinity terms (the symmetric rule), per row.
         self.held: dict[PodAffinityTerm, np.ndarray] = {}
+        self.held_totals: dict[PodAffinityTerm, int] = {}
         self._held_anchored: dict[tuple[str, str], list[PodAffinityTerm]] = {}
         self._held_generic: list[PodAffinityTerm] = []
         index = cluster.table.index
@@ -96,28 +86,29 @@ class PodIndex:
         return matcher.matches(dict(task.labels), task.namespace, self.ns_labels)
 
     # -- changes -----------------------------------------------------------------------
-    def add(self, task: TaskInfo) -> Change | None:
+    def add(self, task: TaskInfo) -> None:
+        """Count a task that is now on a node (once: an undone eviction
+        announces a task that never left)."""
         if task.key in self.pods or task.node_name is None:
-            return None
+            return
         row = self.cluster.table.index[task.node_name]
-        return self._add(Occupant(task.key, row, task.namespace, dict(task.labels),
-                                  task.placement.rules))
+        self._add(Occupant(task.key, row, task.namespace, dict(task.labels),
+                           task.placement.rules))
 
-    def remove(self, key: PodKey) -> Change | None:
+    def remove(self, key: PodKey) -> None:
         pod = self.pods.pop(key, None)
-        return None if pod is None else self._count(pod, -1)
+        if pod is not None:
+            self._count(pod, -1)
 
-    def _add(self, pod: Occupant) -> Change:
+    def _add(self, pod: Occupant) -> None:
         self.pods[pod.key] = pod
-        return self._count(pod, 1)
+        self._count(pod, 1)
 
-    def _count(self, pod: Occupant, delta: int) -> Change:
-        matchers = self.selecting(pod.labels, pod.namespace)
-        for m in matchers:
+    def _count(self, pod: Occupant, delta: int) -> None:
+        for m in self.selecting(pod.labels, pod.namespace):
             self.counts[m][pod.row] += delta
             self.totals[m] += delta
-        terms = list(pod.rules.anti_affinity) if self.hold_terms else []
-        for term in terms:
+        for term in pod.rules.anti_affinity if self.hold_terms else ():
             held = self.held.get(term)
             if held is None:
                 held = self.held[term] = np.zeros(len(self.cluster.table))
@@ -129,7 +120,7 @@ class PodIndex:
                     else:
                         self._held_anchored.setdefault(anchor, []).append(term)
             held[pod.row] += delta
-        return Change(pod.row, delta, matchers, terms)
+            self.held_totals[term] = self.held_totals.get(term, 0) + delta
 
 
 def present(cluster: ClusterInfo, task: TaskInfo) -> bool:

@@ -31,9 +31,6 @@ class QueueStatus:
     running_jobs: int = 0
     pending_jobs: int = 0
 
-    def get(self, field: str, name: str) -> float | None:
-        return next((v for k, v in getattr(self, field) if k == name), None)
-
 
 @attrs.frozen(slots=True)
 class QueueInfo:

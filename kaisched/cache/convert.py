@@ -95,6 +95,11 @@ def _resources(raw: Any, where: str, problems: list[str]) -> Resource:
     return res
 
 
+def _declared(res: Resource) -> Resource | None:
+    """None for an absent (or empty) minResources: there is nothing to check."""
+    return None if res.is_empty() else res
+
+
 def pod_request(spec: Obj, problems: list[str]) -> Resource:
     """As kube-scheduler: max(sum of containers + sidecars, the largest init
     step) + overhead, and one pod slot."""
@@ -249,10 +254,20 @@ def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
 
 
 def node_spec(node: Obj) -> NodeSpec:
+    return node_spec_and_problem(node)[0]
+
+
+def node_spec_and_problem(node: Obj) -> tuple[NodeSpec, str | None]:
+    """The node, and why no pod can be placed on it when it cannot be used at
+    all (no allocatable reported, or one that does not parse): such a node is
+    no candidate, and the cache says so once, as a warning Event."""
     meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
     problems: list[str] = []
     raw_alloc = status.get("allocatable") or status.get("capacity") or {}
-    alloc = _resources(raw_alloc, "allocatable", problems)
+    if not raw_alloc:
+        # Not yet reported by a kubelet (or written by hand without it).
+        problems.append("status.allocatable: none reported (nor status.capacity)")
+    alloc = _resources(raw_alloc, "status.allocatable", problems)
     if not isinstance(raw_alloc, dict) or PODS not in raw_alloc:
         alloc = alloc + Resource.of({PODS: DEFAULT_MAX_PODS})   # hand-written nodes omit it
     conditions = status.get("conditions")
@@ -262,8 +277,9 @@ def node_spec(node: Obj) -> NodeSpec:
     taints = tuple(Taint(str(t.get("key", "")), str(t.get("value") or ""),
                          str(t.get("effect") or "NoSchedule"))
                    for t in spec.get("taints") or () if isinstance(t, dict))
-    return NodeSpec(NodeName(meta.get("name", "")), alloc, dict(meta.get("labels") or {}),
-                    taints, ready and not problems, bool(spec.get("unschedulable")))
+    node_info = NodeSpec(NodeName(meta.get("name", "")), alloc, dict(meta.get("labels") or {}),
+                         taints, ready and not problems, bool(spec.get("unschedulable")))
+    return node_info, "; ".join(problems) or None
 
 
 def priority_class(obj: Obj) -> tuple[str, int, bool]:
@@ -317,7 +333,7 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         min_member=min_member,
         queue=QueueName(str(spec.get("queue") or "")),
         priority_class=spec.get("priorityClassName") or None,
-        min_resources=_resources(spec.get("minResources"), "spec.minResources", problems) or None,
+        min_resources=_declared(_resources(spec.get("minResources"), "spec.minResources", problems)),
         schedule_timeout=_seconds(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", problems),
         mode=GangMode(mode),
         gang_group=gang_group,
@@ -340,7 +356,7 @@ def xk8s_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
     problems: list[str] = []
     gang = GangSpec(
         min_member=_int(spec.get("minMember", 1), "spec.minMember", 1, problems) or 1,
-        min_resources=_resources(spec.get("minResources"), "spec.minResources", problems) or None,
+        min_resources=_declared(_resources(spec.get("minResources"), "spec.minResources", problems)),
         schedule_timeout=_seconds(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", problems),
         declared=False,
     )

@@ -2,6 +2,9 @@
 snapshot() that assembles a ClusterInfo from them each cycle."""
 from __future__ import annotations
 
+import logging
+import time
+
 import attrs
 
 from kaisched.api.cluster import ClusterInfo, ForeignPod
@@ -15,7 +18,9 @@ from kaisched.api.types import (
 )
 from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts
-from kaisched.cluster.client import ClusterClient, Subscription, WatchEvent
+from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
+from kaisched.cluster.events import event_object, object_reference
+from kaisched.errors import ApiError
 from kaisched.cluster.kinds import (
     NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS, UPSTREAM_PODGROUP,
     XK8S_PODGROUP, object_key,
@@ -27,6 +32,9 @@ _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgro
 
 
 NO_STATUS = PodGroupStatus()
+NODE_NOT_USABLE = "NodeNotUsable"       # the reason of the warning Event about such a node
+
+log = logging.getLogger(__name__)
 
 
 @attrs.frozen(slots=True)
@@ -52,6 +60,8 @@ class Cache:
         self._tasks: dict[PodKey, tuple[PodFacts, TaskInfo]] = {}
         self._priorities: tuple[dict[str, int], int] = ({}, 0)
         self._singles: dict[QueueName, GangSpec] = {}
+        self._node_problems: dict[str, str] = {}             # node -> problem, told once
+        self._untold: dict[str, tuple[Obj, str]] = {}       # node -> (reference, problem)
 
     def sync(self, client: ClusterClient) -> int:
         """Apply every event since the last sync; the first one lists everything."""
@@ -60,7 +70,33 @@ class Cache:
         events = self._subscription.drain()
         for event in events:
             self.apply(event)
+        if self._untold:
+            self._tell_node_problems(client)
         return len(events)
+
+    def _note_node(self, obj: Obj, problem: str | None) -> None:
+        """Remember a node no pod can be placed on, to say so once (again only
+        when what is wrong changes)."""
+        name = object_key(obj)[1]
+        if problem is None:
+            self._node_problems.pop(name, None)
+            self._untold.pop(name, None)
+        elif self._node_problems.get(name) != problem:
+            self._node_problems[name] = problem
+            self._untold[name] = (object_reference({**obj, "kind": "Node"}), problem)
+
+    def _tell_node_problems(self, client: ClusterClient) -> None:
+        """One warning Event per unusable node. A node is the cluster's, not a
+        scheduling decision's, so the cache that read it says it, not a session."""
+        for name, (ref, problem) in sorted(self._untold.items()):
+            message = f"kaisched places no pod on node {name}: {problem}"
+            try:
+                client.create(event_object(ref, "Warning", NODE_NOT_USABLE, message, "kaisched",
+                                           time.time()))
+            except ApiError as exc:
+                # Told in the log instead; the node stays out either way.
+                log.warning("%s (the Event could not be written: %s)", message, exc)
+        self._untold.clear()
 
     def apply(self, event: WatchEvent) -> None:
         try:
@@ -78,6 +114,7 @@ class Cache:
             self.pods[PodKey(f"{namespace}/{name}")] = convert.broken_pod(meta, spec, problem)
         elif event.kind == NODE:
             self.nodes[name] = NodeSpec(NodeName(name), Resource(), ready=False)
+            self._note_node(event.obj, problem)
         elif event.kind in _GROUP_READERS:
             store = self._group_store(event.kind)
             store[job_key(namespace, name)] = _Group(GangSpec(declared=event.kind == PODGROUP),
@@ -98,8 +135,10 @@ class Cache:
         elif event.kind == NODE:
             if gone:
                 self.nodes.pop(name, None)
+                self._note_node(obj, None)
             else:
-                self.nodes[name] = convert.node_spec(obj)
+                self.nodes[name], problem = convert.node_spec_and_problem(obj)
+                self._note_node(obj, problem)
         elif event.kind in _GROUP_READERS:
             store = self._group_store(event.kind)
             key = job_key(namespace, name)

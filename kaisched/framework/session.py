@@ -15,6 +15,7 @@ from kaisched.api.clock import to_rfc3339
 from kaisched.api.cluster import ClusterInfo
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
+from kaisched.api.placement import NO_RULES, Placement
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource, format_amount
 from kaisched.api.task import TaskInfo
@@ -79,6 +80,7 @@ class Session:
         self.reserved_for: dict[JobKey, np.ndarray] = {}
         self._held: dict[JobKey, tuple[np.ndarray, np.ndarray]] = {}   # rows, room others hold
         self._caches: dict[Any, _ClassCache] = {}
+        self._bases: dict[Placement, Placement] = {}
         self._all_rows = np.arange(len(cluster.table))
         self._rules = cluster.rules_in_play()
         self._current_plugin = ""
@@ -90,6 +92,8 @@ class Session:
         self._queue_key = self.hooks.order_key(Hook.QUEUE_ORDER)
         self._job_key = self.hooks.order_key(Hook.JOB_ORDER)
         self._task_key = self.hooks.order_key(Hook.TASK_ORDER)
+        self._pod_rules = bool(self.hooks.callbacks(Hook.POD_PREDICATE)
+                               or self.hooks.callbacks(Hook.POD_ORDER))
         self.held: dict[JobKey, Statement] = apply_holds(self, holds or {})
 
     # -- registration (plugins, while the session opens) -------------------------
@@ -192,7 +196,7 @@ class Session:
     def static_mask(self, task: TaskInfo) -> np.ndarray:
         """Nodes passing every filter but resources: where room could be made."""
         out = np.ones(len(self.cluster.table), dtype=bool)
-        for label, fn in self.hooks.named(Hook.PREDICATE):
+        for label, fn in self._filters():
             if label != RESOURCE_FIT:
                 out &= fn(task, self._all_rows)
         return out
@@ -224,7 +228,7 @@ class Session:
         alive = np.ones(len(table), dtype=bool)
         parts: list[str] = []
         resource_fit = None
-        for label, fn in self.hooks.named(Hook.PREDICATE):
+        for label, fn in self._filters():
             if label == RESOURCE_FIT:
                 resource_fit = fn
                 continue
@@ -254,7 +258,7 @@ class Session:
         resources in numbers), or None if it fits now or once room is released."""
         table = self.cluster.table
         row = np.array([table.index[node]])
-        for label, fn in self.hooks.named(Hook.PREDICATE):
+        for label, fn in self._filters():
             if fn(task, row)[0]:
                 continue
             if label != RESOURCE_FIT:
@@ -320,10 +324,15 @@ class Session:
         idle_fit[rows] &= table.fits(vec, table.idle[rows] - room)
         return mask, idle_fit
 
+    def _filters(self) -> list[tuple[str, Callable[..., Any]]]:
+        """Every node filter with its label, cached ones first."""
+        return [*self.hooks.named(Hook.PREDICATE), *self.hooks.named(Hook.POD_PREDICATE)]
+
     def class_key(self, task: TaskInfo) -> tuple:
         """The task's equivalence class: what every filter and score reads of it.
         Its requests and placement; and where some pod's rules select pods by
-        label, its namespace and the labels those rules read."""
+        label, its namespace and the labels those rules read. Tasks of one
+        class get the same answers, so a failed one speaks for its twins."""
         rules = self._rules
         if not rules.any_rule:
             return (task.resreq, task.placement)
@@ -332,8 +341,16 @@ class Session:
                 tuple(kv for kv in task.labels if kv[0] in keys))
 
     def _refresh(self, task: TaskInfo) -> _ClassCache:
+        """The cached answers of the task's class brought up to date; with the
+        answers that read other pods (asked afresh) folded in."""
         table = self.cluster.table
-        key = self.class_key(task)
+        placement = task.placement
+        if placement.rules:     # cached answers never read the pod rules
+            base = self._bases.get(placement)
+            if base is None:
+                base = self._bases[placement] = attrs.evolve(placement, rules=NO_RULES)
+            placement = base
+        key = (task.resreq, placement)
         cache = self._caches.get(key)
         if cache is None:
             rows = self._all_rows
@@ -341,7 +358,7 @@ class Session:
                                 np.zeros(len(table), dtype=bool), np.zeros(len(table)))
             self._caches[key] = cache
         elif cache.version == table.version:
-            return cache
+            rows = self._all_rows[:0]
         else:
             rows = np.flatnonzero(table.row_version > cache.version)
         if len(rows):
@@ -350,7 +367,11 @@ class Session:
             cache.idle_fit[rows] = table.fits(vec, table.idle[rows])
             cache.score[rows] = self.hooks.score(Hook.NODE_ORDER, task, rows)
         cache.version = table.version
-        return cache
+        if not self._pod_rules:
+            return cache
+        everyone = self._all_rows
+        return _ClassCache(cache.version, cache.mask & self.hooks.mask(Hook.POD_PREDICATE, task, everyone),
+                           cache.idle_fit, cache.score + self.hooks.score(Hook.POD_ORDER, task, everyone))
 
 
 def _nodes(count: int) -> str:

@@ -56,9 +56,9 @@ def _draw_run(top, bottom, label: str, result: SimResult) -> None:  # type: igno
         colour = colours[i % len(colours)]
         used = np.array(tl.queue_used.get(queue, []) + tl.queue_used.get(queue, [0.0])[-1:]) / divisor
         fair = np.array(tl.fair_share.get(queue, []) + tl.fair_share.get(queue, [0.0])[-1:]) / divisor
+        bottom.step(times, fair, where="post", color=colour, linestyle="--", linewidth=3,
+                    alpha=0.45, label=f"{queue} fair share")
         bottom.step(times, used, where="post", color=colour, label=f"{queue} in use")
-        bottom.step(times, fair, where="post", color=colour, linestyle="--", alpha=0.8,
-                    label=f"{queue} fair share")
         peak = max(peak, float(np.nanmax(used, initial=0)), float(np.nanmax(fair, initial=0)))
     for i, queue in enumerate(tl.queues):
         at = [s[0] / scale for s in tl.starts if s[1] == queue]

@@ -187,10 +187,11 @@ def render(report: dict[str, Any], console: Console) -> None:
 
 
 def _jobs_table(jobs: list[dict[str, Any]]) -> Table:
-    table = Table(title="jobs", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("job", "kind", "queue", "pods", "GPUs", "submitted", "started", "finished",
+    table = Table(title="jobs", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for col in ("job", "kind", "queue", "pods", "GPUs", "arrived", "started", "finished",
                 "wait", "turnaround", "evicted", "state"):
-        table.add_column(col, justify="right" if col in ("pods", "GPUs", "evicted") else "left")
+        table.add_column(col, justify="right" if col in ("pods", "GPUs", "evicted") else "left",
+                         no_wrap=col != "state")
     shown = jobs
     if len(jobs) > TEXT_JOBS:
         shown = sorted(jobs, key=lambda j: (-(j["wait"] if j["wait"] is not None else 1e18),
@@ -207,9 +208,10 @@ def _jobs_table(jobs: list[dict[str, Any]]) -> Table:
 
 def _queues_table(queues: list[dict[str, Any]]) -> Table:
     res = queues[0]["resource"] if queues else GPU
-    table = Table(title=f"queues ({res})", box=box.SIMPLE_HEAD, title_justify="left")
+    table = Table(title=f"queues ({res})", box=box.SIMPLE_HEAD, title_justify="left",
+                  pad_edge=False)
     for col in ("queue", "quota", "limit", "fair share avg", "use avg", "use peak", "jobs done",
-                "wait p50", "wait p90", "pods evicted", "reclaimed by it"):
+                "wait p50", "wait p90", "pods evicted", "pods it reclaimed"):
         table.add_column(col, justify="left" if col == "queue" else "right")
     for q in queues:
         table.add_row(q["name"], _n(q["quota"]), _n(q["limit"]), _n(q["fairShareAvg"]),
@@ -220,7 +222,7 @@ def _queues_table(queues: list[dict[str, Any]]) -> Table:
 
 
 def _evictions_table(events: list[dict[str, Any]]) -> Table:
-    table = Table(title="evictions", box=box.SIMPLE_HEAD, title_justify="left")
+    table = Table(title="evictions", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     for col in ("at", "job", "queue", "pods", "cause", "for job", "of queue"):
         table.add_column(col, justify="right" if col == "pods" else "left")
     for e in events[:TEXT_JOBS]:
@@ -233,7 +235,7 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console) -> None:
     """Two runs of one scenario, figure by figure."""
     first = reports[0]
     console.print(f"[bold]{first['scenario']}[/bold]: {first['description']}".rstrip(": "))
-    table = Table(title="compare", box=box.SIMPLE_HEAD, title_justify="left")
+    table = Table(title="compare", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     table.add_column("figure")
     for r in reports:
         table.add_column(r["config"], justify="right")

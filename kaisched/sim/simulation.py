@@ -196,20 +196,23 @@ class Simulation:
         by_pod = self.controllers.by_pod
         bound: list[PodKey] = []
         evicted: list[PodKey] = []
-        first: dict[JobRun, int] = {}      # jobs started by this session: pods bound
+        first: dict[JobRun, int] = {}      # pods bound by this session, per job
         for effect in result.report.applied:
             if isinstance(effect, Bind):
                 bound.append(effect.pod)
                 found = by_pod.get(effect.pod)
-                if found is not None and found[0].started is None:
+                if found is not None:
                     first[found[0]] = first.get(found[0], 0) + 1
             elif isinstance(effect, Evict):
                 evicted.append(effect.pod)
                 self._evicted(effect, elapsed)
         for run, count in first.items():
-            run.started, run.first_bound = elapsed, count
             gang = self.meter.gangs.get(job_key(run.spec.namespace, run.pod_group))
-            run.min_member = gang.min_member if gang is not None else None
+            minimum = gang.min_member if gang is not None else 1
+            if run.started is None:
+                run.started, run.first_bound, run.min_member = elapsed, count, minimum
+            elif count < minimum:
+                continue        # pods of a running job made again: not a (re)start
             self.timeline.starts.append((elapsed, run.spec.queue, run.spec.name))
         return bound, evicted
 

@@ -1,15 +1,18 @@
-"""DESIGN 10's invariants with every default action (reclaim, preempt and stale
-gang eviction too), over three replayed sessions: evicted pods leave, bound
-pods start, and still no node is over-committed, no gang is left partly bound
-by the scheduler, no queue exceeds its limit, and replays agree."""
+"""The scheduler's invariants with every action (reclaim, preempt and stale
+gang eviction too; and again with the enqueue gate and a starvation guard that
+acts at once), over three replayed sessions: evicted pods leave, bound pods
+start, and still no node is over-committed, no gang is left partly bound by the
+scheduler, no queue exceeds its limit, and replays agree."""
 from __future__ import annotations
 
 from collections import defaultdict
 
 from hypothesis import given, settings
 
+import attrs
+
 from kaisched.builtins import register_builtins
-from kaisched.framework import default_config
+from kaisched.framework import SchedulerConfig, default_config
 from kaisched.replay import replay
 
 from .test_invariants import GPU, Scenario, scenarios
@@ -17,15 +20,31 @@ from .test_invariants import GPU, Scenario, scenarios
 SESSIONS = 3
 
 
-def run(scenario: Scenario):
+def gated() -> SchedulerConfig:
+    """enqueue before allocate, and every waiting gang starving at once."""
+    config = default_config(register_builtins())
+    return attrs.evolve(config, actions=("enqueue", *config.actions), starvation_threshold=1e-6)
+
+
+def run(scenario: Scenario, config: SchedulerConfig | None = None):
     registry = register_builtins()
-    return replay(scenario.objects(), default_config(registry), registry, SESSIONS)
+    return replay(scenario.objects(), config or default_config(registry), registry, SESSIONS)
 
 
 @settings(max_examples=40, deadline=None)
 @given(scenarios())
 def test_invariants_hold_with_every_action(scenario: Scenario) -> None:
-    result = run(scenario)
+    check(scenario, None)
+
+
+@settings(max_examples=25, deadline=None)
+@given(scenarios())
+def test_invariants_hold_with_enqueue_and_the_starvation_guard(scenario: Scenario) -> None:
+    check(scenario, gated())
+
+
+def check(scenario: Scenario, config: SchedulerConfig | None) -> None:
+    result = run(scenario, config)
     by_name = {p.name: p for p in scenario.pods}
     evicted = {key.split("/", 1)[1] for key in result.evictions}
     assert len(result.evictions) == len(set(result.evictions)), "a pod was evicted twice"
@@ -62,6 +81,6 @@ def test_invariants_hold_with_every_action(scenario: Scenario) -> None:
                              if p.node and queue in scenario.ancestors(scenario.jobs[p.job][1]))
                 assert usage[queue][res] <= before + 1e-6, (queue, res, usage[queue][res], limit)
 
-    again = run(scenario)
+    again = run(scenario, config)
     assert (again.bindings, again.evictions, again.pipelined) == \
         (result.bindings, result.evictions, result.pipelined)

@@ -1,0 +1,78 @@
+"""What `kaisched simulate` does: find the scenario (the bundled demo by
+default), run it under one config or two, show progress on stderr, print the
+report and draw the plot."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import orjson
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from kaisched.errors import InputError
+from kaisched.framework import SchedulerConfig
+from kaisched.sim.report import build_report, render, render_compare
+from kaisched.sim.scenario import load_scenario
+from kaisched.sim.simulation import SimResult, Simulation
+from kaisched.sim.timeline import hms
+
+DEMO = "demo.yaml"
+# Text width when the output is not a terminal: the same bytes on every run.
+TEXT_WIDTH = 132
+
+
+def bundled(name: str = DEMO) -> Path:
+    """A bundled example: next to the package in a checkout (editable install),
+    else where a regular install put the data files."""
+    here = Path(__file__).resolve().parents[2] / "config" / "examples" / name
+    if here.is_file():
+        return here
+    installed = Path(sys.prefix) / "share" / "kaisched" / "examples" / name
+    if installed.is_file():
+        return installed
+    raise InputError(f"the bundled {name} is missing (looked in {here.parent} and "
+                     f"{installed.parent}); give a scenario file")
+
+
+def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig]],
+             seed: int | None, output: str, plot: str | None, out: TextIO,
+             err: TextIO) -> None:
+    scenario = load_scenario(scenario_path or bundled(), seed)
+    results: list[tuple[str, SimResult]] = []
+    show = output == "text" and err.isatty()
+    for label, config in configs:
+        results.append((label, _run(scenario, config, label, show, err)))
+    reports = [build_report(result, label) for label, result in results]
+    if plot:
+        from kaisched.sim.plot import draw
+        draw(results, plot)
+    if output == "json":
+        data = reports[0] if len(reports) == 1 else {"compare": reports}
+        out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
+        out.write("\n")
+        return
+    console = Console(file=out, width=None if out.isatty() else TEXT_WIDTH,
+                      highlight=False, soft_wrap=False)
+    if len(reports) == 1:
+        render(reports[0], console)
+    else:
+        render_compare(reports, console)
+    if plot:
+        console.print(f"plot written to {plot}")
+
+
+def _run(scenario, config: SchedulerConfig, label: str, show: bool, err: TextIO) -> SimResult:  # type: ignore[no-untyped-def]
+    if not show:
+        return Simulation(scenario, config).run()
+    console = Console(file=err)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("jobs done, virtual time {task.fields[clock]}"))
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(f"{scenario.name} ({label})", total=None, clock="0:00:00")
+
+        def progress(elapsed: float, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, clock=hms(elapsed))
+
+        return Simulation(scenario, config, progress=progress).run()

@@ -1,0 +1,130 @@
+"""Objects as the API server sees them: what a cluster would reject.
+
+A file that replays happily must also apply to a real cluster, else a policy
+tried in replay or simulate meets a different world on the cluster. Three
+checks, the ones a kube-apiserver makes on create:
+
+- built-in kinds against the OpenAPI schemas of one pinned Kubernetes version
+  (bundled by `kubernetes-validate`), unknown fields refused as
+  `kubectl apply`'s strict field validation does;
+- kaisched's own kinds against the CRD schemas in config/crds;
+- the semantic rules no schema states and scheduling depends on: extended
+  resources (nvidia.com/gpu) and hugepages need limits equal to their
+  requests, whole numbers, requests within limits, names that are DNS-1123,
+  labels and tolerations the API accepts, priority values in range.
+
+An object of a kind neither Kubernetes nor kaisched serves is a problem too
+(a cluster has nowhere to put it). `check_object` judges one object,
+`partition` a whole input (and refuses a second object of the same name),
+`summarize` gives one line per refused object.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import attrs
+
+from kaisched.cluster.kinds import kind_for
+from kaisched.validation.rules import semantic
+from kaisched.validation.schemas import (
+    KUBERNETES_VERSION, builtin, crds, is_builtin_group, object_meta, read_without_schema,
+    schema_errors, without_newer_fields)
+
+__all__ = ["KUBERNETES_VERSION", "Problem", "check_object", "describe", "partition", "summarize"]
+Obj = Mapping[str, Any]
+
+
+@attrs.frozen
+class Problem:
+    """Why a cluster would reject an object: which object, which field, which rule."""
+
+    object: str         # "Pod research/bert-0"
+    field: str          # "spec.containers[0].resources.limits"
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.object}: {self.field}: {self.rule}"
+
+
+def check_object(raw: Obj) -> list[Problem]:
+    """Every reason a Kubernetes API server (with kaisched's CRDs) would refuse `raw` on create."""
+    label = describe(raw)
+    if not isinstance(raw, Mapping):
+        return [Problem(label, "", "not an object")]
+    api, kind = raw.get("apiVersion"), raw.get("kind")
+    if not isinstance(api, str) or not isinstance(kind, str) or not api or not kind:
+        return [Problem(label, "apiVersion", "apiVersion and kind are required")]
+    found: list[tuple[str, str]] = []
+    group = api.rpartition("/")[0]
+    if read_without_schema(api, kind):
+        found += schema_errors(object_meta(), raw.get("metadata"), "metadata")
+    elif group in crds():
+        crd = crds()[group]
+        if (api, kind) not in crd:
+            served = ", ".join(sorted(f"{k} {a}" for a, k in crd))
+            return [Problem(label, "apiVersion",
+                            f"{group} serves no {kind} in {api.rpartition('/')[2]} (it serves {served})")]
+        found += schema_errors(crd[(api, kind)], raw)
+        found += schema_errors(object_meta(), raw.get("metadata"), "metadata")
+    elif is_builtin_group(group):
+        validator = builtin(api, kind)
+        if validator is None:
+            return [Problem(label, "kind", f"unknown kind {kind} in {api}: "
+                                           f"Kubernetes {KUBERNETES_VERSION} serves no such kind")]
+        found += schema_errors(validator, without_newer_fields(raw, group, kind))
+    else:
+        return [Problem(label, "apiVersion",
+                        f"unknown kind {kind} in {api}: neither Kubernetes {KUBERNETES_VERSION} "
+                        "nor kaisched serves it")]
+    found += semantic(raw, kind, group)
+    return [Problem(label, f, r) for f, r in found]
+
+
+def partition(objects: Iterable[Obj]) -> tuple[list[Obj], list[Problem]]:
+    """Split objects into those a cluster would accept, in input order, and the
+    problems of the rest; an object whose name an earlier one took is refused too."""
+    kept: list[Obj] = []
+    problems: list[Problem] = []
+    seen: set[tuple[str, str, str, str]] = set()
+    for obj in objects:
+        found = check_object(obj)
+        if not found:
+            key = _identity(obj)
+            if key is not None and key in seen:
+                found = [Problem(describe(obj), "metadata.name",
+                                 "already exists: an earlier object in the input has this name")]
+            elif key is not None:
+                seen.add(key)
+        if found:
+            problems.extend(found)
+        else:
+            kept.append(obj)
+    return kept, problems
+
+
+def summarize(problems: Iterable[Problem]) -> list[str]:
+    """One line per refused object: the object, then each field and rule."""
+    by_object: dict[str, list[str]] = {}
+    for problem in problems:
+        by_object.setdefault(problem.object, []).append(
+            f"{problem.field}: {problem.rule}" if problem.field else problem.rule)
+    return [f"{name}: {'; '.join(rules)}" for name, rules in by_object.items()]
+
+
+def describe(raw: object) -> str:
+    """"Kind namespace/name" of a raw object, as far as it says."""
+    if not isinstance(raw, Mapping):
+        return "object"
+    meta = raw.get("metadata") if isinstance(raw.get("metadata"), Mapping) else {}
+    name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else "?")
+    ns = meta.get("namespace")
+    return f"{raw.get('kind') or '?'} {ns}/{name}" if ns else f"{raw.get('kind') or '?'} {name}"
+
+
+def _identity(obj: Obj) -> tuple[str, str, str, str] | None:
+    meta = obj.get("metadata") or {}
+    if not meta.get("name"):
+        return None             # generateName: the server picks a fresh name
+    api, kind = str(obj["apiVersion"]), str(obj["kind"])
+    namespace = (meta.get("namespace") or "default") if kind_for(api, kind).namespaced else ""
+    return api.rpartition("/")[0], kind, namespace, str(meta["name"])
