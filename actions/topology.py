@@ -79,6 +79,7 @@ class _State:
         self.ssn = ssn
         self.cluster = ssn.cluster
         self.usable = ssn.cluster.usable_nodes()
+        self.capacity = ssn.cluster.table.alloc.sum(axis=0)
         self._wider: dict[str, list[str]] = {}
 
     def levels(self, rule: TopologyRule) -> list[str | None]:
@@ -105,10 +106,13 @@ class _State:
             self._wider[level] = found
         return found
 
-    def room(self, idle_only: bool) -> np.ndarray:
+    def room(self, idle_only: bool, cols: np.ndarray | None = None) -> np.ndarray:
+        """Free room of usable nodes (rows x the resources in cols)."""
         table = self.cluster.table
         room = table.idle if idle_only else table.future
-        return np.where(self.usable[:, None], np.maximum(room, 0.0), 0.0)
+        if cols is not None:
+            room = room[:, cols]
+        return np.maximum(room, 0.0) * self.usable[:, None]
 
     def candidates(self, job: JobInfo, tasks: list[TaskInfo], level: str, need: np.ndarray,
                    idle_only: bool) -> Iterable[np.ndarray]:
@@ -116,14 +120,14 @@ class _State:
         A gang with pods on nodes already stays in their domain."""
         domains = self.cluster.domains(level)
         table = self.cluster.table
-        room = self.room(idle_only)
-        free = _per_domain(domains, room)
-        fits = (free >= need - 1e-6).all(axis=1)
+        biggest = np.max([table.vector(t.resreq) for t in tasks], axis=0)
+        cols = np.flatnonzero((biggest > 0) | (need > 0))
+        room = self.room(idle_only, cols)          # only what the gang asks for
+        free = domains.totals(room)
+        fits = (free >= need[cols] - 1e-6).all(axis=1)
         # Room in total is not enough: the pods must fit node by node.
         count = max(job.min_member - job.ready_count(), 1)
-        biggest = np.max([table.vector(t.resreq) for t in tasks], axis=0)
-        cols = np.flatnonzero(biggest > 0)
-        per_node = np.floor(np.min(room[:, cols] / biggest[cols] + 1e-9, axis=1)) if len(cols) \
+        per_node = np.floor(np.min(room / biggest[cols] + 1e-9, axis=1)) if len(cols) \
             else np.full(len(table), float(count))
         if all(self.apart(t) for t in tasks):
             per_node = np.minimum(per_node, 1.0)     # its pods keep to one per node
@@ -134,7 +138,7 @@ class _State:
                 if t.status in PRESENT and t.node_name in table.index}
         if here:
             fits &= np.isin(np.arange(len(domains)), list(here))
-        order = _least_stranded(free, need, fits, table.alloc.sum(axis=0))
+        order = _least_stranded(free, need[cols], fits, self.capacity[cols])
         for d in order:
             mask = np.zeros(len(table), dtype=bool)
             mask[domains.rows[d]] = True
@@ -155,7 +159,7 @@ class _State:
         domains = self.cluster.domains(level)
         if not len(domains):
             return f"topology {level}: no node has the label {level}"
-        free = _per_domain(domains, self.room(idle_only))
+        free = domains.totals(self.room(idle_only))
         cols = [c for c in np.flatnonzero(need > 0) if table.dims[c] != "pods"] or \
             list(np.flatnonzero(need > 0))
         short = [c for c in cols if free[:, c].max() < need[c] - 1e-6]
@@ -191,15 +195,6 @@ def _need(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> np.ndarray:
     chosen = ordered[:missing] if missing > 0 else ordered[:1]
     return np.sum([table.vector(t.resreq) for t in chosen], axis=0) if chosen else \
         np.zeros(len(table.dims))
-
-
-def _per_domain(domains, room: np.ndarray) -> np.ndarray:     # type: ignore[no-untyped-def]
-    """Room summed per domain, one column per resource."""
-    out = np.zeros((len(domains), room.shape[1]))
-    keep = domains.has
-    for c in range(room.shape[1]):
-        out[:, c] = np.bincount(domains.ids[keep], weights=room[keep, c], minlength=len(domains))
-    return out
 
 
 def _least_stranded(free: np.ndarray, need: np.ndarray, fits: np.ndarray,

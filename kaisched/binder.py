@@ -29,7 +29,7 @@ from kaisched.cache.convert import queue_status_dict, status_dict
 from kaisched.cluster.client import ClusterClient
 from kaisched.cluster.events import event_object, micro_time
 from kaisched.cluster.kinds import EVENT, POD, PODGROUP, QUEUE
-from kaisched.errors import ApiError, TransientApiError, UnreachableError
+from kaisched.errors import ApiError, ConflictError, TransientApiError, UnreachableError
 from kaisched.framework.effects import (
     Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
 )
@@ -37,6 +37,7 @@ from kaisched.throttle import Admission, Verdict, WriteThrottle
 
 COMPONENT = "kaisched"
 RETRY_BUDGET = 15.0         # seconds one effect may take, retries included
+QPS, BURST = 1000.0, 2000   # the default rate limit of `kaisched run`
 STOP_GRACE = 3.0            # after stop(), retries end this soon
 
 log = logging.getLogger(__name__)
@@ -315,11 +316,17 @@ class Binder:
         budget (shorter once stopping)."""
         delay = self.backoff
         deadline = time.monotonic() + self.budget
+        unanswered = False      # an attempt may have landed without us hearing so
         for attempt in range(self.retries + 1):
             try:
                 self._call(write)
                 return None
+            except ConflictError as exc:
+                if unanswered and self._landed(write.effect):
+                    return None     # our own earlier attempt bound it
+                return _short(exc)
             except TransientApiError as exc:
+                unanswered = True
                 limit = deadline if self._stopping is None else min(
                     deadline, self._stopping + STOP_GRACE)
                 if attempt == self.retries or time.monotonic() + delay > limit or self._closed:
@@ -329,6 +336,18 @@ class Binder:
             except ApiError as exc:
                 return _short(exc)
         return "not applied"   # pragma: no cover - the loop always returns
+
+    def _landed(self, effect: Effect) -> bool:
+        """A bind whose answer was lost, then refused with 409: ours, if the pod
+        is on the node we asked for."""
+        if not isinstance(effect, Bind):
+            return False
+        ns, name = effect.pod.split("/", 1)
+        try:
+            pod = self.client.get(POD, ns, name)
+        except ApiError:
+            return False
+        return bool(pod) and (pod.get("spec") or {}).get("nodeName") == effect.node
 
     def _call(self, write: _Write) -> None:
         effect = write.effect

@@ -26,6 +26,7 @@ from typing import Any, Awaitable, Callable, Iterator, TypeVar
 import aiohttp.web
 import attrs
 import kmock
+import orjson
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -219,6 +220,20 @@ class Emulator:
         self.loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
 
+    def preload(self, objects: list[Obj]) -> None:
+        """Hold these objects as if created (uids and versions stamped here)."""
+        def put() -> None:
+            for obj in objects:
+                api, kind = obj["apiVersion"], obj["kind"]
+                plural = next(k for k, info in RESOURCES.items()
+                              if info.kind == kind and k.rsplit("/", 1)[0] == api)
+                meta = obj.setdefault("metadata", {})
+                meta.setdefault("uid", str(uuid.uuid4()))
+                meta.setdefault("creationTimestamp", _now())
+                meta["resourceVersion"] = str(next(self.emu._versions))
+                self.emu.objects[kmock.resource(plural), meta.get("namespace"), meta["name"]] = obj
+        self.call(put)
+
     def hold(self, subresource: str) -> None:
         """Requests to the subresource wait from now on, until release()."""
         self.call(lambda: self.emu.gates.setdefault(subresource, asyncio.Event()).clear())
@@ -251,8 +266,13 @@ class Emulator:
 
 
 def main() -> None:
-    """Serve until standard input closes; the first line printed is the URL."""
+    """Serve until standard input closes; the first line printed is the URL.
+    An argument names a JSON file of objects to hold from the start (a bench's
+    cluster, without thousands of creations over HTTP)."""
     server = Emulator()
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "rb") as f:
+            server.preload(orjson.loads(f.read()))
     print(server.url, flush=True)
     sys.stdin.read()
     server.stop()

@@ -235,9 +235,9 @@ def test_the_example_pytorchjob_binds_as_one_gang_in_its_queue() -> None:
     result = scheduler.run_once()
 
     (group,) = cluster.list(PODGROUP)
-    assert group["spec"]["minMember"] == 4 and group["spec"]["queue"] == "team-a"
+    assert group["spec"]["minMember"] == 4 and group["spec"]["queue"] == "training"
     assert sorted(result.placed) == sorted(f"default/{p['metadata']['name']}"
                                            for p in cluster.list(POD))
-    status = cluster.get(QUEUE, "", "team-a")["status"]
+    status = cluster.get(QUEUE, "", "training")["status"]
     assert status["allocated"]["nvidia.com/gpu"] == "4"
     assert (status["runningJobs"], status["pendingJobs"]) == (1, 0)

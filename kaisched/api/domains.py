@@ -28,6 +28,9 @@ class Domains:
         bounds = np.searchsorted(self.ids[order], np.arange(len(self.names) + 1))
         self.rows: list[np.ndarray] = [order[bounds[i]:bounds[i + 1]]
                                        for i in range(len(self.names))]
+        # Rows grouped by domain (labelled ones only), for sums in one pass.
+        self._grouped = order[bounds[0]:]
+        self._starts = bounds[:-1] - bounds[0]
 
     def __len__(self) -> int:
         return len(self.names)
@@ -36,6 +39,12 @@ class Domains:
         """The rows sharing a domain with row (just row when it has no label)."""
         d = int(self.ids[row])
         return self.rows[d] if d >= 0 else np.array([row])
+
+    def totals(self, per_row: np.ndarray) -> np.ndarray:
+        """A table (rows x columns) summed per domain: domains x columns."""
+        if not len(self.names):
+            return np.zeros((0,) + per_row.shape[1:])
+        return np.add.reduceat(per_row[self._grouped], self._starts, axis=0)
 
     def sums(self, per_row: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """per_row summed per domain (over rows only, when given)."""

@@ -14,8 +14,9 @@ from kaisched.api.queue import ROOT, Amounts, QueueInfo, QueueStatus
 from kaisched.api.resource import CPU, MEMORY, PODS
 from kaisched.api.types import QueueName, TaskStatus
 
-_ACTIVE = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
-_WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+_ALLOCATED, _BINDING, _BOUND, _RUNNING, _SUCCEEDED, _PENDING, _PIPELINED = (
+    TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
+    TaskStatus.SUCCEEDED, TaskStatus.PENDING, TaskStatus.PIPELINED)
 
 
 def canonical(name: str, value: float) -> float:
@@ -32,12 +33,13 @@ def amounts(values: Mapping[str, float], names: Iterable[str]) -> Amounts:
 
 def job_state(job: JobInfo) -> str | None:
     """running (its gang is met and some pod runs or binds), pending (it waits
-    for room), or None (done, or nothing of it left to place)."""
-    if job.ready_count() >= job.min_member and job.count(_ACTIVE):
+    for room), or None (done, or nothing of it left to place). Read from the
+    job's counts by status: this runs for every job, every cycle."""
+    get = job.totals().get
+    active = get(_RUNNING, 0) + get(_BOUND, 0) + get(_ALLOCATED, 0) + get(_BINDING, 0)
+    if active and active + get(_SUCCEEDED, 0) >= job.spec.min_member:
         return "running"
-    if job.count(_WAITING):
-        return "pending"
-    return None
+    return "pending" if get(_PENDING, 0) or get(_PIPELINED, 0) else None
 
 
 def queue_statuses(queues: Mapping[QueueName, QueueInfo], tree: nx.DiGraph,
@@ -47,19 +49,18 @@ def queue_statuses(queues: Mapping[QueueName, QueueInfo], tree: nx.DiGraph,
     """Every queue's status. A parent queue counts its children's jobs; its
     allocation already includes theirs. Amounts cover every resource the queue
     has a fair share, quota or use of (zeros included), limits only where set."""
-    running: dict[QueueName, int] = dict.fromkeys(queues, 0)
-    pending: dict[QueueName, int] = dict.fromkeys(queues, 0)
-    above = {q: [a for a in nx.ancestors(tree, q) if a != ROOT] if q in tree else []
-             for q in queues}
+    # Jobs by (queue, state) first: a big cluster has many jobs and few queues,
+    # and this runs every cycle.
+    tally: dict[tuple[QueueName, str | None], int] = {}
     for job in jobs:
-        if job.queue not in queues:
-            continue
-        state = job_state(job)
-        if state is None:
-            continue
-        counts = running if state == "running" else pending
-        for name in (job.queue, *above[job.queue]):
-            counts[name] += 1
+        key = (job.spec.queue, job_state(job))
+        tally[key] = tally.get(key, 0) + 1
+    counts = {"running": dict.fromkeys(queues, 0), "pending": dict.fromkeys(queues, 0)}
+    for (leaf, state), count in tally.items():
+        if state is None or leaf not in queues:
+            continue        # done, or a job of a queue that does not exist: counted nowhere
+        for name in (leaf, *(a for a in nx.ancestors(tree, leaf) if a != ROOT)):
+            counts[state][name] += count
     out = {}
     for name, queue in queues.items():
         fair, used = fair_share.get(name, {}), allocated.get(name, {})
@@ -69,7 +70,7 @@ def queue_statuses(queues: Mapping[QueueName, QueueInfo], tree: nx.DiGraph,
             fair_share=amounts(fair, names),
             quota=amounts(queue.quota.as_dict(), names),
             limit=amounts(dict(queue.limits), (n for n, _ in queue.limits)),
-            running_jobs=running[name],
-            pending_jobs=pending[name],
+            running_jobs=counts["running"][name],
+            pending_jobs=counts["pending"][name],
         )
     return out

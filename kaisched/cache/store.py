@@ -10,6 +10,7 @@ import attrs
 from kaisched.api.cluster import ClusterInfo, ForeignPod
 from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.node import NodeSpec
+from kaisched.api.placement import Placement
 from kaisched.api.queue import QueueInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.resource import Resource
@@ -60,6 +61,9 @@ class Cache:
         self._tasks: dict[PodKey, tuple[PodFacts, TaskInfo]] = {}
         self._priorities: tuple[dict[str, int], int] = ({}, 0)
         self._singles: dict[QueueName, GangSpec] = {}
+        # Equal placements made one object: the session's per-class caches
+        # then find theirs by identity, not by comparing pod rules field by field.
+        self._placements: dict[Placement, Placement] = {}
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
         self._untold: dict[str, tuple[Obj, str]] = {}       # node -> (reference, problem)
 
@@ -214,7 +218,8 @@ class Cache:
         task = TaskInfo(
             key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,  # type: ignore[arg-type]
             resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
-            priority=priority, creation=facts.creation, placement=facts.placement,
+            priority=priority, creation=facts.creation,
+            placement=self._placements.setdefault(facts.placement, facts.placement),
             critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels)
         self._tasks[facts.key] = (facts, task)
         return task

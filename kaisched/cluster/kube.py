@@ -98,14 +98,7 @@ class KubeCluster:
                  health: Reachability | None = None) -> None:
         if api_client is None:
             cfg = load_configuration(kubeconfig, context)
-            # A pooled connection per request in flight: more would be opened and
-            # thrown away on every burst of binds (urllib3 says "pool is full").
-            cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0,
-                                              workers + SPARE_CONNECTIONS)
-            # One quick retry for a pooled connection the server closed; beyond
-            # that our own backoff decides, within its time budget.
-            cfg.retries = 1
-            api_client = k8s_client.ApiClient(cfg)
+            api_client = k8s_client.ApiClient(_pooled(cfg, workers))
         # urllib3 logs every retry of every request at WARNING (a dozen lines per
         # failed bind during an outage); Reachability says it once instead.
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
@@ -115,6 +108,13 @@ class KubeCluster:
         self.watch_options = {"watch_timeout": watch_timeout, "backoff": backoff,
                               "max_backoff": max_backoff, "missing_retry": missing_retry}
         self._subscriptions: list[KubeSubscription] = []
+
+    @classmethod
+    def at(cls, url: str, workers: int = 8, **options: Any) -> "KubeCluster":
+        """A client of an unauthenticated server at url (an emulator, a proxy)."""
+        cfg = k8s_client.Configuration(host=url)
+        return cls(api_client=k8s_client.ApiClient(_pooled(cfg, workers)), workers=workers,
+                   **options)
 
     def with_timeout(self, timeout: float) -> "KubeCluster":
         """The same connection pool and health, with another request timeout (the
@@ -261,6 +261,17 @@ class KubeCluster:
         cause = f"{self.api.configuration.host}: {cause}"
         self.health.failed(cause)
         return UnreachableError(f"{what}: cannot reach the API server {cause}")
+
+
+def _pooled(cfg: k8s_client.Configuration, workers: int) -> k8s_client.Configuration:
+    # A pooled connection per request in flight: more would be opened and
+    # thrown away on every burst of binds (urllib3 says "pool is full").
+    cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0,
+                                      workers + SPARE_CONNECTIONS)
+    # One quick retry for a pooled connection the server closed; beyond that
+    # our own backoff decides, within its time budget.
+    cfg.retries = 1
+    return cfg
 
 
 class _Stream:

@@ -53,6 +53,7 @@ Callback = Callable[..., Any]
 class HookRegistry:
     def __init__(self) -> None:
         self._tiers: list[dict[Hook, list[tuple[str, Callback]]]] = []
+        self._flat: dict[Hook, list[tuple[str, Callback]]] = {}   # asked per placement: kept
 
     def begin_tier(self) -> None:
         self._tiers.append({})
@@ -61,9 +62,13 @@ class HookRegistry:
         if not self._tiers:
             self.begin_tier()
         self._tiers[-1].setdefault(hook, []).append((plugin, fn))
+        self._flat.pop(hook, None)
 
     def callbacks(self, hook: Hook) -> list[tuple[str, Callback]]:
-        return [cb for tier in self._tiers for cb in tier.get(hook, ())]
+        flat = self._flat.get(hook)
+        if flat is None:
+            flat = self._flat[hook] = [cb for tier in self._tiers for cb in tier.get(hook, ())]
+        return flat
 
     # -- combinators -------------------------------------------------------------
     def order_key(self, hook: Hook) -> Callable[[Any], tuple]:

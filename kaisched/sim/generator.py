@@ -48,8 +48,8 @@ def generate(data: Any, where: str, seed: int | None, queues: list[str],
     mixes = _queue_mixes(f["queues"], f"{where}.queues", queues, classes)
 
     rng = np.random.default_rng(used)
-    arrivals = start + np.cumsum(rng.exponential(gap, count)) - gap
-    arrivals[0] = start
+    gaps = rng.exponential(gap, count)
+    arrivals = start + np.concatenate(([0.0], np.cumsum(gaps[:-1])))
     queue_pick = rng.choice(len(mixes), count, p=_norm([m[1] for m in mixes]))
     size_pick = rng.choice(len(sizes), count, p=_norm(size_weights))
     durations = np.clip(rng.lognormal(math.log(median), sigma, count), low, high)

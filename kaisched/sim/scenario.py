@@ -284,10 +284,16 @@ def _check_jobs(scenario: Scenario, queues: set[str], classes: dict[str, int]) -
                                f"the whole cluster has {_show(res, have)}")
 
 
+def _named(data: Any, where: str) -> str:
+    """`list[i] (name)` when the entry has a name, for messages."""
+    name = data.get("name") if isinstance(data, dict) else None
+    return f"{where} ({name})" if isinstance(name, str) else where
+
+
 def _pool(data: Any, where: str) -> NodePool:
+    where = _named(data, where)
     f = fields(data, where, _POOL, ("name", "count", "capacity"))
     name = _dns(f["name"], f"{where}.name")
-    where = f"{where} ({name})"
     return NodePool(
         name=name,
         count=_int(f["count"], f"{where}.count", 1),
@@ -306,9 +312,9 @@ def _taint(data: Any, where: str) -> tuple[str, str, str]:
 
 
 def _queue(data: Any, where: str) -> QueueSpec:
+    where = _named(data, where)
     f = fields(data, where, _QUEUE, ("name",))
     name = _dns(f["name"], f"{where}.name")
-    where = f"{where} ({name})"
     resources = []
     raw = f.get("resources") or {}
     if not isinstance(raw, dict):
@@ -352,8 +358,7 @@ def _priority_classes(data: Any) -> tuple[tuple[str, int], ...]:
 
 
 def _job(data: Any, where: str) -> JobSpec:
-    if isinstance(data, dict) and isinstance(data.get("name"), str):
-        where = f"{where} ({data['name']})"
+    where = _named(data, where)
     f = fields(data, where, _JOB, ("name", "kind", "queue", "duration", "roles"))
     name = _dns(f["name"], f"{where}.name")
     if len(name) > MAX_JOB_NAME:

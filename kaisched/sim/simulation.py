@@ -6,15 +6,19 @@ Every tick, on the schedulePeriod grid: the kubelet acts (pods start, finish,
 leave), operators submit arrivals and make evicted pods again, the PodGrouper
 syncs, one session runs, the invariants are checked and use is sampled.
 
-Ticks where nothing can change are skipped. After a *quiet* session — its
-only effects were status writes, pod conditions and events, it pipelined
-nothing, holds nothing, and no pod is waiting to start or to leave — the next
-session would decide exactly the same, because a session's decisions depend
-on time only through timers. So the clock jumps to the next grid tick at or
-after the next event: an arrival, a container exit, a deleted pod gone, or a
-PodGroup timer (stale-gang grace, scheduleTimeoutSeconds, the starvation
-threshold where the config has one). Any other session is followed by one a
-period later. The results equal those of a session every period.
+Ticks where nothing can change are skipped. A session decides from the
+cluster's objects, the NonStrict holds it carries and the time, and from the
+time only through timers. After a *quiet* session — it bound and evicted
+nothing (status writes, pod conditions and events change nothing a later
+session decides on), holds nothing, the PodGrouper wrote nothing, and no pod
+is waiting to start or is on its way out (evictions in flight) — the next
+sessions would decide exactly the same until something happens. So the clock
+jumps to the next grid tick at or after the next event: an arrival, a
+container exit, or a PodGroup timer (stale-gang grace, scheduleTimeoutSeconds,
+the starvation threshold). Room pipelined for a gang is decided again, the
+same, by every session until then, so it is no reason to run one. Any other
+session is followed by one a period later. The results equal those of a
+session every period (tests/sim checks it).
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ from podgrouper.controller import PodGrouper
 
 # When a scenario sets no end: stop after this much virtual time.
 DEFAULT_HORIZON = 7 * 24 * 3600.0
+OWNER_RESYNC = 60.0
 _BY = re.compile(r"^(reclaimed|preempted) by pod \S+ of (\S+) \(priority -?\d+, queue ([^)]+)\)")
 
 # Effects that change nothing a later session decides on (see above).
@@ -103,7 +108,10 @@ class Simulation:
         self.kubelet = Kubelet(self.cluster)
         self.controllers = Controllers(self.cluster, config.scheduler_name,
                                        dict(scenario.priority_classes))
-        self.grouper = PodGrouper(self.cluster, self.clock, scheduler_name=config.scheduler_name)
+        # Operators here never scale a job, so owners are re-read as a live
+        # PodGrouper would, once a minute, not on every sync.
+        self.grouper = PodGrouper(self.cluster, self.clock, scheduler_name=config.scheduler_name,
+                                  owner_resync=OWNER_RESYNC)
         self.scheduler = Scheduler(self.cluster, config, registry, self.clock,
                                    Binder(self.cluster, self.clock.now))
         self.invariants = Invariants(
@@ -237,7 +245,7 @@ class Simulation:
     def _next_step(self, now: float, period: float, result: CycleResult, wrote: int,
                    arrivals: list[JobRun]) -> int | None:
         """Ticks to the next session; None when nothing can ever change again."""
-        busy = (wrote or result.reservations or self.scheduler.holds or self.kubelet.busy()
+        busy = (wrote or self.scheduler.holds or self.kubelet.busy()
                 or any(not isinstance(e, _QUIET) for e in result.effects))
         if busy or self.every_period:
             return 1
@@ -264,9 +272,9 @@ class Simulation:
             waiting = from_rfc3339(status.get("unschedulableSince"))
             if waiting is not None and spec.get("scheduleTimeoutSeconds"):
                 out.append(waiting + float(spec["scheduleTimeoutSeconds"]))
-            if isinstance(starvation, (int, float)) and starvation > 0:
-                created = from_rfc3339(pg["metadata"].get("creationTimestamp"))
-                out.extend(t + starvation for t in (waiting, created) if t is not None)
+            threshold = spec.get("starvationThresholdSeconds", starvation)
+            if isinstance(threshold, (int, float)) and threshold > 0 and waiting is not None:
+                out.append(waiting + threshold)
         return [t for t in out if t > now]
 
     def _explain_waiting(self) -> None:

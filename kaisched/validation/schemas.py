@@ -22,6 +22,7 @@ from kaisched.errors import InputError
 KUBERNETES_VERSION = "1.32"
 Obj = Mapping[str, Any]
 Found = list[tuple[str, str]]     # (field, rule)
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def schema_errors(validator: jsonschema.protocols.Validator, value: Any,
@@ -165,7 +166,7 @@ def crds() -> dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]]:
     """Per API group, a validator per (apiVersion, kind) served by the CRDs."""
     out: dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]] = {}
     for path in sorted(crd_dir().glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue
             spec = doc["spec"]

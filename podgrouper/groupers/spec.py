@@ -124,8 +124,9 @@ def positive_override(value: object, path: str, warnings: list[str]) -> int | No
     if value is None:
         return None
     number = value
-    if isinstance(value, str) and value.strip().lstrip("+").isdecimal():
-        number = int(value)
+    digits = value.strip().lstrip("+") if isinstance(value, str) else ""
+    if digits.isdecimal():
+        number = int(digits)
     if isinstance(number, bool) or not isinstance(number, int) or number < 1:
         warnings.append(f"{path} must be an integer >= 1, got {value!r}; ignored")
         return None
