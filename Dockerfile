@@ -11,6 +11,8 @@ COPY kaisched ./kaisched
 COPY actions ./actions
 COPY plugins ./plugins
 COPY podgrouper ./podgrouper
+# The CRD schemas: replay and explain check kaisched's objects against them.
+COPY config/crds ./config/crds
 RUN pip wheel --wheel-dir /wheels .
 
 FROM python:3.11-slim

@@ -1,4 +1,4 @@
-"""allocate (DESIGN 6.1): place gangs whole, queue by queue, fairest first.
+"""allocate: place gangs whole, queue by queue, fairest first.
 
 Queues come in proportion order, jobs in a queue by priority, not-ready
 first, creation and name. A job's minimum is placed under one statement and
@@ -6,7 +6,7 @@ committed only when the gang is ready; a job that could start once releasing
 pods are gone keeps its placements as reservations for this session; anything
 else is undone. Tasks beyond the minimum go one at a time, the job re-queued,
 so other jobs' minimums come first. The gangs of a gangGroup share one
-statement: every one reaches its minimum, or none is placed (DESIGN 6.7).
+statement: every one reaches its minimum, or none is placed.
 """
 from __future__ import annotations
 

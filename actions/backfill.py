@@ -1,4 +1,4 @@
-"""backfill (DESIGN 6.2): after allocate, place best-effort tasks (no requests)
+"""backfill: after allocate, place best-effort tasks (no requests)
 and the leftovers of jobs whose gang is already met, on idle room only, so a
 pipelined gang's reservations are never taken."""
 from __future__ import annotations

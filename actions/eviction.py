@@ -1,4 +1,4 @@
-"""Making room by eviction, shared by preempt and reclaim (DESIGN 6.3-6.4).
+"""Making room by eviction, shared by preempt and reclaim.
 
 A preemptor's tasks are pipelined (never bound in the same session), so a
 gang that needs evictions starts whole in a later session, once its victims
@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from actions.topology import bound_domain
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.task import TaskInfo
@@ -130,6 +131,9 @@ class RoomFinder:
         vec = table.vector(task.resreq)
         room = table.future + self.evictable - (table.releasing - self.releasing_at_start)
         mask = self.ssn.static_mask(task) & table.fits(vec, room)
+        domain = bound_domain(self.ssn, self.ssn.cluster.jobs[task.job])
+        if domain is not None:
+            mask &= domain          # a topology-bound gang: room inside its domain only
         rows = np.flatnonzero(mask)
         with np.errstate(divide="ignore", invalid="ignore"):
             missing = np.where(table.alloc[rows] > 0,
@@ -188,7 +192,7 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
     for task in tasks:
         if check(task):
             break
-        choice = ssn.select_node(task)
+        choice = ssn.select_node(task, within=bound_domain(ssn, job))
         if choice is not None:
             stmt.pipeline(task, choice.node)
         else:

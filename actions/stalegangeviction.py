@@ -1,4 +1,4 @@
-"""stalegangeviction (DESIGN 6.5): a running gang whose alive tasks
+"""stalegangeviction: a running gang whose alive tasks
 (Succeeded count as alive) stay below minMember for longer than the grace
 period is evicted whole: a partial gang holds room and does no work.
 

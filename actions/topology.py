@@ -27,8 +27,11 @@ from kaisched.api.placement import HOSTNAME_KEY
 from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.podindex import PRESENT
+from kaisched.api.types import TaskStatus
 from kaisched.framework import Session, Statement
 
+# A gang's pods that stay where they are (releasing ones are leaving).
+_STAYING = PRESENT - {TaskStatus.RELEASING}
 # Levels tried when widening, besides those the gangs name (narrowest first
 # by their domain count, whichever exist on the nodes).
 WELL_KNOWN_LEVELS = ("nvidia.com/gpu.clique", "topology.kubernetes.io/zone",
@@ -70,6 +73,23 @@ def place_in_topology(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[T
     failed.failure = state.shortfall(job, tried[-1] if tried else str(rule.required), need,
                                      idle_only, outcome)
     return failed
+
+
+def bound_domain(ssn: Session, job: JobInfo) -> np.ndarray | None:
+    """The nodes of the domain(s) a topology-bound gang already sits in (at its
+    required level, else its preferred one), or None when it has no pod on a
+    node yet or no topology. Preempt and reclaim make room only there, so they
+    never evict for a placement that would still be split."""
+    level = job.spec.topology.required or job.spec.topology.preferred
+    if not level:
+        return None
+    table = ssn.cluster.table
+    domains = ssn.cluster.domains(level)
+    ids = {int(domains.ids[table.index[t.node_name]]) for t in job.tasks.values()
+           if t.status in _STAYING and t.node_name in table.index}
+    if not ids:
+        return None
+    return np.isin(domains.ids, sorted(ids - {-1}))
 
 
 class _State:
@@ -135,7 +155,7 @@ class _State:
         slots = np.bincount(domains.ids[keep], weights=per_node[keep], minlength=len(domains))
         fits &= slots >= count
         here = {int(domains.ids[table.index[t.node_name]]) for t in job.tasks.values()
-                if t.status in PRESENT and t.node_name in table.index}
+                if t.status in _STAYING and t.node_name in table.index}
         if here:
             fits &= np.isin(np.arange(len(domains)), list(here))
         order = _least_stranded(free, need[cols], fits, self.capacity[cols])

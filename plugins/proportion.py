@@ -1,5 +1,5 @@
 """proportion: hierarchical fair share per resource, queue order by dominant
-share, and queue limits (DESIGN 6.8).
+share, and queue limits.
 
 Fair share is cut level by level: each child first gets min(quota, demand);
 what is left of the parent's share goes to children with unmet demand in

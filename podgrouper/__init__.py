@@ -1,4 +1,4 @@
-"""The PodGrouper: gives each kaisched pod the PodGroup of its top owner (DESIGN 7).
+"""The PodGrouper: gives each kaisched pod the PodGroup of its top owner.
 
 PodGrouper is loaded on first use so that importing the pure
 podgrouper.groupers does not pull in the controller's cluster I/O.

@@ -1,4 +1,4 @@
-"""The PodGrouper controller (DESIGN 7): every kaisched pod that names no gang
+"""The PodGrouper controller: every kaisched pod that names no gang
 gets the PodGroup of its top owner, and the PodGroup follows its owner's size.
 
 All I/O goes through the ClusterClient, so the same controller runs on the

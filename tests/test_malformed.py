@@ -1,6 +1,6 @@
 """Objects with fields of the wrong shape (which only hand-written files get
 past an API server with) never stop a replay: each broken object says what is
-wrong and every other job is still scheduled (DESIGN 10)."""
+wrong and every other job is still scheduled."""
 from __future__ import annotations
 
 import pytest

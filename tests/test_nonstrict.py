@@ -1,5 +1,5 @@
 """NonStrict holds that block each other form a wait-for cycle; the youngest
-gang's hold is released so the older one can finish (DESIGN 6.6)."""
+gang's hold is released so the older one can finish."""
 from __future__ import annotations
 
 from kaisched.api.clock import ManualClock, to_rfc3339

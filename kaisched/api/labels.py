@@ -1,5 +1,5 @@
 """Label and annotation names: kaisched's own and the other schedulers' (read
-so that kaisched is a drop-in replacement, DESIGN 4)."""
+so that kaisched is a drop-in replacement)."""
 
 QUEUE_LABEL = "kaisched.io/queue"
 POD_GROUP_ANNOTATION = "kaisched.io/pod-group"

@@ -2,7 +2,7 @@
 
 The table is the single source of truth for used / releasing / pipelined
 amounts; NodeInfo reads its row. Vectorised fits over the table are what make
-a session over 5,000 nodes fast (DESIGN 9).
+a session over 5,000 nodes fast.
 """
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ class TaskStatus(str, enum.Enum):
     UNKNOWN = "Unknown"
 
 
-# Statuses that count towards a gang being ready (DESIGN 3).
+# Statuses that count towards a gang being ready.
 READY_STATUSES = frozenset({
     TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND,
     TaskStatus.RUNNING, TaskStatus.SUCCEEDED,

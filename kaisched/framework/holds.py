@@ -1,4 +1,4 @@
-"""NonStrict holds (DESIGN 6.6, seed 000): a NonStrict gang's placements are
+"""NonStrict holds (as Koordinator's NonStrict gangs): a NonStrict gang's placements are
 kept from one session to the next until it is ready or its waiting time ends.
 
 Holds of several gangs can block each other — each waits for room another

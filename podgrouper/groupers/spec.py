@@ -18,7 +18,7 @@ Owner = Mapping[str, Any]
 
 # PodGroup names are DNS-1123 subdomains.
 _MAX_NAME = 253
-# Roles that coordinate the others are placed first (DESIGN 6.1: master/launcher/driver first).
+# Roles that coordinate the others are placed first (master/launcher/driver before the workers).
 LEADING_ROLES = ("master", "launcher", "head", "chief", "driver", "leader", "coordinator")
 
 

@@ -1,4 +1,4 @@
-"""The groupers are pure (DESIGN 2): no I/O, and no imports of kaisched.cluster,
+"""The groupers are pure: no I/O, and no imports of kaisched.cluster,
 kubernetes, threads or sockets, directly or through the first-party modules they
 import. Checked by walking the imports."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""allocate + backfill (DESIGN 6.1, 6.2) through one scheduler cycle: gangs
+"""allocate + backfill through one scheduler cycle: gangs
 all-or-nothing, pipelined reservations, minimums first, and the orderings."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DESIGN 10's invariants over random small clusters, after one cycle of
+"""The scheduler's invariants over random small clusters, after one cycle of
 allocate + backfill: no node over-committed, gangs all-or-nothing, queues
 within their limits, and the same input always giving the same decisions."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The layer rules of DESIGN section 2, checked by walking every import with
+"""The layer rules, checked by walking every import with
 ast: decision code does no I/O and depends only downwards."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What a pod asks for and which status it is in (kaisched.cache.convert):
-pod_request as kube-scheduler computes it, task_status as DESIGN 3 maps phases."""
+pod_request as kube-scheduler computes it, task_status as the model maps phases."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""proportion (DESIGN 6.8): water-filling, hierarchical fair share, queue
+"""proportion: water-filling, hierarchical fair share, queue
 limits and the quota cap of non-preemptible jobs."""
 from __future__ import annotations
 
