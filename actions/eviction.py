@@ -125,13 +125,17 @@ class RoomFinder:
             self.by_node.setdefault(task.node_name, []).append(task)  # type: ignore[arg-type]
         self.releasing_at_start = releasing_at_start
 
+    def room(self) -> np.ndarray:
+        table = self.ssn.cluster.table
+        return table.future + self.evictable - (table.releasing - self.releasing_at_start)
+
     def nodes(self, task: TaskInfo) -> list[NodeName]:
         """Nodes where room could be made, the ones needing least eviction first."""
         table = self.ssn.cluster.table
         vec = table.vector(task.resreq)
-        room = table.future + self.evictable - (table.releasing - self.releasing_at_start)
+        room = self.room()
         mask = self.ssn.static_mask(task) & table.fits(vec, room)
-        domain = bound_domain(self.ssn, self.ssn.cluster.jobs[task.job])
+        domain = bound_domain(self.ssn, self.ssn.cluster.jobs[task.job], self.room)
         if domain is not None:
             mask &= domain          # a topology-bound gang: room inside its domain only
         rows = np.flatnonzero(mask)
@@ -192,7 +196,8 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
     for task in tasks:
         if check(task):
             break
-        choice = ssn.select_node(task, within=bound_domain(ssn, job))
+        choice = ssn.select_node(task, within=bound_domain(
+            ssn, job, lambda task=task: finder(task).room()) if job.spec.topology else None)
         if choice is not None:
             stmt.pipeline(task, choice.node)
         else:

@@ -155,6 +155,9 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
 
 
 def run(name: str, scale: float = 1.0) -> dict[str, Any]:
+    if name == "binds":         # over HTTP to kmock's emulator, not the memory backend
+        from kaisched.bench_binds import run_binds
+        return run_binds(scale)
     nodes, others = SCENARIOS[name](scale)
     clock = ManualClock()
     cluster = MemoryCluster(clock)

@@ -180,6 +180,8 @@ class Binder:
         """Pods bound since the last call: the cache should show them soon."""
         with self._cond:
             bound, self._bound = self._bound, {}
+            if not self._urgent and not self._busy:
+                self._begun.clear()     # between cycles, with no bind left: none is mid-gang
         return bound
 
     def take_resync(self) -> set[PodKey]:

@@ -17,6 +17,7 @@ import asyncio
 import collections
 import datetime
 import itertools
+import os
 import sys
 import threading
 import time
@@ -64,12 +65,27 @@ class ApiServer(kmock.KubernetesEmulator):
     # ("create events"), wait until its gate opens: a test holds binds or
     # status writes in flight with them.
     gates: dict[str, asyncio.Event] = attrs.field(factory=dict)
+    # kmock keeps every request (tests count them) and walks that history on each
+    # new one: a bench of thousands of requests must forget it as it goes.
+    forgetful: bool = False
+
+    def _KubernetesEmulator__get_objs(self, request: kmock.Request, strict: bool) -> list[Any]:
+        # kmock scans every object for a request that names one: a bench's
+        # thousands of pods make each bind slow. Named, namespaced (or strict)
+        # requests are a key lookup instead.
+        if request.name is not None and request.resource is not None \
+                and (strict or request.namespace is not None):
+            found = self._objects._objects.get((request.resource, request.namespace, request.name))
+            return [found] if found is not None else []
+        return super()._KubernetesEmulator__get_objs(request, strict)  # type: ignore[misc]
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         # kmock cannot parse /api/v1/namespaces (it reads "namespaces" as a
         # scope): the namespace list and its watch are served here.
         if raw_request.path.rstrip("/") == "/api/v1/namespaces":
             return await self._namespaces(raw_request)
+        if self.forgetful:
+            self._requests.clear()
         return await super().__call__(raw_request)
 
     async def _namespaces(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
@@ -173,7 +189,8 @@ def install_subresources(emu: ApiServer) -> None:
 class Emulator:
     """An ApiServer on 127.0.0.1 (an ephemeral port), served from its own thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, forgetful: bool = False) -> None:
+        self.forgetful = forgetful
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._failure: BaseException | None = None
@@ -196,7 +213,7 @@ class Emulator:
         self._stop = asyncio.Event()
         self.buses: collections.defaultdict[Any, kmock.Bus[Any]] = \
             collections.defaultdict(kmock.Bus)
-        async with ApiServer(buses=self.buses) as emu, \
+        async with ApiServer(buses=self.buses, forgetful=self.forgetful) as emu, \
                 kmock.Server(emu, host="127.0.0.1") as server:
             for key, info in RESOURCES.items():
                 emu.resources[key] = info
@@ -269,11 +286,12 @@ def main() -> None:
     """Serve until standard input closes; the first line printed is the URL.
     An argument names a JSON file of objects to hold from the start (a bench's
     cluster, without thousands of creations over HTTP)."""
-    server = Emulator()
+    server = Emulator(forgetful=True)
     if len(sys.argv) > 1:
         with open(sys.argv[1], "rb") as f:
             server.preload(orjson.loads(f.read()))
     print(server.url, flush=True)
+    sys.stdout = open(os.devnull, "w")      # nobody reads the pipe any more: never block on it
     sys.stdin.read()
     server.stop()
 

@@ -133,7 +133,7 @@ class Scheduler:
             self.binder.wait(cancel=lambda: not proceed())
             report = self.binder.take_report()
         else:
-            report = self.binder.apply(effects)
+            report = self.binder.apply(effects) if not abandoned else BindReport()
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
                            snapshotted - started, decided - snapshotted, abandoned)
 

@@ -74,10 +74,11 @@ class PodAffinityPlugin(PluginBase):
     def _in_domain(self, counts: np.ndarray, key: str, rows: np.ndarray) -> np.ndarray:
         """Per row asked: does the row's domain of key hold a counted pod?"""
         domains = self.cluster.domains(key)
+        every = len(rows) == len(counts)            # rows are sorted and distinct: all of them
         if domains.per_node:            # a host: the node's own count
-            return counts[rows] > 0
+            return counts > 0 if every else counts[rows] > 0
         per_domain = domains.sums(counts)
-        ids = domains.ids[rows]
+        ids = domains.ids if every else domains.ids[rows]
         return (ids >= 0) & (per_domain[np.maximum(ids, 0)] > 0)
 
     def affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:

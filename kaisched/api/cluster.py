@@ -45,6 +45,22 @@ class RulesInPlay:
     any_rule: bool = False        # some pod has inter-pod affinity or spread constraints
     host_ports: bool = False      # some pod asks for a host port
 
+    @classmethod
+    def of(cls, rules: Iterable[PodRules]) -> RulesInPlay:
+        seen: set[int] = set()
+        keys: set[str] = set()
+        any_rule = ports = False
+        for found in rules:
+            if not found or id(found) in seen:
+                continue
+            seen.add(id(found))
+            ports = ports or bool(found.host_ports)
+            for matcher in found.matchers():
+                any_rule = True
+                if matcher.selector is not None:
+                    keys |= matcher.selector.keys()
+        return cls(frozenset(keys), any_rule, ports)
+
 
 @attrs.define(eq=False)
 class ClusterInfo:
@@ -64,7 +80,8 @@ class ClusterInfo:
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
                  queues: Iterable[QueueInfo], priority_classes: dict[str, int] | None = None,
                  foreign: Iterable[ForeignPod] = (), now: float = 0.0,
-                 namespace_labels: Mapping[str, Mapping[str, str]] | None = None) -> ClusterInfo:
+                 namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+                 rules: RulesInPlay | None = None) -> ClusterInfo:
         """Lay out the node table and account every pod that occupies a node.
 
         A task whose node is unknown keeps its status but takes no room.
@@ -102,7 +119,8 @@ class ClusterInfo:
             table.add_many(np.array(rows), np.array(vecs), np.array(releasing))
         queue_map, tree = build_queue_tree(queues)
         return cls(node_infos, table, {j.key: j for j in jobs}, queue_map, tree,
-                   dict(priority_classes or {}), now, foreign, dict(namespace_labels or {}))
+                   dict(priority_classes or {}), now, foreign, dict(namespace_labels or {}),
+                   rules)
 
     def clone(self) -> ClusterInfo:
         """A copy a session may change: tasks and specs are shared (frozen),
@@ -123,24 +141,12 @@ class ClusterInfo:
         return found
 
     def rules_in_play(self) -> RulesInPlay:
-        """The label keys every selector of every pod rule reads (computed once;
-        distinct placements are few, so this looks at each once)."""
+        """What the pods' rules read (computed once, unless the cache, which
+        knows its distinct placements, passed it in)."""
         if self._rules is None:
-            seen: set[int] = set()
-            keys: set[str] = set()
-            any_rule = ports = False
-            placements = [t.placement.rules for job in self.jobs.values()
-                          for t in job.tasks.values()]
-            for rules in [*placements, *(p.rules for p in self.foreign)]:
-                if not rules or id(rules) in seen:
-                    continue
-                seen.add(id(rules))
-                ports = ports or bool(rules.host_ports)
-                for matcher in rules.matchers():
-                    any_rule = True
-                    if matcher.selector is not None:
-                        keys |= matcher.selector.keys()
-            self._rules = RulesInPlay(frozenset(keys), any_rule, ports)
+            self._rules = RulesInPlay.of(
+                [*(t.placement.rules for job in self.jobs.values() for t in job.tasks.values()),
+                 *(p.rules for p in self.foreign)])
         return self._rules
 
     def usable_nodes(self) -> np.ndarray:

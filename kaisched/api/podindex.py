@@ -91,6 +91,9 @@ class PodIndex:
         announces a task that never left)."""
         if task.key in self.pods or task.node_name is None:
             return
+        if not self._generic and not (self.hold_terms and task.placement.rules.anti_affinity) \
+                and not any(kv in self._anchored for kv in task.labels):
+            return              # no rule could count it: most pods of a big cluster
         row = self.cluster.table.index[task.node_name]
         self._add(Occupant(task.key, row, task.namespace, dict(task.labels),
                            task.placement.rules))

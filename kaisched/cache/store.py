@@ -7,7 +7,7 @@ import time
 
 import attrs
 
-from kaisched.api.cluster import ClusterInfo, ForeignPod
+from kaisched.api.cluster import ClusterInfo, ForeignPod, RulesInPlay
 from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.node import NodeSpec
 from kaisched.api.placement import Placement
@@ -63,7 +63,10 @@ class Cache:
         self._singles: dict[QueueName, GangSpec] = {}
         # Equal placements made one object: the session's per-class caches
         # then find theirs by identity, not by comparing pod rules field by field.
+        # Its keys are also every distinct placement, so what the pods' rules read
+        # is found without walking every task (_rules: for which size of it).
         self._placements: dict[Placement, Placement] = {}
+        self._rules: tuple[int, RulesInPlay] = (-1, RulesInPlay())
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
         self._untold: dict[str, tuple[Obj, str]] = {}       # node -> (reference, problem)
 
@@ -205,7 +208,19 @@ class Cache:
             if job.spec.priority_class is None:
                 job.priority = max((t.priority for t in job.tasks.values()), default=0)
         return ClusterInfo.assemble(self.nodes.values(), jobs.values(), self.queues.values(),
-                                    values, foreign, now, self.namespaces)
+                                    values, foreign, now, self.namespaces,
+                                    self._rules_in_play(foreign))
+
+    def _rules_in_play(self, foreign: list[ForeignPod]) -> RulesInPlay:
+        if len(self._placements) > 2 * len(self.pods) + 64:      # forget gone pods' placements
+            self._placements = {t.placement: t.placement for _, t in self._tasks.values()}
+        size, ours = self._rules
+        if size != len(self._placements):
+            ours = RulesInPlay.of(p.rules for p in self._placements)
+            self._rules = (len(self._placements), ours)
+        if not any(p.rules for p in foreign):
+            return ours
+        return RulesInPlay.of([*(p.rules for p in self._placements), *(p.rules for p in foreign)])
 
     def _task(self, facts: PodFacts, values: dict[str, int], default: int) -> TaskInfo:
         """The pod's TaskInfo, made again only when the pod changed (it is frozen,

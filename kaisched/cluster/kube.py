@@ -1,8 +1,8 @@
 """The ClusterClient of a real cluster, through the `kubernetes` client's
 ApiClient: raw JSON parsed with orjson, never the client's model classes
-(DESIGN 9), and watches in background threads (watch.py).
+(they cost more than the scheduling), and watches in background threads (watch.py).
 
-The only module of kaisched that imports `kubernetes` (DESIGN 2).
+The only module of kaisched that imports `kubernetes`.
 """
 from __future__ import annotations
 

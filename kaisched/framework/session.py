@@ -369,9 +369,12 @@ class Session:
         cache.version = table.version
         if not self._pod_rules:
             return cache
-        everyone = self._all_rows
-        return _ClassCache(cache.version, cache.mask & self.hooks.mask(Hook.POD_PREDICATE, task, everyone),
-                           cache.idle_fit, cache.score + self.hooks.score(Hook.POD_ORDER, task, everyone))
+        everyone, mask, score = self._all_rows, cache.mask, cache.score
+        for _, fn in self.hooks.callbacks(Hook.POD_PREDICATE):
+            mask = mask & fn(task, everyone)        # a new array: the cache stays as it was
+        for _, fn in self.hooks.callbacks(Hook.POD_ORDER):
+            score = score + fn(task, everyone)
+        return _ClassCache(cache.version, mask, cache.idle_fit, score)
 
 
 def _nodes(count: int) -> str:

@@ -5,7 +5,7 @@ a parent queue's). They are still submitted, and reported as never fitting
 rather than left silently pending."""
 from __future__ import annotations
 
-from kaisched.api.resource import PODS
+from kaisched.api.resource import GPU, PODS
 from kaisched.sim.scenario import JobSpec, NodePool, RoleSpec, Scenario, _amount, _show
 
 
@@ -16,7 +16,9 @@ def never_fits(job: JobSpec, scenario: Scenario) -> str | None:
         if not pools:
             return f"a {role.name} pod ({_requests(role)}) fits no node"
         usable.extend(p for p in pools if p not in usable)
-    resources = sorted({n for r in job.roles for n, _ in r.requests} - {PODS})
+    # GPUs first: the resource a reader asks about.
+    resources = sorted({n for r in job.roles for n, _ in r.requests} - {PODS},
+                       key=lambda n: (n != GPU, n))
     for res in resources:
         need = job.minimum(res)
         have = sum(p.count * _capacity(p, res) for p in usable)

@@ -325,3 +325,32 @@ def test_an_api_server_restart_is_survived_with_every_gang_whole(
         eventually(lambda: all(node_of(cluster, p) for g in gangs for p in g), timeout=WAIT + 5)
     for g in gangs:
         assert len({node_of(cluster, p) for p in g}) == 1
+
+
+# -- issue: an unreachable server is said once per state change, then reminded ----------
+
+def test_an_unreachable_server_is_said_once_then_reminded(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import socket
+
+    from kaisched.cluster.health import Reachability
+    from kaisched.errors import UnreachableError
+
+    with socket.socket() as sock:               # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    now = [0.0]
+    health = Reachability(remind=60.0, monotonic=lambda: now[0])
+    client = KubeCluster.at(f"http://127.0.0.1:{port}", timeout=2.0, health=health)
+    with caplog.at_level(logging.WARNING, logger="kaisched.api"):
+        for second in range(0, 130, 2):         # two minutes of failing requests
+            now[0] = float(second)
+            with pytest.raises(UnreachableError):
+                client.get(POD, "default", "p")
+        health.answered()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 4                      # down, two reminders, back
+    assert lines[0].startswith(f"the API server cannot be reached: http://127.0.0.1:{port}: ")
+    assert "Connection refused" in lines[0] and len(lines[0]) < 250
+    assert lines[1].startswith("the API server is still unreachable after 60s (31 failed")
+    assert lines[3].startswith("the API server answers again after 128s (65 failed requests)")

@@ -70,3 +70,15 @@ def test_snapshot_dump_then_replay(apiserver: Emulator, cluster: KubeCluster,
     replayed = CliRunner().invoke(main, ["replay", str(out), "--output", "json"])
     assert replayed.exit_code == 0, replayed.stderr
     assert '"default/p0": "n1"' in replayed.output
+
+
+def test_run_without_leader_election_binds_and_takes_no_lease(
+        apiserver: Emulator, cluster: KubeCluster, tmp_path: Path) -> None:
+    cluster.create(build_node("n1", cpu="4"))
+    cluster.create(build_pod("p0"))
+    result = CliRunner().invoke(main, ["run", "--kubeconfig", str(kubeconfig(tmp_path, apiserver.url)),
+                                       "--cycles", "1", "--metrics-port", "0", "--no-leader-elect"])
+    assert result.exit_code == 0, result.output + result.stderr
+    assert cluster.get(POD, "default", "p0")["spec"].get("nodeName") == "n1"
+    assert cluster.get(LEASE, "default", "kaisched") is None
+    assert cluster.get(LEASE, "kaisched-system", "kaisched") is None
