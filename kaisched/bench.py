@@ -158,6 +158,9 @@ def run(name: str, scale: float = 1.0) -> dict[str, Any]:
     if name == "binds":         # over HTTP to kmock's emulator, not the memory backend
         from kaisched.bench_binds import run_binds
         return run_binds(scale)
+    if name == "simulate":      # a whole generated workload through `kaisched simulate`
+        from kaisched.sim.scale import bench as run_simulate
+        return run_simulate(scale)
     nodes, others = SCENARIOS[name](scale)
     clock = ManualClock()
     cluster = MemoryCluster(clock)

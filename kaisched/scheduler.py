@@ -256,6 +256,12 @@ class _LoopState:
     def leading(self, leads: bool, scheduler: Scheduler, metrics: Metrics | None) -> None:
         if metrics is not None:
             metrics.leader.set(1 if leads else 0)
+            if leads and not self._leading:
+                # Cycles report only the queues whose status changed: a new
+                # leader starts from what the Queue objects say.
+                for queue in scheduler.cache.queues.values():
+                    if queue.status is not None:
+                        metrics.observe_queue(queue.name, queue.status, None)
         if self._leading and not leads:
             scheduler.step_down()
         self._leading = leads

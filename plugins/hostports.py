@@ -28,7 +28,6 @@ class HostPortsPlugin(PluginBase):
         self.cluster = cluster
         self.used: _Used = {}
         self.held: dict[PodKey, tuple[int, tuple[HostPort, ...]]] = {}
-        self.yes = np.ones(len(cluster.table), dtype=bool)      # shared, read-only
         index = cluster.table.index
         for job in cluster.jobs.values():
             for task in job.tasks.values():
@@ -42,10 +41,10 @@ class HostPortsPlugin(PluginBase):
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
 
-    def free(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    def free(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         wanted = task.placement.rules.host_ports
         if not wanted:
-            return self.yes[:len(rows)]
+            return None             # the session skips it
         out = np.ones(len(rows), dtype=bool)
         taken = np.zeros(len(self.cluster.table), dtype=bool)
         for port in wanted:

@@ -58,9 +58,6 @@ class PodAffinityPlugin(PluginBase):
         for term in terms:
             self.keys_of.setdefault(term.matcher, set()).add(term.topology_key)
         self.index = PodIndex(cluster, self.keys_of, hold_terms=True)
-        # Answers for pods the rules leave alone: shared, read-only, sliced to size.
-        self.yes = np.ones(len(cluster.table), dtype=bool)
-        self.zero = np.zeros(len(cluster.table))
         ssn.register(Hook.POD_PREDICATE, self.affinity, "node(s) didn't match pod affinity rules")
         ssn.register(Hook.POD_PREDICATE, self.anti_affinity,
                      "node(s) didn't match pod anti-affinity rules")
@@ -71,52 +68,61 @@ class PodAffinityPlugin(PluginBase):
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
 
     # -- filters and score -------------------------------------------------------------
-    def _in_domain(self, counts: np.ndarray, key: str, rows: np.ndarray) -> np.ndarray:
-        """Per row asked: does the row's domain of key hold a counted pod?"""
+    def _in_domain(self, counts: np.ndarray, key: str, rows: np.ndarray,
+                   absent: bool = False) -> np.ndarray:
+        """Per row asked: does the row's domain of key hold a counted pod (or,
+        absent: does it not; a node without the key is in no domain)?"""
         domains = self.cluster.domains(key)
         every = len(rows) == len(counts)            # rows are sorted and distinct: all of them
         if domains.per_node:            # a host: the node's own count
-            return counts > 0 if every else counts[rows] > 0
+            mine = counts if every else counts[rows]
+            return mine == 0 if absent else mine > 0
         per_domain = domains.sums(counts)
         ids = domains.ids if every else domains.ids[rows]
-        return (ids >= 0) & (per_domain[np.maximum(ids, 0)] > 0)
+        found = (ids >= 0) & (per_domain[np.maximum(ids, 0)] > 0)
+        return ~found if absent else found
 
-    def affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    # None: no rule concerns the task (the session skips it).
+    def affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         terms = task.placement.rules.affinity
         if not terms:
-            return self.yes[:len(rows)]
+            return None
         index = self.index
         if all(index.totals[t.matcher] == 0 for t in terms) and \
                 all(index.matches(t.matcher, task) for t in terms):
-            return self.yes[:len(rows)]         # the first of its group: anywhere
-        out = np.ones(len(rows), dtype=bool)
+            return None             # the first of its group: anywhere
+        out = None
         for term in terms:
-            out &= self._in_domain(index.counts[term.matcher], term.topology_key, rows)
+            found = self._in_domain(index.counts[term.matcher], term.topology_key, rows)
+            out = found if out is None else out & found
         return out
 
-    def anti_affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        out = self.yes[:len(rows)]
+    def anti_affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        out = None
         for term in task.placement.rules.anti_affinity:
             if self.index.totals[term.matcher]:
-                out = out & ~self._in_domain(self.index.counts[term.matcher], term.topology_key, rows)
+                found = self._in_domain(self.index.counts[term.matcher], term.topology_key, rows,
+                                        absent=True)
+                out = found if out is None else out & found
         return out
 
-    def symmetric(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        out = self.yes[:len(rows)]
+    def symmetric(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         if not self.index.held:
-            return out
+            return None
+        out = None
         for term in self.index.held_against(dict(task.labels), task.namespace):
             if self.index.held_totals[term]:
-                out = out & ~self._in_domain(self.index.held[term], term.topology_key, rows)
+                found = self._in_domain(self.index.held[term], term.topology_key, rows, absent=True)
+                out = found if out is None else out & found
         return out
 
-    def score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    def score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         rules = task.placement.rules
         weighted = [(w, 1.0) for w in rules.preferred_affinity] + \
                    [(w, -1.0) for w in rules.preferred_anti_affinity]
         total = sum(abs(w.weight) for w, _ in weighted)
         if not total or not self.weight:
-            return self.zero[:len(rows)]
+            return None
         out = np.zeros(len(rows))
         for w, sign in weighted:
             if self.index.totals[w.term.matcher]:

@@ -65,8 +65,6 @@ class TopologySpreadPlugin(PluginBase):
         self.specs = [n.spec for n in cluster.nodes.values()]
         self.index = PodIndex(cluster, {c.matcher for c in constraints})
         self.considered: dict[tuple[Placement, SpreadConstraint], _Considered] = {}
-        self.yes = np.ones(len(cluster.table), dtype=bool)      # shared, read-only
-        self.zero = np.zeros(len(cluster.table))
         ssn.register(Hook.POD_PREDICATE, self.filter,
                      "node(s) didn't match pod topology spread constraints")
         ssn.register(Hook.POD_ORDER, self.score)
@@ -82,19 +80,21 @@ class TopologySpreadPlugin(PluginBase):
         own = 1.0 if self.index.matches(c.matcher, task) else 0.0
         return counts + own - _low(counts, seen), domains.ids
 
-    def filter(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        out = self.yes[:len(rows)]
+    # None: no constraint concerns the task (the session skips it).
+    def filter(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        out = None
         for c in task.placement.rules.spread:
             if c.hard:
                 skew, ids = self._skew(task, c)
-                ids = ids[rows]
-                out = out & (ids >= 0) & (skew[np.maximum(ids, 0)] <= c.max_skew)
+                ids = ids if len(rows) == len(ids) else ids[rows]
+                found = (ids >= 0) & (skew[np.maximum(ids, 0)] <= c.max_skew)
+                out = found if out is None else out & found
         return out
 
-    def score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+    def score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         soft = [c for c in task.placement.rules.spread if not c.hard]
         if not soft or not self.weight:
-            return self.zero[:len(rows)]
+            return None
         out = np.zeros(len(rows))
         for c in soft:
             skew, ids = self._skew(task, c)

@@ -82,3 +82,22 @@ def test_metrics_and_health_over_http() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_new_leader_shows_the_queues_as_their_status_says() -> None:
+    """A cycle reports only the queues whose status changed; a replica that
+    becomes leader starts its queue gauges from the Queue objects."""
+    cluster = MemoryCluster(ManualClock())
+    cluster.create({"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "Queue",
+                    "metadata": {"name": "team-a"},
+                    "spec": {"resources": {"nvidia.com/gpu": {"quota": "4"}}},
+                    "status": {"allocated": {"nvidia.com/gpu": "0"},
+                               "fairShare": {"nvidia.com/gpu": "0"},
+                               "quota": {"nvidia.com/gpu": "4"},
+                               "runningJobs": 0, "pendingJobs": 0}})
+    metrics = Metrics()
+    serve(scheduler(cluster), threading.Event(), LeaderElector(cluster, cluster.clock, "me"),
+          metrics, cycles=1)
+    assert value(metrics, "kaisched_queue_quota", queue="team-a", resource="nvidia.com/gpu") == 4
+    assert metrics.registry.get_sample_value(
+        "kaisched_queue_jobs", {"queue": "team-a", "state": "pending"}) == 0

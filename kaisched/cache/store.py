@@ -214,6 +214,7 @@ class Cache:
     def _rules_in_play(self, foreign: list[ForeignPod]) -> RulesInPlay:
         if len(self._placements) > 2 * len(self.pods) + 64:      # forget gone pods' placements
             self._placements = {t.placement: t.placement for _, t in self._tasks.values()}
+            self._rules = (-1, self._rules[1])
         size, ours = self._rules
         if size != len(self._placements):
             ours = RulesInPlay.of(p.rules for p in self._placements)

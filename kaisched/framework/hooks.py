@@ -11,8 +11,9 @@ combinator, never by walking the tiers itself:
 - victims: intersected within a tier, the first tier with an answer wins.
 
 PREDICATE and NODE_ORDER answers may depend on a task only through its
-requests and placement (its equivalence class) and on a node only through its
-row: the session caches them per class and refreshes only the rows that changed.
+requests and placement, its pod rules aside (its equivalence class), and on a
+node only through its row: the session caches them per class and refreshes
+only the rows that changed.
 POD_PREDICATE and POD_ORDER answers read the pods across a node's topology
 domain (inter-pod affinity, topology spread, host ports): they change with
 every placement nearby, so the session asks them afresh each time, over all
@@ -37,8 +38,8 @@ class Hook(enum.Enum):
     ALLOCATABLE = "allocatable"       # (JobInfo, TaskInfo) -> reason | None
     PREDICATE = "predicate"           # (TaskInfo, rows) -> bool array over rows
     NODE_ORDER = "node_order"         # (TaskInfo, rows) -> float array over rows
-    POD_PREDICATE = "pod_predicate"   # (TaskInfo, rows) -> bool array: reads other pods, not cached
-    POD_ORDER = "pod_order"           # (TaskInfo, rows) -> float array: reads other pods, not cached
+    POD_PREDICATE = "pod_predicate"   # (TaskInfo, rows) -> bool array | None (no rule): not cached
+    POD_ORDER = "pod_order"           # (TaskInfo, rows) -> float array | None (no rule): not cached
     PREEMPTABLE = "preemptable"       # (preemptor TaskInfo, [victim TaskInfo]) -> victims
     RECLAIMABLE = "reclaimable"       # (reclaimer TaskInfo, [victim TaskInfo]) -> victims
     EVICTION_GROUP = "eviction_group" # (victim TaskInfo) -> tasks that must go with it

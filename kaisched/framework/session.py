@@ -325,8 +325,15 @@ class Session:
         return mask, idle_fit
 
     def _filters(self) -> list[tuple[str, Callable[..., Any]]]:
-        """Every node filter with its label, cached ones first."""
-        return [*self.hooks.named(Hook.PREDICATE), *self.hooks.named(Hook.POD_PREDICATE)]
+        """Every node filter with its label, cached ones first (a POD_PREDICATE
+        answering None, for a task its rule leaves alone, passes every node)."""
+        def passing(fn: Callable[..., Any]) -> Callable[..., Any]:
+            def ask(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+                found = fn(task, rows)
+                return np.ones(len(rows), dtype=bool) if found is None else found
+            return ask
+        return [*self.hooks.named(Hook.PREDICATE),
+                *((label, passing(fn)) for label, fn in self.hooks.named(Hook.POD_PREDICATE))]
 
     def class_key(self, task: TaskInfo) -> tuple:
         """The task's equivalence class: what every filter and score reads of it.
@@ -369,11 +376,19 @@ class Session:
         cache.version = table.version
         if not self._pod_rules:
             return cache
+        # None: the rule leaves this task alone. Combined into new arrays, so
+        # the cache stays as it was.
         everyone, mask, score = self._all_rows, cache.mask, cache.score
         for _, fn in self.hooks.callbacks(Hook.POD_PREDICATE):
-            mask = mask & fn(task, everyone)        # a new array: the cache stays as it was
+            found = fn(task, everyone)
+            if found is not None:
+                mask = mask & found
         for _, fn in self.hooks.callbacks(Hook.POD_ORDER):
-            score = score + fn(task, everyone)
+            found = fn(task, everyone)
+            if found is not None:
+                score = score + found
+        if mask is cache.mask and score is cache.score:
+            return cache
         return _ClassCache(cache.version, mask, cache.idle_fit, score)
 
 

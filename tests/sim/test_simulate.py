@@ -162,8 +162,7 @@ def test_compare_two_configs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("content", "expected"), [
-    ("jobs:\n  - {name: x, kind: Spark}\nnodePools: [{name: a, count: 1, capacity: {cpu: 1}}]",
-     "jobs[0] (x).kind: unknown kind 'Spark'"),
+    (SMALL.replace("kind: MPIJob", "kind: SparkJob"), "jobs[1] (second).kind: unknown kind 'SparkJob'"),
     (SMALL.replace("duration: 10m", "duration: 10 minutes"),
      "jobs[0] (first).duration: not a duration"),
 ])
@@ -184,3 +183,11 @@ def test_missing_scenario_and_bad_config_are_one_line(tmp_path: Path) -> None:
     config.write_text("actionz: []\n")
     result = invoke("--config", str(config))
     assert result.exit_code != 0 and result.stderr.startswith("error: ")
+
+
+def test_bench_simulate_runs() -> None:
+    result = CliRunner().invoke(main, ["bench", "simulate", "--scale", "0.01"])
+    assert result.exit_code == 0, result.stderr
+    figures = orjson.loads(result.stdout)
+    assert figures["scenario"] == "simulate" and figures["nodes"] == 10 and figures["jobs"] == 20
+    assert figures["jobs_finished"] == 20 and figures["sessions"] > 0

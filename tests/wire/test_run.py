@@ -82,3 +82,42 @@ def test_run_without_leader_election_binds_and_takes_no_lease(
     assert cluster.get(POD, "default", "p0")["spec"].get("nodeName") == "n1"
     assert cluster.get(LEASE, "default", "kaisched") is None
     assert cluster.get(LEASE, "kaisched-system", "kaisched") is None
+
+
+def test_sigterm_during_a_long_binder_queue_ends_the_process(
+        apiserver: Emulator, cluster: KubeCluster, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import kmock
+
+    from .conftest import PODS, build_podgroup
+
+    cluster.create(build_node("n1", cpu="64"))
+    for g in range(6):
+        cluster.create(build_podgroup(f"g{g}", min_member=4))
+        for i in range(4):
+            cluster.create(build_pod(f"g{g}-{i}", group=f"g{g}"))
+    binds = (kmock.resource(PODS), kmock.subresource("binding"))
+    apiserver.hold("binding")
+    proc = subprocess.Popen([sys.executable, "-c", "from kaisched.cli import main; main()",
+                             "run", "--kubeconfig",
+                             str(kubeconfig(tmp_path, apiserver.url)), "--metrics-port", "0",
+                             "--lease-namespace", "default", "--binders", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while apiserver.count(*binds) < 1:          # the first gang began binding, held
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        apiserver.release("binding")
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    bound = [p["metadata"]["name"] for p in cluster.list(POD) if p["spec"].get("nodeName")]
+    assert len(bound) == 4 and len({name.split("-")[0] for name in bound}) == 1
+    assert cluster.get(LEASE, "default", "kaisched")["spec"].get("holderIdentity") is None
