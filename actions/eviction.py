@@ -115,13 +115,18 @@ class RoomFinder:
     """
 
     def __init__(self, ssn: Session, candidates: list[TaskInfo],
-                 releasing_at_start: np.ndarray) -> None:
+                 releasing_at_start: np.ndarray,
+                 order: Callable[[TaskInfo], tuple] | None = None) -> None:
         table = ssn.cluster.table
         self.ssn = ssn
         self.evictable = np.zeros_like(table.alloc)
+        self.surplus = np.zeros_like(table.alloc)      # what surplus victims alone hold
         self.by_node: dict[NodeName, list[TaskInfo]] = {}
         for task in candidates:
-            self.evictable[table.index[task.node_name]] += table.vector(task.resreq)  # type: ignore[index]
+            row, vec = table.index[task.node_name], table.vector(task.resreq)  # type: ignore[index]
+            self.evictable[row] += vec
+            if order is not None and not order(task)[0]:
+                self.surplus[row] += vec
             self.by_node.setdefault(task.node_name, []).append(task)  # type: ignore[arg-type]
         self.releasing_at_start = releasing_at_start
 
@@ -130,7 +135,8 @@ class RoomFinder:
         return table.future + self.evictable - (table.releasing - self.releasing_at_start)
 
     def nodes(self, task: TaskInfo) -> list[NodeName]:
-        """Nodes where room could be made, the ones needing least eviction first."""
+        """Nodes where room could be made: first those where other jobs'
+        surplus tasks are enough (no gang need go), then by least eviction."""
         table = self.ssn.cluster.table
         vec = table.vector(task.resreq)
         room = self.room()
@@ -142,7 +148,9 @@ class RoomFinder:
         with np.errstate(divide="ignore", invalid="ignore"):
             missing = np.where(table.alloc[rows] > 0,
                                np.clip(vec - table.future[rows], 0, None) / table.alloc[rows], 0)
-        order = np.lexsort((rows, missing.sum(axis=1)))
+        released = (table.releasing - self.releasing_at_start)[rows]
+        gang_needed = ~table.fits(vec, table.future[rows] + self.surplus[rows] - released)
+        order = np.lexsort((rows, missing.sum(axis=1), gang_needed))
         return [table.names[rows[i]] for i in order]
 
 

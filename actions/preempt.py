@@ -36,7 +36,7 @@ class PreemptAction:
                 key = (job.queue, job.priority)
                 if key not in finders:
                     victims = ssn.victims(Hook.PREEMPTABLE, task, by_queue[job.queue])
-                    finders[key] = RoomFinder(ssn, victims, releasing_at_start)
+                    finders[key] = RoomFinder(ssn, victims, releasing_at_start, order)
                 return finders[key]
             return finder
 

@@ -42,7 +42,7 @@ class ReclaimAction:
                 key = (job.queue, task.resreq)
                 if key not in finders:
                     victims = ssn.victims(Hook.RECLAIMABLE, task, candidates)
-                    finders[key] = RoomFinder(ssn, victims, releasing_at_start)
+                    finders[key] = RoomFinder(ssn, victims, releasing_at_start, order)
                 return finders[key]
             return finder
 

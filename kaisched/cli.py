@@ -216,8 +216,10 @@ def explain(podgroup: str, snapshot_path: str, config_path: str | None, strict: 
 @click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Draw use and fair shares over time into this PNG file.")
+@click.option("--strict", is_flag=True,
+              help="A job a cluster would refuse is an error, not reported as failed.")
 def simulate(scenario: str | None, config_path: str | None, compare_path: str | None,
-             seed: int | None, output: str, plot_path: str | None) -> None:
+             seed: int | None, output: str, plot_path: str | None, strict: bool) -> None:
     """Run SCENARIO (default: the bundled demo) in virtual time and report."""
     import sys
 
@@ -227,7 +229,7 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
     configs = [(config_path or "built-in", _config(config_path, registry, None))]
     if compare_path:
         configs.append((compare_path, _config(compare_path, registry, None)))
-    run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr)
+    run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict)
 
 
 @main.command()

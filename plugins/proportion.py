@@ -15,7 +15,7 @@ import numpy as np
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import ROOT, QueueInfo
 from kaisched.api.queue_status import queue_statuses
-from kaisched.api.resource import PODS, Resource, format_amount
+from kaisched.api.resource import PODS, Resource, format_amount, sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, QueueName, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
@@ -199,41 +199,59 @@ class ProportionPlugin(PluginBase):
 
         The queues are compared where their branches meet: the children of
         their lowest common parent on the reclaimer's and the victim's side.
-        Only resources the reclaimer lacks on the victim's node count. The
-        victim's side must be over its fair share in one of them before each
-        eviction (an indivisible victim may take it below), and no queue on the
-        victim's side is taken below its quota; the reclaimer's side must stay
-        within its fair share once the reclaimer runs, so a later session never
-        has cause to take the room back.
+        Only the resources the reclaimer lacks count, on the nodes of the
+        victim's job (a gang goes whole: its CPU-only launcher goes with the
+        GPU workers). The victim's side must be over its fair share in one of
+        them before each eviction (an indivisible victim may take it below),
+        and no queue on the victim's side is taken below its quota; the
+        reclaimer's side must stay within its fair share once the reclaimer
+        runs, so a later session never has cause to take the room back.
         """
         mine = self._jobs[reclaimer.job].queue
-        table = self.table
-        need = table.vector(reclaimer.resreq)
+        contended = self._contended(reclaimer, candidates)
         taken: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        gangs: dict[str, bool] = {}         # a gang that goes whole is judged once
         out = []
         for victim in candidates:
-            queue = self._jobs[victim.job].queue
-            sides = self._sides(mine, queue)
-            if sides is None:
-                continue        # same queue (or subtree): that is preempt's business
+            sides = self._sides(mine, self._jobs[victim.job].queue)
+            freed = contended.get(victim.job)
+            if sides is None or not freed:
+                continue        # same branch (preempt's business), or frees nothing wanted
+            group = self._ssn.eviction_group(victim)
+            whole = len(group) > 1
+            if whole and victim.job in gangs:
+                if gangs[victim.job]:
+                    out.append(victim)
+                continue
+            amount = sum_resources(t.resreq for t in group) if whole else victim.resreq
+            victim_side = sides[1]
+            ok = (self._within_fair_share(sides[0], reclaimer.resreq, freed)
+                  and any(self._over_fair_share(victim_side, r, taken[victim_side]) for r in freed)
+                  and all(self._keeps_quota(q, amount, taken[q], freed) for q in sides[2]))
+            if whole:
+                gangs[victim.job] = ok
+            if not ok:
+                continue
+            for q in sides[2]:
+                for res, value in amount.items:
+                    taken[q][res] += value
+            out.append(victim)
+        return out
+
+    def _contended(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> dict[str, list[str]]:
+        """Per victim job, the resources the reclaimer lacks on the nodes of
+        the job's candidates that those candidates hold."""
+        table = self.table
+        need = table.vector(reclaimer.resreq)
+        out: dict[str, set[str]] = defaultdict(set)
+        for victim in candidates:
             row = table.index.get(victim.node_name)  # type: ignore[arg-type]
             if row is None:
                 continue
-            short = need > table.future[row] + _EPS
-            lacking = [table.dims[d] for d in np.flatnonzero(short) if table.dims[d] != PODS]
-            freed = [r for r in lacking if victim.resreq.get(r) > 0]
-            if not freed or not self._within_fair_share(sides[0], reclaimer.resreq, lacking):
-                continue
-            victim_side = sides[1]
-            if not any(self._over_fair_share(victim_side, r, taken[victim_side]) for r in freed):
-                continue
-            if not all(self._keeps_quota(q, victim.resreq, taken[q], freed) for q in sides[2]):
-                continue
-            for q in sides[2]:
-                for res, amount in victim.resreq.items:
-                    taken[q][res] += amount
-            out.append(victim)
-        return out
+            short = np.flatnonzero(need > table.future[row] + _EPS)
+            out[victim.job].update(table.dims[d] for d in short
+                                   if table.dims[d] != PODS and victim.resreq.get(table.dims[d]) > 0)
+        return {job: sorted(names) for job, names in out.items() if names}
 
     def _sides(self, mine: QueueName, theirs: QueueName
                ) -> tuple[QueueName, QueueName, list[QueueName]] | None:

@@ -25,8 +25,8 @@ import numpy as np
 from kaisched.api.placement import Placement, SpreadConstraint
 from kaisched.api.podindex import PodIndex, present
 from kaisched.api.task import TaskInfo
-from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
+from kaisched.framework.registry import weight_argument
 
 
 @attrs.define(slots=True)
@@ -44,14 +44,7 @@ class TopologySpreadPlugin(PluginBase):
     name = "topologyspread"
 
     def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
-        arguments = dict(arguments or {})
-        unknown = sorted(set(arguments) - {"weight"})
-        if unknown:
-            raise ConfigError(f"unknown argument {unknown[0]!r} (known: weight)")
-        weight = arguments.get("weight", 1.0)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
-            raise ConfigError(f"weight: expected a number >= 0, not {weight!r}")
-        self.weight = float(weight)
+        self.weight = weight_argument(arguments)
 
     def on_session_open(self, ssn: Session) -> None:
         cluster = ssn.cluster

@@ -58,3 +58,17 @@ class PluginBase:
 
     def on_session_close(self, ssn: Session) -> None:
         return None
+
+
+def weight_argument(arguments: Mapping[str, Any] | None) -> float:
+    """The one argument of a scoring plugin: how much its score counts
+    against the others (a number >= 0, default 1)."""
+    from kaisched.errors import ConfigError
+    arguments = dict(arguments or {})
+    unknown = sorted(set(arguments) - {"weight"})
+    if unknown:
+        raise ConfigError(f"unknown argument {unknown[0]!r} (known: weight)")
+    weight = arguments.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+        raise ConfigError(f"weight: expected a number >= 0, not {weight!r}")
+    return float(weight)

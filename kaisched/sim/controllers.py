@@ -18,6 +18,7 @@ import attrs
 from kaisched.api.types import PodKey, pod_key
 from kaisched.cluster.kinds import POD, PODGROUP, kind_of
 from kaisched.cluster.memory import MemoryCluster
+from kaisched.sim.admission import refusals
 from kaisched.sim.operators import Blueprint, PodPlan, blueprint, owner_reference, pod_object
 from kaisched.sim.scenario import JobKind, JobSpec
 from podgrouper.groupers.spec import podgroup_name
@@ -75,6 +76,12 @@ class Controllers:
         self._finished: list[JobRun] = []       # succeeded or failed, not yet removed
 
     def submit(self, run: JobRun, now: float) -> None:
+        refused = refusals(run.spec, self.scheduler_name, self.priorities)
+        if refused:
+            run.state, run.submitted = JobState.FAILED, now
+            run.failure = f"the API server refuses it: {refused[0]}"
+            self._finished.append(run)
+            return
         plan = blueprint(run.spec, self.scheduler_name)
         run.plan = plan
         for obj, parent in zip(plan.objects, plan.parents):
@@ -158,7 +165,8 @@ class Controllers:
                 self.by_pod.pop(pod_key(ns, name), None)
                 self.cluster.delete(POD, ns, name)
             run.current[index] = None
-        if run.spec.kind is not JobKind.GANG and self.cluster.get(PODGROUP, ns, run.pod_group):
+        if run.pod_group and run.spec.kind is not JobKind.GANG \
+                and self.cluster.get(PODGROUP, ns, run.pod_group):
             self.cluster.delete(PODGROUP, ns, run.pod_group)
         for obj in reversed(run.objects):
             meta = obj["metadata"]

@@ -6,8 +6,8 @@ Kubeflow training operator, the MPI operator, JobSet, KubeRay and the Job
 controller give them.
 
 Pods are what an API server accepts: DNS-1123 names, a container with an
-image, GPU limits equal to requests (extended resources may not be
-overcommitted), and spec.priority resolved from the priority class as the
+image, limits equal to requests for GPUs and every other extended resource
+or hugepages (they may not be overcommitted), and spec.priority resolved from the priority class as the
 admission plugin does.
 """
 from __future__ import annotations
@@ -59,6 +59,10 @@ class Blueprint:
     recreates: bool = True             # a controller brings evicted pods back
 
 
+def _overcommittable(name: str) -> bool:
+    return name in ("cpu", "memory", "ephemeral-storage")
+
+
 def blueprint(job: JobSpec, scheduler_name: str) -> Blueprint:
     templates = {r.name: pod_template(job, r, scheduler_name) for r in job.roles}
     return _BUILDERS[job.kind](job, templates)
@@ -67,8 +71,11 @@ def blueprint(job: JobSpec, scheduler_name: str) -> Blueprint:
 def pod_template(job: JobSpec, role: RoleSpec, scheduler_name: str) -> Obj:
     requests = dict(role.requests)
     resources: Obj = {"requests": requests}
-    if GPU in requests:
-        resources["limits"] = {GPU: requests[GPU]}
+    # Extended resources and hugepages cannot be overcommitted: the API server
+    # wants their limits, equal to the requests.
+    fixed = {name: amount for name, amount in requests.items() if not _overcommittable(name)}
+    if fixed:
+        resources["limits"] = fixed
     container = {"name": _CONTAINER[job.kind], "image": IMAGE, "resources": resources}
     spec: Obj = {"schedulerName": scheduler_name, "containers": [container],
                  "restartPolicy": "Never" if job.kind is JobKind.JOB else "OnFailure",

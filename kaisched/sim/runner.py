@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from kaisched.errors import InputError
 from kaisched.framework import SchedulerConfig
+from kaisched.sim.admission import refusals
 from kaisched.sim.report import build_report, render, render_compare
 from kaisched.sim.scenario import load_scenario
 from kaisched.sim.simulation import SimResult, Simulation
@@ -38,8 +39,10 @@ def bundled(name: str = DEMO) -> Path:
 
 def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig]],
              seed: int | None, output: str, plot: str | None, out: TextIO,
-             err: TextIO) -> None:
-    scenario = load_scenario(scenario_path or bundled(), seed)
+             err: TextIO, strict: bool = False) -> None:
+    path = scenario_path or bundled()
+    scenario = load_scenario(path, seed)
+    report_refusals(scenario, configs[0][1].scheduler_name, path, strict, err)
     results: list[tuple[str, SimResult]] = []
     show = output == "text" and err.isatty()
     for label, config in configs:
@@ -61,6 +64,21 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
         render_compare(reports, console)
     if plot:
         console.print(f"plot written to {plot}")
+
+
+def report_refusals(scenario, scheduler_name: str, path: object, strict: bool,  # type: ignore[no-untyped-def]
+               err: TextIO) -> None:
+    """Say which jobs a cluster would refuse (their operators make nothing of
+    them, and the report lists them as failed); with strict, refuse to run."""
+    priorities = dict(scenario.priority_classes)
+    refused = 0
+    for job in scenario.jobs:
+        lines = refusals(job, scheduler_name, priorities)
+        refused += bool(lines)
+        for line in lines:
+            err.write(f"{'refused' if strict else 'skipped'}: job {job.name}: {line}\n")
+    if strict and refused:
+        raise InputError(f"{path}: {refused} job(s) a cluster would refuse (--strict)")
 
 
 def _run(scenario, config: SchedulerConfig, label: str, show: bool, err: TextIO) -> SimResult:  # type: ignore[no-untyped-def]

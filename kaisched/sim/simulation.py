@@ -160,7 +160,7 @@ class Simulation:
             if elapsed >= horizon:
                 stopped = f"the end of the scenario ({horizon:g}s) was reached"
                 break
-            step = self._next_step(now, period, result, wrote, arrivals)
+            step = self._next_step(now, period, result, wrote, arrivals, self.start + horizon)
             if step is None:
                 stopped = "nothing left could change: the jobs still waiting can never start"
                 break
@@ -243,8 +243,9 @@ class Simulation:
 
     # -- when to run the next session ----------------------------------------------------------
     def _next_step(self, now: float, period: float, result: CycleResult, wrote: int,
-                   arrivals: list[JobRun]) -> int | None:
-        """Ticks to the next session; None when nothing can ever change again."""
+                   arrivals: list[JobRun], end: float) -> int | None:
+        """Ticks to the next session (never past the end of the scenario); None
+        when nothing can ever change again."""
         busy = (wrote or self.scheduler.holds or self.kubelet.busy()
                 or any(not isinstance(e, _QUIET) for e in result.effects))
         if busy or self.every_period:
@@ -256,7 +257,7 @@ class Simulation:
         future = [e for e in events if e is not None]
         if not future:
             return None
-        return max(1, math.ceil((min(future) - now) / period - 1e-9))
+        return max(1, math.ceil((min(min(future), end) - now) / period - 1e-9))
 
     def _timers(self, now: float) -> list[float]:
         """When a PodGroup's timer runs out: the moments time alone changes a decision."""
