@@ -137,6 +137,8 @@ class RoomFinder:
     def nodes(self, task: TaskInfo) -> list[NodeName]:
         """Nodes where room could be made: first those where other jobs'
         surplus tasks are enough (no gang need go), then by least eviction."""
+        if not self.by_node:
+            return []           # no candidate victims anywhere
         table = self.ssn.cluster.table
         vec = table.vector(task.resreq)
         room = self.room()

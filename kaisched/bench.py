@@ -1,4 +1,4 @@
-"""The performance scenarios of DESIGN 9, on the memory backend.
+"""The performance scenarios, on the memory backend.
 
 Each builds raw objects, loads them, and measures one scheduling cycle:
 snapshot (watch events -> cache -> ClusterInfo) and session (actions).

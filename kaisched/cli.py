@@ -1,4 +1,4 @@
-"""The kaisched command line (DESIGN 8). Errors print one line, never a traceback."""
+"""The kaisched command line. Errors print one line, never a traceback."""
 from __future__ import annotations
 
 import logging

@@ -1,5 +1,5 @@
 """Replay: load plain objects into the memory backend, run the PodGrouper and
-N sessions in virtual time, and report every decision (DESIGN 8).
+N sessions in virtual time, and report every decision.
 
 Between sessions a minimal kubelet acts: bound pods start Running, evicted
 pods are gone, and the clock moves on by schedulePeriod.

@@ -2,7 +2,7 @@
 kept from one session to the next until it is ready or its waiting time ends.
 
 Holds of several gangs can block each other — each waits for room another
-holds — which seed 000 leaves unsolved. Here they form a wait-for graph; a
+holds — which Koordinator's design leaves unsolved. Here they form a wait-for graph; a
 cycle releases its youngest gang's hold, so the older one can finish.
 """
 from __future__ import annotations

@@ -79,7 +79,9 @@ class Session:
         # table): other gangs may use a node's room only beyond it.
         self.reserved_for: dict[JobKey, np.ndarray] = {}
         self._held: dict[JobKey, tuple[np.ndarray, np.ndarray]] = {}   # rows, room others hold
+        self._outside: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # fits outside them
         self._caches: dict[Any, _ClassCache] = {}
+        self._explained: dict[tuple, str] = {}
         self._bases: dict[Placement, Placement] = {}
         self._all_rows = np.arange(len(cluster.table))
         self._rules = cluster.rules_in_play()
@@ -207,10 +209,11 @@ class Session:
         that has room only once releasing pods are gone gives a pipelined choice.
         within (a mask over nodes) keeps a topology-bound gang inside its domain."""
         cache = self._refresh(task)
-        mask = cache.mask if within is None else cache.mask & within
-        idle_fit = cache.idle_fit
+        mask, idle_fit = cache.mask, cache.idle_fit
         if self.reserved_for:
-            mask, idle_fit = self._outside_reservations(task, mask, idle_fit)
+            mask, idle_fit = self._outside_reservations(task, cache)
+        if within is not None:
+            mask = mask & within
         idle = mask & idle_fit
         has_idle = bool(idle.any())
         if not has_idle and (idle_only or not mask.any()):
@@ -223,7 +226,16 @@ class Session:
         self.unschedulable[job.key] = message
 
     def explain_task(self, task: TaskInfo) -> str:
-        """Why no node takes the task, by filter, in numbers (cold path)."""
+        """Why no node takes the task, by filter, in numbers. The same for its
+        whole class while no node changes: a long queue of alike jobs that
+        wait is explained once."""
+        key = (self.class_key(task), self.cluster.table.version)
+        found = self._explained.get(key)
+        if found is None:
+            found = self._explained[key] = self._explain(task)
+        return found
+
+    def _explain(self, task: TaskInfo) -> str:
         table = self.cluster.table
         alive = np.ones(len(table), dtype=bool)
         parts: list[str] = []
@@ -299,15 +311,23 @@ class Session:
         """Hold room (rows x resources) for a starving gang, this session."""
         self.reserved_for[job] = room
         self._held.clear()
+        self._outside.clear()
 
     def unreserve(self, job: JobKey) -> None:
         if self.reserved_for.pop(job, None) is not None:
             self._held.clear()
+            self._outside.clear()
 
     # -- internals -------------------------------------------------------------------
-    def _outside_reservations(self, task: TaskInfo, mask: np.ndarray,
-                              idle_fit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The fits again on rows where other gangs hold room, without it."""
+    def _outside_reservations(self, task: TaskInfo,
+                              cache: _ClassCache) -> tuple[np.ndarray, np.ndarray]:
+        """The class's fits again on rows where other gangs hold room, without
+        it; the same for every alike task while no node changes."""
+        memo_key = (id(cache), task.job if task.job in self.reserved_for else None,
+                    self.cluster.table.version)
+        found = self._outside.get(memo_key)
+        if found is not None:
+            return found
         held = self._held.get(task.job)
         if held is None:
             others = [room for job, room in self.reserved_for.items() if job != task.job]
@@ -315,13 +335,14 @@ class Session:
             rows = np.flatnonzero(total.any(axis=1)) if others else np.zeros(0, dtype=int)
             held = self._held[task.job] = (rows, total[rows] if others else total)
         rows, room = held
-        if not len(rows):
-            return mask, idle_fit           # only the task's own gang holds room
-        table = self.cluster.table
-        vec = table.vector(task.resreq)
-        mask, idle_fit = mask.copy(), idle_fit.copy()
-        mask[rows] &= table.fits(vec, table.future[rows] - room)
-        idle_fit[rows] &= table.fits(vec, table.idle[rows] - room)
+        mask, idle_fit = cache.mask, cache.idle_fit
+        if len(rows):           # else only the task's own gang holds room
+            table = self.cluster.table
+            vec = table.vector(task.resreq)
+            mask, idle_fit = mask.copy(), idle_fit.copy()
+            mask[rows] &= table.fits(vec, table.future[rows] - room)
+            idle_fit[rows] &= table.fits(vec, table.idle[rows] - room)
+        self._outside[memo_key] = (mask, idle_fit)
         return mask, idle_fit
 
     def _filters(self) -> list[tuple[str, Callable[..., Any]]]:
