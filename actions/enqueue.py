@@ -10,6 +10,7 @@ minResources itself, just before placing a gang.
 """
 from __future__ import annotations
 
+from actions.allocate import queue_of
 from kaisched.api.job import JobInfo
 from kaisched.api.types import PodGroupPhase, TaskStatus
 from kaisched.framework import Session
@@ -27,8 +28,8 @@ class EnqueueAction:
                 ssn.admit(job)          # running, admitted before, or a bare pod
             elif job.count_of(TaskStatus.PENDING) and not ssn.job_invalid(job):
                 waiting.append(job)
-        queues = ssn.cluster.queues
-        waiting.sort(key=lambda j: (ssn.queue_order_key(queues[j.queue]), ssn.job_order_key(j)))
+        waiting.sort(key=lambda j: (ssn.queue_order_key(queue_of(ssn, j.queue)),
+                                    ssn.job_order_key(j)))
         for job in waiting:
             reason = ssn.enqueueable(job)
             if reason:

@@ -34,10 +34,7 @@ def starving_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     queues = ssn.cluster.queues
     waiting = [(j, starving(ssn, j)) for j in ssn.cluster.jobs.values()
                if j.count_of(TaskStatus.PENDING) and j.queue in queues]
-    waiting = [(j, tasks) for j, tasks in waiting if tasks]
-    waiting.sort(key=lambda jt: (ssn.queue_order_key(queues[jt[0].queue]),
-                                 ssn.job_order_key(jt[0])))
-    return waiting
+    return _in_order(ssn, [(j, tasks) for j, tasks in waiting if tasks])
 
 
 def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
@@ -53,9 +50,15 @@ def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
                   if t.status is TaskStatus.PENDING and t.key not in ssn.reservations]
         if extras:
             waiting.append((job, ssn.ordered_tasks(job, extras)))
-    waiting.sort(key=lambda jt: (ssn.queue_order_key(queues[jt[0].queue]),
-                                 ssn.job_order_key(jt[0])))
-    return waiting
+    return _in_order(ssn, waiting)
+
+
+def _in_order(ssn: Session, waiting: list[tuple[JobInfo, list[TaskInfo]]]
+              ) -> list[tuple[JobInfo, list[TaskInfo]]]:
+    """Queues in queue order (fairest first), jobs in job order inside each."""
+    queues = ssn.cluster.queues
+    return sorted(waiting, key=lambda jt: (ssn.queue_order_key(queues[jt[0].queue]),
+                                           ssn.job_order_key(jt[0])))
 
 
 def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
