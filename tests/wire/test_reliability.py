@@ -53,7 +53,8 @@ def elector(cluster: KubeCluster, identity: str, lease: float = 30.0) -> LeaderE
                          retry_period=0.1)
 
 
-def eventually(check: Callable[[], Any], timeout: float = WAIT) -> Any:
+# Patience, not a time limit under test: a loaded machine may take a while.
+def eventually(check: Callable[[], Any], timeout: float = 6 * WAIT) -> Any:
     deadline = time.monotonic() + timeout
     while not (result := check()):
         assert time.monotonic() < deadline, "gave up waiting"
