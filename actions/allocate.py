@@ -36,7 +36,7 @@ class AllocateAction:
         for job in ssn.cluster.jobs.values():
             if job.key in ssn.held:
                 pass         # a NonStrict hold: it must be finished or kept either way
-            elif not placeable(ssn, job) or all(t.best_effort for t in pending(ssn, job)):
+            elif not placeable(ssn, job) or all(t.best_effort for t in ssn.pending(job)):
                 continue     # nothing to place, or all best-effort: backfill's
             jobs.setdefault(job.queue, []).append((ssn.job_order_key(job), next(seq), job))
         for heap in jobs.values():
@@ -54,7 +54,7 @@ class AllocateAction:
                     members = group_members(ssn, job)
                     grouped.update(m.key for m in members)
                     place_group(ssn, members)
-            elif place_job(ssn, job) and pending(ssn, job):
+            elif place_job(ssn, job) and ssn.pending(job):
                 heapq.heappush(heap, (ssn.job_order_key(job), next(seq), job))
             if job.key in ssn.reserved_for and ssn.job_pipelined(job):
                 ssn.unreserve(job.key)      # placed, or waiting only for releasing room
@@ -76,11 +76,6 @@ def heads(ssn: Session, queues: Iterable[list]) -> list[JobInfo]:
 def queue_of(ssn: Session, name: QueueName) -> QueueInfo:
     """The queue, or a plain one when no plugin checked that it exists."""
     return ssn.cluster.queues.get(name) or QueueInfo(name)
-
-
-def pending(ssn: Session, job: JobInfo) -> list[TaskInfo]:
-    return [t for t in job.tasks.values()
-            if t.status is TaskStatus.PENDING and t.key not in ssn.reservations]
 
 
 def placeable(ssn: Session, job: JobInfo) -> bool:
@@ -140,7 +135,7 @@ def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
     held = ssn.held.pop(job.key, None)      # a NonStrict hold carried from before
     was_ready = ssn.job_ready(job) and held is None
     stmt = ssn.statement()
-    attempt = place_in_topology(ssn, stmt, job, tasks if tasks is not None else pending(ssn, job),
+    attempt = place_in_topology(ssn, stmt, job, tasks if tasks is not None else ssn.pending(job),
                                 idle_only, place_tasks)
     progress = bool(attempt.placed or held)
     if progress and ssn.job_ready(job):
@@ -193,7 +188,7 @@ def place_group(ssn: Session, members: list[JobInfo]) -> bool:
     attempts: dict[JobKey, Attempt] = {}
     if blocker is None:
         for member in members:
-            todo = [] if ssn.job_ready(member) else pending(ssn, member)
+            todo = [] if ssn.job_ready(member) else ssn.pending(member)
             attempts[member.key] = place_tasks(ssn, stmt, member, todo)
         if all(ssn.job_ready(m) for m in members):
             stmt.commit()

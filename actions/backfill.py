@@ -3,7 +3,7 @@ and the leftovers of jobs whose gang is already met, on idle room only, so a
 pipelined gang's reservations are never taken."""
 from __future__ import annotations
 
-from actions.allocate import pending, placeable, place_job
+from actions.allocate import placeable, place_job
 from kaisched.api.types import TaskStatus
 from kaisched.framework import Session
 
@@ -17,8 +17,8 @@ class BackfillAction:
             if job.key in ssn.unschedulable or not placeable(ssn, job):
                 continue
             ready = ssn.job_ready(job)
-            tasks = [t for t in pending(ssn, job) if ready or t.best_effort]
+            tasks = [t for t in ssn.pending(job) if ready or t.best_effort]
             # A gang of best-effort pods still goes whole: place_job commits
             # only once the job is ready. A ready job's leftovers go one by one.
             while tasks and place_job(ssn, job, idle_only=True, tasks=tasks):
-                tasks = [t for t in pending(ssn, job) if t in tasks]
+                tasks = [t for t in ssn.pending(job) if t in tasks]

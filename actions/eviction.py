@@ -46,8 +46,7 @@ def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
         if not job.count_of(TaskStatus.PENDING) or job.queue not in queues \
                 or not ssn.job_ready(job) or ssn.job_invalid(job):
             continue
-        extras = [t for t in job.tasks.values()
-                  if t.status is TaskStatus.PENDING and t.key not in ssn.reservations]
+        extras = ssn.pending(job)
         if extras:
             waiting.append((job, ssn.ordered_tasks(job, extras)))
     return _in_order(ssn, waiting)
@@ -64,8 +63,7 @@ def _in_order(ssn: Session, waiting: list[tuple[JobInfo, list[TaskInfo]]]
 def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     """The pending tasks of a valid job that is not even pipelined-ready, in
     task order; empty when the job is not starving."""
-    pending = [t for t in job.tasks.values()
-               if t.status is TaskStatus.PENDING and t.key not in ssn.reservations]
+    pending = ssn.pending(job)
     if not pending or ssn.job_pipelined(job) or ssn.job_invalid(job) or not ssn.admits(job):
         return []
     return ssn.ordered_tasks(job, pending)
@@ -78,14 +76,14 @@ def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
     return [t for t in current if t is not None and t.status in EVICTABLE]
 
 
-def victim_order(ssn: Session, tasks: list[TaskInfo] | None = None) -> Callable[[TaskInfo], tuple]:
+def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo], tuple]:
     """Surplus tasks (those above their job's minimum) before whole gangs,
     spread over jobs: the newest surplus task of every job before the second
     of any. Then lowest priority first, most recently started, fewest pods.
-    An action computes it once, before its first eviction."""
+    An action computes it once, over evictable_tasks(), before its first eviction."""
     jobs = ssn.cluster.jobs
     by_job: dict[str, list[TaskInfo]] = {}
-    for task in evictable_tasks(ssn) if tasks is None else tasks:
+    for task in evictable:
         by_job.setdefault(task.job, []).append(task)
     rank: dict[str, int] = {}
     for key, running in by_job.items():
@@ -197,15 +195,15 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
 
 def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
                       finder: Callable[[TaskInfo], RoomFinder], reason: str,
-                      check: Callable[[TaskInfo], str | None], verb: str = "preempted",
-                      gangs: bool = True, order: Callable[[TaskInfo], tuple] | None = None) -> bool:
+                      check: Check, order: Callable[[TaskInfo], tuple],
+                      verb: str = "preempted", gangs: bool = True) -> bool:
     """Pipeline the job's tasks, evicting where needed, until it is
     pipelined-ready; commit then, else undo everything. True if committed.
 
     A job already pipelined-ready (an elastic job's extras) places one task
-    per call, and with gangs=False takes only other jobs' surplus tasks."""
+    per call, and with gangs=False takes only other jobs' surplus tasks.
+    order is the action's victim order, fixed before its first eviction."""
     stmt = ssn.statement()
-    order = order or victim_order(ssn)
     for task in tasks:
         if check(task):
             break
@@ -247,6 +245,6 @@ def place_extras_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], 
     The victim order is the action's, fixed before its first eviction, so
     that the surplus taken is spread over jobs."""
     for task in tasks:
-        if not place_by_eviction(ssn, job, [task], hook, finder, "Preempted", check, verb,
-                                 gangs=False, order=order):
+        if not place_by_eviction(ssn, job, [task], hook, finder, "Preempted", check, order,
+                                 verb, gangs=False):
             return

@@ -44,7 +44,7 @@ class PreemptAction:
             if not by_queue.get(job.queue) or ssn.job_pipelined(job):
                 continue
             place_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job), "Preempted",
-                              lambda t, job=job: ssn.allocatable(job, t), order=order)
+                              lambda t, job=job: ssn.allocatable(job, t), order)
         for job, tasks in extras:
             if by_queue.get(job.queue):
                 place_extras_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job),

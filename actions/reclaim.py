@@ -53,7 +53,7 @@ class ReclaimAction:
             if ssn.job_pipelined(job) or ssn.overused(job, tasks[0]):
                 continue
             place_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job), "Preempted",
-                              check(job), verb="reclaimed", order=order)
+                              check(job), order, verb="reclaimed")
         for job, tasks in extras:
             place_extras_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job),
                                      check(job), "reclaimed", order)

@@ -17,7 +17,7 @@ import numpy as np
 from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
-from kaisched.api.types import JobKey, TaskStatus
+from kaisched.api.types import JobKey
 from kaisched.framework import Session
 
 
@@ -46,8 +46,6 @@ def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
     """Room (rows x resources) for the gang's minimum on the nodes it would
     use, or None if it would not fit even on empty nodes."""
     table = ssn.cluster.table
-    pending = [t for t in job.tasks.values()
-               if t.status is TaskStatus.PENDING and t.key not in ssn.reservations]
     # The minimum: what the gang and each subgroup still lack (subgroups'
     # shortfalls come first in the order).
     needed = max(job.min_member - job.ready_count(),
@@ -55,7 +53,7 @@ def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
     room = np.zeros_like(table.alloc)
     held = sum(ssn.reserved_for.values(), np.zeros_like(table.alloc))
     with np.errstate(divide="ignore", invalid="ignore"):
-        for task in ssn.ordered_tasks(job, pending)[:needed]:
+        for task in ssn.ordered_tasks(job, ssn.pending(job))[:needed]:
             vec = table.vector(task.resreq)
             rows = np.flatnonzero(ssn.static_mask(task)
                                   & table.fits(vec, table.alloc - held - room))

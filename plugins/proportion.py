@@ -50,10 +50,10 @@ class ProportionPlugin(PluginBase):
         cluster = ssn.cluster
         self.queues = cluster.queues
         self.tree: nx.DiGraph = cluster.tree
-        # A queue and its ancestors: whose usage and limits a task touches.
-        self._chain = {q: [q, *sorted(a for a in nx.ancestors(self.tree, q) if a != ROOT)]
-                       for q in self.queues}
+        # A queue and its ancestors, bottom up: whose usage and limits a task
+        # touches, and where two queues' branches meet.
         self._parent = {q: next(iter(self.tree.predecessors(q)), ROOT) for q in self.queues}
+        self._chain = {q: self._path_up(q) for q in self.queues}
         self.allocated: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.pinned: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         demand: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -260,10 +260,10 @@ class ProportionPlugin(PluginBase):
         from the victim's up to its ancestor. None within one branch."""
         if mine == theirs or mine not in self._parent or theirs not in self._parent:
             return None
-        up_mine = self._path_up(mine)
+        up_mine = self._chain[mine]
         on_mine = set(up_mine)
         below: list[QueueName] = []
-        for queue in self._path_up(theirs):
+        for queue in self._chain[theirs]:
             if queue in on_mine:
                 return None         # the victim's queue is above the reclaimer's
             below.append(queue)

@@ -102,8 +102,7 @@ def wait_for_graph(ssn: Session, holds: Mapping[JobKey, Hold]) -> nx.DiGraph:
     graph = nx.DiGraph()
     graph.add_nodes_from(holds)
     for a in holds:
-        waiting = {(t.resreq, t.placement): t for t in jobs[a].tasks.values()
-                   if t.status is TaskStatus.PENDING and t.key not in ssn.reservations}
+        waiting = {(t.resreq, t.placement): t for t in ssn.pending(jobs[a])}
         for b, rows in held_room.items():
             if a == b:
                 continue

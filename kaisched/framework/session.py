@@ -78,7 +78,8 @@ class Session:
         # Room held for starving gangs, per gang (rows x resources of the node
         # table): other gangs may use a node's room only beyond it.
         self.reserved_for: dict[JobKey, np.ndarray] = {}
-        self._held: dict[JobKey, tuple[np.ndarray, np.ndarray]] = {}   # rows, room others hold
+        # Per owner (a gang holding room, or None): the rows and room the others hold.
+        self._held: dict[JobKey | None, tuple[np.ndarray, np.ndarray]] = {}
         self._outside: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # fits outside them
         self._caches: dict[Any, _ClassCache] = {}
         self._explained: dict[tuple, str] = {}
@@ -120,6 +121,11 @@ class Session:
         rank = next((i for i, sg in enumerate(job.spec.subgroups) if sg.name == task.subgroup),
                     len(job.spec.subgroups))
         return (rank, self._task_key(task), task.key)
+
+    def pending(self, job: JobInfo) -> list[TaskInfo]:
+        """The job's tasks still to place: Pending, and not reserved this session."""
+        return [t for t in job.tasks.values()
+                if t.status is TaskStatus.PENDING and t.key not in self.reservations]
 
     def ordered_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Tasks in the order a gang is placed: what every subgroup still needs
@@ -323,17 +329,17 @@ class Session:
                               cache: _ClassCache) -> tuple[np.ndarray, np.ndarray]:
         """The class's fits again on rows where other gangs hold room, without
         it; the same for every alike task while no node changes."""
-        memo_key = (id(cache), task.job if task.job in self.reserved_for else None,
-                    self.cluster.table.version)
+        owner = task.job if task.job in self.reserved_for else None
+        memo_key = (self.class_key(task), owner, self.cluster.table.version)
         found = self._outside.get(memo_key)
         if found is not None:
             return found
-        held = self._held.get(task.job)
+        held = self._held.get(owner)
         if held is None:
-            others = [room for job, room in self.reserved_for.items() if job != task.job]
+            others = [room for job, room in self.reserved_for.items() if job != owner]
             total = np.sum(others, axis=0) if others else np.zeros((0, 0))
             rows = np.flatnonzero(total.any(axis=1)) if others else np.zeros(0, dtype=int)
-            held = self._held[task.job] = (rows, total[rows] if others else total)
+            held = self._held[owner] = (rows, total[rows] if others else total)
         rows, room = held
         mask, idle_fit = cache.mask, cache.idle_fit
         if len(rows):           # else only the task's own gang holds room
