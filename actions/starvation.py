@@ -52,11 +52,14 @@ def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
                  sum(max(g.min_member - job.ready_count(g.name), 0) for g in job.spec.subgroups))
     room = np.zeros_like(table.alloc)
     held = sum(ssn.reserved_for.values(), np.zeros_like(table.alloc))
+    static: dict[tuple, np.ndarray] = {}        # alike tasks pass the same filters
     with np.errstate(divide="ignore", invalid="ignore"):
         for task in ssn.ordered_tasks(job, ssn.pending(job))[:needed]:
             vec = table.vector(task.resreq)
-            rows = np.flatnonzero(ssn.static_mask(task)
-                                  & table.fits(vec, table.alloc - held - room))
+            key = ssn.class_key(task)
+            if key not in static:
+                static[key] = ssn.static_mask(task)
+            rows = np.flatnonzero(static[key] & table.fits(vec, table.alloc - held - room))
             if not len(rows):
                 return None
             # The room the task adds to what is still missing on each node,

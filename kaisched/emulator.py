@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import datetime
 import itertools
 import os
 import sys
@@ -28,6 +27,8 @@ import aiohttp.web
 import attrs
 import kmock
 import orjson
+
+from kaisched.api.clock import to_rfc3339
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -135,7 +136,7 @@ class ApiServer(kmock.KubernetesEmulator):
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return to_rfc3339(time.time())
 
 
 def _status(code: int, reason: str, message: str) -> Obj:

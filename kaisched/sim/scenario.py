@@ -19,9 +19,8 @@ import yaml
 from kaisched.api.quantity import parse_duration, parse_quantity
 from kaisched.api.resource import CPU, GPU, MEMORY, PODS
 from kaisched.errors import InputError
+from kaisched.validation.rules import dns_label
 
-# DNS-1123 labels, as the API server wants names, namespaces and role names.
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Room left in a 63-character pod name for the suffixes the operators add.
 MAX_JOB_NAME = 40
 ALIASES = {"gpu": GPU}
@@ -463,7 +462,8 @@ def _text(value: Any, where: str) -> str:
 
 
 def _dns(value: Any, where: str) -> str:
-    if not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL.match(value):
+    """A DNS-1123 label, as the API server wants names, namespaces and role names."""
+    if dns_label(value) is not None:
         raise _Bad(f"{where}: {value!r} is not a DNS-1123 label (lower-case letters, digits "
                    "and '-', at most 63)")
     return value
