@@ -129,7 +129,8 @@ def _report(ssn: Session, job: JobInfo) -> None:
     if cond.status != "False":
         # A gang that runs, with pods beyond its minimum that fit nowhere: each
         # of those is told why, as a pod alone would be.
-        for task, why in extras:
+        for task, reason in extras:
+            why = f"beyond minMember {job.min_member} of {job.key}, not placed: {reason}"
             if task.unschedulable != why:
                 ssn.emit(SetPodCondition(task.key, Condition(
                     "PodScheduled", "False", Reason.UNSCHEDULABLE.value, why, now)))
@@ -152,20 +153,17 @@ def _report(ssn: Session, job: JobInfo) -> None:
 def _waiting_extras(ssn: Session, job: JobInfo) -> list[tuple[TaskInfo, str]]:
     """The job's pods beyond its minimum that this session could not place,
     and why: its queue's limit, else the filters that refuse it on every node,
-    in numbers. Only for a gang that otherwise runs; identical pods share one
+    in numbers. Only for a gang that otherwise runs; alike pods share one
     explanation."""
     if not gang_met(job, READY_STATUSES):
         return []
-    waiting = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING
-               and t.key not in ssn.placed and t.key not in ssn.reservations]
-    why: dict[object, str] = {}
+    why: dict[tuple, str] = {}
     out: list[tuple[TaskInfo, str]] = []
-    for task in waiting:
-        like = (task.resreq, task.placement)
+    for task in ssn.pending(job):
+        like = ssn.class_key(task)
         if like not in why:
             why[like] = ssn.allocatable(job, task) or ssn.explain_task(task)
-        out.append((task, f"beyond minMember {job.min_member} of {job.key}, "
-                          f"not placed: {why[like]}"))
+        out.append((task, why[like]))
     return out
 
 
@@ -194,8 +192,7 @@ def _status(ssn: Session, job: JobInfo,
     elif started:
         message = f"{scheduled}/{len(job.tasks)} tasks scheduled"
         if extras:
-            first = extras[0][1].split(", not placed: ", 1)[-1]
-            message += (f"; {len(extras)} pod(s) beyond minMember not placed: {first}")
+            message += f"; {len(extras)} pod(s) beyond minMember not placed: {extras[0][1]}"
         cond = _condition(old, "True", Reason.SCHEDULED.value, message, now)
     else:
         cond = old.condition("Scheduled")
