@@ -33,7 +33,7 @@ class AllocateAction:
     def execute(self, ssn: Session) -> None:
         seq = itertools.count()
         jobs: dict[QueueName, list] = {}
-        for job in ssn.cluster.jobs.values():
+        for job in ssn.cluster.active_jobs():
             if job.key in ssn.held:
                 pass         # a NonStrict hold: it must be finished or kept either way
             elif not placeable(ssn, job) or all(t.best_effort for t in ssn.pending(job)):

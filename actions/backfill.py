@@ -12,7 +12,7 @@ class BackfillAction:
     name = "backfill"
 
     def execute(self, ssn: Session) -> None:
-        waiting = (j for j in ssn.cluster.jobs.values() if j.count_of(TaskStatus.PENDING))
+        waiting = (j for j in ssn.cluster.active_jobs() if j.count_of(TaskStatus.PENDING))
         for job in sorted(waiting, key=ssn.job_order_key):
             if job.key in ssn.unschedulable or not placeable(ssn, job):
                 continue

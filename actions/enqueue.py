@@ -22,7 +22,7 @@ class EnqueueAction:
     def execute(self, ssn: Session) -> None:
         ssn.admitted = set()
         waiting: list[JobInfo] = []
-        for job in ssn.cluster.jobs.values():
+        for job in ssn.cluster.active_jobs():
             if ssn.job_ready(job) or job.status.phase is not PodGroupPhase.PENDING \
                     or not job.spec.declared:
                 ssn.admit(job)          # running, admitted before, or a bare pod

@@ -32,7 +32,7 @@ def starving_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     """Jobs that are not even pipelined-ready, with their pending tasks in task
     order; queues fairest first, then jobs in job order."""
     queues = ssn.cluster.queues
-    waiting = [(j, starving(ssn, j)) for j in ssn.cluster.jobs.values()
+    waiting = [(j, starving(ssn, j)) for j in ssn.cluster.active_jobs()
                if j.count_of(TaskStatus.PENDING) and j.queue in queues]
     return _in_order(ssn, [(j, tasks) for j, tasks in waiting if tasks])
 
@@ -42,7 +42,7 @@ def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     starving_jobs: their extras may take other jobs' surplus, never a gang."""
     queues = ssn.cluster.queues
     waiting = []
-    for job in ssn.cluster.jobs.values():
+    for job in ssn.cluster.active_jobs():
         if not job.count_of(TaskStatus.PENDING) or job.queue not in queues \
                 or not ssn.job_ready(job) or ssn.job_invalid(job):
             continue

@@ -16,7 +16,7 @@ class StaleGangEvictionAction:
     name = "stalegangeviction"
 
     def execute(self, ssn: Session) -> None:
-        for job in ssn.cluster.jobs.values():
+        for job in ssn.cluster.active_jobs():   # a settled gang is whole
             if job.min_member <= 1 and not job.spec.subgroups and not job.status.stale_since:
                 continue    # a gang of one is never partly alive
             on_nodes = [t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]

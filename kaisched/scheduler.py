@@ -25,7 +25,9 @@ from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient, WatchEvent
 from kaisched.cluster.kinds import POD
 from kaisched.framework import Registry, SchedulerConfig, Session
-from kaisched.framework.effects import Effect
+from kaisched.framework.effects import (
+    Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus,
+)
 from kaisched.errors import ApiError, UnreachableError
 from kaisched.framework.holds import Hold
 
@@ -129,6 +131,7 @@ class Scheduler:
                 effects = ssn.close()
                 self.holds = ssn.holds
         decided = time.perf_counter()
+        self.cache.revisit(self._spoken_of(effects))
         if self.binder.live:
             self.binder.wait(cancel=lambda: not proceed())
             report = self.binder.take_report()
@@ -136,6 +139,21 @@ class Scheduler:
             report = self.binder.apply(effects) if not abandoned else BindReport()
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
                            snapshotted - started, decided - snapshotted, abandoned)
+
+    def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
+        """The jobs the effects bind, evict or write something of."""
+        jobs: set[JobKey] = set()
+        for effect in effects:
+            if isinstance(effect, (Bind, Evict, SetPodGroupStatus)):
+                jobs.add(effect.job)
+            elif isinstance(effect, RecordEvent) and effect.kind == "PodGroup":
+                jobs.add(JobKey(effect.key))
+            elif isinstance(effect, (SetPodCondition, RecordEvent)):
+                job = self.cache.job_of(PodKey(effect.pod if isinstance(effect, SetPodCondition)
+                                               else effect.key))
+                if job is not None:
+                    jobs.add(job)
+        return jobs
 
     def step_down(self) -> None:
         """This replica stopped leading: drop what it meant to do."""

@@ -34,7 +34,8 @@ class GangPlugin(PluginBase):
         ssn.register(Hook.EVICTION_GROUP, self.eviction_group)
 
     def on_session_close(self, ssn: Session) -> None:
-        for job in ssn.cluster.jobs.values():
+        # A settled job that did not change has nothing new to say.
+        for job in ssn.cluster.active_jobs():
             _report(ssn, job)
 
     def min_resources_fit(self, job: JobInfo) -> str | None:

@@ -14,16 +14,13 @@ import numpy as np
 
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import ROOT, QueueInfo
-from kaisched.api.queue_status import queue_statuses
+from kaisched.api.queue_status import job_states, queue_statuses
 from kaisched.api.resource import PODS, Resource, format_amount, sum_resources
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import OCCUPYING_STATUSES, QueueName, TaskStatus
+from kaisched.api.types import QueueName
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetQueueStatus
 
-# What counts against a queue: a Releasing task is on its way out, and counting
-# it would make a queue look over its share again after every reclaim.
-_HOLDING = (OCCUPYING_STATUSES - {TaskStatus.UNKNOWN, TaskStatus.RELEASING}) | {TaskStatus.PIPELINED}
 _EPS = 1e-9
 
 
@@ -57,24 +54,15 @@ class ProportionPlugin(PluginBase):
         self.allocated: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.pinned: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         demand: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        self._preemptible = {k: j.spec.preemptible for k, j in cluster.jobs.items()}
-        # Count tasks by (queue, request) first: a big cluster has few distinct ones.
-        holding: dict[tuple[QueueName, Resource, bool], int] = {}
-        wanted: dict[tuple[QueueName, Resource], int] = {}
-        for job in cluster.jobs.values():
-            pinned = not job.spec.preemptible
-            for task in job.tasks.values():
-                if task.status in _HOLDING:
-                    key = (job.queue, task.resreq, pinned)
-                    holding[key] = holding.get(key, 0) + 1
-                elif task.status is TaskStatus.PENDING and job.problem is None:
-                    wanted[(job.queue, task.resreq)] = wanted.get((job.queue, task.resreq), 0) + 1
-        for (queue, res, pinned), count in holding.items():
+        # Tasks counted by (queue, request), kept by the cache as jobs change:
+        # a big cluster has few distinct ones.
+        ledger = cluster.ledger()
+        for (queue, res, pinned), count in ledger.holding.items():
             self._add(self.allocated, queue, res, count)
             self._add(demand, queue, res, count)
             if pinned:
                 self._add(self.pinned, queue, res, count)
-        for (queue, res), count in wanted.items():
+        for (queue, res), count in ledger.wanted.items():
             self._add(demand, queue, res, count)
         total = cluster.total_allocatable()
         self.deserved = self._fair_shares(total, demand)
@@ -94,7 +82,7 @@ class ProportionPlugin(PluginBase):
 
     def on_session_close(self, ssn: Session) -> None:
         """Write each Queue's status (use, fair share, quota, limit, jobs) where it changed."""
-        statuses = queue_statuses(self.queues, self.tree, ssn.cluster.jobs.values(),
+        statuses = queue_statuses(self.queues, self.tree, job_states(ssn.cluster),
                                   self.deserved, self.allocated)
         for name, status in sorted(statuses.items()):
             queue = self.queues[name]
@@ -317,7 +305,8 @@ class ProportionPlugin(PluginBase):
 
     def _account(self, queue: QueueName, task: TaskInfo, sign: float) -> None:
         self._add(self.allocated, queue, task.resreq, sign)
-        if not self._preemptible.get(task.job, True):
+        job = self._jobs.get(task.job)
+        if job is not None and not job.spec.preemptible:
             self._add(self.pinned, queue, task.resreq, sign)
 
     def _add(self, table: dict, queue: QueueName, res: Resource, times: float) -> None:

@@ -9,6 +9,7 @@ import numpy as np
 
 from kaisched.api.domains import Domains
 from kaisched.api.job import JobInfo
+from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
 from kaisched.api.placement import NO_RULES, PodRules
 from kaisched.api.queue import QueueInfo, build_queue_tree
@@ -75,6 +76,12 @@ class ClusterInfo:
     namespace_labels: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     _rules: RulesInPlay | None = None
     _domains: dict[str, Domains] = attrs.field(factory=dict)   # node labels: shared by clones
+    # The moves a session made on the cache's own model (None: nobody to hand it back to).
+    journal: list[tuple[TaskInfo, TaskInfo]] | None = None
+    # Jobs a cycle must look at (None: every job; the cache knows better).
+    active: set[JobKey] | None = None
+    moved: set[JobKey] = attrs.field(factory=set)     # jobs whose tasks moved since lent
+    _ledger: Ledger | None = None
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -91,12 +98,13 @@ class ClusterInfo:
         names: set[str] = set()
         for spec in specs:
             names.update(spec.allocatable.names())
+        foreign = tuple(foreign)
         requests = {task.resreq for job in jobs for task in job.tasks.values()}  # few distinct
+        requests.update(pod.resreq for pod in foreign)
         for res in requests:
             names.update(res.names())
         table = NodeTable(specs, resource_dims(sorted(names)))
         node_infos = {s.name: NodeInfo(s, i, table) for i, s in enumerate(specs)}
-        foreign = tuple(foreign)
         for pod in foreign:
             idx = table.index.get(pod.node_name)
             if idx is not None:
@@ -149,6 +157,21 @@ class ClusterInfo:
                  *(p.rules for p in self.foreign)])
         return self._rules
 
+    def ledger(self) -> Ledger:
+        """Sums over every job as it was before any move (see kaisched.api.ledger)."""
+        if self._ledger is None:
+            self._ledger = Ledger.of(self.jobs.values())
+        return self._ledger
+
+    def active_jobs(self) -> list[JobInfo]:
+        """The jobs a cycle looks at, by key: those unsettled (something waits,
+        a minimum does not hold, a problem), those changed since the last
+        cycle, and those whose tasks moved in this one. Every job, when the
+        cluster was not kept by the cache (nothing tells which changed)."""
+        jobs = self.jobs
+        keys = jobs.keys() if self.active is None else (self.active | self.moved) & jobs.keys()
+        return [jobs[k] for k in sorted(keys)]
+
     def usable_nodes(self) -> np.ndarray:
         """Mask of nodes that are Ready and not cordoned, in table order."""
         return np.array([n.spec.ready and not n.spec.unschedulable for n in self.nodes.values()],
@@ -163,29 +186,54 @@ class ClusterInfo:
     def assign(self, task: TaskInfo, status: TaskStatus, node_name: NodeName) -> TaskInfo:
         """Put a pending task on a node as Allocated or Pipelined."""
         new = task.evolve(status=status, node_name=node_name)
-        self.jobs[task.job].update_task(new)
-        _occupy(self.nodes[node_name], new)
+        self.replace(task, new)
         return new
 
     def unassign(self, task: TaskInfo, previous: TaskInfo) -> None:
         """Undo assign: the node gives the room back, the task returns to previous."""
-        _vacate(self.nodes[task.node_name], task)  # type: ignore[index]
-        self.jobs[task.job].update_task(previous)
+        self.replace(task, previous)
 
     def release(self, task: TaskInfo) -> TaskInfo:
         """Mark a placed task as Releasing (evicted): its room comes back later."""
         new = task.evolve(status=TaskStatus.RELEASING)
-        node = self.nodes[task.node_name]  # type: ignore[index]
-        _vacate(node, task)
-        _occupy(node, new)
-        self.jobs[task.job].update_task(new)
+        self.replace(task, new)
         return new
 
     def unrelease(self, task: TaskInfo, previous: TaskInfo) -> None:
-        node = self.nodes[task.node_name]  # type: ignore[index]
-        _vacate(node, task)
-        _occupy(node, previous)
-        self.jobs[task.job].update_task(previous)
+        self.replace(task, previous)
+
+    def replace(self, old: TaskInfo, new: TaskInfo) -> None:
+        """The one accounting move: old leaves its node (if it held room there),
+        new takes room on its own, and the job holds new. Journaled when the
+        cluster is the cache's own, lent to a session, so that rewind() can
+        hand the cache its model back as it was."""
+        if self._ledger is None:
+            self.ledger()         # the sums are of the jobs before any move
+        self._leave(old)
+        self._take(new)
+        self.jobs[new.job].update_task(new)
+        self.moved.add(new.job)
+        if self.journal is not None:
+            self.journal.append((old, new))
+
+    def rewind(self) -> None:
+        """Undo every journaled move, newest first."""
+        journal, self.journal = self.journal, None
+        for old, new in reversed(journal or ()):
+            self.replace(new, old)
+        self.journal = journal if journal is None else []
+
+    def _take(self, task: TaskInfo) -> None:
+        node = self.nodes.get(task.node_name) if task.node_name else None  # type: ignore[arg-type]
+        if node is not None and (task.status in OCCUPYING_STATUSES
+                                 or task.status is TaskStatus.PIPELINED):
+            _occupy(node, task)
+
+    def _leave(self, task: TaskInfo) -> None:
+        node = self.nodes.get(task.node_name) if task.node_name else None  # type: ignore[arg-type]
+        if node is not None and (task.status in OCCUPYING_STATUSES
+                                 or task.status is TaskStatus.PIPELINED):
+            _vacate(node, task)
 
 
 def _occupy(node: NodeInfo, task: TaskInfo) -> None:

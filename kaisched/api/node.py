@@ -98,6 +98,17 @@ class NodeTable:
     def _touch(self, i: int) -> None:
         self.version += 1
         self.row_version[i] = self.version
+    def row_of(self, allocatable: Resource) -> np.ndarray:
+        """What a node offers, as its alloc row (laid out as __init__ does)."""
+        return np.array([allocatable.get(d) for d in self.dims], dtype=np.float64) * self.scale
+
+    def set_alloc(self, i: int, vec: np.ndarray) -> None:
+        """The node offers something else now: idle and future follow."""
+        self._touch(i)
+        self.alloc[i] = vec
+        self.idle[i] = vec - self.used[i]
+        self.future[i] = self.idle[i] + self.releasing[i] - self.pipelined[i]
+
     # The three kinds of accounting change; each keeps idle and future in step.
     def add_used(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)

@@ -9,14 +9,12 @@ from typing import Iterable, Mapping
 
 import networkx as nx
 
-from kaisched.api.job import JobInfo
+from kaisched.api.cluster import ClusterInfo
+from kaisched.api.ledger import job_state
 from kaisched.api.queue import ROOT, Amounts, QueueInfo, QueueStatus
 from kaisched.api.resource import CPU, MEMORY, PODS
-from kaisched.api.types import QueueName, TaskStatus
+from kaisched.api.types import QueueName
 
-_ALLOCATED, _BINDING, _BOUND, _RUNNING, _SUCCEEDED, _PENDING, _PIPELINED = (
-    TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
-    TaskStatus.SUCCEEDED, TaskStatus.PENDING, TaskStatus.PIPELINED)
 
 
 def canonical(name: str, value: float) -> float:
@@ -31,32 +29,30 @@ def amounts(values: Mapping[str, float], names: Iterable[str]) -> Amounts:
     return tuple(sorted((n, canonical(n, values.get(n, 0.0))) for n in set(names) if n != PODS))
 
 
-def job_state(job: JobInfo) -> str | None:
-    """running (its gang is met and some pod runs or binds), pending (it waits
-    for room), or None (done, or nothing of it left to place). Read from the
-    job's counts by status: this runs for every job, every cycle."""
-    get = job.totals().get
-    active = get(_RUNNING, 0) + get(_BOUND, 0) + get(_ALLOCATED, 0) + get(_BINDING, 0)
-    if active and active + get(_SUCCEEDED, 0) >= job.spec.min_member:
-        return "running"
-    return "pending" if get(_PENDING, 0) or get(_PIPELINED, 0) else None
+def job_states(cluster: ClusterInfo) -> dict[tuple[QueueName, str | None], int]:
+    """Jobs by (queue, running/pending/None) as the session leaves them: the
+    ledger's count from before the session, with the jobs it moved counted again."""
+    ledger = cluster.ledger()
+    tally = dict(ledger.states)
+    for key in cluster.moved:
+        entry = ledger.entries.get(key)
+        if entry is not None:
+            tally[(entry.queue, entry.state)] -= 1
+        job = cluster.jobs[key]
+        state = (job.queue, job_state(job))
+        tally[state] = tally.get(state, 0) + 1
+    return tally
 
 
 def queue_statuses(queues: Mapping[QueueName, QueueInfo], tree: nx.DiGraph,
-                   jobs: Iterable[JobInfo],
+                   states: Mapping[tuple[QueueName, str | None], int],
                    fair_share: Mapping[QueueName, Mapping[str, float]],
                    allocated: Mapping[QueueName, Mapping[str, float]]) -> dict[QueueName, QueueStatus]:
     """Every queue's status. A parent queue counts its children's jobs; its
     allocation already includes theirs. Amounts cover every resource the queue
     has a fair share, quota or use of (zeros included), limits only where set."""
-    # Jobs by (queue, state) first: a big cluster has many jobs and few queues,
-    # and this runs every cycle.
-    tally: dict[tuple[QueueName, str | None], int] = {}
-    for job in jobs:
-        key = (job.spec.queue, job_state(job))
-        tally[key] = tally.get(key, 0) + 1
     counts = {"running": dict.fromkeys(queues, 0), "pending": dict.fromkeys(queues, 0)}
-    for (leaf, state), count in tally.items():
+    for (leaf, state), count in states.items():
         if state is None or leaf not in queues:
             continue        # done, or a job of a queue that does not exist: counted nowhere
         for name in (leaf, *(a for a in nx.ancestors(tree, leaf) if a != ROOT)):

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from kaisched.api.job import GangSpec, JobInfo
 from kaisched.api.queue import QueueInfo, QueueStatus, build_queue_tree
+from kaisched.api.ledger import Ledger
 from kaisched.api.queue_status import canonical, job_state, queue_statuses
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
@@ -44,7 +45,7 @@ def test_statuses_carry_the_numbers_with_zeros_and_only_set_limits() -> None:
             "team-b": {"cpu": 4000.0, GPU: 3.0}, "default": {"cpu": 0.0, GPU: 0.0}}
     used = {"research": {"cpu": 3000.0, GPU: 2.0, "pods": 3.0}, "team-a": {"cpu": 3000.0, GPU: 2.0,
                                                                         "pods": 3.0}}
-    out = queue_statuses(queues, graph, [], fair, used)
+    out = queue_statuses(queues, graph, {}, fair, used)
     assert out[QueueName("team-a")] == QueueStatus(
         allocated=(("cpu", 3000.0), (GPU, 2.0)), fair_share=(("cpu", 4000.0), (GPU, 5.0)),
         quota=(("cpu", 0.0), (GPU, 4.0)), limit=(("cpu", 0.0), (GPU, 6.0)))
@@ -62,7 +63,7 @@ def test_jobs_are_counted_in_their_queue_and_every_queue_above() -> None:
             job("b2", "team-b", R, P, min_member=2),     # half placed: waits
             job("done", "team-b", TaskStatus.SUCCEEDED),
             job("lost", "nowhere", P)]
-    out = queue_statuses(queues, graph, jobs, {}, {})
+    out = queue_statuses(queues, graph, Ledger.of(jobs).states, {}, {})
     counts = {name: (s.running_jobs, s.pending_jobs) for name, s in out.items()}
     assert counts == {"team-a": (1, 1), "team-b": (1, 1), "research": (2, 2), "default": (0, 0)}
 

@@ -1,0 +1,124 @@
+"""Cluster-wide sums over jobs, kept by difference: what each queue holds and
+wants, how many of its jobs run or wait, and which jobs are unsettled.
+
+A busy cluster has a hundred thousand jobs, and nearly all of them just run:
+nothing of them waits, their gang is whole, nothing about them is wrong. A
+session need not look at those one by one. The cache keeps this ledger up to
+date as jobs change (only a changed job is summed again); a cluster built
+any other way sums it once, on first use.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import attrs
+
+from kaisched.api.job import JobInfo
+from kaisched.api.resource import Resource
+from kaisched.api.types import OCCUPYING_STATUSES, JobKey, QueueName, TaskStatus
+
+# What counts as a queue's use: on a node, or about to be (not on its way out).
+HOLDING = (OCCUPYING_STATUSES - {TaskStatus.UNKNOWN, TaskStatus.RELEASING}) | {TaskStatus.PIPELINED}
+_ALLOCATED, _BINDING, _BOUND, _RUNNING, _SUCCEEDED, _PENDING, _PIPELINED = (
+    TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
+    TaskStatus.SUCCEEDED, TaskStatus.PENDING, TaskStatus.PIPELINED)
+
+Holding = tuple[QueueName, Resource, bool]      # queue, request, not preemptible
+Wanted = tuple[QueueName, Resource]
+
+
+def job_state(job: JobInfo) -> str | None:
+    """running (its gang is met and some pod runs or binds), pending (it waits
+    for room), or None (done, or nothing of it left to place). Read from the
+    job's counts by status: this runs for every job the cycle looks at."""
+    get = job.totals().get
+    active = get(_RUNNING, 0) + get(_BOUND, 0) + get(_ALLOCATED, 0) + get(_BINDING, 0)
+    if active and active + get(_SUCCEEDED, 0) >= job.spec.min_member:
+        return "running"
+    return "pending" if get(_PENDING, 0) or get(_PIPELINED, 0) else None
+
+
+def unsettled(job: JobInfo) -> bool:
+    """Something of the job waits, its minimum does not hold, or it is
+    unusable: every cycle looks at it (a settled job only when it changes)."""
+    if job.problem or job.count_of(_PENDING) or job.count_of(_PIPELINED):
+        return True
+    if job.ready_count() < job.min_member:
+        return True
+    return any(job.ready_count(sg.name) < sg.min_member for sg in job.spec.subgroups)
+
+
+@attrs.frozen(slots=True)
+class Entry:
+    """One job's part of the sums."""
+
+    queue: QueueName
+    state: str | None
+    unsettled: bool
+    holding: tuple[tuple[Holding, int], ...]
+    wanted: tuple[tuple[Wanted, int], ...]
+
+    @classmethod
+    def of(cls, job: JobInfo) -> Entry:
+        pinned = not job.spec.preemptible
+        holding: dict[Holding, int] = {}
+        wanted: dict[Wanted, int] = {}
+        for task in job.tasks.values():
+            if task.status in HOLDING:
+                key = (job.queue, task.resreq, pinned)
+                holding[key] = holding.get(key, 0) + 1
+            elif task.status is TaskStatus.PENDING and job.problem is None:
+                want = (job.queue, task.resreq)
+                wanted[want] = wanted.get(want, 0) + 1
+        return cls(job.queue, job_state(job), unsettled(job), tuple(holding.items()),
+                   tuple(wanted.items()))
+
+
+class Ledger:
+    def __init__(self) -> None:
+        self.entries: dict[JobKey, Entry] = {}
+        self.holding: dict[Holding, int] = {}
+        self.wanted: dict[Wanted, int] = {}
+        self.states: dict[tuple[QueueName, str | None], int] = {}
+        self.unsettled: set[JobKey] = set()
+
+    @classmethod
+    def of(cls, jobs: Iterable[JobInfo]) -> Ledger:
+        ledger = cls()
+        for job in jobs:
+            ledger.put(job.key, job)
+        return ledger
+
+    def put(self, key: JobKey, job: JobInfo | None) -> None:
+        """The job as it is now (None: gone): its old part out, its new part in."""
+        old = self.entries.pop(key, None)
+        if old is not None:
+            self._add(old, -1)
+        if job is None:
+            self.unsettled.discard(key)
+            return
+        new = self.entries[key] = Entry.of(job)
+        self._add(new, 1)
+        if new.unsettled:
+            self.unsettled.add(key)
+        else:
+            self.unsettled.discard(key)
+
+    def _add(self, entry: Entry, sign: int) -> None:
+        _bump(self.states, (entry.queue, entry.state), sign)
+        for hkey, count in entry.holding:
+            _bump(self.holding, hkey, sign * count)
+        for wkey, count in entry.wanted:
+            _bump(self.wanted, wkey, sign * count)
+
+    def sums(self) -> tuple[dict, dict, dict, set[JobKey]]:
+        """What two ledgers must agree on."""
+        return self.holding, self.wanted, self.states, self.unsettled
+
+
+def _bump(counts: dict, key: object, by: int) -> None:
+    value = counts.get(key, 0) + by
+    if value:
+        counts[key] = value
+    else:
+        counts.pop(key, None)

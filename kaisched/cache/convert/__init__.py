@@ -1,0 +1,28 @@
+"""Raw Kubernetes objects (plain dicts) -> model values. The only place that
+knows field paths; everything past it is typed. Bad fields become problems
+(strings for the user), never exceptions."""
+from __future__ import annotations
+
+# The cache reads timestamps through this package (convert.from_rfc3339).
+from kaisched.api.clock import from_rfc3339
+from kaisched.cache.convert.common import Obj
+from kaisched.cache.convert.groups import (
+    KAI_TOPOLOGY_PREFERRED, KAI_TOPOLOGY_REQUIRED, annotated_gang, podgroup, podgroup_status,
+    status_dict, topology_rule, upstream_podgroup, xk8s_podgroup,
+)
+from kaisched.cache.convert.nodes import DEFAULT_MAX_PODS, node_spec, node_spec_and_problem
+from kaisched.cache.convert.pods import (
+    GANG_OWNER_GROUPS, GangRef, PodFacts, broken_pod, gang_job, gang_ref, pod_facts, pod_request,
+    priority_class, task_status, upstream_gang_ref,
+)
+from kaisched.cache.convert.queues import queue, queue_status, queue_status_dict, quantity_text
+from kaisched.cache.convert.rules import namespace_labels, placement, pod_rules, preferred_node_affinity
+
+__all__ = [
+    "DEFAULT_MAX_PODS", "GANG_OWNER_GROUPS", "KAI_TOPOLOGY_PREFERRED", "KAI_TOPOLOGY_REQUIRED",
+    "GangRef", "Obj", "PodFacts", "annotated_gang", "broken_pod", "from_rfc3339", "gang_job",
+    "gang_ref", "namespace_labels", "node_spec", "node_spec_and_problem", "placement", "pod_facts",
+    "pod_request", "pod_rules", "podgroup", "podgroup_status", "preferred_node_affinity",
+    "priority_class", "quantity_text", "queue", "queue_status", "queue_status_dict", "status_dict",
+    "task_status", "topology_rule", "upstream_gang_ref", "upstream_podgroup", "xk8s_podgroup",
+]

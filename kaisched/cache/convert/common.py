@@ -1,0 +1,32 @@
+"""What every reader shares: the raw object type, metadata and quantity maps."""
+from __future__ import annotations
+
+from typing import Any
+
+from kaisched.api.resource import Resource
+
+Obj = dict[str, Any]
+
+
+def metadata(obj: Obj) -> Obj:
+    return obj.get("metadata") or {}
+
+
+def quantities(raw: Any, where: str, problems: list[str]) -> Resource:
+    """A map of resource name to quantity; a bad one adds a problem and counts as empty."""
+    if not raw:
+        return Resource()
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: expected a map of quantities")
+        return Resource()
+    try:
+        res = Resource.from_quantities(raw)
+    except ValueError as exc:
+        problems.append(f"{where}: {exc}")
+        return Resource()
+    # A negative amount would hand room back to the node it lands on.
+    negative = next((name for name, value in res.items if value < 0), None)
+    if negative is not None:
+        problems.append(f"{where}: {negative}: negative quantity {raw[negative]!r}")
+        return Resource()
+    return res

@@ -1,0 +1,184 @@
+"""PodGroups (kaisched, scheduler-plugins, upstream) and annotated gangs: spec, status, problems."""
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from kaisched.api import labels as L
+from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup, TopologyRule
+from kaisched.api.quantity import parse_duration
+from kaisched.api.resource import Resource
+from kaisched.api.types import GangMode, JobKey, PodGroupPhase, QueueName, job_key
+from kaisched.cache.convert.common import Obj, metadata, quantities
+from kaisched.cache.convert.pods import PodFacts
+
+# KAI's topology annotations on a PodGroup: node labels naming a topology level.
+KAI_TOPOLOGY_REQUIRED = "kai.scheduler/topology-required-placement"
+KAI_TOPOLOGY_PREFERRED = "kai.scheduler/topology-preferred-placement"
+
+
+def _declared(res: Resource) -> Resource | None:
+    """None for an absent (or empty) minResources: there is nothing to check."""
+    return None if res.is_empty() else res
+
+
+def _int(value: Any, where: str, minimum: int, problems: list[str]) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        problems.append(f"{where} must be an integer >= {minimum}, got {value!r}")
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        problems.append(f"{where} must be an integer >= {minimum}, got {value!r}")
+        return None
+    if number < minimum:
+        problems.append(f"{where} must be an integer >= {minimum}, got {number}")
+        return None
+    return number
+
+
+def _seconds(value: Any, where: str, problems: list[str]) -> float | None:
+    if value is None:
+        return None
+    got = _int(value, where, 1, problems)
+    return float(got) if got is not None else None
+
+
+def topology_rule(raw: Any, annotations: Obj | None = None) -> TopologyRule:
+    """spec.topology {required, preferred}; KAI's placement annotations fill what it leaves out."""
+    raw = raw if isinstance(raw, dict) else {}
+    notes = annotations or {}
+    required = raw.get("required") or notes.get(KAI_TOPOLOGY_REQUIRED)
+    preferred = raw.get("preferred") or notes.get(KAI_TOPOLOGY_PREFERRED)
+    return TopologyRule(str(required) if required else None, str(preferred) if preferred else None)
+
+
+def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
+    """A scheduling.kaisched.io PodGroup: its spec, status and any problem."""
+    spec = obj.get("spec") or {}
+    problems: list[str] = []
+    min_member = _int(spec.get("minMember", 1), "spec.minMember", 1, problems) or 1
+    mode = spec.get("mode", "Strict")
+    if mode not in ("Strict", "NonStrict"):
+        problems.append(f"spec.mode must be Strict or NonStrict, got {mode!r}")
+        mode = "Strict"
+    subgroups = []
+    for i, sg in enumerate(spec.get("subGroups") or ()):
+        if not isinstance(sg, dict) or not sg.get("name"):
+            problems.append(f"spec.subGroups[{i}] needs a name")
+            continue
+        sub_min = _int(sg.get("minMember", 0), f"spec.subGroups[{i}].minMember", 0, problems)
+        subgroups.append(SubGroup(str(sg["name"]), sub_min or 0, topology_rule(sg.get("topology"))))
+    gang_group = tuple(JobKey(str(g)) if "/" in str(g) else job_key(metadata(obj).get("namespace") or "default", str(g))
+                       for g in spec.get("gangGroup") or ())
+    preemptible = spec.get("preemptible", True)
+    gang = GangSpec(
+        min_member=min_member,
+        queue=QueueName(str(spec.get("queue") or "")),
+        priority_class=spec.get("priorityClassName") or None,
+        min_resources=_declared(quantities(spec.get("minResources"), "spec.minResources", problems)),
+        schedule_timeout=_seconds(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", problems),
+        mode=GangMode(mode),
+        gang_group=gang_group,
+        subgroups=tuple(subgroups),
+        preemptible=preemptible if isinstance(preemptible, bool) else True,
+        stale_grace=_seconds(spec.get("staleGangGracePeriodSeconds"), "spec.staleGangGracePeriodSeconds", problems),
+        wait_time=_seconds(spec.get("waitTimeSeconds"), "spec.waitTimeSeconds", problems),
+        starvation_threshold=_seconds(spec.get("starvationThresholdSeconds"),
+                                      "spec.starvationThresholdSeconds", problems),
+        declared=True,
+        generation=int(metadata(obj).get("generation") or 0),
+        topology=topology_rule(spec.get("topology"), metadata(obj).get("annotations")),
+    )
+    return gang, podgroup_status(obj.get("status") or {}), "; ".join(problems) or None
+
+
+def xk8s_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
+    """A scheduler-plugins PodGroup: minMember, minResources, scheduleTimeoutSeconds."""
+    spec = obj.get("spec") or {}
+    problems: list[str] = []
+    gang = GangSpec(
+        min_member=_int(spec.get("minMember", 1), "spec.minMember", 1, problems) or 1,
+        min_resources=_declared(quantities(spec.get("minResources"), "spec.minResources", problems)),
+        schedule_timeout=_seconds(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", problems),
+        declared=False,
+    )
+    return gang, PodGroupStatus(), "; ".join(problems) or None
+
+
+def upstream_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
+    """A scheduling.k8s.io PodGroup: spec.schedulingPolicy.gang.minCount (a
+    basic policy, or none, is a gang of one)."""
+    policy = (obj.get("spec") or {}).get("schedulingPolicy") or {}
+    problems: list[str] = []
+    gang = policy.get("gang") if isinstance(policy, dict) else None
+    min_count = 1
+    if isinstance(gang, dict):
+        min_count = _int(gang.get("minCount", 1), "spec.schedulingPolicy.gang.minCount", 1,
+                         problems) or 1
+    return GangSpec(min_member=min_count, declared=False), PodGroupStatus(), "; ".join(problems) or None
+
+
+def annotated_gang(facts: PodFacts) -> tuple[GangSpec, str | None]:
+    """A gang declared by Koordinator or Volcano annotations on its pods."""
+    problems: list[str] = []
+    if facts.gang.source == "koordinator":
+        raw = facts.annotation(L.KOORD_MIN_AVAILABLE) or "1"
+        mode = facts.annotation(L.KOORD_MODE) or "Strict"
+        groups = facts.annotation(L.KOORD_GROUPS)
+        group_keys: tuple[JobKey, ...] = ()
+        if groups:
+            try:
+                group_keys = tuple(JobKey(str(g)) for g in orjson.loads(groups))
+            except (orjson.JSONDecodeError, TypeError):
+                problems.append(f"{L.KOORD_GROUPS} must be a JSON list of namespace/name")
+        wait = None
+        if facts.annotation(L.KOORD_WAITING_TIME):
+            try:
+                wait = parse_duration(facts.annotation(L.KOORD_WAITING_TIME))
+            except ValueError as exc:
+                problems.append(f"{L.KOORD_WAITING_TIME}: {exc}")
+        gang = GangSpec(min_member=_int(raw, L.KOORD_MIN_AVAILABLE, 1, problems) or 1,
+                        mode=GangMode.NON_STRICT if mode == "NonStrict" else GangMode.STRICT,
+                        gang_group=group_keys, wait_time=wait)
+    else:
+        raw = facts.annotation(L.VOLCANO_GROUP_POD_NUM) or "1"
+        gang = GangSpec(min_member=_int(raw, L.VOLCANO_GROUP_POD_NUM, 1, problems) or 1)
+    return gang, "; ".join(problems) or None
+
+
+def podgroup_status(status: Obj) -> PodGroupStatus:
+    phase = status.get("phase") or "Pending"
+    try:
+        parsed = PodGroupPhase(phase)
+    except ValueError:
+        parsed = PodGroupPhase.UNKNOWN
+    conditions = tuple(Condition(str(c.get("type", "")), str(c.get("status", "")),
+                                 str(c.get("reason") or ""), str(c.get("message") or ""),
+                                 c.get("lastTransitionTime"))
+                       for c in status.get("conditions") or () if isinstance(c, dict))
+    counts = {k: status.get(k) if isinstance(status.get(k), int) else 0
+              for k in ("scheduled", "running", "succeeded", "failed", "pending")}
+    observed = status.get("observedGeneration")
+    return PodGroupStatus(parsed, conditions, last_schedule_time=status.get("lastScheduleTime"),
+                          stale_since=status.get("staleSince"),
+                          unschedulable_since=status.get("unschedulableSince"),
+                          observed_generation=observed if isinstance(observed, int) else 0,
+                          **counts)
+
+
+def status_dict(status: PodGroupStatus) -> Obj:
+    """The PodGroup status as written back (a merge patch; None clears)."""
+    return {
+        "phase": status.phase.value,
+        "conditions": [{k: v for k, v in {
+            "type": c.type, "status": c.status, "reason": c.reason, "message": c.message,
+            "lastTransitionTime": c.last_transition_time}.items() if v is not None}
+            for c in status.conditions],
+        "scheduled": status.scheduled, "running": status.running,
+        "succeeded": status.succeeded, "failed": status.failed, "pending": status.pending,
+        "lastScheduleTime": status.last_schedule_time, "staleSince": status.stale_since,
+        "unschedulableSince": status.unschedulable_since,
+        "observedGeneration": status.observed_generation or None,
+    }

@@ -1,0 +1,206 @@
+"""Pods: what scheduling reads of one, what it asks for, and which gang it names."""
+from __future__ import annotations
+
+import attrs
+
+from kaisched.api import labels as L
+from kaisched.api.clock import from_rfc3339
+from kaisched.api.placement import Placement
+from kaisched.api.resource import PODS, Resource
+from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
+from kaisched.cache.convert.common import Obj, metadata, quantities
+from kaisched.cache.convert.rules import placement
+
+_CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+# Owners whose pods form gangs: such a pod waits for the PodGrouper's PodGroup
+# rather than being scheduled alone (which would break the gang).
+GANG_OWNER_GROUPS = frozenset({"kubeflow.org", "jobset.x-k8s.io", "ray.io", "batch"})
+
+
+@attrs.frozen(slots=True)
+class GangRef:
+    """Which gang a pod names, and how."""
+
+    source: str            # kaisched | x-k8s | upstream | koordinator | volcano | owner | none
+    name: str = ""
+    replica: str = ""      # upstream workloadRef.podGroupReplicaKey: one gang per replica
+
+
+@attrs.frozen(slots=True)
+class PodFacts:
+    """What scheduling reads of a pod, converted once per pod event."""
+
+    key: PodKey
+    uid: str
+    job: JobKey                        # the gang it belongs to (itself, for a gang of one)
+    scheduler_name: str
+    status: TaskStatus | None          # None: going away without a node, ignore
+    node_name: NodeName | None
+    resreq: Resource
+    priority: int | None
+    priority_class: str
+    queue_label: str | None
+    subgroup: str | None
+    gang: GangRef
+    annotations: tuple[tuple[str, str], ...]
+    creation: float
+    placement: Placement
+    critical: bool
+    unschedulable: str | None
+    problem: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+
+    def annotation(self, name: str) -> str | None:
+        return next((v for k, v in self.annotations if k == name), None)
+
+
+def pod_request(spec: Obj, problems: list[str]) -> Resource:
+    """As kube-scheduler: max(sum of containers + sidecars, the largest init
+    step) + overhead, and one pod slot."""
+    def req(c: Obj, where: str) -> Resource:
+        # As the API server defaults it: a limit with no request is the request.
+        resources = c.get("resources") or {}
+        limits, requests = resources.get("limits"), resources.get("requests")
+        if isinstance(limits, dict) and (requests is None or isinstance(requests, dict)):
+            requests = {**limits, **(requests or {})}
+        return quantities(requests, where, problems)
+
+    total = Resource()
+    for i, c in enumerate(spec.get("containers") or []):
+        total = total + req(c, f"containers[{i}].resources.requests")
+    sidecars, init_peak = Resource(), Resource()
+    for i, c in enumerate(spec.get("initContainers") or []):
+        r = req(c, f"initContainers[{i}].resources.requests")
+        step = sidecars + r
+        if c.get("restartPolicy") == "Always":
+            sidecars = sidecars + r
+        init_peak = _max(init_peak, step)
+    total = _max(total + sidecars, init_peak)
+    total = total + quantities(spec.get("overhead"), "overhead", problems)
+    return total + Resource.of({PODS: 1})
+
+
+def _max(a: Resource, b: Resource) -> Resource:
+    names = set(a.names()) | set(b.names())
+    return Resource.of({n: max(a.get(n), b.get(n)) for n in names})
+
+
+def task_status(pod: Obj) -> TaskStatus | None:
+    spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, metadata(pod)
+    phase = status.get("phase") or "Pending"
+    node = spec.get("nodeName")
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    if meta.get("deletionTimestamp"):
+        return TaskStatus.RELEASING if node else None
+    if not node:
+        return TaskStatus.PENDING
+    if phase == "Running":
+        return TaskStatus.RUNNING
+    if phase == "Pending":
+        return TaskStatus.BOUND
+    return TaskStatus.UNKNOWN
+
+
+def gang_ref(meta: Obj) -> GangRef:
+    annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
+    if annotations.get(L.POD_GROUP_ANNOTATION):
+        return GangRef("kaisched", annotations[L.POD_GROUP_ANNOTATION])
+    if labels.get(L.XK8S_POD_GROUP_LABEL):
+        return GangRef("x-k8s", labels[L.XK8S_POD_GROUP_LABEL])
+    if annotations.get(L.KOORD_NAME) or labels.get(L.KOORD_POD_GROUP_LABEL):
+        return GangRef("koordinator", annotations.get(L.KOORD_NAME) or labels[L.KOORD_POD_GROUP_LABEL])
+    if annotations.get(L.VOLCANO_GROUP_NAME):
+        return GangRef("volcano", annotations[L.VOLCANO_GROUP_NAME])
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller"):
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            if group in GANG_OWNER_GROUPS:
+                return GangRef("owner", f"{ref.get('kind')} {ref.get('name')}")
+    return GangRef("none")
+
+
+def upstream_gang_ref(spec: Obj) -> GangRef | None:
+    """The Workload API: spec.schedulingGroup.podGroupName, or spec.workloadRef
+    {podGroup, podGroupReplicaKey} (each replica is a gang of its own)."""
+    group = spec.get("schedulingGroup")
+    if isinstance(group, dict) and group.get("podGroupName"):
+        return GangRef("upstream", str(group["podGroupName"]))
+    ref = spec.get("workloadRef")
+    if isinstance(ref, dict) and (ref.get("podGroup") or ref.get("name")):
+        return GangRef("upstream", str(ref.get("podGroup") or ref.get("name")),
+                       str(ref.get("podGroupReplicaKey") or ""))
+    return None
+
+
+def gang_job(key: PodKey, namespace: str, gang: GangRef) -> JobKey:
+    if gang.source in ("none", "owner"):
+        return JobKey(key)         # a gang of one (or one waiting for its PodGroup)
+    if gang.replica:
+        return job_key(namespace, f"{gang.name}[{gang.replica}]")
+    return job_key(namespace, gang.name)
+
+
+def pod_facts(pod: Obj) -> PodFacts:
+    meta, spec = metadata(pod), pod.get("spec") or {}
+    status = pod.get("status") or {}
+    problems: list[str] = []
+    resreq = pod_request(spec, problems)
+    namespace = meta.get("namespace") or "default"
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    unschedulable = next((c.get("message") for c in status.get("conditions") or ()
+                          if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
+    pc = str(spec.get("priorityClassName") or "")
+    priority = spec.get("priority")
+    key = pod_key(namespace, meta.get("name", ""))
+    # A gang named in the pod's spec (the upstream API) wins over annotations,
+    # which the PodGrouper may have added to a pod that already had one.
+    gang = upstream_gang_ref(spec) or gang_ref(meta)
+    return PodFacts(
+        key=key,
+        uid=str(meta.get("uid", "")),
+        job=gang_job(key, namespace, gang),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        status=task_status(pod),
+        node_name=NodeName(spec["nodeName"]) if spec.get("nodeName") else None,
+        resreq=resreq,
+        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+        priority_class=pc,
+        queue_label=labels.get(L.QUEUE_LABEL),
+        subgroup=labels.get(L.SUBGROUP_LABEL),
+        gang=gang,
+        annotations=tuple(sorted((k, str(v)) for k, v in annotations.items()
+                                 if k.startswith(("gang.scheduling", "scheduling.k8s.io")))),
+        creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
+        placement=placement(spec, namespace, labels),
+        critical=namespace == "kube-system" or pc in _CRITICAL_CLASSES,
+        unschedulable=unschedulable,
+        problem="; ".join(problems) or None,
+        labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+    )
+
+
+def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
+    """A pod that cannot be read: it waits, saying why, and takes no room
+    the scheduler could count (a bound one still shows up on its node)."""
+    namespace = str(meta.get("namespace") or "default")
+    node = spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None
+    key = pod_key(namespace, str(meta.get("name", "")))
+    return PodFacts(
+        key=key, uid=str(meta.get("uid", "")), job=JobKey(key),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        status=TaskStatus.BOUND if node else TaskStatus.PENDING,
+        node_name=NodeName(node) if node else None, resreq=Resource.of({PODS: 1}),
+        priority=None, priority_class="", queue_label=None, subgroup=None,
+        gang=GangRef("none"), annotations=(), creation=0.0, placement=Placement(),
+        critical=False, unschedulable=None, problem=problem)
+
+
+def priority_class(obj: Obj) -> tuple[str, int, bool]:
+    """A PriorityClass: (name, value, globalDefault), what pods' priorityClassName resolves to."""
+    value = obj.get("value")
+    return (metadata(obj).get("name", ""), value if isinstance(value, int) else 0,
+            bool(obj.get("globalDefault")))

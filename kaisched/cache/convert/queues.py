@@ -1,0 +1,107 @@
+"""Queues: spec as QueueInfo, the status kaisched last wrote, and the status it writes back."""
+from __future__ import annotations
+
+from typing import Any
+
+from kaisched.api.clock import from_rfc3339
+from kaisched.api.quantity import parse_quantity
+from kaisched.api.queue import Amounts, QueueInfo, QueueStatus
+from kaisched.api.queue_status import canonical
+from kaisched.api.types import QueueName
+from kaisched.cache.convert.common import Obj, metadata, quantities
+
+# Queue.status field -> QueueStatus attribute, for the amount maps.
+_QUEUE_AMOUNTS = (("allocated", "allocated"), ("fairShare", "fair_share"), ("quota", "quota"),
+                  ("limit", "limit"))
+
+
+def queue(obj: Obj) -> QueueInfo:
+    meta, spec = metadata(obj), obj.get("spec") or {}
+    problems: list[str] = []
+    quota: dict[str, Any] = {}
+    limits: list[tuple[str, float]] = []
+    weights: list[tuple[str, float]] = []
+    resources = spec.get("resources") or {}
+    if not isinstance(resources, dict):
+        problems.append("spec.resources must be a map of resource name to {quota, limit, overQuotaWeight}")
+        resources = {}
+    for name, entry in sorted(resources.items()):
+        if not isinstance(entry, dict):
+            problems.append(f"spec.resources.{name} must be a map")
+            continue
+        if "quota" in entry:
+            quota[name] = entry["quota"]
+        if "limit" in entry:
+            got = quantities({name: entry["limit"]}, f"spec.resources.{name}.limit", problems)
+            limits.append((name, got.get(name)))
+        if "overQuotaWeight" in entry:
+            weight = entry["overQuotaWeight"]
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+                problems.append(f"spec.resources.{name}.overQuotaWeight must be a number >= 0")
+            else:
+                weights.append((name, float(weight)))
+    priority = spec.get("priority", 100)
+    return QueueInfo(
+        name=QueueName(meta.get("name", "")),
+        parent=QueueName(spec["parentQueue"]) if spec.get("parentQueue") else None,
+        priority=priority if isinstance(priority, int) else 100,
+        quota=quantities(quota, "spec.resources.*.quota", problems),
+        limits=tuple(limits), weights=tuple(weights),
+        creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
+        problem="; ".join(problems) or None,
+        declared=True,
+        status=queue_status(obj.get("status")),
+    )
+
+
+def queue_status(raw: Any) -> QueueStatus | None:
+    """The Queue status kaisched wrote last; None when there is none or it is
+    not one kaisched could have written (it is then written again)."""
+    if not isinstance(raw, dict) or not raw:
+        return None
+    fields: dict[str, Any] = {}
+    try:
+        for key, attr in _QUEUE_AMOUNTS:
+            entries = raw.get(key) or {}
+            values = []
+            for name, quantity in entries.items():
+                amount = parse_quantity(quantity) * (1000 if name == "cpu" else 1)
+                values.append((str(name), canonical(str(name), float(amount))))
+            fields[attr] = tuple(sorted(values))
+    except (AttributeError, ValueError):
+        return None
+    for key, attr in (("runningJobs", "running_jobs"), ("pendingJobs", "pending_jobs")):
+        count = raw.get(key, 0)
+        if isinstance(count, bool) or not isinstance(count, int):
+            return None
+        fields[attr] = count
+    return QueueStatus(**fields)
+
+
+def quantity_text(name: str, value: float) -> str:
+    """An amount as a Kubernetes quantity: "4", "2500m", "16Gi", "1536Mi"."""
+    if name == "cpu":                      # held in millicores
+        milli = round(value)
+        return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+    amount = canonical(name, value)
+    if amount != int(amount):
+        return f"{round(amount * 1000)}m"
+    whole = int(amount)
+    for suffix, unit in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if name == "memory" and whole and whole % unit == 0:
+            return f"{whole // unit}{suffix}"
+    return str(whole)
+
+
+def queue_status_dict(status: QueueStatus, previous: QueueStatus | None) -> Obj:
+    """The Queue status as written back (a merge patch): amounts the previous
+    status had and this one has not are cleared."""
+    def amounts(new: Amounts, old: Amounts) -> Obj:
+        out: Obj = {name: None for name, _ in old}
+        out.update({name: quantity_text(name, value) for name, value in new})
+        return out
+    out: Obj = {key: amounts(getattr(status, attr), getattr(previous, attr) if previous else ())
+                for key, attr in _QUEUE_AMOUNTS}
+    out["runningJobs"] = status.running_jobs
+    out["pendingJobs"] = status.pending_jobs
+    return out

@@ -1,0 +1,131 @@
+"""From converted pods and PodGroups to the model's tasks and jobs: the
+rules both the incremental model and the from-scratch rebuild follow, so the
+two cannot disagree on what a job is."""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import attrs
+
+from kaisched.api.cluster import ForeignPod
+from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
+from kaisched.api.placement import Placement
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import DEFAULT_QUEUE, OCCUPYING_STATUSES, JobKey, QueueName, TaskStatus, job_key
+from kaisched.cache import convert
+from kaisched.cache.convert import PodFacts
+
+NO_STATUS = PodGroupStatus()
+# The PodGroup kinds a pod can name, and how a missing one is called.
+GROUP_KINDS = {"kaisched": "PodGroup", "x-k8s": "PodGroup (scheduling.x-k8s.io)",
+               "upstream": "PodGroup (scheduling.k8s.io)"}
+
+
+@attrs.frozen(slots=True)
+class Group:
+    """A PodGroup as read: its declaration, the status written last, why it is
+    unusable (if it is), and when it was made."""
+
+    spec: GangSpec
+    status: PodGroupStatus
+    problem: str | None
+    creation: float
+
+
+@attrs.frozen(slots=True)
+class Priorities:
+    """PriorityClass values, and the value of the global default."""
+
+    values: Mapping[str, int] = attrs.field(factory=dict)
+    default: int = 0
+
+    @classmethod
+    def of(cls, classes: Mapping[str, tuple[int, bool]]) -> Priorities:
+        return cls({n: v for n, (v, _) in classes.items()},
+                   max((v for v, d in classes.values() if d), default=0))
+
+    def of_pod(self, facts: PodFacts) -> int:
+        if facts.priority is not None:
+            return facts.priority
+        return self.values.get(facts.priority_class, self.default)
+
+
+class Groups:
+    """The PodGroups of each kind, by key, and the shared specs of gangs of one."""
+
+    def __init__(self) -> None:
+        self.stores: dict[str, dict[JobKey, Group]] = {"kaisched": {}, "x-k8s": {}, "upstream": {}}
+        self._singles: dict[QueueName, GangSpec] = {}
+
+    def single(self, queue_label: str | None) -> GangSpec:
+        """The spec of a gang of one, shared by all such gangs of a queue."""
+        queue = QueueName(queue_label or DEFAULT_QUEUE)
+        spec = self._singles.get(queue)
+        if spec is None:
+            spec = self._singles[queue] = GangSpec(queue=queue)
+        return spec
+
+
+def group_key(facts: PodFacts) -> JobKey:
+    """The PodGroup a pod's job reads its declaration from (an upstream
+    replica's gang is keyed apart from its PodGroup)."""
+    if facts.gang.source == "upstream":
+        return job_key(facts.key.split("/", 1)[0], facts.gang.name)
+    return facts.job
+
+
+def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> TaskInfo:
+    return TaskInfo(
+        key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,  # type: ignore[arg-type]
+        resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
+        priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
+        critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels)
+
+
+def foreign_pod(facts: PodFacts) -> ForeignPod | None:
+    """Another scheduler's pod, when it holds room on a node."""
+    if not facts.node_name or facts.status not in OCCUPYING_STATUSES:
+        return None
+    # Its labels and rules too: other pods' affinity and spread count it.
+    return ForeignPod(facts.node_name, facts.resreq, facts.status is TaskStatus.RELEASING,
+                      facts.key, facts.labels, facts.placement.rules)
+
+
+def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities: Priorities) -> None:
+    """Fill the job's declaration, status, problem, age and priority from its
+    PodGroup and its pods. Order-free: the pod the job's declaration comes from
+    (for gangs its pods annotate, and gangs of one) is the one with the least key."""
+    pods = sorted(pods, key=lambda f: f.key)
+    first = pods[0]
+    spec, status, problem, creation = _declaration(first, groups)
+    if problem is None:
+        problem = next((f"pod {f.key}: {f.problem}" for f in pods if f.problem), None)
+    if not spec.queue:
+        spec = attrs.evolve(spec, queue=QueueName(first.queue_label or DEFAULT_QUEUE))
+    job.spec, job.status, job.problem = spec, status, problem
+    # A job is as old as its oldest part: a PodGroup made for pods that
+    # already waited does not send them to the back of the line.
+    job.creation = min((c for c in (creation, *(f.creation for f in pods)) if c), default=0.0)
+    if spec.priority_class:
+        job.priority = priorities.values.get(spec.priority_class, 0)
+    else:
+        job.priority = max((t.priority for t in job.tasks.values()), default=0)
+
+
+def _declaration(facts: PodFacts, groups: Groups) -> tuple[GangSpec, PodGroupStatus, str | None, float]:
+    source = facts.gang.source
+    if source in GROUP_KINDS:
+        group = groups.stores[source].get(group_key(facts))
+        if group is None:
+            return GangSpec(), NO_STATUS, f"{GROUP_KINDS[source]} {group_key(facts)} does not exist", 0.0
+        return group.spec, group.status, group.problem, group.creation
+    if source in ("koordinator", "volcano"):
+        own = groups.stores["kaisched"].get(facts.job)
+        if own is not None:
+            return own.spec, own.status, own.problem, own.creation
+        spec, problem = convert.annotated_gang(facts)
+        return spec, NO_STATUS, problem, 0.0
+    problem = None
+    if source == "owner":
+        problem = f"waiting for the PodGrouper to create the PodGroup of its owner {facts.gang.name}"
+    return groups.single(facts.queue_label), NO_STATUS, problem, 0.0

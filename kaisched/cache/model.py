@@ -1,0 +1,219 @@
+"""The model the cache keeps up to date as watch events arrive: one ClusterInfo,
+changed in place per event, never rebuilt per cycle.
+
+A changed pod moves one task (its job's counts and, when it holds room, one
+node row); a changed node rewrites one row. What a job declares (its PodGroup,
+priority, age, problem) is worked out again only for the jobs an event
+touched, once per snapshot. Rare, wide changes -- a node added or removed, a
+resource no column holds, a PriorityClass -- lay the table (or every task)
+out again.
+
+A session works on the model itself: every move it makes goes through
+ClusterInfo.replace, which journals it, and the model rewinds the journal
+before the next event or snapshot. So a session sees a copy-on-write view
+that costs nothing to make, and the cache never sees what a session did.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from kaisched.api.cluster import ClusterInfo, ForeignPod, RulesInPlay
+from kaisched.api.job import JobInfo
+from kaisched.api.ledger import Ledger
+from kaisched.api.node import NodeSpec
+from kaisched.api.queue import QueueInfo, build_queue_tree
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import JobKey, NodeName, PodKey
+from kaisched.cache.convert import PodFacts
+from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, group_key, make_task
+from kaisched.api.placement import Placement
+
+
+class Model:
+    def __init__(self, scheduler_name: str, groups: Groups) -> None:
+        self.scheduler_name = scheduler_name
+        self.groups = groups
+        self.cluster = ClusterInfo.assemble((), (), ())
+        self.tasks: dict[PodKey, TaskInfo] = {}
+        self.foreign: dict[PodKey, ForeignPod] = {}
+        self.priorities = Priorities()
+        self.by_group: dict[JobKey, set[JobKey]] = {}    # PodGroup -> jobs apart from it (replicas)
+        self.changed: set[JobKey] = set()                 # jobs events reached since the last snapshot
+        self.revisit: set[JobKey] = set()                 # jobs the last session said something of
+        self.ledger = Ledger()
+        self._relayout = True                             # the table is laid out again at snapshot
+        self._queues_changed = True
+        self._foreign_changed = True
+        # Equal placements made one object: the session's per-class caches
+        # then find theirs by identity, not by comparing pod rules field by field.
+        # Counted by the tasks holding each, so its keys are every distinct
+        # placement in use: what the pods' rules read is found without walking
+        # every task (and worked out again only when that set changes).
+        self._placements: dict[Placement, tuple[Placement, int]] = {}
+        self._rules: RulesInPlay | None = None
+
+    # -- events ---------------------------------------------------------------------------
+
+    def reclaim(self) -> None:
+        """Take the model back from the session it was lent to."""
+        if self.cluster.journal:
+            self.cluster.rewind()
+
+    def put_pod(self, key: PodKey, facts: PodFacts | None) -> None:
+        """The pod changed (facts) or went away (None)."""
+        cluster = self.cluster
+        old = self.tasks.pop(key, None)
+        if old is not None:
+            if not self._relayout:
+                cluster._leave(old)
+            job = cluster.jobs[old.job]
+            job.remove_task(key)
+            self._drop_placement(old.placement)
+            self._changed(old.job)
+        else:
+            gone = self.foreign.pop(key, None)
+            if gone is not None:
+                self._foreign_changed = True
+                self._account_foreign(gone, -1.0)
+        if facts is None or facts.status is None:
+            return
+        if facts.scheduler_name != self.scheduler_name:
+            pod = foreign_pod(facts)
+            if pod is not None:
+                self.foreign[key] = pod
+                self._foreign_changed = True
+                self._account_foreign(pod, 1.0)
+            return
+        placement = self._keep_placement(facts.placement)
+        task = self.tasks[key] = make_task(facts, self.priorities, placement)
+        job = cluster.jobs.get(task.job)
+        if job is None:
+            job = cluster.jobs[task.job] = JobInfo(task.job, self.groups.single(None))
+        job.add_task(task)
+        self._changed(task.job)
+        gk = group_key(facts)
+        if gk != task.job:
+            self.by_group.setdefault(gk, set()).add(task.job)
+        if not self._relayout:
+            if any(name not in cluster.table.dim_index for name in task.resreq.names()):
+                self._relayout = True       # a resource no column holds yet
+            else:
+                cluster._take(task)
+
+    def _account_foreign(self, pod: ForeignPod, sign: float) -> None:
+        """Another scheduler's pod takes (or gives back) room on its node."""
+        table = self.cluster.table
+        row = table.index.get(pod.node_name)
+        if self._relayout or row is None:
+            return
+        if any(name not in table.dim_index for name in pod.resreq.names()):
+            self._relayout = True
+            return
+        vec = table.vector(pod.resreq)
+        table.add_used(row, vec, sign)
+        if pod.releasing:
+            table.add_releasing(row, vec, sign)
+
+    def put_node(self, name: str, spec: NodeSpec | None) -> None:
+        node = self.cluster.nodes.get(NodeName(name))
+        if spec is None or node is None or self._relayout:
+            self._relayout = True
+            return
+        table = self.cluster.table
+        if any(n not in table.dim_index for n in spec.allocatable.names()):
+            self._relayout = True
+            return
+        if node.spec.labels != spec.labels:
+            self.cluster._domains.clear()
+        node.spec = spec
+        table.set_alloc(node.index, table.row_of(spec.allocatable))
+
+    def put_group(self, key: JobKey) -> None:
+        """A PodGroup changed: the jobs that read it declare anew."""
+        self._changed(key)
+        for job in self.by_group.get(key, ()):
+            self._changed(job)
+
+    def put_queues(self) -> None:
+        self._queues_changed = True
+
+    def set_priorities(self, priorities: Priorities, pods: Mapping[PodKey, PodFacts]) -> None:
+        """Every task's priority may change with a PriorityClass: made again."""
+        if priorities == self.priorities:
+            return
+        self.priorities = priorities
+        for key in list(self.tasks):
+            self.put_pod(key, pods.get(key))
+
+    def _changed(self, key: JobKey) -> None:
+        self.changed.add(key)
+
+    # -- the snapshot ----------------------------------------------------------------------
+
+    def refresh(self, pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec],
+                queues: Mapping[str, QueueInfo], namespaces: Mapping[str, Mapping[str, str]],
+                now: float) -> ClusterInfo:
+        """Bring what events left for later up to date, and lend the model out."""
+        cluster = self.cluster
+        jobs = cluster.jobs
+        ledger = self.ledger
+        for key in self.changed:
+            job = jobs.get(key)
+            if job is not None and not job.tasks:
+                del jobs[key]
+                job = None
+            if job is not None:
+                describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities)
+            ledger.put(key, job)
+        # A job that changed, or was spoken of, is looked at once more: what
+        # was said of it may need saying again (or differently).
+        cluster.active = ledger.unsettled | self.changed | self.revisit
+        self.changed, self.revisit = set(), set()
+        if self._foreign_changed:
+            cluster.foreign = tuple(self.foreign[k] for k in sorted(self.foreign))
+            self._foreign_changed = False
+        if self._relayout or self._queues_changed:
+            self._layout(nodes, queues)
+            cluster = self.cluster
+        cluster.priority_classes = dict(self.priorities.values)
+        cluster.namespace_labels = namespaces
+        cluster.now = now
+        cluster._rules = self._rules_in_play()
+        cluster._ledger = ledger
+        cluster.moved = set()
+        cluster.journal = []
+        return cluster
+
+    def _layout(self, nodes: Mapping[str, NodeSpec], queues: Mapping[str, QueueInfo]) -> None:
+        old = self.cluster
+        if self._relayout:
+            fresh = ClusterInfo.assemble(nodes.values(), old.jobs.values(), queues.values(),
+                                         foreign=old.foreign)
+            old.nodes, old.table, old._domains = fresh.nodes, fresh.table, {}
+            old.queues, old.tree = fresh.queues, fresh.tree
+        else:
+            old.queues, old.tree = build_queue_tree(queues.values())
+        self._relayout = self._queues_changed = False
+
+    def _keep_placement(self, placement: Placement) -> Placement:
+        shared, count = self._placements.get(placement, (placement, 0))
+        self._placements[placement] = (shared, count + 1)
+        if not count:
+            self._rules = None
+        return shared
+
+    def _drop_placement(self, placement: Placement) -> None:
+        shared, count = self._placements[placement]
+        if count > 1:
+            self._placements[placement] = (shared, count - 1)
+        else:
+            del self._placements[placement]
+            self._rules = None
+
+    def _rules_in_play(self) -> RulesInPlay:
+        if self._rules is None:
+            self._rules = RulesInPlay.of(p.rules for p in self._placements)
+        foreign = self.cluster.foreign
+        if not any(p.rules for p in foreign):
+            return self._rules
+        return RulesInPlay.of([*(p.rules for p in self._placements), *(p.rules for p in foreign)])

@@ -1,0 +1,41 @@
+"""A model made from scratch from the cache's converted objects: the
+reference the incremental model is checked against."""
+from __future__ import annotations
+
+from typing import Mapping
+
+from kaisched.api.cluster import ClusterInfo, ForeignPod
+from kaisched.api.job import JobInfo
+from kaisched.api.node import NodeSpec
+from kaisched.api.queue import QueueInfo
+from kaisched.api.types import JobKey, PodKey
+from kaisched.cache.convert import PodFacts
+from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, make_task
+
+
+def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], groups: Groups,
+            queues: Mapping[str, QueueInfo], priority_classes: Mapping[str, tuple[int, bool]],
+            namespaces: Mapping[str, Mapping[str, str]], scheduler_name: str,
+            now: float) -> ClusterInfo:
+    priorities = Priorities.of(priority_classes)
+    members: dict[JobKey, list[PodFacts]] = {}
+    foreign: list[ForeignPod] = []
+    for facts in pods.values():
+        if facts.status is None:
+            continue
+        if facts.scheduler_name != scheduler_name:
+            pod = foreign_pod(facts)
+            if pod is not None:
+                foreign.append(pod)
+            continue
+        members.setdefault(facts.job, []).append(facts)
+    jobs = []
+    for key, facts_list in members.items():
+        job = JobInfo(key, groups.single(None))
+        for facts in facts_list:
+            job.add_task(make_task(facts, priorities, facts.placement))
+        describe(job, facts_list, groups, priorities)
+        jobs.append(job)
+    foreign.sort(key=lambda p: p.key)
+    return ClusterInfo.assemble(nodes.values(), jobs, queues.values(), dict(priorities.values),
+                                foreign, now, namespaces)
