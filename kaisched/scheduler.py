@@ -99,10 +99,12 @@ class Scheduler:
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""
-        count = self.cache.sync(self.client)
-        if count >= FREEZE_AFTER:
-            # The cache lives long and holds no cycles: move it out of the
-            # collector's sight, or every full collection rescans all of it.
+        with _cyclic_gc_paused():
+            count = self.cache.sync(self.client)
+        if count >= FREEZE_AFTER and count * 4 >= len(self.cache.pods):
+            # The cache lives long and holds no cycles: move what a big list
+            # (or relist) brought out of the collector's sight, or every full
+            # collection rescans all of it. Steady churn is left to the collector.
             gc.collect()
             gc.freeze()
         return count
@@ -131,7 +133,8 @@ class Scheduler:
                 effects = ssn.close()
                 self.holds = ssn.holds
         decided = time.perf_counter()
-        self.cache.revisit(self._spoken_of(effects))
+        if not abandoned:
+            self.cache.reported(self._spoken_of(effects))
         if self.binder.live:
             self.binder.wait(cancel=lambda: not proceed())
             report = self.binder.take_report()

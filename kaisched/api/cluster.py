@@ -82,6 +82,7 @@ class ClusterInfo:
     active: set[JobKey] | None = None
     moved: set[JobKey] = attrs.field(factory=set)     # jobs whose tasks moved since lent
     _ledger: Ledger | None = None
+    _active_list: tuple[tuple, list[JobInfo]] = ((), [])
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -163,14 +164,22 @@ class ClusterInfo:
             self._ledger = Ledger.of(self.jobs.values())
         return self._ledger
 
+    def set_active(self, keys: set[JobKey]) -> None:
+        self.active, self._active_list = keys, ((), [])
+
     def active_jobs(self) -> list[JobInfo]:
         """The jobs a cycle looks at, by key: those unsettled (something waits,
         a minimum does not hold, a problem), those changed since the last
         cycle, and those whose tasks moved in this one. Every job, when the
         cluster was not kept by the cache (nothing tells which changed)."""
-        jobs = self.jobs
-        keys = jobs.keys() if self.active is None else (self.active | self.moved) & jobs.keys()
-        return [jobs[k] for k in sorted(keys)]
+        # Asked by most actions; what it answers changes only as tasks move
+        # (moved only grows) or when the cache sets the active jobs anew.
+        version = (len(self.moved), len(self.jobs))
+        if self._active_list[0] != version:
+            jobs = self.jobs
+            keys = jobs.keys() if self.active is None else (self.active | self.moved) & jobs.keys()
+            self._active_list = (version, [jobs[k] for k in sorted(keys)])
+        return list(self._active_list[1])
 
     def usable_nodes(self) -> np.ndarray:
         """Mask of nodes that are Ready and not cordoned, in table order."""

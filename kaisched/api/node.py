@@ -87,6 +87,16 @@ class NodeTable:
             self._vectors[res] = vec
         return vec
 
+    def known_vector(self, res: Resource) -> np.ndarray | None:
+        """The request as a row, or None when a column for one of its resources
+        is missing (the table must be laid out again to count it)."""
+        vec = self._vectors.get(res)
+        if vec is not None:
+            return vec
+        if any(name not in self.dim_index for name, _ in res.items):
+            return None
+        return self.vector(res)
+
     def resource(self, row: np.ndarray) -> Resource:
         return Resource.of({d: float(v / k) for d, v, k in zip(self.dims, row, self.scale)
                             if abs(v) > EPSILON})

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from typing import Mapping
 
+import numpy as np
+
 from kaisched.api.cluster import ClusterInfo, ForeignPod, RulesInPlay
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import JobKey, NodeName, PodKey
+from kaisched.api.resource import Resource
+from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, group_key, make_task
 from kaisched.api.placement import Placement
@@ -39,9 +42,17 @@ class Model:
         self.priorities = Priorities()
         self.by_group: dict[JobKey, set[JobKey]] = {}    # PodGroup -> jobs apart from it (replicas)
         self.changed: set[JobKey] = set()                 # jobs events reached since the last snapshot
-        self.revisit: set[JobKey] = set()                 # jobs the last session said something of
+        # Jobs a session must look at though settled: changed since a session
+        # last reported on them, or spoken of by it (numbered, so that a report
+        # clears only what its session saw).
+        self.unreported: dict[JobKey, int] = {}
+        self._seq = 0
+        self._lent_seq = 0
         self.ledger = Ledger()
         self._relayout = True                             # the table is laid out again at snapshot
+        self._rows: list[int] = []                        # room taken (or given back) since,
+        self._vecs: list[np.ndarray] = []                 # summed into the table at snapshot
+        self._releasing: list[bool] = []
         self._queues_changed = True
         self._foreign_changed = True
         # Equal placements made one object: the session's per-class caches
@@ -64,8 +75,11 @@ class Model:
         cluster = self.cluster
         old = self.tasks.pop(key, None)
         if old is not None:
-            if not self._relayout:
-                cluster._leave(old)
+            if old.node_name and old.status in OCCUPYING_STATUSES:
+                self._room(old.node_name, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
+                node = cluster.nodes.get(old.node_name)
+                if node is not None:
+                    node.tasks.pop(key, None)
             job = cluster.jobs[old.job]
             job.remove_task(key)
             self._drop_placement(old.placement)
@@ -74,7 +88,7 @@ class Model:
             gone = self.foreign.pop(key, None)
             if gone is not None:
                 self._foreign_changed = True
-                self._account_foreign(gone, -1.0)
+                self._room(gone.node_name, gone.resreq, gone.releasing, -1.0)
         if facts is None or facts.status is None:
             return
         if facts.scheduler_name != self.scheduler_name:
@@ -82,7 +96,7 @@ class Model:
             if pod is not None:
                 self.foreign[key] = pod
                 self._foreign_changed = True
-                self._account_foreign(pod, 1.0)
+                self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
             return
         placement = self._keep_placement(facts.placement)
         task = self.tasks[key] = make_task(facts, self.priorities, placement)
@@ -94,25 +108,31 @@ class Model:
         gk = group_key(facts)
         if gk != task.job:
             self.by_group.setdefault(gk, set()).add(task.job)
-        if not self._relayout:
-            if any(name not in cluster.table.dim_index for name in task.resreq.names()):
-                self._relayout = True       # a resource no column holds yet
-            else:
-                cluster._take(task)
+        if task.node_name and task.status in OCCUPYING_STATUSES:
+            self._room(task.node_name, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
+            node = cluster.nodes.get(task.node_name)
+            if node is not None:
+                node.tasks[key] = task
+        elif any(name not in cluster.table.dim_index for name in task.resreq.names()):
+            self._relayout = True           # a resource no column holds yet
 
-    def _account_foreign(self, pod: ForeignPod, sign: float) -> None:
-        """Another scheduler's pod takes (or gives back) room on its node."""
+    def _room(self, node: NodeName, request: Resource, releasing: bool, sign: float) -> None:
+        """A pod takes (sign 1) or gives back (-1) room on its node. Summed
+        into the table in one go at the snapshot: a row update a pod costs
+        more than the pod's whole conversion."""
+        if self._relayout:
+            return
         table = self.cluster.table
-        row = table.index.get(pod.node_name)
-        if self._relayout or row is None:
+        row = table.index.get(node)
+        if row is None:
+            return              # no such node (yet): a layout counts it if one comes
+        vec = table.known_vector(request)
+        if vec is None:
+            self._relayout = True           # a resource no column holds yet
             return
-        if any(name not in table.dim_index for name in pod.resreq.names()):
-            self._relayout = True
-            return
-        vec = table.vector(pod.resreq)
-        table.add_used(row, vec, sign)
-        if pod.releasing:
-            table.add_releasing(row, vec, sign)
+        self._rows.append(row)
+        self._vecs.append(vec * sign)
+        self._releasing.append(releasing)
 
     def put_node(self, name: str, spec: NodeSpec | None) -> None:
         node = self.cluster.nodes.get(NodeName(name))
@@ -147,6 +167,16 @@ class Model:
 
     def _changed(self, key: JobKey) -> None:
         self.changed.add(key)
+        self.revisit(key)
+
+    def revisit(self, key: JobKey) -> None:
+        self._seq += 1
+        self.unreported[key] = self._seq
+
+    def reported(self) -> None:
+        """The session lent last closed: it has looked at every job lent as unreported."""
+        seen = self._lent_seq
+        self.unreported = {k: n for k, n in self.unreported.items() if n > seen}
 
     # -- the snapshot ----------------------------------------------------------------------
 
@@ -167,14 +197,17 @@ class Model:
             ledger.put(key, job)
         # A job that changed, or was spoken of, is looked at once more: what
         # was said of it may need saying again (or differently).
-        cluster.active = ledger.unsettled | self.changed | self.revisit
-        self.changed, self.revisit = set(), set()
+        cluster.set_active(ledger.unsettled | self.unreported.keys())
+        self.changed, self._lent_seq = set(), self._seq
         if self._foreign_changed:
             cluster.foreign = tuple(self.foreign[k] for k in sorted(self.foreign))
             self._foreign_changed = False
+        if self._rows and not self._relayout:
+            cluster.table.add_many(np.array(self._rows), np.array(self._vecs),
+                                   np.array(self._releasing))
         if self._relayout or self._queues_changed:
             self._layout(nodes, queues)
-            cluster = self.cluster
+        self._rows, self._vecs, self._releasing = [], [], []
         cluster.priority_classes = dict(self.priorities.values)
         cluster.namespace_labels = namespaces
         cluster.now = now

@@ -181,10 +181,14 @@ class Cache:
         self.model.reclaim()
         return self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
 
-    def revisit(self, jobs: Iterable[JobKey]) -> None:
-        """Jobs the last session said something of: the next one looks again,
-        changed or not (what it wrote may not have landed)."""
-        self.model.revisit.update(jobs)
+    def reported(self, spoken_of: Iterable[JobKey]) -> None:
+        """The session over the last snapshot closed: what it looked at need not
+        be looked at again unless it changes -- but for the jobs it said
+        something of, which the next session looks at again (what it wrote
+        may not have landed)."""
+        self.model.reported()
+        for key in spoken_of:
+            self.model.revisit(key)
 
     def job_of(self, pod: PodKey) -> JobKey | None:
         facts = self.pods.get(pod)

@@ -1,7 +1,10 @@
 """Pods: what scheduling reads of one, what it asks for, and which gang it names."""
 from __future__ import annotations
 
+import functools
+
 import attrs
+import orjson
 
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
@@ -56,7 +59,38 @@ class PodFacts:
 
 def pod_request(spec: Obj, problems: list[str]) -> Resource:
     """As kube-scheduler: max(sum of containers + sidecars, the largest init
-    step) + overhead, and one pod slot."""
+    step) + overhead, and one pod slot. The pods of a job ask alike: what
+    their containers ask is worked out once per distinct ask."""
+    def asks(containers: object) -> list[tuple[object, object]] | None:
+        if not containers:
+            return []
+        if not isinstance(containers, list) or not all(isinstance(c, dict) for c in containers):
+            return None
+        return [(c.get("resources"), c.get("restartPolicy")) for c in containers]
+
+    main, init = asks(spec.get("containers")), asks(spec.get("initContainers"))
+    if main is None or init is None:
+        return _request(spec, problems)          # malformed: read as it is, and fail there
+    try:
+        key = orjson.dumps((main, init, spec.get("overhead")))
+    except TypeError:
+        return _request(spec, problems)
+    res, found = _request_of(key)
+    problems.extend(found)
+    return res
+
+
+@functools.lru_cache(maxsize=4096)
+def _request_of(key: bytes) -> tuple[Resource, tuple[str, ...]]:
+    main, init, overhead = orjson.loads(key)
+    spec = {"containers": [{"resources": r, "restartPolicy": p} for r, p in main],
+            "initContainers": [{"resources": r, "restartPolicy": p} for r, p in init],
+            "overhead": overhead}
+    problems: list[str] = []
+    return _request(spec, problems), tuple(problems)
+
+
+def _request(spec: Obj, problems: list[str]) -> Resource:
     def req(c: Obj, where: str) -> Resource:
         # As the API server defaults it: a limit with no request is the request.
         resources = c.get("resources") or {}
@@ -75,7 +109,8 @@ def pod_request(spec: Obj, problems: list[str]) -> Resource:
         if c.get("restartPolicy") == "Always":
             sidecars = sidecars + r
         init_peak = _max(init_peak, step)
-    total = _max(total + sidecars, init_peak)
+    if not init_peak.is_empty():
+        total = _max(total + sidecars, init_peak)
     total = total + quantities(spec.get("overhead"), "overhead", problems)
     return total + Resource.of({PODS: 1})
 
