@@ -147,7 +147,7 @@ def _report(ssn: Session, job: JobInfo) -> None:
                 "PodScheduled", "False", Reason.UNSCHEDULABLE.value, cond.message, now)))
             changed = changed or not job.spec.declared
     if changed:
-        kind, key = ("PodGroup", job.key) if job.spec.declared else ("Pod", next(iter(job.tasks), job.key))
+        kind, key = ("PodGroup", job.key) if job.spec.declared else ("Pod", min(job.tasks, default=job.key))
         ssn.emit(RecordEvent(kind, key, "Warning", Reason.FAILED_SCHEDULING.value, cond.message))
 
 

@@ -147,6 +147,8 @@ class ProportionPlugin(PluginBase):
         return None
 
     def _allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
+        if job.queue not in self._chain:
+            return self._job_invalid(job)       # a queue that does not exist takes nothing
         for name in self._chain[job.queue]:
             queue = self.queues[name]
             used = self.allocated[name]

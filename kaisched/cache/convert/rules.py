@@ -1,9 +1,11 @@
 """Where a pod may go: node selectors and affinity, tolerations, and rules over other pods."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import attrs
+import orjson
 
 from kaisched.api.placement import (
     NO_RULES, HostPort, LabelSelector, Placement, PodAffinityTerm, PodMatcher, PodRules, Requirement,
@@ -19,6 +21,33 @@ def _requirements(raw: Any) -> tuple[Requirement, ...]:
 
 
 def placement(spec: Obj, namespace: str = "default", labels: Obj | None = None) -> Placement:
+    """Node selector, node affinity, tolerations and the rules over other pods.
+    The pods of a job (and of most workloads) place alike: each distinct set
+    of rules is read once, and alike pods share one frozen Placement."""
+    rules = (spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"),
+             spec.get("topologySpreadConstraints"),
+             [[c.get("ports") for c in spec.get(k) or () if isinstance(c, dict) and c.get("ports")]
+              for k in ("containers", "initContainers")])
+    # The pod's labels matter only to its rules over other pods (matchLabelKeys).
+    own = labels if (rules[1] or rules[3]) else None
+    try:
+        key = orjson.dumps((namespace, own, rules))
+    except TypeError:
+        return _placement(spec, namespace, labels or {})
+    return _placement_of(key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _placement_of(key: bytes) -> Placement:
+    namespace, labels, (selector, affinity, tolerations, spread, ports) = orjson.loads(key)
+    spec = {"nodeSelector": selector, "affinity": affinity, "tolerations": tolerations,
+            "topologySpreadConstraints": spread,
+            "containers": [{"ports": p} for p in ports[0]],
+            "initContainers": [{"ports": p} for p in ports[1]]}
+    return _placement(spec, namespace, labels or {})
+
+
+def _placement(spec: Obj, namespace: str, labels: Obj) -> Placement:
     selector = spec.get("nodeSelector") or {}
     affinity = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
@@ -30,7 +59,7 @@ def placement(spec: Obj, namespace: str = "default", labels: Obj | None = None) 
                         for t in spec.get("tolerations") or () if isinstance(t, dict))
     return Placement(tuple(sorted((str(k), str(v)) for k, v in selector.items())),
                      terms, tolerations, preferred_node_affinity(spec),
-                     pod_rules(spec, namespace, labels or {}))
+                     pod_rules(spec, namespace, labels))
 
 
 def _selector(raw: Any, labels: Obj | None = None, match_keys: Any = (),
