@@ -226,11 +226,33 @@ class ClusterInfo:
             self.journal.append((old, new))
 
     def rewind(self) -> None:
-        """Undo every journaled move, newest first."""
+        """Undo every journaled move, newest first. The rows' amounts are summed
+        back in one go (whole numbers: the order of the sums does not matter)."""
         journal, self.journal = self.journal, None
-        for old, new in reversed(journal or ()):
-            self.replace(new, old)
-        self.journal = journal if journal is None else []
+        if not journal:
+            self.journal = journal if journal is None else []
+            return
+        deltas = _Deltas(self.table)
+        for old, new in reversed(journal):
+            node = self._node_of(new)
+            if node is not None:
+                deltas.add(node.index, new, -1.0)
+                node.tasks.pop(new.key, None)
+            node = self._node_of(old)
+            if node is not None:
+                deltas.add(node.index, old, 1.0)
+                node.tasks[old.key] = old
+            self.jobs[old.job].update_task(old)
+            self.moved.add(old.job)
+        deltas.apply()
+        self.journal = []
+
+    def _node_of(self, task: TaskInfo) -> NodeInfo | None:
+        """The node the task holds room on, if any."""
+        if not task.node_name or not (task.status in OCCUPYING_STATUSES
+                                      or task.status is TaskStatus.PIPELINED):
+            return None
+        return self.nodes.get(task.node_name)
 
     def _take(self, task: TaskInfo) -> None:
         node = self.nodes.get(task.node_name) if task.node_name else None  # type: ignore[arg-type]
@@ -243,6 +265,33 @@ class ClusterInfo:
         if node is not None and (task.status in OCCUPYING_STATUSES
                                  or task.status is TaskStatus.PIPELINED):
             _vacate(node, task)
+
+
+class _Deltas:
+    """Room taken and given back on many rows, summed into the table at once."""
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self.rows: dict[str, list[int]] = {"used": [], "releasing": [], "pipelined": []}
+        self.vecs: dict[str, list[np.ndarray]] = {"used": [], "releasing": [], "pipelined": []}
+
+    def add(self, row: int, task: TaskInfo, sign: float) -> None:
+        vec = self.table.vector(task.resreq) * sign
+        kinds = ("pipelined",) if task.status is TaskStatus.PIPELINED else \
+            ("used", "releasing") if task.status is TaskStatus.RELEASING else ("used",)
+        for kind in kinds:
+            self.rows[kind].append(row)
+            self.vecs[kind].append(vec)
+
+    def apply(self) -> None:
+        sums = {}
+        for kind, rows in self.rows.items():
+            total = np.zeros_like(self.table.used)
+            if rows:
+                np.add.at(total, np.array(rows), np.array(self.vecs[kind]))
+            sums[kind] = total
+        self.table.add_sums(sums["used"], sums["releasing"], sums["pipelined"],
+                            np.unique(np.array([r for rows in self.rows.values() for r in rows])))
 
 
 def _occupy(node: NodeInfo, task: TaskInfo) -> None:

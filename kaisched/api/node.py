@@ -154,6 +154,17 @@ class NodeTable:
         self.version += 1
         self.row_version[np.unique(rows)] = self.version
 
+    def add_sums(self, used: np.ndarray, releasing: np.ndarray, pipelined: np.ndarray,
+                 rows: np.ndarray) -> None:
+        """Whole-table deltas of each kind at once (rows: those they touch)."""
+        self.used += used
+        self.idle -= used
+        self.releasing += releasing
+        self.pipelined += pipelined
+        self.future += releasing - used - pipelined
+        self.version += 1
+        self.row_version[rows] = self.version
+
     def fits(self, vec: np.ndarray, room: np.ndarray) -> np.ndarray:
         """Mask of nodes whose room holds vec in every requested resource."""
         cols = np.flatnonzero(vec)
