@@ -7,7 +7,7 @@ be made, every eviction there is rolled back.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -135,11 +135,12 @@ class RoomFinder:
         table = self.ssn.cluster.table
         return table.future + self.evictable - (table.releasing - self.releasing_at_start)
 
-    def nodes(self, task: TaskInfo) -> list[NodeName]:
+    def nodes(self, task: TaskInfo) -> Iterator[NodeName]:
         """Nodes where room could be made: first those where other jobs'
-        surplus tasks are enough (no gang need go), then by least eviction."""
+        surplus tasks are enough (no gang need go), then by least eviction.
+        Named as tried: the first usually does."""
         if not self.by_node:
-            return []           # no candidate victims anywhere
+            return iter(())     # no candidate victims anywhere
         table = self.ssn.cluster.table
         vec = table.vector(task.resreq)
         room = self.room()
@@ -154,7 +155,8 @@ class RoomFinder:
         released = (table.releasing - self.releasing_at_start)[rows]
         gang_needed = ~table.fits(vec, table.future[rows] + self.surplus[rows] - released)
         order = np.lexsort((rows, missing.sum(axis=1), gang_needed))
-        return [table.names[rows[i]] for i in order]
+        names = table.names
+        return (names[row] for row in rows[order])
 
 
 def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hook: Hook,

@@ -162,8 +162,13 @@ class Model:
         if priorities == self.priorities:
             return
         self.priorities = priorities
-        for key in list(self.tasks):
-            self.put_pod(key, pods.get(key))
+        for key, task in list(self.tasks.items()):
+            facts = pods.get(key)
+            if facts is None or priorities.of_pod(facts) != task.priority:
+                self.put_pod(key, facts)
+        for key, job in self.cluster.jobs.items():
+            if job.spec.priority_class:
+                self._changed(key)          # its priority is its class's
 
     def _changed(self, key: JobKey) -> None:
         self.changed.add(key)
