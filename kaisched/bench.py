@@ -6,8 +6,10 @@ snapshot (watch events -> cache -> ClusterInfo) and session (actions).
 from __future__ import annotations
 
 import resource
+import time
 from typing import Any, Callable
 
+from kaisched import bench_scale
 from kaisched.api.clock import ManualClock
 from kaisched.binder import Binder
 from kaisched.builtins import register_builtins
@@ -151,6 +153,7 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "preempt-1k": preempt,
     "churn": churn,
     "affinity-5k": affinity,
+    "scale-10k": bench_scale.scale_10k,
 }
 
 
@@ -162,26 +165,35 @@ def run(name: str, scale: float = 1.0) -> dict[str, Any]:
         from kaisched.sim.scale import bench as run_simulate
         return run_simulate(scale)
     nodes, others = SCENARIOS[name](scale)
+    node_count, pods = len(nodes), sum(1 for o in others if o["kind"] == "Pod")
     clock = ManualClock()
     cluster = MemoryCluster(clock)
     for obj in nodes + others:
         cluster.create(obj)
+    if name == "scale-10k":
+        # The backend holds its own copies now: the generated top-level dicts
+        # would only count against the peak.
+        nodes, others = [], []
     registry = register_builtins()
     config = default_config(registry)
+    started = time.perf_counter()       # a scheduler starting against a full API server
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     result = scheduler.run_once()
-    pods = sum(1 for o in others if o["kind"] == "Pod")
-    if name == "churn":      # the steady state: measure the cycle after the first
-        churn_step(cluster, scale)
+    first_cycle = time.perf_counter() - started
+    if name in ("churn", "scale-10k"):      # the steady state: measure the cycle after the first
+        (churn_step if name == "churn" else bench_scale.churn_step)(cluster, scale)
         clock.advance(config.schedule_period)
         result = scheduler.run_once()
     placed = len(result.placed) + len(result.reservations)
     evicted = sum(1 for e in result.effects if isinstance(e, Evict))
-    return {
-        "scenario": name, "nodes": len(nodes), "pods": pods, "placed": placed,
+    figures: dict[str, Any] = {
+        "scenario": name, "nodes": node_count, "pods": pods, "placed": placed,
         "evicted": evicted,
         "session_seconds": round(result.session_seconds, 3),
         "pods_per_second": round(placed / result.session_seconds, 1) if result.session_seconds else 0.0,
         "snapshot_seconds": round(result.snapshot_seconds, 3),
         "peak_memory_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+    if name == "scale-10k":
+        figures["first_cycle_seconds"] = round(first_cycle, 3)
+    return figures

@@ -1,0 +1,152 @@
+"""The bench scenarios build what they claim (at a tiny scale; the figures
+themselves are measured with `kaisched bench`, never in tests)."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from decimal import Decimal
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from kaisched import bench_scale
+from kaisched.api.clock import ManualClock
+from kaisched.api.quantity import parse_quantity
+from kaisched.bench import SCENARIOS
+from kaisched.cli import main
+from kaisched.cluster.kinds import POD, PODGROUP
+from kaisched.cluster.memory import MemoryCluster
+
+Obj = dict[str, Any]
+GPU = "nvidia.com/gpu"
+SCALE = 0.01
+
+
+def requests(pod: Obj) -> dict[str, Decimal]:
+    total: dict[str, Decimal] = defaultdict(Decimal)
+    for c in pod["spec"]["containers"]:
+        for res, qty in ((c.get("resources") or {}).get("requests") or {}).items():
+            total[res] += parse_quantity(qty)
+    return total
+
+
+def gang_of(pod: Obj) -> str | None:
+    return ((pod["metadata"].get("annotations") or {}).get("kaisched.io/pod-group"))
+
+
+@pytest.fixture(scope="module")
+def scale_10k() -> tuple[list[Obj], list[Obj]]:
+    return bench_scale.scale_10k(SCALE)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_running_pods_fit_their_nodes(name: str) -> None:
+    nodes, others = SCENARIOS[name](SCALE)
+    allocatable = {n["metadata"]["name"]: n["status"]["allocatable"] for n in nodes}
+    used: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    for pod in (o for o in others if o["kind"] == "Pod" and o["spec"].get("nodeName")):
+        node = pod["spec"]["nodeName"]
+        assert node in allocatable, f"{pod['metadata']['name']} runs on unknown node {node}"
+        for res, qty in requests(pod).items():
+            used[node][res] += qty
+        used[node]["pods"] += 1
+    for node, amounts in used.items():
+        for res, qty in amounts.items():
+            assert qty <= parse_quantity(allocatable[node].get(res, "0")), (node, res, qty)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_gang_has_its_podgroup_with_room_for_its_minimum(name: str) -> None:
+    _, others = SCENARIOS[name](SCALE)
+    groups = {o["metadata"]["name"]: o["spec"]["minMember"]
+              for o in others if o["kind"] == "PodGroup"}
+    members = Counter(gang_of(o) for o in others if o["kind"] == "Pod" and gang_of(o))
+    assert set(members) == set(groups)
+    assert all(members[g] >= groups[g] for g in groups)
+
+
+def test_scale_10k_counts(scale_10k: tuple[list[Obj], list[Obj]]) -> None:
+    nodes, others = scale_10k
+    pools = Counter(n["metadata"]["labels"][bench_scale.POOL] for n in nodes)
+    assert pools == {"cpu": 80, "gpu": 20}
+    pods = [o for o in others if o["kind"] == "Pod"]
+    running = [p for p in pods if p["spec"].get("nodeName")]
+    assert (len(pods), len(running)) == (3000, 2900)
+    assert all(p["status"]["phase"] == ("Running" if p["spec"].get("nodeName") else "Pending")
+               for p in pods)
+    # one default-scheduler DaemonSet pod per node, the rest ours
+    foreign = Counter(p["spec"]["nodeName"] for p in pods
+                      if p["spec"]["schedulerName"] != "kaisched")
+    assert foreign == {n["metadata"]["name"]: 1 for n in nodes}
+
+
+def test_scale_10k_nodes_carry_topology_labels(scale_10k: tuple[list[Obj], list[Obj]]) -> None:
+    nodes, _ = scale_10k
+    for n in nodes:
+        labels = n["metadata"]["labels"]
+        assert labels[bench_scale.HOSTNAME] == n["metadata"]["name"]
+        assert labels[bench_scale.ZONE].startswith("zone-")
+        assert labels[bench_scale.RACK].startswith("rack-")
+        gpu = GPU in n["status"]["allocatable"]
+        assert gpu == (labels[bench_scale.POOL] == "gpu") == bool(n["spec"].get("taints"))
+    assert len({n["metadata"]["labels"][bench_scale.RACK] for n in nodes}) == 3
+
+
+def test_scale_10k_gangs(scale_10k: tuple[list[Obj], list[Obj]]) -> None:
+    nodes, others = scale_10k
+    groups = {o["metadata"]["name"]: o for o in others if o["kind"] == "PodGroup"}
+    members: dict[str, list[Obj]] = defaultdict(list)
+    for pod in others:
+        if pod["kind"] == "Pod" and gang_of(pod):
+            members[gang_of(pod)].append(pod)       # type: ignore[index]
+    queues = {o["metadata"]["name"] for o in others if o["kind"] == "Queue"}
+    gpu_nodes = {n["metadata"]["name"] for n in nodes if GPU in n["status"]["allocatable"]}
+    for name, group in groups.items():
+        pods = members[name]
+        assert 1 <= group["spec"]["minMember"] == len(pods) <= 64, name
+        assert group["spec"]["queue"] in queues
+        # a gang runs whole or waits whole
+        assert len({bool(p["spec"].get("nodeName")) for p in pods}) == 1, name
+        for pod in pods:
+            gpus = requests(pod).get(GPU, Decimal(0))
+            assert gpus in (0, 1), pod["metadata"]["name"]
+            if pod["spec"].get("nodeName"):
+                assert (pod["spec"]["nodeName"] in gpu_nodes) == (gpus == 1)
+    pending = [g for g in groups if g.startswith("wait-")]
+    assert sum(len(members[g]) for g in pending) == 100
+    kinds = {bool(requests(members[g][0]).get(GPU)) for g in pending}
+    assert kinds == {True, False}, "pending gangs of both pools"
+
+
+def test_scale_10k_is_deterministic(scale_10k: tuple[list[Obj], list[Obj]]) -> None:
+    assert bench_scale.scale_10k(SCALE) == scale_10k
+
+
+def test_scale_10k_churn_step_replaces_finished_gangs_with_as_many_pending_pods(
+        scale_10k: tuple[list[Obj], list[Obj]]) -> None:
+    cluster = MemoryCluster(ManualClock())
+    for obj in [*scale_10k[0], *scale_10k[1]]:
+        cluster.create(obj)
+    before = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in cluster.list(POD)}
+    bench_scale.churn_step(cluster, SCALE)
+    after = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in cluster.list(POD)}
+    gone, new = before - after, after - before
+    assert gone and len(gone) == len(new)
+    assert all(name.startswith("run-") for _, name in gone)
+    assert all(name.startswith("new-") for _, name in new)
+    # whole gangs finished: none of a finished gang's pods or its PodGroup is left
+    finished = {name.rsplit("-", 1)[0] for _, name in gone}
+    groups = {g["metadata"]["name"] for g in cluster.list(PODGROUP)}
+    assert not finished & groups
+    assert not any(name.rsplit("-", 1)[0] in finished for _, name in after)
+
+
+def test_scale_10k_bench_reports_the_first_cycle() -> None:
+    result = CliRunner().invoke(main, ["bench", "scale-10k", "--scale", str(SCALE)])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.output)
+    assert (figures["nodes"], figures["pods"]) == (100, 3000)
+    assert figures["first_cycle_seconds"] > 0
+    # the measured cycle is the one after the churn step: the arrivals are placed
+    assert figures["placed"] > 0 and figures["evicted"] == 0
