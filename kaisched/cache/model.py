@@ -4,9 +4,9 @@ changed in place per event, never rebuilt per cycle.
 A changed pod moves one task (its job's counts and, when it holds room, one
 node row); a changed node rewrites one row. What a job declares (its PodGroup,
 priority, age, problem) is worked out again only for the jobs an event
-touched, once per snapshot. Rare, wide changes -- a node added or removed, a
-resource no column holds, a PriorityClass -- lay the table (or every task)
-out again.
+touched, once per sync or snapshot. Rare, wide changes -- a node added or
+removed, a resource no column holds -- lay the table out again; a
+PriorityClass makes again the tasks whose priority it changes.
 
 A session works on the model itself: every move it makes goes through
 ClusterInfo.replace, which journals it, and the model rewinds the journal
@@ -41,6 +41,7 @@ class Model:
         self.foreign: dict[PodKey, ForeignPod] = {}
         self.priorities = Priorities()
         self.by_group: dict[JobKey, set[JobKey]] = {}    # PodGroup -> jobs apart from it (replicas)
+        self._group_of: dict[JobKey, JobKey] = {}         # and back
         self.changed: set[JobKey] = set()                 # jobs events reached since the last snapshot
         # Jobs a session must look at though settled: changed since a session
         # last reported on them, or spoken of by it (numbered, so that a report
@@ -108,6 +109,7 @@ class Model:
         gk = group_key(facts)
         if gk != task.job:
             self.by_group.setdefault(gk, set()).add(task.job)
+            self._group_of[task.job] = gk
         if task.node_name and task.status in OCCUPYING_STATUSES:
             self._room(task.node_name, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
             node = cluster.nodes.get(task.node_name)
@@ -183,14 +185,13 @@ class Model:
         seen = self._lent_seq
         self.unreported = {k: n for k, n in self.unreported.items() if n > seen}
 
-    # -- the snapshot ----------------------------------------------------------------------
+    # -- catching up, and the snapshot -------------------------------------------------------
 
-    def refresh(self, pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec],
-                queues: Mapping[str, QueueInfo], namespaces: Mapping[str, Mapping[str, str]],
-                now: float) -> ClusterInfo:
-        """Bring what events left for later up to date, and lend the model out."""
-        cluster = self.cluster
-        jobs = cluster.jobs
+    def catch_up(self, pods: Mapping[PodKey, PodFacts]) -> None:
+        """Finish what events left for later that grows with them: the jobs'
+        declarations and sums, the room noted per node. After every sync, so
+        that a standby replica, which takes no snapshot, holds only the model."""
+        jobs = self.cluster.jobs
         ledger = self.ledger
         for key in self.changed:
             job = jobs.get(key)
@@ -199,25 +200,45 @@ class Model:
                 job = None
             if job is not None:
                 describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities)
+            else:
+                self._forget(key)
             ledger.put(key, job)
+        self.changed = set()
+        if self._rows and not self._relayout:
+            self.cluster.table.add_many(np.array(self._rows), np.array(self._vecs),
+                                        np.array(self._releasing))
+        self._rows, self._vecs, self._releasing = [], [], []
+
+    def _forget(self, key: JobKey) -> None:
+        """A job gone: nothing to report of it, no PodGroup to read for it."""
+        self.unreported.pop(key, None)
+        group = self._group_of.pop(key, None)
+        if group is not None:
+            members = self.by_group.get(group, set())
+            members.discard(key)
+            if not members:
+                self.by_group.pop(group, None)
+
+    def refresh(self, pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec],
+                queues: Mapping[str, QueueInfo], namespaces: Mapping[str, Mapping[str, str]],
+                now: float) -> ClusterInfo:
+        """Bring what events left for later up to date, and lend the model out."""
+        self.catch_up(pods)
+        cluster = self.cluster
         # A job that changed, or was spoken of, is looked at once more: what
         # was said of it may need saying again (or differently).
-        cluster.set_active(ledger.unsettled | self.unreported.keys())
-        self.changed, self._lent_seq = set(), self._seq
+        cluster.set_active(self.ledger.unsettled | self.unreported.keys())
+        self._lent_seq = self._seq
         if self._foreign_changed:
             cluster.foreign = tuple(self.foreign[k] for k in sorted(self.foreign))
             self._foreign_changed = False
-        if self._rows and not self._relayout:
-            cluster.table.add_many(np.array(self._rows), np.array(self._vecs),
-                                   np.array(self._releasing))
         if self._relayout or self._queues_changed:
             self._layout(nodes, queues)
-        self._rows, self._vecs, self._releasing = [], [], []
         cluster.priority_classes = dict(self.priorities.values)
         cluster.namespace_labels = namespaces
         cluster.now = now
         cluster._rules = self._rules_in_play()
-        cluster._ledger = ledger
+        cluster._ledger = self.ledger
         cluster.moved = set()
         cluster.journal = []
         return cluster

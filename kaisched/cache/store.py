@@ -61,6 +61,7 @@ class Cache:
         events = self._subscription.drain()
         for event in events:
             self.apply(event)
+        self.model.catch_up(self.pods)
         if self._untold:
             self._tell_node_problems(client)
         return len(events)
