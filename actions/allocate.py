@@ -22,9 +22,11 @@ from actions import starvation
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import GangMode, JobKey, QueueName, TaskStatus
+from kaisched.api.types import READY_STATUSES, GangMode, JobKey, QueueName, TaskStatus
 from kaisched.framework import Session, Statement
 from kaisched.framework.holds import hold_of
+
+_HELD = READY_STATUSES | {TaskStatus.PIPELINED}     # a NonStrict hold, and what runs
 
 
 class AllocateAction:
@@ -150,7 +152,7 @@ def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
     if not idle_only and progress and job.spec.mode is GangMode.NON_STRICT \
             and job.key not in ssn.no_hold:
         keep(ssn, job, stmt, held)
-        ssn.record_unschedulable(job, "NonStrict: " + shortfall_message(job, attempt).replace(
+        ssn.record_unschedulable(job, "NonStrict: " + shortfall_message(job, attempt, True).replace(
             "tasks placed", "tasks held", 1))
         return False
     stmt.discard()
@@ -189,7 +191,7 @@ def place_group(ssn: Session, members: list[JobInfo]) -> bool:
     if blocker is None:
         for member in members:
             todo = [] if ssn.job_ready(member) else ssn.pending(member)
-            attempts[member.key] = place_tasks(ssn, stmt, member, todo)
+            attempts[member.key] = place_in_topology(ssn, stmt, member, todo, False, place_tasks)
         if all(ssn.job_ready(m) for m in members):
             stmt.commit()
             return True
@@ -207,8 +209,10 @@ def place_group(ssn: Session, members: list[JobInfo]) -> bool:
     return False
 
 
-def shortfall_message(job: JobInfo, attempt: Attempt) -> str:
-    return (f"{job.ready_count() + attempt.placed}/{len(job.tasks)} tasks placed, "
+def shortfall_message(job: JobInfo, attempt: Attempt, kept: bool = False) -> str:
+    # Kept placements are in the job already; discarded ones only in the attempt.
+    placed = job.count(_HELD) if kept else job.ready_count() + attempt.placed
+    return (f"{placed}/{len(job.tasks)} tasks placed, "
             f"minMember {job.min_member}; {attempt.failure or 'the gang is not complete'}")
 
 

@@ -145,7 +145,7 @@ class RoomFinder:
         vec = table.vector(task.resreq)
         room = self.room()
         mask = self.ssn.static_mask(task) & table.fits(vec, room)
-        domain = bound_domain(self.ssn, self.ssn.cluster.jobs[task.job], self.room)
+        domain = bound_domain(self.ssn, self.ssn.cluster.jobs[task.job], self.room, task)
         if domain is not None:
             mask &= domain          # a topology-bound gang: room inside its domain only
         rows = np.flatnonzero(mask)
@@ -210,7 +210,7 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
         if check(task):
             break
         choice = ssn.select_node(task, within=bound_domain(
-            ssn, job, lambda task=task: finder(task).room()) if job.spec.topology else None)
+            ssn, job, lambda task=task: finder(task).room(), task))
         if choice is not None:
             stmt.pipeline(task, choice.node)
         else:

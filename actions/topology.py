@@ -17,31 +17,15 @@ rolled back and the next one tried. Placement never splits across domains.
 """
 from __future__ import annotations
 
-import weakref
-from typing import Callable, Iterable, Protocol
+from typing import Callable
 
 import numpy as np
 
+from actions.domainchoice import MET, Outcome, choice, level_of, need_of
 from kaisched.api.job import JobInfo, TopologyRule
-from kaisched.api.placement import HOSTNAME_KEY
-from kaisched.api.podindex import PRESENT
-from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import READY_STATUSES, TaskStatus
+from kaisched.api.types import GangMode, TaskStatus
 from kaisched.framework import Session, Statement
-
-# A gang's pods that stay where they are (releasing ones are leaving).
-_STAYING = PRESENT - {TaskStatus.RELEASING}
-_MET = READY_STATUSES           # what counts towards a minimum
-# Levels tried when widening, besides those the gangs name (narrowest first
-# by their domain count, whichever exist on the nodes).
-WELL_KNOWN_LEVELS = ("nvidia.com/gpu.clique", "topology.kubernetes.io/zone",
-                     "topology.kubernetes.io/region")
-
-
-class Outcome(Protocol):
-    placed: int
-    failure: str | None
 
 
 PlaceFn = Callable[[Session, Statement, JobInfo, list[TaskInfo], bool, "np.ndarray | None"], Outcome]
@@ -51,23 +35,33 @@ def place_in_topology(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[T
                       idle_only: bool, place: PlaceFn) -> Outcome:
     """Place the job's tasks as place() does, inside one domain when the
     PodGroup asks for a topology (and each subgroup with its own inside one of
-    its level, within the gang's); otherwise just place()."""
+    its level, within the gang's); otherwise just place().
+
+    A NonStrict gang keeps what it could place, to be held until the rest
+    fits: with a required level, what one domain of it can take (the one that
+    takes the most), never pods split over domains; the rest comes later into
+    the same domain."""
     ruled = [sg for sg in job.spec.subgroups if sg.topology]
     if not tasks or not (job.spec.topology or ruled):
         return place(ssn, stmt, job, tasks, idle_only, None)
+    # As allocate decides what a gang short of its minimum may hold.
+    partial = not idle_only and job.spec.mode is GangMode.NON_STRICT and job.key not in ssn.no_hold
 
     def whole(within: np.ndarray | None) -> Outcome:
-        return _subgroups(ssn, stmt, job, tasks, idle_only, place, ruled, within)
+        return _subgroups(ssn, stmt, job, tasks, idle_only, place, ruled, within, partial)
 
     members = list(job.tasks.values())
     return _in_one_domain(ssn, stmt, job, job.spec.topology, members, tasks, job.min_member,
                           idle_only, whole, lambda: ssn.job_ready(job)
-                          or (not idle_only and ssn.job_pipelined(job)), None, place)
+                          or (not idle_only and ssn.job_pipelined(job)), None, place,
+                          partial=partial)
 
 
 def _subgroups(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
-               idle_only: bool, place: PlaceFn, ruled: list, within: np.ndarray | None) -> Outcome:
-    """Each subgroup with a topology inside one domain of its level, then the rest."""
+               idle_only: bool, place: PlaceFn, ruled: list, within: np.ndarray | None,
+               partial: bool) -> Outcome:
+    """Each subgroup with a topology inside one domain of its level, then the
+    rest (a NonStrict gang goes on past a subgroup short of its minimum)."""
     total: Outcome | None = None
     for sg in ruled:
         mine = [t for t in tasks if t.subgroup == sg.name]
@@ -76,19 +70,19 @@ def _subgroups(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo
         members = [t for t in job.tasks.values() if t.subgroup == sg.name]
 
         def met(sg=sg) -> bool:
-            return job.count(_MET if idle_only else _MET | {TaskStatus.PIPELINED}, sg.name) \
+            return job.count(MET if idle_only else MET | {TaskStatus.PIPELINED}, sg.name) \
                 >= max(sg.min_member, 1)
 
         outcome = _in_one_domain(ssn, stmt, job, sg.topology, members, mine, sg.min_member,
                                  idle_only, lambda rows, mine=mine: place(
                                      ssn, stmt, job, mine, idle_only, rows), met, within, place,
-                                 f"subgroup {sg.name}: ")
+                                 f"subgroup {sg.name}: ", partial)
         if total is None:
             total = outcome
         else:
             total.placed += outcome.placed
             total.failure = total.failure or outcome.failure
-        if not met():
+        if not met() and not partial:
             return total
     rest = [t for t in tasks if t.subgroup not in {sg.name for sg in ruled}]
     outcome = place(ssn, stmt, job, rest, idle_only, within)
@@ -103,13 +97,15 @@ def _in_one_domain(ssn: Session, stmt: Statement, job: JobInfo, rule: TopologyRu
                    members: list[TaskInfo], tasks: list[TaskInfo], minimum: int,
                    idle_only: bool, attempt: Callable[[np.ndarray | None], Outcome],
                    done: Callable[[], bool], within: np.ndarray | None, place: PlaceFn,
-                   who: str = "") -> Outcome:
+                   who: str = "", partial: bool = False) -> Outcome:
     """Try attempt() in the domains of the rule's levels, tightest level and
-    least stranded domain first, until done(); roll back each that is not."""
+    least stranded domain first, until done(); roll back each that is not.
+    partial: when none is done, keep what one domain of the widest level
+    tried takes (the one that takes the most)."""
     if not rule:
         return attempt(within)
-    state = _state(ssn)
-    need = _need(ssn, job, tasks, minimum, members)
+    state = choice(ssn)
+    need = need_of(ssn, job, tasks, minimum, members)
     outcome: Outcome | None = None
     tried: list[str] = []
     for level in state.levels(rule):
@@ -122,196 +118,51 @@ def _in_one_domain(ssn: Session, stmt: Statement, job: JobInfo, rule: TopologyRu
                 return outcome
             stmt.rollback(mark)
         tried.append(level)
+    why = who + state.shortfall(minimum, tried[-1] if tried else str(rule.required),
+                                need, idle_only, outcome, members)
+    rows = state.partial(members, tasks, tried[-1], need, minimum, within) \
+        if partial and tried else None
+    if rows is not None:
+        mark = stmt.checkpoint()
+        outcome = attempt(rows)
+        if outcome.placed:
+            outcome.failure = why
+            return outcome
+        stmt.rollback(mark)
     failed = place(ssn, stmt, job, [], idle_only, None)     # places nothing: carries the reason
-    failed.failure = who + state.shortfall(minimum, tried[-1] if tried else str(rule.required),
-                                           need, idle_only, outcome)
+    failed.failure = why
     return failed
 
 
-def bound_domain(ssn: Session, job: JobInfo,
-                 room: Callable[[], np.ndarray] | None = None) -> np.ndarray | None:
-    """Where preempt and reclaim may work for a topology-bound gang (its
-    required level, else its preferred one): the domain its pods already sit
-    in; before it has any, the one domain whose room (room(): free plus what
-    eviction could free, per node) holds the whole gang with the least
-    eviction. No domain at all when none could, so nothing is evicted for a
-    placement that would still be split. None: no topology, no limit."""
-    level = job.spec.topology.required or job.spec.topology.preferred
-    if not level:
+def bound_domain(ssn: Session, job: JobInfo, room: Callable[[], np.ndarray] | None = None,
+                 task: TaskInfo | None = None) -> np.ndarray | None:
+    """Where preempt and reclaim may place the task of a topology-bound gang
+    (default: the one they are placing, the job's first pending task in task
+    order: they go in that order and stop at the first that finds no room).
+
+    For the gang's level (required, else preferred) and, when the task's
+    subgroup has one, for the subgroup's level inside it: the domain its
+    members already sit in; before they have any, the one domain whose room
+    (room(): free plus what eviction could free, per node) holds the whole
+    gang (each subgroup inside one domain of its own level) or subgroup with
+    the least eviction. No domain at all when none could, so nothing is
+    evicted for a placement that would still be split. None: no topology, no
+    limit."""
+    if task is None:
+        pending = ssn.pending(job)
+        task = ssn.ordered_tasks(job, pending)[0] if pending else None
+    sub = next((sg for sg in job.spec.subgroups
+                if sg.topology and task is not None and sg.name == task.subgroup), None)
+    if not job.spec.topology and sub is None:
         return None
-    table = ssn.cluster.table
-    domains = ssn.cluster.domains(level)
-    ids = {int(domains.ids[table.index[t.node_name]]) for t in job.tasks.values()
-           if t.status in _STAYING and t.node_name in table.index}
-    if ids:
-        return np.isin(domains.ids, sorted(ids - {-1}))
-    if room is None:
-        return None
-    waiting = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING]
-    need = _need(ssn, job, waiting)
-    state = _state(ssn)
-    possible = domains.totals(np.maximum(room(), 0.0) * state.usable[:, None])
-    fits = np.flatnonzero((possible >= need - 1e-6).all(axis=1))
-    mask = np.zeros(len(table), dtype=bool)
-    if len(fits):
-        free = domains.totals(state.room(False))[fits]
-        evict = (np.maximum(need - free, 0.0) / np.where(state.capacity > 0, state.capacity, 1.0))
-        best = fits[np.lexsort((fits, evict.sum(axis=1)))[0]]
-        mask[domains.rows[best]] = True
-    return mask
-
-
-class _State:
-    """Per session: the usable nodes and which levels nest in which."""
-
-    def __init__(self, ssn: Session) -> None:
-        self.ssn = ssn
-        self.cluster = ssn.cluster
-        self.usable = ssn.cluster.usable_nodes()
-        self.capacity = ssn.cluster.table.alloc.sum(axis=0)
-        self._wider: dict[str, list[str]] = {}
-
-    def levels(self, rule: TopologyRule) -> list[str | None]:
-        """The levels to try, tightest first."""
-        if not rule.preferred or rule.preferred == rule.required:
-            return [rule.required]
-        wider = self.wider(rule.preferred)
-        if rule.required:
-            top = self.cluster.domains(rule.required)
-            wider = [w for w in wider if w != rule.required and _nests(self.cluster.domains(w), top)]
-            return [rule.preferred, *wider, rule.required]
-        return [rule.preferred, *wider, None]
-
-    def wider(self, level: str) -> list[str]:
-        found = self._wider.get(level)
-        if found is None:
-            inner = self.cluster.domains(level)
-            names = {j.spec.topology.required for j in self.cluster.jobs.values()} | \
-                    {j.spec.topology.preferred for j in self.cluster.jobs.values()} | \
-                    set(WELL_KNOWN_LEVELS)
-            outer = [self.cluster.domains(k) for k in sorted(n for n in names if n and n != level)]
-            found = [d.key for d in sorted(outer, key=lambda d: (-len(d), d.key))
-                     if 0 < len(d) < len(inner) and _nests(inner, d)]
-            self._wider[level] = found
-        return found
-
-    def room(self, idle_only: bool, cols: np.ndarray | None = None) -> np.ndarray:
-        """Free room of usable nodes (rows x the resources in cols)."""
-        table = self.cluster.table
-        room = table.idle if idle_only else table.future
-        if cols is not None:
-            room = room[:, cols]
-        return np.maximum(room, 0.0) * self.usable[:, None]
-
-    def candidates(self, members: list[TaskInfo], tasks: list[TaskInfo], level: str,
-                   need: np.ndarray, minimum: int, idle_only: bool,
-                   within: np.ndarray | None) -> Iterable[np.ndarray]:
-        """Masks of the domains of level (inside within) that could hold need,
-        least stranded room first. Members with pods on nodes already keep the
-        rest in their domain."""
-        domains = self.cluster.domains(level)
-        table = self.cluster.table
-        biggest = np.max([table.vector(t.resreq) for t in tasks], axis=0)
-        cols = np.flatnonzero((biggest > 0) | (need > 0))
-        room = self.room(idle_only, cols)          # only what the gang asks for
-        if within is not None:
-            room = room * within[:, None]
-        free = domains.totals(room)
-        fits = (free >= need[cols] - 1e-6).all(axis=1)
-        # Room in total is not enough: the pods must fit node by node.
-        count = max(minimum - sum(1 for t in members if t.status in _MET), 1)
-        per_node = np.floor(np.min(room / biggest[cols] + 1e-9, axis=1)) if len(cols) \
-            else np.full(len(table), float(count))
-        if all(self.apart(t) for t in tasks):
-            per_node = np.minimum(per_node, 1.0)     # its pods keep to one per node
-        keep = domains.has
-        slots = np.bincount(domains.ids[keep], weights=per_node[keep], minlength=len(domains))
-        fits &= slots >= count
-        here = {int(domains.ids[table.index[t.node_name]]) for t in members
-                if t.status in _STAYING and t.node_name in table.index}
-        if here:
-            fits &= np.isin(np.arange(len(domains)), list(here))
-        order = _least_stranded(free, need[cols], fits, self.capacity[cols])
-        for d in order:
-            mask = np.zeros(len(table), dtype=bool)
-            mask[domains.rows[d]] = True
-            yield mask if within is None else mask & within
-
-    def apart(self, task: TaskInfo) -> bool:
-        """The task keeps away from its own kind on a host (required
-        anti-affinity on the hostname selecting itself)."""
-        labels = dict(task.labels)
-        return any(t.topology_key == HOSTNAME_KEY and t.matcher.matches(
-            labels, task.namespace, self.cluster.namespace_labels)
-            for t in task.placement.rules.anti_affinity)
-
-    def shortfall(self, minimum: int, level: str, need: np.ndarray, idle_only: bool,
-                  last: Outcome | None) -> str:
-        """Why no domain of level took the gang, in numbers."""
-        table = self.cluster.table
-        domains = self.cluster.domains(level)
-        if not len(domains):
-            return f"topology {level}: no node has the label {level}"
-        free = domains.totals(self.room(idle_only))
-        cols = [c for c in np.flatnonzero(need > 0) if table.dims[c] != "pods"] or \
-            list(np.flatnonzero(need > 0))
-        short = [c for c in cols if free[:, c].max() < need[c] - 1e-6]
-        if short:
-            c = max(short, key=lambda c: need[c] / max(free[:, c].max(), 1e-9))
-            best = int(np.argmax(free[:, c]))
-            name = table.dims[c]
-            return (f"topology {level}: the largest domain ({domains.names[best]}) has "
-                    f"{format_amount(name, max(table.amount(c, free[best, c]), 0.0))} free "
-                    f"{name}, the gang needs {format_amount(name, table.amount(c, need[c]))}")
-        fitting = int((free >= need - 1e-6).all(axis=1).sum())
-        why = f"; {last.failure}" if last is not None and last.failure else ""
-        return (f"topology {level}: {fitting} domain(s) have the room in total but none "
-                f"takes the {minimum} pods it needs{why}")
-
-
-_STATES: weakref.WeakKeyDictionary[Session, _State] = weakref.WeakKeyDictionary()
-
-
-def _state(ssn: Session) -> _State:
-    state = _STATES.get(ssn)
-    if state is None:
-        state = _STATES[ssn] = _State(ssn)
-    return state
-
-
-def _need(ssn: Session, job: JobInfo, tasks: list[TaskInfo], minimum: int | None = None,
-          members: list[TaskInfo] | None = None) -> np.ndarray:
-    """What the gang (or subgroup: its members) still needs to reach its
-    minimum: the first tasks in task order (one, once the minimum is met)."""
-    table = ssn.cluster.table
-    if minimum is None or members is None:
-        minimum, members = job.min_member, list(job.tasks.values())
-    missing = minimum - sum(1 for t in members if t.status in _MET)
-    ordered = ssn.ordered_tasks(job, tasks)
-    chosen = ordered[:missing] if missing > 0 else ordered[:1]
-    return np.sum([table.vector(t.resreq) for t in chosen], axis=0) if chosen else \
-        np.zeros(len(table.dims))
-
-
-def _least_stranded(free: np.ndarray, need: np.ndarray, fits: np.ndarray,
-                    capacity: np.ndarray) -> list[int]:
-    """Fitting domains by the room they would leave, scaled per resource by
-    the cluster's capacity, counting only resources the gang asks for."""
-    rows = np.flatnonzero(fits)
-    if not len(rows):
-        return []
-    asked = (need > 0) & (capacity > 0)
-    left = np.where(asked, (free[rows] - need) / np.where(capacity > 0, capacity, 1.0), 0.0)
-    order = np.lexsort((rows, left.sum(axis=1)))
-    return [int(rows[i]) for i in order]
-
-
-def _nests(inner, outer) -> bool:     # type: ignore[no-untyped-def]
-    """Every domain of inner lies whole inside one domain of outer."""
-    if inner.key == HOSTNAME_KEY:
-        return bool(outer.has[inner.has].all())
-    both = inner.has & outer.has
-    if (inner.has & ~outer.has).any():
-        return False
-    pairs = np.unique(np.stack([inner.ids[both], outer.ids[both]]), axis=1)
-    return len(pairs[0]) == len(np.unique(pairs[0]))
+    state = choice(ssn)
+    possible = None if room is None else np.maximum(room(), 0.0) * state.usable[:, None]
+    gang = None
+    if job.spec.topology:
+        ruled = [sg for sg in job.spec.subgroups if sg.topology]
+        gang = state.bound(job, level_of(job.spec.topology), list(job.tasks.values()),
+                           job.min_member, possible, None, ruled)
+    if sub is None:
+        return gang
+    members = [t for t in job.tasks.values() if t.subgroup == sub.name]
+    return state.bound(job, level_of(sub.topology), members, sub.min_member, possible, gang, [])

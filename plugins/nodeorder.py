@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kaisched.api.resource import CPU, GPU, MEMORY
+from kaisched.api.resource import CPU, GPU, MEMORY, Resource
 from kaisched.api.task import TaskInfo
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
@@ -42,20 +42,29 @@ class NodeOrderPlugin(PluginBase):
 
     def on_session_open(self, ssn: Session) -> None:
         table = ssn.cluster.table
-        cols = [table.dim_index[d] for d in self.weights if d in table.dim_index]
+        cols = np.array([table.dim_index[d] for d in self.weights if d in table.dim_index],
+                        dtype=np.intp)
         weights = np.array([self.weights[table.dims[c]] for c in cols])
         spread = self.strategy == "spread"
+        # What reads only allocatable is worked out once: a score is asked for
+        # every placement, mostly over one changed row, where numpy's per-call
+        # cost is all there is.
+        alloc = table.alloc[:, cols]
+        active = alloc > 0              # a resource the node lacks says nothing
+        divisor = np.where(active, alloc, 1.0)
+        weighted = weights * active
+        total = weighted.sum(axis=1)
+        total = np.where(total > 0, total, 1.0)     # no weighted resource: fill 0
+        column = cols[None, :]
+        vectors: dict[Resource, np.ndarray] = {}
 
         def score(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-            vec = table.vector(task.resreq)[cols]
-            alloc = table.alloc[rows][:, cols]
-            after = table.used[rows][:, cols] + vec
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(alloc > 0, after / alloc, 0.0)
-            active = alloc > 0          # a resource the node lacks says nothing
-            fill = (np.clip(ratio, 0.0, 1.0) * weights * active).sum(axis=1)
-            total = (weights * active).sum(axis=1)
-            fill = np.divide(fill, total, out=np.zeros_like(fill), where=total > 0)
+            vec = vectors.get(task.resreq)
+            if vec is None:
+                vec = vectors[task.resreq] = table.vector(task.resreq)[cols]
+            ratio = (table.used[rows[:, None], column] + vec) / divisor[rows]
+            fill = (np.minimum(np.maximum(ratio, 0.0), 1.0) * weighted[rows]).sum(axis=1)
+            fill /= total[rows]
             return (1.0 - fill if spread else fill) * 100.0
 
         ssn.register(Hook.NODE_ORDER, score)

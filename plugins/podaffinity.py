@@ -7,15 +7,20 @@ Filters: a node is refused when
 - a required podAntiAffinity term finds a selected pod in the node's domain;
 - a pod already there (of any scheduler) holds a required anti-affinity term
   that selects this pod, within its topologyKey (the symmetric rule).
-Score: preferred terms add (affinity) or take away (anti-affinity) their
-weight where a selected pod is in the node's domain, scaled to 0..100 by the
-sum of weights, times the plugin's `weight` argument.
+Score, as kube-scheduler's InterPodAffinity: for every pod already in a
+node's domain, the new pod's preferred terms that select it add (affinity) or
+take away (anti-affinity) their weight; and symmetrically, that pod's own
+preferred terms that select the new pod add or take away theirs, and its
+required affinity terms that select it add HARD_POD_AFFINITY_WEIGHT. The sums
+are scaled to 0..100 over the nodes being weighed (lowest 0, highest 100),
+times the plugin's `weight` argument.
 
 Pods placed earlier in the same session count at once, and an undone
 placement is forgotten (ON_ALLOCATE / ON_DEALLOCATE keep the counts). The
 answers read pods across whole domains, so they are POD_PREDICATE/POD_ORDER
-hooks, asked afresh over all nodes: a count per node and one bincount per
-topology key, never a loop over pods.
+hooks, asked afresh over the nodes in question: a count per node (of
+selected pods, or of pods holding a term) and one bincount per topology key,
+never a loop over pods.
 """
 from __future__ import annotations
 
@@ -23,11 +28,16 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kaisched.api.podindex import PodIndex, present
+from kaisched.api.podindex import Held, PodIndex, present
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.registry import weight_argument
 
+# kube-scheduler's InterPodAffinityArgs.hardPodAffinityWeight default: what an
+# existing pod's required affinity term selecting the new pod adds to a score.
+HARD_POD_AFFINITY_WEIGHT = 1
+# The terms present pods hold toward a new pod that score it.
+_SCORING = ((Held.PREFERRED_AFFINITY, 1), (Held.PREFERRED_ANTI_AFFINITY, -1), (Held.AFFINITY, 1))
 
 class PodAffinityPlugin(PluginBase):
     name = "podaffinity"
@@ -39,7 +49,7 @@ class PodAffinityPlugin(PluginBase):
         cluster = ssn.cluster
         if not cluster.rules_in_play().any_rule:
             return
-        self.cluster, self.table = cluster, cluster.table
+        self.cluster = cluster
         rules = {t.placement.rules for job in cluster.jobs.values() for t in job.tasks.values()}
         rules |= {p.rules for p in cluster.foreign}
         terms = [t for r in rules for t in (*r.affinity, *r.anti_affinity,
@@ -50,7 +60,7 @@ class PodAffinityPlugin(PluginBase):
         self.keys_of: dict[Any, set[str]] = {}
         for term in terms:
             self.keys_of.setdefault(term.matcher, set()).add(term.topology_key)
-        self.index = PodIndex(cluster, self.keys_of, hold_terms=True)
+        self.index = PodIndex(cluster, self.keys_of, held=Held)
         ssn.register(Hook.POD_PREDICATE, self.affinity, "node(s) didn't match pod affinity rules")
         ssn.register(Hook.POD_PREDICATE, self.anti_affinity,
                      "node(s) didn't match pod anti-affinity rules")
@@ -65,15 +75,21 @@ class PodAffinityPlugin(PluginBase):
                    absent: bool = False) -> np.ndarray:
         """Per row asked: does the row's domain of key hold a counted pod (or,
         absent: does it not; a node without the key is in no domain)?"""
+        found = self._per_domain(counts, key, rows) > 0
+        if not absent:
+            return found
+        return ~found
+
+    def _per_domain(self, counts: np.ndarray, key: str, rows: np.ndarray) -> np.ndarray:
+        """Per row asked: the count summed over the row's domain of key (0 for
+        a node without the key)."""
         domains = self.cluster.domains(key)
         every = len(rows) == len(counts)            # rows are sorted and distinct: all of them
         if domains.per_node:            # a host: the node's own count
-            mine = counts if every else counts[rows]
-            return mine == 0 if absent else mine > 0
-        per_domain = domains.sums(counts)
+            return counts if every else counts[rows]
+        per_domain = np.append(domains.sums(counts), 0.0)     # last: no domain
         ids = domains.ids if every else domains.ids[rows]
-        found = (ids >= 0) & (per_domain[np.maximum(ids, 0)] > 0)
-        return ~found if absent else found
+        return per_domain[np.where(ids >= 0, ids, len(domains))]
 
     # None: no rule concerns the task (the session skips it).
     def affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
@@ -100,28 +116,40 @@ class PodAffinityPlugin(PluginBase):
         return out
 
     def symmetric(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
-        if not self.index.held:
+        if not self.index.holds(Held.ANTI_AFFINITY):
             return None
         out = None
-        for term in self.index.held_against(dict(task.labels), task.namespace):
-            if self.index.held_totals[term]:
-                found = self._in_domain(self.index.held[term], term.topology_key, rows, absent=True)
+        for held in self.index.held_against_task(task):
+            if self.index.held_totals[held]:
+                found = self._in_domain(self.index.held[held], held.term.topology_key, rows,
+                                        absent=True)
                 out = found if out is None else out & found
         return out
 
     def score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
-        rules = task.placement.rules
-        weighted = [(w, 1.0) for w in rules.preferred_affinity] + \
-                   [(w, -1.0) for w in rules.preferred_anti_affinity]
-        total = sum(abs(w.weight) for w, _ in weighted)
-        if not total or not self.weight:
+        if not self.weight or len(rows) < 2:
+            return None             # nothing to weigh against
+        index, rules = self.index, task.placement.rules
+        # (counts per row, topology key, signed weight a counted pod is worth)
+        parts = [(index.counts[w.term.matcher], w.term.topology_key, sign * w.weight)
+                 for terms, sign in ((rules.preferred_affinity, 1), (rules.preferred_anti_affinity, -1))
+                 for w in terms if index.totals[w.term.matcher]]
+        for kind, sign in _SCORING:
+            if index.holds(kind):
+                for held in index.held_against_task(task, kind):
+                    if index.held_totals[held]:
+                        worth = HARD_POD_AFFINITY_WEIGHT if kind is Held.AFFINITY else held.weight
+                        parts.append((index.held[held], held.term.topology_key, sign * worth))
+        if not parts:
             return None
-        out = np.zeros(len(rows))
-        for w, sign in weighted:
-            if self.index.totals[w.term.matcher]:
-                found = self._in_domain(self.index.counts[w.term.matcher], w.term.topology_key, rows)
-                out += found * (sign * w.weight)
-        return out * (100.0 * self.weight / total)
+        raw = np.zeros(len(rows))
+        for counts, key, worth in parts:
+            if worth:
+                raw += worth * self._per_domain(counts, key, rows)
+        low, high = float(raw.min()), float(raw.max())
+        if high <= low:
+            return None             # every node alike
+        return (raw - low) * (100.0 * self.weight / (high - low))
 
     # -- keeping up with the session ---------------------------------------------------
     def _deallocated(self, task: TaskInfo) -> None:

@@ -31,13 +31,16 @@ from kaisched.framework.registry import weight_argument
 
 @attrs.define(slots=True)
 class _Considered:
-    """The nodes one constraint considers for one placement, and the smallest
-    count it last saw there (to know when it moves)."""
+    """The nodes one constraint considers for one placement, laid out for
+    per-domain sums."""
 
     constraint: SpreadConstraint
     rows: np.ndarray           # bool per row
     row_ids: np.ndarray        # the same, as row numbers
     domains: np.ndarray        # bool per domain of the key
+    ids: np.ndarray            # the domain of each considered row
+    lookup: np.ndarray         # per row: its domain, or len(domains) for a node without the key
+    every: bool                # every node with the key is considered
 
 
 class TopologySpreadPlugin(PluginBase):
@@ -65,22 +68,27 @@ class TopologySpreadPlugin(PluginBase):
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
 
     # -- filter and score --------------------------------------------------------------
-    def _skew(self, task: TaskInfo, c: SpreadConstraint) -> tuple[np.ndarray, np.ndarray]:
-        """Per domain: count + self - min; and the domain id of each row."""
+    def _skew(self, task: TaskInfo, c: SpreadConstraint) -> tuple[np.ndarray, _Considered]:
+        """Per domain: count + self - min, over the nodes the constraint considers."""
         seen = self._considered(task.placement, c)
-        domains = self.cluster.domains(c.topology_key)
-        counts = domains.sums(self.index.counts[c.matcher], seen.row_ids)
+        counts = self.index.counts[c.matcher]
+        if seen.every:
+            per_domain = self.cluster.domains(c.topology_key).sums(counts)
+        else:
+            per_domain = np.bincount(seen.ids, weights=counts[seen.row_ids],
+                                     minlength=len(seen.domains))
         own = 1.0 if self.index.matches(c.matcher, task) else 0.0
-        return counts + own - _low(counts, seen), domains.ids
+        return per_domain + own - _low(per_domain, seen), seen
 
     # None: no constraint concerns the task (the session skips it).
     def filter(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         out = None
         for c in task.placement.rules.spread:
             if c.hard:
-                skew, ids = self._skew(task, c)
-                ids = ids if len(rows) == len(ids) else ids[rows]
-                found = (ids >= 0) & (skew[np.maximum(ids, 0)] <= c.max_skew)
+                skew, seen = self._skew(task, c)
+                # Per domain, then to rows in one lookup (a node without the key: last, refused).
+                allowed = np.append(skew <= c.max_skew, False)
+                found = allowed[seen.lookup if len(rows) == len(seen.lookup) else seen.lookup[rows]]
                 out = found if out is None else out & found
         return out
 
@@ -90,9 +98,9 @@ class TopologySpreadPlugin(PluginBase):
             return None
         out = np.zeros(len(rows))
         for c in soft:
-            skew, ids = self._skew(task, c)
-            ids = ids[rows]
-            out += np.where(ids >= 0, 1.0 / (1.0 + np.maximum(skew[np.maximum(ids, 0)], 0.0)), 0.0)
+            skew, seen = self._skew(task, c)
+            closeness = np.append(1.0 / (1.0 + np.maximum(skew, 0.0)), 0.0)
+            out += closeness[seen.lookup[rows]]
         return out * (100.0 * self.weight / len(soft))
 
     def _considered(self, placement: Placement, c: SpreadConstraint) -> _Considered:
@@ -111,7 +119,10 @@ class TopologySpreadPlugin(PluginBase):
             hit = np.zeros(len(domains), dtype=bool)
             hit[domains.ids[rows]] = True
             row_ids = np.flatnonzero(rows)
-            seen = self.considered[key] = _Considered(c, rows, row_ids, hit)
+            lookup = np.where(domains.has, domains.ids, len(domains))
+            seen = self.considered[key] = _Considered(
+                c, rows, row_ids, hit, domains.ids[row_ids], lookup,
+                bool((rows == domains.has).all()))
         return seen
 
     # -- keeping up with the session ---------------------------------------------------

@@ -4,9 +4,16 @@ selector of interest how many pods it selects on each node row.
 Counts are per row (a node); per-domain counts are one bincount away (see
 Domains.sums), so one counter serves every topology key. The index follows the
 session: a task placed (even pipelined) counts at once; undone, it is gone.
+
+It can also count the terms present pods hold (per kind, see Held), for the
+rules that read other pods' terms toward a new pod: an existing pod's required
+anti-affinity keeps a new pod away, and its required affinity and preferred
+terms score the new pod's nodes. Terms are indexed by a label their selector
+needs, so a new pod finds the terms selecting it without a loop over pods.
 """
 from __future__ import annotations
 
+import enum
 from typing import Iterable, Mapping
 
 import attrs
@@ -21,6 +28,37 @@ from kaisched.api.types import OCCUPYING_STATUSES, PodKey, TaskStatus
 PRESENT = OCCUPYING_STATUSES | {TaskStatus.PIPELINED}
 
 
+class Held(enum.Enum):
+    """A kind of term a present pod holds toward the pods that come after it."""
+
+    ANTI_AFFINITY = "anti-affinity"                  # required: refuses (the symmetric rule)
+    AFFINITY = "affinity"                            # required: scores hardPodAffinityWeight
+    PREFERRED_AFFINITY = "preferred-affinity"        # scores + its weight
+    PREFERRED_ANTI_AFFINITY = "preferred-anti-affinity"   # scores - its weight
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class HeldTerm:
+    kind: Held
+    term: PodAffinityTerm
+    weight: int = 0                 # preferred terms only
+
+
+def held_terms(rules: PodRules, kinds: frozenset[Held]) -> tuple[HeldTerm, ...]:
+    """The terms of these kinds among a pod's rules."""
+    out: list[HeldTerm] = []
+    if Held.ANTI_AFFINITY in kinds:
+        out += [HeldTerm(Held.ANTI_AFFINITY, t) for t in rules.anti_affinity]
+    if Held.AFFINITY in kinds:
+        out += [HeldTerm(Held.AFFINITY, t) for t in rules.affinity]
+    if Held.PREFERRED_AFFINITY in kinds:
+        out += [HeldTerm(Held.PREFERRED_AFFINITY, w.term, w.weight) for w in rules.preferred_affinity]
+    if Held.PREFERRED_ANTI_AFFINITY in kinds:
+        out += [HeldTerm(Held.PREFERRED_ANTI_AFFINITY, w.term, w.weight)
+                for w in rules.preferred_anti_affinity]
+    return tuple(out)
+
+
 @attrs.define(slots=True)
 class Occupant:
     key: PodKey
@@ -32,10 +70,10 @@ class Occupant:
 
 class PodIndex:
     def __init__(self, cluster: ClusterInfo, matchers: Iterable[PodMatcher],
-                 hold_terms: bool = False) -> None:
+                 held: Iterable[Held] = ()) -> None:
         self.cluster = cluster
         self.ns_labels = cluster.namespace_labels
-        self.hold_terms = hold_terms      # keep counts of pods holding anti-affinity terms
+        self.kinds = frozenset(held)      # the kinds of terms present pods hold that are counted
         rows = len(cluster.table)
         self.pods: dict[PodKey, Occupant] = {}
         self.counts: dict[PodMatcher, np.ndarray] = {}
@@ -52,11 +90,15 @@ class PodIndex:
                 self._generic.append(m)
             else:
                 self._anchored.setdefault(anchor, []).append(m)
-        # Held required anti-affinity terms (the symmetric rule), per row.
-        self.held: dict[PodAffinityTerm, np.ndarray] = {}
-        self.held_totals: dict[PodAffinityTerm, int] = {}
-        self._held_anchored: dict[tuple[str, str], list[PodAffinityTerm]] = {}
-        self._held_generic: list[PodAffinityTerm] = []
+        # Terms present pods hold, per row, indexed per kind by a label they need.
+        self.held: dict[HeldTerm, np.ndarray] = {}
+        self.held_totals: dict[HeldTerm, int] = {}
+        self._held_anchored: dict[Held, dict[tuple[str, str], list[HeldTerm]]] = \
+            {k: {} for k in Held}
+        self._held_generic: dict[Held, list[HeldTerm]] = {k: [] for k in Held}
+        self._terms_of: dict[PodRules, tuple[HeldTerm, ...]] = {}
+        # The terms selecting a pod, per (labels, namespace, kind), while no new term comes.
+        self._against: dict[tuple[tuple[tuple[str, str], ...], str, Held], list[HeldTerm]] = {}
         index = cluster.table.index
         for job in cluster.jobs.values():
             for task in job.tasks.values():
@@ -75,12 +117,28 @@ class PodIndex:
             found.extend(self._anchored.get(kv, ()))
         return [m for m in found if m.matches(labels, namespace, self.ns_labels)]
 
-    def held_against(self, labels: Mapping[str, str], namespace: str) -> list[PodAffinityTerm]:
-        """Required anti-affinity terms of present pods that select this pod."""
-        found = list(self._held_generic)
-        for kv in labels.items():
-            found.extend(self._held_anchored.get(kv, ()))
-        return [t for t in found if t.matcher.matches(labels, namespace, self.ns_labels)]
+    def holds(self, kind: Held) -> bool:
+        """Some present pod holds (or held this session) a term of this kind."""
+        return bool(self._held_generic[kind] or self._held_anchored[kind])
+
+    def held_against(self, labels: Mapping[str, str], namespace: str,
+                     kind: Held = Held.ANTI_AFFINITY) -> list[HeldTerm]:
+        """Terms of this kind held by present pods that select this pod."""
+        found = list(self._held_generic[kind])
+        anchored = self._held_anchored[kind]
+        if anchored:
+            for kv in labels.items():
+                found.extend(anchored.get(kv, ()))
+        return [h for h in found if h.term.matcher.matches(labels, namespace, self.ns_labels)]
+
+    def held_against_task(self, task: TaskInfo, kind: Held = Held.ANTI_AFFINITY) -> list[HeldTerm]:
+        """held_against for a task, remembered for its labels and namespace:
+        a new pod is asked about as often as it is weighed."""
+        key = (task.labels, task.namespace, kind)
+        found = self._against.get(key)
+        if found is None:
+            found = self._against[key] = self.held_against(dict(task.labels), task.namespace, kind)
+        return found
 
     def matches(self, matcher: PodMatcher, task: TaskInfo) -> bool:
         return matcher.matches(dict(task.labels), task.namespace, self.ns_labels)
@@ -91,7 +149,7 @@ class PodIndex:
         announces a task that never left)."""
         if task.key in self.pods or task.node_name is None:
             return
-        if not self._generic and not (self.hold_terms and task.placement.rules.anti_affinity) \
+        if not self._generic and not self._holding(task.placement.rules) \
                 and not any(kv in self._anchored for kv in task.labels):
             return              # no rule could count it: most pods of a big cluster
         row = self.cluster.table.index[task.node_name]
@@ -103,6 +161,12 @@ class PodIndex:
         if pod is not None:
             self._count(pod, -1)
 
+    def _holding(self, rules: PodRules) -> tuple[HeldTerm, ...]:
+        found = self._terms_of.get(rules)
+        if found is None:
+            found = self._terms_of[rules] = held_terms(rules, self.kinds) if self.kinds else ()
+        return found
+
     def _add(self, pod: Occupant) -> None:
         self.pods[pod.key] = pod
         self._count(pod, 1)
@@ -111,19 +175,21 @@ class PodIndex:
         for m in self.selecting(pod.labels, pod.namespace):
             self.counts[m][pod.row] += delta
             self.totals[m] += delta
-        for term in pod.rules.anti_affinity if self.hold_terms else ():
+        for term in self._holding(pod.rules):
             held = self.held.get(term)
             if held is None:
                 held = self.held[term] = np.zeros(len(self.cluster.table))
-                selector = term.matcher.selector
+                self.held_totals[term] = 0
+                self._against.clear()
+                selector = term.term.matcher.selector
                 if selector is not None:
                     anchor = selector.anchor
                     if anchor is None:
-                        self._held_generic.append(term)
+                        self._held_generic[term.kind].append(term)
                     else:
-                        self._held_anchored.setdefault(anchor, []).append(term)
+                        self._held_anchored[term.kind].setdefault(anchor, []).append(term)
             held[pod.row] += delta
-            self.held_totals[term] = self.held_totals.get(term, 0) + delta
+            self.held_totals[term] += delta
 
 
 def present(cluster: ClusterInfo, task: TaskInfo) -> bool:

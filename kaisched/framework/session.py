@@ -37,13 +37,13 @@ RESOURCE_FIT = "resources"
 @attrs.define(eq=False, slots=True)
 class _ClassCache:
     """Per equivalence class (see Session.class_key): filters and scores of
-    every node, refreshed only on the rows that changed since (plugins whose
-    answers depend on other nodes' pods mark those rows changed)."""
+    every node, each row refreshed only once it changed and is asked about."""
 
-    version: int
+    seen: np.ndarray       # per row: the table version its answers are from
     mask: np.ndarray       # passes every predicate (resources against future idle)
     idle_fit: np.ndarray   # resources fit idle now (else the task would be pipelined)
     score: np.ndarray
+    version: int = -1      # every row is up to date as of this table version
 
 
 @attrs.frozen(slots=True)
@@ -214,19 +214,70 @@ class Session:
         """The best node for the task, preferring room that is idle now; a node
         that has room only once releasing pods are gone gives a pipelined choice.
         within (a mask over nodes) keeps a topology-bound gang inside its domain."""
-        cache = self._refresh(task)
-        mask, idle_fit = cache.mask, cache.idle_fit
+        if not self._pod_rules:
+            cache = self._refresh(task)
+            mask, idle_fit = cache.mask, cache.idle_fit
+            if self.reserved_for:
+                mask, idle_fit = self._outside_reservations(task, cache)
+            if within is not None:
+                mask = mask & within
+            idle = mask & idle_fit
+            has_idle = bool(idle.any())
+            if not has_idle and (idle_only or not mask.any()):
+                return None
+            pick = idle if has_idle else mask
+            best = int(np.argmax(np.where(pick, cache.score, -np.inf)))
+            return Choice(self.cluster.table.names[best], not has_idle)
+        # The rules over other pods change with every placement nearby, so they
+        # are asked afresh, but only about the nodes the cached filters leave
+        # (a gang's domain is a rack, not the cluster). Rows changed since the
+        # class last looked are refreshed only if those rules let them through:
+        # the node a gang mate just took is mostly ruled out by anti-affinity.
+        stale = None
         if self.reserved_for:
+            cache = self._refresh(task)
             mask, idle_fit = self._outside_reservations(task, cache)
+        else:
+            cache = self._class_cache(task)
+            mask, idle_fit = cache.mask, cache.idle_fit
+            if cache.version != self.cluster.table.version:
+                stale = self.cluster.table.row_version > cache.seen
+                mask = mask | stale
         if within is not None:
             mask = mask & within
-        idle = mask & idle_fit
-        has_idle = bool(idle.any())
-        if not has_idle and (idle_only or not mask.any()):
+        rows = self._pod_filtered(task, np.flatnonzero(mask))
+        if stale is not None and len(rows):
+            old = rows[stale[rows]]
+            if len(old):
+                self._update(task, cache, old)
+                rows = rows[cache.mask[rows]]
+        if not len(rows):
             return None
-        pick = idle if has_idle else mask
-        best = int(np.argmax(np.where(pick, cache.score, -np.inf)))
+        idle = idle_fit[rows]
+        has_idle = bool(idle.any())
+        if not has_idle and idle_only:
+            return None
+        if has_idle and not idle.all():
+            rows = rows[idle]
+        score = cache.score[rows]
+        for _, fn in self.hooks.callbacks(Hook.POD_ORDER):
+            found = fn(task, rows)
+            if found is not None:
+                score = score + found
+        best = int(rows[int(np.argmax(score))])     # the first best row, as over all nodes
         return Choice(self.cluster.table.names[best], not has_idle)
+
+    def _pod_filtered(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """The rows that every rule over other pods lets the task take (a
+        POD_PREDICATE answering None leaves it alone); each rule is asked
+        only about the rows the ones before it left."""
+        for _, fn in self.hooks.callbacks(Hook.POD_PREDICATE):
+            if not len(rows):
+                break
+            found = fn(task, rows)
+            if found is not None and not found.all():
+                rows = rows[found]
+        return rows
 
     def record_unschedulable(self, job: JobInfo, message: str) -> None:
         self.unschedulable[job.key] = message
@@ -374,10 +425,8 @@ class Session:
         return (task.resreq, task.placement, task.namespace,
                 tuple(kv for kv in task.labels if kv[0] in keys))
 
-    def _refresh(self, task: TaskInfo) -> _ClassCache:
-        """The cached answers of the task's class brought up to date; with the
-        answers that read other pods (asked afresh) folded in."""
-        table = self.cluster.table
+    def _class_cache(self, task: TaskInfo) -> _ClassCache:
+        """The task's class's cached answers, as they are (rows may be stale)."""
         placement = task.placement
         if placement.rules:     # cached answers never read the pod rules
             base = self._bases.get(placement)
@@ -387,36 +436,33 @@ class Session:
         key = (task.resreq, placement)
         cache = self._caches.get(key)
         if cache is None:
-            rows = self._all_rows
-            cache = _ClassCache(table.version, np.zeros(len(table), dtype=bool),
-                                np.zeros(len(table), dtype=bool), np.zeros(len(table)))
-            self._caches[key] = cache
-        elif cache.version == table.version:
-            rows = self._all_rows[:0]
-        else:
-            rows = np.flatnonzero(table.row_version > cache.version)
-        if len(rows):
-            vec = table.vector(task.resreq)
-            cache.mask[rows] = self.hooks.mask(Hook.PREDICATE, task, rows)
-            cache.idle_fit[rows] = table.fits(vec, table.idle[rows])
-            cache.score[rows] = self.hooks.score(Hook.NODE_ORDER, task, rows)
-        cache.version = table.version
-        if not self._pod_rules:
-            return cache
-        # None: the rule leaves this task alone. Combined into new arrays, so
-        # the cache stays as it was.
-        everyone, mask, score = self._all_rows, cache.mask, cache.score
-        for _, fn in self.hooks.callbacks(Hook.POD_PREDICATE):
-            found = fn(task, everyone)
-            if found is not None:
-                mask = mask & found
-        for _, fn in self.hooks.callbacks(Hook.POD_ORDER):
-            found = fn(task, everyone)
-            if found is not None:
-                score = score + found
-        if mask is cache.mask and score is cache.score:
-            return cache
-        return _ClassCache(cache.version, mask, cache.idle_fit, score)
+            size = len(self.cluster.table)
+            # seen -1: every row is stale until first asked about.
+            cache = self._caches[key] = _ClassCache(
+                np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=bool),
+                np.zeros(size, dtype=bool), np.zeros(size))
+        return cache
+
+    def _refresh(self, task: TaskInfo) -> _ClassCache:
+        """The task's class's cached answers brought up to date on every row
+        that changed since (the rules over other pods are not cached:
+        select_node asks them afresh)."""
+        table = self.cluster.table
+        cache = self._class_cache(task)
+        if cache.version != table.version:
+            rows = np.flatnonzero(table.row_version > cache.seen)
+            if len(rows):
+                self._update(task, cache, rows)
+            cache.version = table.version
+        return cache
+
+    def _update(self, task: TaskInfo, cache: _ClassCache, rows: np.ndarray) -> None:
+        """Ask the cached filters and scores again about these rows."""
+        table = self.cluster.table
+        cache.mask[rows] = self.hooks.mask(Hook.PREDICATE, task, rows)
+        cache.idle_fit[rows] = table.fits(table.vector(task.resreq), table.idle[rows])
+        cache.score[rows] = self.hooks.score(Hook.NODE_ORDER, task, rows)
+        cache.seen[rows] = table.version
 
 
 def _nodes(count: int) -> str:
