@@ -28,6 +28,8 @@ from typing import Any, Iterator
 
 import attrs
 
+from kaisched.api import labels as L
+from kaisched.api.placement import HOSTNAME_KEY
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 
@@ -52,9 +54,7 @@ CHURN_SHARE = 0.007
 GPU = "nvidia.com/gpu"
 ZONE = "topology.kubernetes.io/zone"
 RACK = "topology.example.com/rack"
-HOSTNAME = "kubernetes.io/hostname"
 POOL = "node.example.com/pool"
-GROUP_ANNOTATION = "kaisched.io/pod-group"
 PG_API = "scheduling.kaisched.io/v1alpha1"
 CREATED_RUNNING = "2026-01-01T00:00:00Z"
 CREATED_PENDING = "2026-01-01T06:00:00Z"
@@ -180,7 +180,7 @@ class _Builder:
                                 "lastTransitionTime": CREATED_RUNNING}],
                 "scheduled": size, "running": size, "succeeded": 0, "failed": 0, "pending": 0}
         shared = {"namespace": namespace, "labels": {"job-name": name},
-                  "annotations": {GROUP_ANNOTATION: name}, "creationTimestamp": created}
+                  "annotations": {L.POD_GROUP_ANNOTATION: name}, "creationTimestamp": created}
         return group, shared
 
     def pod(self, name: str, shared: Obj, spec: Obj, status: Obj) -> Obj:
@@ -196,7 +196,7 @@ def nodes(count: int) -> list[Obj]:
         name = f"{'gpu' if gpu else 'cpu'}-{i:05d}"
         rack = i // RACK_SIZE
         shape = GPU_NODE if gpu else CPU_NODE
-        labels = {HOSTNAME: name, ZONE: f"zone-{rack % ZONES}", RACK: f"rack-{rack:03d}",
+        labels = {HOSTNAME_KEY: name, ZONE: f"zone-{rack % ZONES}", RACK: f"rack-{rack:03d}",
                   POOL: "gpu" if gpu else "cpu", "kubernetes.io/os": "linux",
                   "kubernetes.io/arch": "amd64",
                   "node.kubernetes.io/instance-type": "p4d.24xlarge" if gpu else "m6i.16xlarge"}

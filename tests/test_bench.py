@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from kaisched import bench_scale
 from kaisched.api.clock import ManualClock
+from kaisched.api.placement import HOSTNAME_KEY
 from kaisched.api.quantity import parse_quantity
 from kaisched.bench import SCENARIOS
 from kaisched.cli import main
@@ -85,7 +86,7 @@ def test_scale_10k_nodes_carry_topology_labels(scale_10k: tuple[list[Obj], list[
     nodes, _ = scale_10k
     for n in nodes:
         labels = n["metadata"]["labels"]
-        assert labels[bench_scale.HOSTNAME] == n["metadata"]["name"]
+        assert labels[HOSTNAME_KEY] == n["metadata"]["name"]
         assert labels[bench_scale.ZONE].startswith("zone-")
         assert labels[bench_scale.RACK].startswith("rack-")
         gpu = GPU in n["status"]["allocatable"]
