@@ -5,9 +5,12 @@ snapshot (watch events -> cache -> ClusterInfo) and session (actions).
 """
 from __future__ import annotations
 
+import contextlib
+import cProfile
+import pstats
 import resource
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from kaisched import bench_scale
 from kaisched.api.clock import ManualClock
@@ -157,7 +160,9 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
 }
 
 
-def run(name: str, scale: float = 1.0) -> dict[str, Any]:
+def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
+    """The scenario's figures; profile > 0 adds the top entries (by own time)
+    of a cProfile of the measured cycle, to see where it goes before optimising."""
     if name == "binds":         # over HTTP to kmock's emulator, not the memory backend
         from kaisched.bench_binds import run_binds
         return run_binds(scale)
@@ -178,22 +183,60 @@ def run(name: str, scale: float = 1.0) -> dict[str, Any]:
     config = default_config(registry)
     started = time.perf_counter()       # a scheduler starting against a full API server
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
-    result = scheduler.run_once()
+    steady = name in ("churn", "scale-10k")
+    figures: dict[str, Any] = {}
+    with _profiled(0 if steady else profile, figures):
+        result = scheduler.run_once()
     first_cycle = time.perf_counter() - started
-    if name in ("churn", "scale-10k"):      # the steady state: measure the cycle after the first
+    if steady:                  # the steady state: measure the cycle after the first
         (churn_step if name == "churn" else bench_scale.churn_step)(cluster, scale)
         clock.advance(config.schedule_period)
-        result = scheduler.run_once()
+        with _profiled(profile, figures):
+            result = scheduler.run_once()
     placed = len(result.placed) + len(result.reservations)
     evicted = sum(1 for e in result.effects if isinstance(e, Evict))
-    figures: dict[str, Any] = {
+    figures.update({
         "scenario": name, "nodes": node_count, "pods": pods, "placed": placed,
         "evicted": evicted,
         "session_seconds": round(result.session_seconds, 3),
         "pods_per_second": round(placed / result.session_seconds, 1) if result.session_seconds else 0.0,
         "snapshot_seconds": round(result.snapshot_seconds, 3),
         "peak_memory_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
+    })
     if name == "scale-10k":
         figures["first_cycle_seconds"] = round(first_cycle, 3)
+    if "profile" in figures:
+        figures["profile"] = figures.pop("profile")     # last: the figures first
     return figures
+
+
+@contextlib.contextmanager
+def _profiled(top: int, figures: dict[str, Any]) -> Iterator[None]:
+    """Profile what runs inside (when top > 0) and put its top entries, by own
+    time, in figures["profile"]: "seconds calls function" lines. Timings taken
+    inside are then the profiler's, slower than without it."""
+    if top <= 0:
+        yield
+        return
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        yield
+    finally:
+        profiler.disable()
+    stats = pstats.Stats(profiler)
+    rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:top]     # type: ignore[attr-defined]
+    figures["profile"] = [f"{tottime:.3f} s {calls} {_where(func)}"
+                          for func, (_, calls, tottime, _, _) in rows]
+
+
+def _where(func: tuple[str, int, str]) -> str:
+    path, line, name = func
+    if path == "~":
+        return name             # a built-in
+    path = path.replace("\\", "/")
+    for root in ("kaisched/", "plugins/", "actions/", "podgrouper/"):
+        at = path.rfind("/" + root)
+        if at >= 0:
+            return f"{path[at + 1:]}:{line}({name})"
+    return f"{path.rsplit('/', 1)[-1]}:{line}({name})"

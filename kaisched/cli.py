@@ -237,8 +237,13 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
                                               "affinity-5k", "scale-10k", "binds", "simulate"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
               help="Multiply the scenario's node and pod counts (for quick checks).")
-def bench(scenario: str, scale: float) -> None:
+@click.option("--profile", type=click.IntRange(min=0), default=0, metavar="N",
+              help="Add the top N entries of a profile of the measured cycle (its timings "
+                   "are then the profiler's).")
+def bench(scenario: str, scale: float, profile: int) -> None:
     """Run a performance SCENARIO and print one JSON line of figures."""
     from kaisched.bench import run
 
-    click.echo(orjson.dumps(run(scenario, scale)))
+    if profile and scenario in ("binds", "simulate"):
+        raise click.UsageError("--profile is for the scenarios on the in-process API server")
+    click.echo(orjson.dumps(run(scenario, scale, profile)))

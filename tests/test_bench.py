@@ -151,3 +151,19 @@ def test_scale_10k_bench_reports_the_first_cycle() -> None:
     assert figures["first_cycle_seconds"] > 0
     # the measured cycle is the one after the churn step: the arrivals are placed
     assert figures["placed"] > 0 and figures["evicted"] == 0
+
+
+def test_bench_profile_names_where_the_measured_cycle_went() -> None:
+    result = CliRunner().invoke(main, ["bench", "churn", "--scale", "0.01", "--profile", "5"])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.output)
+    assert len(figures["profile"]) == 5
+    seconds = [float(line.split(" s ", 1)[0]) for line in figures["profile"]]
+    assert seconds == sorted(seconds, reverse=True)       # by own time, most first
+    assert any("kaisched/" in line for line in figures["profile"])
+
+
+def test_bench_profile_is_refused_where_there_is_no_cycle_to_profile() -> None:
+    result = CliRunner().invoke(main, ["bench", "binds", "--profile", "3"])
+    assert result.exit_code == 2
+    assert "--profile" in result.output
