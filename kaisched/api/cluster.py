@@ -228,12 +228,10 @@ class ClusterInfo:
     def rewind(self) -> None:
         """Undo every journaled move, newest first. The rows' amounts are summed
         back in one go (whole numbers: the order of the sums does not matter)."""
-        journal, self.journal = self.journal, None
-        if not journal:
-            self.journal = journal if journal is None else []
+        if not self.journal:
             return
         deltas = _Deltas(self.table)
-        for old, new in reversed(journal):
+        for old, new in reversed(self.journal):
             node = self._node_of(new)
             if node is not None:
                 deltas.add(node.index, new, -1.0)
@@ -255,15 +253,13 @@ class ClusterInfo:
         return self.nodes.get(task.node_name)
 
     def _take(self, task: TaskInfo) -> None:
-        node = self.nodes.get(task.node_name) if task.node_name else None  # type: ignore[arg-type]
-        if node is not None and (task.status in OCCUPYING_STATUSES
-                                 or task.status is TaskStatus.PIPELINED):
+        node = self._node_of(task)
+        if node is not None:
             _occupy(node, task)
 
     def _leave(self, task: TaskInfo) -> None:
-        node = self.nodes.get(task.node_name) if task.node_name else None  # type: ignore[arg-type]
-        if node is not None and (task.status in OCCUPYING_STATUSES
-                                 or task.status is TaskStatus.PIPELINED):
+        node = self._node_of(task)
+        if node is not None:
             _vacate(node, task)
 
 
