@@ -53,6 +53,7 @@ class Model:
         self._relayout = True                             # the table is laid out again at snapshot
         self._rows: list[int] = []                        # room taken (or given back) since,
         self._vecs: list[np.ndarray] = []                 # summed into the table at snapshot
+        self._signs: list[float] = []
         self._releasing: list[bool] = []
         self._queues_changed = True
         self._foreign_changed = True
@@ -133,7 +134,8 @@ class Model:
             self._relayout = True           # a resource no column holds yet
             return
         self._rows.append(row)
-        self._vecs.append(vec * sign)
+        self._vecs.append(vec)
+        self._signs.append(sign)
         self._releasing.append(releasing)
 
     def put_node(self, name: str, spec: NodeSpec | None) -> None:
@@ -205,9 +207,10 @@ class Model:
             ledger.put(key, job)
         self.changed = set()
         if self._rows and not self._relayout:
-            self.cluster.table.add_many(np.array(self._rows), np.array(self._vecs),
+            self.cluster.table.add_many(np.array(self._rows),
+                                        np.array(self._vecs) * np.array(self._signs)[:, None],
                                         np.array(self._releasing))
-        self._rows, self._vecs, self._releasing = [], [], []
+        self._rows, self._vecs, self._signs, self._releasing = [], [], [], []
 
     def _forget(self, key: JobKey) -> None:
         """A job gone: nothing to report of it, no PodGroup to read for it."""
