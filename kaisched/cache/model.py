@@ -43,6 +43,7 @@ class Model:
         self.by_group: dict[JobKey, set[JobKey]] = {}    # PodGroup -> jobs apart from it (replicas)
         self._group_of: dict[JobKey, JobKey] = {}         # and back
         self.changed: set[JobKey] = set()                 # jobs events reached since the last snapshot
+        self.moved: set[JobKey] = set()                   # of those, jobs whose tasks only moved
         # Jobs a session must look at though settled: changed since a session
         # last reported on them, or spoken of by it (numbered, so that a report
         # clears only what its session saw).
@@ -72,10 +73,13 @@ class Model:
         if self.cluster.journal:
             self.cluster.rewind()
 
-    def put_pod(self, key: PodKey, facts: PodFacts | None) -> None:
-        """The pod changed (facts) or went away (None)."""
+    def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None) -> None:
+        """The pod changed (facts; before: what it was) or went away (None)."""
         cluster = self.cluster
         old = self.tasks.pop(key, None)
+        # It stays a task of the same job, declaring what it did: only counts change.
+        alike = (old is not None and facts is not None and facts.status is not None
+                 and facts.scheduler_name == self.scheduler_name and _declares_alike(before, facts))
         if old is not None:
             if old.node_name and old.status in OCCUPYING_STATUSES:
                 self._room(old.node_name, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
@@ -85,7 +89,8 @@ class Model:
             job = cluster.jobs[old.job]
             job.remove_task(key)
             self._drop_placement(old.placement)
-            self._changed(old.job)
+            if not alike:
+                self._changed(old.job)
         else:
             gone = self.foreign.pop(key, None)
             if gone is not None:
@@ -106,7 +111,11 @@ class Model:
         if job is None:
             job = cluster.jobs[task.job] = JobInfo(task.job, self.groups.single(None))
         job.add_task(task)
-        self._changed(task.job)
+        if not alike:
+            self._changed(task.job)
+        else:
+            self.moved.add(task.job)        # its counts changed, not what it declares
+            self.revisit(task.job)
         gk = group_key(facts)
         if gk != task.job:
             self.by_group.setdefault(gk, set()).add(task.job)
@@ -195,6 +204,8 @@ class Model:
         that a standby replica, which takes no snapshot, holds only the model."""
         jobs = self.cluster.jobs
         ledger = self.ledger
+        for key in self.moved - self.changed:
+            ledger.put(key, jobs[key])      # still there: a task of it moved
         for key in self.changed:
             job = jobs.get(key)
             if job is not None and not job.tasks:
@@ -205,7 +216,7 @@ class Model:
             else:
                 self._forget(key)
             ledger.put(key, job)
-        self.changed = set()
+        self.changed, self.moved = set(), set()
         if self._rows and not self._relayout:
             self.cluster.table.add_many(np.array(self._rows),
                                         np.array(self._vecs) * np.array(self._signs)[:, None],
@@ -279,3 +290,16 @@ class Model:
         if not any(p.rules for p in foreign):
             return self._rules
         return RulesInPlay.of([*(p.rules for p in self._placements), *(p.rules for p in foreign)])
+
+
+def _declares_alike(before: PodFacts | None, after: PodFacts | None) -> bool:
+    """The pod changed nothing its job reads for its declaration, age,
+    priority or problem -- as when it was bound or started running -- so the
+    job need not read them again: only its counts and sums change."""
+    if before is None or after is None:
+        return False
+    return (before.job == after.job and before.gang == after.gang
+            and before.queue_label == after.queue_label
+            and before.annotations == after.annotations and before.problem == after.problem
+            and before.creation == after.creation and before.priority == after.priority
+            and before.priority_class == after.priority_class)

@@ -155,11 +155,10 @@ class Cache:
                 self.namespaces[name] = convert.namespace_labels(obj)
 
     def _put_pod(self, key: PodKey, facts: PodFacts | None) -> None:
-        if facts is None:
-            self.pods.pop(key, None)
-        else:
+        before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
+        if facts is not None:
             self.pods[key] = facts
-        self.model.put_pod(key, facts)
+        self.model.put_pod(key, facts, before)
 
     def _put_node(self, name: str, spec: NodeSpec | None) -> None:
         if spec is None:
