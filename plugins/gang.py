@@ -75,9 +75,7 @@ class GangPlugin(PluginBase):
 
 def gang_met(job: JobInfo, statuses: frozenset[TaskStatus]) -> bool:
     """minMember and every subgroup minimum are met by tasks in statuses."""
-    if len(job.tasks) < job.min_member or job.count(statuses) < job.min_member:
-        return False
-    return all(job.count(statuses, sg.name) >= sg.min_member for sg in job.spec.subgroups)
+    return job.minimum_met(statuses)
 
 
 def timed_out(job: JobInfo) -> bool:

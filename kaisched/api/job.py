@@ -147,6 +147,12 @@ class JobInfo:
     def ready_count(self, subgroup: str | None | object = ...) -> int:
         return self.count(READY_STATUSES, subgroup)
 
+    def minimum_met(self, statuses: Iterable[TaskStatus] = READY_STATUSES) -> bool:
+        """minMember and every subgroup minimum are met by tasks in statuses."""
+        if len(self.tasks) < self.min_member or self.count(statuses) < self.min_member:
+            return False
+        return all(self.count(statuses, sg.name) >= sg.min_member for sg in self.spec.subgroups)
+
     def tasks_with(self, *statuses: TaskStatus) -> Iterator[TaskInfo]:
         wanted = set(statuses)
         return (t for t in self.tasks.values() if t.status in wanted)

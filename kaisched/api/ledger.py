@@ -41,11 +41,8 @@ def job_state(job: JobInfo) -> str | None:
 def unsettled(job: JobInfo) -> bool:
     """Something of the job waits, its minimum does not hold, or it is
     unusable: every cycle looks at it (a settled job only when it changes)."""
-    if job.problem or job.count_of(_PENDING) or job.count_of(_PIPELINED):
-        return True
-    if job.ready_count() < job.min_member:
-        return True
-    return any(job.ready_count(sg.name) < sg.min_member for sg in job.spec.subgroups)
+    return bool(job.problem or job.count_of(_PENDING) or job.count_of(_PIPELINED)
+                or not job.minimum_met())
 
 
 @attrs.frozen(slots=True)
