@@ -14,13 +14,13 @@ from typing import Any, Callable, Iterator
 
 from kaisched import bench_scale
 from kaisched.api.clock import ManualClock
-from kaisched.binder import Binder
+from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import Evict
-from kaisched.scheduler import Scheduler
+from kaisched.runtime.scheduler import Scheduler
 
 Obj = dict[str, Any]
 

@@ -22,13 +22,13 @@ from typing import Any
 import orjson
 
 from kaisched.api.clock import WallClock
-from kaisched.binder import BURST, QPS, Binder
+from kaisched.runtime.binder import BURST, QPS, Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import Bind, Effect
-from kaisched.scheduler import Scheduler
-from kaisched.throttle import WriteThrottle
+from kaisched.runtime.scheduler import Scheduler
+from kaisched.runtime.throttle import WriteThrottle
 
 BINDERS = (1, 8, 32, 64)
 GANG = 8

@@ -118,12 +118,12 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         api_qps: float, api_burst: int, cycles: int | None) -> None:
     """The scheduler against a cluster: leader election, /metrics, /healthz."""
     from kaisched.api.clock import WallClock
-    from kaisched.binder import Binder
+    from kaisched.runtime.binder import Binder
     from kaisched.cluster.kube import KubeCluster
-    from kaisched.leader import LeaderElector
-    from kaisched.metrics import Metrics
-    from kaisched.scheduler import Scheduler, serve
-    from kaisched.throttle import WriteThrottle
+    from kaisched.runtime.leader import LeaderElector
+    from kaisched.runtime.metrics import Metrics
+    from kaisched.runtime.scheduler import Scheduler, serve
+    from kaisched.runtime.throttle import WriteThrottle
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry = register_builtins()

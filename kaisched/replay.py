@@ -11,12 +11,12 @@ from typing import Any, Iterable
 import attrs
 
 from kaisched.api.clock import ManualClock
-from kaisched.binder import Binder
+from kaisched.runtime.binder import Binder
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig
 from kaisched.framework.effects import Evict
-from kaisched.scheduler import Scheduler
+from kaisched.runtime.scheduler import Scheduler
 from podgrouper.controller import PodGrouper
 
 # Objects are created owners first, so a reader sees a consistent cluster.

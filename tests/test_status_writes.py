@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.job import Condition
-from kaisched.binder import Binder
+from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import EVENT, POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import RecordEvent, SetPodCondition
-from kaisched.scheduler import Scheduler
-from kaisched.throttle import Verdict, WriteThrottle
+from kaisched.runtime.scheduler import Scheduler
+from kaisched.runtime.throttle import Verdict, WriteThrottle
 
 PG_API = "scheduling.kaisched.io/v1alpha1"
 

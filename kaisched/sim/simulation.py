@@ -31,13 +31,13 @@ import attrs
 from kaisched.api.clock import ManualClock, from_rfc3339
 from kaisched.api.resource import CPU, GPU
 from kaisched.api.types import PodKey, job_key
-from kaisched.binder import Binder
+from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import NAMESPACE, NODE, PODGROUP, PRIORITY_CLASS, QUEUE
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig
 from kaisched.framework.effects import Bind, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus
-from kaisched.scheduler import CycleResult, Scheduler
+from kaisched.runtime.scheduler import CycleResult, Scheduler
 from kaisched.sim.controllers import Controllers, JobRun, JobState
 from kaisched.sim.fit import never_fits
 from kaisched.sim.invariants import Invariants

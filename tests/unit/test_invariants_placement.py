@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kaisched.api.types import TaskStatus
-from kaisched.binder import Binder
+from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.framework import Session, default_config
-from kaisched.scheduler import Scheduler
+from kaisched.runtime.scheduler import Scheduler
 
 from .conftest import build_node, build_pod, build_podgroup, load_cluster, snapshot
 from kaisched.api.clock import ManualClock

@@ -13,9 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("kaisched", "actions", "plugins", "podgrouper")
 
 PURE = ("kaisched/api", "kaisched/framework", "actions", "plugins", "podgrouper/groupers")
-NO_IO = ("kubernetes", "kaisched.cluster", "kaisched.cache", "kaisched.binder",
-         "kaisched.scheduler", "kaisched.cli", "threading", "socket", "requests", "urllib3",
-         "concurrent", "subprocess")
+NO_IO = ("kubernetes", "kaisched.cluster", "kaisched.cache", "kaisched.runtime",
+         "kaisched.tools", "kaisched.bench", "kaisched.sim", "kaisched.cli", "threading", "socket",
+         "requests", "urllib3", "concurrent", "subprocess")
 KUBE_CLIENT = "kaisched/cluster/kube.py"
 
 

@@ -151,9 +151,9 @@ def placed(objects: list[dict[str, Any]], config_text: str | None = None) -> dic
     """pod -> node bound by one allocate + backfill cycle with the default plugins
     (or the tiers given)."""
     from kaisched.api.clock import ManualClock
-    from kaisched.binder import Binder
+    from kaisched.runtime.binder import Binder
     from kaisched.framework import default_config, parse_config
-    from kaisched.scheduler import Scheduler
+    from kaisched.runtime.scheduler import Scheduler
 
     registry = register_builtins()
     config = parse_config(config_text, registry) if config_text else \

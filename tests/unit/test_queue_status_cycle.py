@@ -11,14 +11,14 @@ import pytest
 import yaml
 
 from kaisched.api.clock import ManualClock
-from kaisched.binder import Binder
+from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD, QUEUE
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import SetQueueStatus
-from kaisched.metrics import Metrics
-from kaisched.scheduler import CycleResult, Scheduler
+from kaisched.runtime.metrics import Metrics
+from kaisched.runtime.scheduler import CycleResult, Scheduler
 
 from .conftest import build_node, build_pod, build_podgroup, build_queue
 

@@ -10,7 +10,7 @@ from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.config import default_config
-from kaisched.scheduler import Scheduler
+from kaisched.runtime.scheduler import Scheduler
 from podgrouper.controller import PodGrouper
 
 from .conftest import Emulator, build_node, build_pod, build_podgroup

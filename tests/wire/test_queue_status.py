@@ -9,7 +9,7 @@ import yaml
 
 from kaisched.api.queue import QueueStatus
 from kaisched.api.types import QueueName
-from kaisched.binder import Binder
+from kaisched.runtime.binder import Binder
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.effects import SetQueueStatus
 

@@ -19,17 +19,17 @@ import kmock
 import pytest
 
 from kaisched.api.clock import ManualClock, WallClock
-from kaisched.binder import Binder
+from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import EVENT, LEASE, POD
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import parse_config
 from kaisched.framework.effects import RecordEvent
-from kaisched.leader import LeaderElector, micro_time
-from kaisched.metrics import Metrics
-from kaisched.scheduler import Scheduler, serve
-from kaisched.throttle import WriteThrottle
+from kaisched.runtime.leader import LeaderElector, micro_time
+from kaisched.runtime.metrics import Metrics
+from kaisched.runtime.scheduler import Scheduler, serve
+from kaisched.runtime.throttle import WriteThrottle
 
 from .conftest import PODS, WAIT, Emulator, build_node, build_pod, build_podgroup
 
@@ -126,7 +126,7 @@ def test_a_409_on_bind_is_not_retried_and_the_pod_is_read_again(
     stale["metadata"]["uid"] = ""
     eventually(lambda: (sched.sync(), sched.cache.pods["default/p0"].node_name)[1])
     sched.cache.apply(WatchEvent("MODIFIED", POD, stale))
-    with caplog.at_level(logging.WARNING, logger="kaisched.binder"):
+    with caplog.at_level(logging.WARNING, logger="kaisched.runtime.binder"):
         first = sched.run_once()
     assert [f.effect.pod for f in first.report.failed] == ["default/p0"]
     assert "already assigned" in first.report.failed[0].error

@@ -20,7 +20,7 @@ import attrs
 
 from kaisched.api.clock import Clock
 from kaisched.api.types import JobKey, NodeName, PodKey
-from kaisched.binder import Binder, BindReport
+from kaisched.runtime.binder import Binder, BindReport
 from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient, WatchEvent
 from kaisched.cluster.kinds import POD
@@ -32,8 +32,8 @@ from kaisched.errors import ApiError, UnreachableError
 from kaisched.framework.holds import Hold
 
 if TYPE_CHECKING:
-    from kaisched.leader import LeaderElector
-    from kaisched.metrics import Metrics
+    from kaisched.runtime.leader import LeaderElector
+    from kaisched.runtime.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from kaisched.errors import ApiError, ConflictError, TransientApiError, Unreacha
 from kaisched.framework.effects import (
     Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
 )
-from kaisched.throttle import Admission, Verdict, WriteThrottle
+from kaisched.runtime.throttle import Admission, Verdict, WriteThrottle
 
 COMPONENT = "kaisched"
 RETRY_BUDGET = 15.0         # seconds one effect may take, retries included

@@ -56,7 +56,7 @@ class Metrics:
             if isinstance(effect, SetQueueStatus):
                 self.observe_queue(effect.queue, effect.status, effect.previous)
 
-    # The binder tells of each outcome as it happens (kaisched.binder.BindObserver).
+    # The binder tells of each outcome as it happens (kaisched.runtime.binder.BindObserver).
     def applied(self, effect: object) -> None:
         if isinstance(effect, Bind):
             self.binds.inc()
