@@ -17,7 +17,7 @@ from kaisched.console import OneLineGroup
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config, parse_config
 
 if TYPE_CHECKING:
-    from kaisched.snapshot import LoadedFile
+    from kaisched.cluster.snapshot import LoadedFile
 
 
 @click.group(cls=OneLineGroup)
@@ -27,7 +27,7 @@ def main() -> None:
 
 
 def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | None) -> SchedulerConfig:
-    from kaisched.snapshot import read_text
+    from kaisched.cluster.snapshot import read_text
 
     if path:
         return parse_config(read_text(path), registry, path)
@@ -40,7 +40,7 @@ def _load(path: str, strict: bool) -> LoadedFile:
     """The objects of FILE a cluster would accept. Each one it would refuse is
     reported on stderr and skipped (an error with --strict), and so is an object
     of a kind nobody serves; a file left with nothing to use is an error."""
-    from kaisched.snapshot import LoadedFile, load_file
+    from kaisched.cluster.snapshot import LoadedFile, load_file
     from kaisched.validation import partition, summarize
 
     loaded = load_file(path, check_kinds=False)
@@ -66,7 +66,7 @@ def _load(path: str, strict: bool) -> LoadedFile:
               help="An object a cluster would refuse is an error, not skipped with a warning.")
 def replay(file: str, config_path: str | None, sessions: int, output: str, strict: bool) -> None:
     """Replay FILE (Snapshot, List or multi-document YAML) and print the decisions."""
-    from kaisched.replay import replay as run_replay
+    from kaisched.tools.replay import replay as run_replay
 
     loaded = _load(file, strict)
     registry = register_builtins()
@@ -166,7 +166,7 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
     from kaisched.cluster.kinds import SCHEDULING_KINDS
     from kaisched.cluster.kube import KubeCluster
     from kaisched.errors import NotFoundError
-    from kaisched.snapshot import build_snapshot
+    from kaisched.cluster.snapshot import build_snapshot
 
     config = _config(config_path, register_builtins(), None)
     client = KubeCluster(kubeconfig)
@@ -196,7 +196,7 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
 def explain(podgroup: str, snapshot_path: str, config_path: str | None, strict: bool) -> None:
     """Why NS/PODGROUP is pending: per task and node, its queue, its gang shortfall."""
-    from kaisched.explain import explain as run_explain
+    from kaisched.tools.explain import explain as run_explain
 
     if podgroup.count("/") != 1:
         raise click.BadParameter("expected NAMESPACE/NAME", param_hint="NS/PODGROUP")
@@ -242,7 +242,7 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
                    "are then the profiler's).")
 def bench(scenario: str, scale: float, profile: int) -> None:
     """Run a performance SCENARIO and print one JSON line of figures."""
-    from kaisched.bench import run
+    from kaisched.bench.scenarios import run
 
     if profile and scenario in ("binds", "simulate"):
         raise click.UsageError("--profile is for the scenarios on the in-process API server")

@@ -8,7 +8,7 @@ import pytest
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.framework import default_config
-from kaisched.replay import replay
+from kaisched.tools.replay import replay
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"},
         "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}

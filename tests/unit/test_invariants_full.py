@@ -13,7 +13,7 @@ import attrs
 
 from kaisched.builtins import register_builtins
 from kaisched.framework import SchedulerConfig, default_config
-from kaisched.replay import replay
+from kaisched.tools.replay import replay
 
 from .test_invariants import GPU, Scenario, scenarios
 

@@ -23,7 +23,7 @@ from kaisched.api.types import JobKey, TaskStatus
 from kaisched.cache import Cache
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, Session
-from kaisched.replay import load_cluster
+from kaisched.tools.replay import load_cluster
 from podgrouper.controller import PodGrouper
 
 MAX_NODES = 20      # per task; beyond that, nodes are counted by reason
