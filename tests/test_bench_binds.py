@@ -2,7 +2,7 @@
 every pod of a tiny cluster is bound over HTTP to the emulator's process."""
 from __future__ import annotations
 
-from kaisched.bench_binds import run_binds
+from kaisched.bench.binds import run_binds
 
 
 def test_the_binds_bench_binds_every_pod() -> None:

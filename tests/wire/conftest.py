@@ -15,7 +15,7 @@ from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kube import KubeCluster
-from kaisched.emulator import (  # noqa: F401 - re-exported for the wire tests
+from kaisched.bench.emulator import (  # noqa: F401 - re-exported for the wire tests
     PG_API, PODGROUPS, PODS, QUEUES, RESOURCES, WAIT, ApiServer, Emulator, install_subresources,
 )
 

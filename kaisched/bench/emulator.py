@@ -7,7 +7,7 @@ nothing: a PATCH of `.../status` is an update of the same object here.
 
 The emulator is asyncio (aiohttp) and the kubernetes client blocks, so it
 runs its own event loop in a thread (Emulator), or in a process of its own
-(`python -m kaisched.emulator`, for `kaisched bench binds`: the scheduler's
+(`python -m kaisched.bench.emulator`, for `kaisched bench binds`: the scheduler's
 threads then do not share an interpreter with it). kmock is a test extra:
 `pip install 'kaisched[test]'`.
 """

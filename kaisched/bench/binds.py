@@ -11,6 +11,7 @@ the figures compare binder counts, they do not stand for a real API server.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from kaisched.runtime.binder import BURST, QPS, Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import default_config
+from kaisched.errors import InputError
 from kaisched.framework.effects import Bind, Effect
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.runtime.throttle import WriteThrottle
@@ -83,8 +85,15 @@ class _Clock:
         return None         # counted by what never binds: the run reports it
 
 
+def _needs_emulator() -> None:
+    """The emulator is a test extra; the runtime never imports it."""
+    if importlib.util.find_spec("kmock") is None:
+        raise InputError("kaisched bench binds runs against kmock's API emulator, which is not "
+                         "installed: pip install 'kaisched[test]'")
+
+
 def _one(seed: str, binders: int, pods: int, timeout: float) -> dict[str, Any]:
-    emulator = subprocess.Popen([sys.executable, "-m", "kaisched.emulator", seed],
+    emulator = subprocess.Popen([sys.executable, "-m", "kaisched.bench.emulator", seed],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         url = (emulator.stdout.readline() if emulator.stdout else "").strip()
@@ -122,6 +131,7 @@ def _one(seed: str, binders: int, pods: int, timeout: float) -> dict[str, Any]:
 
 def run_binds(scale: float = 1.0, binders: tuple[int, ...] = BINDERS,
               timeout: float = 300.0) -> dict[str, Any]:
+    _needs_emulator()
     objects = cluster_objects(scale)
     pods = sum(1 for o in objects if o["kind"] == "Pod")
     with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as f:

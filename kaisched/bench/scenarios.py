@@ -12,7 +12,7 @@ import resource
 import time
 from typing import Any, Callable, Iterator
 
-from kaisched import bench_scale
+from kaisched.bench import scale10k as bench_scale
 from kaisched.api.clock import ManualClock
 from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
@@ -164,10 +164,10 @@ def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
     """The scenario's figures; profile > 0 adds the top entries (by own time)
     of a cProfile of the measured cycle, to see where it goes before optimising."""
     if name == "binds":         # over HTTP to kmock's emulator, not the memory backend
-        from kaisched.bench_binds import run_binds
+        from kaisched.bench.binds import run_binds
         return run_binds(scale)
     if name == "simulate":      # a whole generated workload through `kaisched simulate`
-        from kaisched.sim.scale import bench as run_simulate
+        from kaisched.bench.simulate import bench as run_simulate
         return run_simulate(scale)
     nodes, others = SCENARIOS[name](scale)
     node_count, pods = len(nodes), sum(1 for o in others if o["kind"] == "Pod")

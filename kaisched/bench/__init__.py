@@ -1,0 +1,1 @@
+"""`kaisched bench`: the performance scenarios and the API emulator they use."""
