@@ -77,7 +77,7 @@ def sync(file: str, scheduler_name: str) -> None:
     from kaisched.api.clock import ManualClock
     from kaisched.cluster.kinds import EVENT, PODGROUP
     from kaisched.cluster.memory import MemoryCluster
-    from kaisched.snapshot import load_file
+    from kaisched.cluster.snapshot import load_file
     from podgrouper.controller import PodGrouper
     from podgrouper.owners import describe
     from podgrouper.podgroup import COMPUTED_ANNOTATION, is_managed

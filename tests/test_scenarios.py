@@ -19,8 +19,8 @@ import yaml
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.framework import default_config, load_config
-from kaisched.replay import replay
-from kaisched.snapshot import load_file
+from kaisched.tools.replay import replay
+from kaisched.cluster.snapshot import load_file
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 CASES = sorted(p for p in SCENARIOS.glob("*.yaml") if not p.name.endswith(".expect.yaml"))

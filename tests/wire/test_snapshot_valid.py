@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from kaisched.cli import main
 from kaisched.cluster.kube import KubeCluster
-from kaisched.snapshot import load_file
+from kaisched.cluster.snapshot import load_file
 from kaisched.validation import partition
 
 from .conftest import Emulator, build_node, build_pod, build_podgroup, build_queue
