@@ -17,8 +17,8 @@ from typing import Iterable
 import attrs
 import numpy as np
 
-from actions.topology import place_in_topology
-from actions import starvation
+from actions.common.topology import place_in_topology
+from actions.common import starvation
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.task import TaskInfo

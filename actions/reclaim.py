@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from actions.eviction import (
+from actions.common.eviction import (
     RoomFinder, elastic_jobs, evictable_tasks, place_by_eviction, place_extras_by_eviction,
     starving_jobs, victim_order,
 )

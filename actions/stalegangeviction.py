@@ -6,7 +6,7 @@ The timer lives in the PodGroup status (staleSince), so a restart keeps it.
 """
 from __future__ import annotations
 
-from actions.eviction import EVICTABLE
+from actions.common.eviction import EVICTABLE
 from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.types import READY_STATUSES, Reason
 from kaisched.framework import Session

@@ -1,5 +1,5 @@
 """Where preempt and reclaim may make room for a topology-bound gang
-(actions.topology.bound_domain): inside one domain of the gang's level, and
+(actions.common.topology.bound_domain): inside one domain of the gang's level, and
 for a subgroup with a level of its own, inside one domain of that level within
 the gang's; never anywhere when no single domain could hold it."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from actions.topology import bound_domain
+from actions.common.topology import bound_domain
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.builtins import register_builtins

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from actions.domainchoice import MET, Outcome, choice, level_of, need_of
+from actions.common.domainchoice import MET, Outcome, choice, level_of, need_of
 from kaisched.api.job import JobInfo, TopologyRule
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import GangMode, TaskStatus

@@ -1,7 +1,7 @@
 """How the domains of each topology level stand for one gang in a session:
 free room and pod slots per domain, which levels nest in which, the domain
 a gang's members already sit in, and why none takes a gang, in numbers.
-actions/topology.py decides with it where a gang goes."""
+actions/common/topology.py decides with it where a gang goes."""
 from __future__ import annotations
 
 import weakref

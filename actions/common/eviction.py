@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from actions.topology import bound_domain
+from actions.common.topology import bound_domain
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.task import TaskInfo
