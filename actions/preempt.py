@@ -14,6 +14,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import QueueName
 from kaisched.framework import Hook, Session
+from kaisched.framework.effects import Cause
 
 
 class PreemptAction:
@@ -43,9 +44,9 @@ class PreemptAction:
         for job, tasks in jobs:
             if not by_queue.get(job.queue) or ssn.job_pipelined(job):
                 continue
-            place_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job), "Preempted",
+            place_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job), Cause.PREEMPT,
                               lambda t, job=job: ssn.allocatable(job, t), order)
         for job, tasks in extras:
             if by_queue.get(job.queue):
                 place_extras_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job),
-                                         lambda t, job=job: ssn.allocatable(job, t), "preempted", order)
+                                         lambda t, job=job: ssn.allocatable(job, t), Cause.PREEMPT, order)

@@ -20,6 +20,7 @@ from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import QueueName
 from kaisched.framework import Hook, Session
+from kaisched.framework.effects import Cause
 
 
 class ReclaimAction:
@@ -52,8 +53,8 @@ class ReclaimAction:
         for job, tasks in jobs:
             if ssn.job_pipelined(job) or ssn.overused(job, tasks[0]):
                 continue
-            place_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job), "Preempted",
-                              check(job), order, verb="reclaimed")
+            place_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job), Cause.RECLAIM,
+                              check(job), order)
         for job, tasks in extras:
             place_extras_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job),
-                                     check(job), "reclaimed", order)
+                                     check(job), Cause.RECLAIM, order)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from actions.common.eviction import EVICTABLE
 from kaisched.api.clock import from_rfc3339, to_rfc3339
-from kaisched.api.types import READY_STATUSES, Reason
+from kaisched.api.types import READY_STATUSES
 from kaisched.framework import Session
+from kaisched.framework.effects import Cause
 
 
 class StaleGangEvictionAction:
@@ -35,6 +36,6 @@ class StaleGangEvictionAction:
                        f"{ssn.now - since:.0f}s, past its grace period of {grace:.0f}s")
             stmt = ssn.statement()
             for task in on_nodes:
-                stmt.evict(task, Reason.EVICTED.value, message)
+                stmt.evict(task, Cause.STALE_GANG, detail=message)
             stmt.commit()
             ssn.stale_since[job.key] = None

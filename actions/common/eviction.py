@@ -18,6 +18,10 @@ from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import NodeName, TaskStatus
 from kaisched.framework import Hook, Session, Statement
+from kaisched.framework.effects import Cause, Preemptor
+from kaisched.framework.statement import EvictOp
+
+VERBS = {Cause.PREEMPT: "preempted", Cause.RECLAIM: "reclaimed"}
 
 Check = Callable[[TaskInfo], str | None]
 
@@ -160,7 +164,7 @@ class RoomFinder:
 
 
 def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hook: Hook,
-              victims: list[TaskInfo], reason: str, message: str,
+              victims: list[TaskInfo], cause: Cause, by: Preemptor,
               gangs: bool = True) -> bool:
     """Evict victims on node until task fits; all or nothing.
 
@@ -188,7 +192,7 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
                     or len(ssn.victims(hook, task, group)) < len(group):
                 continue        # part of its gang cannot go: the gang stays whole
             for member in group:
-                stmt.evict(member, reason, message)
+                stmt.evict(member, cause, by)
     if table.fits(vec, table.future[row:row + 1])[0]:
         return True
     stmt.rollback(mark)
@@ -196,9 +200,9 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
 
 
 def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
-                      finder: Callable[[TaskInfo], RoomFinder], reason: str,
+                      finder: Callable[[TaskInfo], RoomFinder], cause: Cause,
                       check: Check, order: Callable[[TaskInfo], tuple],
-                      verb: str = "preempted", gangs: bool = True) -> bool:
+                      gangs: bool = True) -> bool:
     """Pipeline the job's tasks, evicting where needed, until it is
     pipelined-ready; commit then, else undo everything. True if committed.
 
@@ -218,9 +222,8 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
             for node in rooms.nodes(task):
                 here = still_evictable(ssn, rooms.by_node.get(node, []))
                 victims = sorted(ssn.victims(hook, task, here), key=order)
-                message = (f"{verb} by pod {task.key} of {job.key} "
-                           f"(priority {job.priority}, queue {job.queue})")
-                if make_room(ssn, stmt, task, node, hook, victims, reason, message, gangs):
+                by = Preemptor(task.key, job.key, job.priority, job.queue)
+                if make_room(ssn, stmt, task, node, hook, victims, cause, by, gangs):
                     stmt.pipeline(task, node)
                     break
             else:
@@ -228,13 +231,13 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
         if ssn.job_pipelined(job):
             break
     if ssn.job_pipelined(job) and stmt.ops:
-        evicted = sum(1 for op in stmt.ops if getattr(op, "reason", None))
+        evicted = sum(1 for op in stmt.ops if isinstance(op, EvictOp))
         pipelined = len(stmt.ops) - evicted
         stmt.commit()
         if gangs:
             ssn.record_unschedulable(job, (
                 f"{pipelined} task(s) pipelined, minMember {job.min_member}; waiting for "
-                f"{evicted} {verb} pod(s) to terminate"))
+                f"{evicted} {VERBS[cause]} pod(s) to terminate"))
         return True
     stmt.discard()
     return False
@@ -242,11 +245,11 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
 
 def place_extras_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
                              finder: Callable[[TaskInfo], RoomFinder], check: Check,
-                             verb: str, order: Callable[[TaskInfo], tuple]) -> None:
+                             cause: Cause, order: Callable[[TaskInfo], tuple]) -> None:
     """An elastic job's extras, one statement each, on other jobs' surplus.
     The victim order is the action's, fixed before its first eviction, so
     that the surplus taken is spread over jobs."""
     for task in tasks:
-        if not place_by_eviction(ssn, job, [task], hook, finder, "Preempted", check, order,
-                                 verb, gangs=False):
+        if not place_by_eviction(ssn, job, [task], hook, finder, cause, check, order,
+                                 gangs=False):
             return

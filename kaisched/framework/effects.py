@@ -1,13 +1,14 @@
 """What a session decides, as values; binder.py turns them into API calls."""
 from __future__ import annotations
 
+import enum
 from typing import Union
 
 import attrs
 
 from kaisched.api.job import Condition, PodGroupStatus
 from kaisched.api.queue import QueueStatus
-from kaisched.api.types import JobKey, NodeName, PodKey, QueueName
+from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
 
 
 @attrs.frozen(slots=True)
@@ -18,14 +19,44 @@ class Bind:
     job: JobKey
 
 
+class Cause(str, enum.Enum):
+    """Why a pod is evicted."""
+    PREEMPT = "preempt"         # for a higher-priority job of the same queue
+    RECLAIM = "reclaim"         # for a job of another queue, below its fair share
+    STALE_GANG = "stale-gang"   # its gang fell below its minimum for too long
+
+
+@attrs.frozen(slots=True)
+class Preemptor:
+    """The pod an eviction makes room for."""
+    pod: PodKey
+    job: JobKey
+    priority: int
+    queue: QueueName
+
+
 @attrs.frozen(slots=True)
 class Evict:
     pod: PodKey
     uid: str
     node: NodeName | None
     job: JobKey
-    reason: str                 # Preempted | Evicted
-    message: str                # names the preemptor, in words
+    cause: Cause
+    by: Preemptor | None = None     # set for preempt and reclaim
+    detail: str = ""                # the stale gang's own account
+
+    @property
+    def reason(self) -> str:
+        """The Event reason: Preempted for a preemptor, Evicted otherwise."""
+        return Reason.PREEMPTED.value if self.by is not None else Reason.EVICTED.value
+
+    @property
+    def message(self) -> str:
+        if self.by is None:
+            return self.detail
+        verb = "reclaimed" if self.cause is Cause.RECLAIM else "preempted"
+        return (f"{verb} by pod {self.by.pod} of {self.by.job} "
+                f"(priority {self.by.priority}, queue {self.by.queue})")
 
 
 @attrs.frozen(slots=True)

@@ -12,7 +12,7 @@ import attrs
 
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import NodeName, TaskStatus
-from kaisched.framework.effects import Bind, Evict
+from kaisched.framework.effects import Bind, Cause, Evict, Preemptor
 
 if TYPE_CHECKING:
     from kaisched.framework.session import Session
@@ -55,15 +55,16 @@ class PipelineOp:
 class EvictOp:
     task: TaskInfo          # as evicted (Releasing)
     previous: TaskInfo
-    reason: str
-    message: str
+    cause: Cause
+    by: Preemptor | None
+    detail: str
 
     def undo(self, ssn: Session) -> None:
         ssn.unrelease(self.task, self.previous)
 
     def commit(self, ssn: Session) -> None:
         ssn.emit(Evict(self.task.key, self.task.uid, self.task.node_name, self.task.job,
-                       self.reason, self.message))
+                       self.cause, self.by, self.detail))
 
 
 class Statement:
@@ -81,9 +82,10 @@ class Statement:
         self.ops.append(PipelineOp(placed, task))
         return placed
 
-    def evict(self, task: TaskInfo, reason: str, message: str) -> TaskInfo:
+    def evict(self, task: TaskInfo, cause: Cause, by: Preemptor | None = None,
+              detail: str = "") -> TaskInfo:
         released = self._ssn.release(task)
-        self.ops.append(EvictOp(released, task, reason, message))
+        self.ops.append(EvictOp(released, task, cause, by, detail))
         return released
 
     def checkpoint(self) -> int:

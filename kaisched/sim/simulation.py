@@ -23,7 +23,6 @@ session every period (tests/sim checks it).
 from __future__ import annotations
 
 import math
-import re
 from typing import Callable, Mapping
 
 import attrs
@@ -50,7 +49,6 @@ from podgrouper.controller import PodGrouper
 # When a scenario sets no end: stop after this much virtual time.
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 OWNER_RESYNC = 60.0
-_BY = re.compile(r"^(reclaimed|preempted) by pod \S+ of (\S+) \(priority -?\d+, queue ([^)]+)\)")
 
 # Effects that change nothing a later session decides on (see above).
 _QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus)
@@ -229,14 +227,10 @@ class Simulation:
         run = found[0] if found is not None else None
         if run is not None:
             run.evictions += 1
-        match = _BY.match(effect.message)
-        if match:
-            cause = "reclaim" if match.group(1) == "reclaimed" else "preempt"
-            by_job = self._by_group.get(match.group(2), match.group(2))
-            by_queue = match.group(3)
-        else:
-            cause = "stale-gang" if effect.reason == "Evicted" else "other"
-            by_job = by_queue = ""
+        by = effect.by
+        by_job = self._by_group.get(by.job, by.job) if by is not None else ""
+        by_queue = by.queue if by is not None else ""
+        cause = effect.cause.value
         self.timeline.evictions.append(Eviction(
             elapsed, effect.pod, f"{run.spec.namespace}/{run.spec.name}" if run else "",
             run.spec.queue if run else "", cause, by_job, by_queue))

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kaisched.api.types import NodeName, PodKey, TaskStatus
+from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, TaskStatus
 from kaisched.framework import Session
-from kaisched.framework.effects import Bind, Evict
+from kaisched.framework.effects import Bind, Cause, Evict, Preemptor
 
 from .conftest import build_node, build_pod, build_podgroup, open_session
 
@@ -88,7 +88,7 @@ def test_pipeline_takes_future_room_only() -> None:
 
 def test_evict_keeps_the_room_used_until_the_pod_is_gone() -> None:
     ssn = session()
-    released = ssn.statement().evict(task(ssn, "default/victim"), "Preempted", "by pg")
+    released = ssn.statement().evict(task(ssn, "default/victim"), Cause.STALE_GANG, detail="gang below its minimum")
     assert released.status is TaskStatus.RELEASING
     assert cpu_row(ssn, "used", "n1") == 2000
     assert cpu_row(ssn, "idle", "n1") == 2000
@@ -104,10 +104,10 @@ def test_rollback_restores_exactly_the_state_at_the_checkpoint() -> None:
     stmt.allocate(task(ssn, "default/t0"), NodeName("n2"))
     at_mark = state(ssn)
     mark = stmt.checkpoint()
-    stmt.evict(task(ssn, "default/victim"), "Preempted", "by pg")
+    stmt.evict(task(ssn, "default/victim"), Cause.STALE_GANG, detail="gang below its minimum")
     stmt.pipeline(task(ssn, "default/t1"), NodeName("n1"))
     stmt.allocate(task(ssn, "default/t2"), NodeName("n2"))
-    stmt.evict(task(ssn, "default/other"), "Preempted", "by pg")
+    stmt.evict(task(ssn, "default/other"), Cause.STALE_GANG, detail="gang below its minimum")
     assert state(ssn)["tasks"] != at_mark["tasks"]
     stmt.rollback(mark)
     assert_same(at_mark, state(ssn))
@@ -118,7 +118,7 @@ def test_discard_restores_the_opening_state() -> None:
     ssn = session()
     before = state(ssn)
     stmt = ssn.statement()
-    stmt.evict(task(ssn, "default/victim"), "Preempted", "by pg")
+    stmt.evict(task(ssn, "default/victim"), Cause.STALE_GANG, detail="gang below its minimum")
     stmt.pipeline(task(ssn, "default/t0"), NodeName("n1"))
     stmt.allocate(task(ssn, "default/t1"), NodeName("n1"))
     stmt.allocate(task(ssn, "default/t2"), NodeName("n2"))
@@ -138,7 +138,7 @@ def test_rollback_is_exact_with_fractional_gpus() -> None:
     stmt = ssn.statement()
     stmt.allocate(task(ssn, "default/a"), NodeName("n1"))
     stmt.allocate(task(ssn, "default/b"), NodeName("n1"))
-    stmt.evict(task(ssn, "default/r1"), "Preempted", "x")
+    stmt.evict(task(ssn, "default/r1"), Cause.STALE_GANG, detail="gang below its minimum")
     stmt.discard()
     assert_same(before, state(ssn))
 
@@ -173,16 +173,20 @@ def test_commit_emits_bind_and_evict_effects() -> None:
     ssn = session()
     stmt = ssn.statement()
     victim = task(ssn, "default/victim")
-    stmt.evict(victim, "Preempted", "preempted by default/pg")
+    by = Preemptor(PodKey("default/t0"), JobKey("default/pg"), 10, QueueName("team-a"))
+    stmt.evict(victim, Cause.PREEMPT, by)
     t0 = stmt.allocate(task(ssn, "default/t0"), NodeName("n2"))
     stmt.pipeline(task(ssn, "default/t1"), NodeName("n1"))
     after = state(ssn)
     stmt.commit()
     assert ssn.effects == [
-        Evict(PodKey("default/victim"), victim.uid, NodeName("n1"), victim.job, "Preempted",
-              "preempted by default/pg"),
+        Evict(PodKey("default/victim"), victim.uid, NodeName("n1"), victim.job, Cause.PREEMPT,
+              by),
         Bind(PodKey("default/t0"), t0.uid, NodeName("n2"), t0.job),
     ]
+    assert ssn.effects[0].reason == "Preempted"
+    assert ssn.effects[0].message == \
+        "preempted by pod default/t0 of default/pg (priority 10, queue team-a)"
     assert ssn.placed == {"default/t0": "n2"}
     assert ssn.reservations == {"default/t1": "n1"}     # a pipelined task binds later
     assert_same(after, state(ssn))                       # committing keeps the accounting
