@@ -22,7 +22,7 @@ from actions.common import starvation
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import READY_STATUSES, GangMode, JobKey, QueueName, TaskStatus
+from kaisched.api.types import READY_STATUSES, Blocker, GangMode, JobKey, QueueName, TaskStatus
 from kaisched.framework import Session, Statement
 from kaisched.framework.holds import hold_of
 
@@ -87,7 +87,7 @@ def placeable(ssn: Session, job: JobInfo) -> bool:
         return False
     reason = ssn.job_invalid(job)
     if reason:
-        ssn.record_unschedulable(job, reason)
+        ssn.record_unschedulable(job, reason, Blocker.INVALID)
         return False
     return True
 
@@ -98,6 +98,7 @@ class Attempt:
 
     placed: int = 0
     failure: str | None = None
+    blocker: Blocker | None = None      # the class of the failure
 
 
 def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
@@ -109,7 +110,7 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInf
     gated = ssn.admitted is not None
     refusal = None if ssn.job_ready(job) or gated else ssn.enqueueable(job)
     if refusal:
-        attempt.failure = refusal
+        attempt.failure, attempt.blocker = refusal, Blocker.QUOTA
         return attempt
     failed_classes: set = set()
     for task in ssn.ordered_tasks(job, tasks):
@@ -119,7 +120,9 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInf
         choice = None if refusal else ssn.select_node(task, idle_only, within)
         if choice is None:
             failed_classes.add(ssn.class_key(task))
-            attempt.failure = attempt.failure or refusal or f"pod {task.key}: {ssn.explain_task(task)}"
+            if attempt.failure is None:
+                attempt.failure = refusal or f"pod {task.key}: {ssn.explain_task(task)}"
+                attempt.blocker = Blocker.QUOTA if refusal else ssn.blocker_of(task)
             continue
         if choice.pipelined:
             stmt.pipeline(task, choice.node)
@@ -147,20 +150,20 @@ def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
         return True
     if not idle_only and progress and ssn.job_pipelined(job):
         keep(ssn, job, stmt, held)
-        ssn.record_unschedulable(job, pipelined_message(job, attempt.placed))
+        ssn.record_unschedulable(job, pipelined_message(job, attempt.placed), Blocker.RESOURCES)
         return False
     if not idle_only and progress and job.spec.mode is GangMode.NON_STRICT \
             and job.key not in ssn.no_hold:
         keep(ssn, job, stmt, held)
         ssn.record_unschedulable(job, "NonStrict: " + shortfall_message(job, attempt, True).replace(
-            "tasks placed", "tasks held", 1))
+            "tasks placed", "tasks held", 1), attempt.blocker)
         return False
     stmt.discard()
     if held is not None:
         held.discard()
     if not was_ready:
         expired = " (its NonStrict hold expired)" if job.key in ssn.no_hold else ""
-        ssn.record_unschedulable(job, shortfall_message(job, attempt) + expired)
+        ssn.record_unschedulable(job, shortfall_message(job, attempt) + expired, attempt.blocker)
     return False
 
 
@@ -198,14 +201,18 @@ def place_group(ssn: Session, members: list[JobInfo]) -> bool:
         if all(ssn.job_pipelined(m) for m in members):
             stmt.reserve()
             for member in members:
-                ssn.record_unschedulable(member, pipelined_message(member, attempts[member.key].placed))
+                ssn.record_unschedulable(member, pipelined_message(member, attempts[member.key].placed),
+                                         Blocker.RESOURCES)
             return False
         stmt.discard()
         short = next(m for m in members if not ssn.job_pipelined(m))
         blocker = f"gang group [{names}]: {short.key}: {shortfall_message(short, attempts[short.key])}"
+        kind = attempts[short.key].blocker
+    else:
+        kind = Blocker.INVALID
     for member in members:
         if member.key in ssn.cluster.jobs and not ssn.job_ready(member):
-            ssn.record_unschedulable(member, blocker)
+            ssn.record_unschedulable(member, blocker, kind)
     return False
 
 

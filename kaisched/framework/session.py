@@ -19,7 +19,7 @@ from kaisched.api.placement import NO_RULES, Placement
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource, format_amount
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
+from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.framework.effects import Effect
 from kaisched.framework.holds import Hold, apply_holds, release_deadlocks
 from kaisched.framework.hooks import Hook, HookRegistry
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 # The label under which the predicates plugin registers its resource fit: the
 # session explains it per resource, in numbers.
 RESOURCE_FIT = "resources"
+# The class of what blocks a gang, for node filters other than placement rules, by the
+# label their plugin registers them under (a plugin of volumes adds its own here).
+FILTER_BLOCKERS: dict[str, Blocker] = {}
 
 
 @attrs.define(eq=False, slots=True)
@@ -66,6 +69,7 @@ class Session:
         self.placed: dict[PodKey, NodeName] = {}          # committed binds
         self.reservations: dict[PodKey, NodeName] = {}    # held for this session only
         self.unschedulable: dict[JobKey, str] = {}        # why a job was not placed
+        self.blockers: dict[JobKey, Blocker] = {}         # ... and the class of what blocks it
         self.stale_since: dict[JobKey, str | None] = {}   # gang below minMember since when
         self.hold_since: dict[JobKey, float] = {}         # NonStrict holds: since when
         self.no_hold: set[JobKey] = set()                 # holds that just expired
@@ -279,8 +283,30 @@ class Session:
                 rows = rows[found]
         return rows
 
-    def record_unschedulable(self, job: JobInfo, message: str) -> None:
+    def record_unschedulable(self, job: JobInfo, message: str,
+                             blocker: Blocker | None = None) -> None:
+        """Why the job was not placed, and the class of what blocks it (kept from
+        an earlier record when not given; resources when never given)."""
         self.unschedulable[job.key] = message
+        if blocker is not None:
+            self.blockers[job.key] = blocker
+        else:
+            self.blockers.setdefault(job.key, Blocker.RESOURCES)
+
+    def blocker_of(self, task: TaskInfo) -> Blocker:
+        """What keeps the task off every node: resources when some node passes
+        every other filter but lacks room; else the class of the first filter
+        that leaves no node (placement rules, unless the filter's plugin named
+        another class in FILTER_BLOCKERS)."""
+        table = self.cluster.table
+        alive = np.ones(len(table), dtype=bool)
+        for label, fn in self._filters():
+            if label == RESOURCE_FIT:
+                continue
+            alive &= fn(task, self._all_rows)
+            if not alive.any():
+                return FILTER_BLOCKERS.get(label, Blocker.PLACEMENT)
+        return Blocker.RESOURCES
 
     def explain_task(self, task: TaskInfo) -> str:
         """Why no node takes the task, by filter, in numbers. The same for its

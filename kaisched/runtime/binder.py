@@ -58,7 +58,9 @@ class BindReport:
 class BindObserver(Protocol):
     """Told of every outcome as it happens (metrics count binds as they go)."""
 
-    def applied(self, effect: Effect) -> None: ...
+    def applied(self, effect: Effect, seconds: float) -> None:
+        """effect is done, seconds after the session decided it."""
+        ...
 
     def failed(self, effect: Effect, error: str) -> None: ...
 
@@ -91,6 +93,7 @@ class _Write:
     effect: Effect
     admission: Admission | None = None
     reported: bool = True           # False: an Event that follows a bind or an eviction
+    queued: float = attrs.field(factory=time.monotonic)     # when the session decided it
 
 
 class Binder:
@@ -296,7 +299,7 @@ class Binder:
                 with self._cond:
                     self._report.applied.append(effect)
             if self.observer is not None:
-                self.observer.applied(effect)
+                self.observer.applied(effect, time.monotonic() - write.queued)
             return
         self._forget(write)
         if isinstance(effect, Bind):

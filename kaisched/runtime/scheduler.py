@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import attrs
 
 from kaisched.api.clock import Clock
-from kaisched.api.types import JobKey, NodeName, PodKey
+from kaisched.api.cluster import ClusterInfo
+from kaisched.api.types import Blocker, JobKey, NodeName, PodKey
 from kaisched.runtime.binder import Binder, BindReport
 from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient, WatchEvent
@@ -67,6 +68,10 @@ class CycleResult:
     snapshot_seconds: float
     session_seconds: float
     abandoned: bool = False     # stopped between actions: nothing after that was applied
+    # The snapshot the session decided on (its jobs' queues, sizes, creation times and
+    # PodGroup statuses as they were), and the class of what blocks each pending gang.
+    cluster: ClusterInfo | None = None
+    blockers: dict[JobKey, Blocker] = attrs.field(factory=dict)
 
 
 class Outbox(list):  # type: ignore[type-arg]
@@ -143,8 +148,10 @@ class Scheduler:
             report = self.binder.take_report()
         else:
             report = self.binder.apply(effects) if not abandoned else BindReport()
+        blockers = {k: b for k, b in ssn.blockers.items() if k in ssn.unschedulable}
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
-                           snapshotted - started, decided - snapshotted, abandoned)
+                           snapshotted - started, decided - snapshotted, abandoned, cluster,
+                           blockers)
 
     def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
         """The jobs the effects bind, evict or write something of."""
@@ -237,7 +244,7 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
                         result = scheduler.run_once(
                             lambda: not stop.is_set() and leading())
                         if metrics is not None:
-                            metrics.observe(result)
+                            metrics.observe(result, scheduler.clock.now())
                         if result.abandoned and not stop.is_set():
                             scheduler.step_down()
                 state.reached()
