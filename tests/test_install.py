@@ -244,3 +244,17 @@ def test_the_example_pytorchjob_binds_as_one_gang_in_its_queue() -> None:
     status = cluster.get(QUEUE, "", "training")["status"]
     assert status["allocated"]["nvidia.com/gpu"] == "4"
     assert (status["runningJobs"], status["pendingJobs"]) == (1, 0)
+
+
+def test_the_readme_picture_is_in_the_repository_with_its_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "(docs/simulate.png)" in readme
+    assert "python -m kaisched.cli simulate --plot docs/simulate.png" in readme
+    assert (ROOT / "docs" / "simulate.png").stat().st_size > 10_000
+    git = shutil.which("git")
+    if git is not None and (ROOT / ".git").exists():
+        ignored = subprocess.run([git, "check-ignore", "-q", "docs/simulate.png"], cwd=ROOT,
+                                 check=False).returncode == 0
+        assert not ignored, ".gitignore drops the README's picture"
+        assert subprocess.run([git, "check-ignore", "-q", ".venv/"], cwd=ROOT,
+                              check=False).returncode == 0

@@ -113,7 +113,7 @@ def test_podgroup_contract() -> None:
     assert spec["properties"]["mode"]["enum"] == ["Strict", "NonStrict"]
     assert spec["properties"]["mode"]["default"] == "Strict"
     assert spec["properties"]["preemptible"]["default"] is True
-    assert crd("podgroups")["spec"]["names"]["shortNames"] == ["pg", "pgs"]
+    assert crd("podgroups")["spec"]["names"]["shortNames"] == ["kpg", "kpgs"]
     phases = root["properties"]["status"]["properties"]["phase"]["enum"]
     assert phases == ["Pending", "Inqueue", "Running", "Succeeded", "Failed", "Unknown"]
 
@@ -382,3 +382,13 @@ def test_podgrouper_can_create_podgroups_and_read_owners() -> None:
     for group, resource in [("apps", "replicasets"), ("batch", "jobs"), ("kubeflow.org", "pytorchjobs"),
                             ("kubeflow.org", "mpijobs"), ("jobset.x-k8s.io", "jobsets"), ("ray.io", "rayjobs")]:
         assert "get" in granted(role, group, resource), (group, resource)
+
+
+def test_short_names_do_not_clash_with_volcano_or_kai() -> None:
+    """Volcano and KAI Scheduler serve PodGroups as pg/podgroup and Queues as q/queue:
+    on a cluster with either, `kubectl get pg` must not be ambiguous."""
+    theirs = {"pg", "pgs", "podgroup", "podgroups", "q", "queue", "queues"}
+    for plural in ("podgroups", "queues"):
+        names = crd(plural)["spec"]["names"]
+        assert not set(names.get("shortNames") or ()) & theirs, names
+        assert names.get("shortNames"), f"{plural}: a short name of its own"
