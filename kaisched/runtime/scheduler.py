@@ -117,10 +117,9 @@ class Scheduler:
         with _cyclic_gc_paused():
             cluster = self.cache.snapshot(self.clock.now())
             snapshotted = time.perf_counter()
+            outbox = Outbox(self.binder.submit) if self.binder.live else None
             ssn = Session(cluster, self.config, self.config.build_plugins(self.registry),
-                          self.holds)
-            if self.binder.live:
-                ssn.effects = Outbox(self.binder.submit)
+                          self.holds, outbox)
             abandoned = False
             for action in self.actions:
                 if not proceed():
