@@ -3,8 +3,6 @@ the model (kaisched.cache.model) kept up to date with them, which snapshot()
 lends to a session each cycle."""
 from __future__ import annotations
 
-import logging
-import time
 from typing import Iterable
 
 from kaisched.api.cluster import ClusterInfo
@@ -18,10 +16,9 @@ from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
+from kaisched.framework.effects import RecordEvent
 from kaisched.cache.rebuild import rebuild
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
-from kaisched.cluster.events import event_object, object_reference
-from kaisched.errors import ApiError
 from kaisched.cluster.kinds import (
     NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS, UPSTREAM_PODGROUP,
     XK8S_PODGROUP, object_key,
@@ -34,7 +31,6 @@ _GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", UPSTREAM_PODGROUP
 
 NODE_NOT_USABLE = "NodeNotUsable"       # the reason of the warning Event about such a node
 
-log = logging.getLogger(__name__)
 
 
 class Cache:
@@ -52,7 +48,7 @@ class Cache:
         self.model = Model(scheduler_name, self._groups)
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
-        self._untold: dict[str, tuple[Obj, str]] = {}       # node -> (reference, problem)
+        self._untold: dict[str, RecordEvent] = {}           # node -> its warning, not yet sent
 
     def sync(self, client: ClusterClient) -> int:
         """Apply every event since the last sync; the first one lists everything."""
@@ -62,8 +58,6 @@ class Cache:
         for event in events:
             self.apply(event)
         self.model.catch_up(self.pods)
-        if self._untold:
-            self._tell_node_problems(client)
         return len(events)
 
     def _note_node(self, obj: Obj, problem: str | None) -> None:
@@ -75,20 +69,17 @@ class Cache:
             self._untold.pop(name, None)
         elif self._node_problems.get(name) != problem:
             self._node_problems[name] = problem
-            self._untold[name] = (object_reference({**obj, "kind": "Node"}), problem)
+            self._untold[name] = RecordEvent(
+                "Node", name, "Warning", NODE_NOT_USABLE,
+                f"kaisched places no pod on node {name}: {problem}")
 
-    def _tell_node_problems(self, client: ClusterClient) -> None:
-        """One warning Event per unusable node. A node is the cluster's, not a
-        scheduling decision's, so the cache that read it says it, not a session."""
-        for name, (ref, problem) in sorted(self._untold.items()):
-            message = f"kaisched places no pod on node {name}: {problem}"
-            try:
-                client.create(event_object(ref, "Warning", NODE_NOT_USABLE, message, "kaisched",
-                                           time.time()))
-            except ApiError as exc:
-                # Told in the log instead; the node stays out either way.
-                log.warning("%s (the Event could not be written: %s)", message, exc)
+    def take_node_events(self) -> list[RecordEvent]:
+        """One warning Event per unusable node, each handed out once. A node is
+        the cluster's, not a session's decision, so the cache that read it
+        says it; the binder writes it like every other Event."""
+        told = [self._untold[name] for name in sorted(self._untold)]
         self._untold.clear()
+        return told
 
     def apply(self, event: WatchEvent) -> None:
         self.model.reclaim()

@@ -80,7 +80,7 @@ class SetPodCondition:
 
 @attrs.frozen(slots=True)
 class RecordEvent:
-    kind: str                   # Pod | PodGroup
+    kind: str                   # Pod | PodGroup | Node
     key: str                    # namespace/name
     type: str                   # Normal | Warning
     reason: str

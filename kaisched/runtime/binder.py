@@ -382,7 +382,8 @@ class Binder:
             self._event(effect, write.admission)
 
     def _event(self, effect: RecordEvent, admission: Admission | None) -> None:
-        ns, name = effect.key.split("/", 1)
+        ns, _, name = effect.key.rpartition("/")      # a Node's key has no namespace
+        ns = ns or "default"                            # where cluster objects' Events go
         now = self.now()
         if admission is not None and admission.verdict is Verdict.REPEAT and admission.name:
             # The same Event again: count it on the one written, as kubectl shows it.
@@ -390,8 +391,10 @@ class Binder:
                 "count": admission.count, "lastTimestamp": to_rfc3339(now),
                 "series": {"count": admission.count, "lastObservedTime": micro_time(now)}})
             return
-        api = "v1" if effect.kind == "Pod" else PODGROUP.api_version
-        ref = {"apiVersion": api, "kind": effect.kind, "name": name, "namespace": ns}
+        api = PODGROUP.api_version if effect.kind == PODGROUP.kind else "v1"
+        ref = {"apiVersion": api, "kind": effect.kind, "name": name}
+        if effect.kind != "Node":
+            ref["namespace"] = ns
         event = event_object(ref, effect.type, effect.reason, effect.message, COMPONENT, now)
         if admission is not None and admission.count > 1:
             event["count"] = admission.count
