@@ -16,7 +16,12 @@ from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
-    OCCUPYING_STATUSES, JobKey, NodeName, PodKey, QueueName, TaskStatus,
+    OCCUPYING_STATUSES,
+    JobKey,
+    NodeName,
+    PodKey,
+    QueueName,
+    TaskStatus,
 )
 
 
@@ -82,7 +87,7 @@ class ClusterInfo:
     active: set[JobKey] | None = None
     moved: set[JobKey] = attrs.field(factory=set)     # jobs whose tasks moved since lent
     _ledger: Ledger | None = None
-    _active_list: tuple[tuple, list[JobInfo]] = ((), [])
+    _active_list: tuple[tuple[int, ...], list[JobInfo]] = ((), [])
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],

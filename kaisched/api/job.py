@@ -8,7 +8,13 @@ import attrs
 from kaisched.api.resource import Resource, sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
-    READY_STATUSES, GangMode, JobKey, PodGroupPhase, PodKey, QueueName, TaskStatus,
+    READY_STATUSES,
+    GangMode,
+    JobKey,
+    PodGroupPhase,
+    PodKey,
+    QueueName,
+    TaskStatus,
 )
 
 

@@ -16,13 +16,21 @@ from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
-from kaisched.framework.effects import RecordEvent
 from kaisched.cache.rebuild import rebuild
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.kinds import (
-    NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS, UPSTREAM_PODGROUP,
-    XK8S_PODGROUP, object_key,
+    NAMESPACE,
+    NODE,
+    POD,
+    PODGROUP,
+    PRIORITY_CLASS,
+    QUEUE,
+    SCHEDULING_KINDS,
+    UPSTREAM_PODGROUP,
+    XK8S_PODGROUP,
+    object_key,
 )
+from kaisched.framework.effects import RecordEvent
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
 _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
@@ -93,8 +101,8 @@ class Cache:
     def _apply_broken(self, event: WatchEvent, problem: str) -> None:
         namespace, name = object_key(event.obj)
         if event.kind == POD:
-            meta = event.obj.get("metadata") if isinstance(event.obj.get("metadata"), dict) else {}
-            spec = event.obj.get("spec") if isinstance(event.obj.get("spec"), dict) else {}
+            meta, spec = event.obj.get("metadata"), event.obj.get("spec")
+            meta, spec = meta if isinstance(meta, dict) else {}, spec if isinstance(spec, dict) else {}
             self._put_pod(PodKey(f"{namespace}/{name}"), convert.broken_pod(meta, spec, problem))
         elif event.kind == NODE:
             self._put_node(name, NodeSpec(NodeName(name), Resource(), ready=False))
@@ -122,9 +130,9 @@ class Cache:
         elif event.kind in _GROUP_READERS:
             group = None
             if not gone:
-                spec, status, problem = _GROUP_READERS[event.kind](obj)
+                gang, status, problem = _GROUP_READERS[event.kind](obj)
                 creation = convert.from_rfc3339((obj.get("metadata") or {}).get("creationTimestamp"))
-                group = Group(spec, status, problem, creation or 0.0)
+                group = Group(gang, status, problem, creation or 0.0)
             self._put_group(event.kind, job_key(namespace, name), group)
         elif event.kind == QUEUE:
             if gone:

@@ -124,7 +124,7 @@ def redact(obj: dict[str, Any]) -> dict[str, Any]:
         kept = {k: spec[k] for k in _POD_SPEC_KEYS if k in spec}
 
         def container(c: dict[str, Any]) -> dict[str, Any]:
-            kept = {k: c[k] for k in ("name", "resources", "restartPolicy") if k in c}
+            kept: dict[str, Any] = {k: c[k] for k in ("name", "resources", "restartPolicy") if k in c}
             ports = [p for p in c.get("ports") or () if isinstance(p, dict) and p.get("hostPort")]
             if ports:          # host ports are a placement rule
                 kept["ports"] = ports

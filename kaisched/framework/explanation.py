@@ -2,6 +2,8 @@
 condition and of `kaisched explain`, from the same filters that decided."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from kaisched.api.cluster import ClusterInfo
@@ -16,7 +18,7 @@ class Explanation:
     def __init__(self, cluster: ClusterInfo, selection: NodeSelection) -> None:
         self.cluster = cluster
         self.selection = selection
-        self._explained: dict[tuple, str] = {}
+        self._explained: dict[tuple[Any, ...], str] = {}
 
     def task(self, task: TaskInfo) -> str:
         """Why no node takes the task. The same for its whole class while no

@@ -72,7 +72,7 @@ class HookRegistry:
         return flat
 
     # -- combinators -------------------------------------------------------------
-    def order_key(self, hook: Hook) -> Callable[[Any], tuple]:
+    def order_key(self, hook: Hook) -> Callable[[Any], tuple[Any, ...]]:
         fns = [fn for _, fn in self.callbacks(hook)]
         return lambda item: tuple(fn(item) for fn in fns)
 

@@ -54,7 +54,7 @@ class NodeSelection:
         self.reserved_for = reserved_for
         # Per owner (a gang holding room, or None): the rows and room the others hold.
         self._held: dict[JobKey | None, tuple[np.ndarray, np.ndarray]] = {}
-        self._outside: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # fits outside them
+        self._outside: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}  # fits outside them
         self._caches: dict[Any, _ClassCache] = {}
         self._bases: dict[Placement, Placement] = {}
         self.all_rows = np.arange(len(cluster.table))
@@ -62,7 +62,7 @@ class NodeSelection:
         self._pod_rules = bool(hooks.callbacks(Hook.POD_PREDICATE)
                                or hooks.callbacks(Hook.POD_ORDER))
 
-    def class_key(self, task: TaskInfo) -> tuple:
+    def class_key(self, task: TaskInfo) -> tuple[Any, ...]:
         """The task's equivalence class: what every filter and score reads of it.
         Its requests and placement; and where some pod's rules select pods by
         label, its namespace and the labels those rules read. Tasks of one

@@ -81,13 +81,13 @@ class Session:
         return self.effects
 
     # -- questions actions ask -----------------------------------------------------
-    def queue_order_key(self, queue: QueueInfo) -> tuple:
+    def queue_order_key(self, queue: QueueInfo) -> tuple[Any, ...]:
         return (self._queue_key(queue), queue.name)
 
-    def job_order_key(self, job: JobInfo) -> tuple:
+    def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
         return (self._job_key(job), job.creation, job.key)
 
-    def task_order_key(self, task: TaskInfo) -> tuple:
+    def task_order_key(self, task: TaskInfo) -> tuple[Any, ...]:
         job = self.cluster.jobs[task.job]
         rank = next((i for i, sg in enumerate(job.spec.subgroups) if sg.name == task.subgroup),
                     len(job.spec.subgroups))
@@ -172,7 +172,7 @@ class Session:
         group = self.hooks.union(Hook.EVICTION_GROUP, victim)
         return group if any(t.key == victim.key for t in group) else [victim, *group]
 
-    def class_key(self, task: TaskInfo) -> tuple:
+    def class_key(self, task: TaskInfo) -> tuple[Any, ...]:
         """The task's equivalence class: tasks of one class get the same answers."""
         return self.selection.class_key(task)
 
