@@ -2,6 +2,8 @@
 task by replacing it, so snapshots share tasks with the cache for free."""
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from kaisched.api.placement import NO_PLACEMENT, Placement
@@ -38,5 +40,5 @@ class TaskInfo:
         """Requests nothing but a pod slot."""
         return all(name == "pods" for name in self.resreq.names())
 
-    def evolve(self, **changes: object) -> TaskInfo:
-        return attrs.evolve(self, **changes)  # type: ignore[arg-type]
+    def evolve(self, **changes: Any) -> TaskInfo:
+        return attrs.evolve(self, **changes)

@@ -75,8 +75,9 @@ def group_key(facts: PodFacts) -> JobKey:
 
 
 def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> TaskInfo:
+    assert facts.status is not None, "a pod going away without a node is no task"
     return TaskInfo(
-        key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,  # type: ignore[arg-type]
+        key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,
         resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
         priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
         critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels)

@@ -109,8 +109,8 @@ class Session:
                 for sg in job.spec.subgroups}
         first, extras = [], []
         for task in ordered:
-            if need.get(task.subgroup, 0) > 0:      # type: ignore[arg-type]
-                need[task.subgroup] -= 1             # type: ignore[index]
+            if task.subgroup is not None and need.get(task.subgroup, 0) > 0:
+                need[task.subgroup] -= 1
                 first.append(task)
             else:
                 extras.append(task)

@@ -48,7 +48,9 @@ class PipelineOp:
         ssn.unassign(self.task, self.previous)
 
     def commit(self, ssn: Session) -> None:
-        ssn.reservations[self.task.key] = self.task.node_name  # type: ignore[assignment]
+        node = self.task.node_name
+        assert node is not None
+        ssn.reservations[self.task.key] = node
 
 
 @attrs.frozen(slots=True)
@@ -110,7 +112,9 @@ class Statement:
         held back, so any in the statement are committed."""
         for op in self.ops:
             if isinstance(op, AllocateOp):
-                self._ssn.reservations[op.task.key] = op.task.node_name  # type: ignore[assignment]
+                node = op.task.node_name
+                assert node is not None
+                self._ssn.reservations[op.task.key] = node
             else:
                 op.commit(self._ssn)
         self.ops = []

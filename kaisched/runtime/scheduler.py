@@ -68,7 +68,7 @@ class CycleResult:
     abandoned: bool = False     # stopped between actions: nothing after that was applied
 
 
-class Outbox(list):  # type: ignore[type-arg]
+class Outbox(list[Effect]):
     """A session's effect list that hands each effect to the binder as it is
     appended: the session stays a pure producer of values."""
 
