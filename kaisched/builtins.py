@@ -13,6 +13,7 @@ from plugins.hostports import HostPortsPlugin
 from plugins.nodeaffinity import NodeAffinityPlugin
 from plugins.nodeorder import NodeOrderPlugin
 from plugins.podaffinity import PodAffinityPlugin
+from plugins.podgroupstatus import PodGroupStatusPlugin
 from plugins.predicates import PredicatesPlugin
 from plugins.priority import PriorityPlugin
 from plugins.proportion import ProportionPlugin
@@ -29,6 +30,7 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_action("stalegangeviction", StaleGangEvictionAction)
     registry.add_plugin("priority", PriorityPlugin)
     registry.add_plugin("gang", GangPlugin)
+    registry.add_plugin("podgroupstatus", PodGroupStatusPlugin)
     registry.add_plugin("proportion", ProportionPlugin)
     registry.add_plugin("predicates", PredicatesPlugin)
     registry.add_plugin("nodeorder", NodeOrderPlugin)
