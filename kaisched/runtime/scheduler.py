@@ -96,6 +96,10 @@ class Scheduler:
         self.binder = binder or Binder(client, clock.now)
         self.actions = config.build_actions(registry)
         self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
+        # Tools that explain a cycle (kaisched explain) keep its session to read
+        # what it saw; the production loop lets each one go with its cycle.
+        self.keep_session = False
+        self.last_session: Session | None = None
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""
@@ -128,6 +132,8 @@ class Scheduler:
                     abandoned = True
                     break
                 action.execute(ssn)
+            if self.keep_session:
+                self.last_session = ssn
             if abandoned or not proceed():
                 effects, abandoned = list(ssn.effects), True
             else:

@@ -34,8 +34,11 @@ from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import NAMESPACE, NODE, PODGROUP, PRIORITY_CLASS, QUEUE
 from kaisched.cluster.memory import MemoryCluster
-from kaisched.framework import Registry, SchedulerConfig
-from kaisched.framework.effects import Bind, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus
+from kaisched.framework import SchedulerConfig
+from kaisched.api.queue import QueueStatus
+from kaisched.framework.effects import (
+    Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
+)
 from kaisched.runtime.scheduler import CycleResult, Scheduler
 from kaisched.sim.controllers import Controllers, JobRun, JobState
 from kaisched.sim.fit import never_fits
@@ -69,24 +72,24 @@ class SimResult:
     stopped: str                   # why the run ended
 
 
-class ShareProbe:
-    """Reads the fair shares the real proportion plugin computed in the last
-    session, so the report shows the scheduler's own numbers."""
+class QueueShares:
+    """The fair shares the scheduler reported, read from the Queue statuses
+    its sessions write (SetQueueStatus, sent only when a status changes), so
+    the report shows the scheduler's own numbers."""
 
-    def __init__(self, registry: Registry) -> None:
-        self.last: object | None = None
-        original = registry.plugins.get("proportion")
-        if original is not None:
-            def build(arguments: Mapping[str, object]) -> object:
-                self.last = original(arguments)
-                return self.last
-            registry.add_plugin("proportion", build)   # type: ignore[arg-type]
+    def __init__(self) -> None:
+        self.statuses: dict[str, QueueStatus] = {}
+
+    def update(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            if isinstance(effect, SetQueueStatus):
+                self.statuses[effect.queue] = effect.status
 
     def fair(self, resource: str) -> dict[str, float] | None:
-        deserved = getattr(self.last, "deserved", None)
-        if not isinstance(deserved, dict):
+        if not self.statuses:
             return None
-        return {str(q): float(row.get(resource, 0.0)) for q, row in deserved.items() if q}
+        return {queue: dict(status.fair_share).get(resource, 0.0)
+                for queue, status in self.statuses.items()}
 
 
 class Simulation:
@@ -101,7 +104,7 @@ class Simulation:
         self.cluster = MemoryCluster(self.clock)
         self._load()
         registry = register_builtins()
-        self.probe = ShareProbe(registry)
+        self.shares = QueueShares()
         self.meter = Meter(self.cluster)
         self.kubelet = Kubelet(self.cluster)
         self.controllers = Controllers(self.cluster, config.scheduler_name,
@@ -147,9 +150,10 @@ class Simulation:
             result = self.scheduler.run_once()
             sessions += 1
             bound, evicted = self._record(result, elapsed)
+            self.shares.update(result.effects)
             self.invariants.check(elapsed, sessions, bound, evicted)
             self.timeline.sample(elapsed, dict(self.meter.total_used), self.meter.queue_used,
-                                 self.probe.fair(self.resource))
+                                 self.shares.fair(self.resource))
             if self.progress is not None:
                 self.progress(elapsed, finished, to_finish)
             if finished >= to_finish and not arrivals:
