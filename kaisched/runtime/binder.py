@@ -349,7 +349,7 @@ class Binder:
             pod = self.client.get(POD, ns, name)
         except ApiError:
             return False
-        return bool(pod) and (pod.get("spec") or {}).get("nodeName") == effect.node
+        return pod is not None and (pod.get("spec") or {}).get("nodeName") == effect.node
 
     def _call(self, write: _Write) -> None:
         effect = write.effect
