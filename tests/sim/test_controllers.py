@@ -39,7 +39,7 @@ EXPECTED = {
     "TFJob": ("kubeflow.org/v1", 3, {"chief": 1, "ps": 1, "worker": 1}, True),
     "MPIJob": ("kubeflow.org/v2beta1", 3, {"launcher": 1, "worker": 2}, True),
     "JobSet": ("jobset.x-k8s.io/v1alpha2", 3, {"trainer": 2, "sidecar": 1}, False),
-    "RayJob": ("ray.io/v1", 3, {"head": 1, "worker": 2}, False),
+    "RayJob": ("ray.io/v1", 3, {"head": 1, "gpus": 2}, False),
     "Job": ("batch/v1", 1, {}, False),
     "PodGroup": ("scheduling.kaisched.io/v1alpha1", 3, {"leader": 1, "member": 2}, None),
 }
