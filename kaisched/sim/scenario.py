@@ -40,6 +40,11 @@ class JobKind(str, enum.Enum):
     RAY = "RayJob"
     JOB = "Job"
     GANG = "PodGroup"      # a plain gang: a PodGroup and bare pods that name it
+    XGBOOST = "XGBoostJob"
+    JAX = "JAXJob"
+    TRAINJOB = "TrainJob"          # Kubeflow Trainer v2, through its JobSet
+    LWS = "LeaderWorkerSet"        # leader replicas = groups; workers spread evenly over them
+    RAYSERVICE = "RayService"
 
 
 # Role names each kind accepts; None: any DNS label.
@@ -51,8 +56,19 @@ ROLES: dict[JobKind, tuple[str, ...] | None] = {
     JobKind.RAY: None,                  # "head" plus worker groups of any name
     JobKind.JOB: None,
     JobKind.GANG: None,
+    JobKind.XGBOOST: ("master", "worker"),
+    JobKind.JAX: ("worker",),
+    JobKind.TRAINJOB: ("node",),
+    JobKind.LWS: ("leader", "worker"),
+    JobKind.RAYSERVICE: None,           # "head" plus worker groups of any name
 }
 ELASTIC_KINDS = (JobKind.PYTORCH, JobKind.RAY)
+# startupPolicy: the start orders each kind's operator knows (the first is its default).
+STARTUP_POLICIES: dict[JobKind, tuple[str, ...]] = {
+    JobKind.JOBSET: ("AnyOrder", "InOrder"),
+    JobKind.MPI: ("AtStartup", "WaitForWorkersReady"),
+    JobKind.LWS: ("LeaderCreated", "LeaderReady"),
+}
 
 
 @attrs.frozen
@@ -77,6 +93,7 @@ class JobSpec:
     priority_class: str | None = None
     min_available: int | None = None
     elastic_min: int | None = None     # PyTorch elasticPolicy / Ray worker minReplicas
+    startup_policy: str | None = None  # JobSet / MPIJob / LeaderWorkerSet start order
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
     where: str = ""                    # how error messages name it: "jobs[2] (bert)"
@@ -90,7 +107,11 @@ class JobSpec:
 
     def minimum(self, resource: str) -> float:
         """What the gang's minimum asks for: whole roles in order, trimmed to
-        minAvailable as the PodGrouper trims subgroups (leading roles first)."""
+        minAvailable as the PodGrouper trims subgroups (leading roles first).
+        A LeaderWorkerSet's gang is one group: a leader and its workers."""
+        if self.kind is JobKind.LWS:
+            groups = self.roles[0].replicas
+            return sum(r.amount(resource) * r.replicas / groups for r in self.roles)
         left = self.gang_min()
         total = 0.0
         for role in self.roles:
@@ -104,6 +125,8 @@ class JobSpec:
             return min(self.min_available, self.pods)
         if self.kind is JobKind.JOB:
             return 1
+        if self.kind is JobKind.LWS:
+            return self.pods // self.roles[0].replicas
         if self.elastic_min is not None:
             leaders = sum(r.replicas for r in self.roles if r.name in ("master", "head"))
             return leaders + self.elastic_min
@@ -171,7 +194,7 @@ _POOL = ("name", "count", "capacity", "labels", "taints")
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
 _JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
-        "minAvailable", "elastic", "nodeSelector", "tolerations")
+        "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy")
 _ROLE = ("replicas", "requests")
 _TOLERATION = ("key", "operator", "value", "effect")
 
@@ -391,6 +414,11 @@ def _job(data: Any, where: str) -> JobSpec:
     tolerations = tuple(_toleration(t, f"{where}.tolerations[{i}]")
                         for i, t in enumerate(_list(f, "tolerations", where)))
     pc = f.get("priorityClass")
+    startup = f.get("startupPolicy")
+    if startup is not None and startup not in STARTUP_POLICIES.get(kind, ()):
+        known = "; ".join(f"{k.value}: {', '.join(v)}" for k, v in STARTUP_POLICIES.items())
+        raise _Bad(f"{where}.startupPolicy: {startup!r} is not a start order of {kind.value} "
+                   f"(known: {known})")
     return JobSpec(
         name=name, kind=kind, queue=queue,
         namespace=_dns(f.get("namespace") or queue, f"{where}.namespace"),
@@ -398,7 +426,7 @@ def _job(data: Any, where: str) -> JobSpec:
         duration=_duration(f["duration"], f"{where}.duration", positive=True),
         roles=roles,
         priority_class=_text(pc, f"{where}.priorityClass") if pc is not None else None,
-        min_available=min_available, elastic_min=elastic_min,
+        min_available=min_available, elastic_min=elastic_min, startup_policy=startup,
         node_selector=selector, tolerations=tolerations, where=where)
 
 
@@ -417,9 +445,10 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
                               _resources(f["requests"], f"{at}.requests")))
     if kind is JobKind.JOB and len(roles) != 1:
         raise _Bad(f"{where}: a Job has exactly one role (its pod template)")
-    if kind is JobKind.RAY and "head" not in {r.name for r in roles}:
-        raise _Bad(f"{where}: a RayJob needs a head role")
-    if kind is JobKind.RAY and next(r for r in roles if r.name == "head").replicas != 1:
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE) and "head" not in {r.name for r in roles}:
+        raise _Bad(f"{where}: a {kind.value} needs a head role")
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE) \
+            and next(r for r in roles if r.name == "head").replicas != 1:
         raise _Bad(f"{where}.head.replicas: a Ray cluster has exactly one head")
     if kind is JobKind.MPI and "launcher" in {r.name for r in roles} \
             and next(r for r in roles if r.name == "launcher").replicas != 1:
@@ -427,8 +456,22 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
     if kind is JobKind.PYTORCH and "master" in {r.name for r in roles} \
             and next(r for r in roles if r.name == "master").replicas != 1:
         raise _Bad(f"{where}.master.replicas: a PyTorchJob has at most one master")
-    lead = {"master": 0, "chief": 0, "launcher": 0, "head": 0}
+    if kind is JobKind.LWS:
+        _lws_roles(roles, where)
+    lead = {"master": 0, "chief": 0, "launcher": 0, "head": 0, "leader": 0}
     return tuple(sorted(roles, key=lambda r: lead.get(r.name, 1)))
+
+
+def _lws_roles(roles: list[RoleSpec], where: str) -> None:
+    """A leader per group (leader replicas = groups); the workers split evenly over them."""
+    by_name = {r.name: r for r in roles}
+    if "leader" not in by_name:
+        raise _Bad(f"{where}: a LeaderWorkerSet needs a leader role (its replicas: the groups)")
+    groups = by_name["leader"].replicas
+    workers = by_name["worker"].replicas if "worker" in by_name else 0
+    if workers % groups:
+        raise _Bad(f"{where}.worker.replicas: {workers} workers do not split evenly over "
+                   f"{groups} groups")
 
 
 def _toleration(data: Any, where: str) -> tuple[tuple[str, str], ...]:
