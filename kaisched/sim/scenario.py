@@ -20,7 +20,7 @@ from kaisched.sim.fields import (
 )
 from kaisched.sim.generator import generate
 from kaisched.sim.specs import (
-    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, JobKind, JobSpec, NodePool, QueueSpec, RoleSpec, Scenario,
+    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, STARTUP_POLICIES, JobKind, JobSpec, NodePool, QueueSpec, RoleSpec, Scenario,
 )
 
 __all__ = ["ELASTIC_KINDS", "JobKind", "JobSpec", "NodePool", "QueueSpec", "RoleSpec", "ROLES",
@@ -41,7 +41,7 @@ _POOL = ("name", "count", "capacity", "labels", "taints")
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
 _JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
-        "minAvailable", "elastic", "nodeSelector", "tolerations")
+        "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy")
 _ROLE = ("replicas", "requests")
 _TOLERATION = ("key", "operator", "value", "effect")
 
@@ -238,6 +238,11 @@ def _job(data: Any, where: str) -> JobSpec:
     tolerations = tuple(_toleration(t, f"{where}.tolerations[{i}]")
                         for i, t in enumerate(items(f, "tolerations", where)))
     pc = f.get("priorityClass")
+    startup = f.get("startupPolicy")
+    if startup is not None and startup not in STARTUP_POLICIES.get(kind, ()):
+        known = "; ".join(f"{k.value}: {', '.join(v)}" for k, v in STARTUP_POLICIES.items())
+        raise FieldError(f"{where}.startupPolicy: {startup!r} is not a start order of {kind.value} "
+                   f"(known: {known})")
     return JobSpec(
         name=name, kind=kind, queue=queue,
         namespace=dns(f.get("namespace") or queue, f"{where}.namespace"),
@@ -245,7 +250,7 @@ def _job(data: Any, where: str) -> JobSpec:
         duration=duration(f["duration"], f"{where}.duration", positive=True),
         roles=roles,
         priority_class=text(pc, f"{where}.priorityClass") if pc is not None else None,
-        min_available=min_available, elastic_min=elastic_min,
+        min_available=min_available, elastic_min=elastic_min, startup_policy=startup,
         node_selector=selector, tolerations=tolerations, where=where)
 
 
@@ -264,9 +269,10 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
                               resources(f["requests"], f"{at}.requests")))
     if kind is JobKind.JOB and len(roles) != 1:
         raise FieldError(f"{where}: a Job has exactly one role (its pod template)")
-    if kind is JobKind.RAY and "head" not in {r.name for r in roles}:
-        raise FieldError(f"{where}: a RayJob needs a head role")
-    if kind is JobKind.RAY and next(r for r in roles if r.name == "head").replicas != 1:
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE) and "head" not in {r.name for r in roles}:
+        raise FieldError(f"{where}: a {kind.value} needs a head role")
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE) \
+            and next(r for r in roles if r.name == "head").replicas != 1:
         raise FieldError(f"{where}.head.replicas: a Ray cluster has exactly one head")
     if kind is JobKind.MPI and "launcher" in {r.name for r in roles} \
             and next(r for r in roles if r.name == "launcher").replicas != 1:
@@ -274,8 +280,22 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
     if kind is JobKind.PYTORCH and "master" in {r.name for r in roles} \
             and next(r for r in roles if r.name == "master").replicas != 1:
         raise FieldError(f"{where}.master.replicas: a PyTorchJob has at most one master")
-    lead = {"master": 0, "chief": 0, "launcher": 0, "head": 0}
+    if kind is JobKind.LWS:
+        _lws_roles(roles, where)
+    lead = {"master": 0, "chief": 0, "launcher": 0, "head": 0, "leader": 0}
     return tuple(sorted(roles, key=lambda r: lead.get(r.name, 1)))
+
+
+def _lws_roles(roles: list[RoleSpec], where: str) -> None:
+    """A leader per group (leader replicas = groups); the workers split evenly over them."""
+    by_name = {r.name: r for r in roles}
+    if "leader" not in by_name:
+        raise FieldError(f"{where}: a LeaderWorkerSet needs a leader role (its replicas: the groups)")
+    groups = by_name["leader"].replicas
+    workers = by_name["worker"].replicas if "worker" in by_name else 0
+    if workers % groups:
+        raise FieldError(f"{where}.worker.replicas: {workers} workers do not split evenly over "
+                   f"{groups} groups")
 
 
 def _toleration(data: Any, where: str) -> tuple[tuple[str, str], ...]:

@@ -22,6 +22,11 @@ class JobKind(str, enum.Enum):
     RAY = "RayJob"
     JOB = "Job"
     GANG = "PodGroup"      # a plain gang: a PodGroup and bare pods that name it
+    XGBOOST = "XGBoostJob"
+    JAX = "JAXJob"
+    TRAINJOB = "TrainJob"          # Kubeflow Trainer v2, through its JobSet
+    LWS = "LeaderWorkerSet"        # leader replicas = groups; workers spread evenly over them
+    RAYSERVICE = "RayService"
 
 
 # Role names each kind accepts; None: any DNS label.
@@ -33,8 +38,19 @@ ROLES: dict[JobKind, tuple[str, ...] | None] = {
     JobKind.RAY: None,                  # "head" plus worker groups of any name
     JobKind.JOB: None,
     JobKind.GANG: None,
+    JobKind.XGBOOST: ("master", "worker"),
+    JobKind.JAX: ("worker",),
+    JobKind.TRAINJOB: ("node",),
+    JobKind.LWS: ("leader", "worker"),
+    JobKind.RAYSERVICE: None,           # "head" plus worker groups of any name
 }
 ELASTIC_KINDS = (JobKind.PYTORCH, JobKind.RAY)
+# startupPolicy: the start orders each kind's operator knows (the first is its default).
+STARTUP_POLICIES: dict[JobKind, tuple[str, ...]] = {
+    JobKind.JOBSET: ("AnyOrder", "InOrder"),
+    JobKind.MPI: ("AtStartup", "WaitForWorkersReady"),
+    JobKind.LWS: ("LeaderCreated", "LeaderReady"),
+}
 
 
 @attrs.frozen
@@ -59,6 +75,7 @@ class JobSpec:
     priority_class: str | None = None
     min_available: int | None = None
     elastic_min: int | None = None     # PyTorch elasticPolicy / Ray worker minReplicas
+    startup_policy: str | None = None  # JobSet / MPIJob / LeaderWorkerSet start order
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
     where: str = ""                    # how error messages name it: "jobs[2] (bert)"
@@ -72,7 +89,11 @@ class JobSpec:
 
     def minimum(self, resource: str) -> float:
         """What the gang's minimum asks for: whole roles in order, trimmed to
-        minAvailable as the PodGrouper trims subgroups (leading roles first)."""
+        minAvailable as the PodGrouper trims subgroups (leading roles first).
+        A LeaderWorkerSet's gang is one group: a leader and its workers."""
+        if self.kind is JobKind.LWS:
+            groups = self.roles[0].replicas
+            return sum(r.amount(resource) * r.replicas / groups for r in self.roles)
         left = self.gang_min()
         total = 0.0
         for role in self.roles:
@@ -86,6 +107,8 @@ class JobSpec:
             return min(self.min_available, self.pods)
         if self.kind is JobKind.JOB:
             return 1
+        if self.kind is JobKind.LWS:
+            return self.pods // self.roles[0].replicas
         if self.elastic_min is not None:
             leaders = sum(r.replicas for r in self.roles if r.name in ("master", "head"))
             return leaders + self.elastic_min
