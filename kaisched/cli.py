@@ -233,7 +233,7 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
 
 
 @main.command()
-@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "churn",
+@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "reclaim-1k", "churn",
                                               "affinity-5k", "scale-10k", "binds", "simulate"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
               help="Multiply the scenario's node and pod counts (for quick checks).")
@@ -247,3 +247,7 @@ def bench(scenario: str, scale: float, profile: int) -> None:
     if profile and scenario in ("binds", "simulate"):
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
     click.echo(orjson.dumps(run(scenario, scale, profile)))
+
+
+if __name__ == "__main__":     # python -m kaisched.cli, for a checkout not installed
+    main()
