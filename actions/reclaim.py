@@ -18,17 +18,16 @@ from __future__ import annotations
 import numpy as np
 
 from actions.common.eviction import elastic_jobs, starving_jobs
+from actions.common.placement import still_needed
 from actions.common.solver import ReclaimSolver
 from actions.common.topology import bound_domain
 from actions.common.victims import Unit, VictimPicker
 from kaisched.api.job import JobInfo
 from kaisched.api.resource import sum_resources
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES
 from kaisched.framework import Hook, Session
 from kaisched.framework.effects import Cause, Preemptor
-
-_MET = READY_STATUSES | {TaskStatus.PIPELINED}
 
 
 class ReclaimAction:
@@ -40,31 +39,11 @@ class ReclaimAction:
             return
         for job, tasks in jobs:
             if not ssn.job_pipelined(job):
-                reclaim_for(ssn, job, needed(job, tasks))
+                reclaim_for(ssn, job, still_needed(ssn, job, tasks))
         for job, tasks in extras:
             for task in tasks:
                 if not reclaim_for(ssn, job, [task], surplus_only=True):
                     break
-
-
-def needed(job: JobInfo, tasks: list[TaskInfo]) -> list[TaskInfo]:
-    """The first of the tasks (in task order) that take the job to its
-    minimum and every subgroup's."""
-    total = job.count(_MET)
-    per_sg = {sg.name: job.count(_MET, sg.name) for sg in job.spec.subgroups}
-    mins = {sg.name: sg.min_member for sg in job.spec.subgroups}
-    out = []
-    for task in tasks:
-        if total >= job.min_member and all(per_sg[n] >= m for n, m in mins.items()):
-            break
-        sg = task.subgroup
-        if total >= job.min_member and (sg not in mins or per_sg[sg] >= mins[sg]):
-            continue        # its subgroup is met: only another subgroup's minimum is missing
-        out.append(task)
-        total += 1
-        if sg in per_sg:
-            per_sg[sg] += 1      # type: ignore[index]
-    return out or tasks[:1]
 
 
 def candidates(ssn: Session, job: JobInfo) -> list[JobInfo]:

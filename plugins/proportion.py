@@ -66,6 +66,7 @@ class ProportionPlugin(PluginBase):
             self._add(demand, queue, res, count)
         total = cluster.total_allocatable()
         self.deserved = self._fair_shares(total, demand)
+        ssn.register(Hook.QUEUE_HEAD_ORDER, self.head_order)
         ssn.register(Hook.QUEUE_ORDER, self.at_quota)     # below quota first
         ssn.register(Hook.QUEUE_ORDER, self.share)
         ssn.register(Hook.QUEUE_ORDER, lambda queue: -queue.priority)   # ties: higher first
@@ -130,6 +131,20 @@ class ProportionPlugin(PluginBase):
                   if name != PODS and amount > 0]
         used = self.allocated[queue.name]
         return not quotas or any(used[name] >= amount - _EPS for name, amount in quotas)
+
+    def head_order(self, item: tuple[QueueInfo, Resource]) -> tuple[bool, bool]:
+        """A queue whose use plus its head job's need stays within its quota
+        first (only resources it has a quota for count; none: over), then one
+        that stays within its fair share: a job that would take its queue
+        over either waits behind one that would not, so the room is not
+        handed out only to be reclaimed."""
+        queue, need = item
+        used, fair = self.allocated[queue.name], self.deserved.get(queue.name, {})
+        asked = [(n, v) for n, v in need.items if n != PODS and v > 0]
+        quotas = [(n, v) for n, v in asked if queue.quota.get(n) > 0]
+        over_quota = not quotas or any(used[n] + v > queue.quota.get(n) + _EPS for n, v in quotas)
+        over_share = any(used[n] + v > fair.get(n, 0.0) + _EPS for n, v in asked)
+        return over_quota, over_share
 
     def share(self, queue: QueueInfo) -> float:
         """Dominant share: the largest fraction of its fair share a queue uses."""

@@ -29,6 +29,7 @@ import numpy as np
 
 class Hook(enum.Enum):
     QUEUE_ORDER = "queue_order"       # (QueueInfo) -> sortable key
+    QUEUE_HEAD_ORDER = "queue_head_order"  # ((QueueInfo, head job's need Resource)) -> key
     JOB_ORDER = "job_order"           # (JobInfo) -> sortable key
     TASK_ORDER = "task_order"         # (TaskInfo) -> sortable key
     JOB_VALID = "job_valid"           # (JobInfo) -> reason | None
