@@ -70,11 +70,24 @@ def job_invalid_reason(job: JobInfo) -> str | None:
     if job.timed_out():
         return "timed out; change the PodGroup spec to retry"
     alive = READY_STATUSES | set(_WAITING)
-    have = job.count(alive)
+    gated = [t for t in job.tasks.values() if t.gates and t.status is TaskStatus.PENDING]
+    have = job.count(alive) - len(gated)
     if have < job.min_member:
+        if gated:
+            return _gated(job.min_member, have, gated)
         return f"minMember is {job.min_member} but only {have} pod(s) exist"
     for sg in job.spec.subgroups:
-        have = job.count(alive, sg.name)
+        mine = [t for t in gated if t.subgroup == sg.name]
+        have = job.count(alive, sg.name) - len(mine)
         if have < sg.min_member:
+            if mine:
+                return f"subgroup {sg.name}: " + _gated(sg.min_member, have, mine)
             return f"subgroup {sg.name} needs {sg.min_member} pod(s), only {have} exist"
     return None
+
+
+def _gated(minimum: int, have: int, gated: list[TaskInfo]) -> str:
+    """A gang short of its minimum because pods are gated: which gates, on how many."""
+    names = sorted({g for t in gated for g in t.gates})
+    return (f"{len(gated)} pod(s) wait for scheduling gates ({', '.join(names)}); "
+            f"the {have} ungated cannot meet minMember {minimum}")
