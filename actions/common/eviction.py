@@ -96,11 +96,15 @@ def refused(ssn: Session, job: JobInfo) -> str | None:
         reason = ssn.job_invalid(member)
         if reason:
             return f"gang group member {key}: {reason}"
+    seen = set()
     for task in ssn.pending(job):
         if task.never_preempts:
             return f"pod {task.key} has preemptionPolicy Never"
-        if not ssn.static_mask(task).any():
-            return f"pod {task.key}: no node meets its placement rules"
+        like = ssn.class_key(task)
+        if like not in seen:        # alike tasks pass the same filters
+            seen.add(like)
+            if not ssn.static_mask(task).any():
+                return f"pod {task.key}: no node meets its placement rules"
     return None
 
 
