@@ -4,7 +4,7 @@ minimum is evicted whole. The podgroupstatus plugin tells why a gang waits."""
 from __future__ import annotations
 
 from kaisched.api.job import JobInfo
-from kaisched.api.resource import format_amount
+from kaisched.api.resource import Resource, format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
@@ -12,6 +12,7 @@ from kaisched.framework import Hook, PluginBase, Session
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 _PIPELINED_READY = READY_STATUSES | {TaskStatus.PIPELINED}
 _PLACED = EVICTABLE_STATUSES | {TaskStatus.ALLOCATED, TaskStatus.PIPELINED}
+_HOLDING = READY_STATUSES - {TaskStatus.SUCCEEDED}
 
 
 class GangPlugin(PluginBase):
@@ -31,11 +32,13 @@ class GangPlugin(PluginBase):
 
     def min_resources_fit(self, job: JobInfo) -> str | None:
         """Coscheduling's pre-check: the gang's minResources must fit what the
-        cluster has free, or trying to place it only churns."""
+        cluster has free, or trying to place it only churns. What the gang's
+        own pods hold counts as free for it: a partly running gang can refill
+        a lost member."""
         need = job.spec.min_resources
         if need is None:
             return None
-        free = self.table.resource(self.table.future[self.usable].sum(axis=0))
+        free = self.table.resource(self.table.future[self.usable].sum(axis=0)) + own_use(job)
         held = self.ssn.inqueue_request(job)        # admitted gangs not started yet
         short = need.exceeding(free - held)
         if not short:
@@ -62,6 +65,11 @@ class GangPlugin(PluginBase):
         # All of it, including tasks placed this session: those cannot be
         # evicted, which keeps the gang from being broken up at all.
         return [t for t in job.tasks.values() if t.status in _PLACED]
+
+
+def own_use(job: JobInfo) -> Resource:
+    """What the job's pods on nodes hold (its running part)."""
+    return job.request(_HOLDING)
 
 
 def job_invalid_reason(job: JobInfo) -> str | None:

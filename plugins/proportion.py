@@ -16,7 +16,7 @@ from kaisched.api.queue import ROOT, QueueInfo
 from kaisched.api.queue_status import job_states, queue_statuses
 from kaisched.api.resource import PODS, Resource, format_amount
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import QueueName
+from kaisched.api.types import READY_STATUSES, QueueName, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetQueueStatus
 from plugins.reclaimrules import ReclaimRules
@@ -194,12 +194,13 @@ class ProportionPlugin(PluginBase):
         need = job.spec.min_resources
         if need is None or job.queue not in self._chain:
             return None
+        own = job.request(READY_STATUSES - {TaskStatus.SUCCEEDED})     # counts as its room
         for name in self._chain[job.queue]:
             used = self.allocated[name]
             waiting = self._ssn.inqueue_request(job, self._subtree(name))
             for res, amount in need.items:
                 limit = self.queues[name].limit(res)
-                taken = used[res] + waiting.get(res)
+                taken = used[res] + waiting.get(res) - own.get(res)
                 if limit is not None and taken + amount > limit + _EPS:
                     return (f"minResources {res} {format_amount(res, amount)} exceeds the room "
                             f"left in queue {name} ({format_amount(res, taken)}/"
