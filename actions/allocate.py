@@ -1,6 +1,7 @@
 """allocate: place gangs whole, queue by queue, fairest first.
 
-Queues come in proportion order, jobs in a queue by priority, not-ready
+Queues come in proportion order (one whose head job would take it over its
+quota after one that would not), jobs in a queue by priority, not-ready
 first, creation and name. A job's minimum is placed under one statement and
 committed only when the gang is ready; a job that could start once releasing
 pods are gone keeps its placements as reservations for this session; anything
@@ -15,10 +16,12 @@ import itertools
 from typing import Iterable
 
 from actions.common import starvation
-from actions.common.placement import group_members, place_group, place_job, placeable, queue_of
+from actions.common.placement import (
+    group_members, need_of, place_group, place_job, placeable, queue_of,
+)
 from kaisched.api.job import JobInfo
 from kaisched.api.types import JobKey, QueueName
-from kaisched.framework import Session
+from kaisched.framework import Hook, Session
 
 
 class AllocateAction:
@@ -36,7 +39,15 @@ class AllocateAction:
         for heap in jobs.values():
             heapq.heapify(heap)
         guards = starvation.guard(ssn, heads(ssn, jobs.values()))
-        queues = [(ssn.queue_order_key(queue_of(ssn, q)), q) for q in jobs]
+        head_key = ssn.hooks.order_key(Hook.QUEUE_HEAD_ORDER)
+        several = len(jobs) > 1         # one queue needs no order
+
+        def queue_key(name: QueueName) -> tuple:
+            queue = queue_of(ssn, name)
+            head = head_key((queue, need_of(ssn, jobs[name][0][2]))) if several else ()
+            return (head, ssn.queue_order_key(queue))
+
+        queues = [(queue_key(q), q) for q in jobs]
         heapq.heapify(queues)
         grouped: set[JobKey] = set()      # gang-group members already tried together
         while queues:
@@ -53,7 +64,7 @@ class AllocateAction:
             if job.key in ssn.reserved_for and ssn.job_pipelined(job):
                 ssn.unreserve(job.key)      # placed, or waiting only for releasing room
             if heap:
-                heapq.heappush(queues, (ssn.queue_order_key(queue_of(ssn, name)), name))
+                heapq.heappush(queues, (queue_key(name), name))
         starvation.report(ssn, guards)
 
 

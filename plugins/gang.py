@@ -4,7 +4,7 @@ minimum is evicted whole. The podgroupstatus plugin tells why a gang waits."""
 from __future__ import annotations
 
 from kaisched.api.job import JobInfo
-from kaisched.api.resource import format_amount
+from kaisched.api.resource import Resource, format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
@@ -12,6 +12,7 @@ from kaisched.framework import Hook, PluginBase, Session
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 _PIPELINED_READY = READY_STATUSES | {TaskStatus.PIPELINED}
 _PLACED = EVICTABLE_STATUSES | {TaskStatus.ALLOCATED, TaskStatus.PIPELINED}
+_HOLDING = READY_STATUSES - {TaskStatus.SUCCEEDED}
 
 
 class GangPlugin(PluginBase):
@@ -31,11 +32,13 @@ class GangPlugin(PluginBase):
 
     def min_resources_fit(self, job: JobInfo) -> str | None:
         """Coscheduling's pre-check: the gang's minResources must fit what the
-        cluster has free, or trying to place it only churns."""
+        cluster has free, or trying to place it only churns. What the gang's
+        own pods hold counts as free for it: a partly running gang can refill
+        a lost member."""
         need = job.spec.min_resources
         if need is None:
             return None
-        free = self.table.resource(self.table.future[self.usable].sum(axis=0))
+        free = self.table.resource(self.table.future[self.usable].sum(axis=0)) + own_use(job)
         held = self.ssn.inqueue_request(job)        # admitted gangs not started yet
         short = need.exceeding(free - held)
         if not short:
@@ -64,17 +67,35 @@ class GangPlugin(PluginBase):
         return [t for t in job.tasks.values() if t.status in _PLACED]
 
 
+def own_use(job: JobInfo) -> Resource:
+    """What the job's pods on nodes hold (its running part)."""
+    return job.request(_HOLDING)
+
+
 def job_invalid_reason(job: JobInfo) -> str | None:
     if job.problem:
         return job.problem
     if job.timed_out():
         return "timed out; change the PodGroup spec to retry"
     alive = READY_STATUSES | set(_WAITING)
-    have = job.count(alive)
+    gated = [t for t in job.tasks.values() if t.gates and t.status is TaskStatus.PENDING]
+    have = job.count(alive) - len(gated)
     if have < job.min_member:
+        if gated:
+            return _gated(job.min_member, have, gated)
         return f"minMember is {job.min_member} but only {have} pod(s) exist"
     for sg in job.spec.subgroups:
-        have = job.count(alive, sg.name)
+        mine = [t for t in gated if t.subgroup == sg.name]
+        have = job.count(alive, sg.name) - len(mine)
         if have < sg.min_member:
+            if mine:
+                return f"subgroup {sg.name}: " + _gated(sg.min_member, have, mine)
             return f"subgroup {sg.name} needs {sg.min_member} pod(s), only {have} exist"
     return None
+
+
+def _gated(minimum: int, have: int, gated: list[TaskInfo]) -> str:
+    """A gang short of its minimum because pods are gated: which gates, on how many."""
+    names = sorted({g for t in gated for g in t.gates})
+    return (f"{len(gated)} pod(s) wait for scheduling gates ({', '.join(names)}); "
+            f"the {have} ungated cannot meet minMember {minimum}")

@@ -118,10 +118,13 @@ def _status(ssn: Session, job: JobInfo,
         cond = _condition(old, "True", Reason.SCHEDULED.value, message, now)
     else:
         cond = old.condition("Scheduled")
+    finished = _finished(job, counts, now, old)
+    if finished is not None:
+        cond = finished
     if expired:
         phase = PodGroupPhase.FAILED
-    elif job.tasks and counts[TaskStatus.SUCCEEDED] == len(job.tasks):
-        phase = PodGroupPhase.SUCCEEDED
+    elif finished is not None:
+        phase = PodGroupPhase(finished.reason)
     else:
         phase = PodGroupPhase.RUNNING if started else (
             PodGroupPhase.INQUEUE if ssn.admitted is not None and job.key in ssn.admitted
@@ -140,6 +143,24 @@ def _status(ssn: Session, job: JobInfo,
         unschedulable_since=since,
         observed_generation=job.spec.generation if expired else old.observed_generation,
     )
+
+
+def _finished(job: JobInfo, counts: dict[TaskStatus, int], now: str,
+              old: PodGroupStatus) -> Condition | None:
+    """Every pod is done: Succeeded when at least minMember succeeded (so when
+    all did), else Failed (so when all failed). The Scheduled condition then
+    says how it ended."""
+    done, failed = counts[TaskStatus.SUCCEEDED], counts[TaskStatus.FAILED]
+    if not job.tasks or done + failed < len(job.tasks):
+        return None
+    if done >= job.min_member:
+        reason = Reason.SUCCEEDED
+        message = f"{done}/{len(job.tasks)} pods succeeded"
+    else:
+        reason = Reason.FAILED
+        message = f"{failed}/{len(job.tasks)} pods failed, {done} succeeded (minMember {job.min_member})"
+    return _condition(old, "True" if reason is Reason.SUCCEEDED else "False", reason.value,
+                      message, now)
 
 
 def _condition(old: PodGroupStatus, status: str, reason: str, message: str, now: str) -> Condition:

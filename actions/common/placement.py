@@ -13,6 +13,7 @@ import numpy as np
 from actions.common import topology
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
+from kaisched.api.resource import Resource, sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, GangMode, JobKey, QueueName, TaskStatus
 from kaisched.framework import Session, Statement
@@ -36,6 +37,33 @@ def placeable(ssn: Session, job: JobInfo) -> bool:
         ssn.record_unschedulable(job, reason)
         return False
     return True
+
+
+def still_needed(ssn: Session, job: JobInfo, tasks: list[TaskInfo] | None = None
+                 ) -> list[TaskInfo]:
+    """The first pending tasks, in task order, that take the job to its
+    minimum and every subgroup's; one task once it is there."""
+    tasks = ssn.ordered_tasks(job, ssn.pending(job)) if tasks is None else tasks
+    total = job.count(_HELD)
+    mins = {sg.name: sg.min_member for sg in job.spec.subgroups}
+    per_sg = {name: job.count(_HELD, name) for name in mins}
+    out = []
+    for task in tasks:
+        if total >= job.min_member and all(per_sg[n] >= m for n, m in mins.items()):
+            break
+        sg = task.subgroup
+        if total >= job.min_member and (sg not in mins or per_sg[sg] >= mins[sg]):
+            continue        # only another subgroup's minimum is missing
+        out.append(task)
+        total += 1
+        if sg in per_sg:
+            per_sg[sg] += 1      # type: ignore[index]
+    return out or tasks[:1]
+
+
+def need_of(ssn: Session, job: JobInfo) -> Resource:
+    """What the job still needs (see still_needed), as one amount."""
+    return sum_resources(t.resreq for t in still_needed(ssn, job))
 
 
 @attrs.define

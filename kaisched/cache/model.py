@@ -179,7 +179,8 @@ class Model:
         self.priorities = priorities
         for key, task in list(self.tasks.items()):
             facts = pods.get(key)
-            if facts is None or priorities.of_pod(facts) != task.priority:
+            if facts is None or priorities.of_pod(facts) != task.priority \
+                    or priorities.never_preempts(facts) != task.never_preempts:
                 self.put_pod(key, facts)
         for job_key, job in self.cluster.jobs.items():
             if job.spec.priority_class:

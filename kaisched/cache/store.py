@@ -52,7 +52,7 @@ class Cache:
         self.upstream_groups = self._groups.stores["upstream"]
         self.namespaces: dict[str, dict[str, str]] = {}     # name -> labels
         self.queues: dict[str, QueueInfo] = {}
-        self.priority_classes: dict[str, tuple[int, bool]] = {}
+        self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups)
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
@@ -144,8 +144,8 @@ class Cache:
             if gone:
                 self.priority_classes.pop(name, None)
             else:
-                pc_name, value, default = convert.priority_class(obj)
-                self.priority_classes[pc_name] = (value, default)
+                pc_name, value, default, never = convert.priority_class(obj)
+                self.priority_classes[pc_name] = (value, default, never)
             self.model.set_priorities(Priorities.of(self.priority_classes), self.pods)
         elif event.kind == NAMESPACE:
             if gone:

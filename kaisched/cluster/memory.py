@@ -115,6 +115,9 @@ class MemoryCluster:
                                 f"{pod['spec']['nodeName']}")
         if self.get(NODE, "", node) is None:
             raise NotFoundError(f"node {node} not found")
+        if (pod.get("spec") or {}).get("schedulingGates"):
+            # As the API server: a pod with scheduling gates cannot be bound.
+            raise ConflictError(f"pod {namespace}/{name} has scheduling gates, not binding")
         cond = {"type": "PodScheduled", "status": "True",
                 "lastTransitionTime": to_rfc3339(self.clock.now())}
         status = dict(pod.get("status") or {})

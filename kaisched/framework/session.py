@@ -94,9 +94,9 @@ class Session:
         return (rank, self._task_key(task), task.key)
 
     def pending(self, job: JobInfo) -> list[TaskInfo]:
-        """The job's tasks still to place: Pending, and not reserved this session."""
+        """The job's tasks still to place: Pending, not gated, and not reserved this session."""
         return [t for t in job.tasks.values()
-                if t.status is TaskStatus.PENDING and t.key not in self.reservations]
+                if t.status is TaskStatus.PENDING and not t.gates and t.key not in self.reservations]
 
     def ordered_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Tasks in the order a gang is placed: what every subgroup still needs
