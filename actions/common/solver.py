@@ -122,7 +122,9 @@ class ReclaimSolver:
     def _attempt(self, chosen: list[Unit], want: list[TaskInfo]) -> list[Unit] | None:
         """The victims that placing want with every chosen unit gone needs:
         the chosen, less those that still fit where they run; None when want
-        does not fit even so."""
+        does not fit even so. A job whose gang goes loses its surplus units
+        too, whether they were needed or would fit back: a partial gang is useless."""
+        every = chosen
         chosen = self._relevant(chosen, len(want))
         stmt = self.ssn.statement()
         self._evict(stmt, chosen, Cause.RECLAIM, None)
@@ -143,4 +145,5 @@ class ReclaimSolver:
             else:
                 victims.append(unit)
         stmt.discard()
-        return victims
+        broken = {u.job for u in victims if not u.surplus}
+        return victims + [u for u in every if u.job in broken and u not in victims]

@@ -32,6 +32,7 @@ class Unit:
     job: JobKey
     queue: QueueName
     tasks: tuple[TaskInfo, ...]
+    surplus: bool = False       # one task beyond the job's minimum; else the gang's rest
 
     @property
     def resources(self) -> Resource:
@@ -105,7 +106,7 @@ class VictimPicker:
         if len(allowed) < len(tasks):
             return None, False
         stays = task is not None and len(self._running(job)) > 1
-        return Unit(job.key, job.queue, tuple(tasks)), stays
+        return Unit(job.key, job.queue, tuple(tasks), task is not None), stays
 
     def next(self) -> Unit | None:
         while True:
