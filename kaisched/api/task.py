@@ -7,6 +7,7 @@ import attrs
 from kaisched.api.placement import NO_PLACEMENT, Placement
 from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
+from kaisched.api.volumes import PodClaim
 
 
 @attrs.frozen(slots=True)
@@ -24,6 +25,7 @@ class TaskInfo:
     critical: bool = False               # kube-system or a system-* priority class
     unschedulable: str | None = None     # the PodScheduled=False message it carries
     labels: tuple[tuple[str, str], ...] = ()   # sorted; what other pods' selectors read
+    claims: tuple[PodClaim, ...] = ()          # PVCs it mounts (most pods: none, no volume checks)
 
     @property
     def namespace(self) -> str:

@@ -46,6 +46,7 @@ class Hook(enum.Enum):
     OVERUSED = "overused"             # (JobInfo, TaskInfo) -> reason | None: no reclaiming
     ON_ALLOCATE = "on_allocate"       # (TaskInfo) -> None: a task took room
     ON_DEALLOCATE = "on_deallocate"   # (TaskInfo) -> None: a task gave it back
+    PREBIND = "prebind"               # (TaskInfo allocated) -> [PrebindOp]: done before its bind
 
 
 Callback = Callable[..., Any]

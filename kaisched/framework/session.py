@@ -66,6 +66,7 @@ class Session:
         self.placed: dict[PodKey, NodeName] = {}          # committed binds
         self.reservations: dict[PodKey, NodeName] = {}    # held for this session only
         self.unschedulable: dict[JobKey, str] = {}        # why a job was not placed
+        self.binding_waits: dict[JobKey, str] = {}        # placed gangs not bound yet, and why
         self.stale_since: dict[JobKey, str | None] = {}   # gang below minMember since when
         self.hold_since: dict[JobKey, float] = {}         # NonStrict holds: since when
         self.no_hold: set[JobKey] = set()                 # holds that just expired
@@ -346,6 +347,20 @@ class Session:
     def emit(self, effect: Effect) -> None:
         self.effects.append(effect)
 
+    def prebind(self, placed: TaskInfo) -> list[Any]:
+        """The plugins' PrebindOps for a task just allocated (none for most)."""
+        ops: list[Any] = []
+        for _, fn in self.hooks.callbacks(Hook.PREBIND):
+            ops.extend(fn(placed))
+        return ops
+
+    def wait_for_binding(self, job: JobKey, reason: str) -> None:
+        """The gang is placed but must not be bound yet (its volumes are being
+        provisioned): its room is held this session and it says why."""
+        if job not in self.binding_waits:       # the first reason speaks for the gang
+            self.binding_waits[job] = reason
+            self.unschedulable[job] = reason
+
     def assign(self, task: TaskInfo, status: TaskStatus, node: NodeName) -> TaskInfo:
         placed = self.cluster.assign(task, status, node)
         self.hooks.notify(Hook.ON_ALLOCATE, placed)
@@ -415,15 +430,17 @@ class Session:
 
     def class_key(self, task: TaskInfo) -> tuple:
         """The task's equivalence class: what every filter and score reads of it.
-        Its requests and placement; and where some pod's rules select pods by
-        label, its namespace and the labels those rules read. Tasks of one
+        Its requests and placement, the claims it mounts; and where some pod's
+        rules select pods by label, its namespace and the labels those rules read. Tasks of one
         class get the same answers, so a failed one speaks for its twins."""
         rules = self._rules
         if not rules.any_rule:
+            if task.claims:     # the claims it mounts: pods alike but for them differ
+                return (task.resreq, task.placement, task.claims)
             return (task.resreq, task.placement)
         keys = rules.label_keys
         return (task.resreq, task.placement, task.namespace,
-                tuple(kv for kv in task.labels if kv[0] in keys))
+                tuple(kv for kv in task.labels if kv[0] in keys), task.claims)
 
     def _class_cache(self, task: TaskInfo) -> _ClassCache:
         """The task's class's cached answers, as they are (rows may be stale)."""
