@@ -418,7 +418,19 @@ def write_volume(client: ClusterClient, effect: SelectClaimNode | PrebindVolume)
     again) rather than taking it from that claim."""
     ns, name = effect.claim.split("/", 1)
     if isinstance(effect, SelectClaimNode):
-        client.patch(PVC, ns, name, {"metadata": {"annotations": {SELECTED_NODE: effect.node}}})
+        claim = client.get(PVC, ns, name)
+        if claim is None:
+            raise NotFoundError(f"PersistentVolumeClaim {effect.claim} not found")
+        meta = claim.get("metadata") or {}
+        selected = (meta.get("annotations") or {}).get(SELECTED_NODE)
+        if selected == effect.node:
+            return
+        if selected or (claim.get("spec") or {}).get("volumeName"):
+            raise ConflictError(f"PersistentVolumeClaim {effect.claim} already has a volume "
+                                f"or a node ({selected}): not moved to {effect.node}")
+        client.patch(PVC, ns, name, {"metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "annotations": {SELECTED_NODE: effect.node}}})
         return
     volume = client.get(PV, "", effect.volume)
     if volume is None:
