@@ -1,5 +1,10 @@
-"""The storage controllers a simulated cluster has no other way to get: a
-dynamic provisioner and the PV controller's binding.
+"""The storage controllers a simulated cluster has no other way to get: the
+ephemeral volume controller, a dynamic provisioner and the PV controller's
+binding.
+
+- Ephemeral volume controller: a pod's ephemeral volume gets its claim
+  `<pod>-<volume>`, owned by the pod, and loses it with the pod (and a
+  volume provisioned for it, reclaim policy Delete).
 
 - Provisioner: a claim of a class that provisions (any provisioner but
   kubernetes.io/no-provisioner) gets a volume once its selected node is set
@@ -25,8 +30,9 @@ from kaisched.api.volumes import BindingMode
 from kaisched.cache.convert.volumes import PROVISIONING_FAILED, claim as read_claim
 from kaisched.cache.convert.volumes import storage_class, volume as read_volume
 from kaisched.cluster.events import event_object, object_reference
-from kaisched.cluster.kinds import NODE, PV, PVC, STORAGE_CLASS
+from kaisched.cluster.kinds import NODE, POD, PV, PVC, STORAGE_CLASS
 from kaisched.cluster.memory import MemoryCluster
+from kaisched.sim.scenario import StorageClassSpec
 
 DELAY_ANNOTATION = "kaisched.io/sim-provisioning-delay"
 FAILURE_ANNOTATION = "kaisched.io/sim-provisioning-failure"
@@ -43,9 +49,59 @@ class StorageControllers:
         self.waited: dict[str, float] = {}     # claim key -> seconds from asked to bound
 
     def step(self, now: float) -> int:
-        """Provision and bind what is due; how many claims were bound."""
+        """Make, provision and bind what is due; how many claims were bound.
+        Nothing to do (and nothing read) in a cluster with no StorageClass."""
+        if not self.cluster.list(STORAGE_CLASS):
+            return 0
+        self._ephemeral()
         self._provision(now)
         return self._bind(now)
+
+    def next_event(self, now: float) -> float | None:
+        """When a provisioning now delayed comes due (for a simulation that
+        skips quiet ticks), else None."""
+        classes = {c["metadata"]["name"]: c for c in self.cluster.list(STORAGE_CLASS)}
+        due = []
+        for obj in self.cluster.list(PVC):
+            claim = read_claim(obj)
+            raw = classes.get(claim.class_name or "")
+            if claim.bound or raw is None or claim.key not in self.asked:
+                continue
+            notes = (raw.get("metadata") or {}).get("annotations") or {}
+            if notes.get(FAILURE_ANNOTATION):
+                continue
+            at = self.asked[claim.key] + parse_duration(notes.get(DELAY_ANNOTATION) or "0s")
+            if at > now:
+                due.append(at)
+        return min(due, default=None)
+
+    def _ephemeral(self) -> None:
+        pods = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p
+                for p in self.cluster.list(POD)}
+        claims = {f"{c['metadata']['namespace']}/{c['metadata']['name']}": c
+                  for c in self.cluster.list(PVC)}
+        for key, pod in pods.items():
+            for vol in (pod.get("spec") or {}).get("volumes") or ():
+                template = (vol.get("ephemeral") or {}).get("volumeClaimTemplate")
+                name = f"{pod['metadata']['name']}-{vol.get('name', '')}"
+                if template is None or f"{pod['metadata']['namespace']}/{name}" in claims:
+                    continue
+                owner = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
+                         "uid": pod["metadata"].get("uid", ""), "controller": True}
+                self.cluster.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                     "metadata": {"name": name,
+                                                  "namespace": pod["metadata"]["namespace"],
+                                                  "ownerReferences": [owner]},
+                                     "spec": dict(template.get("spec") or {})})
+        for key, claim in claims.items():
+            owners = claim["metadata"].get("ownerReferences") or ()
+            pod = next((o for o in owners if o.get("kind") == "Pod"), None)
+            if pod is None or f"{claim['metadata']['namespace']}/{pod['name']}" in pods:
+                continue
+            self.cluster.delete(PVC, claim["metadata"]["namespace"], claim["metadata"]["name"])
+            volume = (claim.get("spec") or {}).get("volumeName")
+            if volume and self.cluster.get(PV, "", volume) is not None:
+                self.cluster.delete(PV, "", volume)
 
     def _provision(self, now: float) -> None:
         classes = {obj["metadata"]["name"]: obj for obj in self.cluster.list(STORAGE_CLASS)}
@@ -154,3 +210,17 @@ class StorageControllers:
         self.cluster.replace({**claim, "metadata": {**meta, "annotations": annotations},
                               "spec": spec, "status": status})
         self.waited[key] = now - self.asked.get(key, now)
+
+
+def storage_class_object(spec: StorageClassSpec) -> Obj:
+    """A scenario's StorageClass, with how the simulated provisioner behaves."""
+    notes = {DELAY_ANNOTATION: f"{spec.provisioning_delay:g}s"}
+    if spec.failure:
+        notes[FAILURE_ANNOTATION] = spec.failure
+    obj: Obj = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                "metadata": {"name": spec.name, "annotations": notes},
+                "provisioner": spec.provisioner, "volumeBindingMode": spec.binding_mode}
+    if spec.allowed_topologies:
+        obj["allowedTopologies"] = [{"matchLabelExpressions": [
+            {"key": k, "values": list(v)} for k, v in spec.allowed_topologies]}]
+    return obj

@@ -56,10 +56,31 @@ ELASTIC_KINDS = (JobKind.PYTORCH, JobKind.RAY)
 
 
 @attrs.frozen
+class VolumeSpec:
+    """A volume each pod of a role gets a claim of its own for (an ephemeral
+    volume: the claim `<pod>-<name>` is made with the pod)."""
+    name: str
+    storage_class: str
+    size: str
+
+
+@attrs.frozen
+class StorageClassSpec:
+    """A StorageClass and how the simulated provisioner behaves for it."""
+    name: str
+    provisioner: str
+    binding_mode: str = "WaitForFirstConsumer"
+    allowed_topologies: tuple[tuple[str, tuple[str, ...]], ...] = ()   # label -> values
+    provisioning_delay: float = 0.0
+    failure: str | None = None          # every provisioning attempt fails, saying this
+
+
+@attrs.frozen
 class RoleSpec:
     name: str
     replicas: int
     requests: tuple[tuple[str, str], ...]      # resource name -> quantity, canonical names
+    volumes: tuple[VolumeSpec, ...] = ()
 
     def amount(self, resource: str) -> float:
         return sum(_amount(resource, q) for n, q in self.requests if n == resource)
@@ -154,6 +175,7 @@ class Scenario:
     until: float | None = None
     seed: int | None = None
     source: str = "scenario"
+    storage_classes: tuple[StorageClassSpec, ...] = ()
 
     def capacity(self, resource: str) -> float:
         return sum(p.count * sum(_amount(resource, q) for n, q in p.capacity if n == resource)
@@ -166,13 +188,16 @@ class Scenario:
 # -- loading -------------------------------------------------------------------------------
 
 _TOP = ("name", "description", "until", "nodePools", "queues", "priorityClasses", "jobs",
-        "generate")
+        "generate", "storageClasses")
 _POOL = ("name", "count", "capacity", "labels", "taints")
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
 _JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
         "minAvailable", "elastic", "nodeSelector", "tolerations")
-_ROLE = ("replicas", "requests")
+_ROLE = ("replicas", "requests", "volumes")
+_STORAGE_CLASS = ("name", "provisioner", "bindingMode", "allowedTopologies", "provisioningDelay",
+                  "failure")
+_VOLUME = ("name", "storageClass", "size")
 _TOLERATION = ("key", "operator", "value", "effect")
 
 
@@ -239,6 +264,9 @@ def _scenario(data: Any, source: str, seed: int | None) -> Scenario:
         if q.parent is not None and q.parent not in names:
             raise _Bad(f"queues[{i}] ({q.name}).parent: no queue named {q.parent!r}")
     classes = _priority_classes(top.get("priorityClasses"))
+    storage = tuple(_storage_class(c, f"storageClasses[{i}]")
+                    for i, c in enumerate(_list(top, "storageClasses", "")))
+    _unique([c.name for c in storage], "storageClasses", "storage class")
     jobs = [_job(j, f"jobs[{i}]") for i, j in enumerate(_list(top, "jobs", ""))]
     used_seed = None
     if top.get("generate") is not None:
@@ -254,9 +282,57 @@ def _scenario(data: Any, source: str, seed: int | None) -> Scenario:
         node_pools=pools, queues=queues, priority_classes=classes,
         jobs=tuple(sorted(jobs, key=lambda j: (j.arrival, j.name))),
         until=_duration(top["until"], "until") if top.get("until") is not None else None,
-        seed=used_seed, source=source)
+        seed=used_seed, source=source, storage_classes=storage)
     _check_jobs(scenario, names, dict(classes))
+    _check_volumes(scenario)
     return scenario
+
+
+def _check_volumes(scenario: Scenario) -> None:
+    known = {c.name for c in scenario.storage_classes}
+    for job in scenario.jobs:
+        for role in job.roles:
+            for volume in role.volumes:
+                if volume.storage_class not in known:
+                    raise _Bad(f"{job.where}.roles.{role.name}.volumes ({volume.name})."
+                               f"storageClass: no storage class named {volume.storage_class!r} "
+                               f"(known: {', '.join(sorted(known)) or 'none'})")
+
+
+def _storage_class(data: Any, where: str) -> StorageClassSpec:
+    where = _named(data, where)
+    f = fields(data, where, _STORAGE_CLASS, ("name",))
+    mode = f.get("bindingMode", "WaitForFirstConsumer")
+    if mode not in ("WaitForFirstConsumer", "Immediate"):
+        raise _Bad(f"{where}.bindingMode: expected WaitForFirstConsumer or Immediate, got {mode!r}")
+    allowed = f.get("allowedTopologies") or {}
+    if not isinstance(allowed, dict) or not all(isinstance(v, list) for v in allowed.values()):
+        raise _Bad(f"{where}.allowedTopologies: expected a mapping of node label to a list of values")
+    failure = f.get("failure")
+    return StorageClassSpec(
+        name=_dns(f["name"], f"{where}.name"),
+        provisioner=_text(f.get("provisioner", "sim.kaisched.io/provisioner"), f"{where}.provisioner"),
+        binding_mode=mode,
+        allowed_topologies=tuple(sorted((str(k), tuple(str(x) for x in v))
+                                        for k, v in allowed.items())),
+        provisioning_delay=_duration(f.get("provisioningDelay", 0), f"{where}.provisioningDelay"),
+        failure=_text(failure, f"{where}.failure") if failure is not None else None)
+
+
+def _volumes(data: Any, where: str) -> tuple[VolumeSpec, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list):
+        raise _Bad(f"{where}: expected a list of {{name, storageClass, size}}")
+    out = []
+    for i, entry in enumerate(data):
+        at = _named(entry, f"{where}[{i}]")
+        f = fields(entry, at, _VOLUME, _VOLUME)
+        _amount_checked("storage", f["size"], f"{at}.size")
+        out.append(VolumeSpec(_dns(f["name"], f"{at}.name"),
+                              _dns(f["storageClass"], f"{at}.storageClass"), str(f["size"])))
+    _unique([v.name for v in out], where, "volume")
+    return tuple(out)
 
 
 def _check_jobs(scenario: Scenario, queues: set[str], classes: dict[str, int]) -> None:
@@ -414,7 +490,8 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
             raise _Bad(f"{at}: {kind.value} has no role {role!r} (known: {', '.join(allowed)})")
         f = fields(entry, at, _ROLE, ("replicas", "requests"))
         roles.append(RoleSpec(role, _int(f["replicas"], f"{at}.replicas", 1),
-                              _resources(f["requests"], f"{at}.requests")))
+                              _resources(f["requests"], f"{at}.requests"),
+                              _volumes(f.get("volumes"), f"{at}.volumes")))
     if kind is JobKind.JOB and len(roles) != 1:
         raise _Bad(f"{where}: a Job has exactly one role (its pod template)")
     if kind is JobKind.RAY and "head" not in {r.name for r in roles}:
