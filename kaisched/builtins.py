@@ -18,6 +18,7 @@ from plugins.predicates import PredicatesPlugin
 from plugins.priority import PriorityPlugin
 from plugins.proportion import ProportionPlugin
 from plugins.topologyspread import TopologySpreadPlugin
+from plugins.volumebinding import VolumeBindingPlugin
 
 
 def register_builtins(registry: Registry | None = None) -> Registry:
@@ -38,4 +39,5 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_plugin("topologyspread", TopologySpreadPlugin)
     registry.add_plugin("hostports", HostPortsPlugin)
     registry.add_plugin("nodeaffinity", NodeAffinityPlugin)
+    registry.add_plugin("volumebinding", VolumeBindingPlugin)
     return registry

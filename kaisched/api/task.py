@@ -9,6 +9,7 @@ import attrs
 from kaisched.api.placement import NO_PLACEMENT, Placement
 from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
+from kaisched.api.volumes import PodClaim
 
 
 @attrs.frozen(slots=True)
@@ -28,6 +29,7 @@ class TaskInfo:
     labels: tuple[tuple[str, str], ...] = ()   # sorted; what other pods' selectors read
     never_preempts: bool = False         # preemptionPolicy Never: waits for room, evicts no one
     gates: tuple[str, ...] = ()          # spec.schedulingGates: not to be placed while any remain
+    claims: tuple[PodClaim, ...] = ()          # PVCs it mounts (most pods: none, no volume checks)
 
     @property
     def namespace(self) -> str:

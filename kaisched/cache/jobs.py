@@ -86,7 +86,8 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> 
         resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
         priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
         critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels,
-        never_preempts=priorities.never_preempts(facts), gates=facts.gates)
+        never_preempts=priorities.never_preempts(facts), gates=facts.gates,
+        claims=facts.claims)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:

@@ -17,6 +17,7 @@ from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
 from kaisched.cache.rebuild import rebuild
+from kaisched.cache.storage import StorageCache
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.kinds import (
     NAMESPACE,
@@ -54,6 +55,7 @@ class Cache:
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups)
+        self.storage = StorageCache()                        # claims, volumes, classes
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
         self._untold: dict[str, RecordEvent] = {}           # node -> its warning, not yet sent
@@ -113,6 +115,8 @@ class Cache:
         elif event.kind == QUEUE:
             self.queues[name] = QueueInfo(QueueName(name), problem=problem)
             self.model.put_queues()
+        else:
+            self.storage.broken(event, problem)
 
     def _apply(self, event: WatchEvent) -> None:
         obj, gone = event.obj, event.type == "DELETED"
@@ -152,11 +156,14 @@ class Cache:
                 self.namespaces.pop(name, None)
             else:
                 self.namespaces[name] = convert.namespace_labels(obj)
+        else:
+            self.storage.apply(event)
 
     def _put_pod(self, key: PodKey, facts: PodFacts | None) -> None:
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
         if facts is not None:
             self.pods[key] = facts
+        self.storage.put_pod(before, facts)
         self.model.put_pod(key, facts, before)
 
     def _put_node(self, name: str, spec: NodeSpec | None) -> None:
@@ -178,7 +185,9 @@ class Cache:
         """The model, up to date, lent to one session until the next event or
         snapshot takes it back (undoing what the session did)."""
         self.model.reclaim()
-        return self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
+        cluster = self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
+        cluster.storage = self.storage.storage()
+        return cluster
 
     def reported(self, spoken_of: Iterable[JobKey]) -> None:
         """The session over the last snapshot closed: what it looked at need not
@@ -196,8 +205,10 @@ class Cache:
     def rebuilt(self, now: float) -> ClusterInfo:
         """A model made from scratch from what the cache holds: the reference
         the incremental one must equal."""
-        return rebuild(self.pods, self.nodes, self._groups, self.queues, self.priority_classes,
-                       self.namespaces, self.scheduler_name, now)
+        cluster = rebuild(self.pods, self.nodes, self._groups, self.queues, self.priority_classes,
+                          self.namespaces, self.scheduler_name, now)
+        cluster.storage = self.storage.rebuilt(self.pods.values())
+        return cluster
 
     def check(self, now: float) -> list[str]:
         """How the incremental model differs from a rebuilt one ([] when equal)."""

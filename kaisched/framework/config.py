@@ -31,6 +31,7 @@ tiers:
     - {name: hostports}
     - {name: nodeorder, arguments: {strategy: binpack}}
     - {name: nodeaffinity}
+    - {name: volumebinding}
 staleGangGracePeriod: 60s
 starvationThreshold: 10m
 """

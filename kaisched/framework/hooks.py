@@ -50,6 +50,7 @@ class Hook(enum.Enum):
     VICTIM_QUEUE_ORDER = "victim_queue_order"  # ((queue, taken Amounts, need)) -> key: gives first
     ON_ALLOCATE = "on_allocate"       # (TaskInfo) -> None: a task took room
     ON_DEALLOCATE = "on_deallocate"   # (TaskInfo) -> None: a task gave it back
+    PREBIND = "prebind"               # (TaskInfo allocated) -> [PrebindOp]: done before its bind
 
 
 Callback = Callable[..., Any]

@@ -64,15 +64,18 @@ class NodeSelection:
 
     def class_key(self, task: TaskInfo) -> tuple[Any, ...]:
         """The task's equivalence class: what every filter and score reads of it.
-        Its requests and placement; and where some pod's rules select pods by
-        label, its namespace and the labels those rules read. Tasks of one
-        class get the same answers, so a failed one speaks for its twins."""
+        Its requests and placement, the claims it mounts; and where some pod's
+        rules select pods by label, its namespace and the labels those rules
+        read. Tasks of one class get the same answers, so a failed one speaks
+        for its twins."""
         rules = self._rules
         if not rules.any_rule:
+            if task.claims:     # the claims it mounts: pods alike but for them differ
+                return (task.resreq, task.placement, task.claims)
             return (task.resreq, task.placement)
         keys = rules.label_keys
         return (task.resreq, task.placement, task.namespace,
-                tuple(kv for kv in task.labels if kv[0] in keys))
+                tuple(kv for kv in task.labels if kv[0] in keys), task.claims)
 
     def held_changed(self) -> None:
         """Room held for a starving gang was taken or given back."""

@@ -45,6 +45,7 @@ class Session:
         self.placed: dict[PodKey, NodeName] = {}          # committed binds
         self.reservations: dict[PodKey, NodeName] = {}    # held for this session only
         self.unschedulable: dict[JobKey, str] = {}        # why a job was not placed
+        self.binding_waits: dict[JobKey, str] = {}        # placed gangs not bound yet, and why
         self.stale_since: dict[JobKey, str | None] = {}   # gang below minMember since when
         self.hold_since: dict[JobKey, float] = {}         # NonStrict holds: since when
         self.no_hold: set[JobKey] = set()                 # holds that just expired
@@ -202,6 +203,20 @@ class Session:
 
     def emit(self, effect: Effect) -> None:
         self.effects.append(effect)
+
+    def prebind(self, placed: TaskInfo) -> list[Any]:
+        """The plugins' PrebindOps for a task just allocated (none for most)."""
+        ops: list[Any] = []
+        for _, fn in self.hooks.callbacks(Hook.PREBIND):
+            ops.extend(fn(placed))
+        return ops
+
+    def wait_for_binding(self, job: JobKey, reason: str) -> None:
+        """The gang is placed but must not be bound yet (its volumes are being
+        provisioned): its room is held this session and it says why."""
+        if job not in self.binding_waits:       # the first reason speaks for the gang
+            self.binding_waits[job] = reason
+            self.unschedulable[job] = reason
 
     def assign(self, task: TaskInfo, status: TaskStatus, node: NodeName) -> TaskInfo:
         placed = self.cluster.assign(task, status, node)

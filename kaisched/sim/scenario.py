@@ -20,7 +20,8 @@ from kaisched.sim.fields import (
 )
 from kaisched.sim.generator import generate
 from kaisched.sim.specs import (
-    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, STARTUP_POLICIES, JobKind, JobSpec, NodePool, QueueSpec, RoleSpec, Scenario,
+    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, STARTUP_POLICIES, JobKind, JobSpec, NodePool, QueueSpec,
+    RoleSpec, Scenario, StorageClassSpec, VolumeSpec,
 )
 
 __all__ = ["ELASTIC_KINDS", "JobKind", "JobSpec", "NodePool", "QueueSpec", "RoleSpec", "ROLES",
@@ -36,13 +37,16 @@ class ScenarioError(InputError):
 # -- loading -------------------------------------------------------------------------------
 
 _TOP = ("name", "description", "until", "nodePools", "queues", "priorityClasses", "jobs",
-        "generate")
+        "generate", "storageClasses")
 _POOL = ("name", "count", "capacity", "labels", "taints")
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
 _JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
         "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy")
-_ROLE = ("replicas", "requests")
+_ROLE = ("replicas", "requests", "volumes")
+_STORAGE_CLASS = ("name", "provisioner", "bindingMode", "allowedTopologies", "provisioningDelay",
+                  "failure")
+_VOLUME = ("name", "storageClass", "size")
 _TOLERATION = ("key", "operator", "value", "effect")
 
 
@@ -87,6 +91,9 @@ def _scenario(data: Any, source: str, seed: int | None) -> Scenario:
         if q.parent is not None and q.parent not in names:
             raise FieldError(f"queues[{i}] ({q.name}).parent: no queue named {q.parent!r}")
     classes = _priority_classes(top.get("priorityClasses"))
+    storage = tuple(_storage_class(c, f"storageClasses[{i}]")
+                    for i, c in enumerate(items(top, "storageClasses", "")))
+    unique([c.name for c in storage], "storageClasses", "storage class")
     jobs = [_job(j, f"jobs[{i}]") for i, j in enumerate(items(top, "jobs", ""))]
     used_seed = None
     if top.get("generate") is not None:
@@ -101,9 +108,57 @@ def _scenario(data: Any, source: str, seed: int | None) -> Scenario:
         node_pools=pools, queues=queues, priority_classes=classes,
         jobs=tuple(sorted(jobs, key=lambda j: (j.arrival, j.name))),
         until=duration(top["until"], "until") if top.get("until") is not None else None,
-        seed=used_seed, source=source)
+        seed=used_seed, source=source, storage_classes=storage)
     _check_jobs(scenario, names, dict(classes))
+    _check_volumes(scenario)
     return scenario
+
+
+def _check_volumes(scenario: Scenario) -> None:
+    known = {c.name for c in scenario.storage_classes}
+    for job in scenario.jobs:
+        for role in job.roles:
+            for volume in role.volumes:
+                if volume.storage_class not in known:
+                    raise FieldError(f"{job.where}.roles.{role.name}.volumes ({volume.name})."
+                               f"storageClass: no storage class named {volume.storage_class!r} "
+                               f"(known: {', '.join(sorted(known)) or 'none'})")
+
+
+def _storage_class(data: Any, where: str) -> StorageClassSpec:
+    where = _named(data, where)
+    f = fields(data, where, _STORAGE_CLASS, ("name",))
+    mode = f.get("bindingMode", "WaitForFirstConsumer")
+    if mode not in ("WaitForFirstConsumer", "Immediate"):
+        raise FieldError(f"{where}.bindingMode: expected WaitForFirstConsumer or Immediate, got {mode!r}")
+    allowed = f.get("allowedTopologies") or {}
+    if not isinstance(allowed, dict) or not all(isinstance(v, list) for v in allowed.values()):
+        raise FieldError(f"{where}.allowedTopologies: expected a mapping of node label to a list of values")
+    failure = f.get("failure")
+    return StorageClassSpec(
+        name=dns(f["name"], f"{where}.name"),
+        provisioner=text(f.get("provisioner", "sim.kaisched.io/provisioner"), f"{where}.provisioner"),
+        binding_mode=mode,
+        allowed_topologies=tuple(sorted((str(k), tuple(str(x) for x in v))
+                                        for k, v in allowed.items())),
+        provisioning_delay=duration(f.get("provisioningDelay", 0), f"{where}.provisioningDelay"),
+        failure=text(failure, f"{where}.failure") if failure is not None else None)
+
+
+def _volumes(data: Any, where: str) -> tuple[VolumeSpec, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list):
+        raise FieldError(f"{where}: expected a list of {{name, storageClass, size}}")
+    out = []
+    for i, entry in enumerate(data):
+        at = _named(entry, f"{where}[{i}]")
+        f = fields(entry, at, _VOLUME, _VOLUME)
+        checked_amount("storage", f["size"], f"{at}.size")
+        out.append(VolumeSpec(dns(f["name"], f"{at}.name"),
+                              dns(f["storageClass"], f"{at}.storageClass"), str(f["size"])))
+    unique([v.name for v in out], where, "volume")
+    return tuple(out)
 
 
 def _check_jobs(scenario: Scenario, queues: set[str], classes: dict[str, int]) -> None:
@@ -266,7 +321,8 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
             raise FieldError(f"{at}: {kind.value} has no role {role!r} (known: {', '.join(allowed)})")
         f = fields(entry, at, _ROLE, ("replicas", "requests"))
         roles.append(RoleSpec(role, integer(f["replicas"], f"{at}.replicas", 1),
-                              resources(f["requests"], f"{at}.requests")))
+                              resources(f["requests"], f"{at}.requests"),
+                              _volumes(f.get("volumes"), f"{at}.volumes")))
     if kind is JobKind.JOB and len(roles) != 1:
         raise FieldError(f"{where}: a Job has exactly one role (its pod template)")
     if kind in (JobKind.RAY, JobKind.RAYSERVICE) and "head" not in {r.name for r in roles}:

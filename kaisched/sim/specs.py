@@ -54,10 +54,31 @@ STARTUP_POLICIES: dict[JobKind, tuple[str, ...]] = {
 
 
 @attrs.frozen
+class VolumeSpec:
+    """A volume each pod of a role gets a claim of its own for (an ephemeral
+    volume: the claim `<pod>-<name>` is made with the pod)."""
+    name: str
+    storage_class: str
+    size: str
+
+
+@attrs.frozen
+class StorageClassSpec:
+    """A StorageClass and how the simulated provisioner behaves for it."""
+    name: str
+    provisioner: str
+    binding_mode: str = "WaitForFirstConsumer"
+    allowed_topologies: tuple[tuple[str, tuple[str, ...]], ...] = ()   # label -> values
+    provisioning_delay: float = 0.0
+    failure: str | None = None          # every provisioning attempt fails, saying this
+
+
+@attrs.frozen
 class RoleSpec:
     name: str
     replicas: int
     requests: tuple[tuple[str, str], ...]      # resource name -> quantity, canonical names
+    volumes: tuple[VolumeSpec, ...] = ()
 
     def amount(self, resource: str) -> float:
         return sum(amount(resource, q) for n, q in self.requests if n == resource)
@@ -159,6 +180,7 @@ class Scenario:
     until: float | None = None
     seed: int | None = None
     source: str = "scenario"
+    storage_classes: tuple[StorageClassSpec, ...] = ()
 
     def capacity(self, resource: str) -> float:
         return sum(p.count * sum(amount(resource, q) for n, q in p.capacity if n == resource)

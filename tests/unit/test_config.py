@@ -31,8 +31,9 @@ def test_default_config_loads() -> None:
     assert config.stale_gang_grace_period == 60.0
     assert config.actions == ("allocate", "backfill", "reclaim", "preempt", "stalegangeviction")
     assert [[p.name for p in tier] for tier in config.tiers] == [
-        ["priority", "gang", "podgroupstatus"], ["proportion", "predicates", "podaffinity", "topologyspread",
-                               "hostports", "nodeorder", "nodeaffinity"]]
+        ["priority", "gang", "podgroupstatus"],
+        ["proportion", "predicates", "podaffinity", "topologyspread", "hostports", "nodeorder",
+         "nodeaffinity", "volumebinding"]]
     assert config.tiers[1][5] == PluginOption("nodeorder", {"strategy": "binpack"})
 
 
