@@ -29,7 +29,7 @@ class TaskInfo:
     labels: tuple[tuple[str, str], ...] = ()   # sorted; what other pods' selectors read
     never_preempts: bool = False         # preemptionPolicy Never: waits for room, evicts no one
     gates: tuple[str, ...] = ()          # spec.schedulingGates: not to be placed while any remain
-    claims: tuple[PodClaim, ...] = ()          # PVCs it mounts (most pods: none, no volume checks)
+    pvcs: tuple[PodClaim, ...] = ()            # PVCs it mounts (most pods: none, no volume checks)
 
     @property
     def namespace(self) -> str:

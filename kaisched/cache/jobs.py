@@ -87,7 +87,7 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> 
         priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
         critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
-        claims=facts.claims)
+        pvcs=facts.pvcs)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:

@@ -70,12 +70,12 @@ class NodeSelection:
         for its twins."""
         rules = self._rules
         if not rules.any_rule:
-            if task.claims:     # the claims it mounts: pods alike but for them differ
-                return (task.resreq, task.placement, task.claims)
+            if task.pvcs:     # the claims it mounts: pods alike but for them differ
+                return (task.resreq, task.placement, task.pvcs)
             return (task.resreq, task.placement)
         keys = rules.label_keys
         return (task.resreq, task.placement, task.namespace,
-                tuple(kv for kv in task.labels if kv[0] in keys), task.claims)
+                tuple(kv for kv in task.labels if kv[0] in keys), task.pvcs)
 
     def held_changed(self) -> None:
         """Room held for a starving gang was taken or given back."""

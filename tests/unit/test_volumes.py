@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kaisched.api.volumes import BindingMode, ClaimInfo, PodClaim, Storage, VolumeInfo
 from kaisched.cache.convert.volumes import (
-    claim, csi_limits, pod_claims, provisioning_failure, storage_class, volume,
+    claim, csi_limits, pod_pvcs, provisioning_failure, storage_class, volume,
 )
 from kaisched.cluster.snapshot import redact
 from kaisched.framework import Hook, Session
@@ -21,7 +21,7 @@ def test_a_pods_claims_by_key_with_ephemeral_ones_named_after_the_pod() -> None:
         {"name": "data", "persistentVolumeClaim": {"claimName": "dataset"}},
         {"name": "again", "persistentVolumeClaim": {"claimName": "dataset"}},
         {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}
-    assert pod_claims(spec, "ns", "p") == (PodClaim("ns/dataset"),
+    assert pod_pvcs(spec, "ns", "p") == (PodClaim("ns/dataset"),
                                            PodClaim("ns/p-scratch", ephemeral=True))
 
 

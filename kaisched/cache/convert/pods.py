@@ -13,7 +13,7 @@ from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
 from kaisched.cache.convert.rules import placement
-from kaisched.cache.convert.volumes import pod_claims
+from kaisched.cache.convert.volumes import pod_pvcs
 from kaisched.api.volumes import PodClaim
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
@@ -56,7 +56,7 @@ class PodFacts:
     labels: tuple[tuple[str, str], ...] = ()
     never_preempts: bool = False       # its own spec.preemptionPolicy (admission copies the class's)
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
-    claims: tuple[PodClaim, ...] = ()          # the PVCs it mounts
+    pvcs: tuple[PodClaim, ...] = ()            # the PVCs it mounts
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -222,7 +222,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
         never_preempts=spec.get("preemptionPolicy") == "Never",
         gates=scheduling_gates(spec),
-        claims=pod_claims(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
+        pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
     )
 
 

@@ -114,7 +114,7 @@ def csi_limits(obj: Obj) -> tuple[str, dict[str, int]]:
     return str(metadata(obj).get("name", "")), limits
 
 
-def pod_claims(spec: Obj, namespace: str, pod_name: str) -> tuple[PodClaim, ...]:
+def pod_pvcs(spec: Obj, namespace: str, pod_name: str) -> tuple[PodClaim, ...]:
     """The claims a pod mounts, by key; an ephemeral volume's is `<pod>-<volume>`."""
     found: dict[str, PodClaim] = {}
     for vol in spec.get("volumes") or ():
