@@ -247,3 +247,7 @@ def bench(scenario: str, scale: float, profile: int) -> None:
     if profile and scenario in ("binds", "simulate"):
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
     click.echo(orjson.dumps(run(scenario, scale, profile)))
+
+
+if __name__ == "__main__":     # python -m kaisched.cli, for a checkout not installed
+    main()

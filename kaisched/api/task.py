@@ -24,6 +24,7 @@ class TaskInfo:
     critical: bool = False               # kube-system or a system-* priority class
     unschedulable: str | None = None     # the PodScheduled=False message it carries
     labels: tuple[tuple[str, str], ...] = ()   # sorted; what other pods' selectors read
+    claims: tuple[str, ...] = ()         # the ResourceClaims it names (namespace/name)
 
     @property
     def namespace(self) -> str:

@@ -79,7 +79,8 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> 
         key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,  # type: ignore[arg-type]
         resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
         priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
-        critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels)
+        critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels,
+        claims=facts.claims)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:

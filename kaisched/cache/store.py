@@ -15,6 +15,7 @@ from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, job_key
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
+from kaisched.cache.devices import DeviceStore
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
@@ -50,6 +51,7 @@ class Cache:
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool]] = {}
         self.model = Model(scheduler_name, self._groups)
+        self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
         self._untold: dict[str, tuple[Obj, str]] = {}       # node -> (reference, problem)
@@ -153,6 +155,8 @@ class Cache:
                 self.namespaces.pop(name, None)
             else:
                 self.namespaces[name] = convert.namespace_labels(obj)
+        else:
+            self.devices.apply(event)
 
     def _put_pod(self, key: PodKey, facts: PodFacts | None) -> None:
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
@@ -179,7 +183,17 @@ class Cache:
         """The model, up to date, lent to one session until the next event or
         snapshot takes it back (undoing what the session did)."""
         self.model.reclaim()
-        return self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
+        cluster = self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
+        self._lend_devices(cluster)
+        return cluster
+
+    def _lend_devices(self, cluster: ClusterInfo) -> None:
+        """The device inventory and claims, when any pod or object of DRA is in play."""
+        if self.model.claimants or self.devices.devices or self.devices.claims:
+            cluster.devices = self.devices.lend(self.pods)
+            cluster._claimants = self.model.claimants > 0
+        else:
+            cluster._claimants = False
 
     def reported(self, spoken_of: Iterable[JobKey]) -> None:
         """The session over the last snapshot closed: what it looked at need not

@@ -36,16 +36,24 @@ XK8S_PODGROUP = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
 # The upstream Workload API's gang (Kubernetes 1.35+, alpha): watched only where served.
 UPSTREAM_PODGROUP = Kind("scheduling.k8s.io/v1alpha1", "PodGroup", "podgroups")
 LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
+# Dynamic Resource Allocation: v1 (GA in 1.34) and v1beta1 (1.32-1.33), each
+# watched where served; the cache prefers v1 when a cluster serves both.
+DRA_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta1")
+DEVICE_CLASSES = tuple(Kind(v, "DeviceClass", "deviceclasses", namespaced=False) for v in DRA_VERSIONS)
+RESOURCE_SLICES = tuple(Kind(v, "ResourceSlice", "resourceslices", namespaced=False)
+                        for v in DRA_VERSIONS)
+RESOURCE_CLAIMS = tuple(Kind(v, "ResourceClaim", "resourceclaims") for v in DRA_VERSIONS)
+DRA_KINDS = (*DEVICE_CLASSES, *RESOURCE_SLICES, *RESOURCE_CLAIMS)
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
-    UPSTREAM_PODGROUP, LEASE)}
+    UPSTREAM_PODGROUP, LEASE, *DRA_KINDS)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
 SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, UPSTREAM_PODGROUP, QUEUE,
-                    PRIORITY_CLASS, NAMESPACE)
+                    PRIORITY_CLASS, NAMESPACE, *DRA_KINDS)
 _CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "ClusterRole",
                    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
-                   "StorageClass"}
+                   "StorageClass", "DeviceClass", "ResourceSlice"}
 
 
 def kind_for(api_version: str, kind: str) -> Kind:

@@ -31,6 +31,7 @@ tiers:
     - {name: hostports}
     - {name: nodeorder, arguments: {strategy: binpack}}
     - {name: nodeaffinity}
+    - {name: dra}
 staleGangGracePeriod: 60s
 starvationThreshold: 10m
 """

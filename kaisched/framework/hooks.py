@@ -46,6 +46,8 @@ class Hook(enum.Enum):
     OVERUSED = "overused"             # (JobInfo, TaskInfo) -> reason | None: no reclaiming
     ON_ALLOCATE = "on_allocate"       # (TaskInfo) -> None: a task took room
     ON_DEALLOCATE = "on_deallocate"   # (TaskInfo) -> None: a task gave it back
+    CLAIMS = "claims"                 # (placed TaskInfo) -> [(old Claim, new Claim)]: its
+                                      # ResourceClaims allocated and reserved on its node
 
 
 Callback = Callable[..., Any]

@@ -351,6 +351,15 @@ class Session:
         self.hooks.notify(Hook.ON_ALLOCATE, placed)
         return placed
 
+    def claim_moves(self, placed: TaskInfo) -> list[tuple[Any, Any]]:
+        """Allocate and reserve the placed task's ResourceClaims on its node
+        (the plugins decide how); the moves are made here, undone by the
+        statement."""
+        moves = [move for _, fn in self.hooks.callbacks(Hook.CLAIMS) for move in fn(placed)]
+        for old, new in moves:
+            self.cluster.devices.put(old, new)
+        return moves
+
     def unassign(self, placed: TaskInfo, previous: TaskInfo) -> None:
         self.cluster.unassign(placed, previous)
         self.hooks.notify(Hook.ON_DEALLOCATE, placed)
@@ -418,12 +427,27 @@ class Session:
         Its requests and placement; and where some pod's rules select pods by
         label, its namespace and the labels those rules read. Tasks of one
         class get the same answers, so a failed one speaks for its twins."""
+        if task.claims:
+            return (*self._base_class_key(task), self._claims_class(task))
+        return self._base_class_key(task)
+
+    def _base_class_key(self, task: TaskInfo) -> tuple:
         rules = self._rules
         if not rules.any_rule:
             return (task.resreq, task.placement)
         keys = rules.label_keys
         return (task.resreq, task.placement, task.namespace,
                 tuple(kv for kv in task.labels if kv[0] in keys))
+
+    def _claims_class(self, task: TaskInfo) -> tuple:
+        """What allocating the task's ResourceClaims reads: claims of one shape,
+        none allocated yet, fit the same nodes; an allocated or missing one is
+        its own."""
+        claims = self.cluster.devices.claims
+        found = [claims.get(key) for key in task.claims]
+        if any(c is None or c.allocation is not None for c in found):
+            return task.claims
+        return tuple(c.shape for c in found)  # type: ignore[union-attr]
 
     def _class_cache(self, task: TaskInfo) -> _ClassCache:
         """The task's class's cached answers, as they are (rows may be stale)."""

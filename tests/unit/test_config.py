@@ -38,7 +38,7 @@ def test_default_config_loads() -> None:
     assert config.actions == ("allocate", "backfill", "reclaim", "preempt", "stalegangeviction")
     assert [[p.name for p in tier] for tier in config.tiers] == [
         ["priority", "gang"], ["proportion", "predicates", "podaffinity", "topologyspread",
-                               "hostports", "nodeorder", "nodeaffinity"]]
+                               "hostports", "nodeorder", "nodeaffinity", "dra"]]
     assert config.tiers[1][5] == PluginOption("nodeorder", {"strategy": "binpack"})
 
 

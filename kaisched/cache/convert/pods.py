@@ -12,6 +12,7 @@ from kaisched.api.placement import Placement
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
+from kaisched.cache.convert.devices import pod_claims
 from kaisched.cache.convert.rules import placement
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
@@ -52,6 +53,7 @@ class PodFacts:
     unschedulable: str | None
     problem: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
+    claims: tuple[str, ...] = ()       # ResourceClaims it names (namespace/name)
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -194,6 +196,7 @@ def pod_facts(pod: Obj) -> PodFacts:
     # A gang named in the pod's spec (the upstream API) wins over annotations,
     # which the PodGrouper may have added to a pod that already had one.
     gang = upstream_gang_ref(spec) or gang_ref(meta)
+    claims = _claims(pod, problems) if spec.get("resourceClaims") else ()
     return PodFacts(
         key=key,
         uid=str(meta.get("uid", "")),
@@ -215,7 +218,16 @@ def pod_facts(pod: Obj) -> PodFacts:
         unschedulable=unschedulable,
         problem="; ".join(problems) or None,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        claims=claims,
     )
+
+
+def _claims(pod: Obj, problems: list[str]) -> tuple[str, ...]:
+    """The ResourceClaims the pod names; one from a template not made yet is a wait."""
+    claims, waiting = pod_claims(pod)
+    if waiting:
+        problems.append(waiting)
+    return claims
 
 
 def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
