@@ -67,7 +67,9 @@ def _compile(expression: str) -> _Program | str:
         ast = _ENV.compile(expression)
         run = _ENV.program(ast, functions=_FUNCTIONS)
     except Exception as exc:     # cel-python raises its parser's errors of several kinds
-        return f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}"
+        column = getattr(exc, "column", None)
+        where = f" at column {column}" if isinstance(column, int) else ""
+        return f"{exc.__class__.__name__}{where}"
     words = None if _WALKS.search(expression) else frozenset(_WORDS.findall(expression))
     return _Program(run, words)
 
