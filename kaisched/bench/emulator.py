@@ -51,6 +51,12 @@ RESOURCES = {
     QUEUES: kmock.ResourceInfo(kind="Queue", namespaced=False, subresources={"status"}),
     "batch/v1/jobs": kmock.ResourceInfo(kind="Job", namespaced=True),
     "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
+    # Dynamic Resource Allocation as Kubernetes 1.32-1.33 serve it (v1beta1 only).
+    "resource.k8s.io/v1beta1/deviceclasses": kmock.ResourceInfo(kind="DeviceClass", namespaced=False),
+    "resource.k8s.io/v1beta1/resourceslices": kmock.ResourceInfo(kind="ResourceSlice",
+                                                                 namespaced=False),
+    "resource.k8s.io/v1beta1/resourceclaims": kmock.ResourceInfo(kind="ResourceClaim", namespaced=True,
+                                                                 subresources={"status"}),
 }
 WAIT = 5.0          # the longest a caller waits for the emulator's loop
 
