@@ -44,10 +44,13 @@ RESOURCE_SLICES = tuple(Kind(v, "ResourceSlice", "resourceslices", namespaced=Fa
                         for v in DRA_VERSIONS)
 RESOURCE_CLAIMS = tuple(Kind(v, "ResourceClaim", "resourceclaims") for v in DRA_VERSIONS)
 DRA_KINDS = (*DEVICE_CLASSES, *RESOURCE_SLICES, *RESOURCE_CLAIMS)
+# Read by the resource-claim controller (emulated by replay and simulate), not the scheduler.
+RESOURCE_CLAIM_TEMPLATES = tuple(Kind(v, "ResourceClaimTemplate", "resourceclaimtemplates")
+                                 for v in DRA_VERSIONS)
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
-    UPSTREAM_PODGROUP, LEASE, *DRA_KINDS)}
+    UPSTREAM_PODGROUP, LEASE, *DRA_KINDS, *RESOURCE_CLAIM_TEMPLATES)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
 SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, UPSTREAM_PODGROUP, QUEUE,
                     PRIORITY_CLASS, NAMESPACE, *DRA_KINDS)

@@ -17,6 +17,7 @@ from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig
 from kaisched.framework.effects import Evict
 from kaisched.runtime.scheduler import Scheduler
+from kaisched.sim.claims import make_claims
 from podgrouper.controller import PodGrouper
 
 # Objects are created owners first, so a reader sees a consistent cluster.
@@ -64,6 +65,7 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
             _kubelet(cluster)
             clock.advance(config.schedule_period)
         grouper.sync()
+        make_claims(cluster)        # the resource-claim controller: claims from templates
         result = scheduler.run_once()
         bindings.update(result.placed)
         for effect in result.effects:
