@@ -23,8 +23,8 @@ from typing import Any, Mapping
 import attrs
 import numpy as np
 
-from kaisched.api.allocation import Eligibility, allocate
-from kaisched.api.devices import Allocation, Claim, Consumer
+from kaisched.api.allocation import Eligibility, allocate, leaves
+from kaisched.api.devices import Allocation, Claim, Consumer, DeviceRequest
 from kaisched.api.inventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
@@ -34,6 +34,19 @@ from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetClaimStatus
 
 UNSATISFIED = "node(s) cannot allocate the pod's ResourceClaims"
+
+
+def _unmet(claim: str, name: str, request: DeviceRequest, devices: Devices, have: int,
+           need: int) -> str:
+    cls = devices.classes.get(request.device_class)
+    selectors = [*(cls.selectors if cls else ()), *request.selectors]
+    what = f"DeviceClass {request.device_class}" + "".join(
+        f", selector {s.expression!r}" for s in selectors)
+    if request.all:
+        return (f"ResourceClaim {claim} request {name} ({what}, all of them): "
+                f"no node has every matching device free")
+    return (f"ResourceClaim {claim} request {name} ({what}): no node has {need} matching "
+            f"device(s) free (the best has {have})")
 
 
 class DraPlugin(PluginBase):
@@ -66,6 +79,7 @@ class DraPlugin(PluginBase):
         ssn.register(Hook.POD_PREDICATE, self.fits, UNSATISFIED)
         ssn.register(Hook.POD_ORDER, self.packing)
         ssn.register(Hook.CLAIMS, self.claim)
+        ssn.register(Hook.EXPLAIN, self.explain)
 
     # -- what a job may not do --------------------------------------------------------
     def job_invalid(self, job: JobInfo) -> str | None:
@@ -151,6 +165,38 @@ class DraPlugin(PluginBase):
                            minlength=len(self.per_row))
         total = np.maximum(self.per_row[rows], 1.0)
         return held[rows] / total * 100.0 * self.weight
+
+    def explain(self, task: TaskInfo) -> str | None:
+        """The first request of the task's claims that no node can meet, with
+        its class and selectors; or that each can, but not all on one node."""
+        if not task.claims:
+            return None
+        usable = ~self.devices.taken & (self.rows >= 0)
+        pending = []
+        for key in task.claims:
+            claim = self.devices.claims.get(key)
+            if claim is None or claim.allocation is not None:
+                continue
+            pending.append(key)
+            for request in claim.requests:
+                best = []
+                for name, leaf in leaves(request):
+                    mask = self.eligible.mask(leaf)
+                    free = np.bincount(self.rows[mask & usable], minlength=len(self.per_row))
+                    if leaf.all:
+                        every = np.bincount(self.rows[mask & (self.rows >= 0)], minlength=len(self.per_row))
+                        have, need = int(((every > 0) & (free == every)).sum()), 1
+                    else:
+                        have, need = int(free.max(initial=0)), leaf.count
+                    if have >= need:
+                        break
+                    best.append(_unmet(key, name, leaf, self.devices, have, need))
+                else:
+                    return "; ".join(best)
+        if not pending:
+            return None
+        return (f"ResourceClaim(s) {', '.join(pending)}: each request can be met on some node, "
+                f"but not all of them on one (constraints, or devices shared between requests)")
 
     # -- placing a pod ----------------------------------------------------------------
     def claim(self, task: TaskInfo) -> list[tuple[Claim, Claim]]:

@@ -48,6 +48,7 @@ class Hook(enum.Enum):
     ON_DEALLOCATE = "on_deallocate"   # (TaskInfo) -> None: a task gave it back
     CLAIMS = "claims"                 # (placed TaskInfo) -> [(old Claim, new Claim)]: its
                                       # ResourceClaims allocated and reserved on its node
+    EXPLAIN = "explain"               # (TaskInfo) -> str | None: more on why no node takes it
 
 
 Callback = Callable[..., Any]

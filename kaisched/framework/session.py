@@ -320,6 +320,7 @@ class Session:
                                  f"best node has {format_amount(name, best)} free)")
         if not len(table):
             return "no nodes in the cluster"
+        parts += [found for _, fn in self.hooks.callbacks(Hook.EXPLAIN) if (found := fn(task))]
         return "; ".join(parts) or "no node fits"
 
     def explain_node(self, task: TaskInfo, node: NodeName) -> str | None:

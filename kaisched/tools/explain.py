@@ -24,6 +24,7 @@ from kaisched.cache import Cache
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, Session
 from kaisched.tools.replay import load_cluster
+from kaisched.sim.claims import make_claims
 from podgrouper.controller import PodGrouper
 
 MAX_NODES = 20      # per task; beyond that, nodes are counted by reason
@@ -34,6 +35,7 @@ def explain(objects: Iterable[dict[str, Any]], key: str, config: SchedulerConfig
     clock = ManualClock()
     cluster = load_cluster(objects, clock)
     PodGrouper(cluster, clock, scheduler_name=config.scheduler_name).sync()
+    make_claims(cluster)        # the resource-claim controller: claims from templates
     cache = Cache(config.scheduler_name)
     cache.sync(cluster)
     ssn = Session(cache.snapshot(clock.now()), config, config.build_plugins(registry))
