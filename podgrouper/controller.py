@@ -24,7 +24,7 @@ from kaisched.errors import (
     UnreachableError,
 )
 from kaisched.runtime.outage import Outage
-from podgrouper.groupers import GroupSpec, Registry, builtin_groupers, group_owner, pick
+from podgrouper.groupers import GroupSpec, Lineage, Registry, builtin_groupers, group_owner, pick
 from podgrouper.groupers.workload import default_grouper
 from podgrouper.owners import OwnerRef, OwnerWalk, describe, top_owner
 from podgrouper.podgroup import (
@@ -228,7 +228,7 @@ class PodGrouper:
 
     def _group(self, key: Key, pod: Obj, owners: _OwnerCache, fresh: set[Key]) -> None:
         walk = top_owner(pod, owners.read)
-        spec = self._spec(walk)
+        spec = self._spec(walk, pod)
         named = _annotations(pod).get(L.POD_GROUP_ANNOTATION)
         if named and named != spec.name:
             # Its PodGroup was deleted, and its owners now lead elsewhere: leave it be.
@@ -246,17 +246,17 @@ class PodGrouper:
         self._warn(pod, DEFAULTED, walk.problems + spec.problems)
         self._warn(pod, OVERRIDE_IGNORED, spec.warnings)
 
-    def _spec(self, walk: OwnerWalk) -> GroupSpec:
+    def _spec(self, walk: OwnerWalk, pod: Obj) -> GroupSpec:
         grouper = default_grouper if walk.broken else pick(self.groupers, walk.top)
-        return group_owner(walk.top, grouper)
+        return group_owner(walk.top, grouper, Lineage(pod, walk.owners))
 
     def _ensure_group(self, namespace: str, spec: GroupSpec, walk: OwnerWalk, pod: Obj,
                       fresh: set[Key]) -> None:
         key = (namespace, spec.name)
         existing = self._groups.get(key)
         if existing is None:
-            queue = _labels(pod).get(L.QUEUE_LABEL) or spec.queue or DEFAULT_QUEUE
-            priority = (pod.get("spec") or {}).get("priorityClassName") or spec.priority_class_name
+            queue = spec.queue or DEFAULT_QUEUE
+            priority = spec.priority_class_name
             try:
                 created = (pod.get("metadata") or {}).get("creationTimestamp")
                 self._groups[key] = self._wrote(self.client.create(
@@ -294,7 +294,7 @@ class PodGrouper:
                     continue
                 walk = top_owner(self._pods[member], owners.read)
                 if _uid(walk.top) == ref.uid:
-                    self._refresh(key, group, self._spec(walk), walk)
+                    self._refresh(key, group, self._spec(walk, self._pods[member]), walk)
                     self._owner_versions[key] = _version(walk.top)
             except UnreachableError:
                 self._checked.pop(key, None)

@@ -35,8 +35,20 @@ from podgrouper.controller import PodGrouper
 from podgrouper.groupers import builtin_groupers, group_owner, pick
 
 from .conftest import WAIT, Emulator, api_client, build_node, build_pod, build_podgroup
+from .test_volumes import _claim, _class, _volume, _with_volume
 
 ROOT = Path(__file__).resolve().parents[2]
+BETA = "resource.k8s.io/v1beta1"
+DEVICES = [
+    {"apiVersion": BETA, "kind": "DeviceClass", "metadata": {"name": "gpu"},
+     "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.io"'}}]}},
+    {"apiVersion": BETA, "kind": "ResourceSlice", "metadata": {"name": "n1-gpus"},
+     "spec": {"driver": "gpu.io", "nodeName": "n1",
+              "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+              "devices": [{"name": "gpu-0", "basic": {"attributes": {"model": {"string": "L4"}}}}]}},
+    {"apiVersion": BETA, "kind": "ResourceClaim", "metadata": {"name": "gpu", "namespace": "default"},
+     "spec": {"devices": {"requests": [{"name": "one", "deviceClassName": "gpu"}]}}},
+]
 SYSTEM = "kaisched-system"
 # The API groups of what the components schedule and write; any other group the
 # PodGrouper reads is a workload kind a pod's owner may be.
@@ -166,6 +178,23 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
         pod = build_pod(f"low-{i}", cpu="2", owner=owner)
         pod["spec"]["priorityClassName"] = "low"
         cluster.create(pod)
+    # Volumes and devices: a WaitForFirstConsumer claim (its selected node is written), a
+    # static volume (pre-bound to its claim), a ResourceClaim (allocated in its status).
+    cluster.create(build_node("n-vol", cpu="2"))
+    cluster.create(_class("fast", "csi.example.com"))
+    cluster.create(_claim("scratch", "fast"))
+    cluster.create(_with_volume(build_pod("wffc", cpu="100m"), "scratch"))
+    cluster.create(_class("local", "kubernetes.io/no-provisioner"))
+    cluster.create(_volume("pv-local", "local", "n-vol"))
+    cluster.create(_claim("data", "local"))
+    cluster.create(_with_volume(build_pod("static", cpu="100m"), "data"))
+    for obj in DEVICES:
+        cluster.create(obj)
+    cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer",
+                                                                    "namespace": "default"},
+                    "spec": {"schedulerName": "kaisched",
+                             "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}],
+                             "containers": [{"name": "main", "image": "x"}]}})
     cluster.create(build_pod("orphan", cpu="100m", owner={
         "apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "u", "controller": True}))
 
@@ -207,6 +236,10 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
         eventually(lambda: all(cluster.get(POD, "default", f"high-{i}")["spec"].get("nodeName")
                                for i in range(2)))
         eventually(lambda: Request("create", "", "events", "default") in scheduler_client.sent)
+        for written in (Request("patch", "", "persistentvolumeclaims", "default"),
+                        Request("patch", "", "persistentvolumes", ""),
+                        Request("patch", "resource.k8s.io", "resourceclaims/status", "default")):
+            eventually(lambda: written in scheduler_client.sent)
         # The Job's owner asks for another gang size: the PodGrouper follows it (a patch).
         cluster.patch(kind_for("batch/v1", "Job"), "default", "low",
                       {"metadata": {"annotations": {"kaisched.io/min-member": "2"}}})
