@@ -9,8 +9,9 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kaisched.api import labels as L
 from kaisched.api.clock import Clock
@@ -20,7 +21,9 @@ from kaisched.cluster.events import event_object, object_reference
 from kaisched.cluster.kinds import POD, PODGROUP, kind_for, object_key
 from kaisched.errors import (
     ApiError, ConflictError, GoneError, NotFoundError, PermanentApiError, TransientApiError,
+    UnreachableError,
 )
+from kaisched.runtime.outage import Outage
 from podgrouper.groupers import GroupSpec, Lineage, Registry, builtin_groupers, group_owner, pick
 from podgrouper.groupers.workload import default_grouper
 from podgrouper.owners import OwnerRef, OwnerWalk, describe, top_owner
@@ -28,6 +31,11 @@ from podgrouper.podgroup import (
     is_managed, needs_refresh, pod_patch, podgroup_object, refresh_patch, top_owner_ref,
 )
 from podgrouper.roles import pod_role
+
+if TYPE_CHECKING:
+    from kaisched.runtime.health import Health
+    from kaisched.runtime.leader import LeaderElector
+    from podgrouper.metrics import GrouperMetrics
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +79,65 @@ class PodGrouper:
         self._follow_owners(owners, fresh)
         return self._writes - before
 
-    def run(self, stop: threading.Event, period: float) -> None:
-        """The live loop: sync every period until stop is set."""
-        while not stop.is_set():
-            try:
-                self.sync()
-            except ApiError as exc:     # the API or the watch is down: keep state, try again
-                log.warning("sync failed, retrying in %.1fs: %s", period, exc)
-            stop.wait(period)
+    @property
+    def synced(self) -> bool:
+        """The watch has listed what exists (the readiness probe)."""
+        return self._subscription is not None
+
+    def follow(self) -> None:
+        """A standby's pass: keep up with the watch, write nothing."""
+        self._drain()
+
+    def run(self, stop: threading.Event, period: float, elector: LeaderElector | None = None,
+            metrics: GrouperMetrics | None = None, health: Health | None = None,
+            max_delay: float = 30.0) -> int:
+        """The live loop until stop: every period a sync while this replica leads
+        the Lease (a standby only follows the watch, so it takes over warm).
+        Failing syncs are said once, reminded once a minute, and retried with
+        backoff -- cut short when the API answers again. On stop the Lease is
+        released. Returns the number of periods run."""
+        outage = Outage(log, "PodGrouper sync", period, max_delay)
+        reachability = getattr(self.client, "health", None)
+        lease_stop = threading.Event()
+        if elector is not None:
+            elector.start(lease_stop)
+            elector.tried.wait(period + 10.0)
+        done = 0
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                leads = elector.is_leading() if elector is not None else True
+                try:
+                    if leads:
+                        writes = self.sync()
+                        if metrics is not None:
+                            metrics.synced(writes, time.monotonic() - started, len(self._pending))
+                    else:
+                        self.follow()
+                    outage.succeeded()
+                    delay = max(0.0, period - (time.monotonic() - started))
+                except ApiError as exc:
+                    delay = outage.failed(exc)
+                    if metrics is not None:
+                        metrics.sync_errors.inc()
+                if metrics is not None:
+                    metrics.leader.set(1 if leads else 0)
+                done += 1
+                if health is not None:
+                    health.beat()
+                if outage.failing and reachability is not None:
+                    reachability.pause(delay, stop)
+                elif elector is not None and not leads:
+                    _until_elected(stop, elector, delay)
+                else:
+                    stop.wait(delay)
+        finally:
+            lease_stop.set()
+            if elector is not None:
+                elector.release()
+            if metrics is not None:
+                metrics.leader.set(0)
+        return done
 
     # -- the watch -------------------------------------------------------------
     def _drain(self) -> None:
@@ -144,6 +203,9 @@ class PodGrouper:
             return
         try:
             self._group(key, pod, owners, fresh)
+        except UnreachableError:
+            self._pending.add(key)
+            raise               # the API is away: the loop says so once and backs off
         except (TransientApiError, NotFoundError) as exc:
             # Retried next sync; a 404 for a pod that is gone ends with its DELETED event.
             self._pending.add(key)
@@ -233,6 +295,9 @@ class PodGrouper:
                 if _uid(walk.top) == ref.uid:
                     self._refresh(key, group, self._spec(walk, self._pods[member]), walk)
                     self._owner_versions[key] = _version(walk.top)
+            except UnreachableError:
+                self._checked.pop(key, None)
+                raise
             except ApiError as exc:
                 log.warning("PodGroup %s/%s: owner not re-read: %s", *key, exc)
 
@@ -305,3 +370,13 @@ def _uid(obj: Mapping[str, Any]) -> str:
 
 def _version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _until_elected(stop: threading.Event, elector: LeaderElector, seconds: float) -> None:
+    """A standby waits a period -- or less, when it becomes leader meanwhile."""
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and not elector.elected.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        stop.wait(min(left, 0.05))

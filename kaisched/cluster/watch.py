@@ -172,9 +172,17 @@ class _KindWatch:
             except ApiError as exc:
                 if stopped.is_set():
                     return
+                if not isinstance(exc, UnreachableError) and not self.up \
+                        and self._down_reason == UnreachableError.__name__:
+                    delay = self.sub.backoff    # an answer after an outage: start afresh
                 self._down(exc)
-                stopped.wait(delay)
-                delay = min(delay * 2, self.sub.max_backoff)
+                health = getattr(self.sub.source, "health", None)
+                if isinstance(exc, UnreachableError) and health is not None \
+                        and health.pause(delay, stopped):
+                    delay = self.sub.backoff    # the server answers again: no backoff left
+                else:
+                    stopped.wait(delay)
+                    delay = min(delay * 2, self.sub.max_backoff)
 
     def _down(self, exc: ApiError) -> None:
         """One line when a watch goes down for a new reason; an unreachable server

@@ -1,15 +1,15 @@
-"""Prometheus metrics and the /metrics and /healthz endpoints of `kaisched run`."""
+"""The Prometheus metrics of `kaisched run`, served with its probes."""
 from __future__ import annotations
 
 import contextlib
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kaisched.api.queue import QueueStatus
 from kaisched.framework.effects import Bind, Evict, SetQueueStatus
+from kaisched.runtime.health import Health
+from kaisched.runtime.health import serve as serve_endpoints
 
 _BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30)
 
@@ -83,29 +83,7 @@ class Metrics:
         self.queue_jobs.labels(queue, "running").set(status.running_jobs)
         self.queue_jobs.labels(queue, "pending").set(status.pending_jobs)
 
-    def serve(self, port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:
-        """/metrics and /healthz in a daemon thread. /healthz answers on a standby
-        too: it is alive, only not leading."""
-        registry = self.registry
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the http.server name
-                if self.path == "/metrics":
-                    body, kind = generate_latest(registry), CONTENT_TYPE_LATEST
-                elif self.path == "/healthz":
-                    body, kind = b"ok\n", "text/plain"
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return None     # probes every few seconds are not news
-
-        server = ThreadingHTTPServer((host, port), Handler)
-        threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
-        return server
+    def serve(self, port: int, host: str = "0.0.0.0",
+              health: Health | None = None) -> ThreadingHTTPServer:
+        """/metrics, /healthz and /readyz in a daemon thread (kaisched.runtime.health)."""
+        return serve_endpoints(self.registry, health, port, host)

@@ -32,6 +32,7 @@ from kaisched.errors import ApiError, UnreachableError
 from kaisched.framework.holds import Hold
 
 if TYPE_CHECKING:
+    from kaisched.runtime.health import Health
     from kaisched.runtime.leader import LeaderElector
     from kaisched.runtime.metrics import Metrics
 
@@ -96,11 +97,13 @@ class Scheduler:
         self.binder = binder or Binder(client, clock.now)
         self.actions = config.build_actions(registry)
         self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
+        self.synced = False                     # the first sync listed everything
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""
         with _cyclic_gc_paused():
             count = self.cache.sync(self.client)
+        self.synced = True
         if count >= FREEZE_AFTER and count * 4 >= len(self.cache.pods):
             # The cache lives long and holds no cycles: move what a big list
             # (or relist) brought out of the collector's sight, or every full
@@ -191,12 +194,13 @@ class Scheduler:
 
 def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | None = None,
           metrics: Metrics | None = None, cycles: int | None = None,
-          stop_timeout: float = 5.0) -> int:
+          stop_timeout: float = 5.0, health: Health | None = None) -> int:
     """The production loop: lead (or stand by with a warm cache) and schedule
     every schedulePeriod. A cycle runs only while this replica leads and every
     watch is connected (an API outage pauses scheduling; nothing is lost). On
     stop, gangs whose binds began are finished, the rest is left, and the Lease
-    is released. Returns the number of periods run."""
+    is released. Each finished period is told to health (the liveness probe).
+    Returns the number of periods run."""
     period = scheduler.config.schedule_period
     binder = scheduler.binder
     if metrics is not None:
@@ -242,6 +246,8 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
                 if metrics is not None:
                     metrics.cycle_errors.inc()
             done += 1
+            if health is not None:
+                health.beat()
             _pause(stop, elector, max(0.0, period - (time.monotonic() - started)))
     finally:
         binder.stop(stop_timeout)
