@@ -10,7 +10,7 @@ minResources itself, just before placing a gang.
 """
 from __future__ import annotations
 
-from actions.allocate import queue_of
+from actions.common.placement import queue_of
 from kaisched.api.job import JobInfo
 from kaisched.api.types import PodGroupPhase, TaskStatus
 from kaisched.framework import Session

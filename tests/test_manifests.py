@@ -306,8 +306,6 @@ def test_queue_schema_rejects_bad_quantities() -> None:
 
 def test_configmap_matches_scheduler_yaml() -> None:
     default = CONFIG / "scheduler.yaml"
-    if not default.exists():
-        pytest.skip("config/scheduler.yaml does not exist yet")
     cm = find(objects("deployment.yaml"), "ConfigMap", "kaisched-config")
     assert yaml.safe_load(cm["data"]["scheduler.yaml"]) == load(default)[0]
 

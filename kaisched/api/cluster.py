@@ -15,8 +15,14 @@ from kaisched.api.placement import NO_RULES, PodRules
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
+from kaisched.api.volumes import NO_STORAGE, Storage
 from kaisched.api.types import (
-    OCCUPYING_STATUSES, JobKey, NodeName, PodKey, QueueName, TaskStatus,
+    OCCUPYING_STATUSES,
+    JobKey,
+    NodeName,
+    PodKey,
+    QueueName,
+    TaskStatus,
 )
 
 
@@ -82,7 +88,8 @@ class ClusterInfo:
     active: set[JobKey] | None = None
     moved: set[JobKey] = attrs.field(factory=set)     # jobs whose tasks moved since lent
     _ledger: Ledger | None = None
-    _active_list: tuple[tuple, list[JobInfo]] = ((), [])
+    storage: Storage = NO_STORAGE     # claims, volumes, classes, and who uses each claim
+    _active_list: tuple[tuple[int, ...], list[JobInfo]] = ((), [])
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -138,9 +145,11 @@ class ClusterInfo:
         nodes = {n: NodeInfo(info.spec, info.index, table, dict(info.tasks))
                  for n, info in self.nodes.items()}
         jobs = {k: j.clone() for k, j in self.jobs.items()}
-        return ClusterInfo(nodes, table, jobs, self.queues, self.tree,
-                           self.priority_classes, self.now, self.foreign, self.namespace_labels,
-                           self._rules, self._domains)
+        clone = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
+                            self.priority_classes, self.now, self.foreign, self.namespace_labels,
+                            self._rules, self._domains)
+        clone.storage = self.storage
+        return clone
 
     def domains(self, key: str) -> Domains:
         """The nodes grouped by the label key, in table order."""

@@ -64,6 +64,8 @@ class Reason(str, enum.Enum):
     TIMEOUT = "Timeout"
     PREEMPTED = "Preempted"
     EVICTED = "Evicted"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
 
 
 def pod_key(namespace: str, name: str) -> PodKey:

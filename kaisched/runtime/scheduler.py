@@ -69,7 +69,7 @@ class CycleResult:
     abandoned: bool = False     # stopped between actions: nothing after that was applied
 
 
-class Outbox(list):  # type: ignore[type-arg]
+class Outbox(list[Effect]):
     """A session's effect list that hands each effect to the binder as it is
     appended: the session stays a pure producer of values."""
 
@@ -97,6 +97,10 @@ class Scheduler:
         self.binder = binder or Binder(client, clock.now)
         self.actions = config.build_actions(registry)
         self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
+        # Tools that explain a cycle (kaisched explain) keep its session to read
+        # what it saw; the production loop lets each one go with its cycle.
+        self.keep_session = False
+        self.last_session: Session | None = None
         self.synced = False                     # the first sync listed everything
 
     def sync(self) -> int:
@@ -117,19 +121,22 @@ class Scheduler:
         rest (effects already handed over are the binder's to finish or drop)."""
         started = time.perf_counter()
         self._catch_up(proceed)
+        for warning in self.cache.take_node_events():
+            self.binder.submit(warning)
         with _cyclic_gc_paused():
             cluster = self.cache.snapshot(self.clock.now())
             snapshotted = time.perf_counter()
+            outbox = Outbox(self.binder.submit) if self.binder.live else None
             ssn = Session(cluster, self.config, self.config.build_plugins(self.registry),
-                          self.holds)
-            if self.binder.live:
-                ssn.effects = Outbox(self.binder.submit)
+                          self.holds, outbox)
             abandoned = False
             for action in self.actions:
                 if not proceed():
                     abandoned = True
                     break
                 action.execute(ssn)
+            if self.keep_session:
+                self.last_session = ssn
             if abandoned or not proceed():
                 effects, abandoned = list(ssn.effects), True
             else:

@@ -19,13 +19,13 @@ admission plugin does.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import attrs
 
 from kaisched.api import labels as L
 from kaisched.api.resource import GPU
-from kaisched.sim.scenario import JobKind, JobSpec, RoleSpec
+from kaisched.sim.specs import JobKind, JobSpec, RoleSpec, VolumeSpec
 
 Obj = dict[str, Any]
 
@@ -115,9 +115,19 @@ def pod_template(job: JobSpec, role: RoleSpec, scheduler_name: str) -> Obj:
         spec["nodeSelector"] = dict(job.node_selector)
     if job.tolerations:
         spec["tolerations"] = [dict(t) for t in job.tolerations]
+    if role.volumes:
+        spec["volumes"] = pod_volumes(role.volumes)
     return {"metadata": {"labels": {L.QUEUE_LABEL: job.queue},
                          "annotations": {DURATION_ANNOTATION: f"{job.duration:g}s"}},
             "spec": spec}
+
+
+def pod_volumes(volumes: Sequence[VolumeSpec]) -> list[Obj]:
+    """Each pod its own claim per volume: ephemeral volumes, whose claims the
+    simulated ephemeral volume controller makes (kaisched.sim.provisioner)."""
+    return [{"name": v.name, "ephemeral": {"volumeClaimTemplate": {"spec": {
+        "storageClassName": v.storage_class, "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": v.size}}}}}} for v in volumes]
 
 
 def pod_object(plan: PodPlan, template: Obj, namespace: str, owner: Obj | None,

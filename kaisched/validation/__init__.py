@@ -30,8 +30,15 @@ import attrs
 from kaisched.cluster.kinds import kind_for
 from kaisched.validation.rules import semantic
 from kaisched.validation.schemas import (
-    KUBERNETES_VERSION, builtin, crds, is_builtin_group, object_meta, read_without_schema,
-    schema_errors, without_newer_fields)
+    KUBERNETES_VERSION,
+    builtin,
+    crds,
+    is_builtin_group,
+    object_meta,
+    read_without_schema,
+    schema_errors,
+    without_newer_fields,
+)
 
 __all__ = ["KUBERNETES_VERSION", "Problem", "check_object", "describe", "partition", "summarize"]
 Obj = Mapping[str, Any]
@@ -123,7 +130,8 @@ def describe(raw: object) -> str:
     """"Kind namespace/name" of a raw object, as far as it says."""
     if not isinstance(raw, Mapping):
         return "object"
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), Mapping) else {}
+    found = raw.get("metadata")
+    meta: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else "?")
     ns = meta.get("namespace")
     return f"{raw.get('kind') or '?'} {ns}/{name}" if ns else f"{raw.get('kind') or '?'} {name}"

@@ -13,6 +13,8 @@ from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
 from kaisched.cache.convert.rules import placement
+from kaisched.cache.convert.volumes import pod_pvcs
+from kaisched.api.volumes import PodClaim
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 # Owners whose pods form gangs: such a pod waits for the PodGrouper's PodGroup
@@ -58,6 +60,9 @@ class PodFacts:
     unschedulable: str | None
     problem: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
+    never_preempts: bool = False       # its own spec.preemptionPolicy (admission copies the class's)
+    gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
+    pvcs: tuple[PodClaim, ...] = ()            # the PVCs it mounts
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -224,7 +229,19 @@ def pod_facts(pod: Obj) -> PodFacts:
         unschedulable=unschedulable,
         problem="; ".join(problems) or None,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        never_preempts=spec.get("preemptionPolicy") == "Never",
+        gates=scheduling_gates(spec),
+        pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
     )
+
+
+def scheduling_gates(spec: Obj) -> tuple[str, ...]:
+    """The names of the pod's scheduling gates (a gate without a name still gates)."""
+    gates = spec.get("schedulingGates")
+    if not isinstance(gates, list):
+        return ()
+    return tuple(str(g.get("name") or "(unnamed)") if isinstance(g, dict) else str(g)
+                 for g in gates)
 
 
 def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
@@ -243,8 +260,9 @@ def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
         critical=False, unschedulable=None, problem=problem)
 
 
-def priority_class(obj: Obj) -> tuple[str, int, bool]:
-    """A PriorityClass: (name, value, globalDefault), what pods' priorityClassName resolves to."""
+def priority_class(obj: Obj) -> tuple[str, int, bool, bool]:
+    """A PriorityClass: (name, value, globalDefault, preemptionPolicy is Never),
+    what pods' priorityClassName resolves to."""
     value = obj.get("value")
     return (metadata(obj).get("name", ""), value if isinstance(value, int) else 0,
-            bool(obj.get("globalDefault")))
+            bool(obj.get("globalDefault")), obj.get("preemptionPolicy") == "Never")
