@@ -25,16 +25,18 @@ Obj = dict[str, Any]
 LWS = "leaderworkerset.sigs.k8s.io"
 
 
-def pod(name: str, namespace: str, labels: dict[str, str], cpu: str) -> Obj:
+def pod(name: str, namespace: str, labels: dict[str, str], cpu: str,
+        restart: str = "Never") -> Obj:
+    """restart: Never for a Job's pods, Always for a StatefulSet's."""
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"schedulerName": "kaisched", "restartPolicy": "Never",
+            "spec": {"schedulerName": "kaisched", "restartPolicy": restart,
                      "containers": [{"name": "main", "image": "registry.example.com/train:1",
                                      "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}
 
 
-def template(labels: dict[str, str], cpu: str) -> Obj:
-    body = pod("x", "x", labels, cpu)
+def template(labels: dict[str, str], cpu: str, restart: str = "Never") -> Obj:
+    body = pod("x", "x", labels, cpu, restart)
     return {"metadata": {"labels": labels}, "spec": body["spec"]}
 
 
@@ -48,6 +50,23 @@ def bound(admin: KubeCluster, namespace: str, names: list[str]) -> dict[str, str
             return None
         nodes[name] = node
     return nodes
+
+
+def waited(check: Callable[[], Any], what: str, admin: KubeCluster, namespace: str,
+           components: Any) -> Any:
+    """eventually(check); on failure the pods, PodGroups and component logs say why."""
+    try:
+        return eventually(check, timeout=60, what=what)
+    except AssertionError as exc:
+        pods = {p["metadata"]["name"]: (p["spec"].get("nodeName"),
+                                         (p["metadata"].get("annotations") or {}).get(
+                                             L.POD_GROUP_ANNOTATION))
+                for p in admin.list(POD, namespace)}
+        groups = {g["metadata"]["name"]: (g["spec"], g.get("status"))
+                  for g in admin.list(PODGROUP, namespace)}
+        logs = "\n".join(line for line in components.logs().splitlines()
+                         if namespace in line or line.startswith("---"))
+        raise AssertionError(f"{exc}\npods {pods}\npodgroups {groups}\n{logs[-6000:]}") from None
 
 
 def group_of(admin: KubeCluster, namespace: str, name: str) -> str | None:
@@ -84,8 +103,8 @@ def test_trainjob_chain_is_one_gang_named_after_the_trainjob(
                 "3") for i, name in enumerate(names)]
     made = make_owner_chain([trainjob, jobset, job], pods)
     expected = podgroup_name(made[0])
-    placed = eventually(lambda: bound(admin, namespace, names), timeout=60,
-                        what=f"both TrainJob pods bound\n{components.logs()[-4000:]}")
+    placed = waited(lambda: bound(admin, namespace, names), "both TrainJob pods bound",
+                    admin, namespace, components)
     # 3 CPUs each on 4-CPU nodes: the gang of two spans both nodes.
     assert sorted(placed.values()) == sorted(set(placed.values()))
     group = admin.get(PODGROUP, namespace, expected)
@@ -106,8 +125,9 @@ def test_leaderworkerset_groups_are_gangs_of_their_own(
         "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
         "metadata": {"name": "vllm", "namespace": namespace},
         "spec": {"replicas": 2, "startupPolicy": "LeaderCreated",
-                 "leaderWorkerTemplate": {"size": 3, "leaderTemplate": template({}, "2"),
-                                          "workerTemplate": template({}, "2")}}})
+                 "leaderWorkerTemplate": {"size": 3,
+                                          "leaderTemplate": template({}, "2", "Always"),
+                                          "workerTemplate": template({}, "2", "Always")}}})
     lws.setdefault("apiVersion", "leaderworkerset.x-k8s.io/v1")
     lws.setdefault("kind", "LeaderWorkerSet")
 
@@ -117,7 +137,7 @@ def test_leaderworkerset_groups_are_gangs_of_their_own(
                 "spec": {"replicas": replicas, "serviceName": "vllm",
                          "podManagementPolicy": "Parallel",
                          "selector": {"matchLabels": labels},
-                         "template": template(labels, "2")}}
+                         "template": template(labels, "2", "Always")}}
 
     def made(obj: Obj, owner: Obj) -> Obj:
         out = admin.create(owned(obj, owner))
@@ -129,21 +149,20 @@ def test_leaderworkerset_groups_are_gangs_of_their_own(
     groups: dict[int, list[str]] = {}
     for g in range(2):
         group = {**base, f"{LWS}/group-index": str(g)}
-        leader = made(pod(f"vllm-{g}", namespace, {**group, f"{LWS}/worker-index": "0"}, "2"),
-                      leaders)
+        leader = made(pod(f"vllm-{g}", namespace, {**group, f"{LWS}/worker-index": "0"}, "2",
+                          "Always"), leaders)
         workers = made(statefulset(f"vllm-{g}", 2, group), leader)
         for w in (1, 2):
-            made(pod(f"vllm-{g}-{w}", namespace, {**group, f"{LWS}/worker-index": str(w)}, "2"),
-                 workers)
+            made(pod(f"vllm-{g}-{w}", namespace, {**group, f"{LWS}/worker-index": str(w)}, "2",
+                     "Always"), workers)
         groups[g] = [f"vllm-{g}", f"vllm-{g}-1", f"vllm-{g}-2"]
     names = {g: podgroup_name(lws, str(g)) for g in groups}
 
-    def one_group_bound() -> int | None:
+    def one_group_bound() -> list[int] | None:
         whole = [g for g, pods in groups.items() if bound(admin, namespace, pods)]
-        return whole[0] if len(whole) == 1 else None
+        return whole if len(whole) == 1 else None
 
-    first = eventually(one_group_bound, timeout=60,
-                       what=f"one LWS group bound whole\n{components.logs()[-4000:]}")
+    (first,) = waited(one_group_bound, "one LWS group bound whole", admin, namespace, components)
     other = 1 - first
     time.sleep(3)       # a few scheduling periods: the other group stays whole, unbound
     assert not any(((admin.get(POD, namespace, p) or {}).get("spec") or {}).get("nodeName")
