@@ -9,6 +9,7 @@ from actions.reclaim import ReclaimAction
 from actions.stalegangeviction import StaleGangEvictionAction
 from kaisched.framework.registry import Registry
 from plugins.gang import GangPlugin
+from plugins.dra import DraPlugin
 from plugins.hostports import HostPortsPlugin
 from plugins.nodeaffinity import NodeAffinityPlugin
 from plugins.nodeorder import NodeOrderPlugin
@@ -40,4 +41,5 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_plugin("hostports", HostPortsPlugin)
     registry.add_plugin("nodeaffinity", NodeAffinityPlugin)
     registry.add_plugin("volumebinding", VolumeBindingPlugin)
+    registry.add_plugin("dra", DraPlugin)
     return registry

@@ -8,6 +8,7 @@ import networkx as nx
 import numpy as np
 
 from kaisched.api.domains import Domains
+from kaisched.api.inventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
@@ -90,6 +91,9 @@ class ClusterInfo:
     _ledger: Ledger | None = None
     storage: Storage = NO_STORAGE     # claims, volumes, classes, and who uses each claim
     _active_list: tuple[tuple[int, ...], list[JobInfo]] = ((), [])
+    # Dynamic Resource Allocation: devices, classes, claims (empty: none in play).
+    devices: Devices = attrs.field(factory=Devices)
+    _claimants: bool | None = None      # some task names a ResourceClaim
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -145,11 +149,20 @@ class ClusterInfo:
         nodes = {n: NodeInfo(info.spec, info.index, table, dict(info.tasks))
                  for n, info in self.nodes.items()}
         jobs = {k: j.clone() for k, j in self.jobs.items()}
-        clone = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
+        other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
                             self._rules, self._domains)
-        clone.storage = self.storage
-        return clone
+        other.storage = self.storage
+        if self.devices:
+            other.devices, other._claimants = self.devices.copy(), self._claimants
+        return other
+
+    def claimants(self) -> bool:
+        """Some task names a ResourceClaim (the cache counts them as pods come
+        and go; else looked for once)."""
+        if self._claimants is None:
+            self._claimants = any(t.claims for job in self.jobs.values() for t in job.tasks.values())
+        return self._claimants
 
     def domains(self, key: str) -> Domains:
         """The nodes grouped by the label key, in table order."""

@@ -30,6 +30,7 @@ class TaskInfo:
     never_preempts: bool = False         # preemptionPolicy Never: waits for room, evicts no one
     gates: tuple[str, ...] = ()          # spec.schedulingGates: not to be placed while any remain
     pvcs: tuple[PodClaim, ...] = ()            # PVCs it mounts (most pods: none, no volume checks)
+    claims: tuple[str, ...] = ()         # the ResourceClaims it names (namespace/name)
 
     @property
     def namespace(self) -> str:

@@ -58,6 +58,12 @@ RESOURCES = {
                                                subresources={"status"}),
     "storage.k8s.io/v1/storageclasses": kmock.ResourceInfo(kind="StorageClass", namespaced=False),
     "storage.k8s.io/v1/csinodes": kmock.ResourceInfo(kind="CSINode", namespaced=False),
+    # Dynamic Resource Allocation as Kubernetes 1.32-1.33 serve it (v1beta1 only).
+    "resource.k8s.io/v1beta1/deviceclasses": kmock.ResourceInfo(kind="DeviceClass", namespaced=False),
+    "resource.k8s.io/v1beta1/resourceslices": kmock.ResourceInfo(kind="ResourceSlice",
+                                                                 namespaced=False),
+    "resource.k8s.io/v1beta1/resourceclaims": kmock.ResourceInfo(kind="ResourceClaim", namespaced=True,
+                                                                 subresources={"status"}),
 }
 WAIT = 5.0          # the longest a caller waits for the emulator's loop
 

@@ -12,6 +12,7 @@ import resource
 import time
 from typing import Any, Callable, Iterator
 
+from kaisched.bench import dra as bench_dra
 from kaisched.bench import scale10k as bench_scale
 from kaisched.api.clock import ManualClock
 from kaisched.runtime.binder import Binder
@@ -183,6 +184,7 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "churn": churn,
     "affinity-5k": affinity,
     "scale-10k": bench_scale.scale_10k,
+    "dra-1k": bench_dra.dra_1k,
 }
 
 

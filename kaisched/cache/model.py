@@ -65,6 +65,7 @@ class Model:
         # every task (and worked out again only when that set changes).
         self._placements: dict[Placement, tuple[Placement, int]] = {}
         self._rules: RulesInPlay | None = None
+        self.claimants = 0                                # tasks naming a ResourceClaim
 
     # -- events ---------------------------------------------------------------------------
 
@@ -72,6 +73,7 @@ class Model:
         """Take the model back from the session it was lent to."""
         if self.cluster.journal:
             self.cluster.rewind()
+        self.cluster.devices.rewind()
 
     def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None) -> None:
         """The pod changed (facts; before: what it was) or went away (None)."""
@@ -88,6 +90,7 @@ class Model:
                     node.tasks.pop(key, None)
             job = cluster.jobs[old.job]
             job.remove_task(key)
+            self.claimants -= bool(old.claims)
             self._drop_placement(old.placement)
             if not alike:
                 self._changed(old.job)
@@ -107,6 +110,7 @@ class Model:
             return
         placement = self._keep_placement(facts.placement)
         task = self.tasks[key] = make_task(facts, self.priorities, placement)
+        self.claimants += bool(task.claims)
         found = cluster.jobs.get(task.job)
         if found is None:
             job = cluster.jobs[task.job] = JobInfo(task.job, self.groups.single(None))

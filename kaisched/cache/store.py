@@ -13,6 +13,7 @@ from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, job_key
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
+from kaisched.cache.devices import DeviceStore
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
@@ -56,6 +57,7 @@ class Cache:
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups)
         self.storage = StorageCache()                        # claims, volumes, classes
+        self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
         self._untold: dict[str, RecordEvent] = {}           # node -> its warning, not yet sent
@@ -156,8 +158,8 @@ class Cache:
                 self.namespaces.pop(name, None)
             else:
                 self.namespaces[name] = convert.namespace_labels(obj)
-        else:
-            self.storage.apply(event)
+        elif not self.storage.apply(event):
+            self.devices.apply(event)
 
     def _put_pod(self, key: PodKey, facts: PodFacts | None) -> None:
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
@@ -187,7 +189,16 @@ class Cache:
         self.model.reclaim()
         cluster = self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
         cluster.storage = self.storage.storage()
+        self._lend_devices(cluster)
         return cluster
+
+    def _lend_devices(self, cluster: ClusterInfo) -> None:
+        """The device inventory and claims, when any pod or object of DRA is in play."""
+        if self.model.claimants or self.devices.devices or self.devices.claims:
+            cluster.devices = self.devices.lend(self.pods)
+            cluster._claimants = self.model.claimants > 0
+        else:
+            cluster._claimants = False
 
     def reported(self, spoken_of: Iterable[JobKey]) -> None:
         """The session over the last snapshot closed: what it looked at need not

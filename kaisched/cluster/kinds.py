@@ -48,16 +48,27 @@ CSI_NODE = Kind("storage.k8s.io/v1", "CSINode", "csinodes", namespaced=False)
 PVC_EVENTS = Kind("v1", "Event", "events", field_selector=(
     "involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed"))
 STORAGE_KINDS = (PVC, PV, STORAGE_CLASS, CSI_NODE)
+# Dynamic Resource Allocation: v1 (GA in 1.34) and v1beta1 (1.32-1.33), each
+# watched where served; the cache prefers v1 when a cluster serves both.
+DRA_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta1")
+DEVICE_CLASSES = tuple(Kind(v, "DeviceClass", "deviceclasses", namespaced=False) for v in DRA_VERSIONS)
+RESOURCE_SLICES = tuple(Kind(v, "ResourceSlice", "resourceslices", namespaced=False)
+                        for v in DRA_VERSIONS)
+RESOURCE_CLAIMS = tuple(Kind(v, "ResourceClaim", "resourceclaims") for v in DRA_VERSIONS)
+DRA_KINDS = (*DEVICE_CLASSES, *RESOURCE_SLICES, *RESOURCE_CLAIMS)
+# Read by the resource-claim controller (emulated by replay and simulate), not the scheduler.
+RESOURCE_CLAIM_TEMPLATES = tuple(Kind(v, "ResourceClaimTemplate", "resourceclaimtemplates")
+                                 for v in DRA_VERSIONS)
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
-    UPSTREAM_PODGROUP, LEASE, *STORAGE_KINDS)}
+    UPSTREAM_PODGROUP, LEASE, *STORAGE_KINDS, *DRA_KINDS, *RESOURCE_CLAIM_TEMPLATES)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
 SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, UPSTREAM_PODGROUP, QUEUE,
-                    PRIORITY_CLASS, NAMESPACE, *STORAGE_KINDS, PVC_EVENTS)
+                    PRIORITY_CLASS, NAMESPACE, *STORAGE_KINDS, PVC_EVENTS, *DRA_KINDS)
 _CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "ClusterRole",
                    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
-                   "StorageClass", "CSINode"}
+                   "StorageClass", "CSINode", "DeviceClass", "ResourceSlice"}
 
 
 def kind_for(api_version: str, kind: str) -> Kind:

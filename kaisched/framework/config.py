@@ -32,6 +32,7 @@ tiers:
     - {name: nodeorder, arguments: {strategy: binpack}}
     - {name: nodeaffinity}
     - {name: volumebinding}
+    - {name: dra}
 staleGangGracePeriod: 60s
 starvationThreshold: 10m
 """

@@ -6,6 +6,7 @@ from typing import Union
 
 import attrs
 
+from kaisched.api.devices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
 from kaisched.api.queue import QueueStatus
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
@@ -112,5 +113,19 @@ class PrebindVolume:
 
 VOLUME_EFFECTS = (SelectClaimNode, PrebindVolume)
 
+
+@attrs.frozen(slots=True)
+class SetClaimStatus:
+    """A ResourceClaim's allocation and reservations as the scheduler decided
+    them. With pod set, written before that pod's bind."""
+
+    claim: str                      # namespace/name
+    uid: str
+    api_version: str                # as the cluster serves it
+    allocation: Allocation | None
+    reserved_for: tuple[Consumer, ...]
+    pod: PodKey | None = None
+
+
 Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetPodCondition, RecordEvent,
-               SelectClaimNode, PrebindVolume]
+               SelectClaimNode, PrebindVolume, SetClaimStatus]

@@ -11,6 +11,7 @@ from kaisched.api.node import EPSILON
 from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import NodeName
+from kaisched.framework.hooks import Hook
 from kaisched.framework.selection import RESOURCE_FIT, NodeSelection
 
 
@@ -74,6 +75,7 @@ class Explanation:
                                  f"best node has {format_amount(name, best)} free)")
         if not len(table):
             return "no nodes in the cluster"
+        parts += [found for _, fn in self.selection.hooks.callbacks(Hook.EXPLAIN) if (found := fn(task))]
         return "; ".join(parts) or "no node fits"
 
 

@@ -51,6 +51,9 @@ class Hook(enum.Enum):
     ON_ALLOCATE = "on_allocate"       # (TaskInfo) -> None: a task took room
     ON_DEALLOCATE = "on_deallocate"   # (TaskInfo) -> None: a task gave it back
     PREBIND = "prebind"               # (TaskInfo allocated) -> [PrebindOp]: done before its bind
+    CLAIMS = "claims"                 # (placed TaskInfo) -> [(old Claim, new Claim)]: its
+                                      # ResourceClaims allocated and reserved on its node
+    EXPLAIN = "explain"               # (TaskInfo) -> str | None: more on why no node takes it
 
 
 Callback = Callable[..., Any]

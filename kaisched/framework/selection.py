@@ -64,10 +64,15 @@ class NodeSelection:
 
     def class_key(self, task: TaskInfo) -> tuple[Any, ...]:
         """The task's equivalence class: what every filter and score reads of it.
-        Its requests and placement, the claims it mounts; and where some pod's
-        rules select pods by label, its namespace and the labels those rules
-        read. Tasks of one class get the same answers, so a failed one speaks
-        for its twins."""
+        Its requests and placement, the volume claims it mounts, the shape of
+        its ResourceClaims; and where some pod's rules select pods by label,
+        its namespace and the labels those rules read. Tasks of one class get
+        the same answers, so a failed one speaks for its twins."""
+        if task.claims:
+            return (*self._base_class_key(task), self._claims_class(task))
+        return self._base_class_key(task)
+
+    def _base_class_key(self, task: TaskInfo) -> tuple[Any, ...]:
         rules = self._rules
         if not rules.any_rule:
             if task.pvcs:     # the claims it mounts: pods alike but for them differ
@@ -76,6 +81,15 @@ class NodeSelection:
         keys = rules.label_keys
         return (task.resreq, task.placement, task.namespace,
                 tuple(kv for kv in task.labels if kv[0] in keys), task.pvcs)
+
+    def _claims_class(self, task: TaskInfo) -> tuple[Any, ...]:
+        """What allocating the task's ResourceClaims reads: claims of one shape,
+        none allocated yet, fit the same nodes; an allocated or missing one is
+        its own."""
+        claims = self.cluster.devices.claims
+        found = [claims.get(key) for key in task.claims]
+        shapes = tuple(c.shape for c in found if c is not None and c.allocation is None)
+        return shapes if len(shapes) == len(found) else task.claims
 
     def held_changed(self) -> None:
         """Room held for a starving gang was taken or given back."""

@@ -223,6 +223,15 @@ class Session:
         self.hooks.notify(Hook.ON_ALLOCATE, placed)
         return placed
 
+    def claim_moves(self, placed: TaskInfo) -> list[tuple[Any, Any]]:
+        """Allocate and reserve the placed task's ResourceClaims on its node
+        (the plugins decide how); the moves are made here, undone by the
+        statement."""
+        moves = [move for _, fn in self.hooks.callbacks(Hook.CLAIMS) for move in fn(placed)]
+        for old, new in moves:
+            self.cluster.devices.put(old, new)
+        return moves
+
     def unassign(self, placed: TaskInfo, previous: TaskInfo) -> None:
         self.cluster.unassign(placed, previous)
         self.hooks.notify(Hook.ON_DEALLOCATE, placed)

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
+from kaisched.api.devices import Claim
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import NodeName, TaskStatus
-from kaisched.framework.effects import Bind, Cause, Evict, Preemptor
+from kaisched.api.types import NodeName, PodKey, TaskStatus
+from kaisched.framework.effects import Bind, Cause, Evict, Preemptor, SetClaimStatus
 
 if TYPE_CHECKING:
     from kaisched.framework.session import Session
@@ -93,6 +94,24 @@ class EvictOp:
                        self.cause, self.by, self.detail))
 
 
+@attrs.frozen(slots=True)
+class ClaimOp:
+    """A ResourceClaim allocated or reserved for a placed pod; its status is
+    written before the pod's bind."""
+
+    old: Claim
+    new: Claim
+    pod: PodKey
+
+    def undo(self, ssn: Session) -> None:
+        ssn.cluster.devices.put(self.new, self.old)
+
+    def commit(self, ssn: Session) -> None:
+        new = self.new
+        ssn.emit(SetClaimStatus(new.key, new.uid, new.api_version, new.allocation,
+                                new.reserved_for, self.pod))
+
+
 class Statement:
     def __init__(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -100,12 +119,14 @@ class Statement:
 
     def allocate(self, task: TaskInfo, node: NodeName) -> TaskInfo:
         placed = self._ssn.assign(task, TaskStatus.ALLOCATED, node)
+        self._claims(placed)
         self.ops.append(AllocateOp(placed, task))
         self.ops.extend(self._ssn.prebind(placed))
         return placed
 
     def pipeline(self, task: TaskInfo, node: NodeName) -> TaskInfo:
         placed = self._ssn.assign(task, TaskStatus.PIPELINED, node)
+        self._claims(placed)
         self.ops.append(PipelineOp(placed, task))
         return placed
 
@@ -114,6 +135,12 @@ class Statement:
         released = self._ssn.release(task)
         self.ops.append(EvictOp(released, task, cause, by, detail))
         return released
+
+    def _claims(self, placed: TaskInfo) -> None:
+        """The placed pod's ResourceClaims, allocated on its node (none: nothing to do)."""
+        if placed.claims:
+            for old, new in self._ssn.claim_moves(placed):
+                self.ops.append(ClaimOp(old, new, placed.key))
 
     def checkpoint(self) -> int:
         return len(self.ops)
@@ -145,6 +172,8 @@ class Statement:
                 node = op.task.node_name
                 assert node is not None
                 self._ssn.reservations[op.task.key] = node
-            elif not isinstance(op, PrebindOp):     # nothing is written for a reservation
+            elif isinstance(op, (PrebindOp, ClaimOp)):
+                pass        # nothing is written for a reservation; its devices stay taken
+            else:
                 op.commit(self._ssn)
         self.ops = []

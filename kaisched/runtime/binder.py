@@ -26,16 +26,17 @@ import attrs
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.types import JobKey, PodKey, Reason
 from kaisched.cache.convert import queue_status_dict, status_dict
+from kaisched.cache.convert.devices import allocation_dict, reserved_dict
 from kaisched.cluster.client import ClusterClient
 from kaisched.cluster.events import event_object, micro_time
-from kaisched.cluster.kinds import EVENT, POD, PODGROUP, PV, PVC, QUEUE
+from kaisched.api.volumes import SELECTED_NODE
+from kaisched.cluster.kinds import EVENT, POD, PODGROUP, PV, PVC, QUEUE, kind_for
 from kaisched.errors import (
     ApiError, ConflictError, NotFoundError, TransientApiError, UnreachableError,
 )
-from kaisched.api.volumes import SELECTED_NODE
 from kaisched.framework.effects import (
     VOLUME_EFFECTS, Bind, Effect, Evict, PrebindVolume, RecordEvent, SelectClaimNode,
-    SetPodCondition, SetPodGroupStatus, SetQueueStatus,
+    SetClaimStatus, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
 )
 from kaisched.runtime.throttle import Admission, Verdict, WriteThrottle
 
@@ -129,6 +130,10 @@ class Binder:
         self._report = BindReport()
         self._bound: dict[PodKey, str] = {}     # pod -> node, bound since last taken
         self._resync: set[PodKey] = set()       # pods whose bind failed: read them again
+        # ResourceClaim writes that must land before a pod's bind: the claims
+        # per pod, and the newest status decided for each claim.
+        self._claims_of: dict[PodKey, list[str]] = {}
+        self._claim_status: dict[str, SetClaimStatus] = {}
 
     @property
     def live(self) -> bool:
@@ -153,6 +158,8 @@ class Binder:
         write = _Write(effect, admission, reported)
         if not self.live:
             self._run(write)
+            return
+        if self._before_bind(effect):
             return
         with self._cond:
             if self._closed or (self._stopping is not None and not self._finishing(effect)):
@@ -359,7 +366,10 @@ class Binder:
         effect = write.effect
         if isinstance(effect, Bind):
             ns, name = effect.pod.split("/", 1)
+            self._claims_first(effect.pod)
             self.client.bind(ns, name, effect.uid, effect.node)
+        elif isinstance(effect, SetClaimStatus):
+            self._write_claim(effect)
         elif isinstance(effect, Evict):
             ns, name = effect.pod.split("/", 1)
             self.client.evict(ns, name)
@@ -407,6 +417,34 @@ class Binder:
         created = self.client.create(event)
         if self.throttle is not None and admission is not None:
             self.throttle.named(admission.target, (created.get("metadata") or {}).get("name", ""))
+
+    # -- ResourceClaims, written before the bind of the pod they are for ------------------
+    def _before_bind(self, effect: Effect) -> bool:
+        """Hold a claim's status for its pod's bind to write first (True);
+        the newest status decided for a claim is the one written."""
+        if not isinstance(effect, SetClaimStatus) or effect.pod is None:
+            return False
+        with self._cond:
+            self._claims_of.setdefault(effect.pod, []).append(effect.claim)
+            self._claim_status[effect.claim] = effect
+        return True
+
+    def _claims_first(self, pod: PodKey) -> None:
+        with self._cond:
+            claims = self._claims_of.pop(pod, [])
+            writes = [self._claim_status[c] for c in claims if c in self._claim_status]
+        for effect in writes:
+            self._write_claim(effect)
+            with self._cond:
+                if self._claim_status.get(effect.claim) is effect:
+                    del self._claim_status[effect.claim]
+
+    def _write_claim(self, effect: SetClaimStatus) -> None:
+        ns, name = effect.claim.split("/", 1)
+        kind = kind_for(effect.api_version, "ResourceClaim")
+        self.client.patch_status(kind, ns, name, {
+            "allocation": allocation_dict(effect.allocation),
+            "reservedFor": reserved_dict(effect.reserved_for) or None})
 
     def _forget(self, write: _Write) -> None:
         """A status-like write that was not made: the next one must not wait."""
@@ -463,6 +501,8 @@ def _target(write: _Write) -> Hashable:
         return ("status", effect.job)
     if isinstance(effect, SetQueueStatus):
         return ("queue status", effect.queue)
+    if isinstance(effect, SetClaimStatus):
+        return ("claim status", effect.claim)
     return ("event", id(write))         # Events unthrottled: every one is written
 
 

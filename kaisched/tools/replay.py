@@ -20,6 +20,7 @@ from kaisched.framework import Registry, SchedulerConfig
 from kaisched.framework.effects import Evict
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.sim.provisioner import StorageControllers
+from kaisched.sim.claims import make_claims
 from podgrouper.controller import PodGrouper
 
 # Objects are created owners first, so a reader sees a consistent cluster.
@@ -70,6 +71,7 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
             storage.step(clock.now())
             clock.advance(config.schedule_period)
         grouper.sync()
+        make_claims(cluster)        # the resource-claim controller: claims from templates
         result = scheduler.run_once()
         bindings.update(result.placed)
         for effect in result.effects:

@@ -12,6 +12,7 @@ from kaisched.api.placement import Placement
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
+from kaisched.cache.convert.devices import pod_claims
 from kaisched.cache.convert.rules import placement
 from kaisched.cache.convert.volumes import pod_pvcs
 from kaisched.api.volumes import PodClaim
@@ -63,6 +64,7 @@ class PodFacts:
     never_preempts: bool = False       # its own spec.preemptionPolicy (admission copies the class's)
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
     pvcs: tuple[PodClaim, ...] = ()            # the PVCs it mounts
+    claims: tuple[str, ...] = ()       # ResourceClaims it names (namespace/name)
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -208,6 +210,7 @@ def pod_facts(pod: Obj) -> PodFacts:
     # A gang named in the pod's spec (the upstream API) wins over annotations,
     # which the PodGrouper may have added to a pod that already had one.
     gang = upstream_gang_ref(spec) or gang_ref(meta)
+    claims = _claims(pod, problems) if spec.get("resourceClaims") else ()
     return PodFacts(
         key=key,
         uid=str(meta.get("uid", "")),
@@ -232,6 +235,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         never_preempts=spec.get("preemptionPolicy") == "Never",
         gates=scheduling_gates(spec),
         pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
+        claims=claims,
     )
 
 
@@ -242,6 +246,14 @@ def scheduling_gates(spec: Obj) -> tuple[str, ...]:
         return ()
     return tuple(str(g.get("name") or "(unnamed)") if isinstance(g, dict) else str(g)
                  for g in gates)
+
+
+def _claims(pod: Obj, problems: list[str]) -> tuple[str, ...]:
+    """The ResourceClaims the pod names; one from a template not made yet is a wait."""
+    claims, waiting = pod_claims(pod)
+    if waiting:
+        problems.append(waiting)
+    return claims
 
 
 def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
