@@ -66,11 +66,12 @@ def controller_refs(obj: Obj) -> tuple[list[OwnerRef], list[str]]:
     for i, ref in enumerate(meta.get("ownerReferences") or ()):
         if not isinstance(ref, Mapping) or ref.get("controller") is not True:
             continue
-        fields = [ref.get(k) for k in ("apiVersion", "kind", "name")]
-        if not all(isinstance(f, str) and f for f in fields):
+        api_version, kind, name = (ref.get(k) for k in ("apiVersion", "kind", "name"))
+        if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str)
+                and api_version and kind and name):
             problems.append(f"{describe(obj)} ownerReferences[{i}] needs apiVersion, kind and name")
             continue
-        refs.append(OwnerRef(*fields, uid=str(ref.get("uid") or "")))
+        refs.append(OwnerRef(api_version, kind, name, uid=str(ref.get("uid") or "")))
     return refs, problems
 
 

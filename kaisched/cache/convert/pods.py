@@ -19,8 +19,14 @@ from kaisched.api.volumes import PodClaim
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 # Owners whose pods form gangs: such a pod waits for the PodGrouper's PodGroup
-# rather than being scheduled alone (which would break the gang).
-GANG_OWNER_GROUPS = frozenset({"kubeflow.org", "jobset.x-k8s.io", "ray.io", "batch"})
+# rather than being scheduled alone (which would break the gang; an Argo step
+# would run outside its Workflow's queue).
+GANG_OWNER_GROUPS = frozenset({"kubeflow.org", "jobset.x-k8s.io", "ray.io", "batch",
+                               "trainer.kubeflow.org", "leaderworkerset.x-k8s.io",
+                               "argoproj.io"})
+# Gang pods whose controller is a plain StatefulSet or ReplicaSet, known by the label
+# their operator puts on them: a LeaderWorkerSet group's pods, a Knative revision's pods.
+GANG_POD_LABELS = ("leaderworkerset.sigs.k8s.io/name", "serving.knative.dev/revision")
 
 
 @attrs.frozen(slots=True)
@@ -161,6 +167,9 @@ def gang_ref(meta: Obj) -> GangRef:
             group = str(ref.get("apiVersion", "")).rpartition("/")[0]
             if group in GANG_OWNER_GROUPS:
                 return GangRef("owner", f"{ref.get('kind')} {ref.get('name')}")
+    for label in GANG_POD_LABELS:
+        if labels.get(label):
+            return GangRef("owner", f"{label.partition('.')[0]} {labels[label]}")
     return GangRef("none")
 
 
