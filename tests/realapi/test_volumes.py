@@ -95,7 +95,7 @@ def test_a_gang_with_wait_for_first_consumer_claims_binds_once_they_are_bound(
                                    "accessModes": ["ReadWriteOnce"],
                                    "storageClassName": cls,
                                    "persistentVolumeReclaimPolicy": "Delete",
-                                   "csi": {"driver": "example.com/rt-vol", "volumeHandle": name},
+                                   "csi": {"driver": "rt-vol.example.com", "volumeHandle": name},
                                    "claimRef": {"apiVersion": "v1",
                                                 "kind": "PersistentVolumeClaim",
                                                 "namespace": namespace, "name": claim_name,
