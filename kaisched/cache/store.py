@@ -23,14 +23,15 @@ from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.events import event_object, object_reference
 from kaisched.errors import ApiError
 from kaisched.cluster.kinds import (
-    NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS, UPSTREAM_PODGROUP,
-    XK8S_PODGROUP, object_key,
+    KOORD_PODGROUP, NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS,
+    UPSTREAM_PODGROUP, XK8S_PODGROUP, object_key,
 )
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
 _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
-                  UPSTREAM_PODGROUP: convert.upstream_podgroup}
-_GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", UPSTREAM_PODGROUP: "upstream"}
+                  KOORD_PODGROUP: convert.xk8s_podgroup, UPSTREAM_PODGROUP: convert.upstream_podgroup}
+_GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", KOORD_PODGROUP: "koord",
+                 UPSTREAM_PODGROUP: "upstream"}
 
 NODE_NOT_USABLE = "NodeNotUsable"       # the reason of the warning Event about such a node
 

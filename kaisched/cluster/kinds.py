@@ -33,15 +33,17 @@ PRIORITY_CLASS = Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses"
 PODGROUP = Kind("scheduling.kaisched.io/v1alpha1", "PodGroup", "podgroups")
 QUEUE = Kind("scheduling.kaisched.io/v1alpha1", "Queue", "queues", namespaced=False)
 XK8S_PODGROUP = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
+# Koordinator's PodGroup (read like scheduler-plugins'): watched only where served.
+KOORD_PODGROUP = Kind("scheduling.sigs.k8s.io/v1alpha1", "PodGroup", "podgroups")
 # The upstream Workload API's gang (Kubernetes 1.35+, alpha): watched only where served.
 UPSTREAM_PODGROUP = Kind("scheduling.k8s.io/v1alpha1", "PodGroup", "podgroups")
 LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
-    UPSTREAM_PODGROUP, LEASE)}
+    KOORD_PODGROUP, UPSTREAM_PODGROUP, LEASE)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
-SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, UPSTREAM_PODGROUP, QUEUE,
+SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, KOORD_PODGROUP, UPSTREAM_PODGROUP, QUEUE,
                     PRIORITY_CLASS, NAMESPACE)
 _CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "ClusterRole",
                    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",

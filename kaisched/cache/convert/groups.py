@@ -123,7 +123,7 @@ def upstream_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
 def annotated_gang(facts: PodFacts) -> tuple[GangSpec, str | None]:
     """A gang declared by Koordinator or Volcano annotations on its pods."""
     problems: list[str] = []
-    if facts.gang.source == "koordinator":
+    if facts.gang.source in ("koordinator", "koord"):
         raw = facts.annotation(L.KOORD_MIN_AVAILABLE) or "1"
         mode = facts.annotation(L.KOORD_MODE) or "Strict"
         groups = facts.annotation(L.KOORD_GROUPS)

@@ -24,7 +24,7 @@ GANG_OWNER_GROUPS = frozenset({"kubeflow.org", "jobset.x-k8s.io", "ray.io", "bat
 class GangRef:
     """Which gang a pod names, and how."""
 
-    source: str            # kaisched | x-k8s | upstream | koordinator | volcano | owner | none
+    source: str            # kaisched | x-k8s | koord | upstream | koordinator | volcano | owner | none
     name: str = ""
     replica: str = ""      # upstream workloadRef.podGroupReplicaKey: one gang per replica
 
@@ -147,8 +147,10 @@ def gang_ref(meta: Obj) -> GangRef:
         return GangRef("kaisched", annotations[L.POD_GROUP_ANNOTATION])
     if labels.get(L.XK8S_POD_GROUP_LABEL):
         return GangRef("x-k8s", labels[L.XK8S_POD_GROUP_LABEL])
-    if annotations.get(L.KOORD_NAME) or labels.get(L.KOORD_POD_GROUP_LABEL):
-        return GangRef("koordinator", annotations.get(L.KOORD_NAME) or labels[L.KOORD_POD_GROUP_LABEL])
+    if annotations.get(L.KOORD_NAME):
+        return GangRef("koordinator", annotations[L.KOORD_NAME])
+    if labels.get(L.KOORD_POD_GROUP_LABEL):      # Koordinator's PodGroup object
+        return GangRef("koord", labels[L.KOORD_POD_GROUP_LABEL])
     if annotations.get(L.VOLCANO_GROUP_NAME):
         return GangRef("volcano", annotations[L.VOLCANO_GROUP_NAME])
     for ref in meta.get("ownerReferences") or ():
