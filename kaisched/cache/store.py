@@ -34,6 +34,7 @@ _GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", KOORD_PODGROUP: "
                  UPSTREAM_PODGROUP: "upstream"}
 
 NODE_NOT_USABLE = "NodeNotUsable"       # the reason of the warning Event about such a node
+IGNORED_DECLARATION = "IgnoredGangAnnotation"   # an optional gang setting fell back to its default
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,8 @@ class Cache:
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
         self._untold: dict[str, tuple[Obj, str]] = {}       # node -> (reference, problem)
+        self._warned: dict[PodKey, tuple[str, ...]] = {}     # pod -> warnings, told once
+        self._unwarned: dict[PodKey, tuple[Obj, str]] = {}  # pod -> (reference, message)
 
     def sync(self, client: ClusterClient) -> int:
         """Apply every event since the last sync; the first one lists everything."""
@@ -65,7 +68,31 @@ class Cache:
         self.model.catch_up(self.pods)
         if self._untold:
             self._tell_node_problems(client)
+        if self._unwarned:
+            self._tell_pod_warnings(client)
         return len(events)
+
+    def _note_pod(self, obj: Obj, facts: PodFacts | None) -> None:
+        """Remember a pod whose gang declaration fell back to defaults, to say
+        so once (again only when what is wrong changes)."""
+        namespace, name = object_key(obj)
+        key = PodKey(f"{namespace}/{name}")
+        if facts is None or not facts.warnings:
+            self._warned.pop(key, None)
+            self._unwarned.pop(key, None)
+        elif self._warned.get(key) != facts.warnings:
+            self._warned[key] = facts.warnings
+            self._unwarned[key] = (object_reference({**obj, "kind": "Pod"}),
+                                   "; ".join(facts.warnings))
+
+    def _tell_pod_warnings(self, client: ClusterClient) -> None:
+        for key, (ref, message) in sorted(self._unwarned.items()):
+            try:
+                client.create(event_object(ref, "Warning", IGNORED_DECLARATION, message,
+                                           "kaisched", time.time()))
+            except ApiError as exc:
+                log.warning("pod %s: %s (the Event could not be written: %s)", key, message, exc)
+        self._unwarned.clear()
 
     def _note_node(self, obj: Obj, problem: str | None) -> None:
         """Remember a node no pod can be placed on, to say so once (again only
@@ -120,7 +147,11 @@ class Cache:
         obj, gone = event.obj, event.type == "DELETED"
         namespace, name = object_key(obj)
         if event.kind == POD:
-            self._put_pod(PodKey(f"{namespace}/{name}"), None if gone else convert.pod_facts(obj))
+            key = PodKey(f"{namespace}/{name}")
+            facts = None if gone else convert.pod_facts(obj)
+            self._put_pod(key, facts)
+            if facts is not None and facts.warnings or key in self._warned:
+                self._note_pod(obj, facts)
         elif event.kind == NODE:
             if gone:
                 self._put_node(name, None)

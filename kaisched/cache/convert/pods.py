@@ -12,6 +12,7 @@ from kaisched.api.placement import Placement
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
+from kaisched.cache.convert.koordinator import optional_settings
 from kaisched.cache.convert.rules import placement
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
@@ -54,6 +55,7 @@ class PodFacts:
     labels: tuple[tuple[str, str], ...] = ()
     never_preempts: bool = False       # its own spec.preemptionPolicy (admission copies the class's)
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
+    warnings: tuple[str, ...] = ()     # declarations ignored for their defaults, to tell once
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -221,7 +223,13 @@ def pod_facts(pod: Obj) -> PodFacts:
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
         never_preempts=spec.get("preemptionPolicy") == "Never",
         gates=scheduling_gates(spec),
+        warnings=tuple(optional_settings(lambda k: _text(annotations.get(k)))[3])
+        if gang.source in ("koordinator", "koord") else (),
     )
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def scheduling_gates(spec: Obj) -> tuple[str, ...]:
