@@ -83,6 +83,8 @@ class ClusterInfo:
     moved: set[JobKey] = attrs.field(factory=set)     # jobs whose tasks moved since lent
     _ledger: Ledger | None = None
     _active_list: tuple[tuple, list[JobInfo]] = ((), [])
+    # KAI Topology objects: each one's node labels, outermost level first.
+    topologies: tuple[tuple[str, ...], ...] = ()
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -140,7 +142,7 @@ class ClusterInfo:
         jobs = {k: j.clone() for k, j in self.jobs.items()}
         return ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                            self.priority_classes, self.now, self.foreign, self.namespace_labels,
-                           self._rules, self._domains)
+                           self._rules, self._domains, topologies=self.topologies)
 
     def domains(self, key: str) -> Domains:
         """The nodes grouped by the label key, in table order."""

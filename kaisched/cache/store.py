@@ -16,6 +16,7 @@ from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, job_key
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
+from kaisched.cache.convert.topologies import topology_levels
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
 from kaisched.cache.rebuild import rebuild
@@ -23,7 +24,8 @@ from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.events import event_object, object_reference
 from kaisched.errors import ApiError
 from kaisched.cluster.kinds import (
-    KOORD_PODGROUP, NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS,
+    KAI_TOPOLOGY, KOORD_PODGROUP, NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE,
+    SCHEDULING_KINDS,
     UPSTREAM_PODGROUP, XK8S_PODGROUP, object_key,
 )
 
@@ -49,6 +51,7 @@ class Cache:
         self.xk8s_groups = self._groups.stores["x-k8s"]
         self.upstream_groups = self._groups.stores["upstream"]
         self.namespaces: dict[str, dict[str, str]] = {}     # name -> labels
+        self.topologies: dict[str, tuple[str, ...]] = {}    # KAI Topology -> levels, outermost first
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups)
@@ -180,6 +183,11 @@ class Cache:
                 pc_name, value, default, never = convert.priority_class(obj)
                 self.priority_classes[pc_name] = (value, default, never)
             self.model.set_priorities(Priorities.of(self.priority_classes), self.pods)
+        elif event.kind == KAI_TOPOLOGY:
+            if gone:
+                self.topologies.pop(name, None)
+            else:
+                self.topologies[name] = topology_levels(obj)
         elif event.kind == NAMESPACE:
             if gone:
                 self.namespaces.pop(name, None)
@@ -211,7 +219,12 @@ class Cache:
         """The model, up to date, lent to one session until the next event or
         snapshot takes it back (undoing what the session did)."""
         self.model.reclaim()
-        return self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
+        cluster = self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
+        cluster.topologies = self._topologies()
+        return cluster
+
+    def _topologies(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(levels for _, levels in sorted(self.topologies.items()) if levels)
 
     def reported(self, spoken_of: Iterable[JobKey]) -> None:
         """The session over the last snapshot closed: what it looked at need not
@@ -229,8 +242,10 @@ class Cache:
     def rebuilt(self, now: float) -> ClusterInfo:
         """A model made from scratch from what the cache holds: the reference
         the incremental one must equal."""
-        return rebuild(self.pods, self.nodes, self._groups, self.queues, self.priority_classes,
-                       self.namespaces, self.scheduler_name, now)
+        cluster = rebuild(self.pods, self.nodes, self._groups, self.queues, self.priority_classes,
+                          self.namespaces, self.scheduler_name, now)
+        cluster.topologies = self._topologies()
+        return cluster
 
     def check(self, now: float) -> list[str]:
         """How the incremental model differs from a rebuilt one ([] when equal)."""

@@ -38,14 +38,16 @@ KOORD_PODGROUP = Kind("scheduling.sigs.k8s.io/v1alpha1", "PodGroup", "podgroups"
 # The upstream Workload API's gang (Kubernetes 1.35+, alpha): watched only where served.
 UPSTREAM_PODGROUP = Kind("scheduling.k8s.io/v1alpha1", "PodGroup", "podgroups")
 LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
+# KAI's Topology (the order of a cluster's topology levels): watched only where served.
+KAI_TOPOLOGY = Kind("kai.scheduler/v1alpha1", "Topology", "topologies", namespaced=False)
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
-    KOORD_PODGROUP, UPSTREAM_PODGROUP, LEASE)}
+    KOORD_PODGROUP, UPSTREAM_PODGROUP, LEASE, KAI_TOPOLOGY)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
 SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, KOORD_PODGROUP, UPSTREAM_PODGROUP, QUEUE,
-                    PRIORITY_CLASS, NAMESPACE)
-_CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "ClusterRole",
+                    PRIORITY_CLASS, NAMESPACE, KAI_TOPOLOGY)
+_CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "Topology", "ClusterRole",
                    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
                    "StorageClass"}
 

@@ -16,7 +16,7 @@ import orjson
 import yaml
 from referencing import Registry, Resource
 
-from kaisched.cluster.kinds import KOORD_PODGROUP, UPSTREAM_PODGROUP, XK8S_PODGROUP
+from kaisched.cluster.kinds import KAI_TOPOLOGY, KOORD_PODGROUP, UPSTREAM_PODGROUP, XK8S_PODGROUP
 from kaisched.errors import InputError
 
 KUBERNETES_VERSION = "1.32"
@@ -202,7 +202,7 @@ def read_without_schema(api: str, kind: str) -> bool:
     from podgrouper.groupers.registry import builtin_groupers
 
     if (api, kind) in {(k.api_version, k.kind)
-                       for k in (XK8S_PODGROUP, KOORD_PODGROUP, UPSTREAM_PODGROUP)}:
+                       for k in (XK8S_PODGROUP, KOORD_PODGROUP, UPSTREAM_PODGROUP, KAI_TOPOLOGY)}:
         return True
     group = api.rpartition("/")[0]
     return not is_builtin_group(group) and (group, kind) in builtin_groupers()
