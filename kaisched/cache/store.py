@@ -26,14 +26,15 @@ from kaisched.errors import ApiError
 from kaisched.cluster.kinds import (
     KAI_TOPOLOGY, KOORD_PODGROUP, NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE,
     SCHEDULING_KINDS,
-    UPSTREAM_PODGROUP, XK8S_PODGROUP, object_key,
+    UPSTREAM_PODGROUPS, XK8S_PODGROUP, object_key,
 )
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
 _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
-                  KOORD_PODGROUP: convert.xk8s_podgroup, UPSTREAM_PODGROUP: convert.upstream_podgroup}
+                  KOORD_PODGROUP: convert.xk8s_podgroup,
+                  **{k: convert.upstream_podgroup for k in UPSTREAM_PODGROUPS}}
 _GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", KOORD_PODGROUP: "koord",
-                 UPSTREAM_PODGROUP: "upstream"}
+                 **{k: "upstream" for k in UPSTREAM_PODGROUPS}}
 
 NODE_NOT_USABLE = "NodeNotUsable"       # the reason of the warning Event about such a node
 IGNORED_DECLARATION = "IgnoredGangAnnotation"   # an optional gang setting fell back to its default

@@ -37,15 +37,19 @@ XK8S_PODGROUP = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
 KOORD_PODGROUP = Kind("scheduling.sigs.k8s.io/v1alpha1", "PodGroup", "podgroups")
 # The upstream Workload API's gang (Kubernetes 1.35+, alpha): watched only where served.
 UPSTREAM_PODGROUP = Kind("scheduling.k8s.io/v1alpha1", "PodGroup", "podgroups")
+# Its later versions (the same gang, spec.schedulingPolicy.gang.minCount), each
+# watched where served.
+UPSTREAM_PODGROUPS = (UPSTREAM_PODGROUP, *(Kind(f"scheduling.k8s.io/{v}", "PodGroup", "podgroups")
+                                           for v in ("v1alpha2", "v1alpha3", "v1beta1")))
 LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
 # KAI's Topology (the order of a cluster's topology levels): watched only where served.
 KAI_TOPOLOGY = Kind("kai.scheduler/v1alpha1", "Topology", "topologies", namespaced=False)
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
-    KOORD_PODGROUP, UPSTREAM_PODGROUP, LEASE, KAI_TOPOLOGY)}
+    KOORD_PODGROUP, *UPSTREAM_PODGROUPS, LEASE, KAI_TOPOLOGY)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
-SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, KOORD_PODGROUP, UPSTREAM_PODGROUP, QUEUE,
+SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, KOORD_PODGROUP, *UPSTREAM_PODGROUPS, QUEUE,
                     PRIORITY_CLASS, NAMESPACE, KAI_TOPOLOGY)
 _CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "Topology", "ClusterRole",
                    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
