@@ -51,7 +51,7 @@ def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
                 or not ssn.job_ready(job) or refused(ssn, job):
             continue
         extras = ssn.pending(job)
-        if extras:
+        if extras and not never_preempts(extras):
             waiting.append((job, ssn.ordered_tasks(job, extras)))
     return _in_order(ssn, waiting)
 
@@ -69,17 +69,23 @@ def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     task order; empty when the job is not starving, or when what keeps it
     waiting is no lack of room."""
     pending = ssn.pending(job)
-    if not pending or ssn.job_pipelined(job) or refused(ssn, job):
+    if not pending or ssn.job_pipelined(job) or refused(ssn, job) or never_preempts(pending):
         return []
     return ssn.ordered_tasks(job, pending)
+
+
+def never_preempts(tasks: list[TaskInfo]) -> bool:
+    """A pod that opted out of preempting (preemptionPolicy Never) waits for
+    room: its job evicts no one, though its priority still orders the queue."""
+    return any(t.never_preempts for t in tasks)
 
 
 def refused(ssn: Session, job: JobInfo) -> str | None:
     """Why the job waits for something no eviction can give, if it does:
     an invalid declaration or a missing queue, not admitted by enqueue, its
     minResources pre-check, an incomplete or invalid gang group, a task whose
-    placement rules no node meets (resources aside), or a pod that opted out
-    of preempting. Such a job never evicts and holds nothing."""
+    placement rules no node meets (resources aside). Such a job never evicts
+    and holds nothing."""
     reason = ssn.job_invalid(job)
     if reason:
         return reason
@@ -98,8 +104,6 @@ def refused(ssn: Session, job: JobInfo) -> str | None:
             return f"gang group member {key}: {reason}"
     seen = set()
     for task in ssn.pending(job):
-        if task.never_preempts:
-            return f"pod {task.key} has preemptionPolicy Never"
         like = ssn.class_key(task)
         if like not in seen:        # alike tasks pass the same filters
             seen.add(like)

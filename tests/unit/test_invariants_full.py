@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock
 from kaisched.builtins import register_builtins
-from kaisched.cluster.kinds import POD
+from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.framework.effects import Evict
@@ -223,6 +223,10 @@ def check(objects: list[dict[str, Any]], config: SchedulerConfig | None,
             assert job_of.get(key) not in doomed, ("refused job placed", key)
             assert key not in gated, ("gated pod placed", key)
         assert not [f for f in result.report.failed if getattr(f.effect, "pod", None) in gated]
+        for job in doomed:      # nor room held for it, and its own reason kept
+            status = cluster.get(PODGROUP, *job.split("/", 1)).get("status") or {}
+            said = " ".join(c.get("message", "") for c in status.get("conditions") or ())
+            assert "reserving" not in said and "pipelined" not in said, (job, said)
         # nodes
         load: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         for p in pods:
