@@ -1,9 +1,11 @@
-"""Making room by eviction, shared by preempt and reclaim.
+"""Making room by eviction: which jobs may evict at all (shared by preempt
+and reclaim), and preempt's node-by-node room making.
 
 A preemptor's tasks are pipelined (never bound in the same session), so a
 gang that needs evictions starts whole in a later session, once its victims
 are gone. Victims go gang-wise and cheapest first; on a node where room cannot
-be made, every eviction there is rolled back.
+be made, every eviction there is rolled back. (Reclaim searches its victims
+task by task instead: actions/common/victims.py and solver.py.)
 """
 from __future__ import annotations
 
