@@ -6,13 +6,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import Iterator
+
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from kaisched.cli import main
-from kaisched.validation import KUBERNETES_VERSION, available_versions, kube_version
+from kaisched.validation import (
+    KUBERNETES_VERSION, available_versions, kube_version, use_kube_version,
+)
 
 SCENARIO = Path(__file__).parent / "scenarios" / "upstream-gang-v1alpha2.yaml"
+
+
+@pytest.fixture(autouse=True)
+def default_version_after() -> Iterator[None]:
+    """The chosen version is process state: later tests get the default back."""
+    yield
+    use_kube_version(KUBERNETES_VERSION)
 
 
 def _replay(*flags: str):   # type: ignore[no-untyped-def]
@@ -52,3 +64,12 @@ def test_an_unbundled_version_is_refused_in_one_line() -> None:
     result = _replay("--kube-version", "0.1")
     assert result.exit_code != 0
     assert "bundles no schemas of it" in result.output
+
+
+def test_simulate_takes_the_flag_too() -> None:
+    refused = CliRunner().invoke(main, ["simulate", "--kube-version", "0.1"])
+    assert refused.exit_code != 0 and "bundles no schemas of it" in refused.output
+    older = CliRunner().invoke(main, ["simulate", "--kube-version", available_versions()[0],
+                                      "--output", "json"])
+    assert older.exit_code == 0, older.output
+    assert kube_version() == available_versions()[0]
