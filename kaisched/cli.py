@@ -36,6 +36,22 @@ def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | Non
     return default_config(registry)
 
 
+def _use_kube_version(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """--kube-version: check objects against that Kubernetes version's schemas
+    (each command starts from the default, whatever ran before it)."""
+    from kaisched.errors import InputError
+    from kaisched.validation import KUBERNETES_VERSION, use_kube_version
+    try:
+        use_kube_version(value or KUBERNETES_VERSION)
+    except InputError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+kube_version_option = click.option(
+    "--kube-version", expose_value=False, callback=_use_kube_version, metavar="X.Y",
+    help="Check objects against this Kubernetes version's schemas (default: the newest bundled).")
+
+
 def _load(path: str, strict: bool) -> LoadedFile:
     """The objects of FILE a cluster would accept. Each one it would refuse is
     reported on stderr and skipped (an error with --strict), and so is an object
@@ -64,6 +80,7 @@ def _load(path: str, strict: bool) -> LoadedFile:
 @click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
+@kube_version_option
 def replay(file: str, config_path: str | None, sessions: int, output: str, strict: bool) -> None:
     """Replay FILE (Snapshot, List or multi-document YAML) and print the decisions."""
     from kaisched.tools.replay import replay as run_replay
@@ -242,6 +259,7 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
               help="Draw use and fair shares over time into this PNG file.")
 @click.option("--strict", is_flag=True,
               help="A job a cluster would refuse is an error, not reported as failed.")
+@kube_version_option
 def simulate(scenario: str | None, config_path: str | None, compare_path: str | None,
              seed: int | None, output: str, plot_path: str | None, strict: bool) -> None:
     """Run SCENARIO (default: the bundled demo) in virtual time and report."""

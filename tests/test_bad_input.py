@@ -12,6 +12,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from kaisched.cli import main
+from kaisched.validation import KUBERNETES_VERSION
 
 ROOT = Path(__file__).parent.parent
 GANG = ROOT / "config" / "examples" / "gang.yaml"
@@ -104,9 +105,9 @@ def test_an_empty_file_is_an_error(tmp_path: Path, content: str, command: list[s
 @pytest.mark.parametrize("doc, skipped", [
     (FLINK_APP, "skipped: FlinkDeployment default/wf: apiVersion: unknown kind FlinkDeployment in "
                 "flink.apache.org/v1beta1: "
-               "neither Kubernetes 1.32 nor kaisched serves it"),
+                f"neither Kubernetes {KUBERNETES_VERSION} nor kaisched serves it"),
     ("apiVersion: v1\nkind: Podd\nmetadata: {name: x}\n",
-     "skipped: Podd x: kind: unknown kind Podd in v1: Kubernetes 1.32 serves no such kind"),
+     f"skipped: Podd x: kind: unknown kind Podd in v1: Kubernetes {KUBERNETES_VERSION} serves no such kind"),
     (PODGROUP_V1BETA1, "skipped: PodGroup default/pg: apiVersion: scheduling.kaisched.io serves no "
                        "PodGroup in v1beta1 (it serves PodGroup scheduling.kaisched.io/v1alpha1, "
                        "Queue scheduling.kaisched.io/v1alpha1)"),

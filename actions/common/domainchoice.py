@@ -71,8 +71,16 @@ class DomainChoice:
         return [rule.preferred, *wider, None]
 
     def wider(self, level: str) -> list[str]:
+        """The levels whose domains hold level's, tightest first: from the
+        cluster's Topology that names level (its outer levels, inside out, as
+        KAI widens), else those that nest by the node labels."""
         found = self._wider.get(level)
         if found is None:
+            for levels in self.cluster.topologies:
+                if level in levels:
+                    outer = reversed(levels[:levels.index(level)])
+                    found = self._wider[level] = [k for k in outer if len(self.cluster.domains(k))]
+                    return found
             inner = self.cluster.domains(level)
             names = {j.spec.topology.required for j in self.cluster.jobs.values()} | \
                     {j.spec.topology.preferred for j in self.cluster.jobs.values()} | \

@@ -1,9 +1,11 @@
-"""Making room by eviction, shared by preempt and reclaim.
+"""Making room by eviction: which jobs may evict at all (shared by preempt
+and reclaim), and preempt's node-by-node room making.
 
 A preemptor's tasks are pipelined (never bound in the same session), so a
 gang that needs evictions starts whole in a later session, once its victims
 are gone. Victims go gang-wise and cheapest first; on a node where room cannot
-be made, every eviction there is rolled back.
+be made, every eviction there is rolled back. (Reclaim searches its victims
+task by task instead: actions/common/victims.py and solver.py.)
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
                 or not ssn.job_ready(job) or refused(ssn, job):
             continue
         extras = ssn.pending(job)
-        if extras:
+        if extras and not never_preempts(extras):
             waiting.append((job, ssn.ordered_tasks(job, extras)))
     return _in_order(ssn, waiting)
 
@@ -69,17 +71,23 @@ def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     task order; empty when the job is not starving, or when what keeps it
     waiting is no lack of room."""
     pending = ssn.pending(job)
-    if not pending or ssn.job_pipelined(job) or refused(ssn, job):
+    if not pending or ssn.job_pipelined(job) or refused(ssn, job) or never_preempts(pending):
         return []
     return ssn.ordered_tasks(job, pending)
+
+
+def never_preempts(tasks: list[TaskInfo]) -> bool:
+    """A pod that opted out of preempting (preemptionPolicy Never) waits for
+    room: its job evicts no one, though its priority still orders the queue."""
+    return any(t.never_preempts for t in tasks)
 
 
 def refused(ssn: Session, job: JobInfo) -> str | None:
     """Why the job waits for something no eviction can give, if it does:
     an invalid declaration or a missing queue, not admitted by enqueue, its
     minResources pre-check, an incomplete or invalid gang group, a task whose
-    placement rules no node meets (resources aside), or a pod that opted out
-    of preempting. Such a job never evicts and holds nothing."""
+    placement rules no node meets (resources aside). Such a job never evicts
+    and holds nothing."""
     reason = ssn.job_invalid(job)
     if reason:
         return reason
@@ -98,8 +106,6 @@ def refused(ssn: Session, job: JobInfo) -> str | None:
             return f"gang group member {key}: {reason}"
     seen = set()
     for task in ssn.pending(job):
-        if task.never_preempts:
-            return f"pod {task.key} has preemptionPolicy Never"
         like = ssn.class_key(task)
         if like not in seen:        # alike tasks pass the same filters
             seen.add(like)

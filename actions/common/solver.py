@@ -4,8 +4,8 @@ For k = 1, 2, ... up to the tasks the job needs, keeping the victims chosen
 for k - 1: try to place the first k tasks with every chosen unit evicted;
 when they do not fit, add the next unit in victim order and try again (only
 when one of its nodes could now take one of the tasks). A scenario that
-places the k tasks puts back every victim job that still fits where it runs
-(one put back is no victim), and must pass the plugins' fairness check on
+places the k tasks puts back every victim job that still fits where it runs,
+whole (one put back is no victim), and must pass the plugins' fairness check on
 what is left; the first such scenario is kept for this k. If some k has
 none, nothing is evicted for the job.
 """
@@ -100,7 +100,9 @@ class ReclaimSolver:
         useful = set(rows[(need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2).any(axis=0)]
                      .tolist())
         index = table.index
-        return [u for u in chosen if any(index[t.node_name] in useful for t in u.tasks)]  # type: ignore[index]
+        jobs = {u.job for u in chosen if any(index[t.node_name] in useful for t in u.tasks)}  # type: ignore[index]
+        # A job's units go together: its rest was a unit only once its surplus was taken.
+        return [u for u in chosen if u.job in jobs]
 
     def _evict(self, stmt: Statement, units: list[Unit], cause: Cause,
                by: Preemptor | None) -> None:
@@ -122,9 +124,7 @@ class ReclaimSolver:
     def _attempt(self, chosen: list[Unit], want: list[TaskInfo]) -> list[Unit] | None:
         """The victims that placing want with every chosen unit gone needs:
         the chosen, less those that still fit where they run; None when want
-        does not fit even so. A job whose gang goes loses its surplus units
-        too, whether they were needed or would fit back: a partial gang is useless."""
-        every = chosen
+        does not fit even so."""
         chosen = self._relevant(chosen, len(want))
         stmt = self.ssn.statement()
         self._evict(stmt, chosen, Cause.RECLAIM, None)
@@ -133,17 +133,20 @@ class ReclaimSolver:
             return None
         table = self.ssn.cluster.table
         room = table.future.copy()
-        victims = []
+        # A victim job is put back whole or not at all: its surplus task put
+        # back while the rest of it goes would leave a partial gang.
+        by_job: dict[str, list[Unit]] = {}
         for unit in chosen:
+            by_job.setdefault(unit.job, []).append(unit)
+        kept: set[str] = set()
+        for job, units in by_job.items():
             back: dict[int, np.ndarray] = {}
-            for task in unit.tasks:
+            for task in (t for u in units for t in u.tasks):
                 row = table.index[task.node_name]     # type: ignore[index]
                 back[row] = back.get(row, 0) + table.vector(task.resreq)
             if all(table.fits(vec, room[row:row + 1])[0] for row, vec in back.items()):
                 for row, vec in back.items():
                     room[row] -= vec
-            else:
-                victims.append(unit)
+                kept.add(job)
         stmt.discard()
-        broken = {u.job for u in victims if not u.surplus}
-        return victims + [u for u in every if u.job in broken and u not in victims]
+        return [u for u in chosen if u.job not in kept]

@@ -14,6 +14,7 @@ from typing import Iterable
 import attrs
 import numpy as np
 
+from actions.common.eviction import refused
 from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
@@ -77,8 +78,9 @@ def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
 
 def guard(ssn: Session, heads: Iterable[JobInfo]) -> list[Guard]:
     """Hold room for every starving head-of-queue gang; oldest wait first."""
+    # A gang waiting for what no room gives (its minResources, gates, ...) holds nothing.
     starving = [(since, job) for job in heads
-                if (since := starving_since(ssn, job)) is not None]
+                if (since := starving_since(ssn, job)) is not None and not refused(ssn, job)]
     guards = []
     for since, job in sorted(starving, key=lambda sj: (sj[0], sj[1].key)):
         room = plan(ssn, job)

@@ -32,7 +32,6 @@ class Unit:
     job: JobKey
     queue: QueueName
     tasks: tuple[TaskInfo, ...]
-    surplus: bool = False       # one task beyond the job's minimum; else the gang's rest
 
     @property
     def resources(self) -> Resource:
@@ -55,13 +54,18 @@ class VictimPicker:
         for job in candidates:
             self.leaves.setdefault(job.queue, []).append(job)
         for jobs in self.leaves.values():
-            jobs.sort(key=lambda j: (j.priority, not self._above_min(j), -j.creation, j.key))
+            self._order(jobs)
         self.live: dict[QueueName, int] = {}          # candidate jobs in each subtree
         tree = ssn.cluster.tree
         for leaf, jobs in self.leaves.items():
             for q in self._up(leaf):
                 self.live[q] = self.live.get(q, 0) + len(jobs)
         self._tree = tree
+
+    def _order(self, jobs: list[JobInfo]) -> None:
+        """Lower priority first, then jobs above their minimum, then the
+        newest (of equal age, by name)."""
+        jobs.sort(key=lambda j: (j.priority, not self._above_min(j), -j.creation, j.key))
 
     def _up(self, queue: QueueName) -> Iterator[QueueName]:
         tree = self.ssn.cluster.tree
@@ -106,7 +110,7 @@ class VictimPicker:
         if len(allowed) < len(tasks):
             return None, False
         stays = task is not None and len(self._running(job)) > 1
-        return Unit(job.key, job.queue, tuple(tasks), task is not None), stays
+        return Unit(job.key, job.queue, tuple(tasks)), stays
 
     def next(self) -> Unit | None:
         while True:
@@ -129,7 +133,7 @@ class VictimPicker:
                 for n, v in res.items:
                     row[n] = row.get(n, 0.0) + v
             if stays:       # still above its minimum? it keeps its place in the leaf order
-                jobs.sort(key=lambda j: (j.priority, not self._above_min(j), -j.creation, j.key))
+                self._order(jobs)
             return unit
 
     def _leaf(self) -> QueueName | None:

@@ -94,6 +94,8 @@ class ClusterInfo:
     # Dynamic Resource Allocation: devices, classes, claims (empty: none in play).
     devices: Devices = attrs.field(factory=Devices)
     _claimants: bool | None = None      # some task names a ResourceClaim
+    # KAI Topology objects: each one's node labels, outermost level first.
+    topologies: tuple[tuple[str, ...], ...] = ()
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -151,7 +153,7 @@ class ClusterInfo:
         jobs = {k: j.clone() for k, j in self.jobs.items()}
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
-                            self._rules, self._domains)
+                            self._rules, self._domains, topologies=self.topologies)
         other.storage = self.storage
         if self.devices:
             other.devices, other._claimants = self.devices.copy(), self._claimants

@@ -7,6 +7,7 @@ from typing import Iterable, Mapping
 
 import attrs
 
+from kaisched.api import labels as L
 from kaisched.api.cluster import ForeignPod
 from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.placement import Placement
@@ -18,6 +19,7 @@ from kaisched.cache.convert import PodFacts
 NO_STATUS = PodGroupStatus()
 # The PodGroup kinds a pod can name, and how a missing one is called.
 GROUP_KINDS = {"kaisched": "PodGroup", "x-k8s": "PodGroup (scheduling.x-k8s.io)",
+               "koord": "PodGroup (scheduling.sigs.k8s.io)",
                "upstream": "PodGroup (scheduling.k8s.io)"}
 
 
@@ -59,7 +61,8 @@ class Groups:
     """The PodGroups of each kind, by key, and the shared specs of gangs of one."""
 
     def __init__(self) -> None:
-        self.stores: dict[str, dict[JobKey, Group]] = {"kaisched": {}, "x-k8s": {}, "upstream": {}}
+        self.stores: dict[str, dict[JobKey, Group]] = {"kaisched": {}, "x-k8s": {}, "koord": {},
+                                                       "upstream": {}}
         self._singles: dict[QueueName, GangSpec] = {}
 
     def single(self, queue_label: str | None) -> GangSpec:
@@ -122,6 +125,9 @@ def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities:
 
 def _declaration(facts: PodFacts, groups: Groups) -> tuple[GangSpec, PodGroupStatus, str | None, float]:
     source = facts.gang.source
+    if source == "koord" and group_key(facts) not in groups.stores[source] \
+            and facts.annotation(L.KOORD_MIN_AVAILABLE):
+        source = "koordinator"      # no PodGroup object, but the gang annotations declare it
     if source in GROUP_KINDS:
         group = groups.stores[source].get(group_key(facts))
         if group is None:

@@ -15,12 +15,15 @@ from kaisched.cache import convert
 from kaisched.cache.consistency import differences
 from kaisched.cache.devices import DeviceStore
 from kaisched.cache.convert import PodFacts
+from kaisched.cache.convert.topologies import topology_levels
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
 from kaisched.cache.rebuild import rebuild
 from kaisched.cache.storage import StorageCache
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.kinds import (
+    KAI_TOPOLOGY,
+    KOORD_PODGROUP,
     NAMESPACE,
     NODE,
     POD,
@@ -28,7 +31,7 @@ from kaisched.cluster.kinds import (
     PRIORITY_CLASS,
     QUEUE,
     SCHEDULING_KINDS,
-    UPSTREAM_PODGROUP,
+    UPSTREAM_PODGROUPS,
     XK8S_PODGROUP,
     object_key,
 )
@@ -36,10 +39,13 @@ from kaisched.framework.effects import RecordEvent
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
 _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
-                  UPSTREAM_PODGROUP: convert.upstream_podgroup}
-_GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", UPSTREAM_PODGROUP: "upstream"}
+                  KOORD_PODGROUP: convert.xk8s_podgroup,
+                  **{k: convert.upstream_podgroup for k in UPSTREAM_PODGROUPS}}
+_GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", KOORD_PODGROUP: "koord",
+                 **{k: "upstream" for k in UPSTREAM_PODGROUPS}}
 
 NODE_NOT_USABLE = "NodeNotUsable"       # the reason of the warning Event about such a node
+IGNORED_DECLARATION = "IgnoredGangAnnotation"   # an optional gang setting fell back to its default
 
 
 
@@ -53,6 +59,7 @@ class Cache:
         self.xk8s_groups = self._groups.stores["x-k8s"]
         self.upstream_groups = self._groups.stores["upstream"]
         self.namespaces: dict[str, dict[str, str]] = {}     # name -> labels
+        self.topologies: dict[str, tuple[str, ...]] = {}    # KAI Topology -> levels, outermost first
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups)
@@ -61,6 +68,8 @@ class Cache:
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
         self._untold: dict[str, RecordEvent] = {}           # node -> its warning, not yet sent
+        self._warned: dict[PodKey, tuple[str, ...]] = {}     # pod -> warnings, told once
+        self._unwarned: dict[PodKey, RecordEvent] = {}      # pod -> its warning, not yet sent
 
     def sync(self, client: ClusterClient) -> int:
         """Apply every event since the last sync; the first one lists everything."""
@@ -71,6 +80,19 @@ class Cache:
             self.apply(event)
         self.model.catch_up(self.pods)
         return len(events)
+
+    def _note_pod(self, obj: Obj, facts: PodFacts | None) -> None:
+        """Remember a pod whose gang declaration fell back to defaults, to say
+        so once (again only when what is wrong changes)."""
+        namespace, name = object_key(obj)
+        key = PodKey(f"{namespace}/{name}")
+        if facts is None or not facts.warnings:
+            self._warned.pop(key, None)
+            self._unwarned.pop(key, None)
+        elif self._warned.get(key) != facts.warnings:
+            self._warned[key] = facts.warnings
+            self._unwarned[key] = RecordEvent("Pod", key, "Warning", IGNORED_DECLARATION,
+                                              "; ".join(facts.warnings))
 
     def _note_node(self, obj: Obj, problem: str | None) -> None:
         """Remember a node no pod can be placed on, to say so once (again only
@@ -85,12 +107,15 @@ class Cache:
                 "Node", name, "Warning", NODE_NOT_USABLE,
                 f"kaisched places no pod on node {name}: {problem}")
 
-    def take_node_events(self) -> list[RecordEvent]:
-        """One warning Event per unusable node, each handed out once. A node is
-        the cluster's, not a session's decision, so the cache that read it
-        says it; the binder writes it like every other Event."""
+    def take_warnings(self) -> list[RecordEvent]:
+        """One warning Event per unusable node and per pod whose gang
+        declaration fell back to defaults, each handed out once. They are
+        about what the cache read, not a session's decision, so the cache says
+        them; the binder writes them like every other Event."""
         told = [self._untold[name] for name in sorted(self._untold)]
+        told += [self._unwarned[key] for key in sorted(self._unwarned)]
         self._untold.clear()
+        self._unwarned.clear()
         return told
 
     def apply(self, event: WatchEvent) -> None:
@@ -124,7 +149,11 @@ class Cache:
         obj, gone = event.obj, event.type == "DELETED"
         namespace, name = object_key(obj)
         if event.kind == POD:
-            self._put_pod(PodKey(f"{namespace}/{name}"), None if gone else convert.pod_facts(obj))
+            key = PodKey(f"{namespace}/{name}")
+            facts = None if gone else convert.pod_facts(obj)
+            self._put_pod(key, facts)
+            if facts is not None and facts.warnings or key in self._warned:
+                self._note_pod(obj, facts)
         elif event.kind == NODE:
             if gone:
                 self._put_node(name, None)
@@ -153,6 +182,11 @@ class Cache:
                 pc_name, value, default, never = convert.priority_class(obj)
                 self.priority_classes[pc_name] = (value, default, never)
             self.model.set_priorities(Priorities.of(self.priority_classes), self.pods)
+        elif event.kind == KAI_TOPOLOGY:
+            if gone:
+                self.topologies.pop(name, None)
+            else:
+                self.topologies[name] = topology_levels(obj)
         elif event.kind == NAMESPACE:
             if gone:
                 self.namespaces.pop(name, None)
@@ -189,8 +223,12 @@ class Cache:
         self.model.reclaim()
         cluster = self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
         cluster.storage = self.storage.storage()
+        cluster.topologies = self._topologies()
         self._lend_devices(cluster)
         return cluster
+
+    def _topologies(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(levels for _, levels in sorted(self.topologies.items()) if levels)
 
     def _lend_devices(self, cluster: ClusterInfo) -> None:
         """The device inventory and claims, when any pod or object of DRA is in play."""
@@ -219,6 +257,7 @@ class Cache:
         cluster = rebuild(self.pods, self.nodes, self._groups, self.queues, self.priority_classes,
                           self.namespaces, self.scheduler_name, now)
         cluster.storage = self.storage.rebuilt(self.pods.values())
+        cluster.topologies = self._topologies()
         return cluster
 
     def check(self, now: float) -> list[str]:

@@ -36,8 +36,14 @@ PRIORITY_CLASS = Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses"
 PODGROUP = Kind("scheduling.kaisched.io/v1alpha1", "PodGroup", "podgroups")
 QUEUE = Kind("scheduling.kaisched.io/v1alpha1", "Queue", "queues", namespaced=False)
 XK8S_PODGROUP = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
+# Koordinator's PodGroup (read like scheduler-plugins'): watched only where served.
+KOORD_PODGROUP = Kind("scheduling.sigs.k8s.io/v1alpha1", "PodGroup", "podgroups")
 # The upstream Workload API's gang (Kubernetes 1.35+, alpha): watched only where served.
 UPSTREAM_PODGROUP = Kind("scheduling.k8s.io/v1alpha1", "PodGroup", "podgroups")
+# Its later versions (the same gang, spec.schedulingPolicy.gang.minCount), each
+# watched where served.
+UPSTREAM_PODGROUPS = (UPSTREAM_PODGROUP, *(Kind(f"scheduling.k8s.io/{v}", "PodGroup", "podgroups")
+                                           for v in ("v1alpha2", "v1alpha3", "v1beta1")))
 LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
 # Storage: what volume binding reads (and writes: a claim's selected node, a volume's claimRef).
 PVC = Kind("v1", "PersistentVolumeClaim", "persistentvolumeclaims")
@@ -59,14 +65,17 @@ DRA_KINDS = (*DEVICE_CLASSES, *RESOURCE_SLICES, *RESOURCE_CLAIMS)
 # Read by the resource-claim controller (emulated by replay and simulate), not the scheduler.
 RESOURCE_CLAIM_TEMPLATES = tuple(Kind(v, "ResourceClaimTemplate", "resourceclaimtemplates")
                                  for v in DRA_VERSIONS)
+# KAI's Topology (the order of a cluster's topology levels): watched only where served.
+KAI_TOPOLOGY = Kind("kai.scheduler/v1alpha1", "Topology", "topologies", namespaced=False)
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
-    UPSTREAM_PODGROUP, LEASE, *STORAGE_KINDS, *DRA_KINDS, *RESOURCE_CLAIM_TEMPLATES)}
+    KOORD_PODGROUP, *UPSTREAM_PODGROUPS, LEASE, KAI_TOPOLOGY, *STORAGE_KINDS, *DRA_KINDS,
+    *RESOURCE_CLAIM_TEMPLATES)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
-SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, UPSTREAM_PODGROUP, QUEUE,
-                    PRIORITY_CLASS, NAMESPACE, *STORAGE_KINDS, PVC_EVENTS, *DRA_KINDS)
-_CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "ClusterRole",
+SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, KOORD_PODGROUP, *UPSTREAM_PODGROUPS, QUEUE,
+                    PRIORITY_CLASS, NAMESPACE, KAI_TOPOLOGY, *STORAGE_KINDS, PVC_EVENTS, *DRA_KINDS)
+_CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "Topology", "ClusterRole",
                    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
                    "StorageClass", "CSINode", "DeviceClass", "ResourceSlice"}
 

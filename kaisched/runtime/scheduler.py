@@ -126,7 +126,7 @@ class Scheduler:
         rest (effects already handed over are the binder's to finish or drop)."""
         started = time.perf_counter()
         self._catch_up(proceed)
-        for warning in self.cache.take_node_events():
+        for warning in self.cache.take_warnings():
             self.binder.submit(warning)
         with _cyclic_gc_paused():
             cluster = self.cache.snapshot(self.clock.now())

@@ -31,16 +31,20 @@ from kaisched.cluster.kinds import kind_for
 from kaisched.validation.rules import semantic
 from kaisched.validation.schemas import (
     KUBERNETES_VERSION,
+    available_versions,
     builtin,
     crds,
     is_builtin_group,
+    kube_version,
     object_meta,
     read_without_schema,
     schema_errors,
+    use_kube_version,
     without_newer_fields,
 )
 
-__all__ = ["KUBERNETES_VERSION", "Problem", "check_object", "describe", "partition", "summarize"]
+__all__ = ["KUBERNETES_VERSION", "Problem", "available_versions", "check_object", "describe",
+           "kube_version", "partition", "summarize", "use_kube_version"]
 Obj = Mapping[str, Any]
 
 
@@ -81,13 +85,13 @@ def check_object(raw: Obj, owns_others: bool = False) -> list[Problem]:
         validator = builtin(api, kind)
         if validator is None:
             return [Problem(label, "kind", f"unknown kind {kind} in {api}: "
-                                           f"Kubernetes {KUBERNETES_VERSION} serves no such kind")]
+                                           f"Kubernetes {kube_version()} serves no such kind")]
         found += schema_errors(validator, without_newer_fields(raw, group, kind))
     elif owns_others:
         found += schema_errors(object_meta(), raw.get("metadata"), "metadata")
     else:
         return [Problem(label, "apiVersion",
-                        f"unknown kind {kind} in {api}: neither Kubernetes {KUBERNETES_VERSION} "
+                        f"unknown kind {kind} in {api}: neither Kubernetes {kube_version()} "
                         "nor kaisched serves it")]
     found += semantic(raw, kind, group)
     return [Problem(label, f, r) for f, r in found]

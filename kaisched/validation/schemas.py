@@ -1,5 +1,6 @@
-"""The schemas objects are checked against: the OpenAPI schemas of one pinned
-Kubernetes version, bundled by `kubernetes-validate`, and kaisched's CRDs in
+"""The schemas objects are checked against: the OpenAPI schemas of one
+Kubernetes version bundled by `kubernetes-validate` (the newest it bundles,
+unless another is chosen with use_kube_version), and kaisched's CRDs in
 config/crds, both refusing unknown fields as `kubectl apply`'s strict field
 validation does."""
 from __future__ import annotations
@@ -16,10 +17,45 @@ import orjson
 import yaml
 from referencing import Registry, Resource
 
-from kaisched.cluster.kinds import UPSTREAM_PODGROUP, XK8S_PODGROUP
+from kaisched.cluster.kinds import KAI_TOPOLOGY, KOORD_PODGROUP, UPSTREAM_PODGROUPS, XK8S_PODGROUP
 from kaisched.errors import InputError
 
-KUBERNETES_VERSION = "1.32"
+
+def available_versions() -> list[str]:
+    """The Kubernetes versions whose strict schemas kubernetes-validate bundles, oldest first."""
+    root = importlib.resources.files("kubernetes_validate") / "kubernetes-json-schema"
+    found = []
+    for entry in root.iterdir():
+        match = re.fullmatch(r"v(\d+)\.(\d+)\.0-local-strict", entry.name)
+        if match and entry.is_dir():
+            found.append((int(match[1]), int(match[2])))
+    return [f"{a}.{b}" for a, b in sorted(found)]
+
+
+# The newest bundled: the kinds of recent versions (the upstream gang API) are known.
+KUBERNETES_VERSION = available_versions()[-1] if available_versions() else "1.32"
+_CURRENT = [KUBERNETES_VERSION]
+
+
+def kube_version() -> str:
+    """The Kubernetes version objects are checked against now."""
+    return _CURRENT[0]
+
+
+def use_kube_version(version: str) -> None:
+    """Check objects against another bundled Kubernetes version from now on."""
+    version = version.removeprefix("v")
+    if version.count(".") == 2 and version.endswith(".0"):
+        version = version[:-2]
+    known = available_versions()
+    if version not in known:
+        raise InputError(f"kube-version {version}: kubernetes-validate bundles no schemas of it "
+                         f"(it bundles {', '.join(known)})")
+    if version != _CURRENT[0]:
+        _CURRENT[0] = version
+        for cached in (_schemas_dir, _registry, builtin, object_meta, read_without_schema):
+            cached.cache_clear()
+        _SCHEMA_MEMO.clear()
 Obj = Mapping[str, Any]
 Found = list[tuple[str, str]]     # (field, rule)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -111,10 +147,10 @@ def _path(parts: Iterable[Any]) -> str:
 def _schemas_dir() -> importlib.resources.abc.Traversable:
     # The -strict variant refuses unknown fields.
     path = (importlib.resources.files("kubernetes_validate") / "kubernetes-json-schema"
-            / f"v{KUBERNETES_VERSION}.0-local-strict")
+            / f"v{kube_version()}.0-local-strict")
     if not path.is_dir():
         raise InputError(f"the installed kubernetes-validate bundles no schemas of Kubernetes "
-                         f"{KUBERNETES_VERSION}; install the version setup.cfg names")
+                         f"{kube_version()}; install the version setup.cfg names")
     return path
 
 
@@ -197,20 +233,19 @@ def _closed(node: Any) -> Any:
 @functools.cache
 def read_without_schema(api: str, kind: str) -> bool:
     """Kinds kaisched reads whose schema is not at hand: other schedulers' gangs, the
-    upstream Workload API (alpha, newer than the pinned version) and the owners the
-    PodGrouper groups (any version). Only their metadata is checked."""
+    upstream Workload API's PodGroup in the versions the chosen Kubernetes does not
+    serve (alpha ones come and go) and the owners the PodGrouper groups (any
+    version). Only their metadata is checked."""
     from podgrouper.groupers.registry import builtin_groupers
 
-    if (api, kind) in {(XK8S_PODGROUP.api_version, XK8S_PODGROUP.kind),
-                       (UPSTREAM_PODGROUP.api_version, UPSTREAM_PODGROUP.kind)}:
+    if (api, kind) in {(k.api_version, k.kind) for k in (XK8S_PODGROUP, KOORD_PODGROUP, KAI_TOPOLOGY)}:
         return True
-    if api == "resource.k8s.io/v1" and kind in _DRA_V1_KINDS:
-        return True     # Dynamic Resource Allocation's GA version (1.34), newer than the pin
+    if (api, kind) in {(k.api_version, k.kind) for k in UPSTREAM_PODGROUPS}:
+        return builtin(api, kind) is None
     group = api.rpartition("/")[0]
     return not is_builtin_group(group) and (group, kind) in builtin_groupers()
 
 
-_DRA_V1_KINDS = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
 
 # Pod fields of the upstream Workload API (alpha, Kubernetes 1.35+) that kaisched reads
 # and the pinned schema does not know yet.

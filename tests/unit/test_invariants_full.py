@@ -1,86 +1,298 @@
 """The scheduler's invariants with every action (reclaim, preempt and stale
 gang eviction too; and again with the enqueue gate and a starvation guard that
-acts at once), over three replayed sessions: evicted pods leave, bound pods
-start, and still no node is over-committed, no gang is left partly bound by the
-scheduler, no queue exceeds its limit, and replays agree."""
+acts at once), over three sessions on the memory backend: evicted pods leave,
+bound pods start. After EVERY session, for EVERY gang and node:
+- no node is over-committed (pods being deleted still hold their room);
+- no gang the scheduler touched (bound or evicted any pod of) is left partly
+  placed: it has none of its pods or at least its minimum;
+- no queue exceeds its limit by what the scheduler placed;
+- a job refused for a reason no eviction can fix (minResources larger than
+  the cluster, gated pods, an incomplete gang group, a node selector no node
+  meets, preemptionPolicy Never) never evicts anyone and holds nothing;
+- a gated pod is never bound (nor a bind of one attempted);
+and the same input gives the same decisions.
+
+The generators fill nodes with running jobs of two queues and bring pending
+jobs of both, at several priorities, so that preemption and reclaim are
+common (see `contended`).
+"""
 from __future__ import annotations
 
 from collections import defaultdict
-
-from hypothesis import given, settings
+from typing import Any, Iterator
 
 import attrs
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
+from kaisched.api.clock import ManualClock
 from kaisched.builtins import register_builtins
+from kaisched.cluster.kinds import POD, PODGROUP
+from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config
-from kaisched.tools.replay import replay
+from kaisched.framework.effects import Evict
+from kaisched.runtime.binder import Binder
+from kaisched.runtime.scheduler import CycleResult, Scheduler
+from kaisched.tools.replay import load_cluster
 
+from .conftest import build_node, build_pod, build_podgroup, build_queue
 from .test_invariants import GPU, Scenario, scenarios
 
 SESSIONS = 3
+DOOMS = ("min-resources", "gated", "gang-group", "selector", "never")
 
 
-def gated() -> SchedulerConfig:
+def gated_config() -> SchedulerConfig:
     """enqueue before allocate, and every waiting gang starving at once."""
     config = default_config(register_builtins())
     return attrs.evolve(config, actions=("enqueue", *config.actions), starvation_threshold=1e-6)
 
 
-def run(scenario: Scenario, config: SchedulerConfig | None = None):
+# -- a cluster where room is contended -------------------------------------------------
+
+@attrs.frozen
+class Job:
+    name: str
+    queue: str
+    min_member: int
+    priority: int
+    gpu: int                        # per pod
+    pods: tuple[str | None, ...]    # per pod: the node it runs on, or None (pending)
+    doom: str | None = None         # how it is refused for a reason eviction cannot fix
+
+
+@attrs.frozen
+class Contended:
+    nodes: dict[str, int]           # name -> GPUs (cpu: 16 each)
+    queues: dict[str, tuple[str | None, float | None, float | None]]  # (parent, quota, limit)
+    jobs: tuple[Job, ...]
+
+    def objects(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+             "metadata": {"name": "non-preempting"}, "value": 5, "preemptionPolicy": "Never"}]
+        out += [build_node(n, cpu=16, gpu=g) for n, g in self.nodes.items()]
+        for name, (parent, quota, limit) in self.queues.items():
+            res: dict[str, Any] = {}
+            if quota is not None:
+                res["quota"] = f"{quota:g}"
+            if limit is not None:
+                res["limit"] = f"{limit:g}"
+            out.append(build_queue(name, parent=parent, resources={GPU: res} if res else None))
+        for job in self.jobs:
+            spec: dict[str, Any] = {}
+            if job.doom == "min-resources":
+                spec["minResources"] = {GPU: str(sum(self.nodes.values()) + 1)}
+            if job.doom == "gang-group":
+                spec["gangGroup"] = [f"default/{job.name}", "default/nobody"]
+            out.append(build_podgroup(job.name, min_member=job.min_member, queue=job.queue, **spec))
+            for i, node in enumerate(job.pods):
+                pod = build_pod(f"{job.name}-{i}", cpu=1, gpu=job.gpu, group=job.name,
+                                queue=job.queue, node=node,
+                                priority=None if job.doom == "never" else job.priority,
+                                node_selector={"zone": "nowhere"} if job.doom == "selector" else None)
+                if job.doom == "gated" and i:
+                    pod["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+                if job.doom == "never":
+                    pod["spec"]["priorityClassName"] = "non-preempting"
+                out.append(pod)
+        return out
+
+    def gated_pods(self) -> set[str]:
+        return {f"default/{j.name}-{i}" for j in self.jobs if j.doom == "gated"
+                for i in range(1, len(j.pods))}
+
+
+@st.composite
+def contended(draw: st.DrawFn) -> Contended:
+    nodes = {f"n{i}": draw(st.sampled_from([2, 4, 4, 8])) for i in range(draw(st.integers(1, 4)))}
+    queues: dict[str, tuple[str | None, float | None, float | None]] = {}
+    nested = draw(st.booleans())
+    for name in ("qa", "qb"):
+        quota = draw(st.sampled_from([None, 0.0, 1.0, 2.0, 4.0]))
+        limit = draw(st.sampled_from([None, None, None, 8.0]))
+        queues[name] = ("top" if nested and name == "qb" else None, quota, limit)
+    if nested:
+        queues["top"] = (None, None, None)
+        queues["qc"] = ("top", draw(st.sampled_from([None, 1.0])), None)
+    leaves = [q for q in queues if q != "top"]
+    free = dict(nodes)
+    jobs: list[Job] = []
+    for j in range(draw(st.integers(1, 6))):            # running, filling the nodes
+        queue = draw(st.sampled_from(leaves))
+        gpu = draw(st.sampled_from([1, 1, 2]))
+        size = draw(st.integers(1, 4))
+        spots = []
+        for _ in range(size):
+            node = next((n for n in draw(st.permutations(sorted(nodes))) if free[n] >= gpu), None)
+            if node is None:
+                break
+            free[node] -= gpu
+            spots.append(node)
+        if spots:
+            jobs.append(Job(f"run{j}", queue, draw(st.integers(1, len(spots))),
+                            draw(st.integers(0, 1)), gpu, tuple(spots)))
+    for j in range(draw(st.integers(1, 4))):            # pending, wanting room
+        size = draw(st.integers(1, 3))
+        jobs.append(Job(f"want{j}", draw(st.sampled_from(leaves)), draw(st.integers(1, size)),
+                        draw(st.integers(0, 2)), draw(st.sampled_from([1, 1, 2])), (None,) * size))
+    if draw(st.booleans()):                             # refused for a non-room reason
+        doom = draw(st.sampled_from(DOOMS))
+        size = 2 if doom in ("gated", "min-resources") else draw(st.integers(1, 2))
+        jobs.append(Job("doomed", draw(st.sampled_from(leaves)), size, 2, 1, (None,) * size, doom))
+    return Contended(nodes, queues, tuple(jobs))
+
+
+# -- sessions and checks -----------------------------------------------------------------
+
+def sessions(objects: list[dict[str, Any]], config: SchedulerConfig | None
+             ) -> Iterator[tuple[CycleResult, MemoryCluster]]:
+    """Each session's result and the cluster after it; between sessions bound
+    pods start and pods being deleted are gone."""
     registry = register_builtins()
-    return replay(scenario.objects(), config or default_config(registry), registry, SESSIONS)
+    config = config or default_config(registry)
+    clock = ManualClock()
+    cluster = load_cluster(objects, clock)
+    scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
+    for number in range(SESSIONS):
+        if number:
+            for pod in cluster.list(POD):
+                meta, spec = pod["metadata"], pod.get("spec") or {}
+                if meta.get("deletionTimestamp"):
+                    cluster.delete(POD, meta["namespace"], meta["name"])
+                elif spec.get("nodeName") and (pod.get("status") or {}).get("phase") == "Pending":
+                    cluster.replace({**pod, "status": {**pod["status"], "phase": "Running"}})
+            clock.advance(config.schedule_period)
+        yield scheduler.run_once(), cluster
 
 
-@settings(max_examples=40, deadline=None)
+def _cpu(value: Any) -> float:
+    text = str(value)
+    return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+
+
+def _requests(pod: dict[str, Any]) -> dict[str, float]:
+    req = pod["spec"]["containers"][0].get("resources", {}).get("requests", {})
+    return {"cpu": _cpu(req.get("cpu", "0")), GPU: float(req.get(GPU, 0))}
+
+
+def check(objects: list[dict[str, Any]], config: SchedulerConfig | None,
+          doomed: set[str] = frozenset(), gated: set[str] = frozenset(),
+          never: set[str] = frozenset()) -> list[tuple]:
+    """Run the sessions, checking every invariant after each; the decisions.
+    doomed: jobs refused for a reason no eviction fixes (never placed, never
+    evicting); never: jobs that may be placed but never evict."""
+    nodes = {o["metadata"]["name"]: o["status"]["allocatable"] for o in objects if o["kind"] == "Node"}
+    minimum = {f"default/{o['metadata']['name']}": o["spec"]["minMember"]
+               for o in objects if o["kind"] == "PodGroup"}
+    limits = {o["metadata"]["name"]: o["spec"].get("resources") or {}
+              for o in objects if o["kind"] == "Queue"}
+    parents = {o["metadata"]["name"]: o["spec"].get("parentQueue")
+               for o in objects if o["kind"] == "Queue"}
+
+    def chain(queue: str) -> list[str]:
+        out = [queue]
+        while parents.get(out[-1]):
+            out.append(parents[out[-1]])
+        return out
+
+    before: dict[tuple[str, str], float] = defaultdict(float)  # what ran before, per queue
+    for o in objects:
+        if o["kind"] == "Pod" and o["spec"].get("nodeName"):
+            for q in chain(o["metadata"]["labels"].get("kaisched.io/queue", "default")):
+                for res, amount in _requests(o).items():
+                    before[(q, res)] += amount
+    touched: set[str] = set()
+    decisions = []
+    evicted: list[str] = []
+    causes: set[str] = set()
+    for result, cluster in sessions(objects, config):
+        pods = cluster.list(POD)
+        job_of = {f"default/{p['metadata']['name']}":
+                  f"default/{p['metadata']['annotations']['kaisched.io/pod-group']}" for p in pods}
+        evicts = [e for e in result.effects if isinstance(e, Evict)]
+        evicted += [e.pod for e in evicts]
+        causes |= {e.cause.value for e in evicts}
+        touched |= {job_of.get(p, p) for p in result.placed} | {e.job for e in evicts}
+        decisions.append((dict(result.placed), sorted(e.pod for e in evicts),
+                          dict(result.reservations)))
+        # nothing for the refused, and never a gated pod
+        for e in evicts:
+            assert e.by is None or e.by.job not in doomed | never, ("refused job evicted", e)
+        for key in [*result.placed, *result.reservations]:
+            assert job_of.get(key) not in doomed, ("refused job placed", key)
+            assert key not in gated, ("gated pod placed", key)
+        assert not [f for f in result.report.failed if getattr(f.effect, "pod", None) in gated]
+        for job in doomed:      # nor room held for it, and its own reason kept
+            status = cluster.get(PODGROUP, *job.split("/", 1)).get("status") or {}
+            said = " ".join(c.get("message", "") for c in status.get("conditions") or ())
+            assert "reserving" not in said and "pipelined" not in said, (job, said)
+        # nodes
+        load: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        for p in pods:
+            node = p["spec"].get("nodeName")
+            if node:
+                for res, amount in _requests(p).items():
+                    load[node][res] += amount
+        for node, used in load.items():
+            assert used["cpu"] <= _cpu(nodes[node]["cpu"]) + 1e-6, (node, dict(used))
+            assert used[GPU] <= float(nodes[node].get(GPU, 0)) + 1e-6, (node, dict(used))
+        # every gang the scheduler touched: none of it, or its minimum
+        alive: dict[str, int] = defaultdict(int)
+        for p in pods:
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp"):
+                alive[job_of[f"default/{p['metadata']['name']}"]] += 1
+        for job in touched:
+            got = alive.get(job, 0)
+            assert got == 0 or got >= minimum.get(job, 1), (job, got, minimum.get(job), evicted)
+        # queue limits: only what ran before may exceed them
+        usage: dict[tuple[str, str], float] = defaultdict(float)
+        for p in pods:
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp"):
+                for q in chain(p["metadata"]["labels"].get("kaisched.io/queue", "default")):
+                    for res, amount in _requests(p).items():
+                        usage[(q, res)] += amount
+        for queue, spec in limits.items():
+            for res, values in spec.items():
+                if values.get("limit") is not None:
+                    limit = _cpu(values["limit"]) if res == "cpu" else float(values["limit"])
+                    assert usage[(queue, res)] <= max(limit, before[(queue, res)]) + 1e-6, \
+                        (queue, res, usage[(queue, res)], limit)
+    event(f"evicted: {bool(evicted)}")
+    for cause in sorted(causes):
+        event(f"evicted by {cause}")
+    return decisions
+
+
+def _doomed(scenario: Contended) -> tuple[set[str], set[str]]:
+    doomed = {f"default/{j.name}" for j in scenario.jobs if j.doom and j.doom != "never"}
+    return doomed, {f"default/{j.name}" for j in scenario.jobs if j.doom == "never"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(contended())
+def test_invariants_hold_where_room_is_contended(scenario: Contended) -> None:
+    doomed, never = _doomed(scenario)
+    decisions = check(scenario.objects(), None, doomed, scenario.gated_pods(), never)
+    assert check(scenario.objects(), None, doomed, scenario.gated_pods(), never) == decisions
+
+
+@settings(max_examples=100, deadline=None)
+@given(contended())
+def test_invariants_hold_contended_with_enqueue_and_the_starvation_guard(
+        scenario: Contended) -> None:
+    doomed, never = _doomed(scenario)
+    check(scenario.objects(), gated_config(), doomed, scenario.gated_pods(), never)
+
+
+@settings(max_examples=100, deadline=None)
 @given(scenarios())
 def test_invariants_hold_with_every_action(scenario: Scenario) -> None:
-    check(scenario, None)
+    decisions = check(scenario.objects(), None)
+    assert check(scenario.objects(), None) == decisions
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(scenarios())
 def test_invariants_hold_with_enqueue_and_the_starvation_guard(scenario: Scenario) -> None:
-    check(scenario, gated())
-
-
-def check(scenario: Scenario, config: SchedulerConfig | None) -> None:
-    result = run(scenario, config)
-    by_name = {p.name: p for p in scenario.pods}
-    evicted = {key.split("/", 1)[1] for key in result.evictions}
-    assert len(result.evictions) == len(set(result.evictions)), "a pod was evicted twice"
-    placed = {p.name: p.node for p in scenario.pods if p.node and p.name not in evicted}
-    for key, node in result.bindings.items():
-        name = key.split("/", 1)[1]
-        if name not in evicted:
-            placed[name] = node
-
-    load: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for name, node in placed.items():
-        load[node]["cpu"] += by_name[name].cpu
-        load[node][GPU] += by_name[name].gpu
-    for node, amounts in load.items():
-        assert amounts["cpu"] <= scenario.nodes[node]["cpu"] + 1e-6, (node, dict(amounts))
-        assert amounts[GPU] <= scenario.nodes[node][GPU] + 1e-6, (node, dict(amounts))
-
-    bound_jobs = {by_name[key.split("/", 1)[1]].job for key in result.bindings}
-    for job in bound_jobs:
-        min_member = scenario.jobs[job][0]
-        alive = sum(1 for p in scenario.pods if p.job == job and p.name in placed)
-        assert alive == 0 or alive >= min_member, (job, alive, min_member)
-
-    usage: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for name in placed:
-        for queue in scenario.ancestors(scenario.jobs[by_name[name].job][1]):
-            usage[queue]["cpu"] += by_name[name].cpu
-            usage[queue][GPU] += by_name[name].gpu
-    for queue, (_, limits) in scenario.queues.items():
-        for res, limit in limits.items():
-            if usage[queue][res] > limit + 1e-6:
-                # only what ran before the scheduler may exceed a limit
-                before = sum(getattr(p, "cpu" if res == "cpu" else "gpu") for p in scenario.pods
-                             if p.node and queue in scenario.ancestors(scenario.jobs[p.job][1]))
-                assert usage[queue][res] <= before + 1e-6, (queue, res, usage[queue][res], limit)
-
-    again = run(scenario, config)
-    assert (again.bindings, again.evictions, again.pipelined) == \
-        (result.bindings, result.evictions, result.pipelined)
+    check(scenario.objects(), gated_config())

@@ -200,9 +200,12 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
 
     # The other schedulers' PodGroups, served here so that they are watched.
     def serve_other_podgroups() -> None:
-        for api in ("scheduling.x-k8s.io/v1alpha1", "scheduling.k8s.io/v1alpha1"):
+        for api in ("scheduling.x-k8s.io/v1alpha1", "scheduling.k8s.io/v1alpha1",
+                    "scheduling.sigs.k8s.io/v1alpha1"):
             apiserver.emu.resources[f"{api}/podgroups"] = kmock.ResourceInfo(
                 kind="PodGroup", namespaced=True, subresources={"status"})
+        apiserver.emu.resources["kai.scheduler/v1alpha1/topologies"] = kmock.ResourceInfo(
+            kind="Topology", namespaced=False)
     apiserver.call(serve_other_podgroups)
 
     registry = register_builtins()

@@ -3,14 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from kaisched.api import labels as L
 from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup, TopologyRule
-from kaisched.api.quantity import parse_duration
 from kaisched.api.resource import Resource
 from kaisched.api.types import GangMode, JobKey, PodGroupPhase, QueueName, job_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
+from kaisched.cache.convert.koordinator import optional_settings
 from kaisched.cache.convert.pods import PodFacts
 
 # KAI's topology annotations on a PodGroup: node labels naming a topology level.
@@ -123,25 +121,12 @@ def upstream_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
 def annotated_gang(facts: PodFacts) -> tuple[GangSpec, str | None]:
     """A gang declared by Koordinator or Volcano annotations on its pods."""
     problems: list[str] = []
-    if facts.gang.source == "koordinator":
+    if facts.gang.source in ("koordinator", "koord"):
         raw = facts.annotation(L.KOORD_MIN_AVAILABLE) or "1"
-        mode = facts.annotation(L.KOORD_MODE) or "Strict"
-        groups = facts.annotation(L.KOORD_GROUPS)
-        group_keys: tuple[JobKey, ...] = ()
-        if groups:
-            try:
-                group_keys = tuple(JobKey(str(g)) for g in orjson.loads(groups))
-            except (orjson.JSONDecodeError, TypeError):
-                problems.append(f"{L.KOORD_GROUPS} must be a JSON list of namespace/name")
-        wait = None
-        if facts.annotation(L.KOORD_WAITING_TIME):
-            try:
-                wait = parse_duration(facts.annotation(L.KOORD_WAITING_TIME))
-            except ValueError as exc:
-                problems.append(f"{L.KOORD_WAITING_TIME}: {exc}")
+        # The optional ones fall back to defaults (the pod's warnings say so).
+        mode, group_keys, wait, _ = optional_settings(facts.annotation)
         gang = GangSpec(min_member=_int(raw, L.KOORD_MIN_AVAILABLE, 1, problems) or 1,
-                        mode=GangMode.NON_STRICT if mode == "NonStrict" else GangMode.STRICT,
-                        gang_group=group_keys, wait_time=wait)
+                        mode=mode, gang_group=group_keys, wait_time=wait)
     else:
         raw = facts.annotation(L.VOLCANO_GROUP_POD_NUM) or "1"
         gang = GangSpec(min_member=_int(raw, L.VOLCANO_GROUP_POD_NUM, 1, problems) or 1)

@@ -13,6 +13,7 @@ from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
 from kaisched.cache.convert.devices import pod_claims
+from kaisched.cache.convert.koordinator import optional_settings
 from kaisched.cache.convert.rules import placement
 from kaisched.cache.convert.volumes import pod_pvcs
 from kaisched.api.volumes import PodClaim
@@ -33,7 +34,7 @@ GANG_POD_LABELS = ("leaderworkerset.sigs.k8s.io/name", "serving.knative.dev/revi
 class GangRef:
     """Which gang a pod names, and how."""
 
-    source: str            # kaisched | x-k8s | upstream | koordinator | volcano | owner | none
+    source: str            # kaisched | x-k8s | koord | upstream | koordinator | volcano | owner | none
     name: str = ""
     replica: str = ""      # upstream workloadRef.podGroupReplicaKey: one gang per replica
 
@@ -65,6 +66,7 @@ class PodFacts:
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
     pvcs: tuple[PodClaim, ...] = ()            # the PVCs it mounts
     claims: tuple[str, ...] = ()       # ResourceClaims it names (namespace/name)
+    warnings: tuple[str, ...] = ()     # declarations ignored for their defaults, to tell once
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -158,8 +160,10 @@ def gang_ref(meta: Obj) -> GangRef:
         return GangRef("kaisched", annotations[L.POD_GROUP_ANNOTATION])
     if labels.get(L.XK8S_POD_GROUP_LABEL):
         return GangRef("x-k8s", labels[L.XK8S_POD_GROUP_LABEL])
-    if annotations.get(L.KOORD_NAME) or labels.get(L.KOORD_POD_GROUP_LABEL):
-        return GangRef("koordinator", annotations.get(L.KOORD_NAME) or labels[L.KOORD_POD_GROUP_LABEL])
+    if annotations.get(L.KOORD_NAME):
+        return GangRef("koordinator", annotations[L.KOORD_NAME])
+    if labels.get(L.KOORD_POD_GROUP_LABEL):      # Koordinator's PodGroup object
+        return GangRef("koord", labels[L.KOORD_POD_GROUP_LABEL])
     if annotations.get(L.VOLCANO_GROUP_NAME):
         return GangRef("volcano", annotations[L.VOLCANO_GROUP_NAME])
     for ref in meta.get("ownerReferences") or ():
@@ -236,7 +240,13 @@ def pod_facts(pod: Obj) -> PodFacts:
         gates=scheduling_gates(spec),
         pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
         claims=claims,
+        warnings=tuple(optional_settings(lambda k: _text(annotations.get(k)))[3])
+        if gang.source in ("koordinator", "koord") else (),
     )
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def scheduling_gates(spec: Obj) -> tuple[str, ...]:
