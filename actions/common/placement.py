@@ -34,7 +34,8 @@ def placeable(ssn: Session, job: JobInfo) -> bool:
         return False
     reason = ssn.job_invalid(job)
     if reason:
-        ssn.record_unschedulable(job, reason, Blocker.INVALID)
+        gated = any(t.gates for t in job.tasks.values() if t.status is TaskStatus.PENDING)
+        ssn.record_unschedulable(job, reason, Blocker.GATES if gated else Blocker.INVALID)
         return False
     return True
 

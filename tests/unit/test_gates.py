@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kaisched.api.clock import ManualClock
+from kaisched.api.types import Blocker, JobKey
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.errors import ConflictError
 from kaisched.runtime.binder import Binder
@@ -27,8 +28,12 @@ def test_gang_waits_for_gates_then_proceeds() -> None:
     cluster = load_cluster(_gang(), clock)
     config, registry = load_test_config()
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
+    scheduler.keep_session = True
     first = scheduler.run_once()
     assert not first.placed
+    assert scheduler.last_session is not None
+    assert scheduler.last_session.blockers[JobKey("default/train")] is Blocker.GATES
+    scheduler.keep_session = False
     cond = next(c for c in cluster.get(PODGROUP, "default", "train")["status"]["conditions"]
                 if c["type"] == "Scheduled")
     assert "example.com/quota" in cond["message"] and cond["status"] == "False"
