@@ -46,6 +46,10 @@ UNBOUND = "node(s) didn't find available persistent volumes to bind"
 LIMITS = "node(s) exceed max volume count"
 
 
+def mounts_claims(task: TaskInfo) -> bool:
+    return bool(task.claims)
+
+
 @attrs.frozen(slots=True)
 class Decision:
     """An unbound claim decided this session by the first pod placed with it."""
@@ -101,11 +105,12 @@ class VolumeBindingPlugin(PluginBase):
                 if row is not None:
                     self._use(claim, pod, row)
         ssn.register(Hook.JOB_VALID, self.job_invalid)
-        ssn.register(Hook.POD_PREDICATE, self.not_in_use, IN_USE)
-        ssn.register(Hook.POD_PREDICATE, self.affinity, AFFINITY)
-        ssn.register(Hook.POD_PREDICATE, self.bindable, UNBOUND)
+        # Asked only about pods that mount claims: the others keep the cached path.
+        ssn.register(Hook.POD_PREDICATE, self.not_in_use, IN_USE, when=mounts_claims)
+        ssn.register(Hook.POD_PREDICATE, self.affinity, AFFINITY, when=mounts_claims)
+        ssn.register(Hook.POD_PREDICATE, self.bindable, UNBOUND, when=mounts_claims)
         if self.limit:
-            ssn.register(Hook.POD_PREDICATE, self.within_limits, LIMITS)
+            ssn.register(Hook.POD_PREDICATE, self.within_limits, LIMITS, when=mounts_claims)
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
         ssn.register(Hook.PREBIND, self.prebind)

@@ -88,6 +88,7 @@ class Session:
         self._all_rows = np.arange(len(cluster.table))
         self._rules = cluster.rules_in_play()
         self._current_plugin = ""
+        self._when: dict[Callable[..., Any], Callable[[TaskInfo], bool]] = {}
         for tier in plugins:
             self.hooks.begin_tier()
             for plugin in tier:
@@ -98,11 +99,23 @@ class Session:
         self._task_key = self.hooks.order_key(Hook.TASK_ORDER)
         self._pod_rules = bool(self.hooks.callbacks(Hook.POD_PREDICATE)
                                or self.hooks.callbacks(Hook.POD_ORDER))
+        # When every such rule says which tasks it is about (volumes: pods that
+        # mount claims), the others take the cached path as if there were none.
+        rules = [fn for hook in (Hook.POD_PREDICATE, Hook.POD_ORDER)
+                 for _, fn in self.hooks.callbacks(hook)]
+        self._pod_when = _any_of(list(dict.fromkeys(self._when[fn] for fn in rules))) \
+            if all(fn in self._when for fn in rules) else None
+        self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
         self.held: dict[JobKey, Statement] = apply_holds(self, holds or {})
 
     # -- registration (plugins, while the session opens) -------------------------
-    def register(self, hook: Hook, fn: Callable[..., Any], label: str | None = None) -> None:
+    def register(self, hook: Hook, fn: Callable[..., Any], label: str | None = None,
+                 when: Callable[[TaskInfo], bool] | None = None) -> None:
+        """when (POD_PREDICATE, POD_ORDER): the tasks the rule is about; for
+        any other task fn answers None, and is not asked."""
         self.hooks.register(hook, label or self._current_plugin, fn)
+        if when is not None:
+            self._when[fn] = when
 
     def close(self) -> list[Effect]:
         self.holds = release_deadlocks(self, self.holds)
@@ -215,7 +228,7 @@ class Session:
         """The best node for the task, preferring room that is idle now; a node
         that has room only once releasing pods are gone gives a pipelined choice.
         within (a mask over nodes) keeps a topology-bound gang inside its domain."""
-        if not self._pod_rules:
+        if not self._pod_rules or (self._pod_when is not None and not self._pod_when(task)):
             cache = self._refresh(task)
             mask, idle_fit = cache.mask, cache.idle_fit
             if self.reserved_for:
@@ -350,7 +363,7 @@ class Session:
     def prebind(self, placed: TaskInfo) -> list[Any]:
         """The plugins' PrebindOps for a task just allocated (none for most)."""
         ops: list[Any] = []
-        for _, fn in self.hooks.callbacks(Hook.PREBIND):
+        for _, fn in self.prebinds:
             ops.extend(fn(placed))
         return ops
 
@@ -480,6 +493,12 @@ class Session:
         cache.idle_fit[rows] = table.fits(table.vector(task.resreq), table.idle[rows])
         cache.score[rows] = self.hooks.score(Hook.NODE_ORDER, task, rows)
         cache.seen[rows] = table.version
+
+
+def _any_of(tests: list[Callable[[TaskInfo], bool]]) -> Callable[[TaskInfo], bool]:
+    if len(tests) == 1:
+        return tests[0]
+    return lambda task: any(test(task) for test in tests)
 
 
 def _nodes(count: int) -> str:

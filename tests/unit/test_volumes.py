@@ -97,3 +97,23 @@ def test_redaction_keeps_claims_and_the_selected_node() -> None:
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {
         "name": "c", "annotations": {"volume.kubernetes.io/selected-node": "n1", "x/y": "z"}}}
     assert redact(pvc)["metadata"]["annotations"] == {"volume.kubernetes.io/selected-node": "n1"}
+
+
+def test_the_memory_backend_applies_a_watchs_field_selector() -> None:
+    from kaisched.cluster.kinds import EVENT, PVC_EVENTS
+    from kaisched.cluster.memory import MemoryCluster
+
+    cluster = MemoryCluster()
+
+    def event(kind: str, reason: str, name: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "ns"},
+                "reason": reason, "involvedObject": {"kind": kind, "name": "x", "namespace": "ns"}}
+
+    cluster.create(event("PersistentVolumeClaim", "ProvisioningFailed", "before"))
+    cluster.create(event("Pod", "Scheduled", "other"))
+    selected, everything = cluster.subscribe([PVC_EVENTS]), cluster.subscribe([EVENT])
+    cluster.create(event("PersistentVolumeClaim", "ProvisioningFailed", "after"))
+    cluster.create(event("PersistentVolumeClaim", "Provisioning", "normal"))
+    cluster.create(event("Pod", "ProvisioningFailed", "odd"))
+    assert [e.obj["metadata"]["name"] for e in selected.drain()] == ["before", "after"]
+    assert len(everything.drain()) == 5
