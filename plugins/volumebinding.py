@@ -91,6 +91,7 @@ class VolumeBindingPlugin(PluginBase):
         self.taken: dict[str, ClaimKey] = {}                # static volumes picked this session
         self.users: dict[ClaimKey, dict[PodKey, int]] = {}  # pods on nodes (row), per claim
         self.placed: dict[PodKey, int] = {}                 # tasks counted here, with their row
+        self._invalid: dict[JobKey, str | None] = {}
         # Attach limits: per driver, each row's limit (inf: none) and volumes attached.
         self.limit: dict[str, np.ndarray] = {}
         for node, drivers in storage.limits.items():
@@ -117,13 +118,19 @@ class VolumeBindingPlugin(PluginBase):
 
     # -- whether a pod can use its claims at all ----------------------------------------
     def job_invalid(self, job: JobInfo) -> str | None:
+        """Asked by several actions: answered once a session (what it reads,
+        the pending pods' claims and the storage, does not change in one)."""
+        if job.key in self._invalid:
+            return self._invalid[job.key]
+        why = None
         for task in job.tasks.values():
             if task.claims and task.status is TaskStatus.PENDING:
-                for claim in task.claims:
-                    why = self.problem(task, claim)
-                    if why:
-                        return f"pod {task.key}: {why}"
-        return None
+                problem = next(filter(None, (self.problem(task, c) for c in task.claims)), None)
+                if problem:
+                    why = f"pod {task.key}: {problem}"
+                    break
+        self._invalid[job.key] = why
+        return why
 
     def problem(self, task: TaskInfo, ref: PodClaim) -> str | None:
         """Why the claim keeps the pod from being placed anywhere, or None."""

@@ -117,3 +117,16 @@ def test_the_memory_backend_applies_a_watchs_field_selector() -> None:
     cluster.create(event("Pod", "ProvisioningFailed", "odd"))
     assert [e.obj["metadata"]["name"] for e in selected.drain()] == ["before", "after"]
     assert len(everything.drain()) == 5
+
+
+def test_a_claim_that_cannot_be_read_keeps_its_pods_waiting_saying_why() -> None:
+    pod = build_pod("p")
+    pod["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "bad"}}]
+    broken = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+              "metadata": {"name": "bad", "namespace": "default"}, "spec": "not a mapping"}
+    cluster = snapshot([build_node("n1"), broken, pod])
+    assert "malformed PersistentVolumeClaim" in (cluster.storage.claims["default/bad"].problem or "")
+    config, registry = load_test_config()
+    ssn = Session(cluster, config, [[VolumeBindingPlugin()]])
+    job = cluster.jobs[next(iter(cluster.jobs))]
+    assert ssn.job_invalid(job).startswith("pod default/p: PVC default/bad: malformed")
