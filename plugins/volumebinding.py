@@ -47,7 +47,7 @@ LIMITS = "node(s) exceed max volume count"
 
 
 def mounts_claims(task: TaskInfo) -> bool:
-    return bool(task.claims)
+    return bool(task.pvcs)
 
 
 @attrs.frozen(slots=True)
@@ -124,8 +124,8 @@ class VolumeBindingPlugin(PluginBase):
             return self._invalid[job.key]
         why = None
         for task in job.tasks.values():
-            if task.claims and task.status is TaskStatus.PENDING:
-                problem = next(filter(None, (self.problem(task, c) for c in task.claims)), None)
+            if task.pvcs and task.status is TaskStatus.PENDING:
+                problem = next(filter(None, (self.problem(task, c) for c in task.pvcs)), None)
                 if problem:
                     why = f"pod {task.key}: {problem}"
                     break
@@ -170,9 +170,9 @@ class VolumeBindingPlugin(PluginBase):
     # -- node filters (POD_PREDICATE: asked afresh, None for a pod with no claims) -------
     def not_in_use(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         """A ReadWriteOncePod claim another pod placed this session already uses."""
-        if not task.claims:
+        if not task.pvcs:
             return None
-        for ref in task.claims:
+        for ref in task.pvcs:
             claim = self.storage.claims.get(ref.key)
             if claim is not None and READ_WRITE_ONCE_POD in claim.access_modes \
                     and any(p != task.key for p in self.users.get(ref.key, ())):
@@ -182,10 +182,10 @@ class VolumeBindingPlugin(PluginBase):
     def affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         """Bound claims follow their volume; decided ones their decision; a
         claim whose selected node is set waits for its volume there."""
-        if not task.claims:
+        if not task.pvcs:
             return None
         out = None
-        for ref in task.claims:
+        for ref in task.pvcs:
             mask = self._fixed(ref.key)
             if mask is not None:
                 out = mask[rows] if out is None else out & mask[rows]
@@ -195,9 +195,9 @@ class VolumeBindingPlugin(PluginBase):
         """Unbound WaitForFirstConsumer claims not decided yet: a distinct
         matching volume for each, reachable from the node, or provisioning
         there. The same volume is not counted for two claims on one node."""
-        if not task.claims:
+        if not task.pvcs:
             return None
-        open_claims = [c for c in (self.storage.claims.get(r.key) for r in task.claims)
+        open_claims = [c for c in (self.storage.claims.get(r.key) for r in task.pvcs)
                        if c is not None and self._undecided(c)]
         if not open_claims:
             return None
@@ -220,11 +220,11 @@ class VolumeBindingPlugin(PluginBase):
 
     def within_limits(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         """Each CSI driver's attach limit, counting volumes not on the node yet."""
-        if not task.claims:
+        if not task.pvcs:
             return None
         out = None
         by_driver: dict[str, list[ClaimKey]] = {}
-        for ref in task.claims:
+        for ref in task.pvcs:
             claim = self.storage.claims.get(ref.key)
             driver = self._driver(claim) if claim is not None else ""
             if driver in self.limit:
@@ -241,12 +241,12 @@ class VolumeBindingPlugin(PluginBase):
 
     # -- following the session's placements ---------------------------------------------
     def _allocated(self, task: TaskInfo) -> None:
-        if not task.claims or task.key in self.placed or task.node_name is None:
+        if not task.pvcs or task.key in self.placed or task.node_name is None:
             return
         row = self.index.get(task.node_name)
         if row is None:
             return
-        for ref in task.claims:
+        for ref in task.pvcs:
             claim = self.storage.claims.get(ref.key)
             if claim is not None and self._undecided(claim):
                 self._decide(claim, task.node_name, row, task.key)
@@ -256,7 +256,7 @@ class VolumeBindingPlugin(PluginBase):
         if task.key not in self.placed or present(self.cluster, task):
             return              # still on its node (evicted: its volumes stay attached)
         row = self.placed[task.key]
-        for ref in task.claims:
+        for ref in task.pvcs:
             self._unuse(ref.key, task.key, row)
             decision = self.decided.get(ref.key)
             if decision is not None and decision.by == task.key:
@@ -266,11 +266,11 @@ class VolumeBindingPlugin(PluginBase):
 
     def prebind(self, placed: TaskInfo) -> list[PrebindOp]:
         """The claims' writes this pod's placement made, and what its gang waits for."""
-        if not placed.claims:
+        if not placed.pvcs:
             return []
         effects: list[SelectClaimNode | PrebindVolume] = []
         waiting: list[str] = []
-        for ref in placed.claims:
+        for ref in placed.pvcs:
             claim = self.storage.claims.get(ref.key)
             if claim is None or claim.bound:
                 continue

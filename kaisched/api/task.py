@@ -25,7 +25,7 @@ class TaskInfo:
     critical: bool = False               # kube-system or a system-* priority class
     unschedulable: str | None = None     # the PodScheduled=False message it carries
     labels: tuple[tuple[str, str], ...] = ()   # sorted; what other pods' selectors read
-    claims: tuple[PodClaim, ...] = ()          # PVCs it mounts (most pods: none, no volume checks)
+    pvcs: tuple[PodClaim, ...] = ()            # PVCs it mounts (most pods: none, no volume checks)
 
     @property
     def namespace(self) -> str:

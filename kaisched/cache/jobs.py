@@ -80,7 +80,7 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> 
         resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
         priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
         critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels,
-        claims=facts.claims)
+        pvcs=facts.pvcs)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:

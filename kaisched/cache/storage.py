@@ -79,17 +79,17 @@ class StorageCache:
 
     def put_pod(self, before: PodFacts | None, after: PodFacts | None) -> None:
         """A pod changed: the claims it mounts are used by it (or no longer)."""
-        if not (before is not None and before.claims) and not (after is not None and after.claims):
+        if not (before is not None and before.pvcs) and not (after is not None and after.pvcs):
             return
         if before is not None:
-            for c in before.claims:
+            for c in before.pvcs:
                 users = self.users.get(c.key)
                 if users is not None:
                     users.pop(before.key, None)
                     if not users:
                         del self.users[c.key]
         if after is not None and after.status is not None and after.status not in _DONE:
-            for c in after.claims:
+            for c in after.pvcs:
                 self.users.setdefault(c.key, {})[after.key] = after.node_name
         self._current = None
 

@@ -164,7 +164,7 @@ class Cache:
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
         if facts is not None:
             self.pods[key] = facts
-        if (before is not None and before.claims) or (facts is not None and facts.claims):
+        if (before is not None and before.pvcs) or (facts is not None and facts.pvcs):
             self.storage.put_pod(before, facts)
         self.model.put_pod(key, facts, before)
 

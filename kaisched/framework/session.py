@@ -443,17 +443,18 @@ class Session:
 
     def class_key(self, task: TaskInfo) -> tuple:
         """The task's equivalence class: what every filter and score reads of it.
-        Its requests and placement, the claims it mounts; and where some pod's
-        rules select pods by label, its namespace and the labels those rules read. Tasks of one
-        class get the same answers, so a failed one speaks for its twins."""
+        Its requests and placement, the PVCs it mounts; and where some pod's
+        rules select pods by label, its namespace and the labels those rules
+        read. Tasks of one class get the same answers, so a failed one speaks
+        for its twins."""
         rules = self._rules
         if not rules.any_rule:
-            if task.claims:     # the claims it mounts: pods alike but for them differ
-                return (task.resreq, task.placement, task.claims)
+            if task.pvcs:     # pods alike but for the PVCs they mount differ
+                return (task.resreq, task.placement, task.pvcs)
             return (task.resreq, task.placement)
         keys = rules.label_keys
         return (task.resreq, task.placement, task.namespace,
-                tuple(kv for kv in task.labels if kv[0] in keys), task.claims)
+                tuple(kv for kv in task.labels if kv[0] in keys), task.pvcs)
 
     def _class_cache(self, task: TaskInfo) -> _ClassCache:
         """The task's class's cached answers, as they are (rows may be stale)."""

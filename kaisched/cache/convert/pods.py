@@ -54,7 +54,7 @@ class PodFacts:
     unschedulable: str | None
     problem: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
-    claims: tuple[PodClaim, ...] = ()          # the PVCs it mounts
+    pvcs: tuple[PodClaim, ...] = ()            # the PersistentVolumeClaims it mounts
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -218,7 +218,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         unschedulable=unschedulable,
         problem="; ".join(problems) or None,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
-        claims=pod_claims(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
+        pvcs=pod_claims(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
     )
 
 
