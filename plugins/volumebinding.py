@@ -44,6 +44,7 @@ IN_USE = "node(s) unavailable due to a ReadWriteOncePod PVC used by another pod"
 AFFINITY = "node(s) had volume node affinity conflict"
 UNBOUND = "node(s) didn't find available persistent volumes to bind"
 LIMITS = "node(s) exceed max volume count"
+TOGETHER = 1000.0       # above any node score: room for every pod a shared claim pins
 
 
 def mounts_claims(task: TaskInfo) -> bool:
@@ -112,6 +113,7 @@ class VolumeBindingPlugin(PluginBase):
         ssn.register(Hook.POD_PREDICATE, self.bindable, UNBOUND, when=mounts_claims)
         if self.limit:
             ssn.register(Hook.POD_PREDICATE, self.within_limits, LIMITS, when=mounts_claims)
+        ssn.register(Hook.POD_ORDER, self.together, when=mounts_claims)
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
         ssn.register(Hook.PREBIND, self.prebind)
@@ -238,6 +240,29 @@ class VolumeBindingPlugin(PluginBase):
             fits = (self.attached[driver] + new <= self.limit[driver])[rows]
             out = fits if out is None else out & fits
         return out
+
+    def together(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        """A claim decided where its first pod goes pins the gang mates that
+        share it to that node: prefer a node with room for all of them, or the
+        first pod's choice could leave no room for the rest."""
+        if not task.pvcs:
+            return None
+        job = self.cluster.jobs[task.job]
+        mates: dict[PodKey, TaskInfo] = {}
+        for ref in task.pvcs:
+            claim = self.storage.claims.get(ref.key)
+            if claim is None or not self._undecided(claim):
+                continue
+            for pod, node in self.storage.users.get(ref.key, ()):
+                mate = job.tasks.get(pod)
+                if node is None and pod != task.key and mate is not None \
+                        and mate.status is TaskStatus.PENDING:
+                    mates[pod] = mate
+        if not mates:
+            return None
+        table = self.cluster.table
+        need = table.vector(task.resreq) + sum(table.vector(m.resreq) for m in mates.values())
+        return np.where(table.fits(need, table.future[rows]), TOGETHER, 0.0)
 
     # -- following the session's placements ---------------------------------------------
     def _allocated(self, task: TaskInfo) -> None:
