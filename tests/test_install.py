@@ -34,6 +34,8 @@ EXPECTED = {
     ("ClusterRole", "", "kaisched-podgrouper"),
     ("ClusterRoleBinding", "", "kaisched"),
     ("ClusterRoleBinding", "", "kaisched-podgrouper"),
+    ("Role", "kaisched-system", "kaisched-leader-election"),
+    ("RoleBinding", "kaisched-system", "kaisched-leader-election"),
     ("ConfigMap", "kaisched-system", "kaisched-config"),
     ("Deployment", "kaisched-system", "kaisched"),
     ("Deployment", "kaisched-system", "kaisched-podgrouper"),
@@ -100,7 +102,7 @@ def test_kubectl_applies_them_in_order() -> None:
     position = {kind: kinds.index(kind) for kind in kinds}
     assert kinds[0] == "Namespace"
     assert position["CustomResourceDefinition"] < position["Queue"]
-    for before in ("ServiceAccount", "ClusterRoleBinding", "ConfigMap"):
+    for before in ("ServiceAccount", "ClusterRoleBinding", "RoleBinding", "ConfigMap"):
         assert position[before] < position["Deployment"], before
 
 
@@ -118,7 +120,7 @@ def test_the_scheduler_may_write_queue_status(rendered: list[dict]) -> None:
     (role,) = [o for o in rendered if identity(o) == ("ClusterRole", "", "kaisched")]
     verbs = {v for rule in role["rules"] if GROUP in rule["apiGroups"]
              and "queues/status" in rule["resources"] for v in rule["verbs"]}
-    assert {"update", "patch"} <= verbs
+    assert "patch" in verbs             # merge patches of the status subresource
 
 
 # -- the image ------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import orjson
 from kaisched.cluster.client import Obj, WatchEvent
 from kaisched.cluster.kinds import Kind, object_key
 from kaisched.errors import (
-    ApiError, GoneError, NotFoundError, TransientApiError, UnreachableError,
+    ApiError, GoneError, NotFoundError, PermanentApiError, TransientApiError, UnreachableError,
 )
 
 log = logging.getLogger(__name__)
@@ -128,6 +128,19 @@ class _KindWatch:
             # say so once, report what it held as gone, and look again rarely.
             if not self.missing:
                 log.info("%s is not served by this cluster; not watching it", self.kind)
+            self.missing = True
+            items, version = [], ""
+        except PermanentApiError as exc:
+            if exc.status != 403:
+                raise
+            # The role may not read it: one line naming the permission, then as if
+            # not served (looked for again rarely, so a fixed role is picked up).
+            if not self.missing:
+                resource = f"{self.kind.plural}.{self.kind.group}" if self.kind.group \
+                    else self.kind.plural
+                log.warning("not allowed to list and watch %s (%s): grant list and watch on "
+                            "%s to this service account; not watching it", self.kind,
+                            exc, resource)
             self.missing = True
             items, version = [], ""
         else:
