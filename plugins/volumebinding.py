@@ -93,6 +93,7 @@ class VolumeBindingPlugin(PluginBase):
         self.users: dict[ClaimKey, dict[PodKey, int]] = {}  # pods on nodes (row), per claim
         self.placed: dict[PodKey, int] = {}                 # tasks counted here, with their row
         self._invalid: dict[JobKey, str | None] = {}
+        self._candidates: dict[ClaimKey, list[VolumeInfo]] = {}
         # Attach limits: per driver, each row's limit (inf: none) and volumes attached.
         self.limit: dict[str, np.ndarray] = {}
         for node, drivers in storage.limits.items():
@@ -367,8 +368,12 @@ class VolumeBindingPlugin(PluginBase):
         return out
 
     def _free_candidates(self, claim: ClaimInfo) -> list[VolumeInfo]:
-        return [v for v in self.storage.candidates(claim)
-                if self.taken.get(v.name, claim.key) == claim.key]
+        """The volumes the claim could bind, but those picked this session for
+        another claim (the list is made once a session per claim)."""
+        found = self._candidates.get(claim.key)
+        if found is None:
+            found = self._candidates[claim.key] = self.storage.candidates(claim)
+        return [v for v in found if self.taken.get(v.name, claim.key) == claim.key]
 
     def _decide(self, claim: ClaimInfo, node: NodeName, row: int, pod: PodKey) -> None:
         volume = next((v for v in self._free_candidates(claim)

@@ -179,12 +179,12 @@ class StorageControllers:
                 continue
             self._bind_pair(raw, obj, now)
             bound += 1
+        classes = {c["metadata"]["name"]: storage_class(c) for c in self.cluster.list(STORAGE_CLASS)}
         for key, raw in claims.items():
             claim = read_claim(raw)
             if claim.bound or claim.selected_node is not None:
                 continue
-            cls = next((storage_class(c) for c in self.cluster.list(STORAGE_CLASS)
-                        if c["metadata"]["name"] == (claim.class_name or "")), None)
+            cls = classes.get(claim.class_name or "")
             if cls is not None and (cls.mode is BindingMode.WAIT or cls.provisions):
                 continue        # the scheduler picks, or the provisioner makes one
             free = sorted((v for v in map(read_volume, self.cluster.list(PV))

@@ -130,3 +130,12 @@ def test_a_claim_that_cannot_be_read_keeps_its_pods_waiting_saying_why() -> None
     ssn = Session(cluster, config, [[VolumeBindingPlugin()]])
     job = cluster.jobs[next(iter(cluster.jobs))]
     assert ssn.job_invalid(job).startswith("pod default/p: PVC default/bad: malformed")
+
+
+def test_a_claim_naming_no_class_gets_the_default_one() -> None:
+    from kaisched.api.volumes import StorageClassInfo
+    classes = {n: StorageClassInfo(n, "p", default=d) for n, d in (("b", True), ("a", False))}
+    storage = Storage(classes=classes)
+    assert storage.class_of(ClaimInfo("ns/c")) == "b"
+    assert storage.class_of(ClaimInfo("ns/c", class_name="")) == ""
+    assert Storage().class_of(ClaimInfo("ns/c")) == ""
