@@ -22,20 +22,16 @@ answers None at once for a pod that mounts none: such pods pay nothing.
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import attrs
 import numpy as np
 
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeSpec
-from kaisched.api.placement import HOSTNAME_KEY, SelectorTerm
 from kaisched.api.podindex import present
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
-from kaisched.api.volumes import (
-    READ_WRITE_ONCE_POD, BindingMode, ClaimInfo, ClaimKey, PodClaim, VolumeInfo,
-)
+from kaisched.api.volumepools import NodeMasks, VolumePools
+from kaisched.api.volumes import READ_WRITE_ONCE_POD, BindingMode, ClaimInfo, ClaimKey, PodClaim
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import PrebindVolume, SelectClaimNode
 from kaisched.framework.statement import PrebindOp
@@ -87,13 +83,12 @@ class VolumeBindingPlugin(PluginBase):
         self.ssn, self.storage, self.cluster = ssn, storage, cluster
         self.specs: list[NodeSpec] = [n.spec for n in cluster.nodes.values()]
         self.index = cluster.table.index
-        self._masks: dict[tuple[SelectorTerm, ...], np.ndarray] = {}
+        self.mask = NodeMasks(self.specs, cluster.domains)
+        self.pools = VolumePools(storage, self.mask)     # static volumes, and those picked
         self.decided: dict[ClaimKey, Decision] = {}
-        self.taken: dict[str, ClaimKey] = {}                # static volumes picked this session
         self.users: dict[ClaimKey, dict[PodKey, int]] = {}  # pods on nodes (row), per claim
         self.placed: dict[PodKey, int] = {}                 # tasks counted here, with their row
         self._invalid: dict[JobKey, str | None] = {}
-        self._candidates: dict[ClaimKey, list[VolumeInfo]] = {}
         # Attach limits: per driver, each row's limit (inf: none) and volumes attached.
         self.limit: dict[str, np.ndarray] = {}
         for node, drivers in storage.limits.items():
@@ -195,9 +190,9 @@ class VolumeBindingPlugin(PluginBase):
         return out
 
     def bindable(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
-        """Unbound WaitForFirstConsumer claims not decided yet: a distinct
-        matching volume for each, reachable from the node, or provisioning
-        there. The same volume is not counted for two claims on one node."""
+        """Unbound WaitForFirstConsumer claims not decided yet: a free matching
+        volume for each, reachable from the node (as many as it has claims of
+        one shape), or provisioning there."""
         if not task.pvcs:
             return None
         open_claims = [c for c in (self.storage.claims.get(r.key) for r in task.pvcs)
@@ -205,19 +200,18 @@ class VolumeBindingPlugin(PluginBase):
         if not open_claims:
             return None
         out = np.ones(len(rows), dtype=bool)
-        none = np.zeros(len(rows), dtype=bool)
-        used: dict[str, np.ndarray] = {}    # volumes counted for an earlier claim, per row
+        alike: dict[object, int] = {}
         for claim in open_claims:
-            found = none.copy()
-            for volume in self._free_candidates(claim):
-                taken = used.get(volume.name, none)
-                reach = self.mask(volume.node_affinity)[rows] & ~found & ~taken
-                if reach.any():
-                    used[volume.name] = taken | reach
-                    found |= reach
+            mine = self.pools.prebound(claim)
+            if mine is not None:
+                found = self.mask(mine.node_affinity)[rows]
+            else:
+                shape = self.pools.shape(claim)
+                alike[shape] = alike.get(shape, 0) + 1
+                found = self.pools.reach(claim)[rows] >= alike[shape]
             cls = self.storage.classes.get(self.storage.class_of(claim))
             if cls is not None and cls.provisions:
-                found |= self.mask(cls.allowed_topologies)[rows]
+                found = found | self.mask(cls.allowed_topologies)[rows]
             out &= found
         return out
 
@@ -288,7 +282,7 @@ class VolumeBindingPlugin(PluginBase):
             if decision is not None and decision.by == task.key:
                 del self.decided[ref.key]
                 if decision.volume is not None:
-                    self.taken.pop(decision.volume, None)
+                    self.pools.give_back(self.storage.volumes[decision.volume])
 
     def prebind(self, placed: TaskInfo) -> list[PrebindOp]:
         """The claims' writes this pod's placement made, and what its gang waits for."""
@@ -325,20 +319,6 @@ class VolumeBindingPlugin(PluginBase):
         return [VolumeBindingOp(tuple(effects), placed.job, why)]
 
     # -- internals ----------------------------------------------------------------------
-    def mask(self, terms: Sequence[SelectorTerm]) -> np.ndarray:
-        """Nodes matching any of the terms (all nodes for none), once per term set."""
-        key = tuple(terms)
-        found = self._masks.get(key)
-        if found is None:
-            if not key:
-                found = np.ones(len(self.specs), dtype=bool)
-            else:
-                # The kubelet sets the hostname label; nodes written by hand may lack it.
-                found = np.array([any(t.matches({HOSTNAME_KEY: s.name, **s.labels}, s.name)
-                                      for t in key) for s in self.specs], dtype=bool)
-            self._masks[key] = found
-        return found
-
     def _undecided(self, claim: ClaimInfo) -> bool:
         """Unbound, WaitForFirstConsumer, no node selected, not decided this session."""
         if claim.bound or claim.selected_node is not None or claim.key in self.decided:
@@ -367,20 +347,11 @@ class VolumeBindingPlugin(PluginBase):
             out[row] = True
         return out
 
-    def _free_candidates(self, claim: ClaimInfo) -> list[VolumeInfo]:
-        """The volumes the claim could bind, but those picked this session for
-        another claim (the list is made once a session per claim)."""
-        found = self._candidates.get(claim.key)
-        if found is None:
-            found = self._candidates[claim.key] = self.storage.candidates(claim)
-        return [v for v in found if self.taken.get(v.name, claim.key) == claim.key]
-
     def _decide(self, claim: ClaimInfo, node: NodeName, row: int, pod: PodKey) -> None:
-        volume = next((v for v in self._free_candidates(claim)
-                       if self.mask(v.node_affinity)[row]), None)
+        volume = self.pools.pick(claim, row)
         self.decided[claim.key] = Decision(node, volume.name if volume else None, pod)
         if volume is not None:
-            self.taken[volume.name] = claim.key
+            self.pools.take(volume, claim.key)
 
     def _driver(self, claim: ClaimInfo) -> str:
         decision = self.decided.get(claim.key)
