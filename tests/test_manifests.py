@@ -336,9 +336,13 @@ def test_deployments_use_the_config_and_accounts_that_exist() -> None:
     assert pod["securityContext"]["runAsNonRoot"] is True
 
     grouper = find(deploy, "Deployment", "kaisched-podgrouper")
-    assert grouper["spec"]["replicas"] == 1
+    assert grouper["spec"]["replicas"] == 2          # one leads, through its own Lease
+    (grouper_container,) = grouper["spec"]["template"]["spec"]["containers"]
+    port = int(grouper_container["command"][grouper_container["command"].index("--metrics-port") + 1])
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert grouper_container[probe]["httpGet"] == {"path": path, "port": port}
     assert grouper["spec"]["template"]["spec"]["serviceAccountName"] in accounts
-    assert grouper["spec"]["template"]["spec"]["containers"][0]["command"] == ["podgrouper", "run"]
+    assert grouper_container["command"][:2] == ["podgrouper", "run"]
 
 
 def test_bindings_point_at_roles_and_accounts_that_exist() -> None:
@@ -364,8 +368,9 @@ def test_scheduler_can_bind_evict_and_write_status() -> None:
     role = find(objects("rbac.yaml"), "ClusterRole", "kaisched")
     assert "create" in granted(role, "", "pods/binding")
     assert "create" in granted(role, "", "pods/eviction")
-    assert {"update", "patch"} <= granted(role, GROUP, "podgroups/status")
-    assert {"get", "create", "update"} <= granted(role, "coordination.k8s.io", "leases")
+    assert "patch" in granted(role, GROUP, "podgroups/status")
+    lease_role = find(objects("rbac.yaml"), "Role", "kaisched-leader-election")
+    assert {"get", "create", "patch"} <= granted(lease_role, "coordination.k8s.io", "leases")
     assert {"list", "watch"} <= granted(role, "scheduling.x-k8s.io", "podgroups")
 
 
