@@ -42,7 +42,7 @@ def test_a_gang_with_wait_for_first_consumer_claims_binds_once_they_are_bound(
     nodes = fake_nodes(2, cpu="8", prefix="zonal", labels={ZONE: zone})
     cls = f"{namespace}-wffc"
     admin.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-                  "metadata": {"name": cls}, "provisioner": "example.com/rt-vol",
+                  "metadata": {"name": cls}, "provisioner": "rt-vol.example.com",
                   "volumeBindingMode": "WaitForFirstConsumer",
                   "allowedTopologies": [{"matchLabelExpressions": [
                       {"key": ZONE, "values": [zone]}]}]})
@@ -95,7 +95,7 @@ def test_a_gang_with_wait_for_first_consumer_claims_binds_once_they_are_bound(
                                    "accessModes": ["ReadWriteOnce"],
                                    "storageClassName": cls,
                                    "persistentVolumeReclaimPolicy": "Delete",
-                                   "csi": {"driver": "example.com/rt-vol", "volumeHandle": name},
+                                   "csi": {"driver": "rt-vol.example.com", "volumeHandle": name},
                                    "claimRef": {"apiVersion": "v1",
                                                 "kind": "PersistentVolumeClaim",
                                                 "namespace": namespace, "name": claim_name,
