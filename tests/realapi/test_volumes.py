@@ -5,9 +5,13 @@ runs there: the tests play them.
 A gang of two pods, each with a claim of a WaitForFirstConsumer class allowed
 in one zone only. The scheduler places the gang there and writes each
 claim's selected node, binding nothing. The test then plays the provisioner
-and the PV controller, which do not run on this server: it creates each
-volume in the selected node's zone, pre-bound to its claim, and binds the
-claim to it. The scheduler then binds the pods, each to its claim's node.
+and the PV controller: it creates each volume in the selected node's zone,
+pre-bound to its claim, and binds the claim to it. The scheduler then binds
+the pods.
+
+A static local volume on one of two nodes: the scheduler sets its claimRef
+(a patch naming its resourceVersion), the test binds the claim, and the pod
+is bound on the volume's node.
 """
 from __future__ import annotations
 
