@@ -277,7 +277,7 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
 @main.command()
 @click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "reclaim-1k", "churn",
                                               "affinity-5k", "scale-10k", "binds", "simulate",
-                                              "dra-1k"]))
+                                              "dra-1k", "volumes-5k"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
               help="Multiply the scenario's node and pod counts (for quick checks).")
 @click.option("--profile", type=click.IntRange(min=0), default=0, metavar="N",

@@ -22,20 +22,16 @@ answers None at once for a pod that mounts none: such pods pay nothing.
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import attrs
 import numpy as np
 
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeSpec
-from kaisched.api.placement import HOSTNAME_KEY, SelectorTerm
 from kaisched.api.podindex import present
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.api.volumes import (
-    READ_WRITE_ONCE_POD, BindingMode, ClaimInfo, ClaimKey, PodClaim, VolumeInfo,
-)
+from kaisched.api.volumepools import NodeMasks, VolumePools
+from kaisched.api.volumes import READ_WRITE_ONCE_POD, BindingMode, ClaimInfo, ClaimKey, PodClaim
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import PrebindVolume, SelectClaimNode
 from kaisched.framework.selection import FILTER_BLOCKERS
@@ -47,6 +43,11 @@ UNBOUND = "node(s) didn't find available persistent volumes to bind"
 LIMITS = "node(s) exceed max volume count"
 # A gang these filters keep off every node waits for its volumes (the pending-gangs metric).
 FILTER_BLOCKERS.update(dict.fromkeys((IN_USE, AFFINITY, UNBOUND, LIMITS), Blocker.VOLUMES))
+TOGETHER = 1000.0       # above any node score: room for every pod a shared claim pins
+
+
+def mounts_claims(task: TaskInfo) -> bool:
+    return bool(task.pvcs)
 
 
 @attrs.frozen(slots=True)
@@ -85,11 +86,12 @@ class VolumeBindingPlugin(PluginBase):
         self.ssn, self.storage, self.cluster = ssn, storage, cluster
         self.specs: list[NodeSpec] = [n.spec for n in cluster.nodes.values()]
         self.index = cluster.table.index
-        self._masks: dict[tuple[SelectorTerm, ...], np.ndarray] = {}
+        self.mask = NodeMasks(self.specs, cluster.domains)
+        self.pools = VolumePools(storage, self.mask)     # static volumes, and those picked
         self.decided: dict[ClaimKey, Decision] = {}
-        self.taken: dict[str, ClaimKey] = {}                # static volumes picked this session
         self.users: dict[ClaimKey, dict[PodKey, int]] = {}  # pods on nodes (row), per claim
         self.placed: dict[PodKey, int] = {}                 # tasks counted here, with their row
+        self._invalid: dict[JobKey, str | None] = {}
         # Attach limits: per driver, each row's limit (inf: none) and volumes attached.
         self.limit: dict[str, np.ndarray] = {}
         for node, drivers in storage.limits.items():
@@ -104,24 +106,32 @@ class VolumeBindingPlugin(PluginBase):
                 if row is not None:
                     self._use(claim, pod, row)
         ssn.register(Hook.JOB_VALID, self.job_invalid)
-        ssn.register(Hook.POD_PREDICATE, self.not_in_use, IN_USE)
-        ssn.register(Hook.POD_PREDICATE, self.affinity, AFFINITY)
-        ssn.register(Hook.POD_PREDICATE, self.bindable, UNBOUND)
+        # Asked only about pods that mount claims: the others keep the cached path.
+        ssn.register(Hook.POD_PREDICATE, self.not_in_use, IN_USE, when=mounts_claims)
+        ssn.register(Hook.POD_PREDICATE, self.affinity, AFFINITY, when=mounts_claims)
+        ssn.register(Hook.POD_PREDICATE, self.bindable, UNBOUND, when=mounts_claims)
         if self.limit:
-            ssn.register(Hook.POD_PREDICATE, self.within_limits, LIMITS)
+            ssn.register(Hook.POD_PREDICATE, self.within_limits, LIMITS, when=mounts_claims)
+        ssn.register(Hook.POD_ORDER, self.together, when=mounts_claims)
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
         ssn.register(Hook.PREBIND, self.prebind)
 
     # -- whether a pod can use its claims at all ----------------------------------------
     def job_invalid(self, job: JobInfo) -> str | None:
+        """Asked by several actions: answered once a session (what it reads,
+        the pending pods' claims and the storage, does not change in one)."""
+        if job.key in self._invalid:
+            return self._invalid[job.key]
+        why = None
         for task in job.tasks.values():
             if task.pvcs and task.status is TaskStatus.PENDING:
-                for claim in task.pvcs:
-                    why = self.problem(task, claim)
-                    if why:
-                        return f"pod {task.key}: {why}"
-        return None
+                problem = next(filter(None, (self.problem(task, c) for c in task.pvcs)), None)
+                if problem:
+                    why = f"pod {task.key}: {problem}"
+                    break
+        self._invalid[job.key] = why
+        return why
 
     def problem(self, task: TaskInfo, ref: PodClaim) -> str | None:
         """Why the claim keeps the pod from being placed anywhere, or None."""
@@ -183,9 +193,9 @@ class VolumeBindingPlugin(PluginBase):
         return out
 
     def bindable(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
-        """Unbound WaitForFirstConsumer claims not decided yet: a distinct
-        matching volume for each, reachable from the node, or provisioning
-        there. The same volume is not counted for two claims on one node."""
+        """Unbound WaitForFirstConsumer claims not decided yet: a free matching
+        volume for each, reachable from the node (as many as it has claims of
+        one shape), or provisioning there."""
         if not task.pvcs:
             return None
         open_claims = [c for c in (self.storage.claims.get(r.key) for r in task.pvcs)
@@ -193,19 +203,18 @@ class VolumeBindingPlugin(PluginBase):
         if not open_claims:
             return None
         out = np.ones(len(rows), dtype=bool)
-        none = np.zeros(len(rows), dtype=bool)
-        used: dict[str, np.ndarray] = {}    # volumes counted for an earlier claim, per row
+        alike: dict[object, int] = {}
         for claim in open_claims:
-            found = none.copy()
-            for volume in self._free_candidates(claim):
-                taken = used.get(volume.name, none)
-                reach = self.mask(volume.node_affinity)[rows] & ~found & ~taken
-                if reach.any():
-                    used[volume.name] = taken | reach
-                    found |= reach
+            mine = self.pools.prebound(claim)
+            if mine is not None:
+                found = self.mask(mine.node_affinity)[rows]
+            else:
+                shape = self.pools.shape(claim)
+                alike[shape] = alike.get(shape, 0) + 1
+                found = self.pools.reach(claim)[rows] >= alike[shape]
             cls = self.storage.classes.get(self.storage.class_of(claim))
             if cls is not None and cls.provisions:
-                found |= self.mask(cls.allowed_topologies)[rows]
+                found = found | self.mask(cls.allowed_topologies)[rows]
             out &= found
         return out
 
@@ -230,6 +239,29 @@ class VolumeBindingPlugin(PluginBase):
             out = fits if out is None else out & fits
         return out
 
+    def together(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        """A claim decided where its first pod goes pins the gang mates that
+        share it to that node: prefer a node with room for all of them, or the
+        first pod's choice could leave no room for the rest."""
+        if not task.pvcs:
+            return None
+        job = self.cluster.jobs[task.job]
+        mates: dict[PodKey, TaskInfo] = {}
+        for ref in task.pvcs:
+            claim = self.storage.claims.get(ref.key)
+            if claim is None or not self._undecided(claim):
+                continue
+            for pod, node in self.storage.users.get(ref.key, ()):
+                mate = job.tasks.get(pod)
+                if node is None and pod != task.key and mate is not None \
+                        and mate.status is TaskStatus.PENDING:
+                    mates[pod] = mate
+        if not mates:
+            return None
+        table = self.cluster.table
+        need = table.vector(task.resreq) + sum(table.vector(m.resreq) for m in mates.values())
+        return np.where(table.fits(need, table.future[rows]), TOGETHER, 0.0)
+
     # -- following the session's placements ---------------------------------------------
     def _allocated(self, task: TaskInfo) -> None:
         if not task.pvcs or task.key in self.placed or task.node_name is None:
@@ -253,7 +285,7 @@ class VolumeBindingPlugin(PluginBase):
             if decision is not None and decision.by == task.key:
                 del self.decided[ref.key]
                 if decision.volume is not None:
-                    self.taken.pop(decision.volume, None)
+                    self.pools.give_back(self.storage.volumes[decision.volume])
 
     def prebind(self, placed: TaskInfo) -> list[PrebindOp]:
         """The claims' writes this pod's placement made, and what its gang waits for."""
@@ -290,20 +322,6 @@ class VolumeBindingPlugin(PluginBase):
         return [VolumeBindingOp(tuple(effects), placed.job, why)]
 
     # -- internals ----------------------------------------------------------------------
-    def mask(self, terms: Sequence[SelectorTerm]) -> np.ndarray:
-        """Nodes matching any of the terms (all nodes for none), once per term set."""
-        key = tuple(terms)
-        found = self._masks.get(key)
-        if found is None:
-            if not key:
-                found = np.ones(len(self.specs), dtype=bool)
-            else:
-                # The kubelet sets the hostname label; nodes written by hand may lack it.
-                found = np.array([any(t.matches({HOSTNAME_KEY: s.name, **s.labels}, s.name)
-                                      for t in key) for s in self.specs], dtype=bool)
-            self._masks[key] = found
-        return found
-
     def _undecided(self, claim: ClaimInfo) -> bool:
         """Unbound, WaitForFirstConsumer, no node selected, not decided this session."""
         if claim.bound or claim.selected_node is not None or claim.key in self.decided:
@@ -332,16 +350,11 @@ class VolumeBindingPlugin(PluginBase):
             out[row] = True
         return out
 
-    def _free_candidates(self, claim: ClaimInfo) -> list[VolumeInfo]:
-        return [v for v in self.storage.candidates(claim)
-                if self.taken.get(v.name, claim.key) == claim.key]
-
     def _decide(self, claim: ClaimInfo, node: NodeName, row: int, pod: PodKey) -> None:
-        volume = next((v for v in self._free_candidates(claim)
-                       if self.mask(v.node_affinity)[row]), None)
+        volume = self.pools.pick(claim, row)
         self.decided[claim.key] = Decision(node, volume.name if volume else None, pod)
         if volume is not None:
-            self.taken[volume.name] = claim.key
+            self.pools.take(volume, claim.key)
 
     def _driver(self, claim: ClaimInfo) -> str:
         decision = self.decided.get(claim.key)

@@ -167,3 +167,10 @@ def test_bench_profile_is_refused_where_there_is_no_cycle_to_profile() -> None:
     result = CliRunner().invoke(main, ["bench", "binds", "--profile", "3"])
     assert result.exit_code == 2
     assert "--profile" in result.output
+
+
+def test_volumes_bench_places_every_pod_where_a_volume_of_its_own_is() -> None:
+    result = CliRunner().invoke(main, ["bench", "volumes-5k", "--scale", str(SCALE * 4)])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.stdout)
+    assert figures["placed"] == figures["pods"] == 320 and figures["nodes"] == 200

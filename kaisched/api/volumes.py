@@ -123,16 +123,17 @@ class Storage:
     classes: Mapping[str, StorageClassInfo] = attrs.field(factory=dict)
     limits: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
     users: Mapping[ClaimKey, tuple[tuple[PodKey, NodeName | None], ...]] = attrs.field(factory=dict)
+    default_class: str = attrs.field(init=False, default=attrs.Factory(
+        lambda self: min((c.name for c in self.classes.values() if c.default), default=""),
+        takes_self=True))
 
     def __bool__(self) -> bool:
         return bool(self.users)
 
     def class_of(self, claim: ClaimInfo) -> str:
-        """The class name a claim resolves to ("" for none)."""
-        if claim.class_name is not None:
-            return claim.class_name
-        default = sorted(c.name for c in self.classes.values() if c.default)
-        return default[0] if default else ""
+        """The class name a claim resolves to ("" for none; the default class
+        when it names none)."""
+        return claim.class_name if claim.class_name is not None else self.default_class
 
     def driver_of(self, claim: ClaimInfo) -> str:
         """The CSI driver that attaches the claim's volume: its bound volume's,

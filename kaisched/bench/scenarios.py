@@ -185,7 +185,13 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "affinity-5k": affinity,
     "scale-10k": bench_scale.scale_10k,
     "dra-1k": bench_dra.dra_1k,
+    "volumes-5k": lambda scale: _volumes(scale),
 }
+
+
+def _volumes(scale: float) -> tuple[list[Obj], list[Obj]]:
+    from kaisched.bench.volumes import volumes     # it builds on this module's objects
+    return volumes(scale)
 
 
 def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:

@@ -199,7 +199,8 @@ class Cache:
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
         if facts is not None:
             self.pods[key] = facts
-        self.storage.put_pod(before, facts)
+        if (before is not None and before.pvcs) or (facts is not None and facts.pvcs):
+            self.storage.put_pod(before, facts)
         self.model.put_pod(key, facts, before)
 
     def _put_node(self, name: str, spec: NodeSpec | None) -> None:

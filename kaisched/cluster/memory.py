@@ -23,6 +23,20 @@ class MemorySubscription:
     def __init__(self, kinds: frozenset[Kind]) -> None:
         self.kinds = kinds
         self.events: collections.deque[WatchEvent] = collections.deque()
+        # Kinds watched through a fieldSelector get only what it selects, as from
+        # an API server (a watch of ProvisioningFailed Events sees no other Event).
+        self.selectors = {k.plural: _field_selector(k.field_selector)
+                          for k in kinds if k.field_selector}
+        self.filtered = frozenset(self.selectors)
+
+    def selected(self, event: WatchEvent) -> bool:
+        for path, value in self.selectors[event.kind.plural]:
+            found: object = event.obj
+            for part in path:
+                found = found.get(part) if isinstance(found, dict) else None
+            if ("" if found is None else str(found)) != value:
+                return False
+        return True
 
     def drain(self) -> list[WatchEvent]:
         out = list(self.events)
@@ -139,8 +153,11 @@ class MemoryCluster:
     def subscribe(self, kinds: Iterable[Kind]) -> MemorySubscription:
         sub = MemorySubscription(frozenset(kinds))
         for kind in sub.kinds:
+            selected = kind.plural in sub.filtered
             for obj in self.list(kind):
-                sub.events.append(WatchEvent("ADDED", kind, obj))
+                event = WatchEvent("ADDED", kind, obj)
+                if not selected or sub.selected(event):
+                    sub.events.append(event)
         self._subscriptions.append(sub)
         return sub
 
@@ -164,5 +181,14 @@ class MemoryCluster:
 
     def _publish(self, event: WatchEvent) -> None:
         for sub in self._subscriptions:
-            if event.kind in sub.kinds:
+            if event.kind in sub.kinds and (event.kind.plural not in sub.filtered
+                                            or sub.selected(event)):
                 sub.events.append(event)
+
+
+def _field_selector(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """`a.b=x,c=y` as ((path, value), ...): equality terms, all to hold; the
+    shallowest first (most objects fail there, at one lookup)."""
+    terms = [term.split("=", 1) for term in text.split(",") if "=" in term]
+    return tuple(sorted(((tuple(path.split(".")), value) for path, value in terms),
+                        key=lambda t: len(t[0])))

@@ -18,6 +18,9 @@ POD_PREDICATE and POD_ORDER answers read the pods across a node's topology
 domain (inter-pod affinity, topology spread, host ports): they change with
 every placement nearby, so the session asks them afresh each time, over all
 nodes at once, and combines them with the cached answers.
+A POD_PREDICATE or POD_ORDER may be registered with the tasks it is about
+(Session.register's `when`); when every one is, a task none is about takes
+the cached path.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ afresh, but only about the rows the cached filters leave.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import attrs
 import numpy as np
@@ -51,7 +51,8 @@ class NodeSelection:
     room held for starving gangs (rows x resources), read as it changes."""
 
     def __init__(self, cluster: ClusterInfo, hooks: HookRegistry,
-                 reserved_for: dict[JobKey, np.ndarray]) -> None:
+                 reserved_for: dict[JobKey, np.ndarray],
+                 when: Mapping[Callable[..., Any], Callable[[TaskInfo], bool]] | None = None) -> None:
         self.cluster = cluster
         self.hooks = hooks
         self.reserved_for = reserved_for
@@ -64,6 +65,13 @@ class NodeSelection:
         self._rules = cluster.rules_in_play()
         self._pod_rules = bool(hooks.callbacks(Hook.POD_PREDICATE)
                                or hooks.callbacks(Hook.POD_ORDER))
+        # When every such rule says which tasks it is about (volumes: pods that
+        # mount claims), the others take the cached path as if there were none.
+        when = when or {}
+        rules = [fn for hook in (Hook.POD_PREDICATE, Hook.POD_ORDER)
+                 for _, fn in hooks.callbacks(hook)]
+        self._pod_when = _any_of(list(dict.fromkeys(when[fn] for fn in rules))) \
+            if rules and all(fn in when for fn in rules) else None
 
     def class_key(self, task: TaskInfo) -> tuple[Any, ...]:
         """The task's equivalence class: what every filter and score reads of it.
@@ -123,7 +131,7 @@ class NodeSelection:
         """The best node for the task, preferring room that is idle now; a node
         that has room only once releasing pods are gone gives a pipelined choice.
         within (a mask over nodes) keeps a topology-bound gang inside its domain."""
-        if not self._pod_rules:
+        if not self._pod_rules or (self._pod_when is not None and not self._pod_when(task)):
             cache = self._refresh(task)
             mask, idle_fit = cache.mask, cache.idle_fit
             if self.reserved_for:
@@ -253,3 +261,9 @@ class NodeSelection:
         cache.idle_fit[rows] = table.fits(table.vector(task.resreq), table.idle[rows])
         cache.score[rows] = self.hooks.score(Hook.NODE_ORDER, task, rows)
         cache.seen[rows] = table.version
+
+
+def _any_of(tests: list[Callable[[TaskInfo], bool]]) -> Callable[[TaskInfo], bool]:
+    if len(tests) == 1:
+        return tests[0]
+    return lambda task: any(test(task) for test in tests)

@@ -60,6 +60,7 @@ class Session:
         # table): other gangs may use a node's room only beyond it.
         self.reserved_for: dict[JobKey, np.ndarray] = {}
         self._current_plugin = ""
+        self._when: dict[Callable[..., Any], Callable[[TaskInfo], bool]] = {}
         for tier in plugins:
             self.hooks.begin_tier()
             for plugin in tier:
@@ -68,13 +69,19 @@ class Session:
         self._queue_key = self.hooks.order_key(Hook.QUEUE_ORDER)
         self._job_key = self.hooks.order_key(Hook.JOB_ORDER)
         self._task_key = self.hooks.order_key(Hook.TASK_ORDER)
-        self.selection = NodeSelection(cluster, self.hooks, self.reserved_for)
+        self.selection = NodeSelection(cluster, self.hooks, self.reserved_for, self._when)
         self.explanation = Explanation(cluster, self.selection)
+        self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
         self.held: dict[JobKey, Statement] = apply_holds(self, holds or {})
 
     # -- registration (plugins, while the session opens) -------------------------
-    def register(self, hook: Hook, fn: Callable[..., Any], label: str | None = None) -> None:
+    def register(self, hook: Hook, fn: Callable[..., Any], label: str | None = None,
+                 when: Callable[[TaskInfo], bool] | None = None) -> None:
+        """when (POD_PREDICATE, POD_ORDER): the tasks the rule is about; for
+        any other task fn answers None, and is not asked."""
         self.hooks.register(hook, label or self._current_plugin, fn)
+        if when is not None:
+            self._when[fn] = when
 
     def close(self) -> list[Effect]:
         self.holds = release_deadlocks(self, self.holds)
@@ -229,7 +236,7 @@ class Session:
     def prebind(self, placed: TaskInfo) -> list[Any]:
         """The plugins' PrebindOps for a task just allocated (none for most)."""
         ops: list[Any] = []
-        for _, fn in self.hooks.callbacks(Hook.PREBIND):
+        for _, fn in self.prebinds:
             ops.extend(fn(placed))
         return ops
 

@@ -116,12 +116,17 @@ class Statement:
     def __init__(self, ssn: Session) -> None:
         self._ssn = ssn
         self.ops: list[Operation] = []
+        self._prebind = False           # some op is a PrebindOp
 
     def allocate(self, task: TaskInfo, node: NodeName) -> TaskInfo:
         placed = self._ssn.assign(task, TaskStatus.ALLOCATED, node)
         self._claims(placed)
         self.ops.append(AllocateOp(placed, task))
-        self.ops.extend(self._ssn.prebind(placed))
+        if self._ssn.prebinds:          # some plugin may need work done before binds
+            found = self._ssn.prebind(placed)
+            if found:
+                self.ops.extend(found)
+                self._prebind = True
         return placed
 
     def pipeline(self, task: TaskInfo, node: NodeName) -> TaskInfo:
@@ -155,13 +160,15 @@ class Statement:
     def commit(self) -> None:
         """Turn every operation into its effect; the statement is then empty.
         What must precede the binds goes first: it decides whether they wait."""
+        if self._prebind:
+            for op in self.ops:
+                if isinstance(op, PrebindOp):
+                    op.commit(self._ssn)
         for op in self.ops:
-            if isinstance(op, PrebindOp):
-                op.commit(self._ssn)
-        for op in self.ops:
-            if not isinstance(op, PrebindOp):
+            if not (self._prebind and isinstance(op, PrebindOp)):
                 op.commit(self._ssn)
         self.ops = []
+        self._prebind = False
 
     def reserve(self) -> None:
         """Keep the placements as reservations for this session only: no binds,

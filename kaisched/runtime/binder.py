@@ -47,6 +47,10 @@ STOP_GRACE = 3.0            # after stop(), retries end this soon
 
 log = logging.getLogger(__name__)
 
+# Decisions, taken first and never coalesced: binds, evictions, and the
+# writes a pod's volumes need before its bind.
+_URGENT = (Bind, Evict, *VOLUME_EFFECTS)
+
 
 @attrs.frozen
 class Failure:
@@ -168,7 +172,7 @@ class Binder:
             if self._closed or (self._stopping is not None and not self._finishing(effect)):
                 self._forget(write)
                 return
-            if isinstance(effect, (Bind, Evict, *VOLUME_EFFECTS)):
+            if isinstance(effect, _URGENT):
                 self._urgent.append(write)
             else:
                 self._writes[_target(write)] = write

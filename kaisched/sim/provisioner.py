@@ -26,7 +26,7 @@ from typing import Any
 
 from kaisched.api.placement import HOSTNAME_KEY
 from kaisched.api.quantity import parse_duration
-from kaisched.api.volumes import BindingMode
+from kaisched.api.volumes import BindingMode, Storage
 from kaisched.cache.convert.volumes import PROVISIONING_FAILED, claim as read_claim
 from kaisched.cache.convert.volumes import storage_class, volume as read_volume
 from kaisched.cluster.events import event_object, object_reference
@@ -179,17 +179,16 @@ class StorageControllers:
                 continue
             self._bind_pair(raw, obj, now)
             bound += 1
+        classes = {c["metadata"]["name"]: storage_class(c) for c in self.cluster.list(STORAGE_CLASS)}
         for key, raw in claims.items():
             claim = read_claim(raw)
             if claim.bound or claim.selected_node is not None:
                 continue
-            cls = next((storage_class(c) for c in self.cluster.list(STORAGE_CLASS)
-                        if c["metadata"]["name"] == (claim.class_name or "")), None)
+            cls = classes.get(claim.class_name or "")
             if cls is not None and (cls.mode is BindingMode.WAIT or cls.provisions):
                 continue        # the scheduler picks, or the provisioner makes one
-            free = sorted((v for v in map(read_volume, self.cluster.list(PV))
-                           if v.matches(claim, claim.class_name or "")),
-                          key=lambda v: (v.claim != key, v.capacity, v.name))
+            volumes = {v.name: v for v in map(read_volume, self.cluster.list(PV))}
+            free = Storage(claims={key: claim}, volumes=volumes).candidates(claim)
             if free:
                 self._bind_pair(raw, self.cluster.get(PV, "", free[0].name), now)  # type: ignore[arg-type]
                 bound += 1

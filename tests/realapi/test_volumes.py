@@ -1,12 +1,17 @@
 """Volume binding against a real kube-apiserver, kaisched installed as shipped
-(its ServiceAccount's RBAC is all it may do).
+(its ServiceAccount's RBAC is all it may do). No provisioner or PV controller
+runs there: the tests play them.
 
 A gang of two pods, each with a claim of a WaitForFirstConsumer class allowed
 in one zone only. The scheduler places the gang there and writes each
 claim's selected node, binding nothing. The test then plays the provisioner
-and the PV controller, which do not run on this server: it creates each
-volume in the selected node's zone, pre-bound to its claim, and binds the
-claim to it. The scheduler then binds the pods, each to its claim's node.
+and the PV controller: it creates each volume in the selected node's zone,
+pre-bound to its claim, and binds the claim to it. The scheduler then binds
+the pods.
+
+A static local volume on one of two nodes: the scheduler sets its claimRef
+(a patch naming its resourceVersion), the test binds the claim, and the pod
+is bound on the volume's node.
 """
 from __future__ import annotations
 
@@ -42,7 +47,7 @@ def test_a_gang_with_wait_for_first_consumer_claims_binds_once_they_are_bound(
     nodes = fake_nodes(2, cpu="8", prefix="zonal", labels={ZONE: zone})
     cls = f"{namespace}-wffc"
     admin.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-                  "metadata": {"name": cls}, "provisioner": "example.com/rt-vol",
+                  "metadata": {"name": cls}, "provisioner": "rt-vol.example.com",
                   "volumeBindingMode": "WaitForFirstConsumer",
                   "allowedTopologies": [{"matchLabelExpressions": [
                       {"key": ZONE, "values": [zone]}]}]})
@@ -122,4 +127,54 @@ def test_a_gang_with_wait_for_first_consumer_claims_binds_once_they_are_bound(
             _unprotected(admin, PVC, namespace, f"ckpt-{i}")
         for name in volumes:
             _unprotected(admin, PV, "", name)
+        _unprotected(admin, STORAGE_CLASS, "", cls)
+
+
+def test_a_static_local_volume_is_prebound_then_the_pod_bound_where_it_is(
+        admin: KubeCluster, components: Components, namespace: str,
+        fake_nodes: Callable[..., list[str]]) -> None:
+    nodes = fake_nodes(2, cpu="8", prefix="local")
+    cls = f"{namespace}-local"
+    volume = f"{namespace}-nvme"
+    admin.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                  "metadata": {"name": cls}, "provisioner": "kubernetes.io/no-provisioner",
+                  "volumeBindingMode": "WaitForFirstConsumer"})
+    try:
+        admin.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume},
+                      "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                               "storageClassName": cls, "local": {"path": "/mnt/nvme0"},
+                               "nodeAffinity": {"required": {"nodeSelectorTerms": [
+                                   {"matchExpressions": [{"key": "kubernetes.io/hostname",
+                                                          "operator": "In",
+                                                          "values": [nodes[1]]}]}]}}}})
+        admin.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                      "metadata": {"name": "scratch", "namespace": namespace},
+                      "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"],
+                               "resources": {"requests": {"storage": "5Gi"}}}})
+        admin.create({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": "solo", "namespace": namespace},
+                      "spec": {"schedulerName": "kaisched",
+                               "nodeSelector": {"kaisched.io/test": OWNER},
+                               "containers": [{"name": "main", "image": "trainer:1",
+                                               "resources": {"requests": {"cpu": "1"}}}],
+                               "volumes": [{"name": "scratch", "persistentVolumeClaim": {
+                                   "claimName": "scratch"}}]}})
+
+        # The scheduler pre-binds the volume to the claim (its claimRef), binding nothing yet.
+        claim_uid = admin.get(PVC, namespace, "scratch")["metadata"]["uid"]
+        ref = eventually(lambda: (admin.get(PV, "", volume)["spec"].get("claimRef")),
+                         what="the volume pre-bound", timeout=60)
+        assert (ref["namespace"], ref["name"], ref.get("uid")) == (namespace, "scratch", claim_uid)
+        assert not admin.get(POD, namespace, "solo")["spec"].get("nodeName")
+
+        # The PV controller, played here: the claim bound to it.
+        admin.patch_status(PV, "", volume, {"phase": "Bound"})
+        admin.patch(PVC, namespace, "scratch", {"spec": {"volumeName": volume}})
+        admin.patch_status(PVC, namespace, "scratch", {"phase": "Bound"})
+        node = eventually(lambda: admin.get(POD, namespace, "solo")["spec"].get("nodeName"),
+                          what="the pod bound", timeout=60)
+        assert node == nodes[1], components.logs()[-3000:]
+    finally:
+        _unprotected(admin, PVC, namespace, "scratch")
+        _unprotected(admin, PV, "", volume)
         _unprotected(admin, STORAGE_CLASS, "", cls)

@@ -33,12 +33,13 @@ class Scenario:
     objects: list[Obj]
     min_member: dict[str, int]          # gang -> minMember
     gang_of: dict[str, str]             # pod key -> gang
+    users: dict[str, list[str]]         # claim key -> the pods mounting it
 
 
-def _pvc(name: str, cls: str, size: int) -> Obj:
+def _pvc(name: str, cls: str, size: int, mode: str = "ReadWriteOnce") -> Obj:
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": name, "namespace": "default"},
-            "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"],
+            "spec": {"storageClassName": cls, "accessModes": [mode],
                      "resources": {"requests": {"storage": f"{size}Gi"}}}}
 
 
@@ -72,22 +73,32 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                                  draw(st.sampled_from([5, 10, 50]))))
     min_member: dict[str, int] = {}
     gang_of: dict[str, str] = {}
+    users: dict[str, list[str]] = {}
     for g in range(draw(st.integers(1, 4))):
         gang = f"g{g}"
         size = draw(st.integers(1, 4))
         min_member[gang] = draw(st.integers(1, size))
         objects.append(build_podgroup(gang, min_member=min_member[gang]))
+        shared = draw(st.sampled_from([None, "zonal", "local"]))    # one claim the gang shares
+        if shared is not None:
+            objects.append(_pvc(f"{gang}-shared", shared, 1, "ReadWriteMany"))
         for p in range(size):
             name = f"{gang}-p{p}"
             pod = build_pod(name, cpu=draw(st.integers(1, 4)), group=gang)
-            cls = draw(st.sampled_from([None, "zonal", "local", "local"]))
-            if cls is not None:
-                objects.append(_pvc(name, cls, draw(st.sampled_from([1, 8, 20]))))
-                pod["spec"]["volumes"] = [{"name": "data",
-                                           "persistentVolumeClaim": {"claimName": name}}]
+            claims = []
+            for c in range(draw(st.integers(0, 2))):     # claims of its own
+                cls = draw(st.sampled_from(["zonal", "local", "local"]))
+                objects.append(_pvc(f"{name}-c{c}", cls, draw(st.sampled_from([1, 8, 20]))))
+                claims.append(f"{name}-c{c}")
+            if shared is not None and draw(st.booleans()):
+                claims.append(f"{gang}-shared")
+            pod["spec"]["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
+                                      for i, c in enumerate(claims)]
+            for c in claims:
+                users.setdefault(f"default/{c}", []).append(f"default/{name}")
             objects.append(pod)
             gang_of[f"default/{name}"] = gang
-    return Scenario(objects, min_member, gang_of)
+    return Scenario(objects, min_member, gang_of, users)
 
 
 def _reach(volume: Obj | None, node: Obj) -> bool:
@@ -99,7 +110,7 @@ def _reach(volume: Obj | None, node: Obj) -> bool:
     return not terms or any(t.matches(labels, node["metadata"]["name"]) for t in terms)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(scenarios())
 def test_volumes_follow_whole_gangs(scenario: Scenario) -> None:
     clock = ManualClock()
@@ -132,6 +143,8 @@ def test_volumes_follow_whole_gangs(scenario: Scenario) -> None:
             pod = cluster.get(POD, *bind.pod.split("/"))
             node = cluster.get(NODE, "", bind.node)
             for volume in (pod["spec"].get("volumes") or ()):
+                if "persistentVolumeClaim" not in volume:
+                    continue
                 claim = claims_before[f"default/{volume['persistentVolumeClaim']['claimName']}"]
                 assert claim.bound, (bind, claim)
                 assert _reach(cluster.get(PV, "", claim.volume_name), node), (bind, claim)
@@ -140,11 +153,14 @@ def test_volumes_follow_whole_gangs(scenario: Scenario) -> None:
             have = sum(1 for pod, g in scenario.gang_of.items()
                        if g == gang and (pod in running or pod in result.placed))
             assert not new or have >= need, (gang, have, need)
-        # no claim is selected for a node unless its pod is held or bound there
+        # no claim is selected for a node unless its pods are held there (all of them
+        # that were placed: a claim provisioned on one node pins every pod using it)
         for obj in cluster.list(PVC):
+            key = f"default/{obj['metadata']['name']}"
             selected = (obj["metadata"].get("annotations") or {}).get(SELECTED_NODE)
-            if selected and not claims_before[f"default/{obj['metadata']['name']}"].selected_node:
-                assert held.get(f"default/{obj['metadata']['name']}") == selected
+            if selected and not claims_before[key].selected_node:
+                placed = {held[p] for p in scenario.users.get(key, ()) if p in held}
+                assert placed == {selected}, (key, selected, placed)
         for pod in cluster.list(POD):
             if (pod.get("spec") or {}).get("nodeName") and pod["status"].get("phase") == "Pending":
                 cluster.replace({**pod, "status": {**pod["status"], "phase": "Running"}})

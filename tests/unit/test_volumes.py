@@ -97,3 +97,45 @@ def test_redaction_keeps_claims_and_the_selected_node() -> None:
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {
         "name": "c", "annotations": {"volume.kubernetes.io/selected-node": "n1", "x/y": "z"}}}
     assert redact(pvc)["metadata"]["annotations"] == {"volume.kubernetes.io/selected-node": "n1"}
+
+
+def test_the_memory_backend_applies_a_watchs_field_selector() -> None:
+    from kaisched.cluster.kinds import EVENT, PVC_EVENTS
+    from kaisched.cluster.memory import MemoryCluster
+
+    cluster = MemoryCluster()
+
+    def event(kind: str, reason: str, name: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "ns"},
+                "reason": reason, "involvedObject": {"kind": kind, "name": "x", "namespace": "ns"}}
+
+    cluster.create(event("PersistentVolumeClaim", "ProvisioningFailed", "before"))
+    cluster.create(event("Pod", "Scheduled", "other"))
+    selected, everything = cluster.subscribe([PVC_EVENTS]), cluster.subscribe([EVENT])
+    cluster.create(event("PersistentVolumeClaim", "ProvisioningFailed", "after"))
+    cluster.create(event("PersistentVolumeClaim", "Provisioning", "normal"))
+    cluster.create(event("Pod", "ProvisioningFailed", "odd"))
+    assert [e.obj["metadata"]["name"] for e in selected.drain()] == ["before", "after"]
+    assert len(everything.drain()) == 5
+
+
+def test_a_claim_that_cannot_be_read_keeps_its_pods_waiting_saying_why() -> None:
+    pod = build_pod("p")
+    pod["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "bad"}}]
+    broken = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+              "metadata": {"name": "bad", "namespace": "default"}, "spec": "not a mapping"}
+    cluster = snapshot([build_node("n1"), broken, pod])
+    assert "malformed PersistentVolumeClaim" in (cluster.storage.claims["default/bad"].problem or "")
+    config, registry = load_test_config()
+    ssn = Session(cluster, config, [[VolumeBindingPlugin()]])
+    job = cluster.jobs[next(iter(cluster.jobs))]
+    assert ssn.job_invalid(job).startswith("pod default/p: PVC default/bad: malformed")
+
+
+def test_a_claim_naming_no_class_gets_the_default_one() -> None:
+    from kaisched.api.volumes import StorageClassInfo
+    classes = {n: StorageClassInfo(n, "p", default=d) for n, d in (("b", True), ("a", False))}
+    storage = Storage(classes=classes)
+    assert storage.class_of(ClaimInfo("ns/c")) == "b"
+    assert storage.class_of(ClaimInfo("ns/c", class_name="")) == ""
+    assert Storage().class_of(ClaimInfo("ns/c")) == ""
