@@ -75,8 +75,16 @@ class DraPlugin(PluginBase):
         local = self.rows >= 0
         self.per_row = np.bincount(self.rows[local], minlength=len(table)).astype(np.float64)
         self.labels = [n.spec.labels for n in cluster.nodes.values()]
+        # Pods whose room is on its way back (evicted, terminating), and the
+        # devices of their claims promised to pods that wait for them (pipelined).
+        self.releasing: set[str] = {t.key for job in cluster.jobs.values() for t in job.tasks.values()
+                                    if t.claims and t.status is TaskStatus.RELEASING}
+        self.promised: dict[str, list[int]] = {}
         ssn.register(Hook.JOB_VALID, self.job_invalid)
         ssn.register(Hook.POD_PREDICATE, self.fits, UNSATISFIED)
+        ssn.register(Hook.POD_IDLE, self.free_now)
+        ssn.register(Hook.ON_ALLOCATE, self._allocated)
+        ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
         ssn.register(Hook.POD_ORDER, self.packing)
         ssn.register(Hook.CLAIMS, self.claim)
         ssn.register(Hook.EXPLAIN, self.explain)
@@ -101,8 +109,35 @@ class DraPlugin(PluginBase):
 
     # -- where a pod may go -----------------------------------------------------------
     def fits(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        """Nodes where the claims can be allocated once devices of pods that are
+        going away are free (the choice is pipelined if it needs them)."""
         if not task.claims:
             return None
+        return self._fits(task, rows, self._unavailable(future=True))
+
+    def free_now(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        """Of those, the nodes where the devices are free now."""
+        if not task.claims or not self.releasing:
+            return None         # no device is on its way back: as fits() said
+        return self._fits(task, rows, self.devices.taken)
+
+    def _unavailable(self, future: bool) -> np.ndarray:
+        """Devices no claim may take: held by a claim, except (in the future)
+        those of claims only pods going away hold, not promised to a waiting pod."""
+        taken = self.devices.taken
+        if not future or not self.releasing:
+            return taken
+        out = taken.copy()
+        for i, key in self.devices.holder.items():
+            claim = self.devices.claims.get(key)
+            if claim is not None and claim.reserved_for and all(
+                    f"{claim.namespace}/{c.name}" in self.releasing for c in claim.reserved_for):
+                out[i] = False
+        for held in self.promised.values():
+            out[held] = True
+        return out
+
+    def _fits(self, task: TaskInfo, rows: np.ndarray, taken: np.ndarray) -> np.ndarray:
         claims = self.devices.claims
         out = np.ones(len(rows), dtype=bool)
         pending: list[Claim] = []
@@ -119,14 +154,14 @@ class DraPlugin(PluginBase):
         if not pending or not out.any():
             return out
         if len(pending) == 1 and not self.devices.anywhere:
-            quick = self._counted(pending[0], rows)
+            quick = self._counted(pending[0], rows, taken)
             if quick is not None:
                 return out & quick
         for j in np.flatnonzero(out):
-            out[j] = self._allocate(pending, int(rows[j])) is not None
+            out[j] = self._allocate(pending, int(rows[j]), taken) is not None
         return out
 
-    def _counted(self, claim: Claim, rows: np.ndarray) -> np.ndarray | None:
+    def _counted(self, claim: Claim, rows: np.ndarray, taken: np.ndarray) -> np.ndarray | None:
         """For a claim of one plain request: nodes with enough free matching
         devices, counted over the whole inventory at once (None: not plain)."""
         if len(claim.requests) != 1 or claim.constraints:
@@ -134,18 +169,17 @@ class DraPlugin(PluginBase):
         request = claim.requests[0]
         if request.alternatives or request.all:
             return None
-        usable = self.eligible.mask(request) & ~self.devices.taken & (self.rows >= 0)
+        usable = self.eligible.mask(request) & ~taken & (self.rows >= 0)
         counts = np.bincount(self.rows[usable], minlength=len(self.per_row))
         return counts[rows] >= request.count
 
-    def _allocate(self, claims: list[Claim], row: int) -> list[Claim] | None:
+    def _allocate(self, claims: list[Claim], row: int, taken: np.ndarray) -> list[Claim] | None:
         """The claims allocated on the node at row, one after another (None:
         the node cannot hold them all)."""
         name = self.ssn.cluster.table.names[row]
         candidates = list(np.flatnonzero(self.rows == row))
         labels = self.labels[row]
         candidates += [i for i in self.devices.anywhere if self.devices.devices[i].on_node(name, labels)]
-        taken = self.devices.taken
         mine: set[int] = set()
         out = []
         for claim in claims:
@@ -205,10 +239,15 @@ class DraPlugin(PluginBase):
         consumer = Consumer(task.name, task.uid)
         found = [claims[key] for key in task.claims]
         row = self.ssn.cluster.table.index[task.node_name]  # type: ignore[index]
-        fresh = self._allocate([c for c in found if c.allocation is None], row) or []
+        waits = task.status is TaskStatus.PIPELINED
+        fresh = self._allocate([c for c in found if c.allocation is None], row,
+                               self._unavailable(future=waits)) or []
         if len(fresh) != sum(c.allocation is None for c in found):
             raise AssertionError(f"{task.key}: placed where its claims cannot be allocated")
         allocated = {c.key: c for c in fresh}
+        if waits:       # devices still held by pods going away: promised to this one
+            held = [self.devices.index[r.key] for c in fresh for r in c.allocation.results]  # type: ignore[union-attr]
+            self.promised[task.key] = [i for i in held if self.devices.taken[i]]
         moves = []
         for claim in found:
             new = allocated.get(claim.key, claim)
@@ -217,6 +256,22 @@ class DraPlugin(PluginBase):
             if new != claim:
                 moves.append((claim, new))
         return moves
+
+    def _allocated(self, task: TaskInfo) -> None:
+        """An eviction undone: the pod holds its devices again."""
+        if task.claims and task.status is not TaskStatus.ALLOCATED \
+                and task.status is not TaskStatus.PIPELINED:
+            self.releasing.discard(task.key)
+
+    def _deallocated(self, task: TaskInfo) -> None:
+        """A placement undone (its promise goes), or a pod evicted (its devices
+        come back once it is gone)."""
+        if not task.claims:
+            return
+        if task.status is TaskStatus.ALLOCATED or task.status is TaskStatus.PIPELINED:
+            self.promised.pop(task.key, None)
+        else:
+            self.releasing.add(task.key)
 
     # -- reservations of pods gone -------------------------------------------------------
     def on_session_close(self, ssn: Session) -> None:
