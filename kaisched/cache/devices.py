@@ -56,6 +56,14 @@ class DeviceStore:
             return False
         return True
 
+    def shows(self, key: str, allocation: object, reserved_for: tuple[Consumer, ...]) -> bool:
+        """The claim as read holds this allocation and these reservations (or is gone)."""
+        versions = self.claims.get(key)
+        if not versions:
+            return True
+        claim = _newest(versions)
+        return claim.allocation == allocation and claim.reserved_for == reserved_for
+
     def lend(self, pods: Mapping[str, convert.PodFacts]) -> Devices:
         """The inventory for the next session, brought up to date."""
         if self._inventory_changed:
