@@ -74,6 +74,7 @@ class DraPlugin(PluginBase):
         self.rows = self.devices.rows(table.index)
         local = self.rows >= 0
         self.per_row = np.bincount(self.rows[local], minlength=len(table)).astype(np.float64)
+        self._by_row: tuple[np.ndarray, np.ndarray] | None = None
         self.labels = [n.spec.labels for n in cluster.nodes.values()]
         # Pods whose room is on its way back (evicted, terminating), and the
         # devices of their claims promised to pods that wait for them (pipelined).
@@ -177,7 +178,7 @@ class DraPlugin(PluginBase):
         """The claims allocated on the node at row, one after another (None:
         the node cannot hold them all)."""
         name = self.ssn.cluster.table.names[row]
-        candidates = list(np.flatnonzero(self.rows == row))
+        candidates = list(self._on_row(row))
         labels = self.labels[row]
         candidates += [i for i in self.devices.anywhere if self.devices.devices[i].on_node(name, labels)]
         mine: set[int] = set()
@@ -190,6 +191,15 @@ class DraPlugin(PluginBase):
             mine.update(self.devices.index[r.key] for r in results)
             out.append(attrs.evolve(claim, allocation=Allocation(results, name)))
         return out
+
+    def _on_row(self, row: int) -> np.ndarray:
+        """The node-local devices of the node at row (indexed once per session)."""
+        if self._by_row is None:
+            order = np.argsort(self.rows, kind="stable")
+            bounds = np.searchsorted(self.rows[order], np.arange(len(self.per_row) + 1))
+            self._by_row = (order, bounds)
+        order, bounds = self._by_row
+        return order[bounds[row]:bounds[row + 1]]
 
     def packing(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         """Nodes whose devices are partly taken first: whole nodes stay free."""
