@@ -285,7 +285,7 @@ class DraPlugin(PluginBase):
 
     # -- reservations of pods gone -------------------------------------------------------
     def on_session_close(self, ssn: Session) -> None:
-        if not getattr(self, "active", False):
+        if not self.active:
             return
         for key, gone in sorted(self.devices.gone.items()):
             claim = self.devices.claims.get(key)
