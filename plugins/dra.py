@@ -80,6 +80,8 @@ class DraPlugin(PluginBase):
         # devices of their claims promised to pods that wait for them (pipelined).
         self.releasing: set[str] = {t.key for job in cluster.jobs.values() for t in job.tasks.values()
                                     if t.claims and t.status is TaskStatus.RELEASING}
+        for key, gone in self.devices.gone.items():     # pods gone: their reservations go at close
+            self.releasing.update(f"{key.split('/', 1)[0]}/{c.name}" for c in gone)
         self.promised: dict[str, list[int]] = {}
         ssn.register(Hook.JOB_VALID, self.job_invalid)
         ssn.register(Hook.POD_PREDICATE, self.fits, UNSATISFIED)
