@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import attrs
 import numpy as np
 
 from kaisched.api.allocation import Eligibility, allocate, leaves
-from kaisched.api.devices import Allocation, Claim, Consumer, DeviceRequest
+from kaisched.api.devices import Allocation, Claim, Consumer, DeviceRequest, DeviceResult
 from kaisched.api.inventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
@@ -34,6 +33,14 @@ from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetClaimStatus
 
 UNSATISFIED = "node(s) cannot allocate the pod's ResourceClaims"
+
+
+def _plain(claim: Claim) -> bool:
+    """One request for a count of devices of a class, no constraint: counted, not searched."""
+    if len(claim.requests) != 1 or claim.constraints:
+        return False
+    request = claim.requests[0]
+    return not request.alternatives and not request.all
 
 
 def _unmet(claim: str, name: str, request: DeviceRequest, devices: Devices, have: int,
@@ -75,6 +82,12 @@ class DraPlugin(PluginBase):
         local = self.rows >= 0
         self.per_row = np.bincount(self.rows[local], minlength=len(table)).astype(np.float64)
         self._by_row: tuple[np.ndarray, np.ndarray] | None = None
+        # Per node: devices held, and free devices each request may take,
+        # kept as claims move (the devices' watcher), not counted per question.
+        self.held_row = np.bincount(self.rows[local & self.devices.taken],
+                                    minlength=len(table)).astype(np.float64)
+        self.free_counts: dict[DeviceRequest, np.ndarray] = {}
+        self.devices.watchers = [self._moved]
         self.labels = [n.spec.labels for n in cluster.nodes.values()]
         # Pods whose room is on its way back (evicted, terminating), and the
         # devices of their claims promised to pods that wait for them (pipelined).
@@ -167,20 +180,40 @@ class DraPlugin(PluginBase):
     def _counted(self, claim: Claim, rows: np.ndarray, taken: np.ndarray) -> np.ndarray | None:
         """For a claim of one plain request: nodes with enough free matching
         devices, counted over the whole inventory at once (None: not plain)."""
-        if len(claim.requests) != 1 or claim.constraints:
+        if not _plain(claim):
             return None
         request = claim.requests[0]
-        if request.alternatives or request.all:
-            return None
-        usable = self.eligible.mask(request) & ~taken & (self.rows >= 0)
-        counts = np.bincount(self.rows[usable], minlength=len(self.per_row))
+        if taken is not self.devices.taken:         # a view of its own: counted for it
+            usable = self.eligible.mask(request) & ~taken & (self.rows >= 0)
+            return np.bincount(self.rows[usable], minlength=len(self.per_row))[rows] >= request.count
+        counts = self.free_counts.get(request)
+        if counts is None:
+            usable = self.eligible.mask(request) & ~taken & (self.rows >= 0)
+            counts = self.free_counts[request] = np.bincount(self.rows[usable],
+                                                             minlength=len(self.per_row))
         return counts[rows] >= request.count
+
+    def _moved(self, devices: list[int], taken: bool) -> None:
+        """Devices taken or given back: the per-node counts follow."""
+        rows = self.rows[devices]
+        local = rows >= 0
+        if not local.any():
+            return
+        sign = 1 if taken else -1
+        np.add.at(self.held_row, rows[local], sign)
+        picked = np.asarray(devices)[local]
+        for request, counts in self.free_counts.items():
+            hit = self.eligible.mask(request)[picked]
+            if hit.any():
+                np.add.at(counts, rows[local][hit], -sign)
 
     def _allocate(self, claims: list[Claim], row: int, taken: np.ndarray) -> list[Claim] | None:
         """The claims allocated on the node at row, one after another (None:
         the node cannot hold them all)."""
         name = self.ssn.cluster.table.names[row]
-        candidates = list(self._on_row(row))
+        if len(claims) == 1 and _plain(claims[0]) and not self.devices.anywhere:
+            return self._take_plain(claims[0], row, name, taken)
+        candidates = self._on_row(row).tolist()
         labels = self.labels[row]
         candidates += [i for i in self.devices.anywhere if self.devices.devices[i].on_node(name, labels)]
         mine: set[int] = set()
@@ -191,8 +224,21 @@ class DraPlugin(PluginBase):
             if results is None:
                 return None
             mine.update(self.devices.index[r.key] for r in results)
-            out.append(attrs.evolve(claim, allocation=Allocation(results, name)))
+            out.append(claim.allocated(Allocation(results, name)))
         return out
+
+    def _take_plain(self, claim: Claim, row: int, name: str,
+                    taken: np.ndarray) -> list[Claim] | None:
+        """A claim of one plain request: the node's first free matching devices."""
+        request = claim.requests[0]
+        here = self._on_row(row)
+        free = here[self.eligible.mask(request)[here] & ~taken[here]]
+        if len(free) < request.count:
+            return None
+        devices = self.devices.devices
+        results = tuple(DeviceResult(request.name, devices[i].driver, devices[i].pool, devices[i].name)
+                        for i in free[:request.count].tolist())
+        return [claim.allocated(Allocation(results, name))]
 
     def _on_row(self, row: int) -> np.ndarray:
         """The node-local devices of the node at row (indexed once per session)."""
@@ -207,10 +253,8 @@ class DraPlugin(PluginBase):
         """Nodes whose devices are partly taken first: whole nodes stay free."""
         if not task.claims or not self.weight:
             return None
-        held = np.bincount(self.rows[self.devices.taken & (self.rows >= 0)],
-                           minlength=len(self.per_row))
         total = np.maximum(self.per_row[rows], 1.0)
-        return held[rows] / total * 100.0 * self.weight
+        return self.held_row[rows] / total * 100.0 * self.weight
 
     def explain(self, task: TaskInfo) -> str | None:
         """The first request of the task's claims that no node can meet, with
@@ -264,7 +308,7 @@ class DraPlugin(PluginBase):
         for claim in found:
             new = allocated.get(claim.key, claim)
             if not claim.reserved(task.key):
-                new = attrs.evolve(new, reserved_for=(*new.reserved_for, consumer))
+                new = new.reserved_by((*new.reserved_for, consumer))
             if new != claim:
                 moves.append((claim, new))
         return moves
@@ -289,6 +333,7 @@ class DraPlugin(PluginBase):
     def on_session_close(self, ssn: Session) -> None:
         if not self.active:
             return
+        self.devices.watchers = []
         for key, gone in sorted(self.devices.gone.items()):
             claim = self.devices.claims.get(key)
             if claim is None:

@@ -74,7 +74,7 @@ class DeviceStore:
             self.devices.replace_claims({k: _newest(v) for k, v in self.claims.items()})
             self._claims_changed = False
         devices = self.devices
-        devices.gone = {}
+        devices.gone, devices.watchers = {}, []
         for claim in devices.claims.values():
             if not claim.reserved_for:
                 continue
