@@ -27,7 +27,7 @@ from kaisched.api.devices import Allocation, Claim, Consumer, DeviceRequest, Dev
 from kaisched.api.inventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, TaskStatus
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetClaimStatus
@@ -95,6 +95,10 @@ class DraPlugin(PluginBase):
                                     if t.claims and t.status is TaskStatus.RELEASING}
         for key, gone in self.devices.gone.items():     # pods gone: their reservations go at close
             self.releasing.update(f"{key.split('/', 1)[0]}/{c.name}" for c in gone)
+        # Pods an eviction could remove: when the session plans evictions, the
+        # devices only such pods hold count as freed.
+        self.evictable: set[str] = {t.key for job in cluster.jobs.values() for t in job.tasks.values()
+                                    if t.claims and t.status in EVICTABLE_STATUSES}
         self.promised: dict[str, list[int]] = {}
         ssn.register(Hook.JOB_VALID, self.job_invalid)
         ssn.register(Hook.POD_PREDICATE, self.fits, UNSATISFIED)
@@ -129,7 +133,7 @@ class DraPlugin(PluginBase):
         going away are free (the choice is pipelined if it needs them)."""
         if not task.claims:
             return None
-        return self._fits(task, rows, self._unavailable(future=True))
+        return self._fits(task, rows, self._unavailable(True, self.ssn.planning_eviction))
 
     def free_now(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         """Of those, the nodes where the devices are free now."""
@@ -137,17 +141,19 @@ class DraPlugin(PluginBase):
             return None         # no device is on its way back: as fits() said
         return self._fits(task, rows, self.devices.taken)
 
-    def _unavailable(self, future: bool) -> np.ndarray:
+    def _unavailable(self, future: bool, evicting: bool = False) -> np.ndarray:
         """Devices no claim may take: held by a claim, except (in the future)
-        those of claims only pods going away hold, not promised to a waiting pod."""
+        those of claims only pods going away hold, not promised to a waiting
+        pod; and, when evictions are planned, those only evictable pods hold."""
         taken = self.devices.taken
-        if not future or not self.releasing:
+        going = self.releasing | self.evictable if evicting else self.releasing
+        if not future or not going:
             return taken
         out = taken.copy()
         for i, key in self.devices.holder.items():
             claim = self.devices.claims.get(key)
             if claim is not None and claim.reserved_for and all(
-                    f"{claim.namespace}/{c.name}" in self.releasing for c in claim.reserved_for):
+                    f"{claim.namespace}/{c.name}" in going for c in claim.reserved_for):
                 out[i] = False
         for held in self.promised.values():
             out[held] = True
