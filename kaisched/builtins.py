@@ -14,10 +14,12 @@ from plugins.hostports import HostPortsPlugin
 from plugins.nodeaffinity import NodeAffinityPlugin
 from plugins.nodeorder import NodeOrderPlugin
 from plugins.podaffinity import PodAffinityPlugin
+from plugins.podgroupstatus import PodGroupStatusPlugin
 from plugins.predicates import PredicatesPlugin
 from plugins.priority import PriorityPlugin
 from plugins.proportion import ProportionPlugin
 from plugins.topologyspread import TopologySpreadPlugin
+from plugins.volumebinding import VolumeBindingPlugin
 
 
 def register_builtins(registry: Registry | None = None) -> Registry:
@@ -30,6 +32,7 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_action("stalegangeviction", StaleGangEvictionAction)
     registry.add_plugin("priority", PriorityPlugin)
     registry.add_plugin("gang", GangPlugin)
+    registry.add_plugin("podgroupstatus", PodGroupStatusPlugin)
     registry.add_plugin("proportion", ProportionPlugin)
     registry.add_plugin("predicates", PredicatesPlugin)
     registry.add_plugin("nodeorder", NodeOrderPlugin)
@@ -37,5 +40,6 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_plugin("topologyspread", TopologySpreadPlugin)
     registry.add_plugin("hostports", HostPortsPlugin)
     registry.add_plugin("nodeaffinity", NodeAffinityPlugin)
+    registry.add_plugin("volumebinding", VolumeBindingPlugin)
     registry.add_plugin("dra", DraPlugin)
     return registry

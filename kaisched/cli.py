@@ -167,22 +167,10 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
 def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
                   redact: bool) -> None:
     """Write the cluster's scheduling state as a Snapshot, to replay or explain."""
-    from kaisched.cluster.kinds import SCHEDULING_KINDS
-    from kaisched.cluster.kube import KubeCluster
-    from kaisched.errors import NotFoundError
     from kaisched.cluster.snapshot import build_snapshot
 
     config = _config(config_path, register_builtins(), None)
-    client = KubeCluster(kubeconfig)
-    items = []
-    try:
-        for kind in SCHEDULING_KINDS:
-            try:
-                items.extend(client.list(kind))
-            except NotFoundError:
-                continue        # a CRD that is not installed (scheduler-plugins PodGroup)
-    finally:
-        client.close()
+    items = _read_live(kubeconfig)
     data = orjson.dumps(build_snapshot(items, config.to_dict(), redact), option=orjson.OPT_INDENT_2)
     if output == "-":
         click.echo(data)
@@ -192,23 +180,55 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
 
 
 @main.command()
-@click.argument("podgroup", metavar="NS/PODGROUP")
-@click.option("--snapshot", "snapshot_path", required=True, type=click.Path(dir_okay=False),
+@click.argument("name", metavar="NAME")
+@click.option("--snapshot", "snapshot_path", type=click.Path(dir_okay=False),
               help="Snapshot, List or multi-document YAML of the cluster.")
-@click.option("--config", "config_path", help="Scheduler config YAML.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="Read the live cluster instead (only read: nothing is written to it).")
+@click.option("--config", "config_path", help="Scheduler config YAML (default: the snapshot's, else built-in).")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
-def explain(podgroup: str, snapshot_path: str, config_path: str | None, strict: bool) -> None:
-    """Why NS/PODGROUP is pending: per task and node, its queue, its gang shortfall."""
+def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
+            config_path: str | None, strict: bool) -> None:
+    """Why NAME is pending: per task and node, its queue, its gang shortfall.
+
+    NAME is a PodGroup or a pod as NAMESPACE/NAME, or a workload as
+    [NAMESPACE/]KIND/NAME (pytorchjob/bert). The cluster is read from
+    --snapshot FILE or, live, from --kubeconfig PATH; one scheduling cycle
+    runs on a copy of it.
+    """
     from kaisched.tools.explain import explain as run_explain
 
-    if podgroup.count("/") != 1:
-        raise click.BadParameter("expected NAMESPACE/NAME", param_hint="NS/PODGROUP")
-    loaded = _load(snapshot_path, strict)
+    if (snapshot_path is None) == (kubeconfig is None):
+        raise click.UsageError("give the cluster as --snapshot FILE or --kubeconfig PATH (one of them)")
     registry = register_builtins()
-    config = _config(config_path, registry, loaded.config)
-    for line in run_explain(loaded.objects, podgroup, config, registry):
+    if snapshot_path is not None:
+        loaded = _load(snapshot_path, strict)
+        objects, embedded = loaded.objects, loaded.config
+    else:
+        objects, embedded = _read_live(kubeconfig), None
+    config = _config(config_path, registry, embedded)
+    for line in run_explain(objects, name, config, registry):
         click.echo(line)
+
+
+def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
+    """Every object scheduling reads, listed from the cluster."""
+    from kaisched.cluster.kinds import SCHEDULING_KINDS
+    from kaisched.cluster.kube import KubeCluster
+    from kaisched.errors import NotFoundError
+
+    client = KubeCluster(kubeconfig)
+    items: list[dict[str, Any]] = []
+    try:
+        for kind in SCHEDULING_KINDS:
+            try:
+                items.extend(client.list(kind))
+            except NotFoundError:
+                continue        # a CRD that is not installed (scheduler-plugins PodGroup)
+    finally:
+        client.close()
+    return items
 
 
 @main.command()
@@ -237,7 +257,7 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
 
 
 @main.command()
-@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "churn",
+@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "reclaim-1k", "churn",
                                               "affinity-5k", "scale-10k", "binds", "simulate",
                                               "dra-1k"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,

@@ -27,12 +27,15 @@ from kaisched.api.devices import Allocation, Claim, Consumer, DeviceRequest, Dev
 from kaisched.api.inventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, Blocker, TaskStatus
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetClaimStatus
+from kaisched.framework.selection import FILTER_BLOCKERS
 
 UNSATISFIED = "node(s) cannot allocate the pod's ResourceClaims"
+# Devices are resources: a gang this filter keeps off every node waits for room.
+FILTER_BLOCKERS[UNSATISFIED] = Blocker.RESOURCES
 
 
 def _plain(claim: Claim) -> bool:

@@ -18,13 +18,13 @@ from kaisched.api.clock import Clock
 from kaisched.api.types import DEFAULT_QUEUE
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.events import event_object, object_reference
-from kaisched.cluster.kinds import POD, PODGROUP, kind_for, object_key
+from kaisched.cluster.kinds import POD, PODGROUP, Kind, kind_for, object_key
 from kaisched.errors import (
     ApiError, ConflictError, GoneError, NotFoundError, PermanentApiError, TransientApiError,
     UnreachableError,
 )
 from kaisched.runtime.outage import Outage
-from podgrouper.groupers import GroupSpec, Registry, builtin_groupers, group_owner, pick
+from podgrouper.groupers import GroupSpec, Lineage, Registry, builtin_groupers, group_owner, pick
 from podgrouper.groupers.workload import default_grouper
 from podgrouper.owners import OwnerRef, OwnerWalk, describe, top_owner
 from podgrouper.podgroup import (
@@ -66,13 +66,14 @@ class PodGrouper:
         self._checked: dict[Key, float] = {}       # PodGroup -> when its owner was last read
         self._owner_versions: dict[Key, str] = {}  # PodGroup -> owner resourceVersion grouped
         self._writes = 0
+        self._forbidden: set[Kind] = set()         # owner kinds the role may not read
 
     def sync(self) -> int:
         """Handle what the watch reported since the last call (the first call
         sees everything); return how many objects were created or patched."""
         before = self._writes
         self._drain()
-        owners = _OwnerCache(self.client)
+        owners = _OwnerCache(self.client, self._forbidden)
         fresh: set[Key] = set()                    # PodGroups already made or checked this sync
         for key in sorted(self._pending):
             self._group_pod(key, owners, fresh)
@@ -227,7 +228,7 @@ class PodGrouper:
 
     def _group(self, key: Key, pod: Obj, owners: _OwnerCache, fresh: set[Key]) -> None:
         walk = top_owner(pod, owners.read)
-        spec = self._spec(walk)
+        spec = self._spec(walk, pod)
         named = _annotations(pod).get(L.POD_GROUP_ANNOTATION)
         if named and named != spec.name:
             # Its PodGroup was deleted, and its owners now lead elsewhere: leave it be.
@@ -245,17 +246,17 @@ class PodGrouper:
         self._warn(pod, DEFAULTED, walk.problems + spec.problems)
         self._warn(pod, OVERRIDE_IGNORED, spec.warnings)
 
-    def _spec(self, walk: OwnerWalk) -> GroupSpec:
+    def _spec(self, walk: OwnerWalk, pod: Obj) -> GroupSpec:
         grouper = default_grouper if walk.broken else pick(self.groupers, walk.top)
-        return group_owner(walk.top, grouper)
+        return group_owner(walk.top, grouper, Lineage(pod, walk.owners))
 
     def _ensure_group(self, namespace: str, spec: GroupSpec, walk: OwnerWalk, pod: Obj,
                       fresh: set[Key]) -> None:
         key = (namespace, spec.name)
         existing = self._groups.get(key)
         if existing is None:
-            queue = _labels(pod).get(L.QUEUE_LABEL) or spec.queue or DEFAULT_QUEUE
-            priority = (pod.get("spec") or {}).get("priorityClassName") or spec.priority_class_name
+            queue = spec.queue or DEFAULT_QUEUE
+            priority = spec.priority_class_name
             try:
                 created = (pod.get("metadata") or {}).get("creationTimestamp")
                 self._groups[key] = self._wrote(self.client.create(
@@ -293,7 +294,7 @@ class PodGrouper:
                     continue
                 walk = top_owner(self._pods[member], owners.read)
                 if _uid(walk.top) == ref.uid:
-                    self._refresh(key, group, self._spec(walk), walk)
+                    self._refresh(key, group, self._spec(walk, self._pods[member]), walk)
                     self._owner_versions[key] = _version(walk.top)
             except UnreachableError:
                 self._checked.pop(key, None)
@@ -330,10 +331,12 @@ class PodGrouper:
 
 class _OwnerCache:
     """Owners read during one sync: the pods of one owner share the reads, and
-    one sync sees one version of each owner."""
+    one sync sees one version of each owner. A kind the role may not read is
+    logged once per process (forbidden keeps what was said), naming the grant."""
 
-    def __init__(self, client: ClusterClient) -> None:
+    def __init__(self, client: ClusterClient, forbidden: set[Kind] | None = None) -> None:
         self._client = client
+        self._forbidden = forbidden if forbidden is not None else set()
         self._read: dict[tuple[Any, str, str], Obj | None | PermanentApiError] = {}
 
     def read(self, namespace: str, ref: OwnerRef) -> Obj | None:
@@ -344,6 +347,12 @@ class _OwnerCache:
                 self._read[key] = self._client.get(*key)
             except PermanentApiError as exc:
                 self._read[key] = exc
+                if exc.status == 403 and kind not in self._forbidden:
+                    self._forbidden.add(kind)
+                    resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+                    log.warning("not allowed to read %s owners (%s): grant get on %s to this "
+                                "service account; their pods are grouped by the last owner "
+                                "read, with a Warning Event", kind, exc, resource)
         found = self._read[key]
         if isinstance(found, PermanentApiError):
             raise found

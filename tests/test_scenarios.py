@@ -7,9 +7,10 @@ evictions (exact set), pipelined (exact map), podGroups (per PodGroup: phase,
 minMember, and `message`: substrings of the Scheduled condition's message),
 podMessages (per pod: substrings of its PodScheduled=False message),
 evictionReasons (per pod: substring of the eviction message), staleSince
-(per PodGroup: the status timer), claims (per ResourceClaim: its allocated
-devices as driver/pool/device and the pods it is reserved for, or null when
-it is not allocated).
+(per PodGroup: the status timer), volumeClaims (per PVC: selectedNode, its
+volume.kubernetes.io/selected-node annotation, and volumeName; null: unset),
+claims (per ResourceClaim: its allocated devices as driver/pool/device and the
+pods it is reserved for, or null when it is not allocated).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 import yaml
 
 from kaisched.builtins import register_builtins
-from kaisched.cluster.kinds import POD, PODGROUP, RESOURCE_CLAIMS
+from kaisched.cluster.kinds import POD, PODGROUP, PVC, RESOURCE_CLAIMS
 from kaisched.framework import default_config, load_config
 from kaisched.tools.replay import replay
 from kaisched.cluster.snapshot import load_file
@@ -68,6 +69,13 @@ def test_scenario(path: Path) -> None:
             assert part in cond.get("message", ""), f"{key}: {cond}"
     for key, part in (expect.get("evictionReasons") or {}).items():
         assert part in result.eviction_reasons[key], result.eviction_reasons
+    for key, want in (expect.get("volumeClaims") or {}).items():
+        ns, name = key.split("/")
+        pvc = result.cluster.get(PVC, ns, name)
+        got = {"selectedNode": (pvc["metadata"].get("annotations") or {}).get(
+                   "volume.kubernetes.io/selected-node"),
+               "volumeName": (pvc.get("spec") or {}).get("volumeName")}
+        assert {k: got[k] for k in want} == want, f"{key}: {got}"
     for key, since in (expect.get("staleSince") or {}).items():
         ns, name = key.split("/")
         assert (result.cluster.get(PODGROUP, ns, name).get("status") or {}).get("staleSince") == since

@@ -16,8 +16,14 @@ from kaisched.api.placement import NO_RULES, PodRules
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
+from kaisched.api.volumes import NO_STORAGE, Storage
 from kaisched.api.types import (
-    OCCUPYING_STATUSES, JobKey, NodeName, PodKey, QueueName, TaskStatus,
+    OCCUPYING_STATUSES,
+    JobKey,
+    NodeName,
+    PodKey,
+    QueueName,
+    TaskStatus,
 )
 
 
@@ -83,7 +89,8 @@ class ClusterInfo:
     active: set[JobKey] | None = None
     moved: set[JobKey] = attrs.field(factory=set)     # jobs whose tasks moved since lent
     _ledger: Ledger | None = None
-    _active_list: tuple[tuple, list[JobInfo]] = ((), [])
+    storage: Storage = NO_STORAGE     # claims, volumes, classes, and who uses each claim
+    _active_list: tuple[tuple[int, ...], list[JobInfo]] = ((), [])
     # Dynamic Resource Allocation: devices, classes, claims (empty: none in play).
     devices: Devices = attrs.field(factory=Devices)
     _claimants: bool | None = None      # some task names a ResourceClaim
@@ -145,6 +152,7 @@ class ClusterInfo:
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
                             self._rules, self._domains)
+        other.storage = self.storage
         if self.devices:
             other.devices, other._claimants = self.devices.copy(), self._claimants
         return other

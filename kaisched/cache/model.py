@@ -23,13 +23,13 @@ from kaisched.api.cluster import ClusterInfo, ForeignPod, RulesInPlay
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeSpec
+from kaisched.api.placement import Placement
 from kaisched.api.queue import QueueInfo, build_queue_tree
-from kaisched.api.task import TaskInfo
 from kaisched.api.resource import Resource
+from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, group_key, make_task
-from kaisched.api.placement import Placement
 
 
 class Model:
@@ -111,9 +111,11 @@ class Model:
         placement = self._keep_placement(facts.placement)
         task = self.tasks[key] = make_task(facts, self.priorities, placement)
         self.claimants += bool(task.claims)
-        job = cluster.jobs.get(task.job)
-        if job is None:
+        found = cluster.jobs.get(task.job)
+        if found is None:
             job = cluster.jobs[task.job] = JobInfo(task.job, self.groups.single(None))
+        else:
+            job = found
         job.add_task(task)
         if not alike:
             self._changed(task.job)
@@ -181,11 +183,12 @@ class Model:
         self.priorities = priorities
         for key, task in list(self.tasks.items()):
             facts = pods.get(key)
-            if facts is None or priorities.of_pod(facts) != task.priority:
+            if facts is None or priorities.of_pod(facts) != task.priority \
+                    or priorities.never_preempts(facts) != task.never_preempts:
                 self.put_pod(key, facts)
-        for key, job in self.cluster.jobs.items():
+        for job_key, job in self.cluster.jobs.items():
             if job.spec.priority_class:
-                self._changed(key)          # its priority is its class's
+                self._changed(job_key)      # its priority is its class's
 
     def _changed(self, key: JobKey) -> None:
         self.changed.add(key)

@@ -81,11 +81,37 @@ class SetPodCondition:
 
 @attrs.frozen(slots=True)
 class RecordEvent:
-    kind: str                   # Pod | PodGroup
+    kind: str                   # Pod | PodGroup | Node
     key: str                    # namespace/name
     type: str                   # Normal | Warning
     reason: str
     message: str
+
+
+@attrs.frozen(slots=True)
+class SelectClaimNode:
+    """Annotate a WaitForFirstConsumer claim with the node its first consumer
+    goes to (volume.kubernetes.io/selected-node): its provisioner makes the
+    volume there. Written before the pod's bind, which waits for the claim."""
+    claim: str                  # namespace/name
+    node: NodeName
+    pod: PodKey
+    job: JobKey
+
+
+@attrs.frozen(slots=True)
+class PrebindVolume:
+    """Set a static volume's spec.claimRef to the claim it was picked for (the
+    smallest that fits where the pod goes); the PV controller then binds the
+    claim to it. Refused if another claim took the volume meanwhile."""
+    volume: str
+    claim: str                  # namespace/name
+    claim_uid: str
+    pod: PodKey
+    job: JobKey
+
+
+VOLUME_EFFECTS = (SelectClaimNode, PrebindVolume)
 
 
 @attrs.frozen(slots=True)
@@ -102,4 +128,4 @@ class SetClaimStatus:
 
 
 Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetPodCondition, RecordEvent,
-               SetClaimStatus]
+               SelectClaimNode, PrebindVolume, SetClaimStatus]

@@ -29,11 +29,14 @@ from kaisched.cache.convert import queue_status_dict, status_dict
 from kaisched.cache.convert.devices import allocation_dict, reserved_dict
 from kaisched.cluster.client import ClusterClient
 from kaisched.cluster.events import event_object, micro_time
-from kaisched.cluster.kinds import EVENT, POD, PODGROUP, QUEUE, kind_for
-from kaisched.errors import ApiError, ConflictError, TransientApiError, UnreachableError
+from kaisched.api.volumes import SELECTED_NODE
+from kaisched.cluster.kinds import EVENT, POD, PODGROUP, PV, PVC, QUEUE, kind_for
+from kaisched.errors import (
+    ApiError, ConflictError, NotFoundError, TransientApiError, UnreachableError,
+)
 from kaisched.framework.effects import (
-    Bind, Effect, Evict, RecordEvent, SetClaimStatus, SetPodCondition, SetPodGroupStatus,
-    SetQueueStatus,
+    VOLUME_EFFECTS, Bind, Effect, Evict, PrebindVolume, RecordEvent, SelectClaimNode,
+    SetClaimStatus, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
 )
 from kaisched.runtime.throttle import Admission, Verdict, WriteThrottle
 
@@ -60,7 +63,9 @@ class BindReport:
 class BindObserver(Protocol):
     """Told of every outcome as it happens (metrics count binds as they go)."""
 
-    def applied(self, effect: Effect) -> None: ...
+    def applied(self, effect: Effect, seconds: float) -> None:
+        """effect is done, seconds after the session decided it."""
+        ...
 
     def failed(self, effect: Effect, error: str) -> None: ...
 
@@ -93,6 +98,7 @@ class _Write:
     effect: Effect
     admission: Admission | None = None
     reported: bool = True           # False: an Event that follows a bind or an eviction
+    queued: float = attrs.field(factory=time.monotonic)     # when the session decided it
 
 
 class Binder:
@@ -163,7 +169,7 @@ class Binder:
             if self._closed or (self._stopping is not None and not self._finishing(effect)):
                 self._forget(write)
                 return
-            if isinstance(effect, (Bind, Evict)):
+            if isinstance(effect, (Bind, Evict, *VOLUME_EFFECTS)):
                 self._urgent.append(write)
             else:
                 self._writes[_target(write)] = write
@@ -305,7 +311,7 @@ class Binder:
                 with self._cond:
                     self._report.applied.append(effect)
             if self.observer is not None:
-                self.observer.applied(effect)
+                self.observer.applied(effect, time.monotonic() - write.queued)
             return
         self._forget(write)
         if isinstance(effect, Bind):
@@ -358,7 +364,7 @@ class Binder:
             pod = self.client.get(POD, ns, name)
         except ApiError:
             return False
-        return bool(pod) and (pod.get("spec") or {}).get("nodeName") == effect.node
+        return pod is not None and (pod.get("spec") or {}).get("nodeName") == effect.node
 
     def _call(self, write: _Write) -> None:
         effect = write.effect
@@ -392,9 +398,12 @@ class Binder:
             self.client.patch_status(POD, ns, name, {"conditions": kept + [cond]})
         elif isinstance(effect, RecordEvent):
             self._event(effect, write.admission)
+        elif isinstance(effect, VOLUME_EFFECTS):
+            write_volume(self.client, effect)
 
     def _event(self, effect: RecordEvent, admission: Admission | None) -> None:
-        ns, name = effect.key.split("/", 1)
+        ns, _, name = effect.key.rpartition("/")      # a Node's key has no namespace
+        ns = ns or "default"                            # where cluster objects' Events go
         now = self.now()
         if admission is not None and admission.verdict is Verdict.REPEAT and admission.name:
             # The same Event again: count it on the one written, as kubectl shows it.
@@ -402,8 +411,10 @@ class Binder:
                 "count": admission.count, "lastTimestamp": to_rfc3339(now),
                 "series": {"count": admission.count, "lastObservedTime": micro_time(now)}})
             return
-        api = "v1" if effect.kind == "Pod" else PODGROUP.api_version
-        ref = {"apiVersion": api, "kind": effect.kind, "name": name, "namespace": ns}
+        api = PODGROUP.api_version if effect.kind == PODGROUP.kind else "v1"
+        ref = {"apiVersion": api, "kind": effect.kind, "name": name}
+        if effect.kind != "Node":
+            ref["namespace"] = ns
         event = event_object(ref, effect.type, effect.reason, effect.message, COMPONENT, now)
         if admission is not None and admission.count > 1:
             event["count"] = admission.count
@@ -452,6 +463,44 @@ class Binder:
         """A status-like write that was not made: the next one must not wait."""
         if self.throttle is not None and write.admission is not None:
             self.throttle.forget(write.admission.target)
+
+
+def write_volume(client: ClusterClient, effect: SelectClaimNode | PrebindVolume) -> None:
+    """A claim's selected node, or a static volume pre-bound to its claim.
+    The volume is read first and written with its resourceVersion: if another
+    claim took it meanwhile, the write is refused (and the next session picks
+    again) rather than taking it from that claim."""
+    ns, name = effect.claim.split("/", 1)
+    if isinstance(effect, SelectClaimNode):
+        claim = client.get(PVC, ns, name)
+        if claim is None:
+            raise NotFoundError(f"PersistentVolumeClaim {effect.claim} not found")
+        meta = claim.get("metadata") or {}
+        selected = (meta.get("annotations") or {}).get(SELECTED_NODE)
+        if selected == effect.node:
+            return
+        if selected or (claim.get("spec") or {}).get("volumeName"):
+            raise ConflictError(f"PersistentVolumeClaim {effect.claim} already has a volume "
+                                f"or a node ({selected}): not moved to {effect.node}")
+        client.patch(PVC, ns, name, {"metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "annotations": {SELECTED_NODE: effect.node}}})
+        return
+    volume = client.get(PV, "", effect.volume)
+    if volume is None:
+        raise NotFoundError(f"PersistentVolume {effect.volume} not found")
+    ref = (volume.get("spec") or {}).get("claimRef") or {}
+    if ref:
+        if (ref.get("namespace"), ref.get("name")) == (ns, name):
+            return          # already ours
+        raise ConflictError(f"PersistentVolume {effect.volume} was taken by "
+                            f"{ref.get('namespace')}/{ref.get('name')} meanwhile")
+    claim_ref = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": ns,
+                 "name": name, **({"uid": effect.claim_uid} if effect.claim_uid else {})}
+    client.patch(PV, "", effect.volume, {
+        "metadata": {"resourceVersion": (volume.get("metadata") or {}).get("resourceVersion"),
+                     "annotations": {"pv.kubernetes.io/bound-by-controller": "yes"}},
+        "spec": {"claimRef": claim_ref}})
 
 
 def _target(write: _Write) -> Hashable:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import attrs
 
 from kaisched.api.clock import Clock
-from kaisched.api.types import JobKey, NodeName, PodKey
+from kaisched.api.cluster import ClusterInfo
+from kaisched.api.types import Blocker, JobKey, NodeName, PodKey
 from kaisched.runtime.binder import Binder, BindReport
 from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient, WatchEvent
@@ -67,9 +68,13 @@ class CycleResult:
     snapshot_seconds: float
     session_seconds: float
     abandoned: bool = False     # stopped between actions: nothing after that was applied
+    # The snapshot the session decided on (its jobs' queues, sizes, creation times and
+    # PodGroup statuses as they were), and the class of what blocks each pending gang.
+    cluster: ClusterInfo | None = None
+    blockers: dict[JobKey, Blocker] = attrs.field(factory=dict)
 
 
-class Outbox(list):  # type: ignore[type-arg]
+class Outbox(list[Effect]):
     """A session's effect list that hands each effect to the binder as it is
     appended: the session stays a pure producer of values."""
 
@@ -97,6 +102,10 @@ class Scheduler:
         self.binder = binder or Binder(client, clock.now)
         self.actions = config.build_actions(registry)
         self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
+        # Tools that explain a cycle (kaisched explain) keep its session to read
+        # what it saw; the production loop lets each one go with its cycle.
+        self.keep_session = False
+        self.last_session: Session | None = None
         self.synced = False                     # the first sync listed everything
 
     def sync(self) -> int:
@@ -117,19 +126,22 @@ class Scheduler:
         rest (effects already handed over are the binder's to finish or drop)."""
         started = time.perf_counter()
         self._catch_up(proceed)
+        for warning in self.cache.take_node_events():
+            self.binder.submit(warning)
         with _cyclic_gc_paused():
             cluster = self.cache.snapshot(self.clock.now())
             snapshotted = time.perf_counter()
+            outbox = Outbox(self.binder.submit) if self.binder.live else None
             ssn = Session(cluster, self.config, self.config.build_plugins(self.registry),
-                          self.holds)
-            if self.binder.live:
-                ssn.effects = Outbox(self.binder.submit)
+                          self.holds, outbox)
             abandoned = False
             for action in self.actions:
                 if not proceed():
                     abandoned = True
                     break
                 action.execute(ssn)
+            if self.keep_session:
+                self.last_session = ssn
             if abandoned or not proceed():
                 effects, abandoned = list(ssn.effects), True
             else:
@@ -143,8 +155,10 @@ class Scheduler:
             report = self.binder.take_report()
         else:
             report = self.binder.apply(effects) if not abandoned else BindReport()
+        blockers = {k: b for k, b in ssn.blockers.items() if k in ssn.unschedulable}
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
-                           snapshotted - started, decided - snapshotted, abandoned)
+                           snapshotted - started, decided - snapshotted, abandoned, cluster,
+                           blockers)
 
     def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
         """The jobs the effects bind, evict or write something of."""
@@ -251,7 +265,7 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
                         result = scheduler.run_once(
                             lambda: not stop.is_set() and leading())
                         if metrics is not None:
-                            metrics.observe(result)
+                            metrics.observe(result, scheduler.clock.now())
                         if result.abandoned and not stop.is_set():
                             scheduler.step_down()
                 state.reached()

@@ -6,7 +6,8 @@ rather than left silently pending."""
 from __future__ import annotations
 
 from kaisched.api.resource import GPU, PODS
-from kaisched.sim.scenario import JobSpec, NodePool, RoleSpec, Scenario, _amount, _show
+from kaisched.sim.fields import amount, show
+from kaisched.sim.specs import JobSpec, NodePool, RoleSpec, Scenario
 
 
 def never_fits(job: JobSpec, scenario: Scenario) -> str | None:
@@ -23,8 +24,8 @@ def never_fits(job: JobSpec, scenario: Scenario) -> str | None:
         need = job.minimum(res)
         have = sum(p.count * _capacity(p, res) for p in usable)
         if need > have:
-            return (f"needs {_show(res, need)} {res} at once, the nodes it may use have "
-                    f"{_show(res, have)}")
+            return (f"needs {show(res, need)} {res} at once, the nodes it may use have "
+                    f"{show(res, have)}")
     queue = scenario.queue(job.queue)
     seen: set[str] = set()
     while queue is not None and queue.name not in seen:
@@ -32,8 +33,8 @@ def never_fits(job: JobSpec, scenario: Scenario) -> str | None:
         for res in resources:
             limit = queue.limit(res)
             if limit is not None and job.minimum(res) > limit:
-                return (f"needs {_show(res, job.minimum(res))} {res} at once, over queue "
-                        f"{queue.name}'s limit of {_show(res, limit)}")
+                return (f"needs {show(res, job.minimum(res))} {res} at once, over queue "
+                        f"{queue.name}'s limit of {show(res, limit)}")
         queue = scenario.queue(queue.parent) if queue.parent else None
     return None
 
@@ -64,7 +65,7 @@ def _tolerates(toleration: dict[str, str], key: str, value: str, effect: str) ->
 
 
 def _capacity(pool: NodePool, name: str) -> float:
-    return sum(_amount(name, q) for n, q in pool.capacity if n == name)
+    return sum(amount(name, q) for n, q in pool.capacity if n == name)
 
 
 def _requests(role: RoleSpec) -> str:

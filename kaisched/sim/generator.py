@@ -11,16 +11,16 @@ from typing import Any, Mapping
 import numpy as np
 
 from kaisched.api.resource import CPU, GPU, MEMORY
-from kaisched.sim.scenario import (
-    JobKind, JobSpec, NodePool, RoleSpec, _Bad, _duration, _int, fields,
-)
+from kaisched.sim.fields import FieldError, duration, fields, integer, number
+from kaisched.sim.specs import JobKind, JobSpec, NodePool, RoleSpec
 
 _KEYS = ("seed", "jobs", "start", "meanInterarrival", "gpus", "gpusPerPod", "duration",
          "perGpu", "queues")
 _DURATION = ("median", "sigma", "min", "max")
 _QUEUE_MIX = ("weight", "kinds", "priorityClass")
 _SHORT = {JobKind.PYTORCH: "pt", JobKind.TF: "tf", JobKind.MPI: "mpi", JobKind.JOBSET: "js",
-          JobKind.RAY: "ray", JobKind.JOB: "job", JobKind.GANG: "gang"}
+          JobKind.RAY: "ray", JobKind.JOB: "job", JobKind.GANG: "gang", JobKind.XGBOOST: "xgb",
+          JobKind.JAX: "jax", JobKind.TRAINJOB: "tj", JobKind.LWS: "lws", JobKind.RAYSERVICE: "rsvc"}
 DEFAULT_SEED = 1
 
 
@@ -28,21 +28,21 @@ def generate(data: Any, where: str, seed: int | None, queues: list[str],
              classes: Mapping[str, int], pools: tuple[NodePool, ...]) -> tuple[list[JobSpec], int]:
     """The generated jobs, and the seed used (the override, else generate.seed)."""
     f = fields(data, where, _KEYS, ("jobs", "meanInterarrival", "gpus", "duration", "queues"))
-    used = seed if seed is not None else _int(f.get("seed", DEFAULT_SEED), f"{where}.seed", 0)
-    count = _int(f["jobs"], f"{where}.jobs", 1)
-    start = _duration(f.get("start", 0), f"{where}.start")
-    gap = _duration(f["meanInterarrival"], f"{where}.meanInterarrival", positive=True)
+    used = seed if seed is not None else integer(f.get("seed", DEFAULT_SEED), f"{where}.seed", 0)
+    count = integer(f["jobs"], f"{where}.jobs", 1)
+    start = duration(f.get("start", 0), f"{where}.start")
+    gap = duration(f["meanInterarrival"], f"{where}.meanInterarrival", positive=True)
     sizes, size_weights = _weights(f["gpus"], f"{where}.gpus", int_keys=True)
-    per_pod = _int(f.get("gpusPerPod", 8), f"{where}.gpusPerPod", 1)
+    per_pod = integer(f.get("gpusPerPod", 8), f"{where}.gpusPerPod", 1)
     for size in sizes:
         if size > per_pod and size % per_pod:
-            raise _Bad(f"{where}.gpus.{size}: a job of more than gpusPerPod ({per_pod}) GPUs "
+            raise FieldError(f"{where}.gpus.{size}: a job of more than gpusPerPod ({per_pod}) GPUs "
                        "must be a multiple of it")
     dur = fields(f["duration"], f"{where}.duration", _DURATION, ("median",))
-    median = _duration(dur["median"], f"{where}.duration.median", positive=True)
-    sigma = _number(dur.get("sigma", 1.0), f"{where}.duration.sigma")
-    low = _duration(dur.get("min", 60), f"{where}.duration.min", positive=True)
-    high = _duration(dur.get("max", median * 20), f"{where}.duration.max", positive=True)
+    median = duration(dur["median"], f"{where}.duration.median", positive=True)
+    sigma = number(dur.get("sigma", 1.0), f"{where}.duration.sigma")
+    low = duration(dur.get("min", 60), f"{where}.duration.min", positive=True)
+    high = duration(dur.get("max", median * 20), f"{where}.duration.max", positive=True)
     per_gpu = fields(f.get("perGpu") or {"cpu": 8, "memory": "64Gi"}, f"{where}.perGpu",
                      (CPU, MEMORY))
     mixes = _queue_mixes(f["queues"], f"{where}.queues", queues, classes)
@@ -85,8 +85,13 @@ def _roles(kind: JobKind, gpus: int, per_pod: int, per_gpu: Mapping[str, Any]) -
         return tuple(roles + ([RoleSpec("worker", pods - 1, gpu_pod)] if pods > 1 else []))
     if kind is JobKind.MPI:
         return (RoleSpec("launcher", 1, small), RoleSpec("worker", pods, gpu_pod))
-    if kind is JobKind.RAY:
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE):
         return (RoleSpec("head", 1, ((CPU, "2"), (MEMORY, "8Gi"))), RoleSpec("gpu", pods, gpu_pod))
+    if kind is JobKind.TRAINJOB:
+        return (RoleSpec("node", pods, gpu_pod),)
+    if kind is JobKind.LWS:          # one group: a leader and its workers
+        roles = [RoleSpec("leader", 1, gpu_pod)]
+        return tuple(roles + ([RoleSpec("worker", pods - 1, gpu_pod)] if pods > 1 else []))
     if kind is JobKind.JOBSET:
         return (RoleSpec("trainer", pods, gpu_pod),)
     if kind is JobKind.JOB:
@@ -104,14 +109,14 @@ def _scaled(quantity: str, times: int) -> str:
 def _queue_mixes(data: Any, where: str, queues: list[str], classes: Mapping[str, int]
                  ) -> list[tuple[str, float, list[JobKind], list[float], str | None]]:
     if not isinstance(data, dict) or not data:
-        raise _Bad(f"{where}: expected a mapping of queue name to {{weight, kinds, priorityClass}}")
+        raise FieldError(f"{where}: expected a mapping of queue name to {{weight, kinds, priorityClass}}")
     out = []
     for queue, entry in data.items():
         at = f"{where}.{queue}"
         if queue not in queues:
-            raise _Bad(f"{at}: no queue named {queue!r} in queues")
+            raise FieldError(f"{at}: no queue named {queue!r} in queues")
         f = fields(entry, at, _QUEUE_MIX, ("kinds",))
-        weight = _number(f.get("weight", 1), f"{at}.weight")
+        weight = number(f.get("weight", 1), f"{at}.weight")
         names, kind_weights = _weights(f["kinds"], f"{at}.kinds")
         kinds = []
         for name in names:
@@ -119,32 +124,26 @@ def _queue_mixes(data: Any, where: str, queues: list[str], classes: Mapping[str,
                 kinds.append(JobKind(name))
             except ValueError:
                 known = ", ".join(k.value for k in JobKind)
-                raise _Bad(f"{at}.kinds.{name}: unknown kind (known: {known})") from None
+                raise FieldError(f"{at}.kinds.{name}: unknown kind (known: {known})") from None
         priority = f.get("priorityClass")
         if priority is not None and priority not in classes:
-            raise _Bad(f"{at}.priorityClass: no priority class named {priority!r}")
+            raise FieldError(f"{at}.priorityClass: no priority class named {priority!r}")
         out.append((str(queue), weight, kinds, kind_weights, priority))
     return out
 
 
 def _weights(data: Any, where: str, int_keys: bool = False) -> tuple[list[Any], list[float]]:
     if not isinstance(data, dict) or not data:
-        raise _Bad(f"{where}: expected a mapping of value to weight")
+        raise FieldError(f"{where}: expected a mapping of value to weight")
     keys, weights = [], []
     for key, weight in data.items():
         if int_keys:
-            key = _int(key, f"{where}", 1)
+            key = integer(key, f"{where}", 1)
         keys.append(key)
-        weights.append(_number(weight, f"{where}.{key}"))
+        weights.append(number(weight, f"{where}.{key}"))
     if sum(weights) <= 0:
-        raise _Bad(f"{where}: the weights add up to zero")
+        raise FieldError(f"{where}: the weights add up to zero")
     return keys, weights
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise _Bad(f"{where}: expected a number >= 0, got {value!r}")
-    return float(value)
 
 
 def _norm(weights: list[float]) -> np.ndarray:

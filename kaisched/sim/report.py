@@ -75,7 +75,17 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
                       "events": _eviction_events(result)},
         "queues": queues,
         "jobs": jobs,
+        **_volumes(result),
     }
+
+
+def _volumes(result: SimResult) -> dict[str, Any]:
+    """Time claims waited from being asked for (a node selected) to bound, if any did."""
+    waits = list(result.volume_waits.values())
+    if not waits:
+        return {}
+    return {"volumeWait": {"claims": len(waits), "p50": _pct(waits, 50), "p90": _pct(waits, 90),
+                           "max": _round(max(waits), 1)}}
 
 
 def _job(run: JobRun) -> dict[str, Any]:
@@ -175,6 +185,10 @@ def render(report: dict[str, Any], console: Console) -> None:
                   f"p50 {_t(g['p50'])}, p90 {_t(g['p90'])}, p99 {_t(g['p99'])}, max {_t(g['max'])}")
     states = ", ".join(f"{n} {s}" for s, n in report["jobsByState"].items())
     console.print(f"jobs: {states}; invariants held in {report['invariantChecks']} checks")
+    if report.get("volumeWait"):
+        v = report["volumeWait"]
+        console.print(f"volume wait: {v['claims']} claims provisioned and bound; "
+                      f"p50 {_t(v['p50'])}, p90 {_t(v['p90'])}, max {_t(v['max'])}")
     console.print(_jobs_table(report["jobs"]))
     hidden = len(report["jobs"]) - TEXT_JOBS
     if hidden > 0:

@@ -34,14 +34,18 @@ from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import NAMESPACE, NODE, PODGROUP, PRIORITY_CLASS, QUEUE
 from kaisched.cluster.memory import MemoryCluster
-from kaisched.framework import Registry, SchedulerConfig
-from kaisched.framework.effects import Bind, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus
+from kaisched.framework import SchedulerConfig
+from kaisched.api.queue import QueueStatus
+from kaisched.framework.effects import (
+    Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
+)
 from kaisched.runtime.scheduler import CycleResult, Scheduler
 from kaisched.sim.controllers import Controllers, JobRun, JobState
 from kaisched.sim.fit import never_fits
 from kaisched.sim.invariants import Invariants
 from kaisched.sim.kubelet import Kubelet
 from kaisched.sim.meter import Meter
+from kaisched.sim.provisioner import StorageControllers, storage_class_object
 from kaisched.sim.scenario import Scenario
 from kaisched.sim.timeline import Eviction, Timeline
 from podgrouper.controller import PodGrouper
@@ -67,26 +71,27 @@ class SimResult:
     checks: int
     capacity: Mapping[str, float]
     stopped: str                   # why the run ended
+    volume_waits: Mapping[str, float] = attrs.field(factory=dict)   # claim -> seconds to bind
 
 
-class ShareProbe:
-    """Reads the fair shares the real proportion plugin computed in the last
-    session, so the report shows the scheduler's own numbers."""
+class QueueShares:
+    """The fair shares the scheduler reported, read from the Queue statuses
+    its sessions write (SetQueueStatus, sent only when a status changes), so
+    the report shows the scheduler's own numbers."""
 
-    def __init__(self, registry: Registry) -> None:
-        self.last: object | None = None
-        original = registry.plugins.get("proportion")
-        if original is not None:
-            def build(arguments: Mapping[str, object]) -> object:
-                self.last = original(arguments)
-                return self.last
-            registry.add_plugin("proportion", build)   # type: ignore[arg-type]
+    def __init__(self) -> None:
+        self.statuses: dict[str, QueueStatus] = {}
+
+    def update(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            if isinstance(effect, SetQueueStatus):
+                self.statuses[effect.queue] = effect.status
 
     def fair(self, resource: str) -> dict[str, float] | None:
-        deserved = getattr(self.last, "deserved", None)
-        if not isinstance(deserved, dict):
+        if not self.statuses:
             return None
-        return {str(q): float(row.get(resource, 0.0)) for q, row in deserved.items() if q}
+        return {queue: dict(status.fair_share).get(resource, 0.0)
+                for queue, status in self.statuses.items()}
 
 
 class Simulation:
@@ -101,9 +106,10 @@ class Simulation:
         self.cluster = MemoryCluster(self.clock)
         self._load()
         registry = register_builtins()
-        self.probe = ShareProbe(registry)
+        self.shares = QueueShares()
         self.meter = Meter(self.cluster)
         self.kubelet = Kubelet(self.cluster)
+        self.storage = StorageControllers(self.cluster)
         self.controllers = Controllers(self.cluster, config.scheduler_name,
                                        dict(scenario.priority_classes))
         # Operators here never scale a job, so owners are re-read as a live
@@ -143,13 +149,15 @@ class Simulation:
                     f"{run.spec.namespace}/{run.spec.name}"
 
             finished += sum(1 for r in self.controllers.tick(elapsed) if r.never_fits is None)
+            self.storage.step(now)
             wrote = self.grouper.sync()
             result = self.scheduler.run_once()
             sessions += 1
             bound, evicted = self._record(result, elapsed)
+            self.shares.update(result.effects)
             self.invariants.check(elapsed, sessions, bound, evicted)
             self.timeline.sample(elapsed, dict(self.meter.total_used), self.meter.queue_used,
-                                 self.probe.fair(self.resource))
+                                 self.shares.fair(self.resource))
             if self.progress is not None:
                 self.progress(elapsed, finished, to_finish)
             if finished >= to_finish and not arrivals:
@@ -166,13 +174,16 @@ class Simulation:
         self._explain_waiting()
         return SimResult(self.scenario, self.config, tuple(self.runs), self.timeline, elapsed,
                          sessions, self.invariants.checks,
-                         {r: self.meter.capacity(r) for r in (GPU, CPU)}, stopped)
+                         {r: self.meter.capacity(r) for r in (GPU, CPU)}, stopped,
+                         dict(self.storage.waited))
 
     # -- the world ---------------------------------------------------------------------------
     def _load(self) -> None:
         create = self.cluster.create
         for name in sorted({"default"} | {j.namespace for j in self.scenario.jobs}):
             create({"apiVersion": "v1", "kind": NAMESPACE.kind, "metadata": {"name": name}})
+        for storage_class in self.scenario.storage_classes:
+            create(storage_class_object(storage_class))
         for name, value in self.scenario.priority_classes:
             create({"apiVersion": PRIORITY_CLASS.api_version, "kind": PRIORITY_CLASS.kind,
                     "metadata": {"name": name}, "value": value})
@@ -244,7 +255,7 @@ class Simulation:
                 or any(not isinstance(e, _QUIET) for e in result.effects))
         if busy or self.every_period:
             return 1
-        events = [self.kubelet.next_event()]
+        events = [self.kubelet.next_event(), self.storage.next_event(now)]
         if arrivals:
             events.append(self.start + arrivals[0].spec.arrival)
         events.extend(self._timers(now))

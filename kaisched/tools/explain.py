@@ -5,8 +5,10 @@ A gang that waits because it does not fit as a whole (each pod would fit on its
 own) is explained as allocate tries it: per node, how many of the pods that must
 go together it could hold and what runs out first; then the shortfall in total.
 
-It replays one session over the snapshot (nothing is applied) and reads the
-session's state after the actions, which is what the scheduler saw.
+It runs one cycle of the production Scheduler on a copy of the cluster in
+the memory backend (the real cluster is only read) and reports what that
+cycle decided and wrote: the PodGroup's condition, the Queue's status, the
+binds; per node it asks the cycle's own session, which is what it saw.
 """
 from __future__ import annotations
 
@@ -20,9 +22,15 @@ from kaisched.api.node import EPSILON
 from kaisched.api.resource import PODS, Resource, format_amount, format_resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import JobKey, TaskStatus
-from kaisched.cache import Cache
+from kaisched.api import labels as L
+from kaisched.cache.convert.queues import queue_status
+from kaisched.cluster.kinds import POD, PODGROUP, QUEUE
+from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, Session
+from kaisched.framework.effects import Bind
+from kaisched.runtime.binder import Binder
+from kaisched.runtime.scheduler import Scheduler
 from kaisched.tools.replay import load_cluster
 from kaisched.sim.claims import make_claims
 from podgrouper.controller import PodGrouper
@@ -30,53 +38,105 @@ from podgrouper.controller import PodGrouper
 MAX_NODES = 20      # per task; beyond that, nodes are counted by reason
 
 
-def explain(objects: Iterable[dict[str, Any]], key: str, config: SchedulerConfig,
+def explain(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfig,
             registry: Registry) -> list[str]:
+    """Why NAME (a PodGroup, a pod or a workload) waits, as one cycle of the
+    production Scheduler on a copy of the cluster decided it."""
     clock = ManualClock()
     cluster = load_cluster(objects, clock)
     PodGrouper(cluster, clock, scheduler_name=config.scheduler_name).sync()
     make_claims(cluster)        # the resource-claim controller: claims from templates
-    cache = Cache(config.scheduler_name)
-    cache.sync(cluster)
-    ssn = Session(cache.snapshot(clock.now()), config, config.build_plugins(registry))
+    key = resolve(cluster, name, config.scheduler_name)
+    scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
+    scheduler.keep_session = True
+    result = scheduler.run_once()
+    ssn = scheduler.last_session
+    assert ssn is not None      # kept above
     job = ssn.cluster.jobs.get(JobKey(key))
     if job is None:
         raise InputError(f"no PodGroup (or pod) {key} with pods scheduled by {config.scheduler_name}")
-    for action in config.build_actions(registry):
-        action.execute(ssn)
+    placed = {e.pod: e.node for e in result.effects if isinstance(e, Bind) and e.job == job.key}
     lines = [f"PodGroup {key}: minMember {job.min_member}, {len(job.tasks)} pod(s), "
              f"queue {job.queue}, priority {job.priority}, mode {job.spec.mode.value}"]
-    placed = [t for t in job.tasks.values() if t.key in ssn.placed]
-    why = job.problem or ssn.unschedulable.get(job.key)
+    if name != key:
+        lines[0] += f" (the PodGroup of {name})"
+    why = job.problem or _unscheduled(cluster, key)
     if why:
         lines.append(f"  waiting: {why}")
     elif placed:
         lines.append(f"  schedulable now: {len(placed)} pod(s) would bind")
     else:
         lines.append(f"  {job.ready_count()} pod(s) placed already; nothing waits")
-    lines.extend(_queue_lines(ssn, job.queue))
+    lines.extend(_queue_lines(cluster, ssn, job.queue))
     gang = _gang_lines(ssn, job) if why and not placed and not job.problem else []
     lines.extend(gang)
     for task in sorted(job.tasks.values(), key=ssn.task_order_key):
-        state = ("would bind to " + ssn.placed[task.key] if task.key in ssn.placed
+        state = ("would bind to " + placed[task.key] if task.key in placed
                  else task.status.value + (f" on {task.node_name}" if task.node_name else ""))
         lines.append(f"  pod {task.key}: {state}; requests "
                      f"{format_resource(task.resreq - Resource.of({PODS: 1}))}")
-        if task.status is TaskStatus.PENDING and task.key not in ssn.reservations:
+        if task.status is TaskStatus.PENDING and task.key not in result.reservations:
             lines.extend(_node_lines(ssn, task, "fits on its own" if gang else "fits"))
     return lines
 
 
-def _queue_lines(ssn: Session, queue: str) -> list[str]:
+def resolve(cluster: MemoryCluster, name: str, scheduler_name: str) -> str:
+    """The PodGroup NAME stands for: `ns/podgroup`, `ns/pod`, or a workload as
+    `[ns/]kind/name` (`pytorchjob/bert`, the PodGroup made for that owner)."""
+    parts = name.split("/")
+    if len(parts) == 2 and cluster.get(PODGROUP, parts[0], parts[1]) is not None:
+        return name
+    if len(parts) == 2:
+        pod = cluster.get(POD, parts[0], parts[1])
+        if pod is not None:
+            group = ((pod["metadata"].get("annotations") or {}).get(L.POD_GROUP_ANNOTATION))
+            if not group:
+                raise InputError(f"pod {name} belongs to no PodGroup (is it scheduled by "
+                                 f"{scheduler_name}?)")
+            return f"{parts[0]}/{group}"
+    if len(parts) not in (2, 3):
+        raise InputError(f"{name}: expected NAMESPACE/NAME (a PodGroup or a pod) or "
+                         "[NAMESPACE/]KIND/NAME (a workload)")
+    namespace = parts[0] if len(parts) == 3 else None
+    kind, owner = parts[-2].lower(), parts[-1]
+    found = sorted(f"{pg['metadata']['namespace']}/{pg['metadata']['name']}"
+                   for pg in cluster.list(PODGROUP)
+                   if namespace in (None, pg["metadata"].get("namespace"))
+                   and any(str(ref.get("kind", "")).lower() == kind and ref.get("name") == owner
+                           for ref in pg["metadata"].get("ownerReferences") or ()))
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        raise InputError(f"{name}: a workload of that name in several namespaces "
+                         f"({', '.join(found)}); say which as NAMESPACE/{parts[-2]}/{owner}")
+    if len(parts) == 3:
+        raise InputError(f"no PodGroup made for {parts[-2]} {owner} in namespace {namespace}")
+    raise InputError(f"no PodGroup, pod or workload {name} (a workload is KIND/NAME, "
+                     "e.g. pytorchjob/bert)")
+
+
+def _unscheduled(cluster: MemoryCluster, key: str) -> str | None:
+    """The reason the cycle wrote on the PodGroup, as `kubectl describe` shows it."""
+    ns, name = key.split("/", 1)
+    pg = cluster.get(PODGROUP, ns, name) or {}
+    conditions = (pg.get("status") or {}).get("conditions") or []
+    cond = next((c for c in conditions if c.get("type") == "Scheduled"), None)
+    if cond is None or cond.get("status") != "False":
+        return None
+    return str(cond.get("message") or cond.get("reason"))
+
+
+def _queue_lines(cluster: MemoryCluster, ssn: Session, queue: str) -> list[str]:
     info = ssn.cluster.queues.get(queue)  # type: ignore[call-overload]
     if info is None:
         return [f"  queue {queue}: does not exist"]
     limits = ", ".join(f"{k}={format_amount(k, v)}" for k, v in info.limits) or "none"
     lines = [f"  queue {queue}: quota {format_resource(info.quota)}; limits {limits}"]
-    proportion = next((p for p in ssn.plugins if p.name == "proportion"), None)
-    if proportion is not None:
-        fair = Resource.of(proportion.deserved.get(queue, {}))   # type: ignore[attr-defined]
-        used = Resource.of(proportion.allocated[queue])          # type: ignore[attr-defined]
+    # The status the cycle wrote on the Queue: what the cluster shows of it too.
+    status = queue_status((cluster.get(QUEUE, "", queue) or {}).get("status"))
+    if status is not None:
+        fair = Resource.of(dict(status.fair_share))
+        used = Resource.of(dict(status.allocated))
         lines.append(f"    fair share {format_resource(fair)}; in use (incl. this session) "
                      f"{format_resource(used - Resource.of({PODS: used.get(PODS)}))}")
     return lines

@@ -32,6 +32,8 @@ The fixtures, for any module of this directory:
 - `minimal_crd` (session): `minimal_crd(group, version, kind, plural)` serves a kind with
   an open schema (x-kubernetes-preserve-unknown-fields), as an operator's CRD would, so a
   test can create its objects; removed at the end of the session.
+- `describe(admin, namespace)`: the namespace's pods, PodGroups and Events as text,
+  for a failing assertion's message.
 - `make_owner_chain` (function): plays a controller: `make_owner_chain([top, middle, ...],
   pods)` creates each object owned (controller ownerReference) by the one before, then the
   pods owned by the last one, and returns what the server made of them.
@@ -59,7 +61,7 @@ import yaml
 from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import LEASE, NAMESPACE, NODE, PODGROUP, Kind, kind_of
+from kaisched.cluster.kinds import EVENT, LEASE, NAMESPACE, NODE, POD, PODGROUP, Kind, kind_of
 from kaisched.cluster.kube import KubeCluster, load_configuration
 from kaisched.errors import ConflictError, NotFoundError
 
@@ -99,6 +101,26 @@ def eventually(check: Callable[[], Any], timeout: float = PATIENCE, what: str = 
 
 def owner_of(request: pytest.FixtureRequest) -> str:
     return str(getattr(request.module, "OWNER", "realapi"))
+
+
+def describe(client: KubeCluster, namespace: str) -> str:
+    """What a namespace holds, for a failing assertion: each pod's node, PodGroup and
+    PodScheduled condition, each PodGroup's spec and conditions, the Events."""
+    lines = []
+    for pod in client.list(POD, namespace):
+        meta, cond = pod["metadata"], next(
+            (c for c in (pod.get("status") or {}).get("conditions") or ()
+             if c.get("type") == "PodScheduled"), {})
+        lines.append(f"pod {meta['name']} node={pod['spec'].get('nodeName')} "
+                     f"group={(meta.get('annotations') or {}).get('kaisched.io/pod-group')} "
+                     f"scheduled={cond.get('status')} {cond.get('message', '')}")
+    for group in client.list(PODGROUP, namespace):
+        lines.append(f"podgroup {group['metadata']['name']} spec={group['spec']} "
+                     f"status={group.get('status')}")
+    for event in client.list(EVENT, namespace):
+        lines.append(f"event {event['involvedObject'].get('name')} {event.get('reason')}: "
+                     f"{event.get('message')}")
+    return "\n".join(lines)
 
 
 # -- rendering and applying config/ ----------------------------------------------------

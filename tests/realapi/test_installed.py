@@ -17,7 +17,7 @@ from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import LEASE, POD, PODGROUP, Kind
 from kaisched.cluster.kube import KubeCluster
 
-from .conftest import SYSTEM, Components, eventually, scheduler_identity
+from .conftest import SYSTEM, Components, describe, eventually, scheduler_identity
 
 OWNER = "install"
 LEASE_SECONDS = 15
@@ -81,25 +81,27 @@ def test_installed_as_shipped_it_schedules_gangs_whole(
     assert grouper_lease and grouper_lease["spec"]["holderIdentity"], components.logs()
 
     # Two gangs that fit (4 + 3 pods of 2 cpu on 16 cpu) and one that cannot (4 x 6 cpu).
-    made_pt = make_owner_chain([job(pytorch, "train", namespace, "pytorchReplicaSpecs",
-                                    {"Master": 1, "Worker": 3})], [])
-    made_mpi = make_owner_chain([job(mpi, "mpi", namespace, "mpiReplicaSpecs",
-                                     {"Launcher": 1, "Worker": 2})], [])
-    made_big = make_owner_chain([job(pytorch, "big", namespace, "pytorchReplicaSpecs",
-                                     {"Master": 1, "Worker": 3})], [])
+    def operator(kind: Kind, name: str, field: str, roles: dict[str, int], role_label: str,
+                 cpu: str) -> list[Obj]:
+        """The job, then its pods owned by it: what the operator would make."""
+        spec = job(kind, name, namespace, field, roles)
+        return make_owner_chain([spec], operator_pods(spec, field, role_label, cpu))[1:]
+
     gangs = {
-        "train": make_owner_chain(made_pt, operator_pods(
-            made_pt[0], "pytorchReplicaSpecs", "training.kubeflow.org/replica-type", "2"))[1:],
-        "mpi": make_owner_chain(made_mpi, operator_pods(
-            made_mpi[0], "mpiReplicaSpecs", "training.kubeflow.org/job-role", "2"))[1:],
+        "train": operator(pytorch, "train", "pytorchReplicaSpecs", {"Master": 1, "Worker": 3},
+                          "training.kubeflow.org/replica-type", "2"),
+        "mpi": operator(mpi, "mpi", "mpiReplicaSpecs", {"Launcher": 1, "Worker": 2},
+                        "training.kubeflow.org/job-role", "2"),
     }
-    big = make_owner_chain(made_big, operator_pods(
-        made_big[0], "pytorchReplicaSpecs", "training.kubeflow.org/replica-type", "6"))[1:]
+    big = operator(pytorch, "big", "pytorchReplicaSpecs", {"Master": 1, "Worker": 3},
+                   "training.kubeflow.org/replica-type", "6")
 
     for name, pods in gangs.items():
-        bound = eventually(lambda: all(node_of(admin, p) for p in pods) and pods,
-                           what=f"gang {name} bound", timeout=60)
-        assert bound, components.logs()
+        try:
+            eventually(lambda: all(node_of(admin, p) for p in pods), timeout=60)
+        except AssertionError:
+            raise AssertionError(f"gang {name} not bound:\n{describe(admin, namespace)}\n"
+                                 f"{components.logs()}") from None
     assert {node_of(admin, p) for pods in gangs.values() for p in pods} <= set(nodes)
 
     # The big gang: its PodGroup says why, and so do its pods; none of them is bound.

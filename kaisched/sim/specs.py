@@ -1,0 +1,190 @@
+"""What a scenario holds once checked: node pools, queues, priority classes
+and jobs, as frozen values the simulation, the operators and the report read."""
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+from kaisched.api.resource import PODS
+from kaisched.sim.fields import amount
+
+# Room left in a 63-character pod name for the suffixes the operators add.
+MAX_JOB_NAME = 40
+
+
+class JobKind(str, enum.Enum):
+    PYTORCH = "PyTorchJob"
+    TF = "TFJob"
+    MPI = "MPIJob"
+    JOBSET = "JobSet"
+    RAY = "RayJob"
+    JOB = "Job"
+    GANG = "PodGroup"      # a plain gang: a PodGroup and bare pods that name it
+    XGBOOST = "XGBoostJob"
+    JAX = "JAXJob"
+    TRAINJOB = "TrainJob"          # Kubeflow Trainer v2, through its JobSet
+    LWS = "LeaderWorkerSet"        # leader replicas = groups; workers spread evenly over them
+    RAYSERVICE = "RayService"
+
+
+# Role names each kind accepts; None: any DNS label.
+ROLES: dict[JobKind, tuple[str, ...] | None] = {
+    JobKind.PYTORCH: ("master", "worker"),
+    JobKind.TF: ("chief", "master", "ps", "worker", "evaluator"),
+    JobKind.MPI: ("launcher", "worker"),
+    JobKind.JOBSET: None,
+    JobKind.RAY: None,                  # "head" plus worker groups of any name
+    JobKind.JOB: None,
+    JobKind.GANG: None,
+    JobKind.XGBOOST: ("master", "worker"),
+    JobKind.JAX: ("worker",),
+    JobKind.TRAINJOB: ("node",),
+    JobKind.LWS: ("leader", "worker"),
+    JobKind.RAYSERVICE: None,           # "head" plus worker groups of any name
+}
+ELASTIC_KINDS = (JobKind.PYTORCH, JobKind.RAY)
+# startupPolicy: the start orders each kind's operator knows (the first is its default).
+STARTUP_POLICIES: dict[JobKind, tuple[str, ...]] = {
+    JobKind.JOBSET: ("AnyOrder", "InOrder"),
+    JobKind.MPI: ("AtStartup", "WaitForWorkersReady"),
+    JobKind.LWS: ("LeaderCreated", "LeaderReady"),
+}
+
+
+@attrs.frozen
+class VolumeSpec:
+    """A volume each pod of a role gets a claim of its own for (an ephemeral
+    volume: the claim `<pod>-<name>` is made with the pod)."""
+    name: str
+    storage_class: str
+    size: str
+
+
+@attrs.frozen
+class StorageClassSpec:
+    """A StorageClass and how the simulated provisioner behaves for it."""
+    name: str
+    provisioner: str
+    binding_mode: str = "WaitForFirstConsumer"
+    allowed_topologies: tuple[tuple[str, tuple[str, ...]], ...] = ()   # label -> values
+    provisioning_delay: float = 0.0
+    failure: str | None = None          # every provisioning attempt fails, saying this
+
+
+@attrs.frozen
+class RoleSpec:
+    name: str
+    replicas: int
+    requests: tuple[tuple[str, str], ...]      # resource name -> quantity, canonical names
+    volumes: tuple[VolumeSpec, ...] = ()
+
+    def amount(self, resource: str) -> float:
+        return sum(amount(resource, q) for n, q in self.requests if n == resource)
+
+
+@attrs.frozen
+class JobSpec:
+    name: str
+    kind: JobKind
+    queue: str
+    namespace: str
+    arrival: float                 # seconds after the start
+    duration: float                # how long its pods run once started
+    roles: tuple[RoleSpec, ...]
+    priority_class: str | None = None
+    min_available: int | None = None
+    elastic_min: int | None = None     # PyTorch elasticPolicy / Ray worker minReplicas
+    startup_policy: str | None = None  # JobSet / MPIJob / LeaderWorkerSet start order
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
+    where: str = ""                    # how error messages name it: "jobs[2] (bert)"
+
+    @property
+    def pods(self) -> int:
+        return sum(r.replicas for r in self.roles)
+
+    def total(self, resource: str) -> float:
+        return sum(r.replicas * r.amount(resource) for r in self.roles)
+
+    def minimum(self, resource: str) -> float:
+        """What the gang's minimum asks for: whole roles in order, trimmed to
+        minAvailable as the PodGrouper trims subgroups (leading roles first).
+        A LeaderWorkerSet's gang is one group: a leader and its workers."""
+        if self.kind is JobKind.LWS:
+            groups = self.roles[0].replicas
+            return sum(r.amount(resource) * r.replicas / groups for r in self.roles)
+        left = self.gang_min()
+        total = 0.0
+        for role in self.roles:
+            take = min(role.replicas, left)
+            total += take * role.amount(resource)
+            left -= take
+        return total
+
+    def gang_min(self) -> int:
+        if self.min_available is not None:
+            return min(self.min_available, self.pods)
+        if self.kind is JobKind.JOB:
+            return 1
+        if self.kind is JobKind.LWS:
+            return self.pods // self.roles[0].replicas
+        if self.elastic_min is not None:
+            leaders = sum(r.replicas for r in self.roles if r.name in ("master", "head"))
+            return leaders + self.elastic_min
+        return self.pods
+
+
+@attrs.frozen
+class NodePool:
+    name: str
+    count: int
+    capacity: tuple[tuple[str, str], ...]
+    labels: tuple[tuple[str, str], ...] = ()
+    taints: tuple[tuple[str, str, str], ...] = ()      # key, value, effect
+
+
+@attrs.frozen
+class QueueSpec:
+    name: str
+    parent: str | None = None
+    priority: int = 100
+    resources: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+
+    def limit(self, resource: str) -> float | None:
+        for name, fields in self.resources:
+            if name == resource:
+                for key, value in fields:
+                    if key == "limit":
+                        return amount(name, value)
+        return None
+
+    def quota(self, resource: str) -> float:
+        for name, fields in self.resources:
+            if name == resource:
+                for key, value in fields:
+                    if key == "quota":
+                        return amount(name, value)
+        return 0.0
+
+
+@attrs.frozen
+class Scenario:
+    name: str
+    description: str
+    node_pools: tuple[NodePool, ...]
+    queues: tuple[QueueSpec, ...]
+    priority_classes: tuple[tuple[str, int], ...]
+    jobs: tuple[JobSpec, ...]
+    until: float | None = None
+    seed: int | None = None
+    source: str = "scenario"
+    storage_classes: tuple[StorageClassSpec, ...] = ()
+
+    def capacity(self, resource: str) -> float:
+        return sum(p.count * sum(amount(resource, q) for n, q in p.capacity if n == resource)
+                   for p in self.node_pools)
+
+    def queue(self, name: str) -> QueueSpec | None:
+        return next((q for q in self.queues if q.name == name), None)

@@ -1,0 +1,91 @@
+"""`kaisched explain` finds the PodGroup from a pod or a workload as well, says
+what the production Scheduler's cycle wrote (so it cannot disagree with a
+decision), and reads a live cluster with --kubeconfig as well as a snapshot."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import yaml
+from click.testing import CliRunner
+
+from kaisched.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+GANG = ROOT / "config" / "examples" / "gang.yaml"
+GPU = "nvidia.com/gpu"
+UID = "6f1c2a4e-0000-4000-8000-000000000001"
+
+
+def node(name: str, gpus: int) -> dict:
+    alloc = {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: str(gpus)}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {}},
+            "status": {"allocatable": alloc}}
+
+
+def pytorchjob_cluster() -> list[dict]:
+    """A PyTorchJob of two 4-GPU pods on a cluster with 6 GPUs: it waits."""
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+           "metadata": {"name": "bert", "namespace": "research", "uid": UID},
+           "spec": {"pytorchReplicaSpecs": {
+               "Master": {"replicas": 1, "template": {"spec": {"containers": [
+                   {"name": "pytorch", "image": "trainer"}]}}},
+               "Worker": {"replicas": 1, "template": {"spec": {"containers": [
+                   {"name": "pytorch", "image": "trainer"}]}}}}}}
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "bert", "uid": UID,
+             "controller": True, "blockOwnerDeletion": True}
+    pods = []
+    for role in ("master", "worker"):
+        requests = {"cpu": "1", GPU: "4"}
+        pods.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"bert-{role}-0", "namespace": "research",
+                                  "labels": {"training.kubeflow.org/replica-type": role},
+                                  "ownerReferences": [owner]},
+                     "spec": {"schedulerName": "kaisched", "containers": [
+                         {"name": "pytorch", "image": "trainer",
+                          "resources": {"requests": requests, "limits": {GPU: "4"}}}]},
+                     "status": {"phase": "Pending"}})
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "research"}},
+            node("gpu-1", 4), node("gpu-2", 2), job, *pods]
+
+
+def run(*args: str) -> list[str]:
+    result = CliRunner().invoke(main, ["explain", *args])
+    assert result.exit_code == 0, result.output + result.stderr
+    return result.output.splitlines()
+
+
+def test_a_pod_name_explains_its_podgroup() -> None:
+    by_group = run("research/llm", "--snapshot", str(GANG))
+    by_pod = run("research/llm-1", "--snapshot", str(GANG))
+    assert by_pod[0] == by_group[0] + " (the PodGroup of research/llm-1)"
+    assert by_pod[1:] == by_group[1:]
+
+
+def test_a_workload_explains_the_podgroup_made_for_it(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all(pytorchjob_cluster()))
+    for name in ("pytorchjob/bert", "research/PyTorchJob/bert"):
+        lines = run(name, "--snapshot", str(path))
+        assert lines[0].startswith("PodGroup research/pg-bert-6f1c2a4e: minMember 2")
+        assert lines[0].endswith(f"(the PodGroup of {name})")
+        assert lines[1].startswith("  waiting: ")
+    missing = CliRunner().invoke(main, ["explain", "tfjob/bert", "--snapshot", str(path)])
+    assert missing.exit_code != 0
+    assert missing.stderr.strip().splitlines() == [
+        "error: no PodGroup, pod or workload tfjob/bert (a workload is KIND/NAME, e.g. pytorchjob/bert)"]
+
+
+def test_the_explanation_is_the_condition_the_cycle_wrote() -> None:
+    """The waiting reason is the PodGroup condition replay (the same cycle) reports."""
+    replayed = CliRunner().invoke(main, ["replay", str(GANG), "--output", "json"])
+    cond = next(c for c in orjson.loads(replayed.output)["podGroups"]["research/llm"]["conditions"]
+                if c["type"] == "Scheduled")
+    assert run("research/llm", "--snapshot", str(GANG))[1] == f"  waiting: {cond['message']}"
+
+
+def test_the_cluster_is_given_once() -> None:
+    for args in ([], ["--snapshot", str(GANG), "--kubeconfig", "x"]):
+        result = CliRunner().invoke(main, ["explain", "research/llm", *args])
+        assert result.exit_code != 0
+        assert "--snapshot FILE or --kubeconfig PATH" in result.stderr
