@@ -40,7 +40,6 @@ def device_specs(data: Any, where: str) -> tuple[DeviceSpec, ...]:
                               integer(f["count"], f"{at}.count", 1),
                               tuple(sorted((str(k), v) for k, v in attributes.items())),
                               tuple(sorted((str(k), str(v)) for k, v in capacity.items()))))
-    unique([d.driver for d in out], where, "driver")
     return tuple(out)
 
 
@@ -81,18 +80,19 @@ def device_classes(pools: Iterable[NodePool], jobs: Iterable[JobSpec]) -> list[O
 
 
 def node_slices(pool: NodePool, node: str) -> list[Obj]:
-    """The node's ResourceSlices: one per driver of its pool."""
+    """The node's ResourceSlices: one per devices entry of its pool (whole GPUs
+    and MIG slices of one driver are two entries, two pools)."""
     out = []
-    for spec in pool.devices:
+    for k, spec in enumerate(pool.devices):
         attributes = {k: {_kind(v): v} for k, v in spec.attributes}
         capacity = {k: {"value": v} for k, v in spec.capacity}
         devices = [{"name": f"dev-{i}",
                     "attributes": {**attributes, "index": {"int": i}},
                     **({"capacity": capacity} if capacity else {})} for i in range(spec.count)]
         out.append({"apiVersion": API, "kind": "ResourceSlice",
-                    "metadata": {"name": f"{node}-{spec.driver}"},
+                    "metadata": {"name": f"{node}-{spec.driver}-{k}"},
                     "spec": {"driver": spec.driver, "nodeName": node,
-                             "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                             "pool": {"name": f"{node}-{k}", "generation": 1, "resourceSliceCount": 1},
                              "devices": devices}})
     return out
 

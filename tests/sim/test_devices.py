@@ -26,6 +26,7 @@ nodePools:
     capacity: {{cpu: 64, memory: 512Gi}}
     devices:
       - {{driver: gpu.nvidia.com, count: 4, attributes: {{productName: NVIDIA L4}}}}
+      - {{driver: gpu.nvidia.com, count: 7, attributes: {{productName: NVIDIA A100 MIG 1g.10gb, mig: 1g.10gb}}}}
 queues:
   - {{name: research}}
 jobs:
@@ -43,6 +44,12 @@ jobs:
     duration: 5m
     roles:
       main: {{replicas: 1, requests: {{cpu: 1, memory: 1Gi}}, claims: [{{name: gpu, driver: gpu.nvidia.com, selector: 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA L4"'}}]}}
+  - name: slice
+    kind: Job
+    queue: research
+    duration: 5m
+    roles:
+      main: {{replicas: 3, requests: {{cpu: 1, memory: 1Gi}}, claims: [{{name: mig, driver: gpu.nvidia.com, selector: 'has(device.attributes["gpu.nvidia.com"].mig)'}}]}}
   - name: huge
     kind: Job
     queue: research
@@ -57,6 +64,7 @@ def test_gangs_run_on_devices_and_a_claim_no_node_meets_is_named(config: Schedul
     report = build_report(Simulation(scenario, config).run(), "c")
     jobs = {j["name"].split("/")[-1]: j for j in report["jobs"]}
     assert jobs["train"]["state"] == "succeeded" and jobs["eval"]["state"] == "succeeded"
+    assert jobs["slice"]["state"] == "succeeded"        # on MIG slices of the l4 node's pool
     assert jobs["huge"]["started"] is None
     reason = jobs["huge"]["reason"]
     assert "request gpu" in reason and SELECTOR in reason, reason
