@@ -27,7 +27,7 @@ from kaisched.api.devices import Allocation, Claim, Consumer, DeviceRequest, Dev
 from kaisched.api.inventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, Blocker, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, Blocker, NodeName, TaskStatus
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetClaimStatus
@@ -236,7 +236,7 @@ class DraPlugin(PluginBase):
             out.append(claim.allocated(Allocation(results, name)))
         return out
 
-    def _take_plain(self, claim: Claim, row: int, name: str,
+    def _take_plain(self, claim: Claim, row: int, name: NodeName,
                     taken: np.ndarray) -> list[Claim] | None:
         """A claim of one plain request: the node's first free matching devices."""
         request = claim.requests[0]

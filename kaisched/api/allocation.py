@@ -102,7 +102,7 @@ def allocate(claim: Claim, candidates: Sequence[int], taken: Callable[[int], boo
                 if not con.requests or name in con.requests or top in con.requests]
 
     def constrain(rules: list[tuple[int, Constraint]], i: int) -> list[int] | None:
-        newly = []
+        newly: list[int] = []
         for c, con in rules:
             value = devices[i].attribute(con.match_attribute)
             if value is None or (c in fixed and fixed[c] != value):

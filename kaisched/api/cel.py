@@ -60,7 +60,7 @@ class _Program:
 
     run: Any
     words: frozenset[str] | None         # None: the expression may read anything
-    answers: dict[tuple, tuple[bool, str | None]] = attrs.field(factory=dict)
+    answers: dict[tuple[object, ...], tuple[bool, str | None]] = attrs.field(factory=dict)
 
 
 @functools.lru_cache(maxsize=None)
@@ -101,7 +101,7 @@ class Selector:
         return found
 
 
-def _evaluate(program: _Program, device: Device, view: tuple) -> tuple[bool, str | None]:
+def _evaluate(program: _Program, device: Device, view: tuple[object, ...]) -> tuple[bool, str | None]:
     activation = {"device": _device_value(device, program.words)}
     try:
         result = program.run.evaluate(activation)

@@ -52,7 +52,7 @@ class Device:
             out.setdefault(domain, {})[name] = value
         return out
 
-    def view(self, words: frozenset[str] | None) -> tuple:
+    def view(self, words: frozenset[str] | None) -> tuple[object, ...]:
         """What a selector reading only these names sees of the device."""
         if words is None:
             return (self.driver, self.attributes, self.capacity)
@@ -151,6 +151,6 @@ class Claim:
                      self.allocation, consumers, self.owner_pod, self.problem)
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[object, ...]:
         """What allocating it reads: claims of one shape fit the same nodes."""
         return (self.requests, self.constraints)
