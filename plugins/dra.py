@@ -20,15 +20,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import attrs
 import numpy as np
 
 from kaisched.api.allocation import Eligibility, allocate, leaves
-from kaisched.api.devices import Allocation, Claim, Consumer, DeviceRequest
+from kaisched.api.devices import Allocation, Claim, Consumer, DeviceRequest, DeviceResult
 from kaisched.api.inventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import Blocker, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, Blocker, NodeName, TaskStatus
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetClaimStatus
@@ -37,6 +36,14 @@ from kaisched.framework.selection import FILTER_BLOCKERS
 UNSATISFIED = "node(s) cannot allocate the pod's ResourceClaims"
 # Devices are resources: a gang this filter keeps off every node waits for room.
 FILTER_BLOCKERS[UNSATISFIED] = Blocker.RESOURCES
+
+
+def _plain(claim: Claim) -> bool:
+    """One request for a count of devices of a class, no constraint: counted, not searched."""
+    if len(claim.requests) != 1 or claim.constraints:
+        return False
+    request = claim.requests[0]
+    return not request.alternatives and not request.all
 
 
 def _unmet(claim: str, name: str, request: DeviceRequest, devices: Devices, have: int,
@@ -77,9 +84,30 @@ class DraPlugin(PluginBase):
         self.rows = self.devices.rows(table.index)
         local = self.rows >= 0
         self.per_row = np.bincount(self.rows[local], minlength=len(table)).astype(np.float64)
+        self._by_row: tuple[np.ndarray, np.ndarray] | None = None
+        # Per node: devices held, and free devices each request may take,
+        # kept as claims move (the devices' watcher), not counted per question.
+        self.held_row = np.bincount(self.rows[local & self.devices.taken],
+                                    minlength=len(table)).astype(np.float64)
+        self.free_counts: dict[DeviceRequest, np.ndarray] = {}
+        self.devices.watchers = [self._moved]
         self.labels = [n.spec.labels for n in cluster.nodes.values()]
+        # Pods whose room is on its way back (evicted, terminating), and the
+        # devices of their claims promised to pods that wait for them (pipelined).
+        self.releasing: set[str] = {t.key for job in cluster.jobs.values() for t in job.tasks.values()
+                                    if t.claims and t.status is TaskStatus.RELEASING}
+        for key, gone in self.devices.gone.items():     # pods gone: their reservations go at close
+            self.releasing.update(f"{key.split('/', 1)[0]}/{c.name}" for c in gone)
+        # Pods an eviction could remove: when the session plans evictions, the
+        # devices only such pods hold count as freed.
+        self.evictable: set[str] = {t.key for job in cluster.jobs.values() for t in job.tasks.values()
+                                    if t.claims and t.status in EVICTABLE_STATUSES}
+        self.promised: dict[str, list[int]] = {}
         ssn.register(Hook.JOB_VALID, self.job_invalid)
         ssn.register(Hook.POD_PREDICATE, self.fits, UNSATISFIED)
+        ssn.register(Hook.POD_IDLE, self.free_now)
+        ssn.register(Hook.ON_ALLOCATE, self._allocated)
+        ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
         ssn.register(Hook.POD_ORDER, self.packing)
         ssn.register(Hook.CLAIMS, self.claim)
         ssn.register(Hook.EXPLAIN, self.explain)
@@ -104,8 +132,37 @@ class DraPlugin(PluginBase):
 
     # -- where a pod may go -----------------------------------------------------------
     def fits(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        """Nodes where the claims can be allocated once devices of pods that are
+        going away are free (the choice is pipelined if it needs them)."""
         if not task.claims:
             return None
+        return self._fits(task, rows, self._unavailable(True, self.ssn.planning_eviction))
+
+    def free_now(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        """Of those, the nodes where the devices are free now."""
+        if not task.claims or not self.releasing:
+            return None         # no device is on its way back: as fits() said
+        return self._fits(task, rows, self.devices.taken)
+
+    def _unavailable(self, future: bool, evicting: bool = False) -> np.ndarray:
+        """Devices no claim may take: held by a claim, except (in the future)
+        those of claims only pods going away hold, not promised to a waiting
+        pod; and, when evictions are planned, those only evictable pods hold."""
+        taken = self.devices.taken
+        going = self.releasing | self.evictable if evicting else self.releasing
+        if not future or not going:
+            return taken
+        out = taken.copy()
+        for i, key in self.devices.holder.items():
+            claim = self.devices.claims.get(key)
+            if claim is not None and claim.reserved_for and all(
+                    f"{claim.namespace}/{c.name}" in going for c in claim.reserved_for):
+                out[i] = False
+        for held in self.promised.values():
+            out[held] = True
+        return out
+
+    def _fits(self, task: TaskInfo, rows: np.ndarray, taken: np.ndarray) -> np.ndarray:
         claims = self.devices.claims
         out = np.ones(len(rows), dtype=bool)
         pending: list[Claim] = []
@@ -122,33 +179,52 @@ class DraPlugin(PluginBase):
         if not pending or not out.any():
             return out
         if len(pending) == 1 and not self.devices.anywhere:
-            quick = self._counted(pending[0], rows)
+            quick = self._counted(pending[0], rows, taken)
             if quick is not None:
                 return out & quick
         for j in np.flatnonzero(out):
-            out[j] = self._allocate(pending, int(rows[j])) is not None
+            out[j] = self._allocate(pending, int(rows[j]), taken) is not None
         return out
 
-    def _counted(self, claim: Claim, rows: np.ndarray) -> np.ndarray | None:
+    def _counted(self, claim: Claim, rows: np.ndarray, taken: np.ndarray) -> np.ndarray | None:
         """For a claim of one plain request: nodes with enough free matching
         devices, counted over the whole inventory at once (None: not plain)."""
-        if len(claim.requests) != 1 or claim.constraints:
+        if not _plain(claim):
             return None
         request = claim.requests[0]
-        if request.alternatives or request.all:
-            return None
-        usable = self.eligible.mask(request) & ~self.devices.taken & (self.rows >= 0)
-        counts = np.bincount(self.rows[usable], minlength=len(self.per_row))
+        if taken is not self.devices.taken:         # a view of its own: counted for it
+            usable = self.eligible.mask(request) & ~taken & (self.rows >= 0)
+            return np.bincount(self.rows[usable], minlength=len(self.per_row))[rows] >= request.count
+        counts = self.free_counts.get(request)
+        if counts is None:
+            usable = self.eligible.mask(request) & ~taken & (self.rows >= 0)
+            counts = self.free_counts[request] = np.bincount(self.rows[usable],
+                                                             minlength=len(self.per_row))
         return counts[rows] >= request.count
 
-    def _allocate(self, claims: list[Claim], row: int) -> list[Claim] | None:
+    def _moved(self, devices: list[int], taken: bool) -> None:
+        """Devices taken or given back: the per-node counts follow."""
+        rows = self.rows[devices]
+        local = rows >= 0
+        if not local.any():
+            return
+        sign = 1 if taken else -1
+        np.add.at(self.held_row, rows[local], sign)
+        picked = np.asarray(devices)[local]
+        for request, counts in self.free_counts.items():
+            hit = self.eligible.mask(request)[picked]
+            if hit.any():
+                np.add.at(counts, rows[local][hit], -sign)
+
+    def _allocate(self, claims: list[Claim], row: int, taken: np.ndarray) -> list[Claim] | None:
         """The claims allocated on the node at row, one after another (None:
         the node cannot hold them all)."""
         name = self.ssn.cluster.table.names[row]
-        candidates = list(np.flatnonzero(self.rows == row))
+        if len(claims) == 1 and _plain(claims[0]) and not self.devices.anywhere:
+            return self._take_plain(claims[0], row, name, taken)
+        candidates = self._on_row(row).tolist()
         labels = self.labels[row]
         candidates += [i for i in self.devices.anywhere if self.devices.devices[i].on_node(name, labels)]
-        taken = self.devices.taken
         mine: set[int] = set()
         out = []
         for claim in claims:
@@ -157,17 +233,37 @@ class DraPlugin(PluginBase):
             if results is None:
                 return None
             mine.update(self.devices.index[r.key] for r in results)
-            out.append(attrs.evolve(claim, allocation=Allocation(results, name)))
+            out.append(claim.allocated(Allocation(results, name)))
         return out
+
+    def _take_plain(self, claim: Claim, row: int, name: NodeName,
+                    taken: np.ndarray) -> list[Claim] | None:
+        """A claim of one plain request: the node's first free matching devices."""
+        request = claim.requests[0]
+        here = self._on_row(row)
+        free = here[self.eligible.mask(request)[here] & ~taken[here]]
+        if len(free) < request.count:
+            return None
+        devices = self.devices.devices
+        results = tuple(DeviceResult(request.name, devices[i].driver, devices[i].pool, devices[i].name)
+                        for i in free[:request.count].tolist())
+        return [claim.allocated(Allocation(results, name))]
+
+    def _on_row(self, row: int) -> np.ndarray:
+        """The node-local devices of the node at row (indexed once per session)."""
+        if self._by_row is None:
+            order = np.argsort(self.rows, kind="stable")
+            bounds = np.searchsorted(self.rows[order], np.arange(len(self.per_row) + 1))
+            self._by_row = (order, bounds)
+        order, bounds = self._by_row
+        return order[bounds[row]:bounds[row + 1]]
 
     def packing(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         """Nodes whose devices are partly taken first: whole nodes stay free."""
         if not task.claims or not self.weight:
             return None
-        held = np.bincount(self.rows[self.devices.taken & (self.rows >= 0)],
-                           minlength=len(self.per_row))
         total = np.maximum(self.per_row[rows], 1.0)
-        return held[rows] / total * 100.0 * self.weight
+        return self.held_row[rows] / total * 100.0 * self.weight
 
     def explain(self, task: TaskInfo) -> str | None:
         """The first request of the task's claims that no node can meet, with
@@ -208,23 +304,45 @@ class DraPlugin(PluginBase):
         consumer = Consumer(task.name, task.uid)
         found = [claims[key] for key in task.claims]
         row = self.ssn.cluster.table.index[task.node_name]  # type: ignore[index]
-        fresh = self._allocate([c for c in found if c.allocation is None], row) or []
+        waits = task.status is TaskStatus.PIPELINED
+        fresh = self._allocate([c for c in found if c.allocation is None], row,
+                               self._unavailable(future=waits)) or []
         if len(fresh) != sum(c.allocation is None for c in found):
             raise AssertionError(f"{task.key}: placed where its claims cannot be allocated")
         allocated = {c.key: c for c in fresh}
+        if waits:       # devices still held by pods going away: promised to this one
+            held = [self.devices.index[r.key] for c in fresh for r in c.allocation.results]  # type: ignore[union-attr]
+            self.promised[task.key] = [i for i in held if self.devices.taken[i]]
         moves = []
         for claim in found:
             new = allocated.get(claim.key, claim)
             if not claim.reserved(task.key):
-                new = attrs.evolve(new, reserved_for=(*new.reserved_for, consumer))
+                new = new.reserved_by((*new.reserved_for, consumer))
             if new != claim:
                 moves.append((claim, new))
         return moves
 
+    def _allocated(self, task: TaskInfo) -> None:
+        """An eviction undone: the pod holds its devices again."""
+        if task.claims and task.status is not TaskStatus.ALLOCATED \
+                and task.status is not TaskStatus.PIPELINED:
+            self.releasing.discard(task.key)
+
+    def _deallocated(self, task: TaskInfo) -> None:
+        """A placement undone (its promise goes), or a pod evicted (its devices
+        come back once it is gone)."""
+        if not task.claims:
+            return
+        if task.status is TaskStatus.ALLOCATED or task.status is TaskStatus.PIPELINED:
+            self.promised.pop(task.key, None)
+        else:
+            self.releasing.add(task.key)
+
     # -- reservations of pods gone -------------------------------------------------------
     def on_session_close(self, ssn: Session) -> None:
-        if not getattr(self, "active", False):
+        if not self.active:
             return
+        self.devices.watchers = []
         for key, gone in sorted(self.devices.gone.items()):
             claim = self.devices.claims.get(key)
             if claim is None:

@@ -109,7 +109,7 @@ def refused(ssn: Session, job: JobInfo) -> str | None:
         like = ssn.class_key(task)
         if like not in seen:        # alike tasks pass the same filters
             seen.add(like)
-            if not ssn.static_mask(task).any():
+            if not ssn.room_mask(task).any():     # devices evictable pods hold count as free
                 return f"pod {task.key}: no node meets its placement rules"
     return None
 
@@ -189,7 +189,7 @@ class RoomFinder:
         table = self.ssn.cluster.table
         vec = table.vector(task.resreq)
         room = self.room()
-        mask = self.ssn.static_mask(task) & table.fits(vec, room)
+        mask = self.ssn.room_mask(task) & table.fits(vec, room)
         domain = bound_domain(self.ssn, self.ssn.cluster.jobs[task.job], self.room, task)
         if domain is not None:
             mask &= domain          # a topology-bound gang: room inside its domain only
@@ -219,12 +219,15 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
     for whole in (False, True) if gangs else (False,):
         for victim in victims:
             short = vec > table.future[row] + EPSILON
-            if not short.any():
+            # Devices (ResourceClaims) the task needs, still held by pods here.
+            devices = bool(task.claims) and not ssn.pod_fits(task, node)
+            if not short.any() and not devices:
                 break
             current = ssn.cluster.jobs[victim.job].tasks.get(victim.key)
             if current is None or current.status not in EVICTABLE:
                 continue        # gone already, with an earlier victim's gang
-            if not (table.vector(current.resreq)[short] > 0).any():
+            if not (table.vector(current.resreq)[short] > 0).any() \
+                    and not (devices and current.claims):
                 continue        # frees nothing the task lacks: evicting it is pure loss
             group = ssn.eviction_group(current)
             if is_surplus(ssn, current, group) == whole:
@@ -234,7 +237,8 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
                 continue        # part of its gang cannot go: the gang stays whole
             for member in group:
                 stmt.evict(member, cause, by)
-    if table.fits(vec, table.future[row:row + 1])[0]:
+    if table.fits(vec, table.future[row:row + 1])[0] \
+            and (not task.claims or ssn.pod_fits(task, node)):
         return True
     stmt.rollback(mark)
     return False

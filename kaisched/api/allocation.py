@@ -23,11 +23,18 @@ class Eligibility:
     def __init__(self, devices: Devices) -> None:
         self.devices = devices
         self._masks: dict[DeviceRequest, np.ndarray] = {}
+        # By identity first: alike requests of many claims are equal but not
+        # the same object, and comparing them field by field costs more.
+        self._by_id: dict[int, tuple[DeviceRequest, np.ndarray]] = {}
 
     def mask(self, request: DeviceRequest) -> np.ndarray:
+        known = self._by_id.get(id(request))
+        if known is not None and known[0] is request:
+            return known[1]
         found = self._masks.get(request)
         if found is None:
             found = self._masks[request] = self._compute(request)
+        self._by_id[id(request)] = (request, found)
         return found
 
     def _compute(self, request: DeviceRequest) -> np.ndarray:
@@ -78,8 +85,12 @@ def allocate(claim: Claim, candidates: Sequence[int], taken: Callable[[int], boo
     """The devices for the claim among candidates (a node's), none taken;
     None when the node cannot satisfy it."""
     devices = eligible.devices.devices
-    options = [[(name, leaf, [i for i in candidates if eligible.mask(leaf)[i]])
-                for name, leaf in leaves(request)] for request in claim.requests]
+    def matching(leaf: DeviceRequest) -> list[int]:
+        mask = eligible.mask(leaf)
+        return [i for i in candidates if mask[i]]
+
+    options = [[(name, leaf, matching(leaf)) for name, leaf in leaves(request)]
+               for request in claim.requests]
     chosen: list[tuple[str, int]] = []
     used: set[int] = set()
     fixed: dict[int, AttrValue] = {}
@@ -91,7 +102,7 @@ def allocate(claim: Claim, candidates: Sequence[int], taken: Callable[[int], boo
                 if not con.requests or name in con.requests or top in con.requests]
 
     def constrain(rules: list[tuple[int, Constraint]], i: int) -> list[int] | None:
-        newly = []
+        newly: list[int] = []
         for c, con in rules:
             value = devices[i].attribute(con.match_attribute)
             if value is None or (c in fixed and fixed[c] != value):

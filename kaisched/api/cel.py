@@ -15,8 +15,6 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
-import celpy
-from celpy import celtypes
 
 from kaisched.api.quantity import parse_quantity
 
@@ -29,27 +27,31 @@ _WALKS = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class _Quantity(celtypes.DoubleType):
-    """A capacity or quantity("...") value: compared as a number."""
+@functools.cache
+def _runtime() -> Any:
+    """cel-python and the functions selectors call, loaded once a selector is
+    first met (a cluster without devices never pays for the import)."""
+    import celpy
+    from celpy import celtypes
 
+    class Quantity(celtypes.DoubleType):
+        """A capacity or quantity("...") value: compared as a number."""
 
-def _quantity(text: Any) -> _Quantity:
-    return _Quantity(float(parse_quantity(str(text))))
+    def quantity(text: Any) -> Quantity:
+        return Quantity(float(parse_quantity(str(text))))
 
+    def compare(a: Any, b: Any) -> Any:
+        return celtypes.IntType((float(a) > float(b)) - (float(a) < float(b)))
 
-def _compare(a: Any, b: Any) -> celtypes.IntType:
-    return celtypes.IntType((float(a) > float(b)) - (float(a) < float(b)))
-
-
-_FUNCTIONS = {
-    "quantity": _quantity,
-    "compareTo": _compare,
-    "isGreaterThan": lambda a, b: celtypes.BoolType(float(a) > float(b)),
-    "isLessThan": lambda a, b: celtypes.BoolType(float(a) < float(b)),
-    "asInteger": lambda a: celtypes.IntType(int(float(a))),
-    "asApproximateFloat": lambda a: celtypes.DoubleType(float(a)),
-}
-_ENV = celpy.Environment()
+    functions = {
+        "quantity": quantity,
+        "compareTo": compare,
+        "isGreaterThan": lambda a, b: celtypes.BoolType(float(a) > float(b)),
+        "isLessThan": lambda a, b: celtypes.BoolType(float(a) < float(b)),
+        "asInteger": lambda a: celtypes.IntType(int(float(a))),
+        "asApproximateFloat": lambda a: celtypes.DoubleType(float(a)),
+    }
+    return celpy.Environment(), functions, celtypes, Quantity
 
 
 @attrs.define(eq=False)
@@ -58,14 +60,15 @@ class _Program:
 
     run: Any
     words: frozenset[str] | None         # None: the expression may read anything
-    answers: dict[tuple, tuple[bool, str | None]] = attrs.field(factory=dict)
+    answers: dict[tuple[object, ...], tuple[bool, str | None]] = attrs.field(factory=dict)
 
 
 @functools.lru_cache(maxsize=None)
 def _compile(expression: str) -> _Program | str:
+    env, functions, _, _ = _runtime()
     try:
-        ast = _ENV.compile(expression)
-        run = _ENV.program(ast, functions=_FUNCTIONS)
+        ast = env.compile(expression)
+        run = env.program(ast, functions=functions)
     except Exception as exc:     # cel-python raises its parser's errors of several kinds
         column = getattr(exc, "column", None)
         where = f" at column {column}" if isinstance(column, int) else ""
@@ -98,7 +101,7 @@ class Selector:
         return found
 
 
-def _evaluate(program: _Program, device: Device, view: tuple) -> tuple[bool, str | None]:
+def _evaluate(program: _Program, device: Device, view: tuple[object, ...]) -> tuple[bool, str | None]:
     activation = {"device": _device_value(device, program.words)}
     try:
         result = program.run.evaluate(activation)
@@ -106,20 +109,31 @@ def _evaluate(program: _Program, device: Device, view: tuple) -> tuple[bool, str
         return False, f"{exc.__class__.__name__}: {exc}"
     if isinstance(result, Exception):
         return False, str(result)
-    if not isinstance(result, (bool, celtypes.BoolType)):
+    if not isinstance(result, (bool, _runtime()[2].BoolType)):
         return False, f"the selector returned {type(result).__name__}, not a bool"
     return bool(result), None
 
 
-def _device_value(device: Device, words: frozenset[str] | None) -> celtypes.MapType:
-    def domains(values: Mapping[str, Mapping[str, Any]], quantity: bool) -> celtypes.MapType:
+def _device_value(device: Device, words: frozenset[str] | None) -> Any:
+    _, _, celtypes, quantity_type = _runtime()
+
+    def cel(value: Any, quantity: bool) -> Any:
+        if quantity or isinstance(value, Decimal):
+            return quantity_type(float(value))
+        if isinstance(value, bool):
+            return celtypes.BoolType(value)
+        if isinstance(value, int):
+            return celtypes.IntType(value)
+        return celtypes.StringType(str(value))
+
+    def domains(values: Mapping[str, Mapping[str, Any]], quantity: bool) -> Any:
         out = celtypes.MapType()
         for domain, names in values.items():
             inner = celtypes.MapType()
             for name, value in names.items():
                 if words is not None and name not in words:
                     continue
-                inner[celtypes.StringType(name)] = _cel(value, quantity)
+                inner[celtypes.StringType(name)] = cel(value, quantity)
             out[celtypes.StringType(domain)] = inner
         return out
 
@@ -128,13 +142,3 @@ def _device_value(device: Device, words: frozenset[str] | None) -> celtypes.MapT
         celtypes.StringType("attributes"): domains(device.attribute_domains(), False),
         celtypes.StringType("capacity"): domains(device.capacity_domains(), True),
     })
-
-
-def _cel(value: Any, quantity: bool) -> Any:
-    if quantity or isinstance(value, Decimal):
-        return _Quantity(float(value))
-    if isinstance(value, bool):
-        return celtypes.BoolType(value)
-    if isinstance(value, int):
-        return celtypes.IntType(value)
-    return celtypes.StringType(str(value))

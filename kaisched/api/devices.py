@@ -52,7 +52,7 @@ class Device:
             out.setdefault(domain, {})[name] = value
         return out
 
-    def view(self, words: frozenset[str] | None) -> tuple:
+    def view(self, words: frozenset[str] | None) -> tuple[object, ...]:
         """What a selector reading only these names sees of the device."""
         if words is None:
             return (self.driver, self.attributes, self.capacity)
@@ -141,7 +141,16 @@ class Claim:
         name = pod.split("/", 1)[1]
         return any(c.name == name for c in self.reserved_for)
 
+    def allocated(self, allocation: Allocation | None) -> Claim:
+        """The claim with this allocation (made directly: evolve is slow on a hot path)."""
+        return Claim(self.key, self.uid, self.api_version, self.requests, self.constraints,
+                     allocation, self.reserved_for, self.owner_pod, self.problem)
+
+    def reserved_by(self, consumers: tuple[Consumer, ...]) -> Claim:
+        return Claim(self.key, self.uid, self.api_version, self.requests, self.constraints,
+                     self.allocation, consumers, self.owner_pod, self.problem)
+
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[object, ...]:
         """What allocating it reads: claims of one shape fit the same nodes."""
         return (self.requests, self.constraints)

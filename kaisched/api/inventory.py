@@ -8,7 +8,7 @@ node table.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -40,6 +40,9 @@ class Devices:
         # knows the pods); the scheduler takes them back.
         self.gone: dict[str, tuple[Consumer, ...]] = {}
         self.journal: list[tuple[Claim | None, Claim | None]] | None = None
+        # Told of devices taken (True) or given back (False): a session's
+        # counts per node follow the moves instead of counting again.
+        self.watchers: list[Callable[[list[int], bool], None]] = []
         for claim in (claims or {}).values():
             self._set(None, claim)
 
@@ -67,24 +70,33 @@ class Devices:
         self.journal = []
 
     def _set(self, old: Claim | None, new: Claim | None) -> None:
+        freed: list[int] = []
         if old is not None:
             for i in self.holds(old):
                 if self.holder.get(i) == old.key:
                     del self.holder[i]
                     self.taken[i] = False
+                    freed.append(i)
             self.claims.pop(old.key, None)
+        taken: list[int] = []
         if new is not None:
             self.claims[new.key] = new
             for i in self.holds(new):
-                if self.holder.setdefault(i, new.key) == new.key:
+                if self.holder.setdefault(i, new.key) == new.key and not self.taken[i]:
                     self.taken[i] = True
+                    taken.append(i)
+        for watcher in self.watchers:
+            if freed:
+                watcher(freed, False)
+            if taken:
+                watcher(taken, True)
 
     def copy(self) -> Devices:
         """A copy whose claims may change apart (devices and classes shared)."""
         other = object.__new__(Devices)
         other.__dict__.update(self.__dict__)
         other.claims, other.holder, other.taken = dict(self.claims), dict(self.holder), self.taken.copy()
-        other.journal = None
+        other.journal, other.watchers = None, []
         return other
 
     def replace_claims(self, claims: Mapping[str, Claim]) -> None:

@@ -13,7 +13,7 @@ from typing import Mapping, TypeVar
 
 from kaisched.api.devices import Claim, Consumer, Device, DeviceClass
 from kaisched.api.inventory import Devices
-from kaisched.api.types import TaskStatus
+from kaisched.api.types import PodKey, TaskStatus
 from kaisched.cache import convert
 from kaisched.cache.convert import devices as dra
 from kaisched.cluster.client import WatchEvent
@@ -56,7 +56,15 @@ class DeviceStore:
             return False
         return True
 
-    def lend(self, pods: Mapping[str, convert.PodFacts]) -> Devices:
+    def shows(self, key: str, allocation: object, reserved_for: tuple[Consumer, ...]) -> bool:
+        """The claim as read holds this allocation and these reservations (or is gone)."""
+        versions = self.claims.get(key)
+        if not versions:
+            return True
+        claim = _newest(versions)
+        return claim.allocation == allocation and claim.reserved_for == reserved_for
+
+    def lend(self, pods: Mapping[PodKey, convert.PodFacts]) -> Devices:
         """The inventory for the next session, brought up to date."""
         if self._inventory_changed:
             self.devices = Devices(self._devices(), {n: _newest(v) for n, v in self.classes.items()},
@@ -66,7 +74,7 @@ class DeviceStore:
             self.devices.replace_claims({k: _newest(v) for k, v in self.claims.items()})
             self._claims_changed = False
         devices = self.devices
-        devices.gone = {}
+        devices.gone, devices.watchers = {}, []
         for claim in devices.claims.values():
             if not claim.reserved_for:
                 continue
@@ -87,8 +95,8 @@ class DeviceStore:
                 if newest[(driver, pool)] == generation for d in found]
 
 
-def _alive(pods: Mapping[str, convert.PodFacts], key: str, consumer: Consumer) -> bool:
-    facts = pods.get(key)
+def _alive(pods: Mapping[PodKey, convert.PodFacts], key: str, consumer: Consumer) -> bool:
+    facts = pods.get(PodKey(key))
     return (facts is not None and (not consumer.uid or facts.uid == consumer.uid)
             and facts.status not in _DONE and facts.status is not None)
 

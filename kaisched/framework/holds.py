@@ -51,7 +51,7 @@ def apply_holds(ssn: Session, holds: Mapping[JobKey, Hold]) -> dict[JobKey, Stat
             vec = table.vector(task.resreq)
             if not ssn.static_mask(task)[row] or not table.fits(vec, table.future[row:row + 1])[0]:
                 continue
-            if table.fits(vec, table.idle[row:row + 1])[0]:
+            if table.fits(vec, table.idle[row:row + 1])[0] and ssn.free_beyond_resources(task, node):
                 stmt.allocate(task, node)
             else:
                 stmt.pipeline(task, node)

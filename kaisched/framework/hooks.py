@@ -57,6 +57,8 @@ class Hook(enum.Enum):
     CLAIMS = "claims"                 # (placed TaskInfo) -> [(old Claim, new Claim)]: its
                                       # ResourceClaims allocated and reserved on its node
     EXPLAIN = "explain"               # (TaskInfo) -> str | None: more on why no node takes it
+    POD_IDLE = "pod_idle"             # (TaskInfo, rows) -> bool array | None: where what the
+                                      # task needs beyond resources is free now (else pipelined)
 
 
 Callback = Callable[..., Any]

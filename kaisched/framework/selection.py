@@ -171,6 +171,10 @@ class NodeSelection:
         if not len(rows):
             return None
         idle = idle_fit[rows]
+        for _, fn in self.hooks.callbacks(Hook.POD_IDLE):
+            found = fn(task, rows)
+            if found is not None:
+                idle = idle & found
         has_idle = bool(idle.any())
         if not has_idle and idle_only:
             return None

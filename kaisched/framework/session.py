@@ -61,6 +61,8 @@ class Session:
         self.reserved_for: dict[JobKey, np.ndarray] = {}
         self._current_plugin = ""
         self._when: dict[Callable[..., Any], Callable[[TaskInfo], bool]] = {}
+        # Set while room_mask asks the filters: devices evictable pods hold count as free.
+        self.planning_eviction = False
         for tier in plugins:
             self.hooks.begin_tier()
             for plugin in tier:
@@ -188,6 +190,33 @@ class Session:
     def static_mask(self, task: TaskInfo) -> np.ndarray:
         """Nodes passing every filter but resources: where room could be made."""
         return self.selection.static_mask(task)
+
+    def room_mask(self, task: TaskInfo) -> np.ndarray:
+        """static_mask, where what evictable pods hold beyond resources (their
+        devices) counts as freed: the nodes eviction could make room on."""
+        self.planning_eviction = True
+        try:
+            return self.static_mask(task)
+        finally:
+            self.planning_eviction = False
+
+    def pod_fits(self, task: TaskInfo, node: NodeName) -> bool:
+        """Every filter over the pods and devices around the node lets the
+        task take it (once what is releasing there is gone)."""
+        return self._passes(Hook.POD_PREDICATE, task, node)
+
+    def free_beyond_resources(self, task: TaskInfo, node: NodeName) -> bool:
+        """What the task needs beyond resources on the node (devices) is free
+        now, not only once pods going away are gone."""
+        return self._passes(Hook.POD_IDLE, task, node)
+
+    def _passes(self, hook: Hook, task: TaskInfo, node: NodeName) -> bool:
+        row = np.array([self.cluster.table.index[node]])
+        for _, fn in self.hooks.callbacks(hook):
+            found = fn(task, row)
+            if found is not None and not found[0]:
+                return False
+        return True
 
     def select_node(self, task: TaskInfo, idle_only: bool = False,
                     within: np.ndarray | None = None) -> Choice | None:

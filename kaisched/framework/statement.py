@@ -102,11 +102,14 @@ class ClaimOp:
     old: Claim
     new: Claim
     pod: PodKey
+    pipelined: bool = False     # for a pod that waits for room: nothing is written
 
     def undo(self, ssn: Session) -> None:
         ssn.cluster.devices.put(self.new, self.old)
 
     def commit(self, ssn: Session) -> None:
+        if self.pipelined:
+            return
         new = self.new
         ssn.emit(SetClaimStatus(new.key, new.uid, new.api_version, new.allocation,
                                 new.reserved_for, self.pod))
@@ -144,8 +147,9 @@ class Statement:
     def _claims(self, placed: TaskInfo) -> None:
         """The placed pod's ResourceClaims, allocated on its node (none: nothing to do)."""
         if placed.claims:
+            pipelined = placed.status is TaskStatus.PIPELINED
             for old, new in self._ssn.claim_moves(placed):
-                self.ops.append(ClaimOp(old, new, placed.key))
+                self.ops.append(ClaimOp(old, new, placed.key, pipelined))
 
     def checkpoint(self) -> int:
         return len(self.ops)

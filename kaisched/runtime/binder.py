@@ -141,6 +141,7 @@ class Binder:
         # per pod, and the newest status decided for each claim.
         self._claims_of: dict[PodKey, list[str]] = {}
         self._claim_status: dict[str, SetClaimStatus] = {}
+        self._claims_written: dict[str, SetClaimStatus] = {}    # since last taken
 
     @property
     def live(self) -> bool:
@@ -452,6 +453,15 @@ class Binder:
         self.client.patch_status(kind, ns, name, {
             "allocation": allocation_dict(effect.allocation),
             "reservedFor": reserved_dict(effect.reserved_for) or None})
+        with self._cond:
+            self._claims_written[effect.claim] = effect
+
+    def take_claims(self) -> dict[str, SetClaimStatus]:
+        """Claim statuses written since the last call: the cache should show
+        them before the next cycle counts their devices free."""
+        with self._cond:
+            written, self._claims_written = self._claims_written, {}
+        return written
 
     def _forget(self, write: _Write) -> None:
         """A status-like write that was not made: the next one must not wait."""

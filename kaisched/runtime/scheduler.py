@@ -204,6 +204,20 @@ class Scheduler:
                 break
             time.sleep(0.01)
             self.sync()
+        self._await_claims(proceed)
+
+    def _await_claims(self, proceed: Callable[[], bool]) -> None:
+        """The ResourceClaims the last cycle wrote are waited for, briefly, as
+        bound pods are: their devices must not look free to this one."""
+        written = self.binder.take_claims()
+        deadline = time.monotonic() + ECHO_WAIT
+        while written and proceed():
+            written = {k: e for k, e in written.items()
+                       if not self.cache.devices.shows(k, e.allocation, e.reserved_for)}
+            if not written or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+            self.sync()
 
 
 def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | None = None,

@@ -25,6 +25,7 @@ import attrs
 
 from kaisched.api import labels as L
 from kaisched.api.resource import GPU
+from kaisched.sim.devices import pod_claims
 from kaisched.sim.specs import JobKind, JobSpec, RoleSpec, VolumeSpec
 
 Obj = dict[str, Any]
@@ -117,6 +118,9 @@ def pod_template(job: JobSpec, role: RoleSpec, scheduler_name: str) -> Obj:
         spec["tolerations"] = [dict(t) for t in job.tolerations]
     if role.volumes:
         spec["volumes"] = pod_volumes(role.volumes)
+    if role.claims:     # devices (DRA): each pod its claims, made from the role's templates
+        spec["resourceClaims"] = pod_claims(job, role)
+        container["resources"]["claims"] = [{"name": c.name} for c in role.claims]
     return {"metadata": {"labels": {L.QUEUE_LABEL: job.queue},
                          "annotations": {DURATION_ANNOTATION: f"{job.duration:g}s"}},
             "spec": spec}

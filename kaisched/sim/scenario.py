@@ -14,6 +14,7 @@ import yaml
 
 from kaisched.api.resource import PODS
 from kaisched.errors import InputError
+from kaisched.sim.devices import claim_specs, device_specs
 from kaisched.sim.fields import (
     ALIASES, FieldError, checked_amount, dns, duration, fields, integer, items, labels, resources,
     show, text, unique,
@@ -38,12 +39,12 @@ class ScenarioError(InputError):
 
 _TOP = ("name", "description", "until", "nodePools", "queues", "priorityClasses", "jobs",
         "generate", "storageClasses")
-_POOL = ("name", "count", "capacity", "labels", "taints")
+_POOL = ("name", "count", "capacity", "labels", "taints", "devices")
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
 _JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
         "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy")
-_ROLE = ("replicas", "requests", "volumes")
+_ROLE = ("replicas", "requests", "volumes", "claims")
 _STORAGE_CLASS = ("name", "provisioner", "bindingMode", "allowedTopologies", "provisioningDelay",
                   "failure")
 _VOLUME = ("name", "storageClass", "size")
@@ -201,7 +202,8 @@ def _pool(data: Any, where: str) -> NodePool:
         capacity=resources(f["capacity"], f"{where}.capacity"),
         labels=labels(f.get("labels"), f"{where}.labels"),
         taints=tuple(_taint(t, f"{where}.taints[{i}]")
-                     for i, t in enumerate(items(f, "taints", where))))
+                     for i, t in enumerate(items(f, "taints", where))),
+        devices=device_specs(f.get("devices"), f"{where}.devices"))
 
 
 def _taint(data: Any, where: str) -> tuple[str, str, str]:
@@ -322,7 +324,8 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
         f = fields(entry, at, _ROLE, ("replicas", "requests"))
         roles.append(RoleSpec(role, integer(f["replicas"], f"{at}.replicas", 1),
                               resources(f["requests"], f"{at}.requests"),
-                              _volumes(f.get("volumes"), f"{at}.volumes")))
+                              _volumes(f.get("volumes"), f"{at}.volumes"),
+                              claim_specs(f.get("claims"), f"{at}.claims")))
     if kind is JobKind.JOB and len(roles) != 1:
         raise FieldError(f"{where}: a Job has exactly one role (its pod template)")
     if kind in (JobKind.RAY, JobKind.RAYSERVICE) and "head" not in {r.name for r in roles}:

@@ -45,6 +45,8 @@ from kaisched.sim.fit import never_fits
 from kaisched.sim.invariants import Invariants
 from kaisched.sim.kubelet import Kubelet
 from kaisched.sim.meter import Meter
+from kaisched.sim.claims import make_claims
+from kaisched.sim.devices import claim_templates, device_classes, node_slices
 from kaisched.sim.provisioner import StorageControllers, storage_class_object
 from kaisched.sim.scenario import Scenario
 from kaisched.sim.timeline import Eviction, Timeline
@@ -151,6 +153,7 @@ class Simulation:
             finished += sum(1 for r in self.controllers.tick(elapsed) if r.never_fits is None)
             self.storage.step(now)
             wrote = self.grouper.sync()
+            make_claims(self.cluster)       # the resource-claim controller: claims from templates
             result = self.scheduler.run_once()
             sessions += 1
             bound, evicted = self._record(result, elapsed)
@@ -184,6 +187,11 @@ class Simulation:
             create({"apiVersion": "v1", "kind": NAMESPACE.kind, "metadata": {"name": name}})
         for storage_class in self.scenario.storage_classes:
             create(storage_class_object(storage_class))
+        for obj in device_classes(self.scenario.node_pools, self.scenario.jobs):
+            create(obj)
+        for job in self.scenario.jobs:
+            for obj in claim_templates(job):
+                create(obj)
         for name, value in self.scenario.priority_classes:
             create({"apiVersion": PRIORITY_CLASS.api_version, "kind": PRIORITY_CLASS.kind,
                     "metadata": {"name": name}, "value": value})
@@ -206,6 +214,8 @@ class Simulation:
                         "metadata": {"name": name, "labels": labels}, "spec": spec,
                         "status": {"capacity": capacity, "allocatable": capacity,
                                    "conditions": [{"type": "Ready", "status": "True"}]}})
+                for obj in node_slices(pool, name):
+                    create(obj)
 
     # -- what a session did ------------------------------------------------------------------
     def _record(self, result: CycleResult, elapsed: float) -> tuple[list[PodKey], list[PodKey]]:

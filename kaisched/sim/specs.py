@@ -74,11 +74,32 @@ class StorageClassSpec:
 
 
 @attrs.frozen
+class DeviceSpec:
+    """Devices one DRA driver publishes on each node of a pool (a ResourceSlice
+    per node): count alike devices, with these attributes and capacities."""
+    driver: str
+    count: int
+    attributes: tuple[tuple[str, Any], ...] = ()       # name -> string, int or bool
+    capacity: tuple[tuple[str, str], ...] = ()         # name -> quantity
+
+
+@attrs.frozen
+class ClaimSpec:
+    """A ResourceClaim each pod of a role gets from a template of its own:
+    count devices of the driver's DeviceClass, passing the CEL selector."""
+    name: str
+    driver: str
+    count: int = 1
+    selector: str | None = None
+
+
+@attrs.frozen
 class RoleSpec:
     name: str
     replicas: int
     requests: tuple[tuple[str, str], ...]      # resource name -> quantity, canonical names
     volumes: tuple[VolumeSpec, ...] = ()
+    claims: tuple[ClaimSpec, ...] = ()
 
     def amount(self, resource: str) -> float:
         return sum(amount(resource, q) for n, q in self.requests if n == resource)
@@ -143,6 +164,7 @@ class NodePool:
     capacity: tuple[tuple[str, str], ...]
     labels: tuple[tuple[str, str], ...] = ()
     taints: tuple[tuple[str, str, str], ...] = ()      # key, value, effect
+    devices: tuple[DeviceSpec, ...] = ()
 
 
 @attrs.frozen

@@ -81,3 +81,33 @@ def test_no_claims_no_hooks() -> None:
     assert not ssn.cluster.claimants()
     from kaisched.framework.hooks import Hook
     assert not ssn.hooks.callbacks(Hook.CLAIMS) and not ssn.hooks.callbacks(Hook.POD_PREDICATE)
+
+
+def test_the_plugins_counts_follow_moves_and_rollbacks() -> None:
+    import numpy as np
+    from plugins.dra import DraPlugin
+    ssn = open_session(loaded())
+    plugin = next(p for p in ssn.plugins if isinstance(p, DraPlugin))
+    request = ssn.cluster.devices.claims["default/gang-0-0"].requests[0]
+    rows = np.arange(len(ssn.cluster.table))
+
+    def recount() -> tuple[list[float], list[int]]:
+        devices = ssn.cluster.devices
+        local = plugin.rows >= 0
+        held = np.bincount(plugin.rows[local & devices.taken], minlength=len(rows))
+        free = np.bincount(plugin.rows[local & ~devices.taken & plugin.eligible.mask(request)],
+                           minlength=len(rows))
+        return held.tolist(), free.tolist()
+
+    plugin.fits(pending(ssn, "gang-0-0"), rows)        # the counts of this request are kept
+    stmt = ssn.statement()
+    stmt.allocate(pending(ssn, "gang-0-0"), NodeName("node-0"))
+    mark = stmt.checkpoint()
+    stmt.allocate(pending(ssn, "gang-0-1"), NodeName("node-0"))
+    assert (plugin.held_row.tolist(), plugin.free_counts[request].tolist()) == recount() == (
+        [2, 0], [0, 2])
+    stmt.rollback(mark)
+    assert (plugin.held_row.tolist(), plugin.free_counts[request].tolist()) == recount() == (
+        [1, 0], [1, 2])
+    stmt.discard()
+    assert (plugin.held_row.tolist(), plugin.free_counts[request].tolist()) == recount()
