@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +55,7 @@ def _load(path: str, strict: bool) -> LoadedFile:
     if not kept:
         why = f"all {len(lines)} object(s) skipped" if lines else "no Kubernetes objects in it"
         raise click.ClickException(f"{path}: nothing usable: {why}")
-    return LoadedFile(kept, loaded.config)
+    return LoadedFile(kept, loaded.config, loaded.taken)
 
 
 @main.command()
@@ -166,8 +167,10 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
     from kaisched.cluster.snapshot import build_snapshot
 
     config = _config(config_path, register_builtins(), None)
+    taken = time.time()
     items = _read_live(kubeconfig)
-    data = orjson.dumps(build_snapshot(items, config.to_dict(), redact), option=orjson.OPT_INDENT_2)
+    data = orjson.dumps(build_snapshot(items, config.to_dict(), redact, taken),
+                        option=orjson.OPT_INDENT_2)
     if output == "-":
         click.echo(data)
     else:
@@ -238,18 +241,44 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
               help="Draw use and fair shares over time into this PNG file.")
 @click.option("--strict", is_flag=True,
               help="A job a cluster would refuse is an error, not reported as failed.")
+@click.option("--from-snapshot", "snapshot_path", type=click.Path(dir_okay=False),
+              help="Start from this cluster (a kaisched snapshot-dump): its nodes, queues and "
+                   "running and waiting jobs; SCENARIO then adds to it.")
+@click.option("--remaining", "remaining", metavar="DURATION",
+              help="With --from-snapshot: how long a job still runs when its pods do not say "
+                   "(annotation sim.kaisched.io/remaining).")
 def simulate(scenario: str | None, config_path: str | None, compare_path: str | None,
-             seed: int | None, output: str, plot_path: str | None, strict: bool) -> None:
-    """Run SCENARIO (default: the bundled demo) in virtual time and report."""
+             seed: int | None, output: str, plot_path: str | None, strict: bool,
+             snapshot_path: str | None, remaining: str | None) -> None:
+    """Run SCENARIO (default: the bundled demo) in virtual time and report.
+
+    With --from-snapshot SNAP, a what-if on a real cluster: the run starts
+    from the snapshot and SCENARIO (optional) adds nodes, queues and jobs.
+    """
     import sys
 
+    from kaisched.api.quantity import parse_duration
+    from kaisched.sim.runner import WhatIf
     from kaisched.sim.runner import simulate as run_simulation
 
     registry = register_builtins()
-    configs = [(config_path or "built-in", _config(config_path, registry, None))]
+    what_if, embedded = None, None
+    if remaining is not None and snapshot_path is None:
+        raise click.UsageError("--remaining is for --from-snapshot")
+    if snapshot_path is not None:
+        loaded = _load(snapshot_path, strict)
+        try:
+            left = parse_duration(remaining) if remaining is not None else None
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--remaining") from None
+        what_if = WhatIf(tuple(loaded.objects), snapshot_path, left, loaded.taken)
+        embedded = loaded.config
+    first = config_path or ("the snapshot's config" if embedded is not None else "built-in")
+    configs = [(first, _config(config_path, registry, embedded))]
     if compare_path:
         configs.append((compare_path, _config(compare_path, registry, None)))
-    run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict)
+    run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict,
+                   what_if)
 
 
 @main.command()

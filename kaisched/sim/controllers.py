@@ -95,6 +95,18 @@ class Controllers:
         for index in range(len(plan.pods)):
             self._make_pod(run, index)
 
+    def adopt(self, run: JobRun, plan: Blueprint, pods: tuple[Obj, ...], pod_group: str) -> None:
+        """Take over a job that was there at the start (a snapshot's), its pods
+        created already: from now on its operator keeps them as its own."""
+        run.plan = plan
+        run.objects = list(plan.objects)       # its owner, to name in pods made again
+        run.pod_group = pod_group
+        run.state, run.submitted = JobState.SUBMITTED, 0.0
+        for index, pod in enumerate(pods):
+            name = pod["metadata"]["name"]
+            run.current[index] = name
+            self.by_pod[pod_key(run.spec.namespace, name)] = (run, index)
+
     def tick(self, now: float) -> list[JobRun]:
         """React to pod events: make evicted pods again, finish jobs whose leaders
         succeeded, remove finished jobs. Returns the jobs that finished."""

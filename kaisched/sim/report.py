@@ -60,7 +60,7 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
         "config": config_name, "seed": scenario.seed,
         "virtualSeconds": _round(end, 1), "stopped": result.stopped,
         "sessions": result.sessions, "invariantChecks": result.checks,
-        "cluster": {"nodes": sum(p.count for p in scenario.node_pools),
+        "cluster": {"nodes": sum(p.count for p in scenario.pools),
                     "gpus": _round(result.capacity.get(GPU, 0.0), 1),
                     "cpus": _round(result.capacity.get(CPU, 0.0) / 1000, 1),
                     "gpuUtilisation": util["gpu"], "cpuUtilisation": util["cpu"]},

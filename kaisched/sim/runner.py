@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Sequence, TextIO
 
+import attrs
 import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -15,7 +16,9 @@ from kaisched.errors import InputError
 from kaisched.framework import SchedulerConfig
 from kaisched.sim.admission import refusals
 from kaisched.sim.report import build_report, render, render_compare
-from kaisched.sim.scenario import load_scenario
+from kaisched.sim.generator import DEFAULT_SEED
+from kaisched.sim.scenario import base_scenario, load_scenario
+from kaisched.sim.start import DEFAULT_REMAINING, REMAINING_ANNOTATION, Adopted, Start, adopt, read_start
 from kaisched.sim.simulation import SimResult, Simulation
 from kaisched.sim.timeline import hms
 
@@ -37,16 +40,43 @@ def bundled(name: str = DEMO) -> Path:
                      f"{installed.parent}); give a scenario file")
 
 
+@attrs.frozen
+class WhatIf:
+    """A run from a snapshot: the cluster it starts from and its jobs' run times."""
+    objects: tuple[dict, ...]
+    source: str
+    remaining: float | None = None
+    taken: float | None = None
+
+
 def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig]],
              seed: int | None, output: str, plot: str | None, out: TextIO,
-             err: TextIO, strict: bool = False) -> None:
-    path = scenario_path or bundled()
-    scenario = load_scenario(path, seed)
+             err: TextIO, strict: bool = False, what_if: WhatIf | None = None) -> None:
+    start, adopted = None, []
+    if what_if is not None:
+        start = read_start(what_if.objects, what_if.source, configs[0][1].scheduler_name,
+                           what_if.taken)
+        scenario = load_scenario(scenario_path, seed, start.base) if scenario_path \
+            else base_scenario(start.base)
+        adopted, defaulted = adopt(start, what_if.remaining, scenario.remaining,
+                                   seed if seed is not None else DEFAULT_SEED)
+        running = sum(1 for a in adopted if a.running)
+        err.write(f"{what_if.source}: {len(adopted)} job(s) of the snapshot, {running} running "
+                  f"and {len(adopted) - running} waiting, on {sum(p.count for p in start.base.pools)} "
+                  "nodes\n")
+        if defaulted:
+            err.write(f"note: {defaulted} job(s) say nothing of their run time "
+                      f"({REMAINING_ANNOTATION}): {hms(DEFAULT_REMAINING)} assumed; "
+                      "give --remaining or a remaining: distribution in the scenario\n")
+        path: object = scenario_path or what_if.source
+    else:
+        path = scenario_path or bundled()
+        scenario = load_scenario(path, seed)
     report_refusals(scenario, configs[0][1].scheduler_name, path, strict, err)
     results: list[tuple[str, SimResult]] = []
     show = output == "text" and err.isatty()
     for label, config in configs:
-        results.append((label, _run(scenario, config, label, show, err)))
+        results.append((label, _run(scenario, config, label, show, err, start, adopted)))
     reports = [build_report(result, label) for label, result in results]
     if plot:
         from kaisched.sim.plot import draw
@@ -81,9 +111,10 @@ def report_refusals(scenario, scheduler_name: str, path: object, strict: bool,  
         raise InputError(f"{path}: {refused} job(s) a cluster would refuse (--strict)")
 
 
-def _run(scenario, config: SchedulerConfig, label: str, show: bool, err: TextIO) -> SimResult:  # type: ignore[no-untyped-def]
+def _run(scenario, config: SchedulerConfig, label: str, show: bool, err: TextIO,  # type: ignore[no-untyped-def]
+         start: Start | None = None, adopted: Sequence[Adopted] = ()) -> SimResult:
     if not show:
-        return Simulation(scenario, config).run()
+        return Simulation(scenario, config, start=start, adopted=adopted).run()
     console = Console(file=err)
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("jobs done, virtual time {task.fields[clock]}"))
@@ -93,4 +124,5 @@ def _run(scenario, config: SchedulerConfig, label: str, show: bool, err: TextIO)
         def progress(elapsed: float, done: int, total: int) -> None:
             bar.update(task, completed=done, total=total, clock=hms(elapsed))
 
-        return Simulation(scenario, config, progress=progress).run()
+        return Simulation(scenario, config, progress=progress, start=start,
+                          adopted=adopted).run()

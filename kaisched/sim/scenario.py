@@ -15,18 +15,21 @@ import yaml
 from kaisched.api.resource import PODS
 from kaisched.errors import InputError
 from kaisched.sim.fields import (
-    ALIASES, FieldError, checked_amount, dns, duration, fields, integer, items, labels, resources,
-    show, text, unique,
+    ALIASES, FieldError, checked_amount, dns, duration, fields, integer, items, labels, number,
+    resources, show, text, unique,
 )
 from kaisched.sim.generator import generate
 from kaisched.sim.specs import (
-    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, JobKind, JobSpec, NodePool, QueueSpec, RoleSpec, Scenario,
+    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, Base, JobKind, JobSpec, NodePool, QueueSpec, Remaining,
+    RoleSpec, Scenario,
 )
 
-__all__ = ["ELASTIC_KINDS", "JobKind", "JobSpec", "NodePool", "QueueSpec", "RoleSpec", "ROLES",
+__all__ = ["Base", "ELASTIC_KINDS", "JobKind", "JobSpec", "NodePool", "QueueSpec", "RoleSpec", "ROLES",
            "Scenario", "ScenarioError", "load_scenario", "parse_scenario"]
 
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_MANIFEST = ("this is a Kubernetes manifest (objects with apiVersion and kind), not a "
+             "simulate scenario: run it with `kaisched replay`")
 
 
 class ScenarioError(InputError):
@@ -36,7 +39,8 @@ class ScenarioError(InputError):
 # -- loading -------------------------------------------------------------------------------
 
 _TOP = ("name", "description", "until", "nodePools", "queues", "priorityClasses", "jobs",
-        "generate")
+        "generate", "remaining")
+_DURATION = ("median", "sigma", "min", "max")
 _POOL = ("name", "count", "capacity", "labels", "taints")
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
@@ -46,64 +50,104 @@ _ROLE = ("replicas", "requests")
 _TOLERATION = ("key", "operator", "value", "effect")
 
 
-def load_scenario(path: str | Path, seed: int | None = None) -> Scenario:
+def load_scenario(path: str | Path, seed: int | None = None, base: Base | None = None) -> Scenario:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ScenarioError(f"{path}: no such scenario file") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.__class__.__name__}") from None
-    return parse_scenario(text, str(path), seed)
+    return parse_scenario(data, str(path), seed, base)
 
 
-def parse_scenario(text: str, source: str = "scenario", seed: int | None = None) -> Scenario:
-    """A checked Scenario; seed overrides generate.seed."""
+def parse_scenario(text: str, source: str = "scenario", seed: int | None = None,
+                   base: Base | None = None) -> Scenario:
+    """A checked Scenario; seed overrides generate.seed. With a base (a
+    snapshot's cluster) the scenario adds to it: nodes, queues (one named as
+    the snapshot's replaces it), priority classes and jobs, all optional."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
+        if _several_documents(text):
+            raise ScenarioError(f"{source}: {_MANIFEST}") from None
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ScenarioError(f"{source}: invalid YAML{where}: {problem}") from None
     try:
-        return _scenario(data, source, seed)
+        return _scenario(data, source, seed, base)
     except FieldError as exc:
         raise ScenarioError(f"{source}: {exc}") from None
 
 
-def _scenario(data: Any, source: str, seed: int | None) -> Scenario:
-    if data is None:
+def base_scenario(base: Base) -> Scenario:
+    """The snapshot's cluster alone: no nodes, queues or jobs added."""
+    return Scenario(name=base.name, description="", node_pools=(), queues=base.queues,
+                    priority_classes=base.priority_classes, jobs=(), source=base.name,
+                    base_pools=base.pools)
+
+
+def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None) -> Scenario:
+    if data is None and base is None:
         raise FieldError("empty scenario (expected nodePools, queues and jobs or generate)")
-    top = fields(data, "", _TOP, ("nodePools",))
+    if isinstance(data, dict) and "kind" in data and "apiVersion" in data:
+        raise FieldError(_MANIFEST)
+    top = fields(data if data is not None else {}, "", _TOP, () if base else ("nodePools",))
     pools = tuple(_pool(p, f"nodePools[{i}]") for i, p in enumerate(items(top, "nodePools", "")))
-    if not pools:
+    if not pools and base is None:
         raise FieldError("nodePools: at least one pool is needed")
     unique([p.name for p in pools], "nodePools", "pool")
-    queues = tuple(_queue(q, f"queues[{i}]") for i, q in enumerate(items(top, "queues", "")))
-    unique([q.name for q in queues], "queues", "queue")
+    own = tuple(_queue(q, f"queues[{i}]") for i, q in enumerate(items(top, "queues", "")))
+    unique([q.name for q in own], "queues", "queue")
+    replaced = {q.name for q in own}
+    queues = tuple(q for q in (base.queues if base else ()) if q.name not in replaced) + own
     names = {q.name for q in queues} | {"default"}
-    for i, q in enumerate(queues):
+    for i, q in enumerate(own):
         if q.parent is not None and q.parent not in names:
             raise FieldError(f"queues[{i}] ({q.name}).parent: no queue named {q.parent!r}")
-    classes = _priority_classes(top.get("priorityClasses"))
+    classes = tuple(sorted({**dict(base.priority_classes if base else ()),
+                            **dict(_priority_classes(top.get("priorityClasses")))}.items()))
+    all_pools = (base.pools if base else ()) + pools
     jobs = [_job(j, f"jobs[{i}]") for i, j in enumerate(items(top, "jobs", ""))]
     used_seed = None
     if top.get("generate") is not None:
         generated, used_seed = generate(top["generate"], "generate", seed,
-                                        [q.name for q in queues], dict(classes), pools)
+                                        [q.name for q in queues], dict(classes), all_pools)
         jobs.extend(generated)
-    if not jobs:
+    if not jobs and base is None:
         raise FieldError("jobs: no jobs (list some, or add a generate: block)")
+    for job in jobs:
+        if base is not None and (job.namespace, job.name) in base.jobs:
+            raise FieldError(f"{job.where}.name: the snapshot has a job {job.namespace}/{job.name}")
     scenario = Scenario(
         name=text(top.get("name", Path(source).stem), "name"),
         description=text(top.get("description", ""), "description"),
         node_pools=pools, queues=queues, priority_classes=classes,
         jobs=tuple(sorted(jobs, key=lambda j: (j.arrival, j.name))),
         until=duration(top["until"], "until") if top.get("until") is not None else None,
-        seed=used_seed, source=source)
+        seed=used_seed, source=source, base_pools=base.pools if base else (),
+        remaining=_remaining(top.get("remaining")) if top.get("remaining") is not None else None)
     _check_jobs(scenario, names, dict(classes))
     return scenario
+
+
+def _several_documents(text: str) -> bool:
+    """Multi-document YAML of Kubernetes objects: a file for replay."""
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        return False
+    return any(isinstance(d, dict) and "kind" in d for d in docs)
+
+
+def _remaining(data: Any) -> Remaining:
+    """How long the snapshot's jobs have left to run, when no annotation says."""
+    f = fields(data, "remaining", _DURATION, ("median",))
+    median = duration(f["median"], "remaining.median", positive=True)
+    return Remaining(median, number(f.get("sigma", 1.0), "remaining.sigma"),
+                     duration(f.get("min", 60), "remaining.min", positive=True),
+                     duration(f.get("max", median * 20), "remaining.max", positive=True))
 
 
 def _check_jobs(scenario: Scenario, queues: set[str], classes: dict[str, int]) -> None:

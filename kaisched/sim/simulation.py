@@ -23,7 +23,7 @@ session every period (tests/sim checks it).
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import attrs
 
@@ -32,7 +32,8 @@ from kaisched.api.resource import CPU, GPU
 from kaisched.api.types import PodKey, job_key
 from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
-from kaisched.cluster.kinds import NAMESPACE, NODE, PODGROUP, PRIORITY_CLASS, QUEUE
+from kaisched.cluster.kinds import NAMESPACE, NODE, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS
+from kaisched.cluster.snapshot import build_snapshot
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig
 from kaisched.api.queue import QueueStatus
@@ -46,6 +47,7 @@ from kaisched.sim.invariants import Invariants
 from kaisched.sim.kubelet import Kubelet
 from kaisched.sim.meter import Meter
 from kaisched.sim.scenario import Scenario
+from kaisched.sim.start import Adopted, Start
 from kaisched.sim.timeline import Eviction, Timeline
 from podgrouper.controller import PodGrouper
 
@@ -94,14 +96,18 @@ class QueueShares:
 
 class Simulation:
     def __init__(self, scenario: Scenario, config: SchedulerConfig, *,
-                 every_period: bool = False, progress: Progress | None = None) -> None:
+                 every_period: bool = False, progress: Progress | None = None,
+                 start: Start | None = None, adopted: Sequence[Adopted] = ()) -> None:
         self.scenario = scenario
         self.config = config
         self.every_period = every_period
         self.progress = progress
-        self.clock = ManualClock()
+        self.clock = ManualClock(start.now) if start is not None else ManualClock()
         self.start = self.clock.now()
         self.cluster = MemoryCluster(self.clock)
+        self.adopted = list(adopted)
+        if start is not None:
+            self._load_start(start)
         self._load()
         registry = register_builtins()
         self.shares = QueueShares()
@@ -125,15 +131,28 @@ class Simulation:
         self.runs = [JobRun(job) for job in scenario.jobs]
         for run in self.runs:
             run.never_fits = never_fits(run.spec, scenario)
+        # The snapshot's jobs: arrived at the start, running or waiting there.
+        self.adopted_runs = [JobRun(a.spec) for a in self.adopted]
+        self.runs = self.adopted_runs + self.runs
         self._by_group: dict[str, str] = {}     # PodGroup key -> job, to name preemptors
 
     def run(self) -> SimResult:
         period = self.config.schedule_period
         horizon = self.scenario.until if self.scenario.until is not None else DEFAULT_HORIZON
-        arrivals = list(self.runs)              # sorted by arrival, then name
+        arrivals = self.runs[len(self.adopted_runs):]     # sorted by arrival, then name
         to_finish = sum(1 for r in self.runs if r.never_fits is None)
         finished = tick = sessions = 0
         stopped = ""
+        self.clock.set(self.start)
+        for run, adopted in zip(self.adopted_runs, self.adopted):
+            self.controllers.adopt(run, adopted.plan, adopted.pods, adopted.pod_group)
+            self._by_group[job_key(run.spec.namespace, run.pod_group)] = \
+                f"{run.spec.namespace}/{run.spec.name}"
+            if adopted.running:
+                run.started, run.first_bound = 0.0, sum(
+                    1 for p in adopted.pods if (p.get("spec") or {}).get("nodeName"))
+                run.min_member = adopted.spec.gang_min()
+        self.kubelet.adopt(self.start)
         while True:
             now = self.start + tick * period
             elapsed = now - self.start
@@ -172,10 +191,25 @@ class Simulation:
                          sessions, self.invariants.checks,
                          {r: self.meter.capacity(r) for r in (GPU, CPU)}, stopped)
 
+    def snapshot(self) -> dict:
+        """The virtual cluster as `kaisched snapshot-dump` would write it, now."""
+        items = [obj for kind in SCHEDULING_KINDS for obj in self.cluster.list(kind)]
+        return build_snapshot(items, self.config.to_dict(), taken=self.clock.now())
+
     # -- the world ---------------------------------------------------------------------------
+    def _load_start(self, start: Start) -> None:
+        """The snapshot's cluster as it was: nodes, namespaces, PodGroups, pods."""
+        order = {"Namespace": 0, "Node": 1, "PodGroup": 2, "Pod": 3}
+        for obj in sorted(start.objects, key=lambda o: order.get(str(o.get("kind")), 2)):
+            self.cluster.create(obj)
+        for adopted in self.adopted:
+            for pod in adopted.pods:
+                self.cluster.create(pod)
+
     def _load(self) -> None:
         create = self.cluster.create
-        for name in sorted({"default"} | {j.namespace for j in self.scenario.jobs}):
+        have = {o["metadata"]["name"] for o in self.cluster.list(NAMESPACE)}
+        for name in sorted(({"default"} | {j.namespace for j in self.scenario.jobs}) - have):
             create({"apiVersion": "v1", "kind": NAMESPACE.kind, "metadata": {"name": name}})
         for name, value in self.scenario.priority_classes:
             create({"apiVersion": PRIORITY_CLASS.api_version, "kind": PRIORITY_CLASS.kind,

@@ -1,0 +1,164 @@
+"""`kaisched simulate --from-snapshot`: a what-if that starts from a cluster
+as it is. The snapshot here is dumped from the memory backend of a simulated
+run after an hour; continuing from it must give what the run itself gave."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from kaisched.cli import main
+from kaisched.framework import SchedulerConfig
+from kaisched.sim.runner import bundled
+from kaisched.sim.scenario import load_scenario
+from kaisched.sim.simulation import Simulation
+
+HOUR = 3600.0
+
+
+@pytest.fixture(scope="module")
+def demo_after_an_hour(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """The demo's snapshot at 1:00:00, and the demo's own report run to the end."""
+    from kaisched.builtins import register_builtins
+    from kaisched.framework import default_config
+    from kaisched.sim.report import build_report
+
+    config = default_config(register_builtins())
+    scenario = load_scenario(bundled())
+    stopped = Simulation(attrs.evolve(scenario, until=HOUR), config)
+    stopped.run()
+    path = tmp_path_factory.mktemp("snap") / "demo-1h.json"
+    path.write_bytes(orjson.dumps(stopped.snapshot()))
+    whole = build_report(Simulation(scenario, config).run(), "built-in")
+    return path, whole
+
+
+def simulate(*args: str) -> dict:
+    result = CliRunner().invoke(main, ["simulate", *args, "--output", "json"])
+    assert result.exit_code == 0, result.output + result.stderr
+    return orjson.loads(result.stdout)
+
+
+def test_continuing_from_a_snapshot_gives_what_the_run_gave(demo_after_an_hour) -> None:
+    path, whole = demo_after_an_hour
+    report = simulate("--from-snapshot", str(path))
+    jobs = {j["name"]: j for j in report["jobs"]}
+    # At 1:00:00 the demo's two evicted gangs still run; everything else is done.
+    assert set(jobs) == {j["name"] for j in whole["jobs"] if j["finished"] > HOUR}
+    for job in whole["jobs"]:
+        if job["name"] in jobs:
+            assert jobs[job["name"]]["finished"] == pytest.approx(job["finished"] - HOUR, abs=1)
+            assert jobs[job["name"]]["started"] == 0.0      # running at the snapshot
+    assert report["cluster"]["nodes"] == 4 and report["cluster"]["gpus"] == 32
+    assert report["stopped"] == "every job finished"
+
+
+def test_a_scenario_adds_arrivals_to_the_snapshot(demo_after_an_hour, tmp_path: Path) -> None:
+    path, _ = demo_after_an_hour
+    extra = tmp_path / "more.yaml"
+    extra.write_text(LATE)
+    report = simulate("--from-snapshot", str(path), str(extra))
+    late = next(j for j in report["jobs"] if j["name"] == "team-b/late")
+    assert late["submitted"] == 310.0 and late["state"] == "succeeded"
+    assert late["started"] >= 310.0
+
+
+LATE = """
+jobs:
+  - name: late
+    kind: PyTorchJob
+    queue: team-b
+    arrival: 310s
+    duration: 10m
+    roles:
+      master: {replicas: 1, requests: {cpu: 8, memory: 64Gi, nvidia.com/gpu: 8}}
+      worker: {replicas: 1, requests: {cpu: 8, memory: 64Gi, nvidia.com/gpu: 8}}
+"""
+
+
+def test_compare_two_configs_on_the_snapshot(demo_after_an_hour, tmp_path: Path) -> None:
+    path, _ = demo_after_an_hour
+    slow = tmp_path / "slow.yaml"
+    slow.write_text("schedulePeriod: 30s\n")
+    extra = tmp_path / "more.yaml"
+    extra.write_text(LATE)
+    report = simulate("--from-snapshot", str(path), str(extra), "--compare", str(slow))
+    first, second = report["compare"]
+    assert first["config"] == "the snapshot's config" and second["config"] == str(slow)
+    assert {j["name"] for j in first["jobs"]} == {j["name"] for j in second["jobs"]}
+    late = [next(j for j in r["jobs"] if j["name"] == "team-b/late") for r in (first, second)]
+    # Sessions every 30s: the job that arrives at 5:10 starts on the next one, at 5:30.
+    assert late[0]["started"] == 310.0 and late[1]["started"] == 330.0
+
+
+def bare_pod_snapshot(annotations: dict[str, str] | None = None) -> dict:
+    """A GPU node, a pod owned by a kind no operator here emulates (running),
+    and a waiting pod of its own."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-0"},
+            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110",
+                                       "nvidia.com/gpu": "2"}}}
+
+    def pod(name: str, bound: bool) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}",
+                             "annotations": dict(annotations or {}),
+                             "ownerReferences": [{"apiVersion": "kubeflow.org/v1",
+                                                  "kind": "Notebook", "name": name,
+                                                  "uid": f"nb-{name}", "controller": True}]},
+                "spec": {"schedulerName": "kaisched", **({"nodeName": "gpu-0"} if bound else {}),
+                         "containers": [{"name": "main", "image": "nb", "resources": {
+                             "requests": {"cpu": "1", "nvidia.com/gpu": "2"},
+                             "limits": {"nvidia.com/gpu": "2"}}}]},
+                "status": {"phase": "Running" if bound else "Pending",
+                           **({"startTime": "2026-01-01T00:00:00Z"} if bound else {})}}
+    return {"apiVersion": "kaisched.io/v1alpha1", "kind": "Snapshot",
+            "metadata": {"creationTimestamp": "2026-01-01T01:00:00Z"}, "config": {},
+            "items": [node, pod("alice", True), pod("bob", False)]}
+
+
+def test_pods_of_kinds_not_emulated_are_bare_pods_with_their_remaining_time(tmp_path: Path) -> None:
+    path = tmp_path / "snap.json"
+    path.write_bytes(orjson.dumps(bare_pod_snapshot()))
+    report = simulate("--from-snapshot", str(path), "--remaining", "20m")
+    jobs = {j["name"]: j for j in report["jobs"]}
+    assert jobs["default/alice"]["kind"] == "PodGroup"
+    assert jobs["default/alice"]["finished"] == pytest.approx(1200, abs=2)
+    assert jobs["default/bob"]["started"] == pytest.approx(1200, abs=40)
+    assert jobs["default/bob"]["turnaround"] == pytest.approx(2400, abs=60)
+    # The annotation wins over --remaining.
+    path.write_bytes(orjson.dumps(bare_pod_snapshot({"sim.kaisched.io/remaining": "5m"})))
+    report = simulate("--from-snapshot", str(path), "--remaining", "20m")
+    jobs = {j["name"]: j for j in report["jobs"]}
+    assert jobs["default/alice"]["finished"] == pytest.approx(300, abs=2)
+
+
+def test_without_a_run_time_the_default_is_said(tmp_path: Path) -> None:
+    path = tmp_path / "snap.json"
+    path.write_bytes(orjson.dumps(bare_pod_snapshot()))
+    result = CliRunner().invoke(main, ["simulate", "--from-snapshot", str(path), "--output", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert "note: 2 job(s) say nothing of their run time" in result.stderr
+
+
+def test_a_snapshot_without_nodes_is_one_line(tmp_path: Path) -> None:
+    snap = bare_pod_snapshot()
+    snap["items"] = snap["items"][1:]
+    path = tmp_path / "snap.json"
+    path.write_bytes(orjson.dumps(snap))
+    result = CliRunner().invoke(main, ["simulate", "--from-snapshot", str(path)])
+    assert result.exit_code != 0
+    assert result.stderr.strip().splitlines()[-1] == \
+        f"error: {path}: no Nodes in the snapshot: nothing to simulate on"
+
+
+def test_a_manifest_given_to_simulate_names_replay() -> None:
+    gang = Path(__file__).resolve().parents[2] / "config" / "examples" / "gang.yaml"
+    result = CliRunner().invoke(main, ["simulate", str(gang)])
+    assert result.exit_code != 0
+    assert "run it with `kaisched replay`" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
