@@ -247,9 +247,11 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
 @click.option("--remaining", "remaining", metavar="DURATION",
               help="With --from-snapshot: how long a job still runs when its pods do not say "
                    "(annotation sim.kaisched.io/remaining).")
+@click.option("--wide", is_flag=True,
+              help="Every column of the tables, however wide the terminal.")
 def simulate(scenario: str | None, config_path: str | None, compare_path: str | None,
              seed: int | None, output: str, plot_path: str | None, strict: bool,
-             snapshot_path: str | None, remaining: str | None) -> None:
+             snapshot_path: str | None, remaining: str | None, wide: bool) -> None:
     """Run SCENARIO (default: the bundled demo) in virtual time and report.
 
     With --from-snapshot SNAP, a what-if on a real cluster: the run starts
@@ -278,7 +280,7 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
     if compare_path:
         configs.append((compare_path, _config(compare_path, registry, None)))
     run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict,
-                   what_if)
+                   what_if, wide)
 
 
 @main.command()

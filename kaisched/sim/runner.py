@@ -23,8 +23,9 @@ from kaisched.sim.simulation import SimResult, Simulation
 from kaisched.sim.timeline import hms
 
 DEMO = "demo.yaml"
-# Text width when the output is not a terminal: the same bytes on every run.
-TEXT_WIDTH = 132
+# Text width when the output is not a terminal (or with --wide): wide enough
+# that no row wraps, and the same bytes on every run.
+PIPE_WIDTH = 1000
 
 
 def bundled(name: str = DEMO) -> Path:
@@ -51,7 +52,8 @@ class WhatIf:
 
 def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig]],
              seed: int | None, output: str, plot: str | None, out: TextIO,
-             err: TextIO, strict: bool = False, what_if: WhatIf | None = None) -> None:
+             err: TextIO, strict: bool = False, what_if: WhatIf | None = None,
+             wide: bool = False) -> None:
     start, adopted = None, []
     if what_if is not None:
         start = read_start(what_if.objects, what_if.source, configs[0][1].scheduler_name,
@@ -86,10 +88,14 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
         out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
         out.write("\n")
         return
-    console = Console(file=out, width=None if out.isatty() else TEXT_WIDTH,
-                      highlight=False, soft_wrap=False)
+    tty = out.isatty()
+    # A pipe gets one job per line (no width to fit); a terminal the width it
+    # has (a narrower table if need be), or with --wide every column regardless.
+    width = None if tty and not wide else PIPE_WIDTH
+    console = Console(file=out, width=width, highlight=False, soft_wrap=False,
+                      force_terminal=False if not tty else None)
     if len(reports) == 1:
-        render(reports[0], console)
+        render(reports[0], console, "full" if tty else "lines")
     else:
         render_compare(reports, console)
     if plot:

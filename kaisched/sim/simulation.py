@@ -29,10 +29,10 @@ import attrs
 
 from kaisched.api.clock import ManualClock, from_rfc3339
 from kaisched.api.resource import CPU, GPU
-from kaisched.api.types import PodKey, job_key
+from kaisched.api.types import PodKey, job_key, pod_key
 from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
-from kaisched.cluster.kinds import NAMESPACE, NODE, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS
+from kaisched.cluster.kinds import NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS
 from kaisched.cluster.snapshot import build_snapshot
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig
@@ -135,6 +135,14 @@ class Simulation:
         self.adopted_runs = [JobRun(a.spec) for a in self.adopted]
         self.runs = self.adopted_runs + self.runs
         self._by_group: dict[str, str] = {}     # PodGroup key -> job, to name preemptors
+        parents = {q.name: q.parent for q in scenario.queues}
+        self._ancestry: list[tuple[str, str]] = []   # (queue, each queue above it)
+        for q in scenario.queues:
+            seen, up = {q.name}, q.parent
+            while up and up not in seen:
+                self._ancestry.append((q.name, up))
+                seen.add(up)
+                up = parents.get(up)
 
     def run(self) -> SimResult:
         period = self.config.schedule_period
@@ -171,7 +179,7 @@ class Simulation:
             bound, evicted = self._record(result, elapsed)
             self.shares.update(result.effects)
             self.invariants.check(elapsed, sessions, bound, evicted)
-            self.timeline.sample(elapsed, dict(self.meter.total_used), self.meter.queue_used,
+            self.timeline.sample(elapsed, dict(self.meter.total_used), self._queue_use(),
                                  self.shares.fair(self.resource))
             if self.progress is not None:
                 self.progress(elapsed, finished, to_finish)
@@ -236,11 +244,11 @@ class Simulation:
 
     # -- what a session did ------------------------------------------------------------------
     def _record(self, result: CycleResult, elapsed: float) -> tuple[list[PodKey], list[PodKey]]:
-        self.meter.update()
         by_pod = self.controllers.by_pod
         bound: list[PodKey] = []
         evicted: list[PodKey] = []
         first: dict[JobRun, int] = {}      # pods bound by this session, per job
+        lost: dict[JobRun, list[PodKey]] = {}   # pods evicted by this session, per job
         for effect in result.report.applied:
             if isinstance(effect, Bind):
                 bound.append(effect.pod)
@@ -249,7 +257,12 @@ class Simulation:
                     first[found[0]] = first.get(found[0], 0) + 1
             elif isinstance(effect, Evict):
                 evicted.append(effect.pod)
-                self._evicted(effect, elapsed)
+                run = self._evicted(effect, elapsed)
+                if run is not None:
+                    lost.setdefault(run, []).append(effect.pod)
+        # What the evicted pods had run, read before the meter forgets them.
+        thrown = {run: self._gpu_seconds(pods, elapsed) for run, pods in lost.items()}
+        self.meter.update()
         for run, count in first.items():
             gang = self.meter.gangs.get(job_key(run.spec.namespace, run.pod_group))
             minimum = gang.min_member if gang is not None else 1
@@ -257,14 +270,59 @@ class Simulation:
                 run.started, run.first_bound, run.min_member = elapsed, count, minimum
             elif count < minimum:
                 continue        # pods of a running job made again: not a (re)start
+            if not run.history or run.history[-1][1] != "running":
+                run.history.append((elapsed, "running"))
             self.timeline.starts.append((elapsed, run.spec.queue, run.spec.name))
+        for run, pods in lost.items():
+            run.evictions += 1
+            minimum = run.min_member or 1
+            if self._size(run)[0] < minimum:
+                # Below its minimum: the job stops, and what its pods ran is lost.
+                run.history.append((elapsed, "evicted"))
+                run.gpu_hours_lost += thrown[run] / 3600.0
+        for run in {*first, *lost}:
+            pods, gpus = self._size(run)
+            if not run.sizes or run.sizes[-1][1:] != (pods, gpus):
+                run.sizes.append((elapsed, pods, gpus))
         return bound, evicted
 
-    def _evicted(self, effect: Evict, elapsed: float) -> None:
+    def _queue_use(self) -> dict[str, dict[str, float]]:
+        """Use per queue, a parent's the sum of its children's (as its status says)."""
+        use = {q: dict(v) for q, v in self.meter.queue_used.items()}
+        for queue, parent in self._ancestry:
+            row = self.meter.queue_used.get(queue)
+            if row:
+                target = use.setdefault(parent, {})
+                for name, amount in row.items():
+                    target[name] = target.get(name, 0.0) + amount
+        return use
+
+    def _size(self, run: JobRun) -> tuple[int, float]:
+        """Pods of the job bound and staying, and their GPUs."""
+        pods, gpus = 0, 0.0
+        for name in run.current.values():
+            use = self.meter.pods.get(pod_key(run.spec.namespace, name)) if name else None
+            if use is not None and use.counted:
+                pods += 1
+                gpus += dict(use.request).get(GPU, 0.0)
+        return pods, gpus
+
+    def _gpu_seconds(self, pods: list[PodKey], now: float) -> float:
+        """GPU-seconds the pods ran since they started."""
+        total = 0.0
+        for key in pods:
+            pod = self.cluster.get(POD, *key.split("/", 1))
+            use = self.meter.pods.get(key)
+            started = from_rfc3339(((pod or {}).get("status") or {}).get("startTime"))
+            if use is not None and started is not None:
+                total += dict(use.request).get(GPU, 0.0) * max(0.0, self.start + now - started)
+        return total
+
+    def _evicted(self, effect: Evict, elapsed: float) -> JobRun | None:
         found = self.controllers.by_pod.get(effect.pod)
         run = found[0] if found is not None else None
         if run is not None:
-            run.evictions += 1
+            run.pods_evicted += 1
         by = effect.by
         by_job = self._by_group.get(by.job, by.job) if by is not None else ""
         by_queue = by.queue if by is not None else ""
@@ -272,6 +330,7 @@ class Simulation:
         self.timeline.evictions.append(Eviction(
             elapsed, effect.pod, f"{run.spec.namespace}/{run.spec.name}" if run else "",
             run.spec.queue if run else "", cause, by_job, by_queue))
+        return run
 
     # -- when to run the next session ----------------------------------------------------------
     def _next_step(self, now: float, period: float, result: CycleResult, wrote: int,
