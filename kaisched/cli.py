@@ -238,7 +238,8 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of a generated workload.")
 @click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
-              help="Draw use and fair shares over time into this PNG file.")
+              help="Draw utilisation, each queue's use against its fair share and the job "
+                   "timeline into this file (.png, .svg or .pdf).")
 @click.option("--strict", is_flag=True,
               help="A job a cluster would refuse is an error, not reported as failed.")
 @click.option("--from-snapshot", "snapshot_path", type=click.Path(dir_okay=False),

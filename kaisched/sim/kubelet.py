@@ -74,14 +74,18 @@ class Kubelet:
         """Pods already running at the start (a snapshot's) end after the run
         time they carry, counted from now; pods that carry none never end."""
         self._watch()
+        seconds: dict[str, float] = {}
         for pod in self.cluster.list(POD):
             meta, status = pod["metadata"], pod.get("status") or {}
             run_for = (meta.get("annotations") or {}).get(DURATION_ANNOTATION)
             if run_for is None or status.get("phase") != "Running" or meta.get("deletionTimestamp") \
                     or not (pod.get("spec") or {}).get("nodeName"):
                 continue
+            if run_for not in seconds:
+                seconds[run_for] = parse_duration(run_for)
             key = pod_key(meta["namespace"], meta["name"])
-            heapq.heappush(self._ending, (now + parse_duration(run_for), key, meta["uid"]))
+            self._ending.append((now + seconds[run_for], key, meta["uid"]))
+        heapq.heapify(self._ending)
 
     def next_event(self) -> float | None:
         """When the next container exits or deleted pod is gone."""

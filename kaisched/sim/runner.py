@@ -54,6 +54,9 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
              seed: int | None, output: str, plot: str | None, out: TextIO,
              err: TextIO, strict: bool = False, what_if: WhatIf | None = None,
              wide: bool = False) -> None:
+    if plot:
+        from kaisched.sim.plot import check_path
+        check_path(plot)        # an unwritable path is said before the run, not after
     start, adopted = None, []
     if what_if is not None:
         start = read_start(what_if.objects, what_if.source, configs[0][1].scheduler_name,

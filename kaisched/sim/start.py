@@ -120,8 +120,11 @@ def adopt(start: Start, remaining: float | None, distribution: Remaining | None,
         if left is None and remaining is not None:
             left, how = remaining, "--remaining"
         if left is None and distribution is not None:
+            # Whole minutes: an estimate has no finer grain, and a big cluster's
+            # jobs then end in batches rather than one every second.
             d = distribution
-            left = float(np.clip(round(rng.lognormal(math.log(d.median), d.sigma)), d.low, d.high))
+            drawn = float(np.clip(rng.lognormal(math.log(d.median), d.sigma), d.low, d.high))
+            left = max(60.0, round(drawn / 60.0) * 60.0)
             how = "the scenario's remaining: distribution"
         if left is None:
             left, how = DEFAULT_REMAINING, "the default"
@@ -144,6 +147,7 @@ def _adopted(key: tuple[str, str], pods: tuple[Obj, ...], group: Obj | None, lef
                                    for p in pods):
         kind = JobKind.JOBSET
     annotated, roles, plans, templates = [], {}, [], {}
+    run_for = f"{left:g}s"
     for index, pod in enumerate(pods):
         meta = pod["metadata"]
         labels = meta.get("labels") or {}
@@ -152,14 +156,15 @@ def _adopted(key: tuple[str, str], pods: tuple[Obj, ...], group: Obj | None, lef
         roles.setdefault((role, request), 0)
         roles[(role, request)] += 1
         pod = {**pod, "metadata": {**meta, "annotations": {
-            **(meta.get("annotations") or {}), DURATION_ANNOTATION: f"{left:g}s"}}}
+            **(meta.get("annotations") or {}), DURATION_ANNOTATION: run_for}}}
         annotated.append(pod)
         owner = owners[index]
         fixed = owner is not None and owner.get("kind") in _FIXED_NAMES
         plans.append(PodPlan(role=role, index=index, parent=0 if owner else None,
                              name=meta["name"] if fixed or kind is JobKind.GANG else None,
                              prefix=_prefix(meta["name"]), labels=(), leader=False))
-        templates.setdefault(role, _template(pod))
+        if role not in templates:
+            templates[role] = _template(pod)
     if any(p.role in _LEADERS for p in plans):
         plans = [attrs.evolve(p, leader=p.role in _LEADERS) for p in plans]
     else:
@@ -191,6 +196,8 @@ def _annotated(pods: tuple[Obj, ...], now: float) -> tuple[float | None, str]:
     how = ""
     for pod in pods:
         annotations = pod["metadata"].get("annotations") or {}
+        if REMAINING_ANNOTATION not in annotations and DURATION_ANNOTATION not in annotations:
+            continue
         try:
             if REMAINING_ANNOTATION in annotations:
                 value = parse_duration(annotations[REMAINING_ANNOTATION])
@@ -222,10 +229,27 @@ def _job_name(key: tuple[str, str], pods: Iterable[Obj]) -> tuple[str, str]:
     return (key[0], next(iter(owners))[1]) if len(owners) == 1 else key
 
 
+_SHAPES: dict[int, tuple[Any, tuple[tuple[str, str], ...]]] = {}
+
+
 def _requests(pod: Obj) -> tuple[tuple[str, str], ...]:
-    request = pod_request(pod.get("spec") or {}, [])
-    return tuple(sorted((name, f"{value:g}m" if name == CPU else f"{value:g}")
-                        for name, value in request.items if name != PODS and value))
+    """What the pod asks for, as quantities. Pods of one shape often share their
+    containers list: worked out once per list (kept alive in the cache, so its
+    id is not reused)."""
+    spec = pod.get("spec") or {}
+    containers = spec.get("containers")
+    seen = _SHAPES
+    hit = seen.get(id(containers))
+    if hit is not None and hit[0] is containers and not spec.get("initContainers") \
+            and not spec.get("overhead"):
+        return hit[1]
+    request = pod_request(spec, [])
+    out = tuple(sorted((name, f"{value:g}m" if name == CPU else f"{value:g}")
+                       for name, value in request.items if name != PODS and value))
+    if len(seen) > 100_000:
+        seen.clear()
+    seen[id(containers)] = (containers, out)
+    return out
 
 
 def _template(pod: Obj) -> Obj:
