@@ -250,9 +250,12 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
                    "(annotation sim.kaisched.io/remaining).")
 @click.option("--wide", is_flag=True,
               help="Every column of the tables, however wide the terminal.")
+@click.option("--max-objects", type=click.IntRange(min=1), default=20_000, show_default=True,
+              help="The most nodes, and generated jobs, a scenario may ask for.")
 def simulate(scenario: str | None, config_path: str | None, compare_path: str | None,
              seed: int | None, output: str, plot_path: str | None, strict: bool,
-             snapshot_path: str | None, remaining: str | None, wide: bool) -> None:
+             snapshot_path: str | None, remaining: str | None, wide: bool,
+             max_objects: int) -> None:
     """Run SCENARIO (default: the bundled demo) in virtual time and report.
 
     With --from-snapshot SNAP, a what-if on a real cluster: the run starts
@@ -281,7 +284,7 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
     if compare_path:
         configs.append((compare_path, _config(compare_path, registry, None)))
     run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict,
-                   what_if, wide)
+                   what_if, wide, max_objects)
 
 
 @main.command()

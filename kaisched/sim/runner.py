@@ -4,20 +4,21 @@ report and draw the plot."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Sequence, TextIO
 
 import attrs
 import orjson
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from kaisched.errors import InputError
 from kaisched.framework import SchedulerConfig
 from kaisched.sim.admission import refusals
 from kaisched.sim.report import build_report, render, render_compare
 from kaisched.sim.generator import DEFAULT_SEED
-from kaisched.sim.scenario import base_scenario, load_scenario
+from kaisched.sim.scenario import MAX_OBJECTS, base_scenario, load_scenario
 from kaisched.sim.start import DEFAULT_REMAINING, REMAINING_ANNOTATION, Adopted, Start, adopt, read_start
 from kaisched.sim.simulation import SimResult, Simulation
 from kaisched.sim.timeline import hms
@@ -26,6 +27,8 @@ DEMO = "demo.yaml"
 # Text width when the output is not a terminal (or with --wide): wide enough
 # that no row wraps, and the same bytes on every run.
 PIPE_WIDTH = 1000
+# A run shorter than this shows no progress bar.
+BAR_DELAY = 2.0
 
 
 def bundled(name: str = DEMO) -> Path:
@@ -53,7 +56,7 @@ class WhatIf:
 def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig]],
              seed: int | None, output: str, plot: str | None, out: TextIO,
              err: TextIO, strict: bool = False, what_if: WhatIf | None = None,
-             wide: bool = False) -> None:
+             wide: bool = False, max_objects: int = MAX_OBJECTS) -> None:
     if plot:
         from kaisched.sim.plot import check_path
         check_path(plot)        # an unwritable path is said before the run, not after
@@ -61,7 +64,7 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
     if what_if is not None:
         start = read_start(what_if.objects, what_if.source, configs[0][1].scheduler_name,
                            what_if.taken)
-        scenario = load_scenario(scenario_path, seed, start.base) if scenario_path \
+        scenario = load_scenario(scenario_path, seed, start.base, max_objects) if scenario_path \
             else base_scenario(start.base)
         adopted, defaulted = adopt(start, what_if.remaining, scenario.remaining,
                                    seed if seed is not None else DEFAULT_SEED)
@@ -76,10 +79,10 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
         path: object = scenario_path or what_if.source
     else:
         path = scenario_path or bundled()
-        scenario = load_scenario(path, seed)
+        scenario = load_scenario(path, seed, max_objects=max_objects)
     report_refusals(scenario, configs[0][1].scheduler_name, path, strict, err)
     results: list[tuple[str, SimResult]] = []
-    show = output == "text" and err.isatty()
+    show = err.isatty()
     for label, config in configs:
         results.append((label, _run(scenario, config, label, show, err, start, adopted)))
     reports = [build_report(result, label) for label, result in results]
@@ -124,14 +127,35 @@ def _run(scenario, config: SchedulerConfig, label: str, show: bool, err: TextIO,
          start: Start | None = None, adopted: Sequence[Adopted] = ()) -> SimResult:
     if not show:
         return Simulation(scenario, config, start=start, adopted=adopted).run()
-    console = Console(file=err)
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("jobs done, virtual time {task.fields[clock]}"))
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(f"{scenario.name} ({label})", total=None, clock="0:00:00")
+    with ProgressBar(err, f"{scenario.name} ({label})") as bar:
+        return Simulation(scenario, config, progress=bar, start=start, adopted=adopted).run()
 
-        def progress(elapsed: float, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, clock=hms(elapsed))
 
-        return Simulation(scenario, config, progress=progress, start=start,
-                          adopted=adopted).run()
+class ProgressBar:
+    """A progress bar on a terminal (stderr) for a run that lasts: it shows
+    after `delay` seconds, so a quick run prints nothing but its report."""
+
+    def __init__(self, err: TextIO, title: str, delay: float = BAR_DELAY) -> None:
+        self.err, self.title, self.delay = err, title, delay
+        self.started = time.monotonic()
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def __call__(self, elapsed: float, done: int, total: int) -> None:
+        if self.bar is None:
+            if time.monotonic() - self.started < self.delay:
+                return
+            columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("jobs done, virtual time {task.fields[clock]}"))
+            self.bar = Progress(*columns, console=Console(file=self.err), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.title, total=None, clock="0:00:00")
+        assert self.task is not None
+        self.bar.update(self.task, completed=done, total=total, clock=hms(elapsed))

@@ -15,7 +15,7 @@ import yaml
 from kaisched.api.resource import PODS
 from kaisched.errors import InputError
 from kaisched.sim.fields import (
-    ALIASES, FieldError, checked_amount, dns, duration, fields, integer, items, labels, number,
+    ALIASES, ALWAYS_OFFERED, FieldError, checked_amount, dns, duration, fields, integer, items, labels, number,
     resources, show, text, unique,
 )
 from kaisched.sim.generator import generate
@@ -24,10 +24,13 @@ from kaisched.sim.specs import (
     RoleSpec, Scenario,
 )
 
-__all__ = ["Base", "ELASTIC_KINDS", "JobKind", "JobSpec", "NodePool", "QueueSpec", "RoleSpec", "ROLES",
+__all__ = ["MAX_OBJECTS", "Base", "ELASTIC_KINDS", "JobKind", "JobSpec", "NodePool", "QueueSpec", "RoleSpec", "ROLES",
            "Scenario", "ScenarioError", "load_scenario", "parse_scenario"]
 
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# The most nodes, and generated jobs, a scenario may ask for (--max-objects
+# raises it): a typo of a zero or two should not eat the machine's memory.
+MAX_OBJECTS = 20_000
 _MANIFEST = ("this is a Kubernetes manifest (objects with apiVersion and kind), not a "
              "simulate scenario: run it with `kaisched replay`")
 
@@ -50,7 +53,8 @@ _ROLE = ("replicas", "requests")
 _TOLERATION = ("key", "operator", "value", "effect")
 
 
-def load_scenario(path: str | Path, seed: int | None = None, base: Base | None = None) -> Scenario:
+def load_scenario(path: str | Path, seed: int | None = None, base: Base | None = None,
+                  max_objects: int = MAX_OBJECTS) -> Scenario:
     path = Path(path)
     try:
         data = path.read_text(encoding="utf-8")
@@ -58,11 +62,11 @@ def load_scenario(path: str | Path, seed: int | None = None, base: Base | None =
         raise ScenarioError(f"{path}: no such scenario file") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.__class__.__name__}") from None
-    return parse_scenario(data, str(path), seed, base)
+    return parse_scenario(data, str(path), seed, base, max_objects)
 
 
 def parse_scenario(text: str, source: str = "scenario", seed: int | None = None,
-                   base: Base | None = None) -> Scenario:
+                   base: Base | None = None, max_objects: int = MAX_OBJECTS) -> Scenario:
     """A checked Scenario; seed overrides generate.seed. With a base (a
     snapshot's cluster) the scenario adds to it: nodes, queues (one named as
     the snapshot's replaces it), priority classes and jobs, all optional."""
@@ -76,7 +80,7 @@ def parse_scenario(text: str, source: str = "scenario", seed: int | None = None,
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ScenarioError(f"{source}: invalid YAML{where}: {problem}") from None
     try:
-        return _scenario(data, source, seed, base)
+        return _scenario(data, source, seed, base, max_objects)
     except FieldError as exc:
         raise ScenarioError(f"{source}: {exc}") from None
 
@@ -88,7 +92,8 @@ def base_scenario(base: Base) -> Scenario:
                     base_pools=base.pools)
 
 
-def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None) -> Scenario:
+def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None,
+              max_objects: int = MAX_OBJECTS) -> Scenario:
     if data is None and base is None:
         raise FieldError("empty scenario (expected nodePools, queues and jobs or generate)")
     if isinstance(data, dict) and "kind" in data and "apiVersion" in data:
@@ -98,6 +103,9 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
     if not pools and base is None:
         raise FieldError("nodePools: at least one pool is needed")
     unique([p.name for p in pools], "nodePools", "pool")
+    if sum(p.count for p in pools) > max_objects:
+        raise FieldError(f"nodePools: {sum(p.count for p in pools)} nodes in all, more than the "
+                         f"cap of {max_objects} (--max-objects raises it)")
     own = tuple(_queue(q, f"queues[{i}]") for i, q in enumerate(items(top, "queues", "")))
     unique([q.name for q in own], "queues", "queue")
     replaced = {q.name for q in own}
@@ -113,7 +121,8 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
     used_seed = None
     if top.get("generate") is not None:
         generated, used_seed = generate(top["generate"], "generate", seed,
-                                        [q.name for q in queues], dict(classes), all_pools)
+                                        [q.name for q in queues], dict(classes), all_pools,
+                                        max_objects)
         jobs.extend(generated)
     if not jobs and base is None:
         raise FieldError("jobs: no jobs (list some, or add a generate: block)")
@@ -128,6 +137,7 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
         until=duration(top["until"], "until") if top.get("until") is not None else None,
         seed=used_seed, source=source, base_pools=base.pools if base else (),
         remaining=_remaining(top.get("remaining")) if top.get("remaining") is not None else None)
+    _check_offered(scenario, own)
     _check_jobs(scenario, names, dict(classes))
     return scenario
 
@@ -146,8 +156,31 @@ def _remaining(data: Any) -> Remaining:
     f = fields(data, "remaining", _DURATION, ("median",))
     median = duration(f["median"], "remaining.median", positive=True)
     return Remaining(median, number(f.get("sigma", 1.0), "remaining.sigma"),
-                     duration(f.get("min", 60), "remaining.min", positive=True),
-                     duration(f.get("max", median * 20), "remaining.max", positive=True))
+                     duration(f.get("min", "60s"), "remaining.min", positive=True),
+                     duration(f["max"], "remaining.max", positive=True)
+                     if f.get("max") is not None else median * 20)
+
+
+def _offered(pools: tuple[NodePool, ...]) -> set[str]:
+    return {n for p in pools for n, _ in p.capacity} | set(ALWAYS_OFFERED)
+
+
+def _check_offered(scenario: Scenario, own: tuple[QueueSpec, ...]) -> None:
+    """Every resource a queue or a job names is one some node offers: a typo
+    (nvidia.com/gpus) would otherwise leave a job waiting forever."""
+    offered = _offered(scenario.pools)
+    known = ", ".join(sorted(offered - {"pods"}))
+    for i, q in enumerate(own):
+        for res, _ in q.resources:
+            if res not in offered:
+                raise FieldError(f"queues[{i}] ({q.name}).resources.{res}: no node pool offers "
+                                 f"{res} (they offer {known})")
+    for job in scenario.jobs:
+        for role in job.roles:
+            for res, _ in role.requests:
+                if res not in offered:
+                    raise FieldError(f"{job.where}.roles.{role.name}.requests.{res}: no node "
+                                     f"pool offers {res} (they offer {known})")
 
 
 def _check_jobs(scenario: Scenario, queues: set[str], classes: dict[str, int]) -> None:
@@ -215,10 +248,14 @@ def _queue(data: Any, where: str) -> QueueSpec:
         at = f"{where}.resources.{res_name}"
         entry = fields(entry, at, _QUEUE_RESOURCE)
         kept: list[tuple[str, Any]] = []
+        given = {}
         for key in ("quota", "limit"):
             if entry.get(key) is not None:
-                checked_amount(res, entry[key], f"{at}.{key}")
+                given[key] = checked_amount(res, entry[key], f"{at}.{key}")
                 kept.append((key, str(entry[key])))
+        if "quota" in given and "limit" in given and given["limit"] < given["quota"]:
+            raise FieldError(f"{at}.limit: {entry['limit']} is below the quota of "
+                             f"{entry['quota']} (a queue may never use its whole quota)")
         if entry.get("overQuotaWeight") is not None:
             weight = entry["overQuotaWeight"]
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:

@@ -148,27 +148,23 @@ def _adopted(key: tuple[str, str], pods: tuple[Obj, ...], group: Obj | None, lef
         kind = JobKind.JOBSET
     annotated, roles, plans, templates = [], {}, [], {}
     run_for = f"{left:g}s"
+    role_of = [_role(p) for p in pods]
+    leaders = set(role_of) & set(_LEADERS) or set(role_of)    # no leading role: every pod
     for index, pod in enumerate(pods):
         meta = pod["metadata"]
-        labels = meta.get("labels") or {}
-        role = str(labels.get(L.SUBGROUP_LABEL) or pod_role(labels) or "main")
-        request = _requests(pod)
-        roles.setdefault((role, request), 0)
-        roles[(role, request)] += 1
-        pod = {**pod, "metadata": {**meta, "annotations": {
-            **(meta.get("annotations") or {}), DURATION_ANNOTATION: run_for}}}
-        annotated.append(pod)
+        role = role_of[index]
+        if role not in templates:
+            # The pods of a role are made from one template: one shape.
+            templates[role] = _template(pod)
+            roles[role] = [0, _requests(pod)]
+        roles[role][0] += 1
+        annotated.append({**pod, "metadata": {**meta, "annotations": {
+            **(meta.get("annotations") or {}), DURATION_ANNOTATION: run_for}}})
         owner = owners[index]
         fixed = owner is not None and owner.get("kind") in _FIXED_NAMES
         plans.append(PodPlan(role=role, index=index, parent=0 if owner else None,
                              name=meta["name"] if fixed or kind is JobKind.GANG else None,
-                             prefix=_prefix(meta["name"]), labels=(), leader=False))
-        if role not in templates:
-            templates[role] = _template(pod)
-    if any(p.role in _LEADERS for p in plans):
-        plans = [attrs.evolve(p, leader=p.role in _LEADERS) for p in plans]
-    else:
-        plans = [attrs.evolve(p, leader=True) for p in plans]
+                             prefix=_prefix(meta["name"]), labels=(), leader=role in leaders))
     owner_ref = next((o for o in owners if o), None)
     owner = ({"apiVersion": owner_ref.get("apiVersion", "v1"), "kind": owner_ref.get("kind"),
               "metadata": {"name": owner_ref.get("name"), "uid": owner_ref.get("uid"),
@@ -179,7 +175,7 @@ def _adopted(key: tuple[str, str], pods: tuple[Obj, ...], group: Obj | None, lef
         name=_job_name(key, pods)[1], kind=kind,
         queue=str(g_spec.get("queue") or first_labels.get(L.QUEUE_LABEL) or "default"),
         namespace=namespace, arrival=0.0, duration=left,
-        roles=tuple(RoleSpec(role, count, request) for (role, request), count in roles.items()),
+        roles=tuple(RoleSpec(role, count, request) for role, (count, request) in roles.items()),
         priority_class=(pods[0].get("spec") or {}).get("priorityClassName") or None,
         min_available=int(g_spec["minMember"]) if g_spec.get("minMember") else None,
         where=f"snapshot job {namespace}/{pg}")
@@ -229,27 +225,16 @@ def _job_name(key: tuple[str, str], pods: Iterable[Obj]) -> tuple[str, str]:
     return (key[0], next(iter(owners))[1]) if len(owners) == 1 else key
 
 
-_SHAPES: dict[int, tuple[Any, tuple[tuple[str, str], ...]]] = {}
+def _role(pod: Obj) -> str:
+    labels = pod["metadata"].get("labels") or {}
+    return str(labels.get(L.SUBGROUP_LABEL) or pod_role(labels) or "main")
 
 
 def _requests(pod: Obj) -> tuple[tuple[str, str], ...]:
-    """What the pod asks for, as quantities. Pods of one shape often share their
-    containers list: worked out once per list (kept alive in the cache, so its
-    id is not reused)."""
-    spec = pod.get("spec") or {}
-    containers = spec.get("containers")
-    seen = _SHAPES
-    hit = seen.get(id(containers))
-    if hit is not None and hit[0] is containers and not spec.get("initContainers") \
-            and not spec.get("overhead"):
-        return hit[1]
-    request = pod_request(spec, [])
-    out = tuple(sorted((name, f"{value:g}m" if name == CPU else f"{value:g}")
-                       for name, value in request.items if name != PODS and value))
-    if len(seen) > 100_000:
-        seen.clear()
-    seen[id(containers)] = (containers, out)
-    return out
+    """What the pod asks for, as quantities."""
+    request = pod_request(pod.get("spec") or {}, [])
+    return tuple(sorted((name, f"{value:g}m" if name == CPU else f"{value:g}")
+                        for name, value in request.items if name != PODS and value))
 
 
 def _template(pod: Obj) -> Obj:
