@@ -11,11 +11,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from kaisched.api.resource import CPU, GPU, MEMORY
-from kaisched.sim.fields import FieldError, duration, fields, integer, number
+from kaisched.sim.fields import FieldError, dns, duration, fields, integer, number
 from kaisched.sim.specs import JobKind, JobSpec, NodePool, RoleSpec
 
 _KEYS = ("seed", "jobs", "start", "meanInterarrival", "gpus", "gpusPerPod", "duration",
-         "perGpu", "queues")
+         "perGpu", "queues", "namePrefix")
 _DURATION = ("median", "sigma", "min", "max")
 _QUEUE_MIX = ("weight", "kinds", "priorityClass")
 _SHORT = {JobKind.PYTORCH: "pt", JobKind.TF: "tf", JobKind.MPI: "mpi", JobKind.JOBSET: "js",
@@ -50,6 +50,7 @@ def generate(data: Any, where: str, seed: int | None, queues: list[str],
     per_gpu = fields(f.get("perGpu") or {"cpu": 8, "memory": "64Gi"}, f"{where}.perGpu",
                      (CPU, MEMORY))
     mixes = _queue_mixes(f["queues"], f"{where}.queues", queues, classes)
+    prefix = dns(f["namePrefix"], f"{where}.namePrefix")[:20] if f.get("namePrefix") else None
 
     rng = np.random.default_rng(used)
     gaps = rng.exponential(gap, count)
@@ -64,7 +65,7 @@ def generate(data: Any, where: str, seed: int | None, queues: list[str],
         kind = kinds[int(np.searchsorted(np.cumsum(_norm(kind_weights)), kind_draw[i],
                                          side="right").clip(0, len(kinds) - 1))]
         gpus = sizes[int(size_pick[i])]
-        name = f"{queue[:20]}-{_SHORT[kind]}-{i:05d}"
+        name = f"{prefix or queue[:20]}-{_SHORT[kind]}-{i:05d}"
         jobs.append(JobSpec(
             name=name, kind=kind, queue=queue, namespace=queue,
             arrival=float(round(arrivals[i])), duration=float(round(durations[i])),

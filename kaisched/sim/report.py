@@ -301,6 +301,14 @@ def _evictions_table(events: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _longest(report: dict[str, Any]) -> str:
+    waited = [j for j in report["jobs"] if j["wait"] and (j["minMember"] or 0) > 1]
+    if not waited:
+        return "-"
+    job = max(waited, key=lambda j: (j["wait"], j["name"]))
+    return f"{job['name']} ({_t(job['wait'])})"
+
+
 def render_compare(reports: Sequence[dict[str, Any]], console: Console) -> None:
     """Two runs of one scenario, figure by figure."""
     first = reports[0]
@@ -320,6 +328,7 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console) -> None:
     ]
     for q in ("p50", "p90", "max"):
         rows.append((f"gang wait {q}", [_t(r["gangWait"][q]) for r in reports]))
+    rows.append(("the gang that waited longest", [_longest(r) for r in reports]))
     for cause in ("reclaim", "preempt", "stale-gang"):
         rows.append((f"pods evicted: {cause}", [str(r["evictions"].get(cause, 0)) for r in reports]))
     for i, q in enumerate(first["queues"]):

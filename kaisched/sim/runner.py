@@ -56,7 +56,8 @@ class WhatIf:
 def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig]],
              seed: int | None, output: str, plot: str | None, out: TextIO,
              err: TextIO, strict: bool = False, what_if: WhatIf | None = None,
-             wide: bool = False, max_objects: int = MAX_OBJECTS) -> None:
+             wide: bool = False, max_objects: int = MAX_OBJECTS, until: float | None = None,
+             dump: str | None = None) -> None:
     if plot:
         from kaisched.sim.plot import check_path
         check_path(plot)        # an unwritable path is said before the run, not after
@@ -80,11 +81,18 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
     else:
         path = scenario_path or bundled()
         scenario = load_scenario(path, seed, max_objects=max_objects)
+    if until is not None:
+        scenario = attrs.evolve(scenario, until=until)
     report_refusals(scenario, configs[0][1].scheduler_name, path, strict, err)
     results: list[tuple[str, SimResult]] = []
     show = err.isatty()
     for label, config in configs:
-        results.append((label, _run(scenario, config, label, show, err, start, adopted)))
+        sim = _simulation(scenario, config, start, adopted)
+        results.append((label, _run(sim, f"{scenario.name} ({label})", show, err)))
+        if dump and len(results) == 1:
+            # The virtual cluster where the run stopped, as snapshot-dump writes a real one.
+            Path(dump).write_bytes(orjson.dumps(sim.snapshot()))
+            err.write(f"the cluster at {hms(results[0][1].end)} written to {dump}\n")
     reports = [build_report(result, label) for label, result in results]
     if plot:
         from kaisched.sim.plot import draw
@@ -123,12 +131,17 @@ def report_refusals(scenario, scheduler_name: str, path: object, strict: bool,  
         raise InputError(f"{path}: {refused} job(s) a cluster would refuse (--strict)")
 
 
-def _run(scenario, config: SchedulerConfig, label: str, show: bool, err: TextIO,  # type: ignore[no-untyped-def]
-         start: Start | None = None, adopted: Sequence[Adopted] = ()) -> SimResult:
+def _simulation(scenario, config: SchedulerConfig, start: Start | None,  # type: ignore[no-untyped-def]
+                adopted: Sequence[Adopted]) -> Simulation:
+    return Simulation(scenario, config, start=start, adopted=adopted)
+
+
+def _run(sim: Simulation, title: str, show: bool, err: TextIO) -> SimResult:
     if not show:
-        return Simulation(scenario, config, start=start, adopted=adopted).run()
-    with ProgressBar(err, f"{scenario.name} ({label})") as bar:
-        return Simulation(scenario, config, progress=bar, start=start, adopted=adopted).run()
+        return sim.run()
+    with ProgressBar(err, title) as bar:
+        sim.progress = bar
+        return sim.run()
 
 
 class ProgressBar:
