@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import attrs
 
+from kaisched.api.resource import GPU
 from kaisched.sim.simulation import SimResult
 
-# The most lanes a plot shows: beyond that, the jobs that waited longest.
+# The most lanes a plot shows: beyond that, the jobs whose waits held the most
+# GPUs (time waited times GPUs asked for).
 MAX_LANES = 40
 STATES = ("waiting", "running", "evicted", "waiting again")
 
@@ -19,6 +21,7 @@ STATES = ("waiting", "running", "evicted", "waiting again")
 class Lane:
     job: str
     queue: str
+    gpus: float
     segments: tuple[tuple[float, float, str], ...]   # start, end, one of STATES
     marks: tuple[tuple[float, str, str], ...]        # at, cause, label
 
@@ -51,9 +54,11 @@ def lanes(result: SimResult, limit: int = MAX_LANES) -> tuple[list[Lane], int]:
                 segments.append((at, max(until, at), shown))
         marks = tuple((at, cause, f"{by} ({pods} pod{'s' if pods > 1 else ''})")
                       for (at, cause, by), pods in sorted(evictions.get(name, {}).items()))
-        out.append(Lane(name, run.spec.queue, tuple(segments), marks))
+        out.append(Lane(name, run.spec.queue, run.spec.total(GPU), tuple(segments), marks))
     total = len(out)
     if total > limit:
-        keep = {id(lane) for lane in sorted(out, key=lambda l: (-l.waited, l.job))[:limit]}
+        # The jobs that kept the most waiting: wait weighted by size (GPUs, else one).
+        keep = {id(lane) for lane in sorted(out, key=lambda l: (-l.waited * max(l.gpus, 1.0),
+                                                               l.job))[:limit]}
         out = [lane for lane in out if id(lane) in keep]
     return out, total

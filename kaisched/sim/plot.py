@@ -159,7 +159,7 @@ def _draw_lanes(ax: Any, shown: list[Lane], total: int, scale: float) -> None:
     ax.set_yticklabels([lane.job for lane in reversed(shown)], fontsize="small")
     ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
     title = "jobs" if total == len(shown) else \
-        f"jobs ({len(shown)} of {total}: those that waited longest)"
+        f"jobs ({len(shown)} of {total}: the longest waits, weighted by GPUs)"
     ax.set_title(title, loc="left", fontsize="medium")
     handles = [Patch(facecolor=STATE_COLOURS[s], label=s) for s in STATES]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",

@@ -160,6 +160,7 @@ class Simulation:
                 run.started, run.first_bound = 0.0, sum(
                     1 for p in adopted.pods if (p.get("spec") or {}).get("nodeName"))
                 run.min_member = adopted.spec.gang_min()
+                run.history.append((0.0, "running"))
         self.kubelet.adopt(self.start)
         while True:
             now = self.start + tick * period

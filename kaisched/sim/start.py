@@ -219,10 +219,12 @@ def _controller(pod: Obj) -> Obj | None:
 
 
 def _job_name(key: tuple[str, str], pods: Iterable[Obj]) -> tuple[str, str]:
-    """Jobs are named after what owns their pods when one thing does, else their PodGroup."""
+    """Jobs are named after what owns their pods (the MPIJob rather than its
+    launcher's Job) when one thing does, else after their PodGroup."""
     owners = {(r.get("kind"), r.get("name")) for p in pods if (r := _controller(p)) is not None
-              and r.get("kind") in _OWNER_KINDS and r.get("kind") != "Job"}
-    return (key[0], next(iter(owners))[1]) if len(owners) == 1 else key
+              and r.get("kind") in _OWNER_KINDS}
+    top = {o for o in owners if o[0] != "Job"} or owners
+    return (key[0], str(next(iter(top))[1])) if len(top) == 1 else key
 
 
 def _role(pod: Obj) -> str:

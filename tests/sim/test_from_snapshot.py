@@ -202,3 +202,11 @@ def test_minus_h_works_everywhere() -> None:
         result = CliRunner().invoke(main, [*command, "-h"])
         assert result.exit_code == 0, (command, result.output)
         assert result.output.startswith("Usage:")
+
+
+def test_jobs_running_at_the_snapshot_did_not_wait(demo_after_an_hour) -> None:
+    path, _ = demo_after_an_hour
+    report = simulate("--from-snapshot", str(path))
+    for job in report["jobs"]:
+        assert job["history"][:2] == [[0.0, "waiting"], [0.0, "running"]]
+        assert job["wait"] == 0.0 and job["waits"] == []
