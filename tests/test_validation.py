@@ -105,12 +105,12 @@ def objects_of(path: Path) -> list[dict[str, Any]]:
 def _is_scheduler_config(path: Path) -> bool:
     """A scheduler config to compare with (config/examples/no-starvation-guard.yaml): no objects."""
     from kaisched.builtins import register_builtins
-    from kaisched.errors import InputError
+    from kaisched.errors import KaischedError
     from kaisched.framework import parse_config
 
     try:
         parse_config(path.read_text(encoding="utf-8"), register_builtins(), str(path))
-    except InputError:
+    except KaischedError:
         return False
     return True
 
