@@ -342,7 +342,8 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
 
 @main.command()
 @click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "churn",
-                                              "affinity-5k", "scale-10k", "binds", "simulate"]))
+                                              "affinity-5k", "scale-10k", "binds", "simulate",
+                                              "what-if-10k"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
               help="Multiply the scenario's node and pod counts (for quick checks).")
 @click.option("--profile", type=click.IntRange(min=0), default=0, metavar="N",
@@ -352,7 +353,7 @@ def bench(scenario: str, scale: float, profile: int) -> None:
     """Run a performance SCENARIO and print one JSON line of figures."""
     from kaisched.bench.scenarios import run
 
-    if profile and scenario in ("binds", "simulate"):
+    if profile and scenario in ("binds", "simulate", "what-if-10k"):
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
     click.echo(orjson.dumps(run(scenario, scale, profile)))
 
