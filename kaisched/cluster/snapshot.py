@@ -110,7 +110,8 @@ def _checked(items: Iterable[Any], source: str, doc: int, check_kinds: bool) -> 
 _POD_SPEC_KEYS = ("nodeName", "schedulerName", "priority", "priorityClassName", "nodeSelector",
                   "affinity", "tolerations", "overhead", "topologySpreadConstraints",
                   "schedulingGroup", "workloadRef")
-_KEEP_ANNOTATION_PREFIXES = ("kaisched.io/", "gang.scheduling.koordinator.sh/",
+# sim.kaisched.io/: the run times a what-if reads (remaining, duration).
+_KEEP_ANNOTATION_PREFIXES = ("kaisched.io/", "sim.kaisched.io/", "gang.scheduling.koordinator.sh/",
                              "scheduling.k8s.io/", "kai.scheduler/")
 
 
@@ -140,7 +141,8 @@ def redact(obj: dict[str, Any]) -> dict[str, Any]:
             kept["initContainers"] = [container(c) for c in spec["initContainers"]]
         status = obj.get("status") or {}
         out["spec"] = kept
-        out["status"] = {k: status[k] for k in ("phase", "conditions") if k in status}
+        # startTime: how long a running pod has run, for a what-if's run times.
+        out["status"] = {k: status[k] for k in ("phase", "conditions", "startTime") if k in status}
     return out
 
 

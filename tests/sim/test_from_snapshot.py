@@ -56,6 +56,20 @@ def test_continuing_from_a_snapshot_gives_what_the_run_gave(demo_after_an_hour) 
     assert report["stopped"] == "every job finished"
 
 
+def test_a_redacted_snapshot_continues_the_same(demo_after_an_hour, tmp_path: Path) -> None:
+    from kaisched.cluster.snapshot import redact
+
+    path, whole = demo_after_an_hour
+    snap = orjson.loads(path.read_bytes())
+    snap["items"] = [redact(o) for o in snap["items"]]
+    redacted = tmp_path / "redacted.json"
+    redacted.write_bytes(orjson.dumps(snap))
+    a = simulate("--from-snapshot", str(path))
+    b = simulate("--from-snapshot", str(redacted))
+    assert [(j["name"], j["finished"]) for j in a["jobs"]] == \
+        [(j["name"], j["finished"]) for j in b["jobs"]]
+
+
 def test_a_scenario_adds_arrivals_to_the_snapshot(demo_after_an_hour, tmp_path: Path) -> None:
     path, _ = demo_after_an_hour
     extra = tmp_path / "more.yaml"
