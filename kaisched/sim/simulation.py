@@ -135,6 +135,8 @@ class Simulation:
         self.adopted_runs = [JobRun(a.spec) for a in self.adopted]
         self.runs = self.adopted_runs + self.runs
         self._by_group: dict[str, str] = {}     # PodGroup key -> job, to name preemptors
+        self._pg_watch = self.cluster.subscribe((PODGROUP,))
+        self._pg_timers: dict[tuple[str, str], tuple[float, ...]] = {}
         parents = {q.name: q.parent for q in scenario.queues}
         self._ancestry: list[tuple[str, str]] = []   # (queue, each queue above it)
         for q in scenario.queues:
@@ -352,23 +354,34 @@ class Simulation:
         return max(1, math.ceil((min(min(future), end) - now) / period - 1e-9))
 
     def _timers(self, now: float) -> list[float]:
-        """When a PodGroup's timer runs out: the moments time alone changes a decision."""
+        """When a PodGroup's timer runs out: the moments time alone changes a decision.
+        Kept per PodGroup from a watch, so a big cluster's thousands of gangs
+        are read again only when they change."""
+        for event in self._pg_watch.drain():
+            meta = event.obj["metadata"]
+            key = (meta.get("namespace", ""), meta["name"])
+            if event.type == "DELETED":
+                self._pg_timers.pop(key, None)
+            else:
+                self._pg_timers[key] = self._timers_of(event.obj)
+        return [t for times in self._pg_timers.values() for t in times if t > now]
+
+    def _timers_of(self, pg: dict) -> tuple[float, ...]:
         grace_default = self.config.stale_gang_grace_period
         starvation = getattr(self.config, "starvation_threshold", None)
+        spec, status = pg.get("spec") or {}, pg.get("status") or {}
         out = []
-        for pg in self.cluster.list(PODGROUP):
-            spec, status = pg.get("spec") or {}, pg.get("status") or {}
-            stale = from_rfc3339(status.get("staleSince"))
-            if stale is not None:
-                grace = spec.get("staleGangGracePeriodSeconds", grace_default)
-                out.append(stale + float(grace))
-            waiting = from_rfc3339(status.get("unschedulableSince"))
-            if waiting is not None and spec.get("scheduleTimeoutSeconds"):
-                out.append(waiting + float(spec["scheduleTimeoutSeconds"]))
-            threshold = spec.get("starvationThresholdSeconds", starvation)
-            if isinstance(threshold, (int, float)) and threshold > 0 and waiting is not None:
-                out.append(waiting + threshold)
-        return [t for t in out if t > now]
+        stale = from_rfc3339(status.get("staleSince"))
+        if stale is not None:
+            grace = spec.get("staleGangGracePeriodSeconds", grace_default)
+            out.append(stale + float(grace))
+        waiting = from_rfc3339(status.get("unschedulableSince"))
+        if waiting is not None and spec.get("scheduleTimeoutSeconds"):
+            out.append(waiting + float(spec["scheduleTimeoutSeconds"]))
+        threshold = spec.get("starvationThresholdSeconds", starvation)
+        if isinstance(threshold, (int, float)) and threshold > 0 and waiting is not None:
+            out.append(waiting + threshold)
+        return tuple(out)
 
     def _explain_waiting(self) -> None:
         """Why each job that never started is still waiting, in the scheduler's words."""
