@@ -9,8 +9,8 @@ syncs, one session runs, the invariants are checked and use is sampled.
 Ticks where nothing can change are skipped. A session decides from the
 cluster's objects, the NonStrict holds it carries and the time, and from the
 time only through timers. After a *quiet* session — it bound and evicted
-nothing (status writes, pod conditions and events change nothing a later
-session decides on), holds nothing, the PodGrouper wrote nothing, and no pod
+nothing (PodGroup and Queue status writes, pod conditions and events change
+nothing a later session decides on), holds nothing, the PodGrouper wrote nothing, and no pod
 is waiting to start or is on its way out (evictions in flight) — the next
 sessions would decide exactly the same until something happens. So the clock
 jumps to the next grid tick at or after the next event: an arrival, a
@@ -55,8 +55,9 @@ from podgrouper.controller import PodGrouper
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 OWNER_RESYNC = 60.0
 
-# Effects that change nothing a later session decides on (see above).
-_QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus)
+# Effects that change nothing a later session decides on (see above): a Queue's
+# status is only compared with the next one, to write it when it changes.
+_QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus)
 
 Progress = Callable[[float, int, int], None]      # elapsed, jobs finished, jobs to finish
 
