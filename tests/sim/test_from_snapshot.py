@@ -224,3 +224,17 @@ def test_jobs_running_at_the_snapshot_did_not_wait(demo_after_an_hour) -> None:
     for job in report["jobs"]:
         assert job["history"][:2] == [[0.0, "waiting"], [0.0, "running"]]
         assert job["wait"] == 0.0 and job["waits"] == []
+
+
+def test_run_times_from_the_scenarios_distribution(tmp_path: Path) -> None:
+    path = tmp_path / "snap.json"
+    path.write_bytes(orjson.dumps(bare_pod_snapshot()))
+    scenario = tmp_path / "times.yaml"
+    scenario.write_text("remaining: {median: 10m, sigma: 0.0}\n")
+    report = simulate("--from-snapshot", str(path), str(scenario))
+    jobs = {j["name"]: j for j in report["jobs"]}
+    assert jobs["default/alice"]["finished"] == pytest.approx(600, abs=2)
+    # --remaining, when given, comes before the distribution.
+    report = simulate("--from-snapshot", str(path), str(scenario), "--remaining", "3m")
+    assert next(j for j in report["jobs"] if j["name"] == "default/alice")["finished"] == \
+        pytest.approx(180, abs=2)
