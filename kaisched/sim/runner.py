@@ -18,7 +18,7 @@ from kaisched.framework import SchedulerConfig
 from kaisched.sim.admission import refusals
 from kaisched.sim.report import build_report, render, render_compare
 from kaisched.sim.generator import DEFAULT_SEED
-from kaisched.sim.scenario import MAX_OBJECTS, base_scenario, load_scenario
+from kaisched.sim.scenario import MAX_OBJECTS, Scenario, base_scenario, load_scenario
 from kaisched.sim.start import DEFAULT_REMAINING, REMAINING_ANNOTATION, Adopted, Start, adopt, read_start
 from kaisched.sim.simulation import SimResult, Simulation
 from kaisched.sim.timeline import hms
@@ -61,22 +61,11 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
     if plot:
         from kaisched.sim.plot import check_path
         check_path(plot)        # an unwritable path is said before the run, not after
-    start, adopted = None, []
+    start: Start | None = None
+    adopted: list[Adopted] = []
     if what_if is not None:
-        start = read_start(what_if.objects, what_if.source, configs[0][1].scheduler_name,
-                           what_if.taken)
-        scenario = load_scenario(scenario_path, seed, start.base, max_objects) if scenario_path \
-            else base_scenario(start.base)
-        adopted, defaulted = adopt(start, what_if.remaining, scenario.remaining,
-                                   seed if seed is not None else DEFAULT_SEED)
-        running = sum(1 for a in adopted if a.running)
-        err.write(f"{what_if.source}: {len(adopted)} job(s) of the snapshot, {running} running "
-                  f"and {len(adopted) - running} waiting, on {sum(p.count for p in start.base.pools)} "
-                  "nodes\n")
-        if defaulted:
-            err.write(f"note: {defaulted} job(s) say nothing of their run time "
-                      f"({REMAINING_ANNOTATION}): {hms(DEFAULT_REMAINING)} assumed; "
-                      "give --remaining or a remaining: distribution in the scenario\n")
+        scenario, start, adopted = _what_if(what_if, scenario_path, configs[0][1], seed,
+                                            max_objects, err)
         path: object = scenario_path or what_if.source
     else:
         path = scenario_path or bundled()
@@ -87,7 +76,7 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
     results: list[tuple[str, SimResult]] = []
     show = err.isatty()
     for label, config in configs:
-        sim = _simulation(scenario, config, start, adopted)
+        sim = Simulation(scenario, config, start=start, adopted=adopted)
         results.append((label, _run(sim, f"{scenario.name} ({label})", show, err)))
         if dump and len(results) == 1:
             # The virtual cluster where the run stopped, as snapshot-dump writes a real one.
@@ -116,6 +105,26 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
         console.print(f"plot written to {plot}")
 
 
+def _what_if(what_if: WhatIf, scenario_path: str | None, config: SchedulerConfig,
+             seed: int | None, max_objects: int, err: TextIO
+             ) -> tuple[Scenario, Start, list[Adopted]]:
+    """The snapshot's cluster and jobs, and the scenario that adds to them."""
+    start = read_start(what_if.objects, what_if.source, config.scheduler_name, what_if.taken)
+    scenario = load_scenario(scenario_path, seed, start.base, max_objects) if scenario_path \
+        else base_scenario(start.base)
+    adopted, defaulted = adopt(start, what_if.remaining, scenario.remaining,
+                               seed if seed is not None else DEFAULT_SEED)
+    running = sum(1 for a in adopted if a.running)
+    err.write(f"{what_if.source}: {len(adopted)} job(s) of the snapshot, {running} running "
+              f"and {len(adopted) - running} waiting, on {sum(p.count for p in start.base.pools)} "
+              "nodes\n")
+    if defaulted:
+        err.write(f"note: {defaulted} job(s) say nothing of their run time "
+                  f"({REMAINING_ANNOTATION}): {hms(DEFAULT_REMAINING)} assumed; "
+                  "give --remaining or a remaining: distribution in the scenario\n")
+    return scenario, start, adopted
+
+
 def report_refusals(scenario, scheduler_name: str, path: object, strict: bool,  # type: ignore[no-untyped-def]
                err: TextIO) -> None:
     """Say which jobs a cluster would refuse (their operators make nothing of
@@ -129,11 +138,6 @@ def report_refusals(scenario, scheduler_name: str, path: object, strict: bool,  
             err.write(f"{'refused' if strict else 'skipped'}: job {job.name}: {line}\n")
     if strict and refused:
         raise InputError(f"{path}: {refused} job(s) a cluster would refuse (--strict)")
-
-
-def _simulation(scenario, config: SchedulerConfig, start: Start | None,  # type: ignore[no-untyped-def]
-                adopted: Sequence[Adopted]) -> Simulation:
-    return Simulation(scenario, config, start=start, adopted=adopted)
 
 
 def _run(sim: Simulation, title: str, show: bool, err: TextIO) -> SimResult:
