@@ -216,6 +216,10 @@ def test_minus_h_works_everywhere() -> None:
         result = CliRunner().invoke(main, [*command, "-h"])
         assert result.exit_code == 0, (command, result.output)
         assert result.output.startswith("Usage:")
+    from podgrouper.cli import main as podgrouper
+    for command in ([], ["run"]):
+        result = CliRunner().invoke(podgrouper, [*command, "-h"])
+        assert result.exit_code == 0 and result.output.startswith("Usage:")
 
 
 def test_jobs_running_at_the_snapshot_did_not_wait(demo_after_an_hour) -> None:
