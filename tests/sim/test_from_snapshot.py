@@ -242,3 +242,36 @@ def test_run_times_from_the_scenarios_distribution(tmp_path: Path) -> None:
     report = simulate("--from-snapshot", str(path), str(scenario), "--remaining", "3m")
     assert next(j for j in report["jobs"] if j["name"] == "default/alice")["finished"] == \
         pytest.approx(180, abs=2)
+
+
+def test_the_snapshots_jobs_are_kept_alive_by_their_operators(config: SchedulerConfig,
+                                                              tmp_path: Path) -> None:
+    """The demo at 0:04:00 (team-a's four gangs fill the cluster), then team-b's
+    16-GPU gang arrives: it reclaims two of the snapshot's gangs, whose pods
+    their operators make again, and which start again when room frees up."""
+    early = Simulation(attrs.evolve(load_scenario(bundled()), until=240.0), config)
+    early.run()
+    path = tmp_path / "demo-4m.json"
+    path.write_bytes(orjson.dumps(early.snapshot()))
+    extra = tmp_path / "llama.yaml"
+    extra.write_text("""
+jobs:
+  - name: llama2
+    kind: PyTorchJob
+    queue: team-b
+    priorityClass: train
+    arrival: 1m
+    duration: 30m
+    roles:
+      master: {replicas: 1, requests: {cpu: 8, memory: 64Gi, nvidia.com/gpu: 4}}
+      worker: {replicas: 3, requests: {cpu: 8, memory: 64Gi, nvidia.com/gpu: 4}}
+""")
+    report = simulate("--from-snapshot", str(path), str(extra))
+    jobs = {j["name"]: j for j in report["jobs"]}
+    assert jobs["team-b/llama2"]["placedWhole"]
+    evicted = [j for j in report["jobs"] if j["evictions"]]
+    assert len(evicted) == 2 and all(j["queue"] == "team-a" for j in evicted)
+    for job in evicted:
+        assert job["kind"] in ("PyTorchJob", "MPIJob") and job["podsRemade"] == job["podsEvicted"]
+        assert job["starts"] == 2 and job["state"] == "succeeded"
+    assert {j["state"] for j in report["jobs"]} == {"succeeded"}
