@@ -1,5 +1,5 @@
 # The kaisched image: the scheduler (`kaisched`) and the PodGrouper (`podgrouper`), installed
-# from this checkout. Build it with the tag config/deployment.yaml runs:
+# from this checkout (tests/test_image.py builds the wheel from exactly what is copied here). Build it with the tag config/deployment.yaml runs:
 #   docker build -t kaisched:0.1.0 .
 # Stage one builds wheels (kaisched's and its dependencies'); stage two installs only them,
 # so no compiler, build tool or source tree ends up in the image.
@@ -11,8 +11,10 @@ COPY kaisched ./kaisched
 COPY actions ./actions
 COPY plugins ./plugins
 COPY podgrouper ./podgrouper
-# The CRD schemas: replay and explain check kaisched's objects against them.
+# The data files setup.cfg installs: the CRD schemas (replay and explain check kaisched's
+# objects against them) and the scenarios of `kaisched simulate`.
 COPY config/crds ./config/crds
+COPY config/examples ./config/examples
 RUN pip wheel --wheel-dir /wheels .
 
 FROM python:3.11-slim
@@ -29,6 +31,6 @@ COPY config/scheduler.yaml /etc/kaisched/scheduler.yaml
 # Numeric, so Kubernetes can check runAsNonRoot without reading /etc/passwd.
 USER 65532:65532
 WORKDIR /tmp
-EXPOSE 8080
+EXPOSE 8080 8081
 ENTRYPOINT ["kaisched"]
 CMD ["run", "--config", "/etc/kaisched/scheduler.yaml"]

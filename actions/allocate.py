@@ -1,6 +1,7 @@
 """allocate: place gangs whole, queue by queue, fairest first.
 
-Queues come in proportion order, jobs in a queue by priority, not-ready
+Queues come in proportion order (one whose head job would take it over its
+quota after one that would not), jobs in a queue by priority, not-ready
 first, creation and name. A job's minimum is placed under one statement and
 committed only when the gang is ready; a job that could start once releasing
 pods are gone keeps its placements as reservations for this session; anything
@@ -14,19 +15,13 @@ import heapq
 import itertools
 from typing import Iterable
 
-import attrs
-import numpy as np
-
-from actions.common.topology import place_in_topology
 from actions.common import starvation
+from actions.common.placement import (
+    group_members, need_of, place_group, place_job, placeable, queue_of,
+)
 from kaisched.api.job import JobInfo
-from kaisched.api.queue import QueueInfo
-from kaisched.api.task import TaskInfo
-from kaisched.api.types import READY_STATUSES, GangMode, JobKey, QueueName, TaskStatus
-from kaisched.framework import Session, Statement
-from kaisched.framework.holds import hold_of
-
-_HELD = READY_STATUSES | {TaskStatus.PIPELINED}     # a NonStrict hold, and what runs
+from kaisched.api.types import JobKey, QueueName
+from kaisched.framework import Hook, Session
 
 
 class AllocateAction:
@@ -44,7 +39,15 @@ class AllocateAction:
         for heap in jobs.values():
             heapq.heapify(heap)
         guards = starvation.guard(ssn, heads(ssn, jobs.values()))
-        queues = [(ssn.queue_order_key(queue_of(ssn, q)), q) for q in jobs]
+        head_key = ssn.hooks.order_key(Hook.QUEUE_HEAD_ORDER)
+        several = len(jobs) > 1         # one queue needs no order
+
+        def queue_key(name: QueueName) -> tuple:
+            queue = queue_of(ssn, name)
+            head = head_key((queue, need_of(ssn, jobs[name][0][2]))) if several else ()
+            return (head, ssn.queue_order_key(queue))
+
+        queues = [(queue_key(q), q) for q in jobs]
         heapq.heapify(queues)
         grouped: set[JobKey] = set()      # gang-group members already tried together
         while queues:
@@ -61,7 +64,7 @@ class AllocateAction:
             if job.key in ssn.reserved_for and ssn.job_pipelined(job):
                 ssn.unreserve(job.key)      # placed, or waiting only for releasing room
             if heap:
-                heapq.heappush(queues, (ssn.queue_order_key(queue_of(ssn, name)), name))
+                heapq.heappush(queues, (queue_key(name), name))
         starvation.report(ssn, guards)
 
 
@@ -73,149 +76,3 @@ def heads(ssn: Session, queues: Iterable[list]) -> list[JobInfo]:
         if waiting:
             out.append(min(waiting, key=lambda entry: entry[:2])[2])
     return out
-
-
-def queue_of(ssn: Session, name: QueueName) -> QueueInfo:
-    """The queue, or a plain one when no plugin checked that it exists."""
-    return ssn.cluster.queues.get(name) or QueueInfo(name)
-
-
-def placeable(ssn: Session, job: JobInfo) -> bool:
-    """The job has pending tasks, is valid and admitted by the enqueue gate;
-    an invalid one is told why."""
-    if not job.count_of(TaskStatus.PENDING) or not ssn.admits(job):
-        return False
-    reason = ssn.job_invalid(job)
-    if reason:
-        ssn.record_unschedulable(job, reason)
-        return False
-    return True
-
-
-@attrs.define
-class Attempt:
-    """What placing one job's tasks under a statement came to."""
-
-    placed: int = 0
-    failure: str | None = None
-
-
-def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
-                idle_only: bool = False, within: np.ndarray | None = None) -> Attempt:
-    """Place tasks in task order until the job is ready; skip what fits nowhere.
-    within (a node mask) keeps them inside a topology domain."""
-    attempt = Attempt()
-    # An admitted gang passed the minResources check when it was enqueued.
-    gated = ssn.admitted is not None
-    refusal = None if ssn.job_ready(job) or gated else ssn.enqueueable(job)
-    if refusal:
-        attempt.failure = refusal
-        return attempt
-    failed_classes: set = set()
-    for task in ssn.ordered_tasks(job, tasks):
-        if ssn.class_key(task) in failed_classes:
-            continue     # its twin found no node: neither will it
-        refusal = ssn.allocatable(job, task)
-        choice = None if refusal else ssn.select_node(task, idle_only, within)
-        if choice is None:
-            failed_classes.add(ssn.class_key(task))
-            attempt.failure = attempt.failure or refusal or f"pod {task.key}: {ssn.explain_task(task)}"
-            continue
-        if choice.pipelined:
-            stmt.pipeline(task, choice.node)
-        else:
-            stmt.allocate(task, choice.node)
-        attempt.placed += 1
-        if ssn.job_ready(job):
-            break
-    return attempt
-
-
-def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
-              tasks: list[TaskInfo] | None = None) -> bool:
-    """Place the job's minimum (or, once ready, one more task); True if committed."""
-    held = ssn.held.pop(job.key, None)      # a NonStrict hold carried from before
-    was_ready = ssn.job_ready(job) and held is None
-    stmt = ssn.statement()
-    attempt = place_in_topology(ssn, stmt, job, tasks if tasks is not None else ssn.pending(job),
-                                idle_only, place_tasks)
-    progress = bool(attempt.placed or held)
-    if progress and ssn.job_ready(job):
-        for done in (held, stmt):
-            if done is not None:
-                done.commit()
-        return True
-    if not idle_only and progress and ssn.job_pipelined(job):
-        keep(ssn, job, stmt, held)
-        ssn.record_unschedulable(job, pipelined_message(job, attempt.placed))
-        return False
-    if not idle_only and progress and job.spec.mode is GangMode.NON_STRICT \
-            and job.key not in ssn.no_hold:
-        keep(ssn, job, stmt, held)
-        ssn.record_unschedulable(job, "NonStrict: " + shortfall_message(job, attempt, True).replace(
-            "tasks placed", "tasks held", 1))
-        return False
-    stmt.discard()
-    if held is not None:
-        held.discard()
-    if not was_ready:
-        expired = " (its NonStrict hold expired)" if job.key in ssn.no_hold else ""
-        ssn.record_unschedulable(job, shortfall_message(job, attempt) + expired)
-    return False
-
-
-def keep(ssn: Session, job: JobInfo, stmt: Statement, held: Statement | None) -> None:
-    """Reserve the job's placements for this session; a NonStrict job carries
-    them on to the next one as a hold."""
-    stmt.reserve()
-    if held is not None:
-        held.reserve()
-    if job.spec.mode is GangMode.NON_STRICT and job.key not in ssn.no_hold:
-        ssn.holds[job.key] = hold_of(ssn, job)
-
-
-def group_members(ssn: Session, job: JobInfo) -> list[JobInfo]:
-    keys = sorted(set(job.spec.gang_group) | {job.key})
-    return [ssn.cluster.jobs[k] if k in ssn.cluster.jobs else JobInfo(k, job.spec) for k in keys]
-
-
-def place_group(ssn: Session, members: list[JobInfo]) -> bool:
-    """All gangs of a group under one statement: all reach their minimum, or none."""
-    names = ", ".join(m.key for m in members)
-    missing = [m.key for m in members if m.key not in ssn.cluster.jobs]
-    invalid = [(m, ssn.job_invalid(m)) for m in members if m.key not in missing]
-    blocker = (f"gang group [{names}]: {missing[0]} has no pods" if missing else next(
-        (f"gang group [{names}]: {m.key}: {why}" for m, why in invalid if why), None))
-    stmt = ssn.statement()
-    attempts: dict[JobKey, Attempt] = {}
-    if blocker is None:
-        for member in members:
-            todo = [] if ssn.job_ready(member) else ssn.pending(member)
-            attempts[member.key] = place_in_topology(ssn, stmt, member, todo, False, place_tasks)
-        if all(ssn.job_ready(m) for m in members):
-            stmt.commit()
-            return True
-        if all(ssn.job_pipelined(m) for m in members):
-            stmt.reserve()
-            for member in members:
-                ssn.record_unschedulable(member, pipelined_message(member, attempts[member.key].placed))
-            return False
-        stmt.discard()
-        short = next(m for m in members if not ssn.job_pipelined(m))
-        blocker = f"gang group [{names}]: {short.key}: {shortfall_message(short, attempts[short.key])}"
-    for member in members:
-        if member.key in ssn.cluster.jobs and not ssn.job_ready(member):
-            ssn.record_unschedulable(member, blocker)
-    return False
-
-
-def shortfall_message(job: JobInfo, attempt: Attempt, kept: bool = False) -> str:
-    # Kept placements are in the job already; discarded ones only in the attempt.
-    placed = job.count(_HELD) if kept else job.ready_count() + attempt.placed
-    return (f"{placed}/{len(job.tasks)} tasks placed, "
-            f"minMember {job.min_member}; {attempt.failure or 'the gang is not complete'}")
-
-
-def pipelined_message(job: JobInfo, placed: int) -> str:
-    return (f"{placed}/{len(job.tasks)} tasks pipelined, minMember {job.min_member}; "
-            f"waiting for pods being deleted to release their room")

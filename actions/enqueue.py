@@ -10,9 +10,9 @@ minResources itself, just before placing a gang.
 """
 from __future__ import annotations
 
-from actions.allocate import queue_of
+from actions.common.placement import queue_of
 from kaisched.api.job import JobInfo
-from kaisched.api.types import PodGroupPhase, TaskStatus
+from kaisched.api.types import Blocker, PodGroupPhase, TaskStatus
 from kaisched.framework import Session
 
 
@@ -33,6 +33,6 @@ class EnqueueAction:
         for job in waiting:
             reason = ssn.enqueueable(job)
             if reason:
-                ssn.record_unschedulable(job, f"not enqueued: {reason}")
+                ssn.record_unschedulable(job, f"not enqueued: {reason}", Blocker.GATES)
             else:
                 ssn.admit(job)

@@ -1,26 +1,33 @@
-"""reclaim: across queues, a job of a queue within its fair share evicts
-tasks of queues over theirs, gang-wise, and is pipelined onto the room.
+"""reclaim: across queues, a job whose queue is within its fair share takes
+room back from queues over theirs, gang-wise, and is pipelined onto it.
 
-Which victims may go is the proportion plugin's rule (compared where the two
-queues' branches meet, only the resources the reclaimer lacks, the victim's
-side over its fair share and never below its quota, the reclaimer's side
-within its fair share). A running elastic job's extra tasks may reclaim too,
-but only other jobs' surplus tasks.
+For each starving job, once per session, in queue and job order:
+- R is what it still needs: its tasks up to its minimum (every subgroup's),
+  or one more task for a running elastic job (whose extras take only other
+  jobs' surplus tasks, never a gang);
+- the gate: its queue's use + R must stay within its fair share (the
+  proportion plugin's rule); failing it, the job does not reclaim;
+- the victims come from preemptible jobs of every other leaf queue, one unit
+  at a time in victim order (actions/common/victims.py), searched task by
+  task (actions/common/solver.py); the plugins check the victim side before
+  each chunk and the queues' saturation after the reclaim.
+The victims become Releasing and the job's tasks are pipelined onto the room.
 """
 from __future__ import annotations
 
-from typing import Callable
+import numpy as np
 
-from actions.common.eviction import (
-    RoomFinder, elastic_jobs, evictable_tasks, place_by_eviction, place_extras_by_eviction,
-    starving_jobs, victim_order,
-)
+from actions.common.eviction import elastic_jobs, starving_jobs
+from actions.common.placement import still_needed
+from actions.common.solver import ReclaimSolver
+from actions.common.topology import bound_domain
+from actions.common.victims import Unit, VictimPicker
 from kaisched.api.job import JobInfo
-from kaisched.api.resource import Resource
+from kaisched.api.resource import sum_resources
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import QueueName
+from kaisched.api.types import EVICTABLE_STATUSES
 from kaisched.framework import Hook, Session
-from kaisched.framework.effects import Cause
+from kaisched.framework.effects import Cause, Preemptor
 
 
 class ReclaimAction:
@@ -30,31 +37,59 @@ class ReclaimAction:
         jobs, extras = starving_jobs(ssn), elastic_jobs(ssn)
         if not jobs and not extras:
             return
-        evictable = evictable_tasks(ssn)
-        order = victim_order(ssn, evictable)
-        candidates = sorted(evictable, key=order)
-        if not candidates:
-            return
-        releasing_at_start = ssn.cluster.table.releasing.copy()
-        finders: dict[tuple[QueueName, Resource], RoomFinder] = {}
-
-        def finder_of(job: JobInfo) -> Callable[[TaskInfo], RoomFinder]:
-            def finder(task: TaskInfo) -> RoomFinder:
-                key = (job.queue, task.resreq)
-                if key not in finders:
-                    victims = ssn.victims(Hook.RECLAIMABLE, task, candidates)
-                    finders[key] = RoomFinder(ssn, victims, releasing_at_start, order)
-                return finders[key]
-            return finder
-
-        def check(job: JobInfo) -> Callable[[TaskInfo], str | None]:
-            return lambda t: ssn.allocatable(job, t) or ssn.overused(job, t)
-
         for job, tasks in jobs:
-            if ssn.job_pipelined(job) or ssn.overused(job, tasks[0]):
-                continue
-            place_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job), Cause.RECLAIM,
-                              check(job), order)
+            if not ssn.job_pipelined(job):
+                reclaim_for(ssn, job, still_needed(ssn, job, tasks))
         for job, tasks in extras:
-            place_extras_by_eviction(ssn, job, tasks, Hook.RECLAIMABLE, finder_of(job),
-                                     check(job), Cause.RECLAIM, order)
+            for task in tasks:
+                if not reclaim_for(ssn, job, [task], surplus_only=True):
+                    break
+
+
+def candidates(ssn: Session, job: JobInfo) -> list[JobInfo]:
+    """Preemptible jobs running in every other leaf queue."""
+    return [j for j in ssn.cluster.jobs.values()
+            if j.queue != job.queue and j.spec.preemptible and j.queue in ssn.cluster.queues
+            and any(t.status in EVICTABLE_STATUSES and t.node_name in ssn.cluster.nodes
+                    for t in j.tasks.values())]
+
+
+def reclaim_for(ssn: Session, job: JobInfo, tasks: list[TaskInfo],
+                surplus_only: bool = False) -> bool:
+    """Evict victims from other queues and pipeline the tasks; True if done."""
+    need = sum_resources(t.resreq for t in tasks)
+    if ssn.hooks.first_reason(Hook.RECLAIM_GATE, job, need):
+        return False
+    others = candidates(ssn, job)
+    if not others:
+        return False
+    picker = VictimPicker(ssn, tasks[0], others, need, surplus_only)
+    table = ssn.cluster.table
+
+    def room() -> np.ndarray:       # free now plus what the candidates hold
+        out = table.future.copy()
+        for other in others:
+            for t in other.tasks.values():
+                if t.status in EVICTABLE_STATUSES and t.node_name in table.index:
+                    out[table.index[t.node_name]] += table.vector(t.resreq)
+        return out
+
+    def fair(victims: list[Unit]) -> str | None:
+        return ssn.hooks.first_reason(Hook.RECLAIM_FAIR, job, need,
+                                      [(u.queue, u.resources) for u in victims])
+
+    solver = ReclaimSolver(ssn, tasks, picker, lambda t: bound_domain(ssn, job, room, t), fair)
+    victims = solver.solve()
+    if not victims:
+        return False        # no scenario, or none needs an eviction
+    stmt = solver.apply(victims, lambda t: Preemptor(t.key, job.key, job.priority, job.queue))
+    if stmt is None:
+        return False
+    evicted = sum(len(u.tasks) for u in victims)
+    stmt.commit()
+    if not surplus_only:
+        ssn.record_unschedulable(job, (
+            f"{len(tasks)} task(s) pipelined, minMember {job.min_member}; waiting for "
+            f"{evicted} reclaimed pod(s) to terminate"))
+    return True
+

@@ -9,14 +9,17 @@ from actions.reclaim import ReclaimAction
 from actions.stalegangeviction import StaleGangEvictionAction
 from kaisched.framework.registry import Registry
 from plugins.gang import GangPlugin
+from plugins.dra import DraPlugin
 from plugins.hostports import HostPortsPlugin
 from plugins.nodeaffinity import NodeAffinityPlugin
 from plugins.nodeorder import NodeOrderPlugin
 from plugins.podaffinity import PodAffinityPlugin
+from plugins.podgroupstatus import PodGroupStatusPlugin
 from plugins.predicates import PredicatesPlugin
 from plugins.priority import PriorityPlugin
 from plugins.proportion import ProportionPlugin
 from plugins.topologyspread import TopologySpreadPlugin
+from plugins.volumebinding import VolumeBindingPlugin
 
 
 def register_builtins(registry: Registry | None = None) -> Registry:
@@ -29,6 +32,7 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_action("stalegangeviction", StaleGangEvictionAction)
     registry.add_plugin("priority", PriorityPlugin)
     registry.add_plugin("gang", GangPlugin)
+    registry.add_plugin("podgroupstatus", PodGroupStatusPlugin)
     registry.add_plugin("proportion", ProportionPlugin)
     registry.add_plugin("predicates", PredicatesPlugin)
     registry.add_plugin("nodeorder", NodeOrderPlugin)
@@ -36,4 +40,6 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_plugin("topologyspread", TopologySpreadPlugin)
     registry.add_plugin("hostports", HostPortsPlugin)
     registry.add_plugin("nodeaffinity", NodeAffinityPlugin)
+    registry.add_plugin("volumebinding", VolumeBindingPlugin)
+    registry.add_plugin("dra", DraPlugin)
     return registry

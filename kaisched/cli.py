@@ -141,7 +141,7 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
               help="Default: the in-cluster config, else ~/.kube/config.")
 @click.option("--config", "config_path", help="Scheduler config YAML (default: built-in).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=8080, show_default=True,
-              help="Port of /metrics and /healthz (0: none).")
+              help="Port of /metrics, /healthz and /readyz (0: none).")
 @click.option("--lease-namespace", default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
               show_default="$POD_NAMESPACE or kaisched-system")
 @click.option("--identity", default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
@@ -162,6 +162,7 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     from kaisched.api.clock import WallClock
     from kaisched.runtime.binder import Binder
     from kaisched.cluster.kube import KubeCluster
+    from kaisched.runtime.health import Health
     from kaisched.runtime.leader import LeaderElector
     from kaisched.runtime.metrics import Metrics
     from kaisched.runtime.scheduler import Scheduler, serve
@@ -179,7 +180,10 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
                     leading=elector.is_leading if elector is not None else None)
     scheduler = Scheduler(client, config, registry, clock, binder)
     metrics = Metrics()
-    server = metrics.serve(metrics_port) if metrics_port else None
+    health = Health(config.schedule_period,
+                    leading=elector.is_leading if elector is not None else lambda: True,
+                    synced=lambda: scheduler.synced, watching=client.watching)
+    server = metrics.serve(metrics_port, health=health) if metrics_port else None
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -187,7 +191,7 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         logging.getLogger("kaisched").info("leader election is off (--no-leader-elect): "
                                            "this replica schedules alone")
     try:
-        serve(scheduler, stop, elector, metrics, cycles)
+        serve(scheduler, stop, elector, metrics, cycles, health=health)
     finally:
         client.close()
         if server is not None:
@@ -341,9 +345,9 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
 
 
 @main.command()
-@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "churn",
+@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "reclaim-1k", "churn",
                                               "affinity-5k", "scale-10k", "binds", "simulate",
-                                              "what-if-10k"]))
+                                              "dra-1k", "what-if-10k"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
               help="Multiply the scenario's node and pod counts (for quick checks).")
 @click.option("--profile", type=click.IntRange(min=0), default=0, metavar="N",
@@ -358,5 +362,5 @@ def bench(scenario: str, scale: float, profile: int) -> None:
     click.echo(orjson.dumps(run(scenario, scale, profile)))
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":     # python -m kaisched.cli, for a checkout not installed
     main()

@@ -12,7 +12,7 @@ from kaisched.errors import KaischedError
 class OneLineGroup(click.Group):
     """Every error, a bad flag included, as one line on stderr."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         try:
             code = super().main(*args, **kwargs)
@@ -22,7 +22,8 @@ class OneLineGroup(click.Group):
             click.echo("error: aborted", err=True)
             sys.exit(1)
         except click.ClickException as exc:
-            hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) else ""
+            ctx = getattr(exc, "ctx", None)     # UsageError's: the command it was for
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
             click.echo(f"error: {exc.format_message()}{hint}", err=True)
             sys.exit(exc.exit_code)
         except KaischedError as exc:

@@ -1,9 +1,11 @@
 """podaffinity: inter-pod affinity and anti-affinity, as kube-scheduler applies them.
 
 Filters: a node is refused when
-- a required podAffinity term finds no selected pod in the node's domain of
-  its topologyKey (unless no pod anywhere is selected yet and the pod selects
-  itself: the first pod of a group may go anywhere);
+- a required podAffinity term finds no pod in the node's domain of its
+  topologyKey that matches every required affinity term of the pod (only
+  such pods count, as in kube-scheduler), unless no pod anywhere matches them
+  all yet and the pod matches them itself: the first pod of a group may go
+  anywhere;
 - a required podAntiAffinity term finds a selected pod in the node's domain;
 - a pod already there (of any scheduler) holds a required anti-affinity term
   that selects this pod, within its topologyKey (the symmetric rule).
@@ -28,6 +30,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from kaisched.api.placement import AllOf
 from kaisched.api.podindex import Held, PodIndex, present
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session
@@ -38,6 +41,11 @@ from kaisched.framework.registry import weight_argument
 HARD_POD_AFFINITY_WEIGHT = 1
 # The terms present pods hold toward a new pod that score it.
 _SCORING = ((Held.PREFERRED_AFFINITY, 1), (Held.PREFERRED_ANTI_AFFINITY, -1), (Held.AFFINITY, 1))
+
+def _all_of(terms: tuple) -> AllOf:
+    """The pods a set of required affinity terms counts: those matching all."""
+    return AllOf(tuple(t.matcher for t in terms))
+
 
 class PodAffinityPlugin(PluginBase):
     name = "podaffinity"
@@ -60,6 +68,10 @@ class PodAffinityPlugin(PluginBase):
         self.keys_of: dict[Any, set[str]] = {}
         for term in terms:
             self.keys_of.setdefault(term.matcher, set()).add(term.topology_key)
+        for r in rules:
+            if len(r.affinity) > 1:
+                self.keys_of.setdefault(_all_of(r.affinity), set()).update(
+                    t.topology_key for t in r.affinity)
         self.index = PodIndex(cluster, self.keys_of, held=Held)
         ssn.register(Hook.POD_PREDICATE, self.affinity, "node(s) didn't match pod affinity rules")
         ssn.register(Hook.POD_PREDICATE, self.anti_affinity,
@@ -97,12 +109,12 @@ class PodAffinityPlugin(PluginBase):
         if not terms:
             return None
         index = self.index
-        if all(index.totals[t.matcher] == 0 for t in terms) and \
-                all(index.matches(t.matcher, task) for t in terms):
+        counted = terms[0].matcher if len(terms) == 1 else _all_of(terms)
+        if index.totals[counted] == 0 and all(index.matches(t.matcher, task) for t in terms):
             return None             # the first of its group: anywhere
         out = None
         for term in terms:
-            found = self._in_domain(index.counts[term.matcher], term.topology_key, rows)
+            found = self._in_domain(index.counts[counted], term.topology_key, rows)
             out = found if out is None else out & found
         return out
 

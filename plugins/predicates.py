@@ -15,7 +15,7 @@ from kaisched.api.node import NodeSpec
 from kaisched.api.placement import Placement
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session
-from kaisched.framework.session import RESOURCE_FIT
+from kaisched.framework.selection import RESOURCE_FIT
 
 StaticTest = Callable[[Placement, NodeSpec], bool]
 

@@ -1,5 +1,5 @@
 """proportion: hierarchical fair share per resource, queue order by dominant
-share, and queue limits.
+share, queue limits, and who may reclaim from whom (plugins/reclaimrules.py).
 
 Fair share is cut level by level: each child first gets min(quota, demand);
 what is left of the parent's share goes to children with unmet demand in
@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections import defaultdict
 
 import networkx as nx
-import numpy as np
 
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import ROOT, QueueInfo
 from kaisched.api.queue_status import job_states, queue_statuses
-from kaisched.api.resource import PODS, Resource, format_amount, sum_resources
+from kaisched.api.resource import PODS, Resource, format_amount
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import QueueName
+from kaisched.api.types import READY_STATUSES, QueueName, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetQueueStatus
+from plugins.reclaimrules import ReclaimRules
 
 _EPS = 1e-9
 
@@ -66,14 +66,22 @@ class ProportionPlugin(PluginBase):
             self._add(demand, queue, res, count)
         total = cluster.total_allocatable()
         self.deserved = self._fair_shares(total, demand)
+        ssn.register(Hook.QUEUE_HEAD_ORDER, self.head_order)
         ssn.register(Hook.QUEUE_ORDER, self.at_quota)     # below quota first
         ssn.register(Hook.QUEUE_ORDER, self.share)
         ssn.register(Hook.QUEUE_ORDER, lambda queue: -queue.priority)   # ties: higher first
         ssn.register(Hook.JOB_VALID, self._job_invalid)
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
         ssn.register(Hook.ENQUEUEABLE, self._min_resources_room)
-        ssn.register(Hook.RECLAIMABLE, self._reclaimable)
         ssn.register(Hook.OVERUSED, self._overused)
+        rules = ReclaimRules(self.queues, self._parent, self._chain, lambda q: self.allocated[q],
+                             lambda q: self.pinned[q], self.deserved)
+        ssn.register(Hook.RECLAIM_GATE, lambda job, need: rules.gate(
+            job.queue, need, job.spec.preemptible) if job.queue in self._chain
+            else self._job_invalid(job))
+        ssn.register(Hook.RECLAIM_FAIR, lambda job, need, chunks: rules.fair_reclaim(
+            job.queue, need, job.spec.preemptible, chunks))
+        ssn.register(Hook.VICTIM_QUEUE_ORDER, lambda item: rules.victim_key(*item))
         ssn.register(Hook.ON_ALLOCATE, lambda task: self._account_task(task, 1.0))
         ssn.register(Hook.ON_DEALLOCATE, lambda task: self._account_task(task, -1.0))
         self._jobs = cluster.jobs
@@ -124,6 +132,20 @@ class ProportionPlugin(PluginBase):
         used = self.allocated[queue.name]
         return not quotas or any(used[name] >= amount - _EPS for name, amount in quotas)
 
+    def head_order(self, item: tuple[QueueInfo, Resource]) -> tuple[bool, bool]:
+        """A queue whose use plus its head job's need stays within its quota
+        first (only resources it has a quota for count; none: over), then one
+        that stays within its fair share: a job that would take its queue
+        over either waits behind one that would not, so the room is not
+        handed out only to be reclaimed."""
+        queue, need = item
+        used, fair = self.allocated[queue.name], self.deserved.get(queue.name, {})
+        asked = [(n, v) for n, v in need.items if n != PODS and v > 0]
+        quotas = [(n, v) for n, v in asked if queue.quota.get(n) > 0]
+        over_quota = not quotas or any(used[n] + v > queue.quota.get(n) + _EPS for n, v in quotas)
+        over_share = any(used[n] + v > fair.get(n, 0.0) + _EPS for n, v in asked)
+        return over_quota, over_share
+
     def share(self, queue: QueueInfo) -> float:
         """Dominant share: the largest fraction of its fair share a queue uses."""
         worst = 0.0
@@ -172,95 +194,18 @@ class ProportionPlugin(PluginBase):
         need = job.spec.min_resources
         if need is None or job.queue not in self._chain:
             return None
+        own = job.request(READY_STATUSES - {TaskStatus.SUCCEEDED})     # counts as its room
         for name in self._chain[job.queue]:
             used = self.allocated[name]
             waiting = self._ssn.inqueue_request(job, self._subtree(name))
             for res, amount in need.items:
                 limit = self.queues[name].limit(res)
-                taken = used[res] + waiting.get(res)
+                taken = used[res] + waiting.get(res) - own.get(res)
                 if limit is not None and taken + amount > limit + _EPS:
                     return (f"minResources {res} {format_amount(res, amount)} exceeds the room "
                             f"left in queue {name} ({format_amount(res, taken)}/"
                             f"{format_amount(res, limit)} used or admitted)")
         return None
-
-    def _reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """Victims from other queues, taken in order while the rules hold.
-
-        The queues are compared where their branches meet: the children of
-        their lowest common parent on the reclaimer's and the victim's side.
-        Only the resources the reclaimer lacks count, on the nodes of the
-        victim's job (a gang goes whole: its CPU-only launcher goes with the
-        GPU workers). The victim's side must be over its fair share in one of
-        them before each eviction (an indivisible victim may take it below),
-        and no queue on the victim's side is taken below its quota; the
-        reclaimer's side must stay within its fair share once the reclaimer
-        runs, so a later session never has cause to take the room back.
-        """
-        mine = self._jobs[reclaimer.job].queue
-        contended = self._contended(reclaimer, candidates)
-        taken: dict[QueueName, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        gangs: dict[str, bool] = {}         # a gang that goes whole is judged once
-        out = []
-        for victim in candidates:
-            sides = self._sides(mine, self._jobs[victim.job].queue)
-            freed = contended.get(victim.job)
-            if sides is None or not freed:
-                continue        # same branch (preempt's business), or frees nothing wanted
-            group = self._ssn.eviction_group(victim)
-            whole = len(group) > 1
-            if whole and victim.job in gangs:
-                if gangs[victim.job]:
-                    out.append(victim)
-                continue
-            amount = sum_resources(t.resreq for t in group) if whole else victim.resreq
-            victim_side = sides[1]
-            ok = (self._within_fair_share(sides[0], reclaimer.resreq, freed)
-                  and any(self._over_fair_share(victim_side, r, taken[victim_side]) for r in freed)
-                  and all(self._keeps_quota(q, amount, taken[q], freed) for q in sides[2]))
-            if whole:
-                gangs[victim.job] = ok
-            if not ok:
-                continue
-            for q in sides[2]:
-                for res, value in amount.items:
-                    taken[q][res] += value
-            out.append(victim)
-        return out
-
-    def _contended(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> dict[str, list[str]]:
-        """Per victim job, the resources the reclaimer lacks on the nodes of
-        the job's candidates that those candidates hold."""
-        table = self.table
-        need = table.vector(reclaimer.resreq)
-        out: dict[str, set[str]] = defaultdict(set)
-        for victim in candidates:
-            row = table.index.get(victim.node_name)  # type: ignore[arg-type]
-            if row is None:
-                continue
-            short = np.flatnonzero(need > table.future[row] + _EPS)
-            out[victim.job].update(table.dims[d] for d in short
-                                   if table.dims[d] != PODS and victim.resreq.get(table.dims[d]) > 0)
-        return {job: sorted(names) for job, names in out.items() if names}
-
-    def _sides(self, mine: QueueName, theirs: QueueName
-               ) -> tuple[QueueName, QueueName, list[QueueName]] | None:
-        """Where the branches of two queues meet: the reclaimer's and the
-        victim's ancestors under their lowest common parent, and the queues
-        from the victim's up to its ancestor. None within one branch."""
-        if mine == theirs or mine not in self._parent or theirs not in self._parent:
-            return None
-        up_mine = self._chain[mine]
-        on_mine = set(up_mine)
-        below: list[QueueName] = []
-        for queue in self._chain[theirs]:
-            if queue in on_mine:
-                return None         # the victim's queue is above the reclaimer's
-            below.append(queue)
-            if self._parent[queue] in on_mine or self._parent[queue] == ROOT:
-                break
-        meet = self._parent[below[-1]]
-        return next(q for q in up_mine if self._parent[q] == meet), below[-1], below
 
     def _subtree(self, queue: QueueName) -> list[QueueName]:
         return [queue, *nx.descendants(self.tree, queue)]
@@ -271,26 +216,6 @@ class ProportionPlugin(PluginBase):
         while self._parent[path[-1]] != ROOT:
             path.append(self._parent[path[-1]])
         return path
-
-    def _over_fair_share(self, queue: QueueName, res: str, taken: dict[str, float]) -> bool:
-        used = self.allocated[queue][res] - taken[res]
-        return used > self.deserved.get(queue, {}).get(res, 0.0) + _EPS
-
-    def _keeps_quota(self, queue: QueueName, res: Resource, taken: dict[str, float],
-                     contended: list[str]) -> bool:
-        """After evicting res, the queue keeps at least its quota of the
-        contended resources (or all it has, when it uses less)."""
-        used, quota = self.allocated[queue], self.queues[queue].quota
-        for name in contended:
-            before = used[name] - taken[name]
-            after = before - res.get(name)
-            if after < min(quota.get(name), before) - _EPS:
-                return False
-        return True
-
-    def _within_fair_share(self, queue: QueueName, res: Resource, contended: list[str]) -> bool:
-        fair, used = self.deserved.get(queue, {}), self.allocated[queue]
-        return all(used[n] + res.get(n) <= fair.get(n, 0.0) + _EPS for n in contended)
 
     def _overused(self, job: JobInfo, task: TaskInfo) -> str | None:
         """A queue may reclaim only up to its own fair share."""

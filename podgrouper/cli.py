@@ -4,7 +4,9 @@ Errors print one line, never a traceback."""
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import socket
 import threading
 from typing import Any
 
@@ -47,24 +49,52 @@ def main() -> None:
               help="How often the owners of existing PodGroups are re-read to follow scaling.")
 @click.option("--scheduler-name", default="kaisched", show_default=True,
               help="Group only pods with this spec.schedulerName.")
-def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_name: str) -> None:
-    """Run the controller against a cluster until SIGTERM or Ctrl-C."""
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=8081, show_default=True,
+              help="Port of /metrics, /healthz and /readyz (0: none).")
+@click.option("--lease-namespace",
+              default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
+              show_default="$POD_NAMESPACE or kaisched-system")
+@click.option("--lease-name", default="kaisched-podgrouper", show_default=True)
+@click.option("--identity", default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
+              show_default="$POD_NAME or the host name")
+@click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
+              help="Run a single replica without a Lease (never run two like this).")
+def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_name: str,
+        metrics_port: int, lease_namespace: str, lease_name: str, identity: str,
+        no_leader_elect: bool) -> None:
+    """Run the controller against a cluster until SIGTERM or Ctrl-C: one replica
+    at a time through a Lease, /metrics, /healthz and /readyz."""
     from kaisched.api.clock import WallClock
     from kaisched.cluster.kube import KubeCluster
+    from kaisched.runtime.health import Health
+    from kaisched.runtime.leader import LeaderElector
     from podgrouper.controller import PodGrouper
+    from podgrouper.metrics import GrouperMetrics
 
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     client = KubeCluster(kubeconfig=kubeconfig)
+    clock = WallClock()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    grouper = PodGrouper(client, WallClock(), scheduler_name=scheduler_name,
+    elector = None if no_leader_elect else LeaderElector(
+        client.with_timeout(5.0), clock, identity, lease_namespace, lease_name)
+    grouper = PodGrouper(client, clock, scheduler_name=scheduler_name,
                          owner_resync=owner_resync)
+    metrics = GrouperMetrics()
+    health = Health(period, leading=elector.is_leading if elector is not None else lambda: True,
+                    synced=lambda: grouper.synced, watching=client.watching)
+    server = metrics.serve(metrics_port, health=health) if metrics_port else None
+    if elector is None:
+        logging.getLogger("podgrouper").info("leader election is off (--no-leader-elect): "
+                                             "this replica groups alone")
     try:
-        grouper.run(stop, period)
+        grouper.run(stop, period, elector, metrics, health)
     finally:
         client.close()
+        if server is not None:
+            server.shutdown()
 
 
 @main.command()

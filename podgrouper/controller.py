@@ -9,25 +9,33 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kaisched.api import labels as L
 from kaisched.api.clock import Clock
 from kaisched.api.types import DEFAULT_QUEUE
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.events import event_object, object_reference
-from kaisched.cluster.kinds import POD, PODGROUP, kind_for, object_key
+from kaisched.cluster.kinds import POD, PODGROUP, Kind, kind_for, object_key
 from kaisched.errors import (
     ApiError, ConflictError, GoneError, NotFoundError, PermanentApiError, TransientApiError,
+    UnreachableError,
 )
-from podgrouper.groupers import GroupSpec, Registry, builtin_groupers, group_owner, pick
+from kaisched.runtime.outage import Outage
+from podgrouper.groupers import GroupSpec, Lineage, Registry, builtin_groupers, group_owner, pick
 from podgrouper.groupers.workload import default_grouper
 from podgrouper.owners import OwnerRef, OwnerWalk, describe, top_owner
 from podgrouper.podgroup import (
     is_managed, needs_refresh, pod_patch, podgroup_object, refresh_patch, top_owner_ref,
 )
 from podgrouper.roles import pod_role
+
+if TYPE_CHECKING:
+    from kaisched.runtime.health import Health
+    from kaisched.runtime.leader import LeaderElector
+    from podgrouper.metrics import GrouperMetrics
 
 log = logging.getLogger(__name__)
 
@@ -58,27 +66,79 @@ class PodGrouper:
         self._checked: dict[Key, float] = {}       # PodGroup -> when its owner was last read
         self._owner_versions: dict[Key, str] = {}  # PodGroup -> owner resourceVersion grouped
         self._writes = 0
+        self._forbidden: set[Kind] = set()         # owner kinds the role may not read
 
     def sync(self) -> int:
         """Handle what the watch reported since the last call (the first call
         sees everything); return how many objects were created or patched."""
         before = self._writes
         self._drain()
-        owners = _OwnerCache(self.client)
+        owners = _OwnerCache(self.client, self._forbidden)
         fresh: set[Key] = set()                    # PodGroups already made or checked this sync
         for key in sorted(self._pending):
             self._group_pod(key, owners, fresh)
         self._follow_owners(owners, fresh)
         return self._writes - before
 
-    def run(self, stop: threading.Event, period: float) -> None:
-        """The live loop: sync every period until stop is set."""
-        while not stop.is_set():
-            try:
-                self.sync()
-            except ApiError as exc:     # the API or the watch is down: keep state, try again
-                log.warning("sync failed, retrying in %.1fs: %s", period, exc)
-            stop.wait(period)
+    @property
+    def synced(self) -> bool:
+        """The watch has listed what exists (the readiness probe)."""
+        return self._subscription is not None
+
+    def follow(self) -> None:
+        """A standby's pass: keep up with the watch, write nothing."""
+        self._drain()
+
+    def run(self, stop: threading.Event, period: float, elector: LeaderElector | None = None,
+            metrics: GrouperMetrics | None = None, health: Health | None = None,
+            max_delay: float = 30.0) -> int:
+        """The live loop until stop: every period a sync while this replica leads
+        the Lease (a standby only follows the watch, so it takes over warm).
+        Failing syncs are said once, reminded once a minute, and retried with
+        backoff -- cut short when the API answers again. On stop the Lease is
+        released. Returns the number of periods run."""
+        outage = Outage(log, "PodGrouper sync", period, max_delay)
+        reachability = getattr(self.client, "health", None)
+        lease_stop = threading.Event()
+        if elector is not None:
+            elector.start(lease_stop)
+            elector.tried.wait(period + 10.0)
+        done = 0
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                leads = elector.is_leading() if elector is not None else True
+                try:
+                    if leads:
+                        writes = self.sync()
+                        if metrics is not None:
+                            metrics.synced(writes, time.monotonic() - started, len(self._pending))
+                    else:
+                        self.follow()
+                    outage.succeeded()
+                    delay = max(0.0, period - (time.monotonic() - started))
+                except ApiError as exc:
+                    delay = outage.failed(exc)
+                    if metrics is not None:
+                        metrics.sync_errors.inc()
+                if metrics is not None:
+                    metrics.leader.set(1 if leads else 0)
+                done += 1
+                if health is not None:
+                    health.beat()
+                if outage.failing and reachability is not None:
+                    reachability.pause(delay, stop)
+                elif elector is not None and not leads:
+                    _until_elected(stop, elector, delay)
+                else:
+                    stop.wait(delay)
+        finally:
+            lease_stop.set()
+            if elector is not None:
+                elector.release()
+            if metrics is not None:
+                metrics.leader.set(0)
+        return done
 
     # -- the watch -------------------------------------------------------------
     def _drain(self) -> None:
@@ -144,6 +204,9 @@ class PodGrouper:
             return
         try:
             self._group(key, pod, owners, fresh)
+        except UnreachableError:
+            self._pending.add(key)
+            raise               # the API is away: the loop says so once and backs off
         except (TransientApiError, NotFoundError) as exc:
             # Retried next sync; a 404 for a pod that is gone ends with its DELETED event.
             self._pending.add(key)
@@ -165,7 +228,7 @@ class PodGrouper:
 
     def _group(self, key: Key, pod: Obj, owners: _OwnerCache, fresh: set[Key]) -> None:
         walk = top_owner(pod, owners.read)
-        spec = self._spec(walk)
+        spec = self._spec(walk, pod)
         named = _annotations(pod).get(L.POD_GROUP_ANNOTATION)
         if named and named != spec.name:
             # Its PodGroup was deleted, and its owners now lead elsewhere: leave it be.
@@ -183,17 +246,17 @@ class PodGrouper:
         self._warn(pod, DEFAULTED, walk.problems + spec.problems)
         self._warn(pod, OVERRIDE_IGNORED, spec.warnings)
 
-    def _spec(self, walk: OwnerWalk) -> GroupSpec:
+    def _spec(self, walk: OwnerWalk, pod: Obj) -> GroupSpec:
         grouper = default_grouper if walk.broken else pick(self.groupers, walk.top)
-        return group_owner(walk.top, grouper)
+        return group_owner(walk.top, grouper, Lineage(pod, walk.owners))
 
     def _ensure_group(self, namespace: str, spec: GroupSpec, walk: OwnerWalk, pod: Obj,
                       fresh: set[Key]) -> None:
         key = (namespace, spec.name)
         existing = self._groups.get(key)
         if existing is None:
-            queue = _labels(pod).get(L.QUEUE_LABEL) or spec.queue or DEFAULT_QUEUE
-            priority = (pod.get("spec") or {}).get("priorityClassName") or spec.priority_class_name
+            queue = spec.queue or DEFAULT_QUEUE
+            priority = spec.priority_class_name
             try:
                 created = (pod.get("metadata") or {}).get("creationTimestamp")
                 self._groups[key] = self._wrote(self.client.create(
@@ -231,8 +294,11 @@ class PodGrouper:
                     continue
                 walk = top_owner(self._pods[member], owners.read)
                 if _uid(walk.top) == ref.uid:
-                    self._refresh(key, group, self._spec(walk), walk)
+                    self._refresh(key, group, self._spec(walk, self._pods[member]), walk)
                     self._owner_versions[key] = _version(walk.top)
+            except UnreachableError:
+                self._checked.pop(key, None)
+                raise
             except ApiError as exc:
                 log.warning("PodGroup %s/%s: owner not re-read: %s", *key, exc)
 
@@ -265,10 +331,12 @@ class PodGrouper:
 
 class _OwnerCache:
     """Owners read during one sync: the pods of one owner share the reads, and
-    one sync sees one version of each owner."""
+    one sync sees one version of each owner. A kind the role may not read is
+    logged once per process (forbidden keeps what was said), naming the grant."""
 
-    def __init__(self, client: ClusterClient) -> None:
+    def __init__(self, client: ClusterClient, forbidden: set[Kind] | None = None) -> None:
         self._client = client
+        self._forbidden = forbidden if forbidden is not None else set()
         self._read: dict[tuple[Any, str, str], Obj | None | PermanentApiError] = {}
 
     def read(self, namespace: str, ref: OwnerRef) -> Obj | None:
@@ -279,6 +347,12 @@ class _OwnerCache:
                 self._read[key] = self._client.get(*key)
             except PermanentApiError as exc:
                 self._read[key] = exc
+                if exc.status == 403 and kind not in self._forbidden:
+                    self._forbidden.add(kind)
+                    resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+                    log.warning("not allowed to read %s owners (%s): grant get on %s to this "
+                                "service account; their pods are grouped by the last owner "
+                                "read, with a Warning Event", kind, exc, resource)
         found = self._read[key]
         if isinstance(found, PermanentApiError):
             raise found
@@ -305,3 +379,13 @@ def _uid(obj: Mapping[str, Any]) -> str:
 
 def _version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _until_elected(stop: threading.Event, elector: LeaderElector, seconds: float) -> None:
+    """A standby waits a period -- or less, when it becomes leader meanwhile."""
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and not elector.elected.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        stop.wait(min(left, 0.05))

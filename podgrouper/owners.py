@@ -51,6 +51,7 @@ class OwnerWalk:
     chain: tuple[str, ...]
     problems: tuple[str, ...] = ()
     broken: bool = False
+    owners: tuple[Obj, ...] = attrs.field(default=(), repr=False)   # read, nearest first
 
 
 def describe(obj: Obj) -> str:
@@ -65,11 +66,12 @@ def controller_refs(obj: Obj) -> tuple[list[OwnerRef], list[str]]:
     for i, ref in enumerate(meta.get("ownerReferences") or ()):
         if not isinstance(ref, Mapping) or ref.get("controller") is not True:
             continue
-        fields = [ref.get(k) for k in ("apiVersion", "kind", "name")]
-        if not all(isinstance(f, str) and f for f in fields):
+        api_version, kind, name = (ref.get(k) for k in ("apiVersion", "kind", "name"))
+        if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str)
+                and api_version and kind and name):
             problems.append(f"{describe(obj)} ownerReferences[{i}] needs apiVersion, kind and name")
             continue
-        refs.append(OwnerRef(*fields, uid=str(ref.get("uid") or "")))
+        refs.append(OwnerRef(api_version, kind, name, uid=str(ref.get("uid") or "")))
     return refs, problems
 
 
@@ -77,44 +79,47 @@ def top_owner(pod: Obj, read: Reader) -> OwnerWalk:
     namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
     current: Obj = pod
     chain = [describe(pod)]
+    owners: list[Obj] = []
     seen = {_identity(pod)}
     while True:
         refs, problems = controller_refs(current)
         if problems:
-            return _ended(current, chain, problems)
+            return _ended(current, chain, owners, problems)
         if not refs:
-            return OwnerWalk(current, tuple(chain))
+            return OwnerWalk(current, tuple(chain), owners=tuple(owners))
         if len(refs) > 1:
             names = ", ".join(str(r) for r in refs)
-            return _ended(current, chain, [
+            return _ended(current, chain, owners, [
                 f"{describe(current)} has {len(refs)} controller ownerReferences ({names})"],
                 broken=True)
         ref = refs[0]
         if (_identity(current)[:2], (ref.group, ref.kind)) in _STOP_BELOW:
-            return OwnerWalk(current, tuple(chain))
+            return OwnerWalk(current, tuple(chain), owners=tuple(owners))
         if (ref.group, ref.kind, ref.name) in seen:
-            return _ended(current, chain, [
+            return _ended(current, chain, owners, [
                 f"ownerReferences form a cycle: {' -> '.join(chain)} -> {ref}"], broken=True)
         try:
             owner = read(namespace, ref)
         except PermanentApiError as exc:
             reason = "forbidden" if exc.status == 403 else str(exc)
-            return _ended(current, chain, [f"cannot read owner {ref}: {reason}"])
+            return _ended(current, chain, owners, [f"cannot read owner {ref}: {reason}"])
         if owner is None:
-            return _ended(current, chain, [f"owner {ref} not found"])
+            return _ended(current, chain, owners, [f"owner {ref} not found"])
         uid = str((owner.get("metadata") or {}).get("uid") or "")
         if ref.uid and uid and uid != ref.uid:
-            return _ended(current, chain, [
+            return _ended(current, chain, owners, [
                 f"owner {ref} has uid {uid}, not the referenced {ref.uid} (stale reference)"])
         current = owner
+        owners.append(owner)
         chain.append(describe(owner))
         seen.add(_identity(owner))
 
 
-def _ended(current: Obj, chain: list[str], problems: list[str],
+def _ended(current: Obj, chain: list[str], owners: list[Obj], problems: list[str],
            broken: bool = False) -> OwnerWalk:
     where = f"; grouped by {describe(current)}"
-    return OwnerWalk(current, tuple(chain), tuple(p + where for p in problems), broken)
+    return OwnerWalk(current, tuple(chain), tuple(p + where for p in problems), broken,
+                     tuple(owners))
 
 
 def _identity(obj: Obj) -> tuple[str, str, str]:

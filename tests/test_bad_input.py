@@ -25,7 +25,8 @@ POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default}\n" \
 GPU_POD_WITHOUT_LIMIT = "apiVersion: v1\nkind: Pod\nmetadata: {name: train, namespace: default}\n" \
     "spec: {schedulerName: kaisched, containers: [{name: main, image: pytorch, " \
     "resources: {requests: {cpu: '1', nvidia.com/gpu: '1'}}}]}\n"
-WORKFLOW = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: wf, namespace: default}\n"
+FLINK_APP = ("apiVersion: flink.apache.org/v1beta1\nkind: FlinkDeployment\n"
+             "metadata: {name: wf, namespace: default}\n")
 PODGROUP_V1BETA1 = "apiVersion: scheduling.kaisched.io/v1beta1\nkind: PodGroup\n" \
                    "metadata: {name: pg, namespace: default}\nspec: {minMember: 1}\n"
 
@@ -101,7 +102,8 @@ def test_an_empty_file_is_an_error(tmp_path: Path, content: str, command: list[s
 
 
 @pytest.mark.parametrize("doc, skipped", [
-    (WORKFLOW, "skipped: Workflow default/wf: apiVersion: unknown kind Workflow in argoproj.io/v1alpha1: "
+    (FLINK_APP, "skipped: FlinkDeployment default/wf: apiVersion: unknown kind FlinkDeployment in "
+                "flink.apache.org/v1beta1: "
                "neither Kubernetes 1.32 nor kaisched serves it"),
     ("apiVersion: v1\nkind: Podd\nmetadata: {name: x}\n",
      "skipped: Podd x: kind: unknown kind Podd in v1: Kubernetes 1.32 serves no such kind"),
@@ -118,11 +120,11 @@ def test_a_file_of_nothing_usable_says_what_was_skipped(tmp_path: Path, doc: str
 
 
 def test_skipped_objects_are_reported_and_the_rest_replays(tmp_path: Path) -> None:
-    path = write(tmp_path, NODE, WORKFLOW, PODGROUP_V1BETA1, POD)
+    path = write(tmp_path, NODE, FLINK_APP, PODGROUP_V1BETA1, POD)
     result = invoke("replay", path, "--output", "json")
     assert result.exit_code == 0, result.stderr
     assert [line.split(":")[0:2] for line in result.stderr.splitlines()] == [
-        ["skipped", " Workflow default/wf"], ["skipped", " PodGroup default/pg"]]
+        ["skipped", " FlinkDeployment default/wf"], ["skipped", " PodGroup default/pg"]]
     assert orjson.loads(result.stdout)["bindings"] == {"default/web": "node-a"}
 
 

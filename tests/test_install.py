@@ -34,6 +34,8 @@ EXPECTED = {
     ("ClusterRole", "", "kaisched-podgrouper"),
     ("ClusterRoleBinding", "", "kaisched"),
     ("ClusterRoleBinding", "", "kaisched-podgrouper"),
+    ("Role", "kaisched-system", "kaisched-leader-election"),
+    ("RoleBinding", "kaisched-system", "kaisched-leader-election"),
     ("ConfigMap", "kaisched-system", "kaisched-config"),
     ("Deployment", "kaisched-system", "kaisched"),
     ("Deployment", "kaisched-system", "kaisched-podgrouper"),
@@ -100,14 +102,15 @@ def test_kubectl_applies_them_in_order() -> None:
     position = {kind: kinds.index(kind) for kind in kinds}
     assert kinds[0] == "Namespace"
     assert position["CustomResourceDefinition"] < position["Queue"]
-    for before in ("ServiceAccount", "ClusterRoleBinding", "ConfigMap"):
+    for before in ("ServiceAccount", "ClusterRoleBinding", "RoleBinding", "ConfigMap"):
         assert position[before] < position["Deployment"], before
 
 
 def test_no_manifest_is_left_out_of_the_kustomization() -> None:
     listed = {identity(o) for o in read_kustomization(CONFIG)}
     for path in sorted(CONFIG.rglob("*.yaml")):
-        if "examples" in path.parts or path.name in ("scheduler.yaml", "kustomization.yaml"):
+        if "examples" in path.parts or "components" in path.parts \
+                or path.name in ("scheduler.yaml", "kustomization.yaml"):
             continue
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
@@ -118,7 +121,7 @@ def test_the_scheduler_may_write_queue_status(rendered: list[dict]) -> None:
     (role,) = [o for o in rendered if identity(o) == ("ClusterRole", "", "kaisched")]
     verbs = {v for rule in role["rules"] if GROUP in rule["apiGroups"]
              and "queues/status" in rule["resources"] for v in rule["verbs"]}
-    assert {"update", "patch"} <= verbs
+    assert "patch" in verbs             # merge patches of the status subresource
 
 
 # -- the image ------------------------------------------------------------------------
@@ -241,3 +244,17 @@ def test_the_example_pytorchjob_binds_as_one_gang_in_its_queue() -> None:
     status = cluster.get(QUEUE, "", "training")["status"]
     assert status["allocated"]["nvidia.com/gpu"] == "4"
     assert (status["runningJobs"], status["pendingJobs"]) == (1, 0)
+
+
+def test_the_readme_picture_is_in_the_repository_with_its_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "(docs/simulate.png)" in readme
+    assert "python -m kaisched.cli simulate --plot docs/simulate.png" in readme
+    assert (ROOT / "docs" / "simulate.png").stat().st_size > 10_000
+    git = shutil.which("git")
+    if git is not None and (ROOT / ".git").exists():
+        ignored = subprocess.run([git, "check-ignore", "-q", "docs/simulate.png"], cwd=ROOT,
+                                 check=False).returncode == 0
+        assert not ignored, ".gitignore drops the README's picture"
+        assert subprocess.run([git, "check-ignore", "-q", ".venv/"], cwd=ROOT,
+                              check=False).returncode == 0

@@ -67,7 +67,8 @@ def test_manifest_parses_into_named_objects(path: Path) -> None:
         assert isinstance(docs[0], dict)
         return
     if path.name == "kustomization.yaml":   # kustomize's own file: what `kubectl apply -k` reads
-        assert docs[0]["kind"] == "Kustomization" and docs[0]["resources"]
+        # A Kustomization, or a Component (config/components) an overlay opts into.
+        assert docs[0]["kind"] in ("Kustomization", "Component") and docs[0]["resources"]
         return
     assert docs, f"{path} holds no document"
     for doc in docs:
@@ -112,7 +113,7 @@ def test_podgroup_contract() -> None:
     assert spec["properties"]["mode"]["enum"] == ["Strict", "NonStrict"]
     assert spec["properties"]["mode"]["default"] == "Strict"
     assert spec["properties"]["preemptible"]["default"] is True
-    assert crd("podgroups")["spec"]["names"]["shortNames"] == ["pg", "pgs"]
+    assert crd("podgroups")["spec"]["names"]["shortNames"] == ["kpg", "kpgs"]
     phases = root["properties"]["status"]["properties"]["phase"]["enum"]
     assert phases == ["Pending", "Inqueue", "Running", "Succeeded", "Failed", "Unknown"]
 
@@ -306,8 +307,6 @@ def test_queue_schema_rejects_bad_quantities() -> None:
 
 def test_configmap_matches_scheduler_yaml() -> None:
     default = CONFIG / "scheduler.yaml"
-    if not default.exists():
-        pytest.skip("config/scheduler.yaml does not exist yet")
     cm = find(objects("deployment.yaml"), "ConfigMap", "kaisched-config")
     assert yaml.safe_load(cm["data"]["scheduler.yaml"]) == load(default)[0]
 
@@ -336,9 +335,13 @@ def test_deployments_use_the_config_and_accounts_that_exist() -> None:
     assert pod["securityContext"]["runAsNonRoot"] is True
 
     grouper = find(deploy, "Deployment", "kaisched-podgrouper")
-    assert grouper["spec"]["replicas"] == 1
+    assert grouper["spec"]["replicas"] == 2          # one leads, through its own Lease
+    (grouper_container,) = grouper["spec"]["template"]["spec"]["containers"]
+    port = int(grouper_container["command"][grouper_container["command"].index("--metrics-port") + 1])
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert grouper_container[probe]["httpGet"] == {"path": path, "port": port}
     assert grouper["spec"]["template"]["spec"]["serviceAccountName"] in accounts
-    assert grouper["spec"]["template"]["spec"]["containers"][0]["command"] == ["podgrouper", "run"]
+    assert grouper_container["command"][:2] == ["podgrouper", "run"]
 
 
 def test_bindings_point_at_roles_and_accounts_that_exist() -> None:
@@ -364,8 +367,9 @@ def test_scheduler_can_bind_evict_and_write_status() -> None:
     role = find(objects("rbac.yaml"), "ClusterRole", "kaisched")
     assert "create" in granted(role, "", "pods/binding")
     assert "create" in granted(role, "", "pods/eviction")
-    assert {"update", "patch"} <= granted(role, GROUP, "podgroups/status")
-    assert {"get", "create", "update"} <= granted(role, "coordination.k8s.io", "leases")
+    assert "patch" in granted(role, GROUP, "podgroups/status")
+    lease_role = find(objects("rbac.yaml"), "Role", "kaisched-leader-election")
+    assert {"get", "create", "patch"} <= granted(lease_role, "coordination.k8s.io", "leases")
     assert {"list", "watch"} <= granted(role, "scheduling.x-k8s.io", "podgroups")
 
 
@@ -376,3 +380,13 @@ def test_podgrouper_can_create_podgroups_and_read_owners() -> None:
     for group, resource in [("apps", "replicasets"), ("batch", "jobs"), ("kubeflow.org", "pytorchjobs"),
                             ("kubeflow.org", "mpijobs"), ("jobset.x-k8s.io", "jobsets"), ("ray.io", "rayjobs")]:
         assert "get" in granted(role, group, resource), (group, resource)
+
+
+def test_short_names_do_not_clash_with_volcano_or_kai() -> None:
+    """Volcano and KAI Scheduler serve PodGroups as pg/podgroup and Queues as q/queue:
+    on a cluster with either, `kubectl get pg` must not be ambiguous."""
+    theirs = {"pg", "pgs", "podgroup", "podgroups", "q", "queue", "queues"}
+    for plural in ("podgroups", "queues"):
+        names = crd(plural)["spec"]["names"]
+        assert not set(names.get("shortNames") or ()) & theirs, names
+        assert names.get("shortNames"), f"{plural}: a short name of its own"

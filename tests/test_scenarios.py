@@ -7,7 +7,10 @@ evictions (exact set), pipelined (exact map), podGroups (per PodGroup: phase,
 minMember, and `message`: substrings of the Scheduled condition's message),
 podMessages (per pod: substrings of its PodScheduled=False message),
 evictionReasons (per pod: substring of the eviction message), staleSince
-(per PodGroup: the status timer).
+(per PodGroup: the status timer), volumeClaims (per PVC: selectedNode, its
+volume.kubernetes.io/selected-node annotation, and volumeName; null: unset),
+claims (per ResourceClaim: its allocated devices as driver/pool/device and the
+pods it is reserved for, or null when it is not allocated).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import pytest
 import yaml
 
 from kaisched.builtins import register_builtins
-from kaisched.cluster.kinds import POD, PODGROUP
+from kaisched.cluster.kinds import POD, PODGROUP, PVC, RESOURCE_CLAIMS
 from kaisched.framework import default_config, load_config
 from kaisched.tools.replay import replay
 from kaisched.cluster.snapshot import load_file
@@ -66,9 +69,31 @@ def test_scenario(path: Path) -> None:
             assert part in cond.get("message", ""), f"{key}: {cond}"
     for key, part in (expect.get("evictionReasons") or {}).items():
         assert part in result.eviction_reasons[key], result.eviction_reasons
+    for key, want in (expect.get("volumeClaims") or {}).items():
+        ns, name = key.split("/")
+        pvc = result.cluster.get(PVC, ns, name)
+        got = {"selectedNode": (pvc["metadata"].get("annotations") or {}).get(
+                   "volume.kubernetes.io/selected-node"),
+               "volumeName": (pvc.get("spec") or {}).get("volumeName")}
+        assert {k: got[k] for k in want} == want, f"{key}: {got}"
     for key, since in (expect.get("staleSince") or {}).items():
         ns, name = key.split("/")
         assert (result.cluster.get(PODGROUP, ns, name).get("status") or {}).get("staleSince") == since
+    for key, want in (expect.get("claims") or {}).items():
+        assert claim_state(result.cluster, key) == want, key
+
+
+def claim_state(cluster, key: str) -> dict | None:
+    """A ResourceClaim's allocated devices and reservations, as expectations name them."""
+    ns, name = key.split("/")
+    claim = next(c for c in (cluster.get(k, ns, name) for k in RESOURCE_CLAIMS) if c)
+    status = claim.get("status") or {}
+    if not status.get("allocation"):
+        assert not status.get("reservedFor"), f"{key}: reserved but not allocated"
+        return None
+    results = status["allocation"]["devices"]["results"]
+    return {"devices": sorted(f"{r['driver']}/{r['pool']}/{r['device']}" for r in results),
+            "reservedFor": sorted(r["name"] for r in status.get("reservedFor") or [])}
 
 
 def test_every_scenario_has_expectations() -> None:

@@ -51,8 +51,10 @@ def _big_gang(threshold: int) -> list[dict[str, Any]]:
     return [pg] + pods
 
 
-def _simulate(threshold: int, seconds: int) -> tuple[float | None, MemoryCluster]:
-    """Run the loop; return when the big gang started (virtual seconds), if it did."""
+def _simulate(threshold: int, seconds: int,
+              small_bound: dict[str, float] | None = None) -> tuple[float | None, MemoryCluster]:
+    """Run the loop; return when the big gang started (virtual seconds), if it did.
+    small_bound, if given, gets when each small pod was bound."""
     clock = ManualClock()
     start = clock.now()
     cluster = MemoryCluster(clock)
@@ -78,6 +80,11 @@ def _simulate(threshold: int, seconds: int) -> tuple[float | None, MemoryCluster
         _kubelet(cluster, clock.now(), started)
         grouper.sync()
         scheduler.run_once()
+        if small_bound is not None:
+            for p in cluster.list(POD):
+                name = p["metadata"]["name"]
+                if name.startswith("small-") and p["spec"].get("nodeName"):
+                    small_bound.setdefault(name, clock.now() - start)
         bound = [p for p in cluster.list(POD) if p["metadata"]["name"].startswith("big-")
                  and p["spec"].get("nodeName")]
         assert len(bound) in (0, 8), "the gang started in part"
@@ -109,13 +116,14 @@ def test_without_the_guard_the_big_gang_starves() -> None:
 
 
 def test_the_guard_holds_room_until_the_gang_starts() -> None:
-    when, cluster = _simulate(threshold=30, seconds=240)
+    small_bound: dict[str, float] = {}
+    when, cluster = _simulate(threshold=30, seconds=240, small_bound=small_bound)
     assert when is not None
     # Past the threshold, at most one run of the small pods already there.
     assert 30 <= when <= 30 + RUN_SECONDS + 2
-    small_bound_late = [p for p in cluster.list(POD) if p["metadata"]["name"].startswith("small-")
-                        and (p.get("status") or {}).get("phase") == "Running"]
-    assert not small_bound_late or all(p["spec"]["nodeName"] for p in small_bound_late)
+    # The gang needs both nodes: once its room is held, no small pod takes any.
+    assert small_bound and min(small_bound.values()) < 30       # they did run before
+    assert [n for n, at in small_bound.items() if 30 < at < when] == []
 
 
 def test_the_condition_says_room_is_held() -> None:

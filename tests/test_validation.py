@@ -44,9 +44,6 @@ DELIBERATE: dict[tuple[str, str], str] = {
     ("tests/scenarios/bad-input.yaml", "PodGroup default/zero"): "spec.minMember: 0 is less than the minimum of 1",
     ("tests/scenarios/bad-input.yaml", "PodGroup default/negative"): "spec.minMember: -1 is less than the minimum of 1",
     ("tests/scenarios/bad-input.yaml", "PodGroup default/letters"): "spec.minMember: 'abc' is not of type 'integer'",
-    # A kind kaisched does not know, to show the PodGrouper's default grouping.
-    ("tests/podgrouper/manifests/workflow.yaml", "Workflow default/hello-world-4xk2p"):
-        "unknown kind Workflow in argoproj.io/v1alpha1",
     # Hand-written ownerReferences without uids, which the PodGrouper follows by name.
     **{("tests/podgrouper/manifests/mpijob.yaml", obj): "metadata.ownerReferences[0]: 'uid' is a required property"
        for obj in ["Job default/pi-launcher", "Pod default/pi-launcher-x7bq2",
@@ -329,8 +326,9 @@ def test_kaisched_kinds_against_the_crds(obj: dict[str, Any], expected: str) -> 
      f"kind: unknown kind Podd in v1: Kubernetes {KUBERNETES_VERSION} serves no such kind"),
     ({"apiVersion": "batch/v1beta1", "kind": "CronJob", "metadata": {"name": "x"}},
      f"kind: unknown kind CronJob in batch/v1beta1: Kubernetes {KUBERNETES_VERSION} serves no such kind"),
-    ({"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": "x"}},
-     "apiVersion: unknown kind Workflow in argoproj.io/v1alpha1"),
+    ({"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+      "metadata": {"name": "x"}},
+     "apiVersion: unknown kind FlinkDeployment in flink.apache.org/v1beta1"),
 ], ids=["core-typo", "removed-version", "unknown-group"])
 def test_kinds_nobody_serves(obj: dict[str, Any], expected: str) -> None:
     assert [line.startswith(expected) for line in rules(obj)] == [True]

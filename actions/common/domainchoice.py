@@ -5,7 +5,7 @@ actions/common/topology.py decides with it where a gang goes."""
 from __future__ import annotations
 
 import weakref
-from typing import Iterable, Protocol
+from typing import TYPE_CHECKING, Iterable
 
 import attrs
 import numpy as np
@@ -19,6 +19,9 @@ from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, TaskStatus
 from kaisched.framework import Session
 
+if TYPE_CHECKING:
+    from actions.common.placement import Attempt
+
 # A gang's pods that stay where they are (releasing ones are leaving).
 STAYING = PRESENT - {TaskStatus.RELEASING}
 MET = READY_STATUSES           # what counts towards a minimum
@@ -26,11 +29,6 @@ MET = READY_STATUSES           # what counts towards a minimum
 # by their domain count, whichever exist on the nodes).
 WELL_KNOWN_LEVELS = ("nvidia.com/gpu.clique", "topology.kubernetes.io/zone",
                      "topology.kubernetes.io/region")
-
-
-class Outcome(Protocol):
-    placed: int
-    failure: str | None
 
 
 def level_of(rule: TopologyRule) -> str:
@@ -219,7 +217,7 @@ class DomainChoice:
             for t in task.placement.rules.anti_affinity)
 
     def shortfall(self, minimum: int, level: str, need: np.ndarray, idle_only: bool,
-                  last: Outcome | None, members: list[TaskInfo]) -> str:
+                  last: Attempt | None, members: list[TaskInfo]) -> str:
         """Why no domain of level took the gang, in numbers; about the domain
         its members already sit in, when they do."""
         table = self.cluster.table

@@ -48,7 +48,7 @@ def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     waiting = []
     for job in ssn.cluster.active_jobs():
         if not job.count_of(TaskStatus.PENDING) or job.queue not in queues \
-                or not ssn.job_ready(job) or ssn.job_invalid(job):
+                or not ssn.job_ready(job) or refused(ssn, job):
             continue
         extras = ssn.pending(job)
         if extras:
@@ -66,11 +66,46 @@ def _in_order(ssn: Session, waiting: list[tuple[JobInfo, list[TaskInfo]]]
 
 def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     """The pending tasks of a valid job that is not even pipelined-ready, in
-    task order; empty when the job is not starving."""
+    task order; empty when the job is not starving, or when what keeps it
+    waiting is no lack of room."""
     pending = ssn.pending(job)
-    if not pending or ssn.job_pipelined(job) or ssn.job_invalid(job) or not ssn.admits(job):
+    if not pending or ssn.job_pipelined(job) or refused(ssn, job):
         return []
     return ssn.ordered_tasks(job, pending)
+
+
+def refused(ssn: Session, job: JobInfo) -> str | None:
+    """Why the job waits for something no eviction can give, if it does:
+    an invalid declaration or a missing queue, not admitted by enqueue, its
+    minResources pre-check, an incomplete or invalid gang group, a task whose
+    placement rules no node meets (resources aside), or a pod that opted out
+    of preempting. Such a job never evicts and holds nothing."""
+    reason = ssn.job_invalid(job)
+    if reason:
+        return reason
+    if not ssn.admits(job):
+        return "not admitted by enqueue"
+    if not ssn.job_ready(job) and ssn.admitted is None:
+        reason = ssn.enqueueable(job)
+        if reason:
+            return reason
+    for key in job.spec.gang_group:
+        member = ssn.cluster.jobs.get(key)
+        if member is None:
+            return f"gang group member {key} has no pods"
+        reason = ssn.job_invalid(member)
+        if reason:
+            return f"gang group member {key}: {reason}"
+    seen = set()
+    for task in ssn.pending(job):
+        if task.never_preempts:
+            return f"pod {task.key} has preemptionPolicy Never"
+        like = ssn.class_key(task)
+        if like not in seen:        # alike tasks pass the same filters
+            seen.add(like)
+            if not ssn.static_mask(task).any():
+                return f"pod {task.key}: no node meets its placement rules"
+    return None
 
 
 def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
@@ -230,8 +265,8 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
                 break
         if ssn.job_pipelined(job):
             break
-    if ssn.job_pipelined(job) and stmt.ops:
-        evicted = sum(1 for op in stmt.ops if isinstance(op, EvictOp))
+    evicted = sum(1 for op in stmt.ops if isinstance(op, EvictOp))
+    if ssn.job_pipelined(job) and evicted:
         pipelined = len(stmt.ops) - evicted
         stmt.commit()
         if gangs:

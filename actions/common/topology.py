@@ -21,21 +21,19 @@ from typing import Callable
 
 import numpy as np
 
-from actions.common.domainchoice import MET, Outcome, choice, level_of, need_of
+from actions.common import placement
+from actions.common.domainchoice import MET, choice, level_of, need_of
 from kaisched.api.job import JobInfo, TopologyRule
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import GangMode, TaskStatus
 from kaisched.framework import Session, Statement
 
 
-PlaceFn = Callable[[Session, Statement, JobInfo, list[TaskInfo], bool, "np.ndarray | None"], Outcome]
-
-
 def place_in_topology(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
-                      idle_only: bool, place: PlaceFn) -> Outcome:
-    """Place the job's tasks as place() does, inside one domain when the
+                      idle_only: bool) -> placement.Attempt:
+    """Place the job's tasks as place_tasks() does, inside one domain when the
     PodGroup asks for a topology (and each subgroup with its own inside one of
-    its level, within the gang's); otherwise just place().
+    its level, within the gang's); otherwise just place_tasks().
 
     A NonStrict gang keeps what it could place, to be held until the rest
     fits: with a required level, what one domain of it can take (the one that
@@ -43,26 +41,26 @@ def place_in_topology(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[T
     the same domain."""
     ruled = [sg for sg in job.spec.subgroups if sg.topology]
     if not tasks or not (job.spec.topology or ruled):
-        return place(ssn, stmt, job, tasks, idle_only, None)
+        return placement.place_tasks(ssn, stmt, job, tasks, idle_only, None)
     # As allocate decides what a gang short of its minimum may hold.
     partial = not idle_only and job.spec.mode is GangMode.NON_STRICT and job.key not in ssn.no_hold
 
-    def whole(within: np.ndarray | None) -> Outcome:
-        return _subgroups(ssn, stmt, job, tasks, idle_only, place, ruled, within, partial)
+    def whole(within: np.ndarray | None) -> placement.Attempt:
+        return _subgroups(ssn, stmt, job, tasks, idle_only, ruled, within, partial)
 
     members = list(job.tasks.values())
     return _in_one_domain(ssn, stmt, job, job.spec.topology, members, tasks, job.min_member,
                           idle_only, whole, lambda: ssn.job_ready(job)
-                          or (not idle_only and ssn.job_pipelined(job)), None, place,
+                          or (not idle_only and ssn.job_pipelined(job)), None,
                           partial=partial)
 
 
 def _subgroups(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
-               idle_only: bool, place: PlaceFn, ruled: list, within: np.ndarray | None,
-               partial: bool) -> Outcome:
+               idle_only: bool, ruled: list, within: np.ndarray | None,
+               partial: bool) -> placement.Attempt:
     """Each subgroup with a topology inside one domain of its level, then the
     rest (a NonStrict gang goes on past a subgroup short of its minimum)."""
-    total: Outcome | None = None
+    total: placement.Attempt | None = None
     for sg in ruled:
         mine = [t for t in tasks if t.subgroup == sg.name]
         if not mine:
@@ -74,8 +72,8 @@ def _subgroups(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo
                 >= max(sg.min_member, 1)
 
         outcome = _in_one_domain(ssn, stmt, job, sg.topology, members, mine, sg.min_member,
-                                 idle_only, lambda rows, mine=mine: place(
-                                     ssn, stmt, job, mine, idle_only, rows), met, within, place,
+                                 idle_only, lambda rows, mine=mine: placement.place_tasks(
+                                     ssn, stmt, job, mine, idle_only, rows), met, within,
                                  f"subgroup {sg.name}: ", partial)
         if total is None:
             total = outcome
@@ -85,7 +83,7 @@ def _subgroups(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo
         if not met() and not partial:
             return total
     rest = [t for t in tasks if t.subgroup not in {sg.name for sg in ruled}]
-    outcome = place(ssn, stmt, job, rest, idle_only, within)
+    outcome = placement.place_tasks(ssn, stmt, job, rest, idle_only, within)
     if total is None:
         return outcome
     total.placed += outcome.placed
@@ -95,9 +93,9 @@ def _subgroups(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo
 
 def _in_one_domain(ssn: Session, stmt: Statement, job: JobInfo, rule: TopologyRule,
                    members: list[TaskInfo], tasks: list[TaskInfo], minimum: int,
-                   idle_only: bool, attempt: Callable[[np.ndarray | None], Outcome],
-                   done: Callable[[], bool], within: np.ndarray | None, place: PlaceFn,
-                   who: str = "", partial: bool = False) -> Outcome:
+                   idle_only: bool, attempt: Callable[[np.ndarray | None], placement.Attempt],
+                   done: Callable[[], bool], within: np.ndarray | None,
+                   who: str = "", partial: bool = False) -> placement.Attempt:
     """Try attempt() in the domains of the rule's levels, tightest level and
     least stranded domain first, until done(); roll back each that is not.
     partial: when none is done, keep what one domain of the widest level
@@ -106,7 +104,7 @@ def _in_one_domain(ssn: Session, stmt: Statement, job: JobInfo, rule: TopologyRu
         return attempt(within)
     state = choice(ssn)
     need = need_of(ssn, job, tasks, minimum, members)
-    outcome: Outcome | None = None
+    outcome: placement.Attempt | None = None
     tried: list[str] = []
     for level in state.levels(rule):
         if level is None:                       # the preferred level widened to the whole cluster
@@ -129,9 +127,7 @@ def _in_one_domain(ssn: Session, stmt: Statement, job: JobInfo, rule: TopologyRu
             outcome.failure = why
             return outcome
         stmt.rollback(mark)
-    failed = place(ssn, stmt, job, [], idle_only, None)     # places nothing: carries the reason
-    failed.failure = why
-    return failed
+    return placement.Attempt(failure=why)
 
 
 def bound_domain(ssn: Session, job: JobInfo, room: Callable[[], np.ndarray] | None = None,

@@ -7,7 +7,14 @@ from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import CPU, GPU, MEMORY, PODS, Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
-    DEFAULT_QUEUE, GangMode, JobKey, NodeName, PodGroupPhase, PodKey, QueueName, Reason,
+    DEFAULT_QUEUE,
+    GangMode,
+    JobKey,
+    NodeName,
+    PodGroupPhase,
+    PodKey,
+    QueueName,
+    Reason,
     TaskStatus,
 )
 

@@ -8,6 +8,7 @@ import networkx as nx
 import numpy as np
 
 from kaisched.api.domains import Domains
+from kaisched.api.inventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
@@ -15,8 +16,14 @@ from kaisched.api.placement import NO_RULES, PodRules
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
+from kaisched.api.volumes import NO_STORAGE, Storage
 from kaisched.api.types import (
-    OCCUPYING_STATUSES, JobKey, NodeName, PodKey, QueueName, TaskStatus,
+    OCCUPYING_STATUSES,
+    JobKey,
+    NodeName,
+    PodKey,
+    QueueName,
+    TaskStatus,
 )
 
 
@@ -82,7 +89,11 @@ class ClusterInfo:
     active: set[JobKey] | None = None
     moved: set[JobKey] = attrs.field(factory=set)     # jobs whose tasks moved since lent
     _ledger: Ledger | None = None
-    _active_list: tuple[tuple, list[JobInfo]] = ((), [])
+    storage: Storage = NO_STORAGE     # claims, volumes, classes, and who uses each claim
+    _active_list: tuple[tuple[int, ...], list[JobInfo]] = ((), [])
+    # Dynamic Resource Allocation: devices, classes, claims (empty: none in play).
+    devices: Devices = attrs.field(factory=Devices)
+    _claimants: bool | None = None      # some task names a ResourceClaim
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -138,9 +149,20 @@ class ClusterInfo:
         nodes = {n: NodeInfo(info.spec, info.index, table, dict(info.tasks))
                  for n, info in self.nodes.items()}
         jobs = {k: j.clone() for k, j in self.jobs.items()}
-        return ClusterInfo(nodes, table, jobs, self.queues, self.tree,
-                           self.priority_classes, self.now, self.foreign, self.namespace_labels,
-                           self._rules, self._domains)
+        other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
+                            self.priority_classes, self.now, self.foreign, self.namespace_labels,
+                            self._rules, self._domains)
+        other.storage = self.storage
+        if self.devices:
+            other.devices, other._claimants = self.devices.copy(), self._claimants
+        return other
+
+    def claimants(self) -> bool:
+        """Some task names a ResourceClaim (the cache counts them as pods come
+        and go; else looked for once)."""
+        if self._claimants is None:
+            self._claimants = any(t.claims for job in self.jobs.values() for t in job.tasks.values())
+        return self._claimants
 
     def domains(self, key: str) -> Domains:
         """The nodes grouped by the label key, in table order."""

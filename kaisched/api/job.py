@@ -8,7 +8,14 @@ import attrs
 from kaisched.api.resource import Resource, sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
-    READY_STATUSES, GangMode, JobKey, PodGroupPhase, PodKey, QueueName, TaskStatus,
+    READY_STATUSES,
+    GangMode,
+    JobKey,
+    PodGroupPhase,
+    PodKey,
+    QueueName,
+    Reason,
+    TaskStatus,
 )
 
 
@@ -152,6 +159,13 @@ class JobInfo:
         if len(self.tasks) < self.min_member or self.count(statuses) < self.min_member:
             return False
         return all(self.count(statuses, sg.name) >= sg.min_member for sg in self.spec.subgroups)
+
+    def timed_out(self) -> bool:
+        """Failed on Timeout for the spec as it is: not retried until it changes."""
+        cond = self.status.condition("Scheduled")
+        return (self.status.phase is PodGroupPhase.FAILED and cond is not None
+                and cond.reason == Reason.TIMEOUT.value
+                and self.status.observed_generation == self.spec.generation)
 
     def tasks_with(self, *statuses: TaskStatus) -> Iterator[TaskInfo]:
         wanted = set(statuses)

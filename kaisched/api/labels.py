@@ -1,5 +1,8 @@
 """Label and annotation names: kaisched's own and the other schedulers' (read
 so that kaisched is a drop-in replacement)."""
+from __future__ import annotations
+
+from typing import Mapping
 
 QUEUE_LABEL = "kaisched.io/queue"
 POD_GROUP_ANNOTATION = "kaisched.io/pod-group"
@@ -25,7 +28,8 @@ GANG_ANNOTATIONS = (POD_GROUP_ANNOTATION, KOORD_NAME, VOLCANO_GROUP_NAME)
 GANG_LABELS = (XK8S_POD_GROUP_LABEL, KOORD_POD_GROUP_LABEL)
 
 
-def declares_gang(labels: dict, annotations: dict, spec: dict | None = None) -> bool:
+def declares_gang(labels: Mapping[str, str], annotations: Mapping[str, str],
+                  spec: Mapping[str, object] | None = None) -> bool:
     """The pod already names its gang, so the PodGrouper leaves it alone
     (spec: the upstream Workload API's schedulingGroup / workloadRef)."""
     spec = spec or {}

@@ -9,7 +9,7 @@ any other way sums it once, on first use.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 import attrs
 
@@ -108,12 +108,12 @@ class Ledger:
         for wkey, count in entry.wanted:
             _bump(self.wanted, wkey, sign * count)
 
-    def sums(self) -> tuple[dict, dict, dict, set[JobKey]]:
+    def sums(self) -> tuple[dict[Any, int], dict[Any, int], dict[Any, int], set[JobKey]]:
         """What two ledgers must agree on."""
         return self.holding, self.wanted, self.states, self.unsettled
 
 
-def _bump(counts: dict, key: object, by: int) -> None:
+def _bump(counts: dict[Any, int], key: object, by: int) -> None:
     value = counts.get(key, 0) + by
     if value:
         counts[key] = value

@@ -169,8 +169,8 @@ class NodeTable:
         """Mask of nodes whose room holds vec in every requested resource."""
         cols = np.flatnonzero(vec)
         if len(cols) == len(self.dims):
-            return (room >= vec - EPSILON).all(axis=1)
-        return (room[:, cols] >= vec[cols] - EPSILON).all(axis=1)
+            return np.asarray((room >= vec - EPSILON).all(axis=1))
+        return np.asarray((room[:, cols] >= vec[cols] - EPSILON).all(axis=1))
 
 
 @attrs.define(eq=False, slots=True)

@@ -140,6 +140,23 @@ class PodMatcher:
 
 
 @attrs.frozen(slots=True, cache_hash=True)
+class AllOf:
+    """Pods that every one of several matchers selects: what a set of required
+    affinity terms counts (kube-scheduler counts only pods matching all of
+    them). Indexed by the first part's selector, which such a pod meets too."""
+
+    parts: tuple[PodMatcher, ...]
+
+    @property
+    def selector(self) -> LabelSelector | None:
+        return self.parts[0].selector if self.parts else None
+
+    def matches(self, labels: Mapping[str, str], namespace: str,
+                namespace_labels: Mapping[str, Mapping[str, str]]) -> bool:
+        return all(p.matches(labels, namespace, namespace_labels) for p in self.parts)
+
+
+@attrs.frozen(slots=True, cache_hash=True)
 class PodAffinityTerm:
     matcher: PodMatcher
     topology_key: str

@@ -16,7 +16,6 @@ from kaisched.api.resource import CPU, MEMORY, PODS
 from kaisched.api.types import QueueName
 
 
-
 def canonical(name: str, value: float) -> float:
     """The amount as a quantity can carry it: whole millicores (cpu is held in
     millicores) and bytes, thousandths of anything else (a GPU may be split)."""

@@ -2,11 +2,14 @@
 task by replacing it, so snapshots share tasks with the cache for free."""
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from kaisched.api.placement import NO_PLACEMENT, Placement
 from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
+from kaisched.api.volumes import PodClaim
 
 
 @attrs.frozen(slots=True)
@@ -24,6 +27,10 @@ class TaskInfo:
     critical: bool = False               # kube-system or a system-* priority class
     unschedulable: str | None = None     # the PodScheduled=False message it carries
     labels: tuple[tuple[str, str], ...] = ()   # sorted; what other pods' selectors read
+    never_preempts: bool = False         # preemptionPolicy Never: waits for room, evicts no one
+    gates: tuple[str, ...] = ()          # spec.schedulingGates: not to be placed while any remain
+    pvcs: tuple[PodClaim, ...] = ()            # PVCs it mounts (most pods: none, no volume checks)
+    claims: tuple[str, ...] = ()         # the ResourceClaims it names (namespace/name)
 
     @property
     def namespace(self) -> str:
@@ -38,5 +45,5 @@ class TaskInfo:
         """Requests nothing but a pod slot."""
         return all(name == "pods" for name in self.resreq.names())
 
-    def evolve(self, **changes: object) -> TaskInfo:
-        return attrs.evolve(self, **changes)  # type: ignore[arg-type]
+    def evolve(self, **changes: Any) -> TaskInfo:
+        return attrs.evolve(self, **changes)

@@ -55,6 +55,16 @@ class PodGroupPhase(str, enum.Enum):
     UNKNOWN = "Unknown"
 
 
+class Blocker(str, enum.Enum):
+    """What class of thing keeps a gang pending (the pending-gangs metric's label)."""
+    RESOURCES = "resources"     # no node has room (or room is being released)
+    QUOTA = "quota"             # its queue's quota or limit
+    GATES = "gates"             # held at the enqueue gate (minResources, queue capacity)
+    VOLUMES = "volumes"         # its volumes or claims cannot be had where it could run
+    PLACEMENT = "placement"     # placement rules: affinity, taints, spread, ports, selectors
+    INVALID = "invalid"         # its PodGroup or pods are invalid
+
+
 class Reason(str, enum.Enum):
     """Reasons written into conditions and Events."""
     UNSCHEDULABLE = "Unschedulable"
@@ -64,6 +74,8 @@ class Reason(str, enum.Enum):
     TIMEOUT = "Timeout"
     PREEMPTED = "Preempted"
     EVICTED = "Evicted"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
 
 
 def pod_key(namespace: str, name: str) -> PodKey:

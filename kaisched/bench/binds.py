@@ -70,7 +70,7 @@ class _Clock:
         self.done = threading.Event()
         self._lock = threading.Lock()
 
-    def applied(self, effect: Effect) -> None:
+    def applied(self, effect: Effect, seconds: float = 0.0) -> None:
         if not isinstance(effect, Bind):
             return
         with self._lock:

@@ -51,6 +51,19 @@ RESOURCES = {
     QUEUES: kmock.ResourceInfo(kind="Queue", namespaced=False, subresources={"status"}),
     "batch/v1/jobs": kmock.ResourceInfo(kind="Job", namespaced=True),
     "coordination.k8s.io/v1/leases": kmock.ResourceInfo(kind="Lease", namespaced=True),
+    # Storage: what volume binding reads, and writes (a claim's selected node, a volume's claimRef).
+    "v1/persistentvolumeclaims": kmock.ResourceInfo(kind="PersistentVolumeClaim", namespaced=True,
+                                                    subresources={"status"}),
+    "v1/persistentvolumes": kmock.ResourceInfo(kind="PersistentVolume", namespaced=False,
+                                               subresources={"status"}),
+    "storage.k8s.io/v1/storageclasses": kmock.ResourceInfo(kind="StorageClass", namespaced=False),
+    "storage.k8s.io/v1/csinodes": kmock.ResourceInfo(kind="CSINode", namespaced=False),
+    # Dynamic Resource Allocation as Kubernetes 1.32-1.33 serve it (v1beta1 only).
+    "resource.k8s.io/v1beta1/deviceclasses": kmock.ResourceInfo(kind="DeviceClass", namespaced=False),
+    "resource.k8s.io/v1beta1/resourceslices": kmock.ResourceInfo(kind="ResourceSlice",
+                                                                 namespaced=False),
+    "resource.k8s.io/v1beta1/resourceclaims": kmock.ResourceInfo(kind="ResourceClaim", namespaced=True,
+                                                                 subresources={"status"}),
 }
 WAIT = 5.0          # the longest a caller waits for the emulator's loop
 

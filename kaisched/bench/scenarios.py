@@ -12,6 +12,7 @@ import resource
 import time
 from typing import Any, Callable, Iterator
 
+from kaisched.bench import dra as bench_dra
 from kaisched.bench import scale10k as bench_scale
 from kaisched.api.clock import ManualClock
 from kaisched.runtime.binder import Binder
@@ -92,6 +93,31 @@ def preempt(scale: float) -> tuple[list[Obj], list[Obj]]:
     return nodes, objs
 
 
+def reclaim(scale: float) -> tuple[list[Obj], list[Obj]]:
+    """Every node full of one queue's single-pod jobs, started in an order
+    unrelated to their nodes (the newest victims are spread out); another
+    queue's gangs arrive and reclaim."""
+    count = max(1, int(1000 * scale))
+    nodes = [node(f"node-{i:05d}") for i in range(count)]
+    objs: list[Obj] = [{"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "Queue",
+                        "metadata": {"name": name}, "spec": {}} for name in ("research", "prod")]
+    for i in range(count):
+        for k in range(8):
+            p = pod(f"low-{i:05d}-{k}", cpu="4", memory="32Gi", gpu=1, node_name=f"node-{i:05d}")
+            second = (i * 7919 + k * 104729) % 86400
+            p["metadata"]["creationTimestamp"] = \
+                f"2026-01-01T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z"
+            p["metadata"]["labels"] = {"kaisched.io/queue": "research"}
+            objs.append(p)
+    for g in range(max(1, int(10 * scale))):
+        objs.append(podgroup(f"prod-{g:03d}", 8))
+        for t in range(8):
+            p = pod(f"prod-{g:03d}-{t}", cpu="4", memory="32Gi", gpu=1, group=f"prod-{g:03d}")
+            p["metadata"]["labels"] = {"kaisched.io/queue": "prod"}
+            objs.append(p)
+    return nodes, objs
+
+
 def churn(scale: float) -> tuple[list[Obj], list[Obj]]:
     """A busy cluster: 4,000 nodes, 140,000 pods, almost all running."""
     count = max(1, int(4000 * scale))
@@ -154,9 +180,11 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "basic-5k": basic,
     "gang-5k": gang,
     "preempt-1k": preempt,
+    "reclaim-1k": reclaim,
     "churn": churn,
     "affinity-5k": affinity,
     "scale-10k": bench_scale.scale_10k,
+    "dra-1k": bench_dra.dra_1k,
 }
 
 

@@ -30,6 +30,7 @@ def differences(a: ClusterInfo, b: ClusterInfo) -> list[str]:
           sorted(b.foreign, key=lambda p: p.key))
     _same(found, "namespaces", dict(a.namespace_labels), dict(b.namespace_labels))
     _same(found, "rules in play", a.rules_in_play(), b.rules_in_play())
+    _same(found, "storage", a.storage, b.storage)
     for what, sa, sb in zip(("queue use", "queue wants", "job states", "unsettled jobs"),
                             a.ledger().sums(), b.ledger().sums()):
         _same(found, what, sa, sb)

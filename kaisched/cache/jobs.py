@@ -38,11 +38,16 @@ class Priorities:
 
     values: Mapping[str, int] = attrs.field(factory=dict)
     default: int = 0
+    never: frozenset[str] = frozenset()     # classes whose pods never preempt
 
     @classmethod
-    def of(cls, classes: Mapping[str, tuple[int, bool]]) -> Priorities:
-        return cls({n: v for n, (v, _) in classes.items()},
-                   max((v for v, d in classes.values() if d), default=0))
+    def of(cls, classes: Mapping[str, tuple[int, bool, bool]]) -> Priorities:
+        return cls({n: v for n, (v, _, _) in classes.items()},
+                   max((v for v, d, _ in classes.values() if d), default=0),
+                   frozenset(n for n, (_, _, never) in classes.items() if never))
+
+    def never_preempts(self, facts: PodFacts) -> bool:
+        return facts.never_preempts or facts.priority_class in self.never
 
     def of_pod(self, facts: PodFacts) -> int:
         if facts.priority is not None:
@@ -75,11 +80,14 @@ def group_key(facts: PodFacts) -> JobKey:
 
 
 def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> TaskInfo:
+    assert facts.status is not None, "a pod going away without a node is no task"
     return TaskInfo(
-        key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,  # type: ignore[arg-type]
+        key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,
         resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
         priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
-        critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels)
+        critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels,
+        never_preempts=priorities.never_preempts(facts), gates=facts.gates,
+        pvcs=facts.pvcs, claims=facts.claims)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:

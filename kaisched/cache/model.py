@@ -23,13 +23,13 @@ from kaisched.api.cluster import ClusterInfo, ForeignPod, RulesInPlay
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeSpec
+from kaisched.api.placement import Placement
 from kaisched.api.queue import QueueInfo, build_queue_tree
-from kaisched.api.task import TaskInfo
 from kaisched.api.resource import Resource
+from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, group_key, make_task
-from kaisched.api.placement import Placement
 
 
 class Model:
@@ -65,6 +65,7 @@ class Model:
         # every task (and worked out again only when that set changes).
         self._placements: dict[Placement, tuple[Placement, int]] = {}
         self._rules: RulesInPlay | None = None
+        self.claimants = 0                                # tasks naming a ResourceClaim
 
     # -- events ---------------------------------------------------------------------------
 
@@ -72,6 +73,7 @@ class Model:
         """Take the model back from the session it was lent to."""
         if self.cluster.journal:
             self.cluster.rewind()
+        self.cluster.devices.rewind()
 
     def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None) -> None:
         """The pod changed (facts; before: what it was) or went away (None)."""
@@ -88,6 +90,7 @@ class Model:
                     node.tasks.pop(key, None)
             job = cluster.jobs[old.job]
             job.remove_task(key)
+            self.claimants -= bool(old.claims)
             self._drop_placement(old.placement)
             if not alike:
                 self._changed(old.job)
@@ -107,9 +110,12 @@ class Model:
             return
         placement = self._keep_placement(facts.placement)
         task = self.tasks[key] = make_task(facts, self.priorities, placement)
-        job = cluster.jobs.get(task.job)
-        if job is None:
+        self.claimants += bool(task.claims)
+        found = cluster.jobs.get(task.job)
+        if found is None:
             job = cluster.jobs[task.job] = JobInfo(task.job, self.groups.single(None))
+        else:
+            job = found
         job.add_task(task)
         if not alike:
             self._changed(task.job)
@@ -177,11 +183,12 @@ class Model:
         self.priorities = priorities
         for key, task in list(self.tasks.items()):
             facts = pods.get(key)
-            if facts is None or priorities.of_pod(facts) != task.priority:
+            if facts is None or priorities.of_pod(facts) != task.priority \
+                    or priorities.never_preempts(facts) != task.never_preempts:
                 self.put_pod(key, facts)
-        for key, job in self.cluster.jobs.items():
+        for job_key, job in self.cluster.jobs.items():
             if job.spec.priority_class:
-                self._changed(key)          # its priority is its class's
+                self._changed(job_key)      # its priority is its class's
 
     def _changed(self, key: JobKey) -> None:
         self.changed.add(key)

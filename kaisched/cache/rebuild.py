@@ -14,7 +14,7 @@ from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, make_
 
 
 def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], groups: Groups,
-            queues: Mapping[str, QueueInfo], priority_classes: Mapping[str, tuple[int, bool]],
+            queues: Mapping[str, QueueInfo], priority_classes: Mapping[str, tuple[int, bool, bool]],
             namespaces: Mapping[str, Mapping[str, str]], scheduler_name: str,
             now: float) -> ClusterInfo:
     priorities = Priorities.of(priority_classes)

@@ -3,8 +3,6 @@ the model (kaisched.cache.model) kept up to date with them, which snapshot()
 lends to a session each cycle."""
 from __future__ import annotations
 
-import logging
-import time
 from typing import Iterable
 
 from kaisched.api.cluster import ClusterInfo
@@ -15,17 +13,26 @@ from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, job_key
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
+from kaisched.cache.devices import DeviceStore
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
 from kaisched.cache.rebuild import rebuild
+from kaisched.cache.storage import StorageCache
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
-from kaisched.cluster.events import event_object, object_reference
-from kaisched.errors import ApiError
 from kaisched.cluster.kinds import (
-    NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS, UPSTREAM_PODGROUP,
-    XK8S_PODGROUP, object_key,
+    NAMESPACE,
+    NODE,
+    POD,
+    PODGROUP,
+    PRIORITY_CLASS,
+    QUEUE,
+    SCHEDULING_KINDS,
+    UPSTREAM_PODGROUP,
+    XK8S_PODGROUP,
+    object_key,
 )
+from kaisched.framework.effects import RecordEvent
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
 _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
@@ -34,7 +41,6 @@ _GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", UPSTREAM_PODGROUP
 
 NODE_NOT_USABLE = "NodeNotUsable"       # the reason of the warning Event about such a node
 
-log = logging.getLogger(__name__)
 
 
 class Cache:
@@ -48,11 +54,13 @@ class Cache:
         self.upstream_groups = self._groups.stores["upstream"]
         self.namespaces: dict[str, dict[str, str]] = {}     # name -> labels
         self.queues: dict[str, QueueInfo] = {}
-        self.priority_classes: dict[str, tuple[int, bool]] = {}
+        self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups)
+        self.storage = StorageCache()                        # claims, volumes, classes
+        self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
-        self._untold: dict[str, tuple[Obj, str]] = {}       # node -> (reference, problem)
+        self._untold: dict[str, RecordEvent] = {}           # node -> its warning, not yet sent
 
     def sync(self, client: ClusterClient) -> int:
         """Apply every event since the last sync; the first one lists everything."""
@@ -62,8 +70,6 @@ class Cache:
         for event in events:
             self.apply(event)
         self.model.catch_up(self.pods)
-        if self._untold:
-            self._tell_node_problems(client)
         return len(events)
 
     def _note_node(self, obj: Obj, problem: str | None) -> None:
@@ -75,20 +81,17 @@ class Cache:
             self._untold.pop(name, None)
         elif self._node_problems.get(name) != problem:
             self._node_problems[name] = problem
-            self._untold[name] = (object_reference({**obj, "kind": "Node"}), problem)
+            self._untold[name] = RecordEvent(
+                "Node", name, "Warning", NODE_NOT_USABLE,
+                f"kaisched places no pod on node {name}: {problem}")
 
-    def _tell_node_problems(self, client: ClusterClient) -> None:
-        """One warning Event per unusable node. A node is the cluster's, not a
-        scheduling decision's, so the cache that read it says it, not a session."""
-        for name, (ref, problem) in sorted(self._untold.items()):
-            message = f"kaisched places no pod on node {name}: {problem}"
-            try:
-                client.create(event_object(ref, "Warning", NODE_NOT_USABLE, message, "kaisched",
-                                           time.time()))
-            except ApiError as exc:
-                # Told in the log instead; the node stays out either way.
-                log.warning("%s (the Event could not be written: %s)", message, exc)
+    def take_node_events(self) -> list[RecordEvent]:
+        """One warning Event per unusable node, each handed out once. A node is
+        the cluster's, not a session's decision, so the cache that read it
+        says it; the binder writes it like every other Event."""
+        told = [self._untold[name] for name in sorted(self._untold)]
         self._untold.clear()
+        return told
 
     def apply(self, event: WatchEvent) -> None:
         self.model.reclaim()
@@ -102,8 +105,8 @@ class Cache:
     def _apply_broken(self, event: WatchEvent, problem: str) -> None:
         namespace, name = object_key(event.obj)
         if event.kind == POD:
-            meta = event.obj.get("metadata") if isinstance(event.obj.get("metadata"), dict) else {}
-            spec = event.obj.get("spec") if isinstance(event.obj.get("spec"), dict) else {}
+            meta, spec = event.obj.get("metadata"), event.obj.get("spec")
+            meta, spec = meta if isinstance(meta, dict) else {}, spec if isinstance(spec, dict) else {}
             self._put_pod(PodKey(f"{namespace}/{name}"), convert.broken_pod(meta, spec, problem))
         elif event.kind == NODE:
             self._put_node(name, NodeSpec(NodeName(name), Resource(), ready=False))
@@ -114,6 +117,8 @@ class Cache:
         elif event.kind == QUEUE:
             self.queues[name] = QueueInfo(QueueName(name), problem=problem)
             self.model.put_queues()
+        else:
+            self.storage.broken(event, problem)
 
     def _apply(self, event: WatchEvent) -> None:
         obj, gone = event.obj, event.type == "DELETED"
@@ -131,9 +136,9 @@ class Cache:
         elif event.kind in _GROUP_READERS:
             group = None
             if not gone:
-                spec, status, problem = _GROUP_READERS[event.kind](obj)
+                gang, status, problem = _GROUP_READERS[event.kind](obj)
                 creation = convert.from_rfc3339((obj.get("metadata") or {}).get("creationTimestamp"))
-                group = Group(spec, status, problem, creation or 0.0)
+                group = Group(gang, status, problem, creation or 0.0)
             self._put_group(event.kind, job_key(namespace, name), group)
         elif event.kind == QUEUE:
             if gone:
@@ -145,19 +150,22 @@ class Cache:
             if gone:
                 self.priority_classes.pop(name, None)
             else:
-                pc_name, value, default = convert.priority_class(obj)
-                self.priority_classes[pc_name] = (value, default)
+                pc_name, value, default, never = convert.priority_class(obj)
+                self.priority_classes[pc_name] = (value, default, never)
             self.model.set_priorities(Priorities.of(self.priority_classes), self.pods)
         elif event.kind == NAMESPACE:
             if gone:
                 self.namespaces.pop(name, None)
             else:
                 self.namespaces[name] = convert.namespace_labels(obj)
+        elif not self.storage.apply(event):
+            self.devices.apply(event)
 
     def _put_pod(self, key: PodKey, facts: PodFacts | None) -> None:
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
         if facts is not None:
             self.pods[key] = facts
+        self.storage.put_pod(before, facts)
         self.model.put_pod(key, facts, before)
 
     def _put_node(self, name: str, spec: NodeSpec | None) -> None:
@@ -179,7 +187,18 @@ class Cache:
         """The model, up to date, lent to one session until the next event or
         snapshot takes it back (undoing what the session did)."""
         self.model.reclaim()
-        return self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
+        cluster = self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
+        cluster.storage = self.storage.storage()
+        self._lend_devices(cluster)
+        return cluster
+
+    def _lend_devices(self, cluster: ClusterInfo) -> None:
+        """The device inventory and claims, when any pod or object of DRA is in play."""
+        if self.model.claimants or self.devices.devices or self.devices.claims:
+            cluster.devices = self.devices.lend(self.pods)
+            cluster._claimants = self.model.claimants > 0
+        else:
+            cluster._claimants = False
 
     def reported(self, spoken_of: Iterable[JobKey]) -> None:
         """The session over the last snapshot closed: what it looked at need not
@@ -197,8 +216,10 @@ class Cache:
     def rebuilt(self, now: float) -> ClusterInfo:
         """A model made from scratch from what the cache holds: the reference
         the incremental one must equal."""
-        return rebuild(self.pods, self.nodes, self._groups, self.queues, self.priority_classes,
-                       self.namespaces, self.scheduler_name, now)
+        cluster = rebuild(self.pods, self.nodes, self._groups, self.queues, self.priority_classes,
+                          self.namespaces, self.scheduler_name, now)
+        cluster.storage = self.storage.rebuilt(self.pods.values())
+        return cluster
 
     def check(self, now: float) -> list[str]:
         """How the incremental model differs from a rebuilt one ([] when equal)."""

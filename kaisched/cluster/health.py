@@ -45,6 +45,21 @@ class Reachability:
                 log.warning("the API server is still unreachable after %.0fs (%d failed "
                             "requests): %s", now - self._down_since, self.failures, reason)
 
+    def pause(self, seconds: float, stop: threading.Event) -> bool:
+        """Wait up to seconds, or less: until stop is set, or until the server
+        answers again when it is away now (a retry that backed off during an
+        outage comes back as soon as any request gets through). True when it
+        was cut short by the server answering."""
+        if self.reachable:
+            stop.wait(seconds)
+            return False
+        deadline = time.monotonic() + seconds
+        while not self.reachable:
+            left = deadline - time.monotonic()
+            if left <= 0 or stop.wait(min(left, 0.1)):
+                return False
+        return True
+
     def answered(self) -> None:
         """A request got an answer (any HTTP status: the server is there)."""
         if self._down_since is None:

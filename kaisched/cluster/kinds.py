@@ -12,6 +12,9 @@ class Kind:
     kind: str
     plural: str
     namespaced: bool = True
+    # Only the objects a watch needs (a fieldSelector the API server applies);
+    # not part of the kind's identity: the memory backend hands every object over.
+    field_selector: str = attrs.field(default="", eq=False)
 
     @property
     def group(self) -> str:
@@ -36,16 +39,36 @@ XK8S_PODGROUP = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
 # The upstream Workload API's gang (Kubernetes 1.35+, alpha): watched only where served.
 UPSTREAM_PODGROUP = Kind("scheduling.k8s.io/v1alpha1", "PodGroup", "podgroups")
 LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
+# Storage: what volume binding reads (and writes: a claim's selected node, a volume's claimRef).
+PVC = Kind("v1", "PersistentVolumeClaim", "persistentvolumeclaims")
+PV = Kind("v1", "PersistentVolume", "persistentvolumes", namespaced=False)
+STORAGE_CLASS = Kind("storage.k8s.io/v1", "StorageClass", "storageclasses", namespaced=False)
+CSI_NODE = Kind("storage.k8s.io/v1", "CSINode", "csinodes", namespaced=False)
+# Provisioners say a claim could not be provisioned with an Event on it.
+PVC_EVENTS = Kind("v1", "Event", "events", field_selector=(
+    "involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed"))
+STORAGE_KINDS = (PVC, PV, STORAGE_CLASS, CSI_NODE)
+# Dynamic Resource Allocation: v1 (GA in 1.34) and v1beta1 (1.32-1.33), each
+# watched where served; the cache prefers v1 when a cluster serves both.
+DRA_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta1")
+DEVICE_CLASSES = tuple(Kind(v, "DeviceClass", "deviceclasses", namespaced=False) for v in DRA_VERSIONS)
+RESOURCE_SLICES = tuple(Kind(v, "ResourceSlice", "resourceslices", namespaced=False)
+                        for v in DRA_VERSIONS)
+RESOURCE_CLAIMS = tuple(Kind(v, "ResourceClaim", "resourceclaims") for v in DRA_VERSIONS)
+DRA_KINDS = (*DEVICE_CLASSES, *RESOURCE_SLICES, *RESOURCE_CLAIMS)
+# Read by the resource-claim controller (emulated by replay and simulate), not the scheduler.
+RESOURCE_CLAIM_TEMPLATES = tuple(Kind(v, "ResourceClaimTemplate", "resourceclaimtemplates")
+                                 for v in DRA_VERSIONS)
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
-    UPSTREAM_PODGROUP, LEASE)}
+    UPSTREAM_PODGROUP, LEASE, *STORAGE_KINDS, *DRA_KINDS, *RESOURCE_CLAIM_TEMPLATES)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
 SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, UPSTREAM_PODGROUP, QUEUE,
-                    PRIORITY_CLASS, NAMESPACE)
+                    PRIORITY_CLASS, NAMESPACE, *STORAGE_KINDS, PVC_EVENTS, *DRA_KINDS)
 _CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "ClusterRole",
                    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
-                   "StorageClass"}
+                   "StorageClass", "CSINode", "DeviceClass", "ResourceSlice"}
 
 
 def kind_for(api_version: str, kind: str) -> Kind:

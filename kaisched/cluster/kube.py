@@ -144,6 +144,7 @@ class KubeCluster:
         token = ""
         while True:
             query = [("limit", str(PAGE_SIZE))] + ([("continue", token)] if token else [])
+            query += _selected(kind)
             page = self._call("list", kind, f"in {namespace}" if namespace else "", "GET",
                               _path(kind, namespace), query=query)
             for item in page.get("items") or ():
@@ -209,6 +210,7 @@ class KubeCluster:
                  ("timeoutSeconds", str(timeout))]
         if resource_version:
             query.append(("resourceVersion", resource_version))
+        query += _selected(kind)
         what = f"watch {kind.kind}"
         # The server ends the watch after timeoutSeconds; a connection silent for
         # longer than that (plus slack) is dead, and the read timeout says so.
@@ -378,6 +380,10 @@ def _path(kind: Kind, namespace: str | None = None, name: str = "", sub: str = "
     if name:
         base += f"/{quote(name, safe='')}"
     return f"{base}/{sub}" if sub else base
+
+
+def _selected(kind: Kind) -> list[tuple[str, str]]:
+    return [("fieldSelector", kind.field_selector)] if kind.field_selector else []
 
 
 def _where(kind: Kind, namespace: str, name: str) -> str:

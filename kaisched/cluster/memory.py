@@ -6,6 +6,7 @@ they are handed out without copying; callers must not mutate them either.
 """
 from __future__ import annotations
 
+import builtins
 import collections
 import uuid
 from typing import Iterable
@@ -47,7 +48,7 @@ class MemoryCluster:
     def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
         return self._objects.get(kind, {}).get((namespace if kind.namespaced else "", name))
 
-    def kinds(self) -> list[Kind]:
+    def kinds(self) -> builtins.list[Kind]:     # list is a method's name here
         return [k for k, objs in self._objects.items() if objs]
 
     # -- writing ---------------------------------------------------------------
@@ -114,6 +115,9 @@ class MemoryCluster:
                                 f"{pod['spec']['nodeName']}")
         if self.get(NODE, "", node) is None:
             raise NotFoundError(f"node {node} not found")
+        if (pod.get("spec") or {}).get("schedulingGates"):
+            # As the API server: a pod with scheduling gates cannot be bound.
+            raise ConflictError(f"pod {namespace}/{name} has scheduling gates, not binding")
         cond = {"type": "PodScheduled", "status": "True",
                 "lastTransitionTime": to_rfc3339(self.clock.now())}
         status = dict(pod.get("status") or {})

@@ -22,6 +22,7 @@ _KNOWN_GROUP_KINDS = {
     "batch": {"Job", "CronJob"},
     "scheduling.k8s.io": {"PriorityClass", "PodGroup"},     # PodGroup: the Workload API
     "scheduling.kaisched.io": {"PodGroup", "Queue"},
+    "storage.k8s.io": {"StorageClass", "CSINode"},
 }
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -112,7 +113,10 @@ _POD_SPEC_KEYS = ("nodeName", "schedulerName", "priority", "priorityClassName", 
                   "schedulingGroup", "workloadRef")
 # sim.kaisched.io/: the run times a what-if reads (remaining, duration).
 _KEEP_ANNOTATION_PREFIXES = ("kaisched.io/", "sim.kaisched.io/", "gang.scheduling.koordinator.sh/",
-                             "scheduling.k8s.io/", "kai.scheduler/")
+                             "scheduling.k8s.io/", "kai.scheduler/",
+                             # volume binding: a claim's selected node, the default class
+                             "volume.kubernetes.io/selected-node",
+                             "storageclass.kubernetes.io/is-default-class")
 
 
 def redact(obj: dict[str, Any]) -> dict[str, Any]:
@@ -130,12 +134,17 @@ def redact(obj: dict[str, Any]) -> dict[str, Any]:
         kept = {k: spec[k] for k in _POD_SPEC_KEYS if k in spec}
 
         def container(c: dict[str, Any]) -> dict[str, Any]:
-            kept = {k: c[k] for k in ("name", "resources", "restartPolicy") if k in c}
+            kept: dict[str, Any] = {k: c[k] for k in ("name", "resources", "restartPolicy") if k in c}
             ports = [p for p in c.get("ports") or () if isinstance(p, dict) and p.get("hostPort")]
             if ports:          # host ports are a placement rule
                 kept["ports"] = ports
             return kept
 
+        # The claims it mounts place it; other volumes (secrets, config) are dropped.
+        claims = [v for v in spec.get("volumes") or ()
+                  if isinstance(v, dict) and (v.get("persistentVolumeClaim") or v.get("ephemeral"))]
+        if claims:
+            kept["volumes"] = claims
         kept["containers"] = [container(c) for c in spec.get("containers") or ()]
         if spec.get("initContainers"):
             kept["initContainers"] = [container(c) for c in spec["initContainers"]]

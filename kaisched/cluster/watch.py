@@ -20,7 +20,7 @@ import orjson
 from kaisched.cluster.client import Obj, WatchEvent
 from kaisched.cluster.kinds import Kind, object_key
 from kaisched.errors import (
-    ApiError, GoneError, NotFoundError, TransientApiError, UnreachableError,
+    ApiError, GoneError, NotFoundError, PermanentApiError, TransientApiError, UnreachableError,
 )
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,7 @@ class _KindWatch:
         self.missing = False
         self.need_list = False                  # a 410 or 404 asks for a relist
         self.progress = False                   # an event arrived since the last relist
+        self.reconnected = False                # connected again after being down
         self.up = True                          # connected, or between two watches
         self._down_reason = ""
         self.stream: WatchStream | None = None
@@ -130,6 +131,19 @@ class _KindWatch:
                 log.info("%s is not served by this cluster; not watching it", self.kind)
             self.missing = True
             items, version = [], ""
+        except PermanentApiError as exc:
+            if exc.status != 403:
+                raise
+            # The role may not read it: one line naming the permission, then as if
+            # not served (looked for again rarely, so a fixed role is picked up).
+            if not self.missing:
+                resource = f"{self.kind.plural}.{self.kind.group}" if self.kind.group \
+                    else self.kind.plural
+                log.warning("not allowed to list and watch %s (%s): grant list and watch on "
+                            "%s to this service account; not watching it", self.kind,
+                            exc, resource)
+            self.missing = True
+            items, version = [], ""
         else:
             if self.missing:
                 log.info("%s is served now; watching it", self.kind)
@@ -143,7 +157,7 @@ class _KindWatch:
             del self.known[key]
             self._emit("DELETED", self._tombstone(key))
         self.resource_version = version
-        self.need_list = self.progress = False
+        self.need_list = self.progress = self.reconnected = False
         self.up = True
 
     def _run(self) -> None:
@@ -162,18 +176,29 @@ class _KindWatch:
                 delay = self.sub.backoff
             except (GoneError, NotFoundError) as exc:
                 # Expired (410) or vanished (404): list again, at once the first
-                # time; a server that does it again before any event gets backoff.
+                # time (as after an API server restart: its new watch cache starts
+                # past what we saw); a server that does it again before any event
+                # gets backoff.
                 log.info("watch of %s ended (%s); listing again", self.kind, exc)
                 self.need_list = True
                 self.up = False                 # events may be missing until the relist
-                if not self.progress:
+                if not self.progress and not self.reconnected:
                     stopped.wait(delay)
                     delay = min(delay * 2, self.sub.max_backoff)
             except ApiError as exc:
                 if stopped.is_set():
                     return
+                if not isinstance(exc, UnreachableError) and not self.up \
+                        and self._down_reason == UnreachableError.__name__:
+                    delay = self.sub.backoff    # an answer after an outage: start afresh
                 self._down(exc)
-                stopped.wait(delay)
+                health = getattr(self.sub.source, "health", None)
+                if isinstance(exc, UnreachableError) and health is not None:
+                    if health.pause(delay, stopped):
+                        delay = self.sub.backoff    # the server answers again: no backoff left
+                        continue
+                else:
+                    stopped.wait(delay)
                 delay = min(delay * 2, self.sub.max_backoff)
 
     def _down(self, exc: ApiError) -> None:
@@ -192,6 +217,7 @@ class _KindWatch:
         self.stream = stream
         if not self.up:
             log.info("watch of %s is connected again", self.kind)
+            self.reconnected = True
             self.up = True
         try:
             if self.sub.stopped.is_set():      # close() may have run before self.stream was set

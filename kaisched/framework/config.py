@@ -22,7 +22,7 @@ schedulerName: kaisched
 schedulePeriod: 1s
 actions: [allocate, backfill, reclaim, preempt, stalegangeviction]
 tiers:
-  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: priority}, {name: gang}, {name: podgroupstatus}]
   - plugins:
     - {name: proportion}
     - {name: predicates}
@@ -31,6 +31,8 @@ tiers:
     - {name: hostports}
     - {name: nodeorder, arguments: {strategy: binpack}}
     - {name: nodeaffinity}
+    - {name: volumebinding}
+    - {name: dra}
 staleGangGracePeriod: 60s
 starvationThreshold: 10m
 """
@@ -42,6 +44,9 @@ _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
 # statement and gang's readiness rule together.
 REQUIRED_ACTION = "allocate"
 REQUIRED_PLUGIN = "gang"
+# What the gang plugin promises includes saying why a gang waits: a config that
+# names gang without the PodGroup status writer gets it right after gang.
+STATUS_PLUGIN = "podgroupstatus"
 
 
 @attrs.frozen
@@ -94,7 +99,7 @@ def load_config(data: Any, registry: Registry) -> SchedulerConfig:
         scheduler_name=name,
         schedule_period=_duration(data, "schedulePeriod", 1.0, positive=True),
         actions=_actions(data["actions"], registry),
-        tiers=_tiers(data["tiers"], registry),
+        tiers=_with_status(_tiers(data["tiers"], registry)),
         stale_gang_grace_period=_duration(data, "staleGangGracePeriod", 60.0),
         starvation_threshold=_duration(data, "starvationThreshold", 600.0),
     )
@@ -149,6 +154,19 @@ def _actions(raw: Any, registry: Registry) -> tuple[str, ...]:
             known = ", ".join(sorted(registry.actions))
             raise ConfigError(f"config: actions[{i}]: unknown action {name!r} (known: {known})")
     return tuple(raw)
+
+
+def _with_status(tiers: tuple[tuple[PluginOption, ...], ...]
+                 ) -> tuple[tuple[PluginOption, ...], ...]:
+    """The tiers, with the status writer after gang when it is not named."""
+    if any(p.name == STATUS_PLUGIN for tier in tiers for p in tier):
+        return tiers
+    out = []
+    for tier in tiers:
+        at = next((i for i, p in enumerate(tier) if p.name == REQUIRED_PLUGIN), None)
+        out.append(tier if at is None else (*tier[:at + 1], PluginOption(STATUS_PLUGIN),
+                                            *tier[at + 1:]))
+    return tuple(out)
 
 
 def _tiers(raw: Any, registry: Registry) -> tuple[tuple[PluginOption, ...], ...]:

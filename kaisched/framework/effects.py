@@ -6,6 +6,7 @@ from typing import Union
 
 import attrs
 
+from kaisched.api.devices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
 from kaisched.api.queue import QueueStatus
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
@@ -80,11 +81,51 @@ class SetPodCondition:
 
 @attrs.frozen(slots=True)
 class RecordEvent:
-    kind: str                   # Pod | PodGroup
+    kind: str                   # Pod | PodGroup | Node
     key: str                    # namespace/name
     type: str                   # Normal | Warning
     reason: str
     message: str
 
 
-Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetPodCondition, RecordEvent]
+@attrs.frozen(slots=True)
+class SelectClaimNode:
+    """Annotate a WaitForFirstConsumer claim with the node its first consumer
+    goes to (volume.kubernetes.io/selected-node): its provisioner makes the
+    volume there. Written before the pod's bind, which waits for the claim."""
+    claim: str                  # namespace/name
+    node: NodeName
+    pod: PodKey
+    job: JobKey
+
+
+@attrs.frozen(slots=True)
+class PrebindVolume:
+    """Set a static volume's spec.claimRef to the claim it was picked for (the
+    smallest that fits where the pod goes); the PV controller then binds the
+    claim to it. Refused if another claim took the volume meanwhile."""
+    volume: str
+    claim: str                  # namespace/name
+    claim_uid: str
+    pod: PodKey
+    job: JobKey
+
+
+VOLUME_EFFECTS = (SelectClaimNode, PrebindVolume)
+
+
+@attrs.frozen(slots=True)
+class SetClaimStatus:
+    """A ResourceClaim's allocation and reservations as the scheduler decided
+    them. With pod set, written before that pod's bind."""
+
+    claim: str                      # namespace/name
+    uid: str
+    api_version: str                # as the cluster serves it
+    allocation: Allocation | None
+    reserved_for: tuple[Consumer, ...]
+    pod: PodKey | None = None
+
+
+Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetPodCondition, RecordEvent,
+               SelectClaimNode, PrebindVolume, SetClaimStatus]

@@ -63,9 +63,9 @@ def apply_holds(ssn: Session, holds: Mapping[JobKey, Hold]) -> dict[JobKey, Stat
 
 def hold_of(ssn: Session, job: JobInfo) -> Hold:
     """The job's current placements that are not bound, as a hold to carry on."""
-    tasks = tuple(sorted((t.key, t.node_name) for t in job.tasks.values()  # type: ignore[misc]
+    tasks = tuple(sorted((t.key, t.node_name) for t in job.tasks.values()
                          if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
-                         and t.key not in ssn.placed))
+                         and t.node_name is not None and t.key not in ssn.placed))
     return Hold(tasks, ssn.hold_since.get(job.key, ssn.now))
 
 

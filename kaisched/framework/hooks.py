@@ -29,6 +29,7 @@ import numpy as np
 
 class Hook(enum.Enum):
     QUEUE_ORDER = "queue_order"       # (QueueInfo) -> sortable key
+    QUEUE_HEAD_ORDER = "queue_head_order"  # ((QueueInfo, head job's need Resource)) -> key
     JOB_ORDER = "job_order"           # (JobInfo) -> sortable key
     TASK_ORDER = "task_order"         # (TaskInfo) -> sortable key
     JOB_VALID = "job_valid"           # (JobInfo) -> reason | None
@@ -44,8 +45,15 @@ class Hook(enum.Enum):
     RECLAIMABLE = "reclaimable"       # (reclaimer TaskInfo, [victim TaskInfo]) -> victims
     EVICTION_GROUP = "eviction_group" # (victim TaskInfo) -> tasks that must go with it
     OVERUSED = "overused"             # (JobInfo, TaskInfo) -> reason | None: no reclaiming
+    RECLAIM_GATE = "reclaim_gate"     # (JobInfo, need Resource) -> reason | None: may it reclaim
+    RECLAIM_FAIR = "reclaim_fair"     # (JobInfo, need, [(victim queue, Resource)]) -> reason | None
+    VICTIM_QUEUE_ORDER = "victim_queue_order"  # ((queue, taken Amounts, need)) -> key: gives first
     ON_ALLOCATE = "on_allocate"       # (TaskInfo) -> None: a task took room
     ON_DEALLOCATE = "on_deallocate"   # (TaskInfo) -> None: a task gave it back
+    PREBIND = "prebind"               # (TaskInfo allocated) -> [PrebindOp]: done before its bind
+    CLAIMS = "claims"                 # (placed TaskInfo) -> [(old Claim, new Claim)]: its
+                                      # ResourceClaims allocated and reserved on its node
+    EXPLAIN = "explain"               # (TaskInfo) -> str | None: more on why no node takes it
 
 
 Callback = Callable[..., Any]
@@ -72,7 +80,7 @@ class HookRegistry:
         return flat
 
     # -- combinators -------------------------------------------------------------
-    def order_key(self, hook: Hook) -> Callable[[Any], tuple]:
+    def order_key(self, hook: Hook) -> Callable[[Any], tuple[Any, ...]]:
         fns = [fn for _, fn in self.callbacks(hook)]
         return lambda item: tuple(fn(item) for fn in fns)
 

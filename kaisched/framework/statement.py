@@ -3,6 +3,12 @@
 Gang all-or-nothing reads as: open a statement, place tasks, then commit
 (effects), reserve (keep the room for this session, no binds) or discard
 (undo everything, in reverse). checkpoint/rollback undo part of it.
+
+A placed task may need work done before its bind (its volumes bound, its
+devices allocated): plugins hand it as PrebindOps, which join the statement
+beside the allocation, are committed before any bind of the statement (a
+gang whose volumes are not bound yet is held, not bound in part), and are
+dropped with a reservation or a discard.
 """
 from __future__ import annotations
 
@@ -10,9 +16,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
+from kaisched.api.devices import Claim
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import NodeName, TaskStatus
-from kaisched.framework.effects import Bind, Cause, Evict, Preemptor
+from kaisched.api.types import NodeName, PodKey, TaskStatus
+from kaisched.framework.effects import Bind, Cause, Evict, Preemptor, SetClaimStatus
 
 if TYPE_CHECKING:
     from kaisched.framework.session import Session
@@ -35,8 +42,26 @@ class AllocateOp:
     def commit(self, ssn: Session) -> None:
         node = self.task.node_name
         assert node is not None
+        if self.task.job in ssn.binding_waits:
+            # Its gang waits for something before binding (volumes being
+            # provisioned): the room is held this session, the bind comes later.
+            ssn.reservations[self.task.key] = node
+            return
         ssn.emit(Bind(self.task.key, self.task.uid, node, self.task.job))
         ssn.placed[self.task.key] = node
+
+
+class PrebindOp:
+    """What a plugin does for an allocated task before it may be bound.
+    commit() emits its effects (and may make the task's gang wait, with
+    Session.wait_for_binding); undo() takes back what it holds in the
+    session."""
+
+    def undo(self, ssn: Session) -> None:
+        raise NotImplementedError
+
+    def commit(self, ssn: Session) -> None:
+        raise NotImplementedError
 
 
 @attrs.frozen(slots=True)
@@ -48,7 +73,9 @@ class PipelineOp:
         ssn.unassign(self.task, self.previous)
 
     def commit(self, ssn: Session) -> None:
-        ssn.reservations[self.task.key] = self.task.node_name  # type: ignore[assignment]
+        node = self.task.node_name
+        assert node is not None
+        ssn.reservations[self.task.key] = node
 
 
 @attrs.frozen(slots=True)
@@ -67,6 +94,24 @@ class EvictOp:
                        self.cause, self.by, self.detail))
 
 
+@attrs.frozen(slots=True)
+class ClaimOp:
+    """A ResourceClaim allocated or reserved for a placed pod; its status is
+    written before the pod's bind."""
+
+    old: Claim
+    new: Claim
+    pod: PodKey
+
+    def undo(self, ssn: Session) -> None:
+        ssn.cluster.devices.put(self.new, self.old)
+
+    def commit(self, ssn: Session) -> None:
+        new = self.new
+        ssn.emit(SetClaimStatus(new.key, new.uid, new.api_version, new.allocation,
+                                new.reserved_for, self.pod))
+
+
 class Statement:
     def __init__(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -74,11 +119,14 @@ class Statement:
 
     def allocate(self, task: TaskInfo, node: NodeName) -> TaskInfo:
         placed = self._ssn.assign(task, TaskStatus.ALLOCATED, node)
+        self._claims(placed)
         self.ops.append(AllocateOp(placed, task))
+        self.ops.extend(self._ssn.prebind(placed))
         return placed
 
     def pipeline(self, task: TaskInfo, node: NodeName) -> TaskInfo:
         placed = self._ssn.assign(task, TaskStatus.PIPELINED, node)
+        self._claims(placed)
         self.ops.append(PipelineOp(placed, task))
         return placed
 
@@ -87,6 +135,12 @@ class Statement:
         released = self._ssn.release(task)
         self.ops.append(EvictOp(released, task, cause, by, detail))
         return released
+
+    def _claims(self, placed: TaskInfo) -> None:
+        """The placed pod's ResourceClaims, allocated on its node (none: nothing to do)."""
+        if placed.claims:
+            for old, new in self._ssn.claim_moves(placed):
+                self.ops.append(ClaimOp(old, new, placed.key))
 
     def checkpoint(self) -> int:
         return len(self.ops)
@@ -99,9 +153,14 @@ class Statement:
         self.rollback(0)
 
     def commit(self) -> None:
-        """Turn every operation into its effect; the statement is then empty."""
+        """Turn every operation into its effect; the statement is then empty.
+        What must precede the binds goes first: it decides whether they wait."""
         for op in self.ops:
-            op.commit(self._ssn)
+            if isinstance(op, PrebindOp):
+                op.commit(self._ssn)
+        for op in self.ops:
+            if not isinstance(op, PrebindOp):
+                op.commit(self._ssn)
         self.ops = []
 
     def reserve(self) -> None:
@@ -110,7 +169,11 @@ class Statement:
         held back, so any in the statement are committed."""
         for op in self.ops:
             if isinstance(op, AllocateOp):
-                self._ssn.reservations[op.task.key] = op.task.node_name  # type: ignore[assignment]
+                node = op.task.node_name
+                assert node is not None
+                self._ssn.reservations[op.task.key] = node
+            elif isinstance(op, (PrebindOp, ClaimOp)):
+                pass        # nothing is written for a reservation; its devices stay taken
             else:
                 op.commit(self._ssn)
         self.ops = []

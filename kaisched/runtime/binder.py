@@ -26,12 +26,17 @@ import attrs
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.types import JobKey, PodKey, Reason
 from kaisched.cache.convert import queue_status_dict, status_dict
+from kaisched.cache.convert.devices import allocation_dict, reserved_dict
 from kaisched.cluster.client import ClusterClient
 from kaisched.cluster.events import event_object, micro_time
-from kaisched.cluster.kinds import EVENT, POD, PODGROUP, QUEUE
-from kaisched.errors import ApiError, ConflictError, TransientApiError, UnreachableError
+from kaisched.api.volumes import SELECTED_NODE
+from kaisched.cluster.kinds import EVENT, POD, PODGROUP, PV, PVC, QUEUE, kind_for
+from kaisched.errors import (
+    ApiError, ConflictError, NotFoundError, TransientApiError, UnreachableError,
+)
 from kaisched.framework.effects import (
-    Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
+    VOLUME_EFFECTS, Bind, Effect, Evict, PrebindVolume, RecordEvent, SelectClaimNode,
+    SetClaimStatus, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
 )
 from kaisched.runtime.throttle import Admission, Verdict, WriteThrottle
 
@@ -58,7 +63,9 @@ class BindReport:
 class BindObserver(Protocol):
     """Told of every outcome as it happens (metrics count binds as they go)."""
 
-    def applied(self, effect: Effect) -> None: ...
+    def applied(self, effect: Effect, seconds: float) -> None:
+        """effect is done, seconds after the session decided it."""
+        ...
 
     def failed(self, effect: Effect, error: str) -> None: ...
 
@@ -91,6 +98,7 @@ class _Write:
     effect: Effect
     admission: Admission | None = None
     reported: bool = True           # False: an Event that follows a bind or an eviction
+    queued: float = attrs.field(factory=time.monotonic)     # when the session decided it
 
 
 class Binder:
@@ -125,6 +133,10 @@ class Binder:
         self._report = BindReport()
         self._bound: dict[PodKey, str] = {}     # pod -> node, bound since last taken
         self._resync: set[PodKey] = set()       # pods whose bind failed: read them again
+        # ResourceClaim writes that must land before a pod's bind: the claims
+        # per pod, and the newest status decided for each claim.
+        self._claims_of: dict[PodKey, list[str]] = {}
+        self._claim_status: dict[str, SetClaimStatus] = {}
 
     @property
     def live(self) -> bool:
@@ -150,11 +162,13 @@ class Binder:
         if not self.live:
             self._run(write)
             return
+        if self._before_bind(effect):
+            return
         with self._cond:
             if self._closed or (self._stopping is not None and not self._finishing(effect)):
                 self._forget(write)
                 return
-            if isinstance(effect, (Bind, Evict)):
+            if isinstance(effect, (Bind, Evict, *VOLUME_EFFECTS)):
                 self._urgent.append(write)
             else:
                 self._writes[_target(write)] = write
@@ -296,7 +310,7 @@ class Binder:
                 with self._cond:
                     self._report.applied.append(effect)
             if self.observer is not None:
-                self.observer.applied(effect)
+                self.observer.applied(effect, time.monotonic() - write.queued)
             return
         self._forget(write)
         if isinstance(effect, Bind):
@@ -349,13 +363,16 @@ class Binder:
             pod = self.client.get(POD, ns, name)
         except ApiError:
             return False
-        return bool(pod) and (pod.get("spec") or {}).get("nodeName") == effect.node
+        return pod is not None and (pod.get("spec") or {}).get("nodeName") == effect.node
 
     def _call(self, write: _Write) -> None:
         effect = write.effect
         if isinstance(effect, Bind):
             ns, name = effect.pod.split("/", 1)
+            self._claims_first(effect.pod)
             self.client.bind(ns, name, effect.uid, effect.node)
+        elif isinstance(effect, SetClaimStatus):
+            self._write_claim(effect)
         elif isinstance(effect, Evict):
             ns, name = effect.pod.split("/", 1)
             self.client.evict(ns, name)
@@ -380,9 +397,12 @@ class Binder:
             self.client.patch_status(POD, ns, name, {"conditions": kept + [cond]})
         elif isinstance(effect, RecordEvent):
             self._event(effect, write.admission)
+        elif isinstance(effect, VOLUME_EFFECTS):
+            write_volume(self.client, effect)
 
     def _event(self, effect: RecordEvent, admission: Admission | None) -> None:
-        ns, name = effect.key.split("/", 1)
+        ns, _, name = effect.key.rpartition("/")      # a Node's key has no namespace
+        ns = ns or "default"                            # where cluster objects' Events go
         now = self.now()
         if admission is not None and admission.verdict is Verdict.REPEAT and admission.name:
             # The same Event again: count it on the one written, as kubectl shows it.
@@ -390,8 +410,10 @@ class Binder:
                 "count": admission.count, "lastTimestamp": to_rfc3339(now),
                 "series": {"count": admission.count, "lastObservedTime": micro_time(now)}})
             return
-        api = "v1" if effect.kind == "Pod" else PODGROUP.api_version
-        ref = {"apiVersion": api, "kind": effect.kind, "name": name, "namespace": ns}
+        api = PODGROUP.api_version if effect.kind == PODGROUP.kind else "v1"
+        ref = {"apiVersion": api, "kind": effect.kind, "name": name}
+        if effect.kind != "Node":
+            ref["namespace"] = ns
         event = event_object(ref, effect.type, effect.reason, effect.message, COMPONENT, now)
         if admission is not None and admission.count > 1:
             event["count"] = admission.count
@@ -399,10 +421,76 @@ class Binder:
         if self.throttle is not None and admission is not None:
             self.throttle.named(admission.target, (created.get("metadata") or {}).get("name", ""))
 
+    # -- ResourceClaims, written before the bind of the pod they are for ------------------
+    def _before_bind(self, effect: Effect) -> bool:
+        """Hold a claim's status for its pod's bind to write first (True);
+        the newest status decided for a claim is the one written."""
+        if not isinstance(effect, SetClaimStatus) or effect.pod is None:
+            return False
+        with self._cond:
+            self._claims_of.setdefault(effect.pod, []).append(effect.claim)
+            self._claim_status[effect.claim] = effect
+        return True
+
+    def _claims_first(self, pod: PodKey) -> None:
+        with self._cond:
+            claims = self._claims_of.pop(pod, [])
+            writes = [self._claim_status[c] for c in claims if c in self._claim_status]
+        for effect in writes:
+            self._write_claim(effect)
+            with self._cond:
+                if self._claim_status.get(effect.claim) is effect:
+                    del self._claim_status[effect.claim]
+
+    def _write_claim(self, effect: SetClaimStatus) -> None:
+        ns, name = effect.claim.split("/", 1)
+        kind = kind_for(effect.api_version, "ResourceClaim")
+        self.client.patch_status(kind, ns, name, {
+            "allocation": allocation_dict(effect.allocation),
+            "reservedFor": reserved_dict(effect.reserved_for) or None})
+
     def _forget(self, write: _Write) -> None:
         """A status-like write that was not made: the next one must not wait."""
         if self.throttle is not None and write.admission is not None:
             self.throttle.forget(write.admission.target)
+
+
+def write_volume(client: ClusterClient, effect: SelectClaimNode | PrebindVolume) -> None:
+    """A claim's selected node, or a static volume pre-bound to its claim.
+    The volume is read first and written with its resourceVersion: if another
+    claim took it meanwhile, the write is refused (and the next session picks
+    again) rather than taking it from that claim."""
+    ns, name = effect.claim.split("/", 1)
+    if isinstance(effect, SelectClaimNode):
+        claim = client.get(PVC, ns, name)
+        if claim is None:
+            raise NotFoundError(f"PersistentVolumeClaim {effect.claim} not found")
+        meta = claim.get("metadata") or {}
+        selected = (meta.get("annotations") or {}).get(SELECTED_NODE)
+        if selected == effect.node:
+            return
+        if selected or (claim.get("spec") or {}).get("volumeName"):
+            raise ConflictError(f"PersistentVolumeClaim {effect.claim} already has a volume "
+                                f"or a node ({selected}): not moved to {effect.node}")
+        client.patch(PVC, ns, name, {"metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "annotations": {SELECTED_NODE: effect.node}}})
+        return
+    volume = client.get(PV, "", effect.volume)
+    if volume is None:
+        raise NotFoundError(f"PersistentVolume {effect.volume} not found")
+    ref = (volume.get("spec") or {}).get("claimRef") or {}
+    if ref:
+        if (ref.get("namespace"), ref.get("name")) == (ns, name):
+            return          # already ours
+        raise ConflictError(f"PersistentVolume {effect.volume} was taken by "
+                            f"{ref.get('namespace')}/{ref.get('name')} meanwhile")
+    claim_ref = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": ns,
+                 "name": name, **({"uid": effect.claim_uid} if effect.claim_uid else {})}
+    client.patch(PV, "", effect.volume, {
+        "metadata": {"resourceVersion": (volume.get("metadata") or {}).get("resourceVersion"),
+                     "annotations": {"pv.kubernetes.io/bound-by-controller": "yes"}},
+        "spec": {"claimRef": claim_ref}})
 
 
 def _target(write: _Write) -> Hashable:
@@ -416,6 +504,8 @@ def _target(write: _Write) -> Hashable:
         return ("status", effect.job)
     if isinstance(effect, SetQueueStatus):
         return ("queue status", effect.queue)
+    if isinstance(effect, SetClaimStatus):
+        return ("claim status", effect.claim)
     return ("event", id(write))         # Events unthrottled: every one is written
 
 

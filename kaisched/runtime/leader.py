@@ -21,7 +21,7 @@ from kaisched.cluster.client import ClusterClient, Obj
 from kaisched.cluster.events import micro_time
 from kaisched.cluster.kinds import LEASE
 from kaisched.errors import ApiError, ConflictError, NotFoundError, PermanentApiError
-from kaisched.errors import UnreachableError
+from kaisched.errors import TransientApiError, UnreachableError
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,14 @@ class LeaderElector:
         """Cannot tell who leads: keep leading only until the renew deadline."""
         if self._held:
             self.is_leading()
-        self._delay = min(self._delay * 2, MAX_RETRY)
+        if isinstance(exc, (UnreachableError, TransientApiError)):
+            # The API is away or busy: try every retry period, as client-go does,
+            # so the Lease is written again as soon as the API answers (a backoff
+            # grown during an outage would keep every replica idle long after).
+            self._delay = self.retry_period
+        else:
+            # A Lease this replica may not write (RBAC, no namespace): no use asking often.
+            self._delay = min(self._delay * 2, MAX_RETRY)
         problem = self._explain(exc)
         now = self.clock.now()
         if problem != self._problem or now - self._said_at >= REMIND:

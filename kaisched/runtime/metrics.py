@@ -1,17 +1,23 @@
-"""Prometheus metrics and the /metrics and /healthz endpoints of `kaisched run`."""
+"""The Prometheus metrics of `kaisched run`, served with its probes."""
 from __future__ import annotations
 
 import contextlib
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+from typing import TYPE_CHECKING
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kaisched.api.queue import QueueStatus
-from kaisched.framework.effects import Bind, Evict, SetQueueStatus
+from kaisched.framework.effects import Bind, Evict, SetPodGroupStatus, SetQueueStatus
+from kaisched.runtime.health import Health
+from kaisched.runtime.health import serve as serve_endpoints
+
+if TYPE_CHECKING:
+    from kaisched.runtime.scheduler import CycleResult
 
 _BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30)
+# A gang may wait seconds or days for room.
+_JOB_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600)
 
 
 class Metrics:
@@ -25,13 +31,28 @@ class Metrics:
                                          "Time to decide a cycle (actions and plugins).",
                                          buckets=_BUCKETS, registry=r)
         self.binds = Counter("kaisched_binds", "Pods bound.", registry=r)
+        self.bind_seconds = Histogram("kaisched_bind_seconds",
+                                      "From the session's decision to the API accepting the "
+                                      "binding (queueing, the request, its retries).",
+                                      buckets=_BUCKETS, registry=r)
         self.bind_failures = Counter("kaisched_bind_failures",
                                      "Binds the API refused, or that ran out of retries.",
                                      registry=r)
         self.write_failures = Counter("kaisched_write_failures",
                                       "Evictions, status, condition and Event writes that failed.",
                                       ["effect"], registry=r)
-        self.evictions = Counter("kaisched_evictions", "Pods evicted.", ["reason"], registry=r)
+        self.evictions = Counter("kaisched_evictions",
+                                 "Pods evicted, by the queue of their job and why: preempt "
+                                 "(same queue), reclaim (for another queue), stale-gang.",
+                                 ["queue", "cause"], registry=r)
+        self.job_seconds = Histogram("kaisched_job_scheduling_seconds",
+                                     "From a PodGroup's creation to its minimum of pods bound.",
+                                     ["queue"], buckets=_JOB_BUCKETS, registry=r)
+        self.pending_gangs = Gauge("kaisched_pending_gangs",
+                                   "Gangs left pending by the last cycle, by queue and by the "
+                                   "class of what blocks them (resources, quota, gates, "
+                                   "volumes, placement, invalid).",
+                                   ["queue", "reason"], registry=r)
         self.pipelined = Gauge("kaisched_pipelined_pods",
                                "Pods waiting for room being released, last cycle.", registry=r)
         self.leader = Gauge("kaisched_is_leader", "1 while this replica schedules.", registry=r)
@@ -47,21 +68,45 @@ class Metrics:
         self.queue_jobs = Gauge("kaisched_queue_jobs", "The queue's jobs by state.",
                                 ["queue", "state"], registry=r)
 
-    def observe(self, result: object) -> None:
-        """Record one CycleResult's timings (binds are counted as they happen)."""
-        self.snapshot_seconds.observe(result.snapshot_seconds)   # type: ignore[attr-defined]
-        self.session_seconds.observe(result.session_seconds)     # type: ignore[attr-defined]
-        self.pipelined.set(len(result.reservations))             # type: ignore[attr-defined]
-        for effect in result.effects:                            # type: ignore[attr-defined]
+    def observe(self, result: CycleResult, now: float | None = None) -> None:
+        """Record one cycle: its timings, the gangs whose minimum it bound (now is
+        the scheduler's clock), the gangs it left pending and the evictions it
+        made. Binds are counted as they happen."""
+        self.snapshot_seconds.observe(result.snapshot_seconds)
+        self.session_seconds.observe(result.session_seconds)
+        self.pipelined.set(len(result.reservations))
+        jobs = result.cluster.jobs if result.cluster is not None else {}
+        for effect in result.effects:
             if isinstance(effect, SetQueueStatus):
                 self.observe_queue(effect.queue, effect.status, effect.previous)
+            elif isinstance(effect, SetPodGroupStatus) and now is not None:
+                job = jobs.get(effect.job)
+                # The status that first counts the minimum as scheduled: the gang is bound.
+                if job is not None and job.creation and \
+                        job.status.scheduled < job.min_member <= effect.status.scheduled:
+                    self.job_seconds.labels(job.queue).observe(max(0.0, now - job.creation))
+        for effect in result.report.applied:
+            if isinstance(effect, Evict):
+                job = jobs.get(effect.job)
+                self.evictions.labels(job.queue if job is not None else "",
+                                      effect.cause.value).inc()
+        if result.abandoned or result.cluster is None:
+            return
+        pending: dict[tuple[str, str], int] = {}
+        for key, blocker in result.blockers.items():
+            job = jobs.get(key)
+            if job is not None:
+                label = (job.queue, blocker.value)
+                pending[label] = pending.get(label, 0) + 1
+        self.pending_gangs.clear()          # a class no gang is blocked by any more is 0
+        for (queue, reason), count in pending.items():
+            self.pending_gangs.labels(queue, reason).set(count)
 
     # The binder tells of each outcome as it happens (kaisched.runtime.binder.BindObserver).
-    def applied(self, effect: object) -> None:
+    def applied(self, effect: object, seconds: float = 0.0) -> None:
         if isinstance(effect, Bind):
             self.binds.inc()
-        elif isinstance(effect, Evict):
-            self.evictions.labels(effect.reason).inc()
+            self.bind_seconds.observe(seconds)
 
     def failed(self, effect: object, error: str) -> None:
         if isinstance(effect, Bind):
@@ -83,29 +128,7 @@ class Metrics:
         self.queue_jobs.labels(queue, "running").set(status.running_jobs)
         self.queue_jobs.labels(queue, "pending").set(status.pending_jobs)
 
-    def serve(self, port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:
-        """/metrics and /healthz in a daemon thread. /healthz answers on a standby
-        too: it is alive, only not leading."""
-        registry = self.registry
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the http.server name
-                if self.path == "/metrics":
-                    body, kind = generate_latest(registry), CONTENT_TYPE_LATEST
-                elif self.path == "/healthz":
-                    body, kind = b"ok\n", "text/plain"
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return None     # probes every few seconds are not news
-
-        server = ThreadingHTTPServer((host, port), Handler)
-        threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
-        return server
+    def serve(self, port: int, host: str = "0.0.0.0",
+              health: Health | None = None) -> ThreadingHTTPServer:
+        """/metrics, /healthz and /readyz in a daemon thread (kaisched.runtime.health)."""
+        return serve_endpoints(self.registry, health, port, host)

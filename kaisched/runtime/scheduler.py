@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import attrs
 
 from kaisched.api.clock import Clock
-from kaisched.api.types import JobKey, NodeName, PodKey
+from kaisched.api.cluster import ClusterInfo
+from kaisched.api.types import Blocker, JobKey, NodeName, PodKey
 from kaisched.runtime.binder import Binder, BindReport
 from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient, WatchEvent
@@ -32,6 +33,7 @@ from kaisched.errors import ApiError, UnreachableError
 from kaisched.framework.holds import Hold
 
 if TYPE_CHECKING:
+    from kaisched.runtime.health import Health
     from kaisched.runtime.leader import LeaderElector
     from kaisched.runtime.metrics import Metrics
 
@@ -66,9 +68,13 @@ class CycleResult:
     snapshot_seconds: float
     session_seconds: float
     abandoned: bool = False     # stopped between actions: nothing after that was applied
+    # The snapshot the session decided on (its jobs' queues, sizes, creation times and
+    # PodGroup statuses as they were), and the class of what blocks each pending gang.
+    cluster: ClusterInfo | None = None
+    blockers: dict[JobKey, Blocker] = attrs.field(factory=dict)
 
 
-class Outbox(list):  # type: ignore[type-arg]
+class Outbox(list[Effect]):
     """A session's effect list that hands each effect to the binder as it is
     appended: the session stays a pure producer of values."""
 
@@ -100,11 +106,13 @@ class Scheduler:
         # what it saw; the production loop lets each one go with its cycle.
         self.keep_session = False
         self.last_session: Session | None = None
+        self.synced = False                     # the first sync listed everything
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""
         with _cyclic_gc_paused():
             count = self.cache.sync(self.client)
+        self.synced = True
         if count >= FREEZE_AFTER and count * 4 >= len(self.cache.pods):
             # The cache lives long and holds no cycles: move what a big list
             # (or relist) brought out of the collector's sight, or every full
@@ -118,13 +126,14 @@ class Scheduler:
         rest (effects already handed over are the binder's to finish or drop)."""
         started = time.perf_counter()
         self._catch_up(proceed)
+        for warning in self.cache.take_node_events():
+            self.binder.submit(warning)
         with _cyclic_gc_paused():
             cluster = self.cache.snapshot(self.clock.now())
             snapshotted = time.perf_counter()
+            outbox = Outbox(self.binder.submit) if self.binder.live else None
             ssn = Session(cluster, self.config, self.config.build_plugins(self.registry),
-                          self.holds)
-            if self.binder.live:
-                ssn.effects = Outbox(self.binder.submit)
+                          self.holds, outbox)
             abandoned = False
             for action in self.actions:
                 if not proceed():
@@ -146,8 +155,10 @@ class Scheduler:
             report = self.binder.take_report()
         else:
             report = self.binder.apply(effects) if not abandoned else BindReport()
+        blockers = {k: b for k, b in ssn.blockers.items() if k in ssn.unschedulable}
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
-                           snapshotted - started, decided - snapshotted, abandoned)
+                           snapshotted - started, decided - snapshotted, abandoned, cluster,
+                           blockers)
 
     def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
         """The jobs the effects bind, evict or write something of."""
@@ -197,12 +208,13 @@ class Scheduler:
 
 def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | None = None,
           metrics: Metrics | None = None, cycles: int | None = None,
-          stop_timeout: float = 5.0) -> int:
+          stop_timeout: float = 5.0, health: Health | None = None) -> int:
     """The production loop: lead (or stand by with a warm cache) and schedule
     every schedulePeriod. A cycle runs only while this replica leads and every
     watch is connected (an API outage pauses scheduling; nothing is lost). On
     stop, gangs whose binds began are finished, the rest is left, and the Lease
-    is released. Returns the number of periods run."""
+    is released. Each finished period is told to health (the liveness probe).
+    Returns the number of periods run."""
     period = scheduler.config.schedule_period
     binder = scheduler.binder
     if metrics is not None:
@@ -239,7 +251,7 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
                         result = scheduler.run_once(
                             lambda: not stop.is_set() and leading())
                         if metrics is not None:
-                            metrics.observe(result)
+                            metrics.observe(result, scheduler.clock.now())
                         if result.abandoned and not stop.is_set():
                             scheduler.step_down()
                 state.reached()
@@ -248,6 +260,8 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
                 if metrics is not None:
                     metrics.cycle_errors.inc()
             done += 1
+            if health is not None:
+                health.beat()
             _pause(stop, elector, max(0.0, period - (time.monotonic() - started)))
     finally:
         binder.stop(stop_timeout)

@@ -42,6 +42,8 @@ class JobRun:
     objects: list[Obj] = attrs.field(factory=list)           # as created, owner first
     current: dict[int, str | None] = attrs.field(factory=dict)  # pod plan -> pod name alive
     done: set[int] = attrs.field(factory=set)                 # pod plans that succeeded
+    running: set[int] = attrs.field(factory=set)              # pod plans whose pod runs
+    stage: int = 0                                            # the last stage made
     state: JobState = JobState.WAITING
     pod_group: str = ""
     submitted: float | None = None
@@ -91,17 +93,12 @@ class Controllers:
             return
         plan = blueprint(run.spec, self.scheduler_name)
         run.plan = plan
-        for obj, parent in zip(plan.objects, plan.parents):
-            if parent is not None:
-                obj = {**obj, "metadata": {**obj["metadata"],
-                                           "ownerReferences": [owner_reference(run.objects[parent])]}}
-            run.objects.append(self.cluster.create(obj))
-        owner = run.objects[0]
-        run.pod_group = run.spec.name if run.spec.kind is JobKind.GANG else podgroup_name(owner)
+        self._make_stage(run, 0)
+        named, part = plan.first_group
+        run.pod_group = run.spec.name if run.spec.kind is JobKind.GANG \
+            else podgroup_name(run.objects[named], part)
         run.state, run.submitted = JobState.SUBMITTED, now
         run.history.append((now, "waiting"))
-        for index in range(len(plan.pods)):
-            self._make_pod(run, index)
 
     def adopt(self, run: JobRun, plan: Blueprint, pods: tuple[Obj, ...], pod_group: str) -> None:
         """Take over a job that was there at the start (a snapshot's), its pods
@@ -126,15 +123,20 @@ class Controllers:
             if found is None:
                 continue
             run, index = found
+            phase = (event.obj.get("status") or {}).get("phase")
             if event.type == "DELETED":
                 del self.by_pod[key]
                 if run.current.get(index) == meta["name"]:
                     run.current[index] = None
+                    run.running.discard(index)
                     if run.active and index not in run.done:
                         self._missing.add(run)
-            elif (event.obj.get("status") or {}).get("phase") == "Succeeded":
+            elif phase == "Succeeded":
                 run.done.add(index)
                 self._check_success(run)
+            elif phase == "Running":
+                run.running.add(index)
+                self._next_stage(run)
         self._now = now
         for run in sorted(self._missing, key=lambda r: r.key):
             self._recreate(run)
@@ -147,6 +149,31 @@ class Controllers:
         return finished
 
     # -- internals -------------------------------------------------------------------------
+    def _make_stage(self, run: JobRun, stage: int) -> None:
+        """Create the objects and pods of one stage, owners first."""
+        plan = run.plan
+        assert plan is not None
+        run.stage = stage
+        for i, (obj, parent) in enumerate(zip(plan.objects, plan.parents)):
+            if plan.stage_of(i) != stage:
+                continue
+            if parent is not None:
+                obj = {**obj, "metadata": {**obj["metadata"],
+                                           "ownerReferences": [owner_reference(run.objects[parent])]}}
+            run.objects.append(self.cluster.create(obj))
+        for index, pod in enumerate(plan.pods):
+            if pod.stage == stage:
+                self._make_pod(run, index)
+
+    def _next_stage(self, run: JobRun) -> None:
+        """The operator starts the next stage once every pod made so far runs (or is done)."""
+        plan = run.plan
+        if plan is None or not run.active or run.stage >= plan.last_stage:
+            return
+        made = [i for i, p in enumerate(plan.pods) if p.stage <= run.stage]
+        if all(i in run.running or i in run.done for i in made):
+            self._make_stage(run, run.stage + 1)
+
     def _make_pod(self, run: JobRun, index: int) -> None:
         plan: PodPlan = run.plan.pods[index]  # type: ignore[union-attr]
         owner = run.objects[plan.parent] if plan.parent is not None else None
@@ -190,9 +217,13 @@ class Controllers:
                 self.by_pod.pop(pod_key(ns, name), None)
                 self.cluster.delete(POD, ns, name)
             run.current[index] = None
-        if run.pod_group and run.spec.kind is not JobKind.GANG \
-                and self.cluster.get(PODGROUP, ns, run.pod_group):
-            self.cluster.delete(PODGROUP, ns, run.pod_group)
+        if run.spec.kind is not JobKind.GANG and run.objects:
+            # Every PodGroup the PodGrouper made for the job (one per stage or group).
+            top = run.objects[0]["metadata"]["uid"]
+            for group in self.cluster.list(PODGROUP, ns):
+                refs = group["metadata"].get("ownerReferences") or ()
+                if any(ref.get("uid") == top for ref in refs):
+                    self.cluster.delete(PODGROUP, ns, group["metadata"]["name"])
         for obj in reversed(run.objects):
             meta = obj["metadata"]
             kind = kind_of(obj)

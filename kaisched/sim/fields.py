@@ -23,7 +23,7 @@ _NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?")
 
 def _has_units(name: str) -> bool:
     """cpu, memory, storage and hugepages take suffixes; extended resources are counts."""
-    return name in (CPU, MEMORY, "ephemeral-storage") or name.startswith("hugepages-")
+    return name in (CPU, MEMORY, "ephemeral-storage", "storage") or name.startswith("hugepages-")
 
 
 class FieldError(Exception):

@@ -19,7 +19,8 @@ _KEYS = ("seed", "jobs", "start", "meanInterarrival", "gpus", "gpusPerPod", "dur
 _DURATION = ("median", "sigma", "min", "max")
 _QUEUE_MIX = ("weight", "kinds", "priorityClass")
 _SHORT = {JobKind.PYTORCH: "pt", JobKind.TF: "tf", JobKind.MPI: "mpi", JobKind.JOBSET: "js",
-          JobKind.RAY: "ray", JobKind.JOB: "job", JobKind.GANG: "gang"}
+          JobKind.RAY: "ray", JobKind.JOB: "job", JobKind.GANG: "gang", JobKind.XGBOOST: "xgb",
+          JobKind.JAX: "jax", JobKind.TRAINJOB: "tj", JobKind.LWS: "lws", JobKind.RAYSERVICE: "rsvc"}
 DEFAULT_SEED = 1
 
 
@@ -90,8 +91,13 @@ def _roles(kind: JobKind, gpus: int, per_pod: int, per_gpu: Mapping[str, Any]) -
         return tuple(roles + ([RoleSpec("worker", pods - 1, gpu_pod)] if pods > 1 else []))
     if kind is JobKind.MPI:
         return (RoleSpec("launcher", 1, small), RoleSpec("worker", pods, gpu_pod))
-    if kind is JobKind.RAY:
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE):
         return (RoleSpec("head", 1, ((CPU, "2"), (MEMORY, "8Gi"))), RoleSpec("gpu", pods, gpu_pod))
+    if kind is JobKind.TRAINJOB:
+        return (RoleSpec("node", pods, gpu_pod),)
+    if kind is JobKind.LWS:          # one group: a leader and its workers
+        roles = [RoleSpec("leader", 1, gpu_pod)]
+        return tuple(roles + ([RoleSpec("worker", pods - 1, gpu_pod)] if pods > 1 else []))
     if kind is JobKind.JOBSET:
         return (RoleSpec("trainer", pods, gpu_pod),)
     if kind is JobKind.JOB:

@@ -9,7 +9,7 @@ with the moment and the objects involved:
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from kaisched.api.resource import format_amount
 from kaisched.api.types import JobKey, PodKey
@@ -77,14 +77,14 @@ class Invariants:
                 name = self.parents.get(name)
         for queue, limits in sorted(self.limits.items()):
             for res, limit in sorted(limits.items()):
-                used = totals.get(queue, {}).get(res, 0.0)
-                if used > limit + _EPS:
+                amount = totals.get(queue, {}).get(res, 0.0)
+                if amount > limit + _EPS:
                     under = {q for q in self.parents if self._under(q, queue)}
                     pods = sorted(k for k, u in self.meter.pods.items()
                                   if u.counted and u.queue in under and dict(u.request).get(res))
                     raise InvariantViolation(
                         f"invariant broken {when}: queue {queue} over its limit in {res}: "
-                        f"{format_amount(res, used)} used, limit {format_amount(res, limit)} "
+                        f"{format_amount(res, amount)} used, limit {format_amount(res, limit)} "
                         f"(pods: {_names(pods)})")
 
     def _under(self, queue: str, top: str) -> bool:
@@ -120,6 +120,6 @@ class Invariants:
                     f"were {verb}: {', '.join(short)} (alive: {_names(pods)})")
 
 
-def _names(keys: list[str]) -> str:
+def _names(keys: Sequence[str]) -> str:
     shown = ", ".join(keys[:_LISTED])
     return shown + (f" and {len(keys) - _LISTED} more" if len(keys) > _LISTED else "")

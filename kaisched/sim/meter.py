@@ -74,13 +74,13 @@ class Meter:
                               for sg in spec.get("subGroups") or ()),
                         spec.get("mode", "Strict") != "NonStrict")
                 continue
-            key = pod_key(meta["namespace"], meta["name"])
-            old = self.pods.pop(key, None)
+            pod = pod_key(meta["namespace"], meta["name"])
+            old = self.pods.pop(pod, None)
             if old is not None:
                 self._account(old, -1.0)
             if event.type != "DELETED":
                 use = _use(event.obj, old)
-                self.pods[key] = use
+                self.pods[pod] = use
                 self._account(use, 1.0)
 
     def _account(self, use: PodUse, sign: float) -> None:

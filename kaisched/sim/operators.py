@@ -1,9 +1,16 @@
 """What each operator creates for a job: the top owner (PyTorchJob, TFJob,
-MPIJob v2beta1, JobSet, RayJob, a batch Job, or a plain PodGroup), the
-objects in between (the MPI launcher's Job, a JobSet's Jobs, a RayJob's
-RayCluster), and the pods, with the names, labels and ownerReferences the
-Kubeflow training operator, the MPI operator, JobSet, KubeRay and the Job
-controller give them.
+XGBoostJob, JAXJob, MPIJob v2beta1, JobSet, TrainJob, LeaderWorkerSet, RayJob,
+RayService, a batch Job, or a plain PodGroup), the objects in between (the MPI
+launcher's Job, a JobSet's Jobs, a TrainJob's JobSet, a LeaderWorkerSet's
+StatefulSets, a RayJob's or RayService's RayCluster), and the pods, with the
+names, labels and ownerReferences the Kubeflow training operator and trainer,
+the MPI operator, JobSet, LeaderWorkerSet, KubeRay and the Job controller give
+them.
+
+Operators that start a job in steps say so with stages: the objects and pods
+of stage k are made only once every pod of the stages before it is running
+(an InOrder JobSet's later replicatedJobs, the launcher of an MPIJob that
+waits for its workers, a LeaderReady LeaderWorkerSet's workers).
 
 Pods are what an API server accepts: DNS-1123 names, a container with an
 image, limits equal to requests for GPUs and every other extended resource
@@ -12,13 +19,13 @@ admission plugin does.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import attrs
 
 from kaisched.api import labels as L
 from kaisched.api.resource import GPU
-from kaisched.sim.scenario import JobKind, JobSpec, RoleSpec
+from kaisched.sim.specs import JobKind, JobSpec, RoleSpec, VolumeSpec
 
 Obj = dict[str, Any]
 
@@ -29,7 +36,14 @@ GRACE_SECONDS = 10
 _KUBEFLOW = "training.kubeflow.org"
 _CONTAINER = {JobKind.PYTORCH: "pytorch", JobKind.TF: "tensorflow", JobKind.MPI: "mpi",
               JobKind.JOBSET: "trainer", JobKind.RAY: "ray", JobKind.JOB: "main",
-              JobKind.GANG: "main"}
+              JobKind.GANG: "main", JobKind.XGBOOST: "xgboost", JobKind.JAX: "jax",
+              JobKind.TRAINJOB: "node", JobKind.LWS: "server", JobKind.RAYSERVICE: "ray"}
+# Training operator v1 kinds: their replica specs field and the operator label.
+_TRAINING = {JobKind.PYTORCH: ("pytorchReplicaSpecs", "pytorchjob-controller"),
+             JobKind.TF: ("tfReplicaSpecs", "tfjob-controller"),
+             JobKind.XGBOOST: ("xgbReplicaSpecs", "xgboostjob-controller"),
+             JobKind.JAX: ("jaxReplicaSpecs", "jaxjob-controller")}
+_LWS = "leaderworkerset.sigs.k8s.io"
 
 
 @attrs.frozen
@@ -46,17 +60,30 @@ class PodPlan:
     prefix: str
     labels: tuple[tuple[str, str], ...]
     leader: bool          # its success completes the job (with the other leaders)
+    stage: int = 0        # made once every pod of the stages before it runs
 
 
 @attrs.frozen
 class Blueprint:
-    """objects[0] is the top owner; objects[i] for i > 0 is owned by objects[parents[i]]."""
+    """objects[0] is the top owner; objects[i] for i > 0 is owned by objects[parents[i]].
+    stages: per object, the stage that makes it (none: all at once), in
+    non-decreasing order. first_group: the object and part that name the
+    PodGroup the job's first pods join (see podgroup_name)."""
 
     objects: tuple[Obj, ...]
     parents: tuple[int | None, ...]
     pods: tuple[PodPlan, ...]
     templates: Mapping[str, Obj]       # role -> pod template
     recreates: bool = True             # a controller brings evicted pods back
+    stages: tuple[int, ...] = ()
+    first_group: tuple[int, str] = (0, "")
+
+    def stage_of(self, index: int) -> int:
+        return self.stages[index] if self.stages else 0
+
+    @property
+    def last_stage(self) -> int:
+        return max([p.stage for p in self.pods] + list(self.stages), default=0)
 
 
 def _overcommittable(name: str) -> bool:
@@ -88,9 +115,19 @@ def pod_template(job: JobSpec, role: RoleSpec, scheduler_name: str) -> Obj:
         spec["nodeSelector"] = dict(job.node_selector)
     if job.tolerations:
         spec["tolerations"] = [dict(t) for t in job.tolerations]
+    if role.volumes:
+        spec["volumes"] = pod_volumes(role.volumes)
     return {"metadata": {"labels": {L.QUEUE_LABEL: job.queue},
                          "annotations": {DURATION_ANNOTATION: f"{job.duration:g}s"}},
             "spec": spec}
+
+
+def pod_volumes(volumes: Sequence[VolumeSpec]) -> list[Obj]:
+    """Each pod its own claim per volume: ephemeral volumes, whose claims the
+    simulated ephemeral volume controller makes (kaisched.sim.provisioner)."""
+    return [{"name": v.name, "ephemeral": {"volumeClaimTemplate": {"spec": {
+        "storageClassName": v.storage_class, "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": v.size}}}}}} for v in volumes]
 
 
 def pod_object(plan: PodPlan, template: Obj, namespace: str, owner: Obj | None,
@@ -146,11 +183,12 @@ def _replica_specs(job: JobSpec, templates: Mapping[str, Obj], restart: str) -> 
 
 
 def _training(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
-    """PyTorchJob / TFJob, training operator: pods <job>-<role>-<index>, owned by the job."""
+    """PyTorchJob / TFJob / XGBoostJob / JAXJob, training operator: pods
+    <job>-<role>-<index>, owned by the job."""
     pytorch = job.kind is JobKind.PYTORCH
+    field, operator = _TRAINING[job.kind]
     spec: Obj = {"runPolicy": _run_policy(job, "None"),
-                 ("pytorchReplicaSpecs" if pytorch else "tfReplicaSpecs"):
-                     _replica_specs(job, templates, "OnFailure")}
+                 field: _replica_specs(job, templates, "OnFailure")}
     if pytorch and job.elastic_min is not None:
         workers = sum(r.replicas for r in job.roles if r.name == "worker")
         spec["elasticPolicy"] = {"minReplicas": job.elastic_min, "maxReplicas": workers}
@@ -158,7 +196,6 @@ def _training(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
              "spec": spec}
     names = {r.name for r in job.roles}
     lead = next((n for n in ("master", "chief") if n in names), None)
-    operator = "pytorchjob-controller" if pytorch else "tfjob-controller"
     pods = []
     for role in job.roles:
         for i in range(role.replicas):
@@ -175,10 +212,17 @@ def _training(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
 
 def _mpi(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     """MPIJob v2beta1, MPI operator: workers <job>-worker-<i> owned by the MPIJob;
-    the launcher is a batch Job <job>-launcher whose pod the Job controller makes."""
+    the launcher is a batch Job <job>-launcher whose pod the Job controller makes.
+    With launcherCreationPolicy WaitForWorkersReady the launcher's Job is made
+    only once every worker runs (stage 1)."""
+    wait = job.startup_policy == "WaitForWorkersReady"
+    spec: Obj = {"slotsPerWorker": 1, "runPolicy": _run_policy(job, "Running"),
+                 "mpiReplicaSpecs": _replica_specs(job, templates, "OnFailure")}
+    if wait:
+        spec["launcherCreationPolicy"] = "WaitForWorkersReady"
     owner = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": _meta(job),
-             "spec": {"slotsPerWorker": 1, "runPolicy": _run_policy(job, "Running"),
-                      "mpiReplicaSpecs": _replica_specs(job, templates, "OnFailure")}}
+             "spec": spec}
+    later = 1 if wait else 0
     objects: list[Obj] = [owner]
     parents: list[int | None] = [None]
     pods = []
@@ -194,7 +238,7 @@ def _mpi(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
             labels = {**base, f"{_KUBEFLOW}/job-role": "launcher",
                       "batch.kubernetes.io/job-name": launcher, "job-name": launcher}
             pods.append(PodPlan("launcher", 0, len(objects) - 1, None, f"{launcher}-",
-                                tuple(sorted(labels.items())), True))
+                                tuple(sorted(labels.items())), True, later))
             continue
         for i in range(role.replicas):
             labels = {**base, f"{_KUBEFLOW}/job-role": "worker",
@@ -203,45 +247,155 @@ def _mpi(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
                                 tuple(sorted(labels.items())), False))
     if not any(p.leader for p in pods):      # no launcher: the workers finish the job
         pods = [attrs.evolve(p, leader=True) for p in pods]
-    return Blueprint(tuple(objects), tuple(parents), tuple(pods), templates)
+    return Blueprint(tuple(objects), tuple(parents), tuple(pods), templates,
+                     stages=(0,) + (later,) * (len(objects) - 1))
 
 
 def _jobset(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     """JobSet: one indexed Job <jobset>-<replicatedJob>-0 per role, parallelism =
-    completions = replicas; pods <job>-<index>-<suffix> owned by that Job."""
-    replicated = [{"name": r.name, "replicas": 1,
-                   "template": {"spec": {"parallelism": r.replicas, "completions": r.replicas,
-                                         "completionMode": "Indexed", "backoffLimit": 6,
-                                         "template": templates[r.name]}}} for r in job.roles]
+    completions = replicas; pods <job>-<index>-<suffix> owned by that Job. With
+    startupPolicy InOrder each replicatedJob is made once the ones before it run."""
+    in_order = job.startup_policy == "InOrder"
+    replicated = _replicated_jobs(job, templates)
+    spec: Obj = {"replicatedJobs": replicated, "successPolicy": {"operator": "All"}}
+    if in_order:
+        spec["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
     owner = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-             "metadata": _meta(job, **_min_member_annotation(job)),
-             "spec": {"replicatedJobs": replicated, "successPolicy": {"operator": "All"}}}
-    objects: list[Obj] = [owner]
-    parents: list[int | None] = [None]
+             "metadata": _meta(job, **_min_member_annotation(job)), "spec": spec}
+    objects, parents, pods = _jobset_jobs(job, job.name, replicated, 0, in_order)
+    stages = (0,) + tuple(i if in_order else 0 for i in range(len(replicated)))
+    first = job.roles[0].name if in_order else ""
+    return Blueprint((owner, *objects), (None, *parents), tuple(pods), templates,
+                     stages=stages, first_group=(0, first))
+
+
+def _replicated_jobs(job: JobSpec, templates: Mapping[str, Obj]) -> list[Obj]:
+    return [{"name": r.name, "replicas": 1,
+             "template": {"spec": {"parallelism": r.replicas, "completions": r.replicas,
+                                   "completionMode": "Indexed", "backoffLimit": 6,
+                                   "template": templates[r.name]}}} for r in job.roles]
+
+
+def _jobset_jobs(job: JobSpec, jobset: str, replicated: list[Obj], parent: int, in_order: bool
+                 ) -> tuple[list[Obj], list[int], list[PodPlan]]:
+    """The Jobs a JobSet controller makes (owned by objects[parent]) and their pods."""
+    objects: list[Obj] = []
+    parents: list[int] = []
     pods = []
-    for role, entry in zip(job.roles, replicated):
-        child = f"{job.name}-{role.name}-0"
+    for stage, (role, entry) in enumerate(zip(job.roles, replicated)):
+        child = f"{jobset}-{role.name}-0"
         objects.append({"apiVersion": "batch/v1", "kind": "Job",
                         "metadata": _meta(job, child, labels={
-                            L.QUEUE_LABEL: job.queue, "jobset.sigs.k8s.io/jobset-name": job.name,
+                            L.QUEUE_LABEL: job.queue, "jobset.sigs.k8s.io/jobset-name": jobset,
                             "jobset.sigs.k8s.io/replicatedjob-name": role.name}),
                         "spec": entry["template"]["spec"]})
-        parents.append(0)
+        parents.append(parent)
         for i in range(role.replicas):
-            labels = {"jobset.sigs.k8s.io/jobset-name": job.name,
+            labels = {"jobset.sigs.k8s.io/jobset-name": jobset,
                       "jobset.sigs.k8s.io/replicatedjob-name": role.name,
                       "jobset.sigs.k8s.io/job-index": "0",
                       "batch.kubernetes.io/job-completion-index": str(i),
                       "batch.kubernetes.io/job-name": child, "job-name": child}
-            pods.append(PodPlan(role.name, i, len(objects) - 1, None, f"{child}-{i}-",
-                                tuple(sorted(labels.items())), True))
-    return Blueprint(tuple(objects), tuple(parents), tuple(pods), templates)
+            pods.append(PodPlan(role.name, i, parent + len(objects), None, f"{child}-{i}-",
+                                tuple(sorted(labels.items())), True, stage if in_order else 0))
+    return objects, parents, pods
+
+
+def _trainjob(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
+    """TrainJob (Kubeflow Trainer v2) on the torch-distributed runtime: the
+    trainer makes a JobSet <job> owned by the TrainJob, with one replicatedJob
+    `node` of numNodes pods; the JobSet's Job owns the pods."""
+    role = job.roles[0]
+    resources = templates[role.name]["spec"]["containers"][0]["resources"]
+    owner = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+             "metadata": _meta(job, **_min_member_annotation(job)),
+             "spec": {"runtimeRef": {"name": "torch-distributed",
+                                     "apiGroup": "trainer.kubeflow.org",
+                                     "kind": "ClusterTrainingRuntime"},
+                      "trainer": {"numNodes": role.replicas, "image": IMAGE,
+                                  "resourcesPerNode": resources}}}
+    replicated = _replicated_jobs(job, templates)
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": _meta(job, labels={L.QUEUE_LABEL: job.queue,
+                                             "trainer.kubeflow.org/trainjob-name": job.name}),
+              "spec": {"replicatedJobs": replicated, "successPolicy": {"operator": "All"}}}
+    objects, parents, pods = _jobset_jobs(job, job.name, replicated, 1, False)
+    return Blueprint((owner, jobset, *objects), (None, 0, *parents), tuple(pods), templates)
+
+
+def _lws(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
+    """LeaderWorkerSet: `leader` replicas groups of size 1 + workers/groups. The
+    LWS controller makes a leader StatefulSet <job> (pods <job>-<group>) and a
+    worker StatefulSet <job>-<group> per group (pods <job>-<group>-<worker>);
+    every pod carries its group-index and worker-index (0: the leader). On a
+    cluster a group's worker StatefulSet is owned by its leader pod; here by
+    the leader StatefulSet, so that a leader made again after an eviction
+    keeps its workers' chain (the garbage collector would otherwise remove the
+    group with it). With startupPolicy LeaderReady the workers come once their
+    leader runs (stage 1)."""
+    groups = next(r.replicas for r in job.roles if r.name == "leader")
+    workers = next((r.replicas for r in job.roles if r.name == "worker"), 0) // groups
+    size = str(1 + workers)
+    ready = job.startup_policy == "LeaderReady"
+    spec: Obj = {"replicas": groups, "startupPolicy": "LeaderReady" if ready else "LeaderCreated",
+                 "leaderWorkerTemplate": {"size": 1 + workers,
+                                          "restartPolicy": "RecreateGroupOnPodRestart",
+                                          "leaderTemplate": templates["leader"]}}
+    if workers:
+        spec["leaderWorkerTemplate"]["workerTemplate"] = templates["worker"]
+    owner = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+             "metadata": _meta(job, **_min_member_annotation(job)), "spec": spec}
+    base = {f"{_LWS}/name": job.name}
+    leaders = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+               "metadata": _meta(job, labels={L.QUEUE_LABEL: job.queue, **base}),
+               "spec": _statefulset(job.name, groups, {**base, f"{_LWS}/worker-index": "0"},
+                                    templates["leader"])}
+    objects: list[Obj] = [owner, leaders]
+    parents: list[int | None] = [None, 0]
+    stages = [0, 0]
+    pods = []
+    for g in range(groups):
+        group = {**base, f"{_LWS}/group-index": str(g)}
+        pods.append(PodPlan("leader", g, 1, f"{job.name}-{g}", "", tuple(sorted(
+            {**group, f"{_LWS}/worker-index": "0"}.items())), True))
+        if not workers:
+            continue
+        objects.append({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                        "metadata": _meta(job, f"{job.name}-{g}",
+                                          labels={L.QUEUE_LABEL: job.queue, **group}),
+                        "spec": _statefulset(job.name, workers, group, templates["worker"])})
+        parents.append(1)
+        stages.append(1 if ready else 0)
+        for w in range(1, workers + 1):
+            pods.append(PodPlan("worker", g * workers + w - 1, len(objects) - 1,
+                                f"{job.name}-{g}-{w}", "", tuple(sorted(
+                                    {**group, f"{_LWS}/worker-index": str(w)}.items())),
+                                True, 1 if ready else 0))
+    return Blueprint(tuple(objects), tuple(parents), tuple(pods),
+                     {**templates, "leader": _annotated(templates["leader"], size),
+                      **({"worker": _annotated(templates["worker"], size)} if workers else {})},
+                     stages=tuple(stages), first_group=(0, "0"))
+
+
+def _statefulset(service: str, replicas: int, labels: Mapping[str, str], template: Obj) -> Obj:
+    return {"replicas": replicas, "serviceName": service, "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": dict(labels)},
+            "template": {**template, "metadata": {**template["metadata"], "labels": {
+                **template["metadata"]["labels"], **labels}}}}
+
+
+def _annotated(template: Obj, size: str) -> Obj:
+    return {**template, "metadata": {**template["metadata"], "annotations": {
+        **template["metadata"]["annotations"], f"{_LWS}/size": size}}}
 
 
 def _ray(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
-    """RayJob (KubeRay): a RayCluster <job>-raycluster owned by the RayJob;
-    head and worker pods owned by the cluster. The Ray job's end is the head's."""
-    cluster_name = f"{job.name}-raycluster"
+    """RayJob (KubeRay): a RayCluster <job>-raycluster owned by the RayJob; head
+    and worker pods owned by the cluster. RayService: the same, its cluster
+    <job>-raycluster-<suffix> made from spec.rayClusterConfig; its PodGroup is
+    named after the cluster. The Ray job's (or the service's run's) end is the head's."""
+    service = job.kind is JobKind.RAYSERVICE
+    cluster_name = f"{job.name}-raycluster" + ("-x7k2q" if service else "")
     workers = []
     for role in job.roles:
         if role.name == "head":
@@ -252,10 +406,16 @@ def _ray(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
                         "rayStartParams": {}, "template": templates[role.name]})
     cluster_spec = {"headGroupSpec": {"rayStartParams": {}, "template": templates["head"]},
                     "workerGroupSpecs": workers}
-    owner = {"apiVersion": "ray.io/v1", "kind": "RayJob",
-             "metadata": _meta(job, **_min_member_annotation(job)),
-             "spec": {"entrypoint": "python train.py", "submissionMode": "HTTPMode",
-                      "shutdownAfterJobFinishes": True, "rayClusterSpec": cluster_spec}}
+    if service:
+        owner = {"apiVersion": "ray.io/v1", "kind": "RayService",
+                 "metadata": _meta(job, **_min_member_annotation(job)),
+                 "spec": {"serveConfigV2": "applications:\n  - name: app\n    import_path: app:deployment\n",
+                          "rayClusterConfig": cluster_spec}}
+    else:
+        owner = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+                 "metadata": _meta(job, **_min_member_annotation(job)),
+                 "spec": {"entrypoint": "python train.py", "submissionMode": "HTTPMode",
+                          "shutdownAfterJobFinishes": True, "rayClusterSpec": cluster_spec}}
     cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
                "metadata": _meta(job, cluster_name), "spec": cluster_spec}
     pods = []
@@ -267,7 +427,8 @@ def _ray(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
                       "app.kubernetes.io/created-by": "kuberay-operator"}
             prefix = f"{cluster_name}-head-" if head else f"{cluster_name}-{role.name}-worker-"
             pods.append(PodPlan(role.name, i, 1, None, prefix, tuple(sorted(labels.items())), head))
-    return Blueprint((owner, cluster), (None, 0), tuple(pods), templates)
+    return Blueprint((owner, cluster), (None, 0), tuple(pods), templates,
+                     first_group=(1, "") if service else (0, ""))
 
 
 def _batch_job(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
@@ -307,4 +468,5 @@ def _gang(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
 
 _BUILDERS = {JobKind.PYTORCH: _training, JobKind.TF: _training, JobKind.MPI: _mpi,
              JobKind.JOBSET: _jobset, JobKind.RAY: _ray, JobKind.JOB: _batch_job,
-             JobKind.GANG: _gang}
+             JobKind.GANG: _gang, JobKind.XGBOOST: _training, JobKind.JAX: _training,
+             JobKind.TRAINJOB: _trainjob, JobKind.LWS: _lws, JobKind.RAYSERVICE: _ray}

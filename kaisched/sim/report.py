@@ -78,7 +78,17 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
                       "events": _eviction_events(result)},
         "queues": queues,
         "jobs": jobs,
+        **_volumes(result),
     }
+
+
+def _volumes(result: SimResult) -> dict[str, Any]:
+    """Time claims waited from being asked for (a node selected) to bound, if any did."""
+    waits = list(result.volume_waits.values())
+    if not waits:
+        return {}
+    return {"volumeWait": {"claims": len(waits), "p50": _pct(waits, 50), "p90": _pct(waits, 90),
+                           "max": _round(max(waits), 1)}}
 
 
 def _job(run: JobRun, end: float) -> dict[str, Any]:
@@ -206,6 +216,10 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
                   f"p99 {_t(g['p99'])}, max {_t(g['max'])}")
     states = ", ".join(f"{n} {s}" for s, n in report["jobsByState"].items())
     console.print(f"jobs: {states}; invariants held in {report['invariantChecks']} checks")
+    if report.get("volumeWait"):
+        v = report["volumeWait"]
+        console.print(f"volume wait: {v['claims']} claims provisioned and bound; "
+                      f"p50 {_t(v['p50'])}, p90 {_t(v['p90'])}, max {_t(v['max'])}")
     shown = _shown(report["jobs"])
     table = _jobs_table(shown, layout)
     if layout == "full" and console.is_terminal and _natural(console, table) > console.width:

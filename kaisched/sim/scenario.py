@@ -20,8 +20,8 @@ from kaisched.sim.fields import (
 )
 from kaisched.sim.generator import generate
 from kaisched.sim.specs import (
-    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, Base, JobKind, JobSpec, NodePool, QueueSpec, Remaining,
-    RoleSpec, Scenario,
+    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, STARTUP_POLICIES, Base, JobKind, JobSpec, NodePool,
+    QueueSpec, Remaining, RoleSpec, Scenario, StorageClassSpec, VolumeSpec,
 )
 
 __all__ = ["MAX_OBJECTS", "Base", "ELASTIC_KINDS", "JobKind", "JobSpec", "NodePool", "QueueSpec", "RoleSpec", "ROLES",
@@ -42,14 +42,17 @@ class ScenarioError(InputError):
 # -- loading -------------------------------------------------------------------------------
 
 _TOP = ("name", "description", "until", "nodePools", "queues", "priorityClasses", "jobs",
-        "generate", "remaining")
+        "generate", "storageClasses", "remaining")
 _DURATION = ("median", "sigma", "min", "max")
 _POOL = ("name", "count", "capacity", "labels", "taints")
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
 _JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
-        "minAvailable", "elastic", "nodeSelector", "tolerations")
-_ROLE = ("replicas", "requests")
+        "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy")
+_ROLE = ("replicas", "requests", "volumes")
+_STORAGE_CLASS = ("name", "provisioner", "bindingMode", "allowedTopologies", "provisioningDelay",
+                  "failure")
+_VOLUME = ("name", "storageClass", "size")
 _TOLERATION = ("key", "operator", "value", "effect")
 
 
@@ -117,6 +120,9 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
     classes = tuple(sorted({**dict(base.priority_classes if base else ()),
                             **dict(_priority_classes(top.get("priorityClasses")))}.items()))
     all_pools = (base.pools if base else ()) + pools
+    storage = tuple(_storage_class(c, f"storageClasses[{i}]")
+                    for i, c in enumerate(items(top, "storageClasses", "")))
+    unique([c.name for c in storage], "storageClasses", "storage class")
     jobs = [_job(j, f"jobs[{i}]") for i, j in enumerate(items(top, "jobs", ""))]
     used_seed = None
     if top.get("generate") is not None:
@@ -135,10 +141,12 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
         node_pools=pools, queues=queues, priority_classes=classes,
         jobs=tuple(sorted(jobs, key=lambda j: (j.arrival, j.name))),
         until=duration(top["until"], "until") if top.get("until") is not None else None,
-        seed=used_seed, source=source, base_pools=base.pools if base else (),
+        seed=used_seed, source=source, storage_classes=storage,
+        base_pools=base.pools if base else (),
         remaining=_remaining(top.get("remaining")) if top.get("remaining") is not None else None)
     _check_offered(scenario, own)
     _check_jobs(scenario, names, dict(classes))
+    _check_volumes(scenario)
     return scenario
 
 
@@ -181,6 +189,53 @@ def _check_offered(scenario: Scenario, own: tuple[QueueSpec, ...]) -> None:
                 if res not in offered:
                     raise FieldError(f"{job.where}.roles.{role.name}.requests.{res}: no node "
                                      f"pool offers {res} (they offer {known})")
+
+
+def _check_volumes(scenario: Scenario) -> None:
+    known = {c.name for c in scenario.storage_classes}
+    for job in scenario.jobs:
+        for role in job.roles:
+            for volume in role.volumes:
+                if volume.storage_class not in known:
+                    raise FieldError(f"{job.where}.roles.{role.name}.volumes ({volume.name})."
+                               f"storageClass: no storage class named {volume.storage_class!r} "
+                               f"(known: {', '.join(sorted(known)) or 'none'})")
+
+
+def _storage_class(data: Any, where: str) -> StorageClassSpec:
+    where = _named(data, where)
+    f = fields(data, where, _STORAGE_CLASS, ("name",))
+    mode = f.get("bindingMode", "WaitForFirstConsumer")
+    if mode not in ("WaitForFirstConsumer", "Immediate"):
+        raise FieldError(f"{where}.bindingMode: expected WaitForFirstConsumer or Immediate, got {mode!r}")
+    allowed = f.get("allowedTopologies") or {}
+    if not isinstance(allowed, dict) or not all(isinstance(v, list) for v in allowed.values()):
+        raise FieldError(f"{where}.allowedTopologies: expected a mapping of node label to a list of values")
+    failure = f.get("failure")
+    return StorageClassSpec(
+        name=dns(f["name"], f"{where}.name"),
+        provisioner=text(f.get("provisioner", "sim.kaisched.io/provisioner"), f"{where}.provisioner"),
+        binding_mode=mode,
+        allowed_topologies=tuple(sorted((str(k), tuple(str(x) for x in v))
+                                        for k, v in allowed.items())),
+        provisioning_delay=duration(f.get("provisioningDelay", 0), f"{where}.provisioningDelay"),
+        failure=text(failure, f"{where}.failure") if failure is not None else None)
+
+
+def _volumes(data: Any, where: str) -> tuple[VolumeSpec, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list):
+        raise FieldError(f"{where}: expected a list of {{name, storageClass, size}}")
+    out = []
+    for i, entry in enumerate(data):
+        at = _named(entry, f"{where}[{i}]")
+        f = fields(entry, at, _VOLUME, _VOLUME)
+        checked_amount("storage", f["size"], f"{at}.size")
+        out.append(VolumeSpec(dns(f["name"], f"{at}.name"),
+                              dns(f["storageClass"], f"{at}.storageClass"), str(f["size"])))
+    unique([v.name for v in out], where, "volume")
+    return tuple(out)
 
 
 def _check_jobs(scenario: Scenario, queues: set[str], classes: dict[str, int]) -> None:
@@ -319,6 +374,11 @@ def _job(data: Any, where: str) -> JobSpec:
     tolerations = tuple(_toleration(t, f"{where}.tolerations[{i}]")
                         for i, t in enumerate(items(f, "tolerations", where)))
     pc = f.get("priorityClass")
+    startup = f.get("startupPolicy")
+    if startup is not None and startup not in STARTUP_POLICIES.get(kind, ()):
+        known = "; ".join(f"{k.value}: {', '.join(v)}" for k, v in STARTUP_POLICIES.items())
+        raise FieldError(f"{where}.startupPolicy: {startup!r} is not a start order of {kind.value} "
+                   f"(known: {known})")
     return JobSpec(
         name=name, kind=kind, queue=queue,
         namespace=dns(f.get("namespace") or queue, f"{where}.namespace"),
@@ -326,7 +386,7 @@ def _job(data: Any, where: str) -> JobSpec:
         duration=duration(f["duration"], f"{where}.duration", positive=True),
         roles=roles,
         priority_class=text(pc, f"{where}.priorityClass") if pc is not None else None,
-        min_available=min_available, elastic_min=elastic_min,
+        min_available=min_available, elastic_min=elastic_min, startup_policy=startup,
         node_selector=selector, tolerations=tolerations, where=where)
 
 
@@ -342,12 +402,14 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
             raise FieldError(f"{at}: {kind.value} has no role {role!r} (known: {', '.join(allowed)})")
         f = fields(entry, at, _ROLE, ("replicas", "requests"))
         roles.append(RoleSpec(role, integer(f["replicas"], f"{at}.replicas", 1),
-                              resources(f["requests"], f"{at}.requests")))
+                              resources(f["requests"], f"{at}.requests"),
+                              _volumes(f.get("volumes"), f"{at}.volumes")))
     if kind is JobKind.JOB and len(roles) != 1:
         raise FieldError(f"{where}: a Job has exactly one role (its pod template)")
-    if kind is JobKind.RAY and "head" not in {r.name for r in roles}:
-        raise FieldError(f"{where}: a RayJob needs a head role")
-    if kind is JobKind.RAY and next(r for r in roles if r.name == "head").replicas != 1:
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE) and "head" not in {r.name for r in roles}:
+        raise FieldError(f"{where}: a {kind.value} needs a head role")
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE) \
+            and next(r for r in roles if r.name == "head").replicas != 1:
         raise FieldError(f"{where}.head.replicas: a Ray cluster has exactly one head")
     if kind is JobKind.MPI and "launcher" in {r.name for r in roles} \
             and next(r for r in roles if r.name == "launcher").replicas != 1:
@@ -355,8 +417,22 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
     if kind is JobKind.PYTORCH and "master" in {r.name for r in roles} \
             and next(r for r in roles if r.name == "master").replicas != 1:
         raise FieldError(f"{where}.master.replicas: a PyTorchJob has at most one master")
-    lead = {"master": 0, "chief": 0, "launcher": 0, "head": 0}
+    if kind is JobKind.LWS:
+        _lws_roles(roles, where)
+    lead = {"master": 0, "chief": 0, "launcher": 0, "head": 0, "leader": 0}
     return tuple(sorted(roles, key=lambda r: lead.get(r.name, 1)))
+
+
+def _lws_roles(roles: list[RoleSpec], where: str) -> None:
+    """A leader per group (leader replicas = groups); the workers split evenly over them."""
+    by_name = {r.name: r for r in roles}
+    if "leader" not in by_name:
+        raise FieldError(f"{where}: a LeaderWorkerSet needs a leader role (its replicas: the groups)")
+    groups = by_name["leader"].replicas
+    workers = by_name["worker"].replicas if "worker" in by_name else 0
+    if workers % groups:
+        raise FieldError(f"{where}.worker.replicas: {workers} workers do not split evenly over "
+                   f"{groups} groups")
 
 
 def _toleration(data: Any, where: str) -> tuple[tuple[str, str], ...]:

@@ -46,6 +46,7 @@ from kaisched.sim.fit import never_fits
 from kaisched.sim.invariants import Invariants
 from kaisched.sim.kubelet import Kubelet
 from kaisched.sim.meter import Meter
+from kaisched.sim.provisioner import StorageControllers, storage_class_object
 from kaisched.sim.scenario import Scenario
 from kaisched.sim.start import Adopted, Start
 from kaisched.sim.timeline import Eviction, Timeline
@@ -73,6 +74,7 @@ class SimResult:
     checks: int
     capacity: Mapping[str, float]
     stopped: str                   # why the run ended
+    volume_waits: Mapping[str, float] = attrs.field(factory=dict)   # claim -> seconds to bind
 
 
 class QueueShares:
@@ -114,6 +116,7 @@ class Simulation:
         self.shares = QueueShares()
         self.meter = Meter(self.cluster)
         self.kubelet = Kubelet(self.cluster)
+        self.storage = StorageControllers(self.cluster)
         self.controllers = Controllers(self.cluster, config.scheduler_name,
                                        dict(scenario.priority_classes))
         # Operators here never scale a job, so owners are re-read as a live
@@ -177,6 +180,7 @@ class Simulation:
                     f"{run.spec.namespace}/{run.spec.name}"
 
             finished += sum(1 for r in self.controllers.tick(elapsed) if r.never_fits is None)
+            self.storage.step(now)
             wrote = self.grouper.sync()
             result = self.scheduler.run_once()
             sessions += 1
@@ -201,7 +205,8 @@ class Simulation:
         self._explain_waiting()
         return SimResult(self.scenario, self.config, tuple(self.runs), self.timeline, elapsed,
                          sessions, self.invariants.checks,
-                         {r: self.meter.capacity(r) for r in (GPU, CPU)}, stopped)
+                         {r: self.meter.capacity(r) for r in (GPU, CPU)}, stopped,
+                         dict(self.storage.waited))
 
     def snapshot(self) -> dict:
         """The virtual cluster as `kaisched snapshot-dump` would write it, now."""
@@ -223,6 +228,8 @@ class Simulation:
         have = {o["metadata"]["name"] for o in self.cluster.list(NAMESPACE)}
         for name in sorted(({"default"} | {j.namespace for j in self.scenario.jobs}) - have):
             create({"apiVersion": "v1", "kind": NAMESPACE.kind, "metadata": {"name": name}})
+        for storage_class in self.scenario.storage_classes:
+            create(storage_class_object(storage_class))
         for name, value in self.scenario.priority_classes:
             create({"apiVersion": PRIORITY_CLASS.api_version, "kind": PRIORITY_CLASS.kind,
                     "metadata": {"name": name}, "value": value})
@@ -345,7 +352,7 @@ class Simulation:
                 or any(not isinstance(e, _QUIET) for e in result.effects))
         if busy or self.every_period:
             return 1
-        events = [self.kubelet.next_event()]
+        events = [self.kubelet.next_event(), self.storage.next_event(now)]
         if arrivals:
             events.append(self.start + arrivals[0].spec.arrival)
         events.extend(self._timers(now))

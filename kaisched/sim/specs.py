@@ -22,6 +22,11 @@ class JobKind(str, enum.Enum):
     RAY = "RayJob"
     JOB = "Job"
     GANG = "PodGroup"      # a plain gang: a PodGroup and bare pods that name it
+    XGBOOST = "XGBoostJob"
+    JAX = "JAXJob"
+    TRAINJOB = "TrainJob"          # Kubeflow Trainer v2, through its JobSet
+    LWS = "LeaderWorkerSet"        # leader replicas = groups; workers spread evenly over them
+    RAYSERVICE = "RayService"
 
 
 # Role names each kind accepts; None: any DNS label.
@@ -33,8 +38,39 @@ ROLES: dict[JobKind, tuple[str, ...] | None] = {
     JobKind.RAY: None,                  # "head" plus worker groups of any name
     JobKind.JOB: None,
     JobKind.GANG: None,
+    JobKind.XGBOOST: ("master", "worker"),
+    JobKind.JAX: ("worker",),
+    JobKind.TRAINJOB: ("node",),
+    JobKind.LWS: ("leader", "worker"),
+    JobKind.RAYSERVICE: None,           # "head" plus worker groups of any name
 }
 ELASTIC_KINDS = (JobKind.PYTORCH, JobKind.RAY)
+# startupPolicy: the start orders each kind's operator knows (the first is its default).
+STARTUP_POLICIES: dict[JobKind, tuple[str, ...]] = {
+    JobKind.JOBSET: ("AnyOrder", "InOrder"),
+    JobKind.MPI: ("AtStartup", "WaitForWorkersReady"),
+    JobKind.LWS: ("LeaderCreated", "LeaderReady"),
+}
+
+
+@attrs.frozen
+class VolumeSpec:
+    """A volume each pod of a role gets a claim of its own for (an ephemeral
+    volume: the claim `<pod>-<name>` is made with the pod)."""
+    name: str
+    storage_class: str
+    size: str
+
+
+@attrs.frozen
+class StorageClassSpec:
+    """A StorageClass and how the simulated provisioner behaves for it."""
+    name: str
+    provisioner: str
+    binding_mode: str = "WaitForFirstConsumer"
+    allowed_topologies: tuple[tuple[str, tuple[str, ...]], ...] = ()   # label -> values
+    provisioning_delay: float = 0.0
+    failure: str | None = None          # every provisioning attempt fails, saying this
 
 
 @attrs.frozen
@@ -42,6 +78,7 @@ class RoleSpec:
     name: str
     replicas: int
     requests: tuple[tuple[str, str], ...]      # resource name -> quantity, canonical names
+    volumes: tuple[VolumeSpec, ...] = ()
 
     def amount(self, resource: str) -> float:
         return sum(amount(resource, q) for n, q in self.requests if n == resource)
@@ -59,6 +96,7 @@ class JobSpec:
     priority_class: str | None = None
     min_available: int | None = None
     elastic_min: int | None = None     # PyTorch elasticPolicy / Ray worker minReplicas
+    startup_policy: str | None = None  # JobSet / MPIJob / LeaderWorkerSet start order
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
     where: str = ""                    # how error messages name it: "jobs[2] (bert)"
@@ -72,7 +110,11 @@ class JobSpec:
 
     def minimum(self, resource: str) -> float:
         """What the gang's minimum asks for: whole roles in order, trimmed to
-        minAvailable as the PodGrouper trims subgroups (leading roles first)."""
+        minAvailable as the PodGrouper trims subgroups (leading roles first).
+        A LeaderWorkerSet's gang is one group: a leader and its workers."""
+        if self.kind is JobKind.LWS:
+            groups = self.roles[0].replicas
+            return sum(r.amount(resource) * r.replicas / groups for r in self.roles)
         left = self.gang_min()
         total = 0.0
         for role in self.roles:
@@ -86,6 +128,8 @@ class JobSpec:
             return min(self.min_available, self.pods)
         if self.kind is JobKind.JOB:
             return 1
+        if self.kind is JobKind.LWS:
+            return self.pods // self.roles[0].replicas
         if self.elastic_min is not None:
             leaders = sum(r.replicas for r in self.roles if r.name in ("master", "head"))
             return leaders + self.elastic_min
@@ -136,6 +180,7 @@ class Scenario:
     until: float | None = None
     seed: int | None = None
     source: str = "scenario"
+    storage_classes: tuple[StorageClassSpec, ...] = ()
     base_pools: tuple[NodePool, ...] = ()       # the nodes of the snapshot it starts from
     remaining: Remaining | None = None          # runtimes left to the snapshot's jobs
 

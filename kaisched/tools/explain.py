@@ -32,6 +32,7 @@ from kaisched.framework.effects import Bind
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.tools.replay import load_cluster
+from kaisched.sim.claims import make_claims
 from podgrouper.controller import PodGrouper
 
 MAX_NODES = 20      # per task; beyond that, nodes are counted by reason
@@ -44,6 +45,7 @@ def explain(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfi
     clock = ManualClock()
     cluster = load_cluster(objects, clock)
     PodGrouper(cluster, clock, scheduler_name=config.scheduler_name).sync()
+    make_claims(cluster)        # the resource-claim controller: claims from templates
     key = resolve(cluster, name, config.scheduler_name)
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     scheduler.keep_session = True

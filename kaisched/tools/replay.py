@@ -2,7 +2,9 @@
 N sessions in virtual time, and report every decision.
 
 Between sessions a minimal kubelet acts: bound pods start Running, evicted
-pods are gone, and the clock moves on by schedulePeriod.
+pods are gone; volumes are provisioned and claims bound as a cluster's
+storage controllers would (kaisched.sim.provisioner); and the clock moves on
+by schedulePeriod.
 """
 from __future__ import annotations
 
@@ -17,11 +19,14 @@ from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig
 from kaisched.framework.effects import Evict
 from kaisched.runtime.scheduler import Scheduler
+from kaisched.sim.provisioner import StorageControllers
+from kaisched.sim.claims import make_claims
 from podgrouper.controller import PodGrouper
 
 # Objects are created owners first, so a reader sees a consistent cluster.
-_CREATE_ORDER = {"Namespace": 0, "PriorityClass": 1, "Queue": 2, "Node": 3, "PodGroup": 5,
-                 "Pod": 9, "Event": 10}
+_CREATE_ORDER = {"Namespace": 0, "PriorityClass": 1, "Queue": 2, "Node": 3, "StorageClass": 4,
+                 "PersistentVolume": 4, "PersistentVolumeClaim": 5, "PodGroup": 5, "Pod": 9,
+                 "Event": 10}
 
 
 @attrs.frozen
@@ -54,6 +59,7 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
     cluster = load_cluster(objects, clock)
     grouper = PodGrouper(cluster, clock, scheduler_name=config.scheduler_name)
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
+    storage = StorageControllers(cluster)
     bindings: dict[str, str] = {}
     evictions: list[str] = []
     reasons: dict[str, str] = {}
@@ -62,8 +68,10 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
     for number in range(sessions):
         if number:
             _kubelet(cluster)
+            storage.step(clock.now())
             clock.advance(config.schedule_period)
         grouper.sync()
+        make_claims(cluster)        # the resource-claim controller: claims from templates
         result = scheduler.run_once()
         bindings.update(result.placed)
         for effect in result.effects:

@@ -14,7 +14,10 @@ checks, the ones a kube-apiserver makes on create:
   labels and tolerations the API accepts, priority values in range.
 
 An object of a kind neither Kubernetes nor kaisched serves is a problem too
-(a cluster has nowhere to put it). `check_object` judges one object,
+(a cluster has nowhere to put it), unless another object of the input names it
+as an owner: then the cluster it came from serves its kind (an operator's CRD),
+and it is kept, its metadata checked, so that the PodGrouper walks the same
+owners as on that cluster. `check_object` judges one object,
 `partition` a whole input (and refuses a second object of the same name),
 `summarize` gives one line per refused object.
 """
@@ -27,8 +30,15 @@ import attrs
 from kaisched.cluster.kinds import kind_for
 from kaisched.validation.rules import semantic
 from kaisched.validation.schemas import (
-    KUBERNETES_VERSION, builtin, crds, is_builtin_group, object_meta, read_without_schema,
-    schema_errors, without_newer_fields)
+    KUBERNETES_VERSION,
+    builtin,
+    crds,
+    is_builtin_group,
+    object_meta,
+    read_without_schema,
+    schema_errors,
+    without_newer_fields,
+)
 
 __all__ = ["KUBERNETES_VERSION", "Problem", "check_object", "describe", "partition", "summarize"]
 Obj = Mapping[str, Any]
@@ -46,8 +56,9 @@ class Problem:
         return f"{self.object}: {self.field}: {self.rule}"
 
 
-def check_object(raw: Obj) -> list[Problem]:
-    """Every reason a Kubernetes API server (with kaisched's CRDs) would refuse `raw` on create."""
+def check_object(raw: Obj, owns_others: bool = False) -> list[Problem]:
+    """Every reason a Kubernetes API server (with kaisched's CRDs) would refuse `raw` on create.
+    owns_others: other objects name it as their owner, so its kind is served where they live."""
     label = describe(raw)
     if not isinstance(raw, Mapping):
         return [Problem(label, "", "not an object")]
@@ -72,6 +83,8 @@ def check_object(raw: Obj) -> list[Problem]:
             return [Problem(label, "kind", f"unknown kind {kind} in {api}: "
                                            f"Kubernetes {KUBERNETES_VERSION} serves no such kind")]
         found += schema_errors(validator, without_newer_fields(raw, group, kind))
+    elif owns_others:
+        found += schema_errors(object_meta(), raw.get("metadata"), "metadata")
     else:
         return [Problem(label, "apiVersion",
                         f"unknown kind {kind} in {api}: neither Kubernetes {KUBERNETES_VERSION} "
@@ -83,11 +96,13 @@ def check_object(raw: Obj) -> list[Problem]:
 def partition(objects: Iterable[Obj]) -> tuple[list[Obj], list[Problem]]:
     """Split objects into those a cluster would accept, in input order, and the
     problems of the rest; an object whose name an earlier one took is refused too."""
+    objects = list(objects)
+    owners = _owner_identities(objects)
     kept: list[Obj] = []
     problems: list[Problem] = []
     seen: set[tuple[str, str, str, str]] = set()
     for obj in objects:
-        found = check_object(obj)
+        found = check_object(obj, _owner_identity(obj) in owners)
         if not found:
             key = _identity(obj)
             if key is not None and key in seen:
@@ -115,10 +130,31 @@ def describe(raw: object) -> str:
     """"Kind namespace/name" of a raw object, as far as it says."""
     if not isinstance(raw, Mapping):
         return "object"
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), Mapping) else {}
+    found = raw.get("metadata")
+    meta: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else "?")
     ns = meta.get("namespace")
     return f"{raw.get('kind') or '?'} {ns}/{name}" if ns else f"{raw.get('kind') or '?'} {name}"
+
+
+def _owner_identities(objects: list[Obj]) -> set[tuple[str, str, str]]:
+    """(API group, kind, name) of every owner some object of the input names."""
+    found = set()
+    for obj in objects:
+        meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+        refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+        for ref in refs if isinstance(refs, list) else ():
+            if isinstance(ref, Mapping):
+                found.add((str(ref.get("apiVersion") or "").rpartition("/")[0],
+                           str(ref.get("kind") or ""), str(ref.get("name") or "")))
+    return found
+
+
+def _owner_identity(obj: Obj) -> tuple[str, str, str]:
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return (str(obj.get("apiVersion") or "").rpartition("/")[0] if isinstance(obj, Mapping) else "",
+            str(obj.get("kind") or "") if isinstance(obj, Mapping) else "", str(name or ""))
 
 
 def _identity(obj: Obj) -> tuple[str, str, str, str] | None:

@@ -204,9 +204,13 @@ def read_without_schema(api: str, kind: str) -> bool:
     if (api, kind) in {(XK8S_PODGROUP.api_version, XK8S_PODGROUP.kind),
                        (UPSTREAM_PODGROUP.api_version, UPSTREAM_PODGROUP.kind)}:
         return True
+    if api == "resource.k8s.io/v1" and kind in _DRA_V1_KINDS:
+        return True     # Dynamic Resource Allocation's GA version (1.34), newer than the pin
     group = api.rpartition("/")[0]
     return not is_builtin_group(group) and (group, kind) in builtin_groupers()
 
+
+_DRA_V1_KINDS = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
 
 # Pod fields of the upstream Workload API (alpha, Kubernetes 1.35+) that kaisched reads
 # and the pinned schema does not know yet.

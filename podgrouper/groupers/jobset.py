@@ -1,8 +1,14 @@
-"""JobSet (jobset.x-k8s.io/v1alpha2): a gang of replicated Jobs.
+"""JobSet (jobset.x-k8s.io/v1alpha2): a gang of replicated Jobs, in the order
+the JobSet controller starts them.
 
 Each replicatedJob runs `replicas` Jobs, each with min(parallelism, completions)
 pods at once; the replicatedJob name is the role (pod label
-jobset.sigs.k8s.io/replicatedjob-name).
+jobset.sigs.k8s.io/replicatedjob-name). With startupPolicy InOrder the
+controller creates each replicatedJob only once the one before it is ready, and
+a replicatedJob with `dependsOn` only once those it names are ready or
+complete: a gang counting pods not yet created would wait forever, so each of
+those replicatedJobs is a PodGroup of its own (a stage), and the replicatedJobs
+started together are one gang.
 """
 from __future__ import annotations
 
@@ -11,24 +17,78 @@ from collections.abc import Mapping
 import attrs
 
 from podgrouper.groupers.spec import (
-    GroupSpec, Owner, SubGroup, base, count, defaulted, in_role_order, section,
+    NO_POD, GroupSpec, Lineage, Owner, SubGroup, base, count, defaulted, dns_part,
+    in_role_order, podgroup_name, section,
 )
 
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+_ORDERS = ("AnyOrder", "InOrder")
 
-def jobset(owner: Owner) -> GroupSpec:
+
+@attrs.frozen(slots=True)
+class Stage:
+    """ReplicatedJobs the controller starts together. part: "" for the gang of
+    those started at once, else the replicatedJob started in turn."""
+
+    part: str
+    roles: tuple[SubGroup, ...]
+
+
+def jobset(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     problems: list[str] = []
-    spec = section(owner, "spec", "spec", problems, required=True)
+    found = stages(owner, problems)
+    if problems:
+        return defaulted(owner, problems)
+    return gang_of(owner, found, lineage)
+
+
+def stages(obj: Owner, problems: list[str]) -> tuple[Stage, ...]:
+    """The JobSet's gangs in start order (problems: its spec cannot be read)."""
+    spec = section(obj, "spec", "spec", problems, required=True)
     jobs = spec.get("replicatedJobs")
     if not isinstance(jobs, list) or not jobs:
         if not problems:
             problems.append("spec.replicatedJobs must be a non-empty list")
         jobs = []
-    roles = [_replicated_job(job, i, problems) for i, job in enumerate(jobs)]
-    if problems:
-        return defaulted(owner, problems)
-    subgroups = in_role_order(sg for sg in roles if sg is not None)
-    return attrs.evolve(base(owner), min_member=max(1, sum(sg.min_member for sg in subgroups)),
-                        subgroups=subgroups)
+    startup = section(spec, "startupPolicy", "spec.startupPolicy", problems)
+    order = startup.get("startupPolicyOrder", "AnyOrder")
+    if order not in _ORDERS:
+        problems.append(f"spec.startupPolicy.startupPolicyOrder must be one of "
+                        f"{', '.join(_ORDERS)}, got {order!r}")
+    together: list[SubGroup] = []
+    in_turn: list[Stage] = []
+    for i, job in enumerate(jobs):
+        role = _replicated_job(job, i, problems)
+        if role is None:
+            continue
+        waits = isinstance(job, Mapping) and bool(job.get("dependsOn"))
+        if order == "InOrder" or waits:
+            in_turn.append(Stage(role.name, (role,)))
+        else:
+            together.append(role)
+    first = (Stage("", in_role_order(together)),) if together else ()
+    return first + tuple(in_turn)
+
+
+def gang_of(named_by: Owner, found: tuple[Stage, ...], lineage: Lineage) -> GroupSpec:
+    """The PodGroup of the pod's stage, named after `named_by` (the JobSet, or the
+    TrainJob above it); one stage is the whole JobSet, named as such."""
+    if len(found) == 1 and not found[0].part:
+        return _spec(named_by, found[0], "")
+    role = lineage.pod_labels().get(REPLICATED_JOB_LABEL)
+    for stage in found:
+        if any(sg.name == str(role).lower() for sg in stage.roles):
+            return _spec(named_by, stage, dns_part(stage.part) if stage.part else "")
+    return defaulted(named_by, [f"the pod's label {REPLICATED_JOB_LABEL}={role!r} names no "
+                                "replicatedJob of the JobSet" if role else
+                                f"the pod has no label {REPLICATED_JOB_LABEL}, and the JobSet "
+                                "starts its replicatedJobs in turn"])
+
+
+def _spec(named_by: Owner, stage: Stage, part: str) -> GroupSpec:
+    return attrs.evolve(base(named_by), name=podgroup_name(named_by, part),
+                        min_member=max(1, sum(sg.min_member for sg in stage.roles)),
+                        subgroups=stage.roles)
 
 
 def _replicated_job(job: object, index: int, problems: list[str]) -> SubGroup | None:

@@ -1,5 +1,6 @@
-"""Kubeflow training jobs: PyTorchJob and TFJob (kubeflow.org/v1, training
-operator) and MPIJob (kubeflow.org/v2beta1, MPI operator).
+"""Kubeflow training jobs: PyTorchJob, TFJob, XGBoostJob, JAXJob and PaddleJob
+(kubeflow.org/v1, training operator) and MPIJob (kubeflow.org/v2beta1, MPI
+operator).
 
 The gang is every replica of every role; `runPolicy.schedulingPolicy` (the
 field the training operator hands to gang schedulers) may override its size,
@@ -12,19 +13,48 @@ from collections.abc import Mapping
 import attrs
 
 from podgrouper.groupers.spec import (
-    LEADING_ROLES, GroupSpec, Owner, SubGroup, base, count, defaulted, in_role_order,
-    positive_override, section,
+    LEADING_ROLES, NO_POD, GroupSpec, Lineage, Owner, SubGroup, base, count, defaulted,
+    in_role_order, positive_override, section,
 )
 
 # TFJob roles in start order: the chief (or legacy master) coordinates, ps serve the workers.
 _TF_ORDER = ("chief", "master", "ps", "worker", "evaluator")
+_LAUNCHER_POLICIES = ("AtStartup", "WaitForWorkersReady")
 
 
-def pytorch_job(owner: Owner) -> GroupSpec:
+def pytorch_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """Master + Workers; with elasticPolicy.minReplicas the gang is master + minReplicas."""
+    return _elastic_job(owner, "pytorchReplicaSpecs")
+
+
+def paddle_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
+    """Master + Workers, elastic as PyTorchJob (elasticPolicy.minReplicas)."""
+    return _elastic_job(owner, "paddleReplicaSpecs")
+
+
+def xgboost_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
+    """Master + Workers (Rabit tracker on the master): every replica."""
+    return _plain_job(owner, "xgbReplicaSpecs")
+
+
+def jax_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
+    """Workers (process 0 coordinates): every replica."""
+    return _plain_job(owner, "jaxReplicaSpecs")
+
+
+def _plain_job(owner: Owner, field: str) -> GroupSpec:
     problems: list[str] = []
     spec = section(owner, "spec", "spec", problems, required=True)
-    roles = _replica_roles(spec, "pytorchReplicaSpecs", {}, 1, problems)
+    roles = _replica_roles(spec, field, {}, 1, problems)
+    if problems:
+        return defaulted(owner, problems)
+    return _overridden(_gang(owner, spec, roles), spec, [])
+
+
+def _elastic_job(owner: Owner, field: str) -> GroupSpec:
+    problems: list[str] = []
+    spec = section(owner, "spec", "spec", problems, required=True)
+    roles = _replica_roles(spec, field, {}, 1, problems)
     if problems:
         return defaulted(owner, problems)
     group = _gang(owner, spec, roles)
@@ -40,7 +70,7 @@ def pytorch_job(owner: Owner) -> GroupSpec:
     return _overridden(group, spec, warnings)
 
 
-def tf_job(owner: Owner) -> GroupSpec:
+def tf_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """Chief / PS / Worker / Evaluator: every replica of every role."""
     problems: list[str] = []
     spec = section(owner, "spec", "spec", problems, required=True)
@@ -51,13 +81,24 @@ def tf_job(owner: Owner) -> GroupSpec:
     return _overridden(group, spec, [])
 
 
-def mpi_job(owner: Owner) -> GroupSpec:
-    """Launcher + Workers (the operator defaults Launcher to 1 replica, Worker to 0)."""
+def mpi_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
+    """Launcher + Workers (the operator defaults Launcher to 1 replica, Worker to 0).
+
+    With launcherCreationPolicy WaitForWorkersReady the operator creates the
+    launcher only once every worker is ready: the gang is the workers, and the
+    launcher joins the same PodGroup later (its subgroup's minimum is 0)."""
     problems: list[str] = []
     spec = section(owner, "spec", "spec", problems, required=True)
     roles = _replica_roles(spec, "mpiReplicaSpecs", {"Launcher": 1}, 0, problems)
+    policy = spec.get("launcherCreationPolicy", "AtStartup")
+    if policy not in _LAUNCHER_POLICIES:
+        problems.append(f"spec.launcherCreationPolicy must be one of "
+                        f"{', '.join(_LAUNCHER_POLICIES)}, got {policy!r}")
     if problems:
         return defaulted(owner, problems)
+    if policy == "WaitForWorkersReady":
+        roles = tuple(attrs.evolve(sg, min_member=0) if sg.name == "launcher" else sg
+                      for sg in roles)
     return _overridden(_gang(owner, spec, roles), spec, [])
 
 

@@ -5,6 +5,7 @@ GroupSpec; nothing past them looks at the owner's field paths.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -53,16 +54,50 @@ class GroupSpec:
         return attrs.evolve(self, warnings=self.warnings + messages)
 
 
-Grouper = Callable[[Owner], GroupSpec]
+@attrs.frozen(slots=True)
+class Lineage:
+    """The pod being grouped and its controller owners, nearest first (the
+    last is the top owner). Most kinds are grouped by the top owner alone;
+    some need the pod (the gang it belongs to: a LeaderWorkerSet group, a
+    JobSet's replicatedJob) or an owner in between (a TrainJob's JobSet)."""
+
+    pod: Owner = attrs.field(factory=dict, repr=False)
+    owners: tuple[Owner, ...] = attrs.field(default=(), repr=False)
+
+    def pod_labels(self) -> Mapping[str, Any]:
+        return owner_labels(self.pod)
+
+    def nearest(self, group: str, kind: str) -> Owner | None:
+        """The nearest owner of an API group and kind, if the pod has one."""
+        for obj in self.owners:
+            if (str(obj.get("apiVersion") or "").rpartition("/")[0], obj.get("kind")) == (group, kind):
+                return obj
+        return None
 
 
-def podgroup_name(owner: Owner) -> str:
-    """pg-<owner-name>-<first 8 chars of the owner uid>, cut to a valid length."""
+# The pod's lineage is known when the controller groups a pod; a grouper called
+# with the owner alone (as the tests of whole-owner rules do) sees no pod.
+NO_POD = Lineage()
+
+
+# Every grouper takes (owner, lineage); lineage defaults to NO_POD.
+Grouper = Callable[[Owner, Lineage], GroupSpec]
+
+
+def podgroup_name(owner: Owner, part: str = "") -> str:
+    """pg-<owner-name>-<first 8 chars of the owner uid>[-<part>], cut to a valid
+    length; part names one of several gangs of the owner (a group, a stage)."""
     meta = metadata(owner)
     name, uid = str(meta.get("name") or "unnamed"), str(meta.get("uid") or "")[:8]
-    suffix = f"-{uid}" if uid else ""
+    suffix = (f"-{uid}" if uid else "") + (f"-{part}" if part else "")
     room = _MAX_NAME - len("pg-") - len(suffix)
     return f"pg-{name[:room].rstrip('-.')}{suffix}"
+
+
+def dns_part(value: str) -> str:
+    """A role or stage name as a DNS label: lower-case, other characters as '-'."""
+    cleaned = re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")
+    return cleaned[:63].rstrip("-") or "x"
 
 
 def metadata(owner: Owner) -> Mapping[str, Any]:

@@ -6,18 +6,18 @@ gang unless the kaisched.io/min-member annotation says so).
 """
 from __future__ import annotations
 
-from podgrouper.groupers.spec import GroupSpec, Owner, base
+from podgrouper.groupers.spec import NO_POD, GroupSpec, Lineage, Owner, base
 
 
-def default_grouper(owner: Owner) -> GroupSpec:
+def default_grouper(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     return base(owner)
 
 
-def job(owner: Owner) -> GroupSpec:
+def job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """batch/v1 Job: one PodGroup per Job (per run, for a CronJob's Jobs)."""
     return base(owner)
 
 
-def cron_job(owner: Owner) -> GroupSpec:
+def cron_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """batch/v1 CronJob, reached only when a pod names one as its controller."""
     return base(owner)

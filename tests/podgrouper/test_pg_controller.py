@@ -98,7 +98,7 @@ def test_deployment_through_replicaset(kit: Any, name_of: Callable[[Obj], str]) 
     ("jobset.yaml", 0, 9, {"paralleljobs-driver-0-0-b5l8f": "driver",
                            "paralleljobs-workers-0-0-h2x9q": "workers"}),
     ("raycluster.yaml", 0, 3, {"raycluster-kuberay-head-v8m2k": "head",
-                               "raycluster-kuberay-workergroup-worker-7qz4x": "worker"}),
+                               "raycluster-kuberay-workergroup-worker-7qz4x": "workergroup"}),
     ("rayjob.yaml", 0, 2, {"rayjob-sample-raycluster-6mj28-head-9fx2c": "head"}),
     ("tfjob.yaml", 0, 7, {"dist-mnist-for-e2e-test-chief-0": "chief",
                           "dist-mnist-for-e2e-test-ps-0": "ps"}),
@@ -138,11 +138,22 @@ def test_cronjob_pods_are_grouped_per_job_run(kit: Any, name_of: Callable[[Obj],
 
 
 def test_unknown_kind_gets_the_default_grouping(kit: Any, name_of: Callable[[Obj], str]) -> None:
+    widget = kit.owner("example.com/v1", "Widget", "w", {"size": 8})
+    kit.pod("w-0", widget)
+    kit.sync()
+    group = kit.podgroup(name_of(widget))
+    assert group["spec"] == {"minMember": 1, "queue": "default"}
+    assert group["metadata"]["ownerReferences"][0]["kind"] == "Widget"
+
+
+def test_workflow_step_is_its_own_gang_owned_by_the_workflow(
+        kit: Any, name_of: Callable[[Obj], str]) -> None:
     workflow = kit.load("workflow.yaml")[0]
     kit.sync()
-    group = kit.podgroup(name_of(workflow))
+    pod = kit.get_pod("hello-world-4xk2p")
+    group = kit.podgroup(name_of(pod))
     assert group["spec"] == {"minMember": 1, "queue": "default"}
-    assert group["metadata"]["ownerReferences"][0]["kind"] == "Workflow"
+    assert group["metadata"]["ownerReferences"][0]["uid"] == workflow["metadata"]["uid"]
 
 
 def test_bare_pod_is_its_own_owner(kit: Any, name_of: Callable[[Obj], str]) -> None:

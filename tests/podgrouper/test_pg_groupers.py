@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from podgrouper.groupers import GroupSpec, SubGroup, builtin_groupers, group_owner, pick
-from podgrouper.groupers import jobset, kubeflow, ray, workload
+from podgrouper.groupers import argo, jobset, knative, kubeflow, lws, ray, trainer, workload
 from podgrouper.groupers.spec import in_role_order, podgroup_name
 
 UID = "0f3c2a9e-6b1d-4c8e-9a57-4b1d0c3e2a10"
@@ -37,8 +37,8 @@ def first_owner(manifest: Any, name: str) -> dict[str, Any]:
     ("mpijob.yaml", 5, [("launcher", 1), ("worker", 4)]),
     ("tfjob.yaml", 7, [("chief", 1), ("ps", 2), ("worker", 4)]),
     ("jobset.yaml", 9, [("driver", 1), ("workers", 8)]),
-    ("raycluster.yaml", 3, [("head", 1), ("worker", 2)]),
-    ("rayjob.yaml", 2, [("head", 1), ("worker", 1)]),
+    ("raycluster.yaml", 3, [("head", 1), ("workergroup", 2)]),
+    ("rayjob.yaml", 2, [("head", 1), ("small-group", 1)]),
     ("job.yaml", 1, []),
     ("cronjob.yaml", 1, []),
     ("deployment.yaml", 1, []),
@@ -251,10 +251,14 @@ def test_jobset_sizes(template: dict[str, Any], replicas: int | None, expected: 
 
 
 @pytest.mark.parametrize("groups, min_member, roles", [
-    ([{"minReplicas": 2}], 3, [("head", 1), ("worker", 2)]),
-    ([{"minReplicas": 1, "numOfHosts": 4}, {"minReplicas": 2}], 7, [("head", 1), ("worker", 6)]),
-    ([{"replicas": 3}], 1, [("head", 1), ("worker", 0)]),                  # minReplicas default 0
-    ([{"minReplicas": 2, "suspend": True}], 1, [("head", 1), ("worker", 0)]),
+    ([{"groupName": "cpu", "minReplicas": 2}], 3, [("head", 1), ("cpu", 2)]),
+    # each worker group its own subgroup with its own minimum
+    ([{"groupName": "tpu", "minReplicas": 1, "numOfHosts": 4},
+      {"groupName": "cpu", "minReplicas": 2}], 7, [("head", 1), ("tpu", 4), ("cpu", 2)]),
+    ([{"groupName": "cpu", "replicas": 3}], 1, [("head", 1), ("cpu", 0)]),  # minReplicas default 0
+    ([{"groupName": "cpu", "minReplicas": 2, "suspend": True}], 1, [("head", 1), ("cpu", 0)]),
+    ([{"groupName": "GPU_Group", "minReplicas": 1}], 2, [("head", 1), ("gpu-group", 1)]),
+    ([{"groupName": "head", "minReplicas": 1}], 2, [("head", 1), ("head-workers", 1)]),
     ([], 1, [("head", 1)]),
 ])
 def test_ray_cluster_sizes(groups: list[dict[str, Any]], min_member: int,
@@ -324,7 +328,16 @@ def test_annotation_below_subgroup_minima_trims_them_in_role_order() -> None:
     ("batch/v1", "CronJob", workload.cron_job),
     ("apps/v1", "StatefulSet", workload.default_grouper),
     ("v1", "Pod", workload.default_grouper),
-    ("argoproj.io/v1alpha1", "Workflow", workload.default_grouper),
+    ("argoproj.io/v1alpha1", "Workflow", argo.workflow),
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob", trainer.train_job),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", lws.leader_worker_set),
+    ("kubeflow.org/v1", "XGBoostJob", kubeflow.xgboost_job),
+    ("kubeflow.org/v1", "JAXJob", kubeflow.jax_job),
+    ("kubeflow.org/v1", "PaddleJob", kubeflow.paddle_job),
+    ("ray.io/v1", "RayService", ray.ray_service),
+    ("serving.knative.dev/v1", "Service", knative.knative),
+    ("serving.knative.dev/v1", "Revision", knative.knative),
+    ("example.com/v1", "Workflow", workload.default_grouper),
     ("example.com/v1", "PyTorchJob", workload.default_grouper),
 ])
 def test_pick(api_version: str, kind: str, expected: Any) -> None:

@@ -32,6 +32,14 @@ ROLES = {
     "Job": "main: {replicas: 3, requests: {cpu: 1, gpu: 1}}",
     "PodGroup": "leader: {replicas: 1, requests: {cpu: 1}}\n"
                 "      member: {replicas: 2, requests: {cpu: 1, gpu: 2}}",
+    "XGBoostJob": "master: {replicas: 1, requests: {cpu: 1, gpu: 1}}\n"
+                  "      worker: {replicas: 2, requests: {cpu: 1, gpu: 1}}",
+    "JAXJob": "worker: {replicas: 2, requests: {cpu: 1, gpu: 2}}",
+    "TrainJob": "node: {replicas: 2, requests: {cpu: 1, gpu: 2}}",
+    "LeaderWorkerSet": "leader: {replicas: 1, requests: {cpu: 1, gpu: 1}}\n"
+                       "      worker: {replicas: 2, requests: {cpu: 1, gpu: 1}}",
+    "RayService": "head: {replicas: 1, requests: {cpu: 1}}\n"
+                  "      gpus: {replicas: 2, requests: {cpu: 1, gpu: 2}}",
 }
 # kind -> (top owner apiVersion, minMember, subgroups, pods made again under the same name)
 EXPECTED = {
@@ -39,9 +47,14 @@ EXPECTED = {
     "TFJob": ("kubeflow.org/v1", 3, {"chief": 1, "ps": 1, "worker": 1}, True),
     "MPIJob": ("kubeflow.org/v2beta1", 3, {"launcher": 1, "worker": 2}, True),
     "JobSet": ("jobset.x-k8s.io/v1alpha2", 3, {"trainer": 2, "sidecar": 1}, False),
-    "RayJob": ("ray.io/v1", 3, {"head": 1, "worker": 2}, False),
+    "RayJob": ("ray.io/v1", 3, {"head": 1, "gpus": 2}, False),
     "Job": ("batch/v1", 1, {}, False),
     "PodGroup": ("scheduling.kaisched.io/v1alpha1", 3, {"leader": 1, "member": 2}, None),
+    "XGBoostJob": ("kubeflow.org/v1", 3, {"master": 1, "worker": 2}, True),
+    "JAXJob": ("kubeflow.org/v1", 2, {"worker": 2}, True),
+    "TrainJob": ("trainer.kubeflow.org/v1alpha1", 2, {"node": 2}, False),
+    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1", 3, {"leader": 1, "worker": 2}, True),
+    "RayService": ("ray.io/v1", 3, {"head": 1, "gpus": 2}, False),
 }
 
 

@@ -199,6 +199,8 @@ def test_missing_scheduler_plugins_podgroup_is_a_problem() -> None:
     ("kubeflow.org/v1", "PyTorchJob"),
     ("kubeflow.org/v2beta1", "MPIJob"),
     ("batch/v1", "Job"),
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+    ("argoproj.io/v1alpha1", "Workflow"),
 ])
 def test_gang_owner_without_declaration_waits_for_the_podgrouper(api: str, kind: str) -> None:
     objs = [build_node("n1", cpu=16), build_pod("w0", owner=owner(api, kind))]
@@ -207,6 +209,19 @@ def test_gang_owner_without_declaration_waits_for_the_podgrouper(api: str, kind:
     cycle = run_cycle(objs)
     assert cycle.bindings == {}
     assert "PodGrouper" in pod_scheduled_message(cycle.cluster, "w0")
+
+
+@pytest.mark.parametrize(("label", "value", "shown"), [
+    ("leaderworkerset.sigs.k8s.io/name", "vllm", "leaderworkerset vllm"),
+    ("serving.knative.dev/revision", "hello-00001", "serving hello-00001"),
+])
+def test_statefulset_pods_of_a_gang_operator_wait_for_the_podgrouper(label: str, value: str,
+                                                                      shown: str) -> None:
+    objs = [build_node("n1", cpu=16),
+            build_pod("w0", owner=owner("apps/v1", "StatefulSet"), labels={label: value})]
+    job = snapshot(objs).jobs["default/w0"]
+    assert job.problem is not None and "PodGrouper" in job.problem and shown in job.problem
+    assert run_cycle(objs).bindings == {}
 
 
 @pytest.mark.parametrize(("api", "kind"), [("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")])

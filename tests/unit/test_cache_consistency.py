@@ -79,7 +79,8 @@ DEFAULTS: dict[str, Obj] = {
     "pod": {"cpu": "1", "gpu": 0, "gang": None, "subgroup": None, "queue": None, "priority": None,
             "pc": None, "node": None, "phase": "Pending", "deleting": False,
             "scheduler": "kaisched",
-            "app": None, "rule": None, "refused": False, "created": 0, "bad": False},
+            "app": None, "rule": None, "refused": False, "created": 0, "bad": False,
+            "claim": None},
     "pg": {"min": 1, "queue": "q0", "pc": None, "phase": None, "subgroups": False,
            "preemptible": True, "min_cpu": None, "mode": "Strict", "created": 0},
     "xpg": {"min": 1, "created": 0},
@@ -138,7 +139,9 @@ FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
             "scheduler": st.sampled_from(["kaisched", "kaisched", "default-scheduler"]),
             "app": st.sampled_from([None, "web", "db"]),
             "rule": st.sampled_from([None, "anti", "spread", "zone", "port"]),
-            "refused": st.booleans(), "created": st.integers(0, 3), "bad": st.booleans()},
+            "refused": st.booleans(), "created": st.integers(0, 3), "bad": st.booleans(),
+            # the claims a pod mounts: who uses which claim is kept per event too
+            "claim": st.sampled_from([None, None, "data", "shared"])},
     "pg": {"min": st.integers(1, 4), "queue": st.sampled_from(["", *QUEUES, "qx"]),
            "pc": st.sampled_from([None, *CLASSES, "missing"]),
            "phase": st.sampled_from([None, "Pending", "Inqueue", "Running"]),
@@ -262,6 +265,8 @@ def render_pod(meta: Obj, namespace: str, a: Obj) -> Obj:
     if rule == "port":
         container["ports"] = [{"containerPort": 80, "hostPort": 8080}]
     spec["containers"] = [container]
+    if a["claim"]:
+        spec["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": a["claim"]}}]
     if rule == "anti":
         spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"topologyKey": "kubernetes.io/hostname",

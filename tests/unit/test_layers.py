@@ -89,6 +89,33 @@ def test_layer_rule(folders: tuple[str, ...], forbidden: tuple[str, ...],
     assert not found, "layer rule broken:\n" + "\n".join(found)
 
 
+def private_imports(folders: tuple[str, ...]) -> list[str]:
+    """`from a import _b` across modules of the project: a private name is its
+    module's own; what two modules share gets a public name and a home."""
+    found = []
+    for path in python_files(*folders):
+        rel = path.relative_to(REPO).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{rel}:{node.lineno} imports {node.module}.{alias.name}")
+    return found
+
+
+def test_no_module_imports_another_s_private_name() -> None:
+    found = private_imports(PACKAGES)
+    assert not found, "private names imported:\n" + "\n".join(found)
+
+
+def test_private_imports_are_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "bad.py").write_text(
+        "from __future__ import annotations\nfrom kaisched.sim.scenario import (\n    _parse,\n)\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert private_imports(("plugins",)) == ["plugins/bad.py:2 imports kaisched.sim.scenario._parse"]
+
+
 @pytest.mark.parametrize("folder", ["kaisched/api", "kaisched/framework", "actions", "plugins"])
 def test_the_checked_layers_exist(folder: str) -> None:
     assert python_files(folder), f"{folder} has no Python files: the rules would check nothing"

@@ -284,7 +284,7 @@ def test_a_gang_cut_short_by_a_crash_is_completed_after_restart(
     class Crash:
         """The process dies after its tenth bind: nothing more leaves it."""
 
-        def applied(self, effect: Any) -> None:
+        def applied(self, effect: Any, seconds: float = 0.0) -> None:
             bound.append(effect)
 
         def failed(self, effect: Any, error: str) -> None:

@@ -7,15 +7,31 @@ from __future__ import annotations
 from kaisched.api.clock import from_rfc3339
 from kaisched.cache.convert.common import Obj
 from kaisched.cache.convert.groups import (
-    KAI_TOPOLOGY_PREFERRED, KAI_TOPOLOGY_REQUIRED, annotated_gang, podgroup, podgroup_status,
-    status_dict, topology_rule, upstream_podgroup, xk8s_podgroup,
+    KAI_TOPOLOGY_PREFERRED,
+    KAI_TOPOLOGY_REQUIRED,
+    annotated_gang,
+    podgroup,
+    podgroup_status,
+    status_dict,
+    topology_rule,
+    upstream_podgroup,
+    xk8s_podgroup,
 )
 from kaisched.cache.convert.nodes import DEFAULT_MAX_PODS, node_spec, node_spec_and_problem
 from kaisched.cache.convert.pods import (
-    GANG_OWNER_GROUPS, GangRef, PodFacts, broken_pod, gang_job, gang_ref, pod_facts, pod_request,
-    priority_class, task_status, upstream_gang_ref,
+    GANG_OWNER_GROUPS,
+    GangRef,
+    PodFacts,
+    broken_pod,
+    gang_job,
+    gang_ref,
+    pod_facts,
+    pod_request,
+    priority_class,
+    task_status,
+    upstream_gang_ref,
 )
-from kaisched.cache.convert.queues import queue, queue_status, queue_status_dict, quantity_text
+from kaisched.cache.convert.queues import quantity_text, queue, queue_status, queue_status_dict
 from kaisched.cache.convert.rules import namespace_labels, placement, pod_rules, preferred_node_affinity
 
 __all__ = [

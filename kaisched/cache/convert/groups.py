@@ -158,8 +158,8 @@ def podgroup_status(status: Obj) -> PodGroupStatus:
                                  str(c.get("reason") or ""), str(c.get("message") or ""),
                                  c.get("lastTransitionTime"))
                        for c in status.get("conditions") or () if isinstance(c, dict))
-    counts = {k: status.get(k) if isinstance(status.get(k), int) else 0
-              for k in ("scheduled", "running", "succeeded", "failed", "pending")}
+    counts: dict[str, int] = {k: v if isinstance(v := status.get(k), int) else 0
+                              for k in ("scheduled", "running", "succeeded", "failed", "pending")}
     observed = status.get("observedGeneration")
     return PodGroupStatus(parsed, conditions, last_schedule_time=status.get("lastScheduleTime"),
                           stale_since=status.get("staleSince"),

@@ -12,12 +12,21 @@ from kaisched.api.placement import Placement
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
+from kaisched.cache.convert.devices import pod_claims
 from kaisched.cache.convert.rules import placement
+from kaisched.cache.convert.volumes import pod_pvcs
+from kaisched.api.volumes import PodClaim
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 # Owners whose pods form gangs: such a pod waits for the PodGrouper's PodGroup
-# rather than being scheduled alone (which would break the gang).
-GANG_OWNER_GROUPS = frozenset({"kubeflow.org", "jobset.x-k8s.io", "ray.io", "batch"})
+# rather than being scheduled alone (which would break the gang; an Argo step
+# would run outside its Workflow's queue).
+GANG_OWNER_GROUPS = frozenset({"kubeflow.org", "jobset.x-k8s.io", "ray.io", "batch",
+                               "trainer.kubeflow.org", "leaderworkerset.x-k8s.io",
+                               "argoproj.io"})
+# Gang pods whose controller is a plain StatefulSet or ReplicaSet, known by the label
+# their operator puts on them: a LeaderWorkerSet group's pods, a Knative revision's pods.
+GANG_POD_LABELS = ("leaderworkerset.sigs.k8s.io/name", "serving.knative.dev/revision")
 
 
 @attrs.frozen(slots=True)
@@ -52,6 +61,10 @@ class PodFacts:
     unschedulable: str | None
     problem: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
+    never_preempts: bool = False       # its own spec.preemptionPolicy (admission copies the class's)
+    gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
+    pvcs: tuple[PodClaim, ...] = ()            # the PVCs it mounts
+    claims: tuple[str, ...] = ()       # ResourceClaims it names (namespace/name)
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -154,6 +167,9 @@ def gang_ref(meta: Obj) -> GangRef:
             group = str(ref.get("apiVersion", "")).rpartition("/")[0]
             if group in GANG_OWNER_GROUPS:
                 return GangRef("owner", f"{ref.get('kind')} {ref.get('name')}")
+    for label in GANG_POD_LABELS:
+        if labels.get(label):
+            return GangRef("owner", f"{label.partition('.')[0]} {labels[label]}")
     return GangRef("none")
 
 
@@ -194,6 +210,7 @@ def pod_facts(pod: Obj) -> PodFacts:
     # A gang named in the pod's spec (the upstream API) wins over annotations,
     # which the PodGrouper may have added to a pod that already had one.
     gang = upstream_gang_ref(spec) or gang_ref(meta)
+    claims = _claims(pod, problems) if spec.get("resourceClaims") else ()
     return PodFacts(
         key=key,
         uid=str(meta.get("uid", "")),
@@ -215,7 +232,28 @@ def pod_facts(pod: Obj) -> PodFacts:
         unschedulable=unschedulable,
         problem="; ".join(problems) or None,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        never_preempts=spec.get("preemptionPolicy") == "Never",
+        gates=scheduling_gates(spec),
+        pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
+        claims=claims,
     )
+
+
+def scheduling_gates(spec: Obj) -> tuple[str, ...]:
+    """The names of the pod's scheduling gates (a gate without a name still gates)."""
+    gates = spec.get("schedulingGates")
+    if not isinstance(gates, list):
+        return ()
+    return tuple(str(g.get("name") or "(unnamed)") if isinstance(g, dict) else str(g)
+                 for g in gates)
+
+
+def _claims(pod: Obj, problems: list[str]) -> tuple[str, ...]:
+    """The ResourceClaims the pod names; one from a template not made yet is a wait."""
+    claims, waiting = pod_claims(pod)
+    if waiting:
+        problems.append(waiting)
+    return claims
 
 
 def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
@@ -234,8 +272,9 @@ def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
         critical=False, unschedulable=None, problem=problem)
 
 
-def priority_class(obj: Obj) -> tuple[str, int, bool]:
-    """A PriorityClass: (name, value, globalDefault), what pods' priorityClassName resolves to."""
+def priority_class(obj: Obj) -> tuple[str, int, bool, bool]:
+    """A PriorityClass: (name, value, globalDefault, preemptionPolicy is Never),
+    what pods' priorityClassName resolves to."""
     value = obj.get("value")
     return (metadata(obj).get("name", ""), value if isinstance(value, int) else 0,
-            bool(obj.get("globalDefault")))
+            bool(obj.get("globalDefault")), obj.get("preemptionPolicy") == "Never")

@@ -8,8 +8,18 @@ import attrs
 import orjson
 
 from kaisched.api.placement import (
-    NO_RULES, HostPort, LabelSelector, Placement, PodAffinityTerm, PodMatcher, PodRules, Requirement,
-    SelectorTerm, SpreadConstraint, Toleration, WeightedPodTerm,
+    NO_RULES,
+    HostPort,
+    LabelSelector,
+    Placement,
+    PodAffinityTerm,
+    PodMatcher,
+    PodRules,
+    Requirement,
+    SelectorTerm,
+    SpreadConstraint,
+    Toleration,
+    WeightedPodTerm,
 )
 from kaisched.cache.convert.common import Obj, metadata
 

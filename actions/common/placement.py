@@ -1,0 +1,202 @@
+"""Placing a job's tasks under a statement: what allocate and backfill share.
+
+place_tasks puts tasks on nodes in task order until the job is ready;
+place_job places a job's minimum (or one more task once it runs) inside its
+topology domain, and commits, keeps as a reservation, or undoes the lot;
+place_group does the same for the gangs of a gangGroup under one statement.
+"""
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from actions.common import topology
+from kaisched.api.job import JobInfo
+from kaisched.api.queue import QueueInfo
+from kaisched.api.resource import Resource, sum_resources
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import READY_STATUSES, Blocker, GangMode, JobKey, QueueName, TaskStatus
+from kaisched.framework import Session, Statement
+from kaisched.framework.holds import hold_of
+
+_HELD = READY_STATUSES | {TaskStatus.PIPELINED}     # a NonStrict hold, and what runs
+
+
+def queue_of(ssn: Session, name: QueueName) -> QueueInfo:
+    """The queue, or a plain one when no plugin checked that it exists."""
+    return ssn.cluster.queues.get(name) or QueueInfo(name)
+
+
+def placeable(ssn: Session, job: JobInfo) -> bool:
+    """The job has pending tasks, is valid and admitted by the enqueue gate;
+    an invalid one is told why."""
+    if not job.count_of(TaskStatus.PENDING) or not ssn.admits(job):
+        return False
+    reason = ssn.job_invalid(job)
+    if reason:
+        ssn.record_unschedulable(job, reason, Blocker.INVALID)
+        return False
+    return True
+
+
+def still_needed(ssn: Session, job: JobInfo, tasks: list[TaskInfo] | None = None
+                 ) -> list[TaskInfo]:
+    """The first pending tasks, in task order, that take the job to its
+    minimum and every subgroup's; one task once it is there."""
+    tasks = ssn.ordered_tasks(job, ssn.pending(job)) if tasks is None else tasks
+    total = job.count(_HELD)
+    mins = {sg.name: sg.min_member for sg in job.spec.subgroups}
+    per_sg = {name: job.count(_HELD, name) for name in mins}
+    out = []
+    for task in tasks:
+        if total >= job.min_member and all(per_sg[n] >= m for n, m in mins.items()):
+            break
+        sg = task.subgroup
+        if total >= job.min_member and (sg not in mins or per_sg[sg] >= mins[sg]):
+            continue        # only another subgroup's minimum is missing
+        out.append(task)
+        total += 1
+        if sg in per_sg:
+            per_sg[sg] += 1      # type: ignore[index]
+    return out or tasks[:1]
+
+
+def need_of(ssn: Session, job: JobInfo) -> Resource:
+    """What the job still needs (see still_needed), as one amount."""
+    return sum_resources(t.resreq for t in still_needed(ssn, job))
+
+
+@attrs.define
+class Attempt:
+    """What placing one job's tasks under a statement came to."""
+
+    placed: int = 0
+    failure: str | None = None
+    blocker: Blocker | None = None      # the class of the failure
+
+
+def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
+                idle_only: bool = False, within: np.ndarray | None = None) -> Attempt:
+    """Place tasks in task order until the job is ready; skip what fits nowhere.
+    within (a node mask) keeps them inside a topology domain."""
+    attempt = Attempt()
+    # An admitted gang passed the minResources check when it was enqueued.
+    gated = ssn.admitted is not None
+    refusal = None if ssn.job_ready(job) or gated else ssn.enqueueable(job)
+    if refusal:
+        attempt.failure, attempt.blocker = refusal, Blocker.QUOTA
+        return attempt
+    failed_classes: set = set()
+    for task in ssn.ordered_tasks(job, tasks):
+        if ssn.class_key(task) in failed_classes:
+            continue     # its twin found no node: neither will it
+        refusal = ssn.allocatable(job, task)
+        choice = None if refusal else ssn.select_node(task, idle_only, within)
+        if choice is None:
+            failed_classes.add(ssn.class_key(task))
+            if attempt.failure is None:
+                attempt.failure = refusal or f"pod {task.key}: {ssn.explain_task(task)}"
+                attempt.blocker = Blocker.QUOTA if refusal else ssn.blocker_of(task)
+            continue
+        if choice.pipelined:
+            stmt.pipeline(task, choice.node)
+        else:
+            stmt.allocate(task, choice.node)
+        attempt.placed += 1
+        if ssn.job_ready(job):
+            break
+    return attempt
+
+
+def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
+              tasks: list[TaskInfo] | None = None) -> bool:
+    """Place the job's minimum (or, once ready, one more task); True if committed."""
+    held = ssn.held.pop(job.key, None)      # a NonStrict hold carried from before
+    was_ready = ssn.job_ready(job) and held is None
+    stmt = ssn.statement()
+    attempt = topology.place_in_topology(ssn, stmt, job, tasks if tasks is not None else ssn.pending(job),
+                                         idle_only)
+    progress = bool(attempt.placed or held)
+    if progress and ssn.job_ready(job):
+        for done in (held, stmt):
+            if done is not None:
+                done.commit()
+        return True
+    if not idle_only and progress and ssn.job_pipelined(job):
+        keep(ssn, job, stmt, held)
+        ssn.record_unschedulable(job, pipelined_message(job, attempt.placed), Blocker.RESOURCES)
+        return False
+    if not idle_only and progress and job.spec.mode is GangMode.NON_STRICT \
+            and job.key not in ssn.no_hold:
+        keep(ssn, job, stmt, held)
+        ssn.record_unschedulable(job, "NonStrict: " + shortfall_message(job, attempt, True).replace(
+            "tasks placed", "tasks held", 1), attempt.blocker)
+        return False
+    stmt.discard()
+    if held is not None:
+        held.discard()
+    if not was_ready:
+        expired = " (its NonStrict hold expired)" if job.key in ssn.no_hold else ""
+        ssn.record_unschedulable(job, shortfall_message(job, attempt) + expired, attempt.blocker)
+    return False
+
+
+def keep(ssn: Session, job: JobInfo, stmt: Statement, held: Statement | None) -> None:
+    """Reserve the job's placements for this session; a NonStrict job carries
+    them on to the next one as a hold."""
+    stmt.reserve()
+    if held is not None:
+        held.reserve()
+    if job.spec.mode is GangMode.NON_STRICT and job.key not in ssn.no_hold:
+        ssn.holds[job.key] = hold_of(ssn, job)
+
+
+def group_members(ssn: Session, job: JobInfo) -> list[JobInfo]:
+    keys = sorted(set(job.spec.gang_group) | {job.key})
+    return [ssn.cluster.jobs[k] if k in ssn.cluster.jobs else JobInfo(k, job.spec) for k in keys]
+
+
+def place_group(ssn: Session, members: list[JobInfo]) -> bool:
+    """All gangs of a group under one statement: all reach their minimum, or none."""
+    names = ", ".join(m.key for m in members)
+    missing = [m.key for m in members if m.key not in ssn.cluster.jobs]
+    invalid = [(m, ssn.job_invalid(m)) for m in members if m.key not in missing]
+    blocker = (f"gang group [{names}]: {missing[0]} has no pods" if missing else next(
+        (f"gang group [{names}]: {m.key}: {why}" for m, why in invalid if why), None))
+    stmt = ssn.statement()
+    attempts: dict[JobKey, Attempt] = {}
+    if blocker is None:
+        for member in members:
+            todo = [] if ssn.job_ready(member) else ssn.pending(member)
+            attempts[member.key] = topology.place_in_topology(ssn, stmt, member, todo, False)
+        if all(ssn.job_ready(m) for m in members):
+            stmt.commit()
+            return True
+        if all(ssn.job_pipelined(m) for m in members):
+            stmt.reserve()
+            for member in members:
+                ssn.record_unschedulable(member, pipelined_message(member, attempts[member.key].placed),
+                                         Blocker.RESOURCES)
+            return False
+        stmt.discard()
+        short = next(m for m in members if not ssn.job_pipelined(m))
+        blocker = f"gang group [{names}]: {short.key}: {shortfall_message(short, attempts[short.key])}"
+        kind = attempts[short.key].blocker
+    else:
+        kind = Blocker.INVALID
+    for member in members:
+        if member.key in ssn.cluster.jobs and not ssn.job_ready(member):
+            ssn.record_unschedulable(member, blocker, kind)
+    return False
+
+
+def shortfall_message(job: JobInfo, attempt: Attempt, kept: bool = False) -> str:
+    # Kept placements are in the job already; discarded ones only in the attempt.
+    placed = job.count(_HELD) if kept else job.ready_count() + attempt.placed
+    return (f"{placed}/{len(job.tasks)} tasks placed, "
+            f"minMember {job.min_member}; {attempt.failure or 'the gang is not complete'}")
+
+
+def pipelined_message(job: JobInfo, placed: int) -> str:
+    return (f"{placed}/{len(job.tasks)} tasks pipelined, minMember {job.min_member}; "
+            f"waiting for pods being deleted to release their room")

@@ -1,0 +1,149 @@
+"""The victim search of reclaim, task by task.
+
+For k = 1, 2, ... up to the tasks the job needs, keeping the victims chosen
+for k - 1: try to place the first k tasks with every chosen unit evicted;
+when they do not fit, add the next unit in victim order and try again (only
+when one of its nodes could now take one of the tasks). A scenario that
+places the k tasks puts back every victim job that still fits where it runs
+(one put back is no victim), and must pass the plugins' fairness check on
+what is left; the first such scenario is kept for this k. If some k has
+none, nothing is evicted for the job.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from actions.common.victims import Unit, VictimPicker
+from kaisched.api.node import EPSILON
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import EVICTABLE_STATUSES
+from kaisched.framework import Session, Statement
+from kaisched.framework.effects import Cause, Preemptor
+
+Within = Callable[[TaskInfo], "np.ndarray | None"]
+Fair = Callable[[list[Unit]], "str | None"]
+
+
+class ReclaimSolver:
+    def __init__(self, ssn: Session, tasks: list[TaskInfo], picker: VictimPicker,
+                 within: Within, fair: Fair) -> None:
+        self.ssn = ssn
+        self.tasks = tasks
+        self.picker = picker
+        self.within = within
+        self.fair = fair
+        table = ssn.cluster.table
+        self._freed: dict[int, np.ndarray] = {}     # per row: what the chosen units hold there
+        self._vecs = [table.vector(t.resreq) for t in tasks]
+
+    def solve(self) -> list[Unit] | None:
+        """The victims of the scenario that places every task, or None."""
+        chosen: list[Unit] = []
+        victims: list[Unit] | None = None
+        for k in range(1, len(self.tasks) + 1):
+            want = self.tasks[:k]
+            newest: Unit | None = None
+            while True:
+                if newest is None or self._may_help(newest, k):
+                    victims = self._attempt(chosen, want)
+                    if victims is not None and (not victims or self.fair(victims) is None):
+                        break
+                newest = self.picker.next()
+                if newest is None:
+                    return None
+                chosen.append(newest)
+                self._note(newest)
+        return victims
+
+    def apply(self, victims: list[Unit], by: Callable[[TaskInfo], Preemptor],
+              cause: Cause = Cause.RECLAIM) -> Statement | None:
+        """The victims evicted and every task pipelined, under one statement."""
+        stmt = self.ssn.statement()
+        self._evict(stmt, victims, cause, by(self.tasks[0]))
+        if self._place(stmt, self.tasks):
+            return stmt
+        stmt.discard()
+        return None
+
+    # -- internals ------------------------------------------------------------------
+    def _note(self, unit: Unit) -> None:
+        table = self.ssn.cluster.table
+        for task in unit.tasks:
+            row = table.index[task.node_name]     # type: ignore[index]
+            vec = table.vector(task.resreq)
+            if row in self._freed:
+                self._freed[row] = self._freed[row] + vec
+            else:
+                self._freed[row] = vec
+
+    def _may_help(self, unit: Unit, k: int) -> bool:
+        """One of the unit's nodes, with every chosen unit gone, would have
+        room for one of the first k tasks."""
+        table = self.ssn.cluster.table
+        rows = sorted({table.index[t.node_name] for t in unit.tasks})   # type: ignore[index]
+        room = table.future[rows] + np.array([self._freed[r] for r in rows])
+        need = np.array(self._vecs[:k])
+        return bool((need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2).any())
+
+    def _relevant(self, chosen: list[Unit], k: int) -> list[Unit]:
+        """The chosen units with a task on a node that, with every chosen
+        unit gone, would have room for one of the first k tasks: evicting
+        the others could help no task, and they would be put back anyway."""
+        if not chosen:
+            return chosen
+        table = self.ssn.cluster.table
+        rows = np.fromiter(self._freed, dtype=int, count=len(self._freed))
+        room = table.future[rows] + np.array([self._freed[r] for r in rows])
+        need = np.array(self._vecs[:k])
+        useful = set(rows[(need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2).any(axis=0)]
+                     .tolist())
+        index = table.index
+        return [u for u in chosen if any(index[t.node_name] in useful for t in u.tasks)]  # type: ignore[index]
+
+    def _evict(self, stmt: Statement, units: list[Unit], cause: Cause,
+               by: Preemptor | None) -> None:
+        jobs = self.ssn.cluster.jobs
+        for unit in units:
+            for task in unit.tasks:
+                current = jobs[task.job].tasks.get(task.key)
+                if current is not None and current.status in EVICTABLE_STATUSES:
+                    stmt.evict(current, cause, by)
+
+    def _place(self, stmt: Statement, tasks: list[TaskInfo]) -> bool:
+        for task in tasks:
+            choice = self.ssn.select_node(task, within=self.within(task))
+            if choice is None:
+                return False
+            stmt.pipeline(task, choice.node)
+        return True
+
+    def _attempt(self, chosen: list[Unit], want: list[TaskInfo]) -> list[Unit] | None:
+        """The victims that placing want with every chosen unit gone needs:
+        the chosen, less those that still fit where they run; None when want
+        does not fit even so. A job whose gang goes loses its surplus units
+        too, whether they were needed or would fit back: a partial gang is useless."""
+        every = chosen
+        chosen = self._relevant(chosen, len(want))
+        stmt = self.ssn.statement()
+        self._evict(stmt, chosen, Cause.RECLAIM, None)
+        if not self._place(stmt, want):
+            stmt.discard()
+            return None
+        table = self.ssn.cluster.table
+        room = table.future.copy()
+        victims = []
+        for unit in chosen:
+            back: dict[int, np.ndarray] = {}
+            for task in unit.tasks:
+                row = table.index[task.node_name]     # type: ignore[index]
+                back[row] = back.get(row, 0) + table.vector(task.resreq)
+            if all(table.fits(vec, room[row:row + 1])[0] for row, vec in back.items()):
+                for row, vec in back.items():
+                    room[row] -= vec
+            else:
+                victims.append(unit)
+        stmt.discard()
+        broken = {u.job for u in victims if not u.surplus}
+        return victims + [u for u in every if u.job in broken and u not in victims]

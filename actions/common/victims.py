@@ -1,0 +1,143 @@
+"""Victims for reclaim, one unit at a time, in the order they give.
+
+A unit is what goes together: a job running more tasks than its minimum
+gives one task at a time (its newest that keeps every subgroup's minimum) and
+stays a candidate; otherwise all its running tasks go together, on every
+node (a partial gang is useless). The order is re-evaluated after each pick,
+walking the queue tree from the root: the plugins rank the queues (over fair
+share, over quota, priority, saturation after what was already taken,
+newer); inside a leaf, lower job priority first, then jobs above their
+minimum, then the newest job.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import attrs
+
+from kaisched.api.job import JobInfo
+from kaisched.api.queue import ROOT
+from kaisched.api.resource import Resource, sum_resources
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, JobKey, QueueName, TaskStatus
+from kaisched.framework import Hook, Session
+
+_PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+
+
+@attrs.frozen(slots=True)
+class Unit:
+    """Tasks evicted together: one chunk of the victim side's check."""
+
+    job: JobKey
+    queue: QueueName
+    tasks: tuple[TaskInfo, ...]
+    surplus: bool = False       # one task beyond the job's minimum; else the gang's rest
+
+    @property
+    def resources(self) -> Resource:
+        return sum_resources(t.resreq for t in self.tasks)
+
+
+class VictimPicker:
+    """Hands out the units of the candidate jobs, best victim first."""
+
+    def __init__(self, ssn: Session, reclaimer: TaskInfo, candidates: list[JobInfo],
+                 need: Resource, surplus_only: bool = False) -> None:
+        self.ssn = ssn
+        self.need = need
+        self.surplus_only = surplus_only
+        self.reclaimer = reclaimer
+        self._queue_key = ssn.hooks.order_key(Hook.VICTIM_QUEUE_ORDER)
+        self.taken: dict[QueueName, dict[str, float]] = {}    # per queue, its subtree's
+        self.gone: dict[JobKey, set[str]] = {}                  # tasks handed out, per job
+        self.leaves: dict[QueueName, list[JobInfo]] = {}
+        for job in candidates:
+            self.leaves.setdefault(job.queue, []).append(job)
+        for jobs in self.leaves.values():
+            jobs.sort(key=lambda j: (j.priority, not self._above_min(j), -j.creation, j.key))
+        self.live: dict[QueueName, int] = {}          # candidate jobs in each subtree
+        tree = ssn.cluster.tree
+        for leaf, jobs in self.leaves.items():
+            for q in self._up(leaf):
+                self.live[q] = self.live.get(q, 0) + len(jobs)
+        self._tree = tree
+
+    def _up(self, queue: QueueName) -> Iterator[QueueName]:
+        tree = self.ssn.cluster.tree
+        while queue != ROOT and queue in tree:
+            yield queue
+            queue = next(iter(tree.predecessors(queue)), ROOT)
+
+    def _running(self, job: JobInfo) -> list[TaskInfo]:
+        gone = self.gone.get(job.key, ())
+        return [t for t in job.tasks.values() if t.status in EVICTABLE_STATUSES and t.key not in gone]
+
+    def _above_min(self, job: JobInfo) -> bool:
+        return job.ready_count() - len(self.gone.get(job.key, ())) > job.min_member
+
+    def _surplus_task(self, job: JobInfo) -> TaskInfo | None:
+        """The newest running task whose leaving keeps the job's and every
+        subgroup's minimum, if any."""
+        if not self._above_min(job):
+            return None
+        gone = self.gone.get(job.key, set())
+        for task in sorted(self._running(job), key=lambda t: (-t.creation, t.key)):
+            sg = next((s for s in job.spec.subgroups if s.name == task.subgroup), None)
+            if sg is None or sum(1 for t in job.tasks.values() if t.subgroup == sg.name
+                                 and t.status in READY_STATUSES and t.key not in gone) > sg.min_member:
+                return task
+        return None
+
+    def _unit(self, job: JobInfo) -> tuple[Unit | None, bool]:
+        """The job's next unit, and whether it stays a candidate after it."""
+        job = self.ssn.cluster.jobs[job.key]        # as it is now
+        task = self._surplus_task(job)
+        if task is not None:
+            tasks: list[TaskInfo] = [task]
+        elif self.surplus_only:
+            return None, False
+        else:
+            tasks = self._running(job)
+            # Tasks placed this session cannot be evicted: the gang stays whole.
+            if not tasks or any(t.status in _PLACED_NOW for t in job.tasks.values()):
+                return None, False
+        allowed = self.ssn.victims(Hook.RECLAIMABLE, self.reclaimer, tasks)
+        if len(allowed) < len(tasks):
+            return None, False
+        stays = task is not None and len(self._running(job)) > 1
+        return Unit(job.key, job.queue, tuple(tasks), task is not None), stays
+
+    def next(self) -> Unit | None:
+        while True:
+            leaf = self._leaf()
+            if leaf is None:
+                return None
+            jobs = self.leaves[leaf]
+            job = jobs[0]
+            unit, stays = self._unit(job)
+            if not stays:
+                jobs.pop(0)
+                for q in self._up(leaf):
+                    self.live[q] -= 1
+            if unit is None:
+                continue
+            self.gone.setdefault(job.key, set()).update(t.key for t in unit.tasks)
+            res = unit.resources
+            for q in self._up(leaf):
+                row = self.taken.setdefault(q, {})
+                for n, v in res.items:
+                    row[n] = row.get(n, 0.0) + v
+            if stays:       # still above its minimum? it keeps its place in the leaf order
+                jobs.sort(key=lambda j: (j.priority, not self._above_min(j), -j.creation, j.key))
+            return unit
+
+    def _leaf(self) -> QueueName | None:
+        queue = ROOT
+        tree = self._tree
+        while True:
+            children = [c for c in tree.successors(queue) if self.live.get(c, 0) > 0]
+            if not children:
+                return queue if queue != ROOT and self.leaves.get(queue) else None
+            queue = min(children, key=lambda c: self._queue_key(
+                (c, self.taken.get(c, {}), self.need)))

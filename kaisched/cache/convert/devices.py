@@ -1,0 +1,217 @@
+"""DeviceClasses, ResourceSlices and ResourceClaims (resource.k8s.io v1 and
+v1beta1) -> the model's device values; pods' spec.resourceClaims -> the
+claims they name.
+
+The two API versions differ in two places: a v1 request holds its class,
+selectors and count under `exactly` (v1beta1: on the request itself), and a
+v1 device holds its attributes and capacity directly (v1beta1: under
+`basic`). Everything else is read alike.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import attrs
+
+from kaisched.api.cel import Selector
+from kaisched.api.devices import (
+    Allocation, AttrValue, Claim, Constraint, Consumer, Device, DeviceClass, DeviceRequest,
+    DeviceResult,
+)
+from kaisched.api.placement import Requirement, SelectorTerm
+from kaisched.api.quantity import parse_quantity
+from kaisched.api.types import NodeName
+from kaisched.cache.convert.common import Obj, metadata
+
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def selectors(raw: Any, problems: list[str]) -> tuple[Selector, ...]:
+    out = []
+    for i, entry in enumerate(_list(raw)):
+        expression = _dict(_dict(entry).get("cel")).get("expression")
+        if not isinstance(expression, str):
+            problems.append(f"selectors[{i}] has no cel.expression")
+            continue
+        out.append(Selector.of(expression))
+    return tuple(out)
+
+
+def device_class(obj: Obj) -> DeviceClass:
+    problems: list[str] = []
+    found = selectors(_dict(obj.get("spec")).get("selectors"), problems)
+    return DeviceClass(str(metadata(obj).get("name", "")), found, "; ".join(problems) or None)
+
+
+def _attribute(value: Any) -> AttrValue | None:
+    value = _dict(value)
+    for field in ("string", "version"):
+        if isinstance(value.get(field), str):
+            return value[field]
+    if isinstance(value.get("bool"), bool):
+        return value["bool"]
+    if isinstance(value.get("int"), int):
+        return value["int"]
+    return None
+
+
+def _qualified(name: str, driver: str) -> tuple[str, str]:
+    domain, _, short = str(name).rpartition("/")
+    return (domain or driver), short
+
+
+def node_terms(selector: Any) -> tuple[SelectorTerm, ...]:
+    """A core NodeSelector's terms."""
+    def reqs(raw: Any) -> tuple[Requirement, ...]:
+        return tuple(Requirement(str(r.get("key", "")), str(r.get("operator", "")),
+                                 tuple(str(v) for v in _list(r.get("values"))))
+                     for r in map(_dict, _list(raw)))
+    return tuple(SelectorTerm(reqs(t.get("matchExpressions")), reqs(t.get("matchFields")))
+                 for t in map(_dict, _list(_dict(selector).get("nodeSelectorTerms"))))
+
+
+def slice_pool(obj: Obj) -> tuple[str, str, int]:
+    """(driver, pool, generation) of a ResourceSlice: only a pool's newest generation counts."""
+    spec = _dict(obj.get("spec"))
+    pool = _dict(spec.get("pool"))
+    generation = pool.get("generation")
+    return (str(spec.get("driver", "")), str(pool.get("name", "")),
+            generation if isinstance(generation, int) else 0)
+
+
+def slice_devices(obj: Obj) -> tuple[Device, ...]:
+    spec = _dict(obj.get("spec"))
+    driver, pool, _ = slice_pool(obj)
+    node = NodeName(spec["nodeName"]) if isinstance(spec.get("nodeName"), str) and spec["nodeName"] else None
+    terms = () if node is not None or spec.get("allNodes") else node_terms(spec.get("nodeSelector"))
+    out = []
+    for raw in map(_dict, _list(spec.get("devices"))):
+        body = _dict(raw.get("basic")) if "basic" in raw else raw
+        attributes = []
+        for name, value in _dict(body.get("attributes")).items():
+            found = _attribute(value)
+            if found is not None:
+                attributes.append((*_qualified(name, driver), found))
+        capacity = []
+        for name, value in _dict(body.get("capacity")).items():
+            amount = _dict(value).get("value") if isinstance(value, dict) else value
+            try:
+                capacity.append((*_qualified(name, driver), Decimal(parse_quantity(amount))))
+            except ValueError:
+                continue        # an unreadable capacity is as good as none
+        out.append(Device(driver, pool, str(raw.get("name", "")), node, terms,
+                          tuple(sorted(attributes, key=lambda a: (a[0], a[1]))),
+                          tuple(sorted(capacity, key=lambda c: (c[0], c[1])))))
+    return tuple(out)
+
+
+def _request(raw: Obj, name: str, problems: list[str]) -> DeviceRequest:
+    """One exact request (a v1 `exactly`, a v1beta1 request, a sub-request)."""
+    mode = raw.get("allocationMode") or "ExactCount"
+    count = raw.get("count", 1)
+    if mode not in ("ExactCount", "All"):
+        problems.append(f"request {name}: unknown allocationMode {mode}")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        problems.append(f"request {name}: count must be a positive integer, not {count!r}")
+        count = 1
+    return DeviceRequest(name, str(raw.get("deviceClassName") or ""),
+                         selectors(raw.get("selectors"), problems), mode == "All", count)
+
+
+def claim(obj: Obj) -> Claim:
+    meta, spec, status = metadata(obj), _dict(obj.get("spec")), _dict(obj.get("status"))
+    problems: list[str] = []
+    devices = _dict(spec.get("devices"))
+    requests = []
+    for raw in map(_dict, _list(devices.get("requests"))):
+        name = str(raw.get("name", ""))
+        subs = _list(raw.get("firstAvailable"))
+        if subs:
+            alternatives = tuple(
+                attrs.evolve(_request(sub, f"{name}/{sub.get('name', '')}", problems),
+                             name=str(sub.get("name", "")))
+                for sub in map(_dict, subs))
+            requests.append(DeviceRequest(name, alternatives=alternatives))
+        else:
+            body = _dict(raw.get("exactly")) if "exactly" in raw else raw
+            requests.append(_request(body, name, problems))
+    constraints = tuple(
+        Constraint(tuple(str(r) for r in _list(c.get("requests"))), str(c.get("matchAttribute")))
+        for c in map(_dict, _list(devices.get("constraints"))) if c.get("matchAttribute"))
+    namespace = str(meta.get("namespace") or "default")
+    owner = next((f"{namespace}/{r.get('name')}" for r in map(_dict, _list(meta.get("ownerReferences")))
+                  if r.get("kind") == "Pod" and r.get("controller")), None)
+    return Claim(
+        key=f"{namespace}/{meta.get('name', '')}", uid=str(meta.get("uid", "")),
+        api_version=str(obj.get("apiVersion") or "resource.k8s.io/v1"),
+        requests=tuple(requests), constraints=constraints,
+        allocation=allocation(_dict(status.get("allocation"))),
+        reserved_for=tuple(Consumer(str(r.get("name", "")), str(r.get("uid", "")))
+                           for r in map(_dict, _list(status.get("reservedFor")))
+                           if r.get("resource", "pods") == "pods"),
+        owner_pod=owner, problem="; ".join(problems) or None)
+
+
+def allocation(raw: Obj) -> Allocation | None:
+    if not raw:
+        return None
+    results = tuple(DeviceResult(str(r.get("request", "")), str(r.get("driver", "")),
+                                 str(r.get("pool", "")), str(r.get("device", "")))
+                    for r in map(_dict, _list(_dict(raw.get("devices")).get("results"))))
+    node = None
+    for term in node_terms(raw.get("nodeSelector")):
+        for field in term.fields:
+            if field.key == "metadata.name" and field.operator == "In" and len(field.values) == 1:
+                node = NodeName(field.values[0])
+    return Allocation(results, node)
+
+
+def allocation_dict(found: Allocation | None) -> Obj | None:
+    """The status.allocation the scheduler writes (None: deallocated)."""
+    if found is None:
+        return None
+    out: Obj = {"devices": {"results": [
+        {"request": r.request, "driver": r.driver, "pool": r.pool, "device": r.device}
+        for r in found.results]}}
+    if found.node is not None:
+        out["nodeSelector"] = {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [found.node]}]}]}
+    return out
+
+
+def reserved_dict(consumers: tuple[Consumer, ...]) -> list[Obj]:
+    return [{"resource": "pods", "name": c.name, "uid": c.uid} for c in consumers]
+
+
+def pod_claims(pod: Obj) -> tuple[tuple[str, ...], str | None]:
+    """The claims a pod names (namespace/name), and why it must wait, if it
+    must: a claim from a template that is not made yet."""
+    spec, status = _dict(pod.get("spec")), _dict(pod.get("status"))
+    wanted = _list(spec.get("resourceClaims"))
+    if not wanted:
+        return (), None
+    namespace = str(metadata(pod).get("namespace") or "default")
+    made = {str(s.get("name")): s.get("resourceClaimName")
+            for s in map(_dict, _list(status.get("resourceClaimStatuses")))}
+    keys, waiting = [], []
+    for entry in map(_dict, wanted):
+        name = str(entry.get("name", ""))
+        if entry.get("resourceClaimName"):
+            keys.append(f"{namespace}/{entry['resourceClaimName']}")
+        elif entry.get("resourceClaimTemplateName"):
+            if name not in made:
+                waiting.append(f"{name} (template {entry['resourceClaimTemplateName']})")
+            elif made[name]:
+                keys.append(f"{namespace}/{made[name]}")
+    problem = ("waiting for the ResourceClaim of resourceClaims " + ", ".join(waiting)
+               + " to be created") if waiting else None
+    return tuple(keys), problem

@@ -1,0 +1,235 @@
+"""dra: Dynamic Resource Allocation with structured parameters, as
+kube-scheduler's DynamicResources plugin.
+
+A pod naming ResourceClaims goes only to a node where each claim is (or can
+be) allocated: its devices free, of the request's class, passing the class's
+and the request's CEL selectors, in the count asked (or all of them), under
+the claim's matchAttribute constraints. When a pod is placed its claims are
+allocated there and reserved for it, as statement operations a gang's
+rollback undoes; their status is written before the pod's bind. Nodes whose
+devices are already partly taken score higher (packing), so whole nodes stay
+free for the next gang. Reservations of pods that are gone or finished are
+taken back; a claim reserved by nobody is deallocated, as the resource-claim
+controller does.
+
+The filter is asked afresh at each placement (a gang mate's allocation
+changes it), only for pods that name claims: with none in the cluster the
+plugin registers nothing, and other pods never reach it.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import attrs
+import numpy as np
+
+from kaisched.api.allocation import Eligibility, allocate, leaves
+from kaisched.api.devices import Allocation, Claim, Consumer, DeviceRequest
+from kaisched.api.inventory import Devices
+from kaisched.api.job import JobInfo
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import Blocker, TaskStatus
+from kaisched.errors import ConfigError
+from kaisched.framework import Hook, PluginBase, Session
+from kaisched.framework.effects import SetClaimStatus
+from kaisched.framework.selection import FILTER_BLOCKERS
+
+UNSATISFIED = "node(s) cannot allocate the pod's ResourceClaims"
+# Devices are resources: a gang this filter keeps off every node waits for room.
+FILTER_BLOCKERS[UNSATISFIED] = Blocker.RESOURCES
+
+
+def _unmet(claim: str, name: str, request: DeviceRequest, devices: Devices, have: int,
+           need: int) -> str:
+    cls = devices.classes.get(request.device_class)
+    selectors = [*(cls.selectors if cls else ()), *request.selectors]
+    what = f"DeviceClass {request.device_class}" + "".join(
+        f", selector {s.expression!r}" for s in selectors)
+    if request.all:
+        return (f"ResourceClaim {claim} request {name} ({what}, all of them): "
+                f"no node has every matching device free")
+    return (f"ResourceClaim {claim} request {name} ({what}): no node has {need} matching "
+            f"device(s) free (the best has {have})")
+
+
+class DraPlugin(PluginBase):
+    name = "dra"
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+        arguments = dict(arguments or {})
+        unknown = sorted(set(arguments) - {"packWeight"})
+        if unknown:
+            raise ConfigError(f"unknown argument {unknown[0]!r} (known: packWeight)")
+        weight = arguments.get("packWeight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+            raise ConfigError(f"packWeight: expected a number >= 0, not {weight!r}")
+        self.weight = float(weight)
+
+    def on_session_open(self, ssn: Session) -> None:
+        cluster = ssn.cluster
+        self.ssn = ssn
+        self.devices: Devices = cluster.devices
+        self.active = cluster.claimants() or bool(self.devices.gone)
+        if not cluster.claimants():
+            return
+        self.eligible = Eligibility(self.devices)
+        table = cluster.table
+        self.rows = self.devices.rows(table.index)
+        local = self.rows >= 0
+        self.per_row = np.bincount(self.rows[local], minlength=len(table)).astype(np.float64)
+        self.labels = [n.spec.labels for n in cluster.nodes.values()]
+        ssn.register(Hook.JOB_VALID, self.job_invalid)
+        ssn.register(Hook.POD_PREDICATE, self.fits, UNSATISFIED)
+        ssn.register(Hook.POD_ORDER, self.packing)
+        ssn.register(Hook.CLAIMS, self.claim)
+        ssn.register(Hook.EXPLAIN, self.explain)
+
+    # -- what a job may not do --------------------------------------------------------
+    def job_invalid(self, job: JobInfo) -> str | None:
+        """A pending pod's claim that is missing, or can never be allocated."""
+        for task in job.tasks.values():
+            if not task.claims or task.status is not TaskStatus.PENDING:
+                continue
+            for key in task.claims:
+                claim = self.devices.claims.get(key)
+                if claim is None:
+                    return f"pod {task.key}: ResourceClaim {key} does not exist"
+                if claim.allocation is None:
+                    problem = self.eligible.problem(claim)
+                    if problem:
+                        return f"pod {task.key}: ResourceClaim {key}: {problem}"
+                if not claim.reserved(task.key) and len(claim.reserved_for) >= 256:
+                    return f"pod {task.key}: ResourceClaim {key} is reserved for 256 pods already"
+        return None
+
+    # -- where a pod may go -----------------------------------------------------------
+    def fits(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        if not task.claims:
+            return None
+        claims = self.devices.claims
+        out = np.ones(len(rows), dtype=bool)
+        pending: list[Claim] = []
+        names = self.ssn.cluster.table.names
+        for key in task.claims:
+            claim = claims.get(key)
+            if claim is None:
+                return np.zeros(len(rows), dtype=bool)
+            if claim.allocation is not None:
+                if claim.allocation.node is not None:
+                    out &= np.array([names[r] == claim.allocation.node for r in rows], dtype=bool)
+            else:
+                pending.append(claim)
+        if not pending or not out.any():
+            return out
+        if len(pending) == 1 and not self.devices.anywhere:
+            quick = self._counted(pending[0], rows)
+            if quick is not None:
+                return out & quick
+        for j in np.flatnonzero(out):
+            out[j] = self._allocate(pending, int(rows[j])) is not None
+        return out
+
+    def _counted(self, claim: Claim, rows: np.ndarray) -> np.ndarray | None:
+        """For a claim of one plain request: nodes with enough free matching
+        devices, counted over the whole inventory at once (None: not plain)."""
+        if len(claim.requests) != 1 or claim.constraints:
+            return None
+        request = claim.requests[0]
+        if request.alternatives or request.all:
+            return None
+        usable = self.eligible.mask(request) & ~self.devices.taken & (self.rows >= 0)
+        counts = np.bincount(self.rows[usable], minlength=len(self.per_row))
+        return counts[rows] >= request.count
+
+    def _allocate(self, claims: list[Claim], row: int) -> list[Claim] | None:
+        """The claims allocated on the node at row, one after another (None:
+        the node cannot hold them all)."""
+        name = self.ssn.cluster.table.names[row]
+        candidates = list(np.flatnonzero(self.rows == row))
+        labels = self.labels[row]
+        candidates += [i for i in self.devices.anywhere if self.devices.devices[i].on_node(name, labels)]
+        taken = self.devices.taken
+        mine: set[int] = set()
+        out = []
+        for claim in claims:
+            results = allocate(claim, candidates, lambda i: bool(taken[i]) or i in mine,
+                               self.eligible)
+            if results is None:
+                return None
+            mine.update(self.devices.index[r.key] for r in results)
+            out.append(attrs.evolve(claim, allocation=Allocation(results, name)))
+        return out
+
+    def packing(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        """Nodes whose devices are partly taken first: whole nodes stay free."""
+        if not task.claims or not self.weight:
+            return None
+        held = np.bincount(self.rows[self.devices.taken & (self.rows >= 0)],
+                           minlength=len(self.per_row))
+        total = np.maximum(self.per_row[rows], 1.0)
+        return held[rows] / total * 100.0 * self.weight
+
+    def explain(self, task: TaskInfo) -> str | None:
+        """The first request of the task's claims that no node can meet, with
+        its class and selectors; or that each can, but not all on one node."""
+        if not task.claims:
+            return None
+        usable = ~self.devices.taken & (self.rows >= 0)
+        pending = []
+        for key in task.claims:
+            claim = self.devices.claims.get(key)
+            if claim is None or claim.allocation is not None:
+                continue
+            pending.append(key)
+            for request in claim.requests:
+                best = []
+                for name, leaf in leaves(request):
+                    mask = self.eligible.mask(leaf)
+                    free = np.bincount(self.rows[mask & usable], minlength=len(self.per_row))
+                    if leaf.all:
+                        every = np.bincount(self.rows[mask & (self.rows >= 0)], minlength=len(self.per_row))
+                        have, need = int(((every > 0) & (free == every)).sum()), 1
+                    else:
+                        have, need = int(free.max(initial=0)), leaf.count
+                    if have >= need:
+                        break
+                    best.append(_unmet(key, name, leaf, self.devices, have, need))
+                else:
+                    return "; ".join(best)
+        if not pending:
+            return None
+        return (f"ResourceClaim(s) {', '.join(pending)}: each request can be met on some node, "
+                f"but not all of them on one (constraints, or devices shared between requests)")
+
+    # -- placing a pod ----------------------------------------------------------------
+    def claim(self, task: TaskInfo) -> list[tuple[Claim, Claim]]:
+        """The placed pod's claims allocated on its node and reserved for it."""
+        claims = self.devices.claims
+        consumer = Consumer(task.name, task.uid)
+        found = [claims[key] for key in task.claims]
+        row = self.ssn.cluster.table.index[task.node_name]  # type: ignore[index]
+        fresh = self._allocate([c for c in found if c.allocation is None], row) or []
+        if len(fresh) != sum(c.allocation is None for c in found):
+            raise AssertionError(f"{task.key}: placed where its claims cannot be allocated")
+        allocated = {c.key: c for c in fresh}
+        moves = []
+        for claim in found:
+            new = allocated.get(claim.key, claim)
+            if not claim.reserved(task.key):
+                new = attrs.evolve(new, reserved_for=(*new.reserved_for, consumer))
+            if new != claim:
+                moves.append((claim, new))
+        return moves
+
+    # -- reservations of pods gone -------------------------------------------------------
+    def on_session_close(self, ssn: Session) -> None:
+        if not getattr(self, "active", False):
+            return
+        for key, gone in sorted(self.devices.gone.items()):
+            claim = self.devices.claims.get(key)
+            if claim is None:
+                continue
+            left = tuple(c for c in claim.reserved_for if c not in gone)
+            ssn.emit(SetClaimStatus(claim.key, claim.uid, claim.api_version,
+                                    claim.allocation if left else None, left))
+

@@ -1,0 +1,171 @@
+"""podgroupstatus: at session close, write each PodGroup's status (counts,
+phase, the Scheduled condition, timers), its pods' PodScheduled condition and
+an Event, where they changed; the message says in numbers why a gang waits."""
+from __future__ import annotations
+
+from kaisched.api.clock import from_rfc3339
+from kaisched.api.job import Condition, JobInfo, PodGroupStatus
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import READY_STATUSES, PodGroupPhase, Reason, TaskStatus
+from kaisched.framework import PluginBase, Session
+from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroupStatus
+
+_WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+
+
+class PodGroupStatusPlugin(PluginBase):
+    name = "podgroupstatus"
+
+    def on_session_open(self, ssn: Session) -> None:
+        return None
+
+    def on_session_close(self, ssn: Session) -> None:
+        # A settled job that did not change has nothing new to say.
+        for job in ssn.cluster.active_jobs():
+            _report(ssn, job)
+
+
+def _report(ssn: Session, job: JobInfo) -> None:
+    """Write the PodGroup status, pod conditions and an Event, where they changed.
+
+    What was said last is read back from the cluster: the PodGroup's status,
+    and each pod's own PodScheduled condition. A job with no PodGroup (a pod
+    alone, or one naming a PodGroup that does not exist) has no status to
+    compare with, so only its pods' conditions tell whether anything changed --
+    else it would look changed, and get a new Event, every cycle.
+    """
+    if job.timed_out():
+        return          # the verdict stands until the spec changes
+    extras = _waiting_extras(ssn, job)
+    if not job.spec.declared and job.key not in ssn.unschedulable and not job.problem \
+            and not extras:
+        return          # no PodGroup to write, nothing to tell its pods
+    old = job.status
+    new = _status(ssn, job, extras)
+    if job.spec.declared and new != old:
+        ssn.emit(SetPodGroupStatus(job.key, new))
+    cond = new.condition("Scheduled")
+    if cond is None:
+        return
+    now = ssn.now_text
+    if cond.status != "False":
+        # A gang that runs, with pods beyond its minimum that fit nowhere: each
+        # of those is told why, as a pod alone would be.
+        for task, reason in extras:
+            why = f"beyond minMember {job.min_member} of {job.key}, not placed: {reason}"
+            if task.unschedulable != why:
+                ssn.emit(SetPodCondition(task.key, Condition(
+                    "PodScheduled", "False", Reason.UNSCHEDULABLE.value, why, now)))
+                ssn.emit(RecordEvent("Pod", task.key, "Warning",
+                                     Reason.FAILED_SCHEDULING.value, why))
+        return
+    changed = job.spec.declared and old.condition("Scheduled") != cond
+    for task in job.tasks.values():
+        waiting = task.status in _WAITING or (
+            task.status is TaskStatus.ALLOCATED and task.key not in ssn.placed)
+        if waiting and task.unschedulable != cond.message:
+            ssn.emit(SetPodCondition(task.key, Condition(
+                "PodScheduled", "False", Reason.UNSCHEDULABLE.value, cond.message, now)))
+            changed = changed or not job.spec.declared
+    if changed:
+        kind, key = ("PodGroup", job.key) if job.spec.declared else ("Pod", min(job.tasks, default=job.key))
+        ssn.emit(RecordEvent(kind, key, "Warning", Reason.FAILED_SCHEDULING.value, cond.message))
+
+
+def _waiting_extras(ssn: Session, job: JobInfo) -> list[tuple[TaskInfo, str]]:
+    """The job's pods beyond its minimum that this session could not place,
+    and why: its queue's limit, else the filters that refuse it on every node,
+    in numbers. Only for a gang that otherwise runs; alike pods share one
+    explanation."""
+    if not job.minimum_met(READY_STATUSES):
+        return []
+    why: dict[tuple, str] = {}
+    out: list[tuple[TaskInfo, str]] = []
+    for task in ssn.pending(job):
+        like = ssn.class_key(task)
+        if like not in why:
+            why[like] = ssn.allocatable(job, task) or ssn.explain_task(task)
+        out.append((task, why[like]))
+    return out
+
+
+def _status(ssn: Session, job: JobInfo,
+            extras: list[tuple[TaskInfo, str]] | None = None) -> PodGroupStatus:
+    """The PodGroup status this session leaves: counts, phase, Scheduled condition, timers."""
+    old, now = job.status, ssn.now_text
+    placed = sum(1 for key in job.tasks if key in ssn.placed) if ssn.placed else 0
+    counts = dict.fromkeys(TaskStatus, 0) | job.totals()
+    scheduled = (counts[TaskStatus.BINDING] + counts[TaskStatus.BOUND]
+                 + counts[TaskStatus.RUNNING] + counts[TaskStatus.SUCCEEDED] + placed)
+    started = scheduled >= job.min_member and scheduled > 0
+    problem = job.problem or ssn.unschedulable.get(job.key)
+    since = (old.unschedulable_since or now) if problem else None
+    elapsed = ssn.now - (from_rfc3339(since) or ssn.now)
+    timeout = job.spec.schedule_timeout
+    expired = bool(problem and timeout and not started and elapsed >= timeout)
+    if expired:
+        cond: Condition | None = Condition(
+            "Scheduled", "False", Reason.TIMEOUT.value,
+            f"unschedulable for {elapsed:.0f}s, past scheduleTimeoutSeconds {timeout:.0f}: {problem}",
+            now)
+    elif problem:
+        reason = Reason.INVALID if job.problem else Reason.UNSCHEDULABLE
+        cond = _condition(old, "False", reason.value, problem, now)
+    elif started:
+        message = f"{scheduled}/{len(job.tasks)} tasks scheduled"
+        if extras:
+            message += f"; {len(extras)} pod(s) beyond minMember not placed: {extras[0][1]}"
+        cond = _condition(old, "True", Reason.SCHEDULED.value, message, now)
+    else:
+        cond = old.condition("Scheduled")
+    finished = _finished(job, counts, now, old)
+    if finished is not None:
+        cond = finished
+    if expired:
+        phase = PodGroupPhase.FAILED
+    elif finished is not None:
+        phase = PodGroupPhase(finished.reason)
+    else:
+        phase = PodGroupPhase.RUNNING if started else (
+            PodGroupPhase.INQUEUE if ssn.admitted is not None and job.key in ssn.admitted
+            else PodGroupPhase.PENDING)
+    return PodGroupStatus(
+        phase=phase,
+        conditions=tuple(c for c in old.conditions if c.type != "Scheduled") + ((cond,) if cond else ()),
+        scheduled=scheduled,
+        running=counts[TaskStatus.RUNNING],
+        succeeded=counts[TaskStatus.SUCCEEDED],
+        failed=counts[TaskStatus.FAILED],
+        pending=counts[TaskStatus.PENDING] + counts[TaskStatus.PIPELINED]
+        + counts[TaskStatus.ALLOCATED] - placed,
+        last_schedule_time=now if placed else old.last_schedule_time,
+        stale_since=ssn.stale_since.get(job.key, old.stale_since),
+        unschedulable_since=since,
+        observed_generation=job.spec.generation if expired else old.observed_generation,
+    )
+
+
+def _finished(job: JobInfo, counts: dict[TaskStatus, int], now: str,
+              old: PodGroupStatus) -> Condition | None:
+    """Every pod is done: Succeeded when at least minMember succeeded (so when
+    all did), else Failed (so when all failed). The Scheduled condition then
+    says how it ended."""
+    done, failed = counts[TaskStatus.SUCCEEDED], counts[TaskStatus.FAILED]
+    if not job.tasks or done + failed < len(job.tasks):
+        return None
+    if done >= job.min_member:
+        reason = Reason.SUCCEEDED
+        message = f"{done}/{len(job.tasks)} pods succeeded"
+    else:
+        reason = Reason.FAILED
+        message = f"{failed}/{len(job.tasks)} pods failed, {done} succeeded (minMember {job.min_member})"
+    return _condition(old, "True" if reason is Reason.SUCCEEDED else "False", reason.value,
+                      message, now)
+
+
+def _condition(old: PodGroupStatus, status: str, reason: str, message: str, now: str) -> Condition:
+    prev = old.condition("Scheduled")
+    if prev is not None and (prev.status, prev.reason, prev.message) == (status, reason, message):
+        return prev
+    since = prev.last_transition_time if prev is not None and prev.status == status else now
+    return Condition("Scheduled", status, reason, message, since)

@@ -1,0 +1,471 @@
+"""Tests against a real kube-apiserver: kaisched installed as shipped.
+
+Every test under tests/realapi/ is marked `realapi` and skipped unless
+KAISCHED_TEST_KUBECONFIG names an admin kubeconfig of a real cluster (a local
+kube-apiserver + etcd on loopback is enough: no kubelet or controller-manager
+is needed, Nodes are objects the tests create and pods never start). Run them
+with
+
+    KAISCHED_TEST_KUBECONFIG=/path/to/admin.kubeconfig python -m pytest -m realapi tests/realapi
+
+The fixtures, for any module of this directory:
+
+- `admin` (session): a KubeCluster with the admin credentials, for the test's own reads
+  and writes (it plays the user and the operators); `admin_api` the kubernetes client's
+  ApiClient with the same credentials, for what KubeCluster does not do.
+- `installed` (session): `kubectl kustomize config/` (our own reading of the kustomization
+  where kubectl is absent) applied through the client, the CRDs established; removed at the
+  end of the session (all but the namespace: without a controller-manager a deleted
+  namespace stays Terminating). Returns the rendered objects.
+- `components` (module): `kaisched run` and `podgrouper run` started as subprocesses of
+  this checkout, each with a kubeconfig holding a token minted for its own ServiceAccount
+  with the TokenRequest API (so the shipped RBAC is what they may do) and the shipped
+  config/scheduler.yaml. `components.scheduler.url("/metrics")`, `.log()`, `.stop()`
+  (SIGTERM, returns the exit code and the seconds it took), `.start()`; stopped at the
+  end of the module.
+- `namespace` (function): a namespace `rt-<owner>-<test name>-<suffix>`; its pods are
+  deleted at once afterwards (no kubelet confirms a graceful delete), then the namespace.
+- `fake_nodes` (function): `fake_nodes(count, cpu=..., memory=..., extra=...)` creates
+  Nodes labelled `kaisched.io/test=<owner>` (deleted afterwards) and returns their names.
+  Create Nodes only through it: it also sets the `no-shard` label (see NO_SHARD), and
+  give every pod a name (no generateName), for the same server's sake.
+- `minimal_crd` (session): `minimal_crd(group, version, kind, plural)` serves a kind with
+  an open schema (x-kubernetes-preserve-unknown-fields), as an operator's CRD would, so a
+  test can create its objects; removed at the end of the session.
+- `describe(admin, namespace)`: the namespace's pods, PodGroups and Events as text,
+  for a failing assertion's message.
+- `make_owner_chain` (function): plays a controller: `make_owner_chain([top, middle, ...],
+  pods)` creates each object owned (controller ownerReference) by the one before, then the
+  pods owned by the last one, and returns what the server made of them.
+
+<owner> is the module's OWNER attribute (a helper's or feature's name), else "realapi":
+the names of everything a module creates carry it, so tests of several people on one
+shared server never touch each other's objects.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+import yaml
+from kubernetes import client as k8s_client
+
+from kaisched.cluster.client import Obj
+from kaisched.cluster.kinds import EVENT, LEASE, NAMESPACE, NODE, POD, PODGROUP, Kind, kind_of
+from kaisched.cluster.kube import KubeCluster, load_configuration
+from kaisched.errors import ConflictError, NotFoundError
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "config"
+ENV = "KAISCHED_TEST_KUBECONFIG"
+SYSTEM = "kaisched-system"
+CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions",
+           namespaced=False)
+SERVICE_ACCOUNT = Kind("v1", "ServiceAccount", "serviceaccounts")
+PATIENCE = 30.0
+# The loopback kube-apiserver these tests were written against is a fork that keeps
+# pods in per-Node storage shards: a Node created without this label, while any
+# pods watch has ever been open, makes it dial a shard that does not exist and
+# crash (a nil storage in a watch goroutine). Upstream servers ignore the label.
+NO_SHARD = "no-shard"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.realapi)
+            if not os.environ.get(ENV):
+                item.add_marker(pytest.mark.skip(reason=f"{ENV} names no real cluster"))
+
+
+def eventually(check: Callable[[], Any], timeout: float = PATIENCE, what: str = "") -> Any:
+    """check()'s first truthy value; fails after timeout (patience, not a measure)."""
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting{': ' + what if what else ''}")
+        time.sleep(0.2)
+    return result
+
+
+def owner_of(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request.module, "OWNER", "realapi"))
+
+
+def describe(client: KubeCluster, namespace: str) -> str:
+    """What a namespace holds, for a failing assertion: each pod's node, PodGroup and
+    PodScheduled condition, each PodGroup's spec and conditions, the Events."""
+    lines = []
+    for pod in client.list(POD, namespace):
+        meta, cond = pod["metadata"], next(
+            (c for c in (pod.get("status") or {}).get("conditions") or ()
+             if c.get("type") == "PodScheduled"), {})
+        lines.append(f"pod {meta['name']} node={pod['spec'].get('nodeName')} "
+                     f"group={(meta.get('annotations') or {}).get('kaisched.io/pod-group')} "
+                     f"scheduled={cond.get('status')} {cond.get('message', '')}")
+    for group in client.list(PODGROUP, namespace):
+        lines.append(f"podgroup {group['metadata']['name']} spec={group['spec']} "
+                     f"status={group.get('status')}")
+    for event in client.list(EVENT, namespace):
+        lines.append(f"event {event['involvedObject'].get('name')} {event.get('reason')}: "
+                     f"{event.get('message')}")
+    return "\n".join(lines)
+
+
+# -- rendering and applying config/ ----------------------------------------------------
+
+def render(folder: Path) -> list[Obj]:
+    """`kubectl kustomize folder`, or where kubectl is absent our own reading of a
+    kustomization made only of resources (files and folders)."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is not None:
+        done = subprocess.run([kubectl, "kustomize", str(folder)], capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        return [d for d in yaml.safe_load_all(done.stdout) if d]
+    spec = yaml.safe_load((folder / "kustomization.yaml").read_text())
+    assert set(spec) <= {"apiVersion", "kind", "resources"}, "needs kubectl kustomize"
+    out: list[Obj] = []
+    for entry in spec["resources"]:
+        path = folder / entry
+        out += render(path) if path.is_dir() else [
+            d for d in yaml.safe_load_all(path.read_text()) if d]
+    return out
+
+
+def apply(client: KubeCluster, obj: Obj) -> Obj:
+    """Create, or merge the object over what is there (lists replace, as apply does)."""
+    kind = kind_of(obj)
+    meta = obj["metadata"]
+    try:
+        return client.create(obj)
+    except ConflictError:
+        body = {k: v for k, v in obj.items() if k not in ("status", "apiVersion", "kind")}
+        return client.patch(kind, meta.get("namespace", ""), meta["name"], body)
+
+
+def established(client: KubeCluster, name: str) -> bool:
+    crd = client.get(CRD, "", name)
+    return bool(crd) and any(c.get("type") == "Established" and c.get("status") == "True"
+                             for c in (crd.get("status") or {}).get("conditions") or ())
+
+
+def delete_quietly(client: KubeCluster, kind: Kind, namespace: str, name: str) -> None:
+    try:
+        client.delete(kind, namespace, name)
+    except NotFoundError:
+        pass
+
+
+def gone(client: KubeCluster, kind: Kind, namespace: str, name: str) -> bool:
+    return client.get(kind, namespace, name) is None
+
+
+# -- session fixtures --------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def admin_kubeconfig() -> str:
+    path = os.environ.get(ENV)
+    if not path:
+        pytest.skip(f"{ENV} names no real cluster")
+    return path
+
+
+@pytest.fixture(scope="session")
+def admin(admin_kubeconfig: str) -> Iterator[KubeCluster]:
+    client = KubeCluster(admin_kubeconfig, timeout=10.0)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def admin_api(admin_kubeconfig: str) -> Iterator[k8s_client.ApiClient]:
+    """The kubernetes client's ApiClient with the admin credentials (for what
+    KubeCluster does not do: TokenRequests, deletes with a grace period)."""
+    api = k8s_client.ApiClient(load_configuration(admin_kubeconfig))
+    yield api
+    api.close()
+
+
+@pytest.fixture(scope="session")
+def installed(admin: KubeCluster) -> Iterator[list[Obj]]:
+    objects = render(CONFIG)
+    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    for obj in [o for o in objects if o["kind"] == "Namespace"] + crds:
+        apply(admin, obj)
+    for crd in crds:
+        eventually(lambda: established(admin, crd["metadata"]["name"]),
+                   what=f"CRD {crd['metadata']['name']} established")
+    for obj in objects:
+        if obj["kind"] not in ("Namespace", "CustomResourceDefinition"):
+            apply(admin, obj)
+    yield objects
+    # Everything but the namespace: on a server without a controller-manager a deleted
+    # namespace stays Terminating, and the next install could not create into it.
+    for obj in reversed(objects):
+        kind, meta = kind_of(obj), obj["metadata"]
+        if obj["kind"] != "Namespace":
+            delete_quietly(admin, kind, meta.get("namespace", ""), meta["name"])
+    for lease in admin.list(LEASE, SYSTEM):
+        delete_quietly(admin, LEASE, SYSTEM, lease["metadata"]["name"])
+
+
+@pytest.fixture(scope="session")
+def minimal_crd(admin: KubeCluster) -> Iterator[Callable[..., Kind]]:
+    made: list[str] = []
+
+    def serve(group: str, version: str, kind: str, plural: str, namespaced: bool = True) -> Kind:
+        name = f"{plural}.{group}"
+        apply(admin, {
+            "apiVersion": CRD.api_version, "kind": CRD.kind,
+            "metadata": {"name": name, "labels": {"kaisched.io/test": "realapi"}},
+            "spec": {"group": group, "scope": "Namespaced" if namespaced else "Cluster",
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
+                               "listKind": f"{kind}List"},
+                     "versions": [{"name": version, "served": True, "storage": True,
+                                   "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {
+                                       "type": "object",
+                                       "x-kubernetes-preserve-unknown-fields": True}}}]}})
+        if name not in made:
+            made.append(name)
+        eventually(lambda: established(admin, name), what=f"CRD {name} established")
+        return Kind(f"{group}/{version}", kind, plural, namespaced)
+
+    yield serve
+    for name in made:
+        delete_quietly(admin, CRD, "", name)
+
+
+# -- the components, as a cluster would run them ---------------------------------------
+
+def mint_token(api: k8s_client.ApiClient, namespace: str, account: str) -> str:
+    """A token of the ServiceAccount through the TokenRequest API."""
+    body = k8s_client.AuthenticationV1TokenRequest(
+        spec=k8s_client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
+    made = k8s_client.CoreV1Api(api).create_namespaced_service_account_token(
+        account, namespace, body)
+    return str(made.status.token)
+
+
+def account_kubeconfig(admin_kubeconfig: str, token: str, path: Path) -> Path:
+    """A kubeconfig of the admin's server and CA, authenticating with token only."""
+    admin_cfg = yaml.safe_load(Path(admin_kubeconfig).read_text())
+    context = next(c for c in admin_cfg["contexts"]
+                   if c["name"] == admin_cfg.get("current-context")) \
+        if admin_cfg.get("current-context") else admin_cfg["contexts"][0]
+    cluster = next(c for c in admin_cfg["clusters"] if c["name"] == context["context"]["cluster"])
+    cluster = {"name": "cluster", "cluster": dict(cluster["cluster"])}
+    ca = cluster["cluster"].get("certificate-authority")
+    if ca and not os.path.isabs(ca):
+        cluster["cluster"]["certificate-authority"] = str(Path(admin_kubeconfig).parent / ca)
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [cluster], "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "cluster", "user": "sa"}}]}))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Process:
+    """One command of this checkout run as a cluster would run it (a subprocess)."""
+
+    def __init__(self, name: str, module: str, args: list[str], log_path: Path,
+                 port: int | None) -> None:
+        self.name = name
+        self.module = module
+        self.args = args
+        self.log_path = log_path
+        self.port = port
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+        env.pop("POD_NAMESPACE", None)
+        env.pop("POD_NAME", None)
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", f"from {self.module} import main; main()", *self.args],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(ROOT))
+        log.close()
+
+    def url(self, path: str) -> str:
+        assert self.port, f"{self.name} serves no HTTP port"
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def get(self, path: str) -> tuple[int, str]:
+        """(status, body) of a GET on its HTTP port; (0, reason) when nothing answers."""
+        try:
+            with urllib.request.urlopen(self.url(path), timeout=5) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+        except OSError as exc:
+            return 0, str(exc)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 30.0) -> tuple[int | None, float]:
+        """SIGTERM; (exit code, seconds until it exited). Killed after timeout."""
+        if self.proc is None:
+            return None, 0.0
+        started = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        took = time.monotonic() - started
+        code = self.proc.returncode
+        self.proc = None
+        return code, took
+
+
+class Components:
+    def __init__(self, scheduler: Process, podgrouper: Process) -> None:
+        self.scheduler = scheduler
+        self.podgrouper = podgrouper
+
+    def start(self) -> None:
+        self.scheduler.start()
+        self.podgrouper.start()
+
+    def stop(self) -> None:
+        self.scheduler.stop()
+        self.podgrouper.stop()
+
+    def logs(self) -> str:
+        return (f"--- scheduler ---\n{self.scheduler.log()}\n"
+                f"--- podgrouper ---\n{self.podgrouper.log()}")
+
+
+def scheduler_identity(request: pytest.FixtureRequest) -> str:
+    return f"rt-{owner_of(request)}-scheduler"
+
+
+@pytest.fixture(scope="module")
+def components(request: pytest.FixtureRequest, admin_kubeconfig: str, installed: list[Obj],
+               admin_api: k8s_client.ApiClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Components]:
+    folder = tmp_path_factory.mktemp("components")
+    configs = {account: account_kubeconfig(admin_kubeconfig,
+                                           mint_token(admin_api, SYSTEM, account),
+                                           folder / f"{account}.kubeconfig")
+               for account in ("kaisched", "kaisched-podgrouper")}
+    scheduler_port, grouper_port = free_port(), free_port()
+    scheduler = Process("scheduler", "kaisched.cli", [
+        "run", "--kubeconfig", str(configs["kaisched"]),
+        "--config", str(CONFIG / "scheduler.yaml"), "--metrics-port", str(scheduler_port),
+        "--identity", scheduler_identity(request)], folder / "scheduler.log", scheduler_port)
+    podgrouper = Process("podgrouper", "podgrouper.cli", [
+        "run", "--kubeconfig", str(configs["kaisched-podgrouper"]),
+        "--metrics-port", str(grouper_port), "--identity", f"rt-{owner_of(request)}-podgrouper"],
+        folder / "podgrouper.log", grouper_port)
+    both = Components(scheduler, podgrouper)
+    both.start()
+    yield both
+    both.stop()
+    if request.session.testsfailed:
+        sys.stderr.write(both.logs()[-20000:])
+
+
+# -- per-test objects --------------------------------------------------------------------
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, admin: KubeCluster,
+              admin_api: k8s_client.ApiClient) -> Iterator[str]:
+    # Unique: without a controller-manager a deleted namespace stays Terminating.
+    suffix = format(int(time.time() * 10) % 36 ** 5, "x")
+    name = f"{_slug(f'rt-{owner_of(request)}-{request.node.name}')[:55].rstrip('-')}-{suffix}"
+    admin.create({"apiVersion": "v1", "kind": "Namespace",
+                  "metadata": {"name": name, "labels": {"kaisched.io/test": owner_of(request)}}})
+    yield name
+    # Pods go at once (no kubelet confirms a graceful delete); then the namespace.
+    k8s_client.CoreV1Api(admin_api).delete_collection_namespaced_pod(name, grace_period_seconds=0)
+    for group in admin.list(PODGROUP, name):
+        delete_quietly(admin, PODGROUP, name, group["metadata"]["name"])
+    delete_quietly(admin, NAMESPACE, "", name)
+
+
+@pytest.fixture
+def fake_nodes(request: pytest.FixtureRequest, admin: KubeCluster) -> Iterator[Callable[..., list[str]]]:
+    made: list[str] = []
+    owner = owner_of(request)
+
+    def create(count: int, cpu: str = "8", memory: str = "32Gi", prefix: str = "node",
+               extra: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> list[str]:
+        names = []
+        for _ in range(count):
+            name = f"rt-{owner}-{prefix}-{len(made)}"
+            allocatable = {"cpu": cpu, "memory": memory, "pods": "110", **(extra or {})}
+            delete_quietly(admin, NODE, "", name)      # a leftover of an interrupted run
+            eventually(lambda: gone(admin, NODE, "", name), what=f"old node {name} gone")
+            admin.create({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {"kaisched.io/test": owner,
+                                                      "kubernetes.io/hostname": name,
+                                                      NO_SHARD: "", **(labels or {})}},
+                "spec": {},
+                "status": {"capacity": allocatable, "allocatable": allocatable,
+                           "conditions": [{"type": "Ready", "status": "True",
+                                           "reason": "KubeletReady", "message": "fake node"}]}})
+            made.append(name)
+            names.append(name)
+        return names
+
+    yield create
+    for name in made:
+        delete_quietly(admin, NODE, "", name)
+
+
+def owned(obj: Obj, owner: Obj | None) -> Obj:
+    """obj with a controller ownerReference to owner (as the owner's controller sets it)."""
+    if owner is None:
+        return obj
+    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"],
+           "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+           "controller": True, "blockOwnerDeletion": True}
+    return {**obj, "metadata": {**obj["metadata"], "ownerReferences": [ref]}}
+
+
+@pytest.fixture
+def make_owner_chain(admin: KubeCluster) -> Callable[[list[Obj], list[Obj]], list[Obj]]:
+    def make(chain: list[Obj], pods: list[Obj]) -> list[Obj]:
+        made: list[Obj] = []
+        owner: Obj | None = None
+        for obj in chain:
+            owner = admin.create(owned(obj, owner))
+            owner.setdefault("apiVersion", obj["apiVersion"])
+            owner.setdefault("kind", obj["kind"])
+            made.append(owner)
+        for pod in pods:
+            made.append(admin.create(owned(pod, owner)))
+        return made
+
+    return make

@@ -1,0 +1,125 @@
+"""Volume binding against a real kube-apiserver, kaisched installed as shipped
+(its ServiceAccount's RBAC is all it may do).
+
+A gang of two pods, each with a claim of a WaitForFirstConsumer class allowed
+in one zone only. The scheduler places the gang there and writes each
+claim's selected node, binding nothing. The test then plays the provisioner
+and the PV controller, which do not run on this server: it creates each
+volume in the selected node's zone, pre-bound to its claim, and binds the
+claim to it. The scheduler then binds the pods, each to its claim's node.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from kaisched.api.volumes import SELECTED_NODE
+from kaisched.cluster.kinds import POD, PODGROUP, PV, PVC, STORAGE_CLASS
+from kaisched.cluster.kube import KubeCluster
+from kaisched.errors import ApiError
+
+from .conftest import Components, eventually
+
+OWNER = "vol"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _unprotected(admin: KubeCluster, kind, namespace: str, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Delete, taking the protection finalizers off first: no controller-manager
+    is there to remove them."""
+    try:
+        admin.patch(kind, namespace, name, {"metadata": {"finalizers": None}})
+        admin.delete(kind, namespace, name)
+    except ApiError:
+        pass
+
+
+def test_a_gang_with_wait_for_first_consumer_claims_binds_once_they_are_bound(
+        admin: KubeCluster, components: Components, namespace: str,
+        fake_nodes: Callable[..., list[str]]) -> None:
+    zone = f"rt-vol-zone-{int(time.time()) % 100000}"
+    fake_nodes(1, cpu="8", prefix="other", labels={ZONE: f"{zone}-other"})
+    nodes = fake_nodes(2, cpu="8", prefix="zonal", labels={ZONE: zone})
+    cls = f"{namespace}-wffc"
+    admin.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                  "metadata": {"name": cls}, "provisioner": "example.com/rt-vol",
+                  "volumeBindingMode": "WaitForFirstConsumer",
+                  "allowedTopologies": [{"matchLabelExpressions": [
+                      {"key": ZONE, "values": [zone]}]}]})
+    volumes: list[str] = []
+    try:
+        admin.create({"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "PodGroup",
+                      "metadata": {"name": "train", "namespace": namespace},
+                      "spec": {"minMember": 2}})
+        for i in range(2):
+            admin.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                          "metadata": {"name": f"ckpt-{i}", "namespace": namespace},
+                          "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"],
+                                   "resources": {"requests": {"storage": "1Gi"}}}})
+            admin.create({"apiVersion": "v1", "kind": "Pod",
+                          "metadata": {"name": f"train-{i}", "namespace": namespace,
+                                       "annotations": {"kaisched.io/pod-group": "train"}},
+                          "spec": {"schedulerName": "kaisched",
+                                   "nodeSelector": {"kaisched.io/test": OWNER},
+                                   "containers": [{"name": "main", "image": "trainer:1",
+                                                   "resources": {"requests": {"cpu": "6"}}}],
+                                   "volumes": [{"name": "ckpt", "persistentVolumeClaim": {
+                                       "claimName": f"ckpt-{i}"}}]}})
+
+        # Each claim gets a node of the allowed zone, one pod per node; no pod is bound yet.
+        def selected() -> dict[str, str] | None:
+            found = {}
+            for i in range(2):
+                claim = admin.get(PVC, namespace, f"ckpt-{i}") or {}
+                node = (claim.get("metadata", {}).get("annotations") or {}).get(SELECTED_NODE)
+                if not node:
+                    return None
+                found[f"ckpt-{i}"] = node
+            return found
+
+        chosen = eventually(selected, what="selected-node on both claims", timeout=60)
+        assert sorted(chosen.values()) == sorted(nodes), (chosen, components.logs()[-3000:])
+        for i in range(2):
+            assert not (admin.get(POD, namespace, f"train-{i}")["spec"].get("nodeName"))
+        status = eventually(lambda: (admin.get(PODGROUP, namespace, "train").get("status")
+                                     or {}).get("conditions"), what="the gang's condition")
+        assert "to be provisioned on node" in status[0]["message"], status
+
+        # The provisioner and the PV controller, played here.
+        for claim_name, node in chosen.items():
+            claim = admin.get(PVC, namespace, claim_name)
+            name = f"{namespace}-{claim_name}"
+            admin.create({"apiVersion": "v1", "kind": "PersistentVolume",
+                          "metadata": {"name": name},
+                          "spec": {"capacity": {"storage": "1Gi"},
+                                   "accessModes": ["ReadWriteOnce"],
+                                   "storageClassName": cls,
+                                   "persistentVolumeReclaimPolicy": "Delete",
+                                   "csi": {"driver": "rt-vol.example.com", "volumeHandle": name},
+                                   "claimRef": {"apiVersion": "v1",
+                                                "kind": "PersistentVolumeClaim",
+                                                "namespace": namespace, "name": claim_name,
+                                                "uid": claim["metadata"]["uid"]},
+                                   "nodeAffinity": {"required": {"nodeSelectorTerms": [
+                                       {"matchExpressions": [
+                                           {"key": ZONE, "operator": "In", "values": [zone]}]}]}}}})
+            volumes.append(name)
+            admin.patch_status(PV, "", name, {"phase": "Bound"})
+            admin.patch(PVC, namespace, claim_name, {"spec": {"volumeName": name}})
+            admin.patch_status(PVC, namespace, claim_name, {"phase": "Bound"})
+
+        # Now the gang binds, each pod where its claim's node was selected.
+        def bound() -> dict[str, str] | None:
+            where = {f"ckpt-{i}": (admin.get(POD, namespace, f"train-{i}")["spec"]
+                                   .get("nodeName") or "") for i in range(2)}
+            return where if all(where.values()) else None
+
+        where = eventually(bound, what="the gang bound", timeout=60)
+        assert set(where.values()) <= set(nodes), (where, components.logs()[-3000:])
+        assert "kaisched_binds_total" in components.scheduler.get("/metrics")[1]
+    finally:
+        for i in range(2):
+            _unprotected(admin, PVC, namespace, f"ckpt-{i}")
+        for name in volumes:
+            _unprotected(admin, PV, "", name)
+        _unprotected(admin, STORAGE_CLASS, "", cls)

@@ -1,0 +1,185 @@
+"""The metrics users expect, each measured on the memory backend through the
+production loop: job scheduling latency per queue, evictions by queue and
+cause, pending gangs by queue and the class of what blocks them, session
+duration and bind latency; and every metric the shipped Grafana dashboard
+queries is one the code exports."""
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kaisched.api.clock import ManualClock
+from kaisched.builtins import register_builtins
+from kaisched.cluster.memory import MemoryCluster
+from kaisched.framework import default_config, parse_config
+from kaisched.runtime.binder import Binder
+from kaisched.runtime.metrics import Metrics
+from kaisched.runtime.scheduler import Scheduler, serve
+from podgrouper.metrics import GrouperMetrics
+
+ROOT = Path(__file__).resolve().parents[1]
+PG = "scheduling.kaisched.io/v1alpha1"
+CONFIG = ("schedulePeriod: 1ms\nactions: [enqueue, allocate, preempt]\n"
+          "tiers: [{plugins: [{name: priority}, {name: gang}, {name: proportion}, "
+          "{name: predicates}, {name: nodeaffinity}]}]\n")
+
+
+def node(cluster: MemoryCluster, name: str, cpu: str = "4") -> None:
+    cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name,
+                                                                    "labels": {"zone": "a"}},
+                    "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}}})
+
+
+def gang(cluster: MemoryCluster, name: str, size: int, cpu: str = "1", queue: str = "default",
+         priority: str | None = None, selector: dict[str, str] | None = None) -> None:
+    cluster.create({"apiVersion": PG, "kind": "PodGroup",
+                    "metadata": {"name": name, "namespace": "default"},
+                    "spec": {"minMember": size, "queue": queue,
+                             **({"priorityClassName": priority} if priority else {})}})
+    for i in range(size):
+        spec: dict[str, Any] = {"schedulerName": "kaisched", "containers": [
+            {"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+        if priority:
+            spec["priorityClassName"] = priority
+        if selector:
+            spec["nodeSelector"] = selector
+        cluster.create({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": f"{name}-{i}", "namespace": "default",
+                                     "annotations": {"kaisched.io/pod-group": name}},
+                        "spec": spec})
+
+
+def queue(cluster: MemoryCluster, name: str, limit: str | None = None) -> None:
+    spec: dict[str, Any] = {"priority": 1}
+    if limit:
+        spec["resources"] = {"cpu": {"limit": limit}}
+    cluster.create({"apiVersion": PG, "kind": "Queue", "metadata": {"name": name}, "spec": spec})
+
+
+def run(cluster: MemoryCluster, cycles: int = 2, config: str = CONFIG) -> Metrics:
+    registry = register_builtins()
+    clock = cluster.clock
+    scheduler = Scheduler(cluster, parse_config(config, registry), registry, clock,
+                          Binder(cluster, clock.now))
+    metrics = Metrics()
+    serve(scheduler, threading.Event(), None, metrics, cycles=cycles)
+    return metrics
+
+
+def value(metrics: Metrics, name: str, **labels: str) -> float:
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def test_job_scheduling_latency_is_per_queue_from_podgroup_creation_to_its_minimum_bound() -> None:
+    cluster = MemoryCluster(ManualClock())
+    queue(cluster, "default")
+    queue(cluster, "train")
+    gang(cluster, "g", 3, queue="train")
+    cluster.clock.advance(42.0)         # nodes arrive 42 s after the PodGroup
+    node(cluster, "n1")
+    metrics = run(cluster, cycles=3)
+    assert value(metrics, "kaisched_job_scheduling_seconds_count", queue="train") == 1
+    assert value(metrics, "kaisched_job_scheduling_seconds_sum", queue="train") == 42.0
+    assert value(metrics, "kaisched_job_scheduling_seconds_bucket", queue="train", le="30.0") == 0
+    assert value(metrics, "kaisched_job_scheduling_seconds_bucket", queue="train", le="60.0") == 1
+
+
+def test_session_duration_and_bind_latency_are_histograms() -> None:
+    cluster = MemoryCluster(ManualClock())
+    queue(cluster, "default")
+    node(cluster, "n1")
+    gang(cluster, "g", 2)
+    metrics = run(cluster, cycles=2)
+    assert value(metrics, "kaisched_session_seconds_count") == 2
+    assert value(metrics, "kaisched_bind_seconds_count") == value(metrics, "kaisched_binds_total") == 2
+    assert value(metrics, "kaisched_bind_seconds_bucket", le="+Inf") == 2
+
+
+def test_evictions_are_counted_by_queue_and_cause() -> None:
+    cluster = MemoryCluster(ManualClock())
+    queue(cluster, "default")
+    for name, prio in (("low", 10), ("high", 1000)):
+        cluster.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                        "metadata": {"name": name}, "value": prio})
+    node(cluster, "n1", cpu="2")
+    gang(cluster, "old", 2, priority="low")
+    run(cluster, cycles=1)
+    gang(cluster, "new", 2, priority="high")
+    metrics = run(cluster, cycles=2)
+    assert value(metrics, "kaisched_evictions_total", queue="default", cause="preempt") == 2
+
+
+def test_pending_gangs_are_counted_by_queue_and_what_blocks_them() -> None:
+    cluster = MemoryCluster(ManualClock())
+    queue(cluster, "default")
+    queue(cluster, "capped", limit="2")
+    node(cluster, "n1", cpu="4")
+    gang(cluster, "huge", 2, cpu="8")                                  # no node has room
+    gang(cluster, "elsewhere", 1, selector={"zone": "b"})              # a placement rule
+    gang(cluster, "over", 3, queue="capped")                           # the queue's limit
+    metrics = run(cluster, cycles=2)
+    assert value(metrics, "kaisched_pending_gangs", queue="default", reason="resources") == 1
+    assert value(metrics, "kaisched_pending_gangs", queue="default", reason="placement") == 1
+    assert value(metrics, "kaisched_pending_gangs", queue="capped", reason="quota") == 1
+    # Room appears: the gauge drops the class nothing is blocked by any more.
+    node(cluster, "n2", cpu="16")
+    metrics = run(cluster, cycles=2)
+    assert value(metrics, "kaisched_pending_gangs", queue="default", reason="resources") == 0
+    assert value(metrics, "kaisched_pending_gangs", queue="default", reason="placement") == 1
+
+
+# -- the dashboard ------------------------------------------------------------------------
+
+def exported() -> set[str]:
+    """Every series name the scheduler and the PodGrouper export."""
+    names: set[str] = set()
+    for registry in (Metrics().registry, GrouperMetrics().registry):
+        for family in registry.collect():
+            kind = family.type
+            base = family.name
+            if kind == "counter":
+                names |= {f"{base}_total", f"{base}_created"}
+            elif kind == "histogram":
+                names |= {f"{base}_bucket", f"{base}_sum", f"{base}_count", f"{base}_created"}
+            else:
+                names.add(base)
+    return names
+
+
+def dashboard() -> dict[str, Any]:
+    path = ROOT / "config" / "components" / "monitoring" / "dashboard.yaml"
+    (config_map,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    (text,) = config_map["data"].values()
+    return json.loads(text)
+
+
+def test_every_metric_the_dashboard_queries_is_exported() -> None:
+    board = dashboard()
+    queries = [t["expr"] for p in board["panels"] for t in p.get("targets", ())]
+    assert len(queries) >= 8
+    used = {m for q in queries for m in re.findall(r"\b((?:kaisched|podgrouper)_[a-z_]+)", q)}
+    missing = used - exported()
+    assert not missing, f"the dashboard queries metrics nobody exports: {sorted(missing)}"
+    # And what users asked for is on it.
+    for wanted in ("kaisched_job_scheduling_seconds_bucket", "kaisched_evictions_total",
+                   "kaisched_pending_gangs", "kaisched_session_seconds_bucket",
+                   "kaisched_bind_seconds_bucket", "kaisched_is_leader", "podgrouper_is_leader"):
+        assert wanted in used, wanted
+
+
+def test_default_config_runs_with_metrics() -> None:
+    cluster = MemoryCluster(ManualClock())
+    queue(cluster, "default")
+    node(cluster, "n1")
+    gang(cluster, "g", 2)
+    registry = register_builtins()
+    scheduler = Scheduler(cluster, default_config(registry), registry, cluster.clock,
+                          Binder(cluster, cluster.clock.now))
+    metrics = Metrics()
+    serve(scheduler, threading.Event(), None, metrics, cycles=1)
+    assert value(metrics, "kaisched_binds_total") == 2
