@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,13 +15,18 @@ import orjson
 
 from kaisched.builtins import register_builtins
 from kaisched.console import OneLineGroup
+from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config, parse_config
 
 if TYPE_CHECKING:
     from kaisched.cluster.snapshot import LoadedFile
 
 
-@click.group(cls=OneLineGroup)
+# Lines of objects skipped from one file, at most (a big snapshot can have thousands).
+MAX_SKIPPED_LINES = 20
+
+
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kaisched")
 def main() -> None:
     """kaisched: a gang-aware batch scheduler for Kubernetes."""
@@ -52,6 +58,30 @@ kube_version_option = click.option(
     help="Check objects against this Kubernetes version's schemas (default: the newest bundled).")
 
 
+def _is_scenario(path: str) -> bool:
+    """A file `kaisched simulate` reads: a mapping with a scenario's keys."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and "kind" not in data and \
+        bool({"nodePools", "jobs", "generate"} & set(data))
+
+
+def _say_what_is_missing(path: str, objects: list[dict[str, Any]]) -> None:
+    """A file with no pods (or no nodes) replays to nothing: say why."""
+    kinds = {str(o.get("kind")) for o in objects}
+    if "Pod" not in kinds:
+        owners = sorted(kinds - {"Namespace", "Node", "Queue", "PriorityClass", "PodGroup"})
+        made = f" (its {', '.join(owners)} would get pods from an operator, which replay " \
+               "does not run; `kaisched simulate` emulates operators)" if owners else ""
+        click.echo(f"note: {path} has no pods: nothing to schedule{made}", err=True)
+    elif "Node" not in kinds:
+        click.echo(f"note: {path} has no Nodes: every pod stays pending", err=True)
+
+
 def _load(path: str, strict: bool) -> LoadedFile:
     """The objects of FILE a cluster would accept. Each one it would refuse is
     reported on stderr and skipped (an error with --strict), and so is an object
@@ -59,18 +89,29 @@ def _load(path: str, strict: bool) -> LoadedFile:
     from kaisched.cluster.snapshot import LoadedFile, load_file
     from kaisched.validation import partition, summarize
 
-    loaded = load_file(path, check_kinds=False)
+    try:
+        loaded = load_file(path, check_kinds=False)
+    except InputError:
+        if _is_scenario(path):
+            raise InputError(f"{path}: this is a simulate scenario (nodePools, queues, jobs), "
+                             f"not Kubernetes objects: run it with `kaisched simulate {path}`") \
+                from None
+        raise
     kept, problems = partition(loaded.objects)
     lines = summarize(problems)
-    for line in lines:
+    for line in lines[:MAX_SKIPPED_LINES]:
         click.echo(f"{'refused' if strict else 'skipped'}: {line}", err=True)
+    if len(lines) > MAX_SKIPPED_LINES:
+        click.echo(f"{'refused' if strict else 'skipped'}: ... and "
+                   f"{len(lines) - MAX_SKIPPED_LINES} more object(s) (the first "
+                   f"{MAX_SKIPPED_LINES} are shown)", err=True)
     if strict and lines:
         raise click.ClickException(
             f"{path}: {len(lines)} object(s) a cluster would refuse (--strict)")
     if not kept:
         why = f"all {len(lines)} object(s) skipped" if lines else "no Kubernetes objects in it"
         raise click.ClickException(f"{path}: nothing usable: {why}")
-    return LoadedFile(kept, loaded.config)
+    return LoadedFile(kept, loaded.config, loaded.taken)
 
 
 @main.command()
@@ -86,6 +127,7 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
     from kaisched.tools.replay import replay as run_replay
 
     loaded = _load(file, strict)
+    _say_what_is_missing(file, loaded.objects)
     registry = register_builtins()
     config = _config(config_path, registry, loaded.config)
     result = run_replay(loaded.objects, config, registry, sessions)
@@ -187,8 +229,10 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
     from kaisched.cluster.snapshot import build_snapshot
 
     config = _config(config_path, register_builtins(), None)
+    taken = time.time()
     items = _read_live(kubeconfig)
-    data = orjson.dumps(build_snapshot(items, config.to_dict(), redact), option=orjson.OPT_INDENT_2)
+    data = orjson.dumps(build_snapshot(items, config.to_dict(), redact, taken),
+                        option=orjson.OPT_INDENT_2)
     if output == "-":
         click.echo(data)
     else:
@@ -229,6 +273,17 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
         click.echo(line)
 
 
+def _duration_option(value: str | None, flag: str) -> float | None:
+    from kaisched.api.quantity import parse_duration
+
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=flag) from None
+
+
 def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
     """Every object scheduling reads, listed from the cluster."""
     from kaisched.cluster.kinds import SCHEDULING_KINDS
@@ -256,28 +311,61 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of a generated workload.")
 @click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
-              help="Draw use and fair shares over time into this PNG file.")
+              help="Draw utilisation, each queue's use against its fair share and the job "
+                   "timeline into this file (.png, .svg or .pdf).")
 @click.option("--strict", is_flag=True,
               help="A job a cluster would refuse is an error, not reported as failed.")
 @kube_version_option
+@click.option("--from-snapshot", "snapshot_path", type=click.Path(dir_okay=False),
+              help="Start from this cluster (a kaisched snapshot-dump): its nodes, queues and "
+                   "running and waiting jobs; SCENARIO then adds to it.")
+@click.option("--remaining", "remaining", metavar="DURATION",
+              help="With --from-snapshot: how long a job still runs when its pods do not say "
+                   "(annotation sim.kaisched.io/remaining).")
+@click.option("--wide", is_flag=True,
+              help="Every column of the tables, however wide the terminal.")
+@click.option("--until", "until", metavar="DURATION",
+              help="Stop at this virtual time (instead of the scenario's end).")
+@click.option("--dump-snapshot", "dump_path", type=click.Path(dir_okay=False),
+              help="Write the virtual cluster where the run stops as a Snapshot, to start a "
+                   "what-if from (--from-snapshot) without a real cluster.")
+@click.option("--max-objects", type=click.IntRange(min=1), default=20_000, show_default=True,
+              help="The most nodes, and generated jobs, a scenario may ask for.")
 def simulate(scenario: str | None, config_path: str | None, compare_path: str | None,
-             seed: int | None, output: str, plot_path: str | None, strict: bool) -> None:
-    """Run SCENARIO (default: the bundled demo) in virtual time and report."""
+             seed: int | None, output: str, plot_path: str | None, strict: bool,
+             snapshot_path: str | None, remaining: str | None, wide: bool,
+             until: str | None, dump_path: str | None, max_objects: int) -> None:
+    """Run SCENARIO (default: the bundled demo) in virtual time and report.
+
+    With --from-snapshot SNAP, a what-if on a real cluster: the run starts
+    from the snapshot and SCENARIO (optional) adds nodes, queues and jobs.
+    """
     import sys
 
+    from kaisched.sim.runner import WhatIf
     from kaisched.sim.runner import simulate as run_simulation
 
     registry = register_builtins()
-    configs = [(config_path or "built-in", _config(config_path, registry, None))]
+    what_if, embedded = None, None
+    if remaining is not None and snapshot_path is None:
+        raise click.UsageError("--remaining is for --from-snapshot")
+    if snapshot_path is not None:
+        loaded = _load(snapshot_path, strict)
+        left = _duration_option(remaining, "--remaining")
+        what_if = WhatIf(tuple(loaded.objects), snapshot_path, left, loaded.taken)
+        embedded = loaded.config
+    first = config_path or ("the snapshot's config" if embedded is not None else "built-in")
+    configs = [(first, _config(config_path, registry, embedded))]
     if compare_path:
         configs.append((compare_path, _config(compare_path, registry, None)))
-    run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict)
+    run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict,
+                   what_if, wide, max_objects, _duration_option(until, "--until"), dump_path)
 
 
 @main.command()
 @click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "reclaim-1k", "churn",
                                               "affinity-5k", "scale-10k", "binds", "simulate",
-                                              "dra-1k", "volumes-5k"]))
+                                              "dra-1k", "volumes-5k", "what-if-10k"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
               help="Multiply the scenario's node and pod counts (for quick checks).")
 @click.option("--profile", type=click.IntRange(min=0), default=0, metavar="N",
@@ -287,7 +375,7 @@ def bench(scenario: str, scale: float, profile: int) -> None:
     """Run a performance SCENARIO and print one JSON line of figures."""
     from kaisched.bench.scenarios import run
 
-    if profile and scenario in ("binds", "simulate"):
+    if profile and scenario in ("binds", "simulate", "what-if-10k"):
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
     click.echo(orjson.dumps(run(scenario, scale, profile)))
 

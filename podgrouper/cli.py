@@ -35,7 +35,7 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:
     return seconds
 
 
-@click.group(cls=OneLineGroup)
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """PodGrouper: gives each kaisched pod the PodGroup of its top owner."""
 

@@ -203,6 +203,9 @@ def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
     if name == "simulate":      # a whole generated workload through `kaisched simulate`
         from kaisched.bench.simulate import bench as run_simulate
         return run_simulate(scale)
+    if name == "what-if-10k":   # `kaisched simulate --from-snapshot` on the scale-10k cluster
+        from kaisched.bench.simulate import bench_what_if
+        return bench_what_if(scale)
     nodes, others = SCENARIOS[name](scale)
     node_count, pods = len(nodes), sum(1 for o in others if o["kind"] == "Pod")
     clock = ManualClock()

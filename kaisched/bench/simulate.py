@@ -1,6 +1,13 @@
-"""The scale scenario of `kaisched bench simulate`: a generated cluster of
-1,000 eight-GPU nodes shared by four teams, and 2,000 jobs of mixed kinds and
-1-64 GPUs arriving over about four hours, run to the end in virtual time."""
+"""The scale scenarios of the simulator.
+
+`kaisched bench simulate`: a generated cluster of 1,000 eight-GPU nodes shared
+by four teams, and 2,000 jobs of mixed kinds and 1-64 GPUs arriving over
+about four hours, run to the end in virtual time.
+
+`kaisched bench what-if-10k`: `kaisched simulate --from-snapshot` on the
+scale-10k cluster (10,000 nodes, 300,000 pods) for an hour of virtual time,
+the running jobs' remaining run times drawn from a distribution; timed from
+reading the snapshot file to the end of the run."""
 from __future__ import annotations
 
 import resource
@@ -47,6 +54,68 @@ def scale_scenario(scale: float = 1.0) -> Scenario:
     text = _TEMPLATE.format(nodes=nodes, jobs=jobs, quota=gpus // 5, limit=gpus // 2,
                             gap=round(7.2 / scale, 2))
     return parse_scenario(text, "simulate-scale")
+
+
+WHAT_IF = """
+name: what-if-10k
+until: 1h
+remaining: {median: 2h, sigma: 1.0, min: 5m, max: 12h}
+"""
+
+
+def bench_what_if(scale: float = 1.0) -> dict[str, Any]:
+    import tempfile
+    from pathlib import Path
+
+    import orjson
+
+    from kaisched.bench.scale10k import scale_10k
+    from kaisched.cluster.snapshot import build_snapshot, load_file
+    from kaisched.sim.start import adopt, read_start
+    from kaisched.validation import partition
+
+    config = default_config(register_builtins())
+    nodes, others = scale_10k(scale)
+    # As an API server keeps them: extended resources carry limits equal to requests.
+    objects = nodes + [_with_gpu_limits(o) for o in others]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "scale-10k.json"
+        path.write_bytes(orjson.dumps(build_snapshot(objects, config.to_dict(),
+                                                     taken=1_767_247_200.0)))
+        del nodes, others, objects
+        started = time.perf_counter()
+        loaded = load_file(path, check_kinds=False)
+    kept, problems = partition(loaded.objects)
+    read = time.perf_counter()
+    start = read_start(kept, "scale-10k", config.scheduler_name, loaded.taken)
+    scenario = parse_scenario(WHAT_IF, "what-if-10k", base=start.base)
+    adopted, _ = adopt(start, None, scenario.remaining, 1)
+    simulation = Simulation(scenario, config, start=start, adopted=adopted)
+    ready = time.perf_counter()
+    result = simulation.run()
+    done = time.perf_counter()
+    return {
+        "scenario": "what-if-10k", "nodes": sum(p.count for p in scenario.pools),
+        "pods": sum(1 for o in kept if o.get("kind") == "Pod"), "skipped": len(problems),
+        "jobs": len(adopted), "jobs_finished": sum(1 for r in result.runs if r.finished),
+        "virtual_hours": round(result.end / 3600, 2), "sessions": result.sessions,
+        "read_seconds": round(read - started, 1), "setup_seconds": round(ready - read, 1),
+        "run_seconds": round(done - ready, 1), "wall_seconds": round(done - started, 1),
+        "peak_memory_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def _with_gpu_limits(obj: dict[str, Any]) -> dict[str, Any]:
+    if obj.get("kind") != "Pod":
+        return obj
+    containers = []
+    for c in obj["spec"]["containers"]:
+        requests = (c.get("resources") or {}).get("requests") or {}
+        if "nvidia.com/gpu" in requests:
+            c = {**c, "resources": {**c["resources"],
+                                    "limits": {"nvidia.com/gpu": requests["nvidia.com/gpu"]}}}
+        containers.append(c)
+    return {**obj, "spec": {**obj["spec"], "containers": containers}}
 
 
 def bench(scale: float = 1.0) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import orjson
 import yaml
 
 from kaisched.api import labels as L
+from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.errors import InputError
 
 SNAPSHOT_API_VERSION = "kaisched.io/v1alpha1"
@@ -30,6 +31,7 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class LoadedFile:
     objects: list[dict[str, Any]]
     config: dict[str, Any] | None = None
+    taken: float | None = None          # when a Snapshot was dumped, if it says
 
 
 def load_file(path: str | Path, check_kinds: bool = True) -> LoadedFile:
@@ -67,6 +69,7 @@ def load_text(text: str, source: str = "input", check_kinds: bool = True) -> Loa
             raise InputError(f"{source}: invalid YAML{where}: {problem}") from None
     objects: list[dict[str, Any]] = []
     config = None
+    taken = None
     for i, doc in enumerate(docs, 1):
         if not isinstance(doc, dict):
             raise InputError(f"{source}: document {i} is not a Kubernetes object")
@@ -74,12 +77,14 @@ def load_text(text: str, source: str = "input", check_kinds: bool = True) -> Loa
             if doc.get("apiVersion") != SNAPSHOT_API_VERSION:
                 raise InputError(f"{source}: Snapshot apiVersion must be {SNAPSHOT_API_VERSION}")
             config = doc.get("config") or None
+            stamp = (doc.get("metadata") or {}).get("creationTimestamp")
+            taken = from_rfc3339(stamp) if isinstance(stamp, str) else None
             objects.extend(_checked(doc.get("items") or [], source, i, check_kinds))
         elif str(doc.get("kind", "")).endswith("List") and "items" in doc:
             objects.extend(_checked(doc.get("items") or [], source, i, check_kinds))
         else:
             objects.extend(_checked([doc], source, i, check_kinds))
-    return LoadedFile(objects, config)
+    return LoadedFile(objects, config, taken)
 
 
 def _checked(items: Iterable[Any], source: str, doc: int, check_kinds: bool) -> list[dict[str, Any]]:
@@ -106,7 +111,8 @@ def _checked(items: Iterable[Any], source: str, doc: int, check_kinds: bool) -> 
 _POD_SPEC_KEYS = ("nodeName", "schedulerName", "priority", "priorityClassName", "nodeSelector",
                   "affinity", "tolerations", "overhead", "topologySpreadConstraints",
                   "schedulingGroup", "workloadRef")
-_KEEP_ANNOTATION_PREFIXES = ("kaisched.io/", "gang.scheduling.koordinator.sh/",
+# sim.kaisched.io/: the run times a what-if reads (remaining, duration).
+_KEEP_ANNOTATION_PREFIXES = ("kaisched.io/", "sim.kaisched.io/", "gang.scheduling.koordinator.sh/",
                              "scheduling.k8s.io/", "kai.scheduler/",
                              # volume binding: a claim's selected node, the default class
                              "volume.kubernetes.io/selected-node",
@@ -144,12 +150,16 @@ def redact(obj: dict[str, Any]) -> dict[str, Any]:
             kept["initContainers"] = [container(c) for c in spec["initContainers"]]
         status = obj.get("status") or {}
         out["spec"] = kept
-        out["status"] = {k: status[k] for k in ("phase", "conditions") if k in status}
+        # startTime: how long a running pod has run, for a what-if's run times.
+        out["status"] = {k: status[k] for k in ("phase", "conditions", "startTime") if k in status}
     return out
 
 
 def build_snapshot(objects: Iterable[dict[str, Any]], config: dict[str, Any],
-                   redacted: bool = False) -> dict[str, Any]:
+                   redacted: bool = False, taken: float | None = None) -> dict[str, Any]:
+    """taken: when the objects were read; a what-if counts run times from it."""
     items = [redact(o) if redacted else o for o in objects]
-    return {"apiVersion": SNAPSHOT_API_VERSION, "kind": "Snapshot", "config": config,
-            "items": items}
+    out: dict[str, Any] = {"apiVersion": SNAPSHOT_API_VERSION, "kind": "Snapshot"}
+    if taken is not None:
+        out["metadata"] = {"creationTimestamp": to_rfc3339(taken)}
+    return {**out, "config": config, "items": items}

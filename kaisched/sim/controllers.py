@@ -51,8 +51,14 @@ class JobRun:
     finished: float | None = None
     first_bound: int = 0          # pods bound in the session that started it
     min_member: int | None = None
-    evictions: int = 0
+    evictions: int = 0            # times it lost pods to evictions (one per session)
+    pods_evicted: int = 0
     restarts: int = 0             # pods made again after an eviction
+    # What happened to it, in order: (moment, waiting | running | evicted | done).
+    history: list[tuple[float, str]] = attrs.field(factory=list)
+    # Its size while it runs, at each change: (moment, pods running, GPUs running).
+    sizes: list[tuple[float, int, float]] = attrs.field(factory=list)
+    gpu_hours_lost: float = 0.0   # GPU time run and thrown away by its evictions
     never_fits: str | None = None
     failure: str | None = None
 
@@ -76,6 +82,7 @@ class Controllers:
         self._subscription.drain()
         self._missing: set[JobRun] = set()      # jobs with a pod to make again
         self._finished: list[JobRun] = []       # succeeded or failed, not yet removed
+        self._now = 0.0
 
     def submit(self, run: JobRun, now: float) -> None:
         refused = refusals(run.spec, self.scheduler_name, self.priorities)
@@ -91,6 +98,20 @@ class Controllers:
         run.pod_group = run.spec.name if run.spec.kind is JobKind.GANG \
             else podgroup_name(run.objects[named], part)
         run.state, run.submitted = JobState.SUBMITTED, now
+        run.history.append((now, "waiting"))
+
+    def adopt(self, run: JobRun, plan: Blueprint, pods: tuple[Obj, ...], pod_group: str) -> None:
+        """Take over a job that was there at the start (a snapshot's), its pods
+        created already: from now on its operator keeps them as its own."""
+        run.plan = plan
+        run.objects = list(plan.objects)       # its owner, to name in pods made again
+        run.pod_group = pod_group
+        run.state, run.submitted = JobState.SUBMITTED, 0.0
+        run.history.append((0.0, "waiting"))
+        for index, pod in enumerate(pods):
+            name = pod["metadata"]["name"]
+            run.current[index] = name
+            self.by_pod[pod_key(run.spec.namespace, name)] = (run, index)
 
     def tick(self, now: float) -> list[JobRun]:
         """React to pod events: make evicted pods again, finish jobs whose leaders
@@ -116,12 +137,14 @@ class Controllers:
             elif phase == "Running":
                 run.running.add(index)
                 self._next_stage(run)
+        self._now = now
         for run in sorted(self._missing, key=lambda r: r.key):
             self._recreate(run)
         self._missing.clear()
         finished, self._finished = self._finished, []
         for run in finished:
             run.finished = now
+            run.history.append((now, "done"))
             self._remove(run)
         return finished
 
@@ -170,6 +193,8 @@ class Controllers:
                 f"{len(lost)} bare pod(s) evicted; nothing makes them again")
             self._finished.append(run)
             return
+        if lost and run.history and run.history[-1][1] == "evicted":
+            run.history.append((self._now, "waiting"))       # made again: waiting again
         for index in lost:
             self._make_pod(run, index)
             run.restarts += 1

@@ -6,6 +6,7 @@ share them.
 """
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any, Mapping
 
@@ -15,6 +16,14 @@ from kaisched.validation.rules import dns_label
 
 ALIASES = {"gpu": GPU}
 INTEGER_RESOURCES = (GPU,)       # extended resources: whole units only
+# Resources nodes offer beyond those a pool names.
+ALWAYS_OFFERED = (CPU, MEMORY, "pods", "ephemeral-storage")
+_NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?")
+
+
+def _has_units(name: str) -> bool:
+    """cpu, memory, storage and hugepages take suffixes; extended resources are counts."""
+    return name in (CPU, MEMORY, "ephemeral-storage", "storage") or name.startswith("hugepages-")
 
 
 class FieldError(Exception):
@@ -80,6 +89,9 @@ def integer(value: Any, where: str, minimum: int) -> int:
 
 
 def duration(value: Any, where: str, positive: bool = False) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0:
+        raise FieldError(f"{where}: a duration needs a unit: {value!r} could mean seconds or "
+                         f"minutes (write e.g. {value:g}s or {value:g}m)")
     try:
         seconds = parse_duration(value)
     except ValueError as exc:
@@ -116,6 +128,13 @@ def checked_amount(name: str, value: Any, where: str) -> Decimal:
         raise FieldError(f"{where}: {exc}") from None
     if amount < 0:
         raise FieldError(f"{where}: must not be negative, got {value!r}")
+    text = str(value).strip()
+    if name == MEMORY and amount and _NUMBER.fullmatch(text):
+        raise FieldError(f"{where}: memory needs a unit: {value!r} would be {text} bytes "
+                         "(write e.g. 64Gi)")
+    if not _has_units(name) and not _NUMBER.fullmatch(text):
+        raise FieldError(f"{where}: {name} is a count, not a quantity with a suffix: "
+                         f"{value!r} (write e.g. 4)")
     if name in INTEGER_RESOURCES and amount != amount.to_integral_value():
         raise FieldError(f"{where}: {name} is counted in whole units, got {value!r}")
     return amount

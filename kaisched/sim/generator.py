@@ -11,11 +11,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from kaisched.api.resource import CPU, GPU, MEMORY
-from kaisched.sim.fields import FieldError, duration, fields, integer, number
+from kaisched.sim.fields import FieldError, dns, duration, fields, integer, number
 from kaisched.sim.specs import JobKind, JobSpec, NodePool, RoleSpec
 
 _KEYS = ("seed", "jobs", "start", "meanInterarrival", "gpus", "gpusPerPod", "duration",
-         "perGpu", "queues")
+         "perGpu", "queues", "namePrefix")
 _DURATION = ("median", "sigma", "min", "max")
 _QUEUE_MIX = ("weight", "kinds", "priorityClass")
 _SHORT = {JobKind.PYTORCH: "pt", JobKind.TF: "tf", JobKind.MPI: "mpi", JobKind.JOBSET: "js",
@@ -25,11 +25,15 @@ DEFAULT_SEED = 1
 
 
 def generate(data: Any, where: str, seed: int | None, queues: list[str],
-             classes: Mapping[str, int], pools: tuple[NodePool, ...]) -> tuple[list[JobSpec], int]:
+             classes: Mapping[str, int], pools: tuple[NodePool, ...],
+             cap: int | None = None) -> tuple[list[JobSpec], int]:
     """The generated jobs, and the seed used (the override, else generate.seed)."""
     f = fields(data, where, _KEYS, ("jobs", "meanInterarrival", "gpus", "duration", "queues"))
     used = seed if seed is not None else integer(f.get("seed", DEFAULT_SEED), f"{where}.seed", 0)
     count = integer(f["jobs"], f"{where}.jobs", 1)
+    if cap is not None and count > cap:
+        raise FieldError(f"{where}.jobs: {count} is more than the cap of {cap} "
+                         "(--max-objects raises it)")
     start = duration(f.get("start", 0), f"{where}.start")
     gap = duration(f["meanInterarrival"], f"{where}.meanInterarrival", positive=True)
     sizes, size_weights = _weights(f["gpus"], f"{where}.gpus", int_keys=True)
@@ -41,11 +45,13 @@ def generate(data: Any, where: str, seed: int | None, queues: list[str],
     dur = fields(f["duration"], f"{where}.duration", _DURATION, ("median",))
     median = duration(dur["median"], f"{where}.duration.median", positive=True)
     sigma = number(dur.get("sigma", 1.0), f"{where}.duration.sigma")
-    low = duration(dur.get("min", 60), f"{where}.duration.min", positive=True)
-    high = duration(dur.get("max", median * 20), f"{where}.duration.max", positive=True)
+    low = duration(dur.get("min", "60s"), f"{where}.duration.min", positive=True)
+    high = duration(dur["max"], f"{where}.duration.max", positive=True) \
+        if dur.get("max") is not None else median * 20
     per_gpu = fields(f.get("perGpu") or {"cpu": 8, "memory": "64Gi"}, f"{where}.perGpu",
                      (CPU, MEMORY))
     mixes = _queue_mixes(f["queues"], f"{where}.queues", queues, classes)
+    prefix = dns(f["namePrefix"], f"{where}.namePrefix")[:20] if f.get("namePrefix") else None
 
     rng = np.random.default_rng(used)
     gaps = rng.exponential(gap, count)
@@ -60,7 +66,7 @@ def generate(data: Any, where: str, seed: int | None, queues: list[str],
         kind = kinds[int(np.searchsorted(np.cumsum(_norm(kind_weights)), kind_draw[i],
                                          side="right").clip(0, len(kinds) - 1))]
         gpus = sizes[int(size_pick[i])]
-        name = f"{queue[:20]}-{_SHORT[kind]}-{i:05d}"
+        name = f"{prefix or queue[:20]}-{_SHORT[kind]}-{i:05d}"
         jobs.append(JobSpec(
             name=name, kind=kind, queue=queue, namespace=queue,
             arrival=float(round(arrivals[i])), duration=float(round(durations[i])),

@@ -48,6 +48,7 @@ class Kubelet:
                 self.cluster.replace({**pod, "status": {
                     **pod["status"], "phase": "Succeeded",
                     "containerStatuses": [{"name": c["name"], "ready": False, "restartCount": 0,
+                                           "image": c.get("image", ""), "imageID": "",
                                            "state": {"terminated": {"exitCode": 0,
                                                                     "reason": "Completed"}}}
                                           for c in pod["spec"]["containers"]]}})
@@ -60,6 +61,7 @@ class Kubelet:
             self.cluster.replace({**pod, "status": {
                 **pod["status"], "phase": "Running", "startTime": to_rfc3339(now),
                 "containerStatuses": [{"name": c["name"], "ready": True, "restartCount": 0,
+                                       "image": c.get("image", ""), "imageID": "",
                                        "state": {"running": {"startedAt": to_rfc3339(now)}}}
                                       for c in pod["spec"]["containers"]]}})
             self.started.append(key)
@@ -67,6 +69,23 @@ class Kubelet:
                                      .get(DURATION_ANNOTATION, "0"))
             heapq.heappush(self._ending, (now + run_for, key, uid))
         self._starting.clear()
+
+    def adopt(self, now: float) -> None:
+        """Pods already running at the start (a snapshot's) end after the run
+        time they carry, counted from now; pods that carry none never end."""
+        self._watch()
+        seconds: dict[str, float] = {}
+        for pod in self.cluster.list(POD):
+            meta, status = pod["metadata"], pod.get("status") or {}
+            run_for = (meta.get("annotations") or {}).get(DURATION_ANNOTATION)
+            if run_for is None or status.get("phase") != "Running" or meta.get("deletionTimestamp") \
+                    or not (pod.get("spec") or {}).get("nodeName"):
+                continue
+            if run_for not in seconds:
+                seconds[run_for] = parse_duration(run_for)
+            key = pod_key(meta["namespace"], meta["name"])
+            self._ending.append((now + seconds[run_for], key, meta["uid"]))
+        heapq.heapify(self._ending)
 
     def next_event(self) -> float | None:
         """When the next container exits or deleted pod is gone."""

@@ -1,33 +1,98 @@
-"""The picture of a simulation (matplotlib, Agg, no display needed): cluster
-GPU and CPU utilisation over time with evictions marked, and per queue its
-use against its fair share, with job starts marked. One column per run when
-two configs are compared."""
+"""The picture of a simulation (matplotlib, Agg, no display needed), one
+column per run when two configs are compared, three panels sharing the time
+axis: cluster GPU and CPU utilisation with evictions marked; per queue its use
+against its fair share, with job starts marked; and the job timeline, one lane
+per job coloured by state (waiting, running, evicted, waiting again) with each
+eviction marked and labelled by what took the pods. Legends sit beside the
+panels, never on the data. The file type follows the extension.
+"""
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from kaisched.api.resource import CPU, GPU
+from kaisched.builtins import register_builtins
+from kaisched.errors import InputError
+from kaisched.framework import SchedulerConfig, default_config
+from kaisched.sim.lanes import STATES, Lane, lanes
 from kaisched.sim.simulation import SimResult
+from kaisched.sim.timeline import hms
 
+FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 _CAUSE_COLOURS = {"reclaim": "tab:red", "preempt": "tab:purple", "stale-gang": "tab:brown",
                   "other": "tab:gray"}
+STATE_COLOURS = {"waiting": "#f2c14e", "running": "#3a9d5d", "evicted": "#d1495b",
+                 "waiting again": "#8e7dbe"}
 
 
-def draw(runs: Sequence[tuple[str, SimResult]], path: str | Path) -> None:
-    fig = Figure(figsize=(10 * len(runs), 7), dpi=100, layout="constrained")
+def check_path(path: str | Path) -> str:
+    """The format for the plot file, or an InputError before anything runs:
+    an extension other than .png, .svg or .pdf, or a place it cannot be written."""
+    path = Path(path)
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(f"--plot {path}: the file type follows the extension: "
+                         f"{', '.join(FORMATS)}")
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise InputError(f"--plot {path}: is a directory")
+    if not folder.is_dir():
+        raise InputError(f"--plot {path}: no directory {folder}")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise InputError(f"--plot {path}: not writable")
+    return fmt
+
+
+def config_words(config: SchedulerConfig) -> str:
+    """The config in words: what it changes from the built-in one."""
+    base = default_config(register_builtins()).to_dict()
+    mine = config.to_dict()
+    changed = []
+    for key, value in mine.items():
+        if base.get(key) == value or key == "tiers":
+            continue
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        changed.append(f"{key} {_duration_words(shown)}")
+    if mine.get("tiers") != base.get("tiers"):
+        changed.append("its own plugin tiers")
+    return "; ".join(changed) if changed else "the built-in config"
+
+
+def _duration_words(text: str) -> str:
+    """600s -> 10m, as people write durations."""
+    if text.endswith("s") and text[:-1].isdigit():
+        seconds = int(text[:-1])
+        if seconds and seconds % 3600 == 0:
+            return f"{seconds // 3600}h"
+        if seconds and seconds % 60 == 0:
+            return f"{seconds // 60}m"
+    return text
+
+
+def draw(runs: Sequence[tuple[str, SimResult]], path: str | Path) -> Figure:
+    fmt = check_path(path)
+    panels = [lanes(result) for _, result in runs]
+    rows = max(len(p[0]) for p in panels)
+    lane_height = max(2.0, 0.28 * rows + 0.8)
+    fig = Figure(figsize=(12 * len(runs), 7 + lane_height), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(2, len(runs), sharex="col", squeeze=False)
+    axes = fig.subplots(3, len(runs), sharex="col", squeeze=False,
+                        gridspec_kw={"height_ratios": [3, 3, lane_height]})
     for col, (label, result) in enumerate(runs):
-        _draw_run(axes[0][col], axes[1][col], label, result)
-    fig.savefig(path, format="png")
+        _draw_run(axes[0][col], axes[1][col], axes[2][col], result, *panels[col])
+    fig.savefig(path, format=fmt)
+    return fig
 
 
-def _draw_run(top, bottom, label: str, result: SimResult) -> None:  # type: ignore[no-untyped-def]
+def _draw_run(top: Any, middle: Any, bottom: Any, result: SimResult, shown: list[Lane],
+              total: int) -> None:
     tl = result.timeline
     hours = result.end > 3 * 3600
     scale, unit = (3600.0, "hours") if hours else (60.0, "minutes")
@@ -46,8 +111,9 @@ def _draw_run(top, bottom, label: str, result: SimResult) -> None:  # type: igno
                         label=f"{cause} evictions", zorder=3)
     top.set_ylim(0, 108)
     top.set_ylabel("% of the cluster")
-    top.set_title(f"{result.scenario.name} — {label}", loc="left")
-    top.legend(loc="lower right", fontsize="small")
+    top.set_title(f"{result.scenario.name} — {config_words(result.config)}", loc="left")
+    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0)
+
     res_label = "GPUs" if tl.resource == GPU else "cores"
     divisor = 1000.0 if tl.resource == CPU else 1.0
     colours = [f"C{i}" for i in range(10)]
@@ -56,16 +122,45 @@ def _draw_run(top, bottom, label: str, result: SimResult) -> None:  # type: igno
         colour = colours[i % len(colours)]
         used = np.array(tl.queue_used.get(queue, []) + tl.queue_used.get(queue, [0.0])[-1:]) / divisor
         fair = np.array(tl.fair_share.get(queue, []) + tl.fair_share.get(queue, [0.0])[-1:]) / divisor
-        bottom.step(times, fair, where="post", color=colour, linestyle="--", linewidth=3,
+        middle.step(times, fair, where="post", color=colour, linestyle="--", linewidth=3,
                     alpha=0.45, label=f"{queue} fair share")
-        bottom.step(times, used, where="post", color=colour, label=f"{queue} in use")
+        middle.step(times, used, where="post", color=colour, label=f"{queue} in use")
         peak = max(peak, float(np.nanmax(used, initial=0)), float(np.nanmax(fair, initial=0)))
     for i, queue in enumerate(tl.queues):
         at = [s[0] / scale for s in tl.starts if s[1] == queue]
         if at:
-            bottom.scatter(at, [-0.04 * peak] * len(at), marker="^",
+            middle.scatter(at, [-0.04 * peak] * len(at), marker="^",
                            color=colours[i % len(colours)], s=18, zorder=3)
-    bottom.set_ylim(-0.08 * peak, peak * 1.1)
-    bottom.set_ylabel(f"{res_label} (▲ a job starts)")
+    middle.set_ylim(-0.08 * peak, peak * 1.1)
+    middle.set_ylabel(f"{res_label} (▲ a job starts)")
+    middle.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
+                  borderaxespad=0)
+
+    _draw_lanes(bottom, shown, total, scale)
     bottom.set_xlabel(f"virtual time ({unit})")
-    bottom.legend(loc="upper right", fontsize="small", ncol=2)
+
+
+def _draw_lanes(ax: Any, shown: list[Lane], total: int, scale: float) -> None:
+    """One lane per job, top to bottom in arrival order; evictions marked ✕ and labelled."""
+    for row, lane in enumerate(shown):
+        y = len(shown) - 1 - row
+        for start, end, state in lane.segments:
+            width = max(end - start, 0.0) / scale
+            ax.broken_barh([(start / scale, width)], (y - 0.35, 0.7),
+                           facecolors=STATE_COLOURS[state], edgecolor="none")
+        for at, cause, label in lane.marks:
+            ax.scatter([at / scale], [y], marker="X", s=60, color=_CAUSE_COLOURS.get(cause, "k"),
+                       edgecolor="white", linewidth=0.5, zorder=4)
+            ax.annotate(f"{label} at {hms(at)}", (at / scale, y), xytext=(6, 4),
+                        textcoords="offset points", fontsize="x-small", zorder=5,
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
+                              "alpha": 0.8})
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels([lane.job for lane in reversed(shown)], fontsize="small")
+    ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
+    title = "jobs" if total == len(shown) else \
+        f"jobs ({len(shown)} of {total}: the longest waits, weighted by GPUs)"
+    ax.set_title(title, loc="left", fontsize="medium")
+    handles = [Patch(facecolor=STATE_COLOURS[s], label=s) for s in STATES]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
+              borderaxespad=0, title="state")

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from kaisched.api.resource import CPU, GPU, MEMORY
@@ -23,7 +24,7 @@ TEXT_JOBS = 40
 
 def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
     scenario, timeline, end = result.scenario, result.timeline, result.end
-    jobs = [_job(run) for run in result.runs]
+    jobs = [_job(run, end) for run in result.runs]
     gang_waits = [j["wait"] for j, run in zip(jobs, result.runs)
                   if j["wait"] is not None and _is_gang(run)]
     util = {}
@@ -51,6 +52,8 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
                                      if e.cause == "reclaim" and e.queue == q.name),
             "podsReclaimedBy": sum(1 for e in timeline.evictions
                                    if e.cause == "reclaim" and e.by_queue == q.name),
+            "gpuHoursLost": _round(sum(r.gpu_hours_lost for r in result.runs
+                                       if r.spec.queue == q.name), 2),
         })
     causes: dict[str, int] = {}
     for e in timeline.evictions:
@@ -60,7 +63,7 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
         "config": config_name, "seed": scenario.seed,
         "virtualSeconds": _round(end, 1), "stopped": result.stopped,
         "sessions": result.sessions, "invariantChecks": result.checks,
-        "cluster": {"nodes": sum(p.count for p in scenario.node_pools),
+        "cluster": {"nodes": sum(p.count for p in scenario.pools),
                     "gpus": _round(result.capacity.get(GPU, 0.0), 1),
                     "cpus": _round(result.capacity.get(CPU, 0.0) / 1000, 1),
                     "gpuUtilisation": util["gpu"], "cpuUtilisation": util["cpu"]},
@@ -88,25 +91,50 @@ def _volumes(result: SimResult) -> dict[str, Any]:
                            "max": _round(max(waits), 1)}}
 
 
-def _job(run: JobRun) -> dict[str, Any]:
+def _job(run: JobRun, end: float) -> dict[str, Any]:
     spec = run.spec
-    wait = run.started - run.submitted if run.started is not None and run.submitted is not None \
-        else None
+    waits = _waits(run, end)
+    wait = sum(b - a for a, b in waits) if run.started is not None else None
     turnaround = run.finished - run.submitted if run.finished is not None \
         and run.submitted is not None else None
     placed_whole = None
     if run.started is not None and run.min_member is not None:
         placed_whole = run.first_bound >= run.min_member
+    running = [(pods, gpus) for _, pods, gpus in run.sizes if pods]
     return {
         "name": f"{spec.namespace}/{spec.name}", "kind": spec.kind.value, "queue": spec.queue,
         "pods": spec.pods, "gpus": _round(spec.total(GPU), 1),
         "minMember": run.min_member, "priorityClass": spec.priority_class,
         "submitted": _round(run.submitted, 1), "started": _round(run.started, 1),
         "finished": _round(run.finished, 1), "wait": _round(wait, 1),
+        "firstWait": _round(run.started - run.submitted, 1)
+        if run.started is not None and run.submitted is not None else None,
+        "waits": [[_round(a, 1), _round(b, 1)] for a, b in waits],
+        "starts": sum(1 for _, state in run.history if state == "running"),
         "turnaround": _round(turnaround, 1), "placedWhole": placed_whole,
-        "evictions": run.evictions, "podsRemade": run.restarts,
+        "evictions": run.evictions, "podsEvicted": run.pods_evicted, "podsRemade": run.restarts,
+        "gpuHoursLost": _round(run.gpu_hours_lost, 2),
+        "ranAt": {"pods": [min(p for p, _ in running), max(p for p, _ in running)],
+                  "gpus": [_round(min(g for _, g in running), 1),
+                           _round(max(g for _, g in running), 1)]} if running else None,
+        "sizes": [[_round(t, 1), p, _round(g, 1)] for t, p, g in run.sizes],
+        "history": [[_round(t, 1), state] for t, state in run.history],
         "state": _state(run), "reason": run.never_fits or run.failure,
     }
+
+
+def _waits(run: JobRun, end: float) -> list[tuple[float, float]]:
+    """Each stretch of time it was not running, from its arrival to its end:
+    the first wait, and every wait after an eviction."""
+    out = []
+    for i, (at, state) in enumerate(run.history):
+        if state in ("waiting", "evicted"):
+            until = run.history[i + 1][0] if i + 1 < len(run.history) else end
+            if out and out[-1][1] == at:
+                out[-1] = (out[-1][0], until)       # evicted, then waiting: one stretch
+            else:
+                out.append((at, until))
+    return [(a, b) for a, b in out if b > a]
 
 
 def _state(run: JobRun) -> str:
@@ -171,7 +199,9 @@ def _n(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def render(report: dict[str, Any], console: Console) -> None:
+def render(report: dict[str, Any], console: Console, layout: str = "full") -> None:
+    """layout: full (every column), narrow (fewer columns, said so), or lines
+    (every column, reasons inline: one job per line, for pipes)."""
     c = report["cluster"]
     console.print(f"[bold]{report['scenario']}[/bold]: {report['description']}".rstrip(": "))
     console.print(f"config {report['config']}"
@@ -181,42 +211,82 @@ def render(report: dict[str, Any], console: Console) -> None:
     console.print(f"cluster: {c['nodes']} nodes, {_n(c['gpus'])} GPUs, {_n(c['cpus'])} cores; "
                   f"GPU utilisation {_pc(c['gpuUtilisation'])}, CPU {_pc(c['cpuUtilisation'])}")
     g = report["gangWait"]
-    console.print(f"gang wait: {g['waited']} of {g['gangs']} gangs waited; "
-                  f"p50 {_t(g['p50'])}, p90 {_t(g['p90'])}, p99 {_t(g['p99'])}, max {_t(g['max'])}")
+    console.print(f"gang wait: {g['waited']} of {g['gangs']} gangs waited (the time not "
+                  f"running: re-waits after evictions count); p50 {_t(g['p50'])}, p90 {_t(g['p90'])}, "
+                  f"p99 {_t(g['p99'])}, max {_t(g['max'])}")
     states = ", ".join(f"{n} {s}" for s, n in report["jobsByState"].items())
     console.print(f"jobs: {states}; invariants held in {report['invariantChecks']} checks")
     if report.get("volumeWait"):
         v = report["volumeWait"]
         console.print(f"volume wait: {v['claims']} claims provisioned and bound; "
                       f"p50 {_t(v['p50'])}, p90 {_t(v['p90'])}, max {_t(v['max'])}")
-    console.print(_jobs_table(report["jobs"]))
+    shown = _shown(report["jobs"])
+    table = _jobs_table(shown, layout)
+    if layout == "full" and console.is_terminal and _natural(console, table) > console.width:
+        layout = "narrow"
+        table = _jobs_table(shown, layout)
+        console.print(f"(a {console.width}-column terminal: the jobs table leaves out "
+                      f"{', '.join(NARROW_HIDDEN)}; --wide or --output json shows them)")
+    console.print(table)
     hidden = len(report["jobs"]) - TEXT_JOBS
     if hidden > 0:
         console.print(f"... and {hidden} more jobs (the longest waits are shown; "
                       "--output json lists all)")
+    if layout != "lines":
+        for j in shown:
+            if j["reason"]:
+                console.print(f"  {j['name']} {j['state']}: {j['reason']}")
     console.print(_queues_table(report["queues"]))
     events = report["evictions"]["events"]
     if events:
         console.print(_evictions_table(events))
 
 
-def _jobs_table(jobs: list[dict[str, Any]]) -> Table:
+_JOB_COLUMNS = ("job", "kind", "queue", "pods", "GPUs", "arrived", "started", "finished",
+                "wait", "turnaround", "starts", "evicted", "pods evicted", "GPU-h lost", "state")
+NARROW_HIDDEN = ("kind", "arrived", "finished", "turnaround", "GPU-h lost")
+_RIGHT = ("pods", "GPUs", "starts", "evicted", "pods evicted", "GPU-h lost")
+
+
+def _natural(console: Console, table: Table) -> int:
+    """The width the table wants, whatever the console has."""
+    return Measurement.get(console, console.options.update_width(100_000), table).maximum
+
+
+def _shown(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if len(jobs) <= TEXT_JOBS:
+        return jobs
+    shown = sorted(jobs, key=lambda j: (-(j["wait"] if j["wait"] is not None else 1e18),
+                                        j["name"]))[:TEXT_JOBS]
+    shown.sort(key=lambda j: (j["submitted"] if j["submitted"] is not None else 1e18, j["name"]))
+    return shown
+
+
+def _gpus(j: dict[str, Any]) -> str:
+    """Declared GPUs, and the range it ran at when that differs (an elastic job)."""
+    ran = j.get("ranAt")
+    if ran and (ran["gpus"][0] != j["gpus"] or ran["gpus"][1] != j["gpus"]):
+        low, high = ran["gpus"]
+        return f"{_n(j['gpus'])} (ran {_n(low)}" + (f"-{_n(high)})" if high != low else ")")
+    return _n(j["gpus"])
+
+
+def _jobs_table(jobs: list[dict[str, Any]], layout: str = "full") -> Table:
     table = Table(title="jobs", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    for col in ("job", "kind", "queue", "pods", "GPUs", "arrived", "started", "finished",
-                "wait", "turnaround", "evicted", "state"):
-        table.add_column(col, justify="right" if col in ("pods", "GPUs", "evicted") else "left",
-                         no_wrap=col != "state")
-    shown = jobs
-    if len(jobs) > TEXT_JOBS:
-        shown = sorted(jobs, key=lambda j: (-(j["wait"] if j["wait"] is not None else 1e18),
-                                            j["name"]))[:TEXT_JOBS]
-        shown.sort(key=lambda j: (j["submitted"] if j["submitted"] is not None else 1e18,
-                                  j["name"]))
-    for j in shown:
-        state = j["state"] + (f" ({j['reason']})" if j["reason"] else "")
-        table.add_row(j["name"], j["kind"], j["queue"], str(j["pods"]), _n(j["gpus"]),
-                      _t(j["submitted"]), _t(j["started"]), _t(j["finished"]), _t(j["wait"]),
-                      _t(j["turnaround"]), str(j["evictions"]), state)
+    columns = [c for c in _JOB_COLUMNS if layout != "narrow" or c not in NARROW_HIDDEN]
+    for col in columns:
+        # A narrow table folds what does not fit onto more lines; nothing is cut.
+        table.add_column(col, justify="right" if col in _RIGHT else "left",
+                         no_wrap=layout != "narrow", overflow="fold")
+    for j in jobs:
+        state = j["state"] + (f" ({j['reason']})" if j["reason"] and layout == "lines" else "")
+        cells = {"job": j["name"], "kind": j["kind"], "queue": j["queue"], "pods": str(j["pods"]),
+                 "GPUs": _gpus(j), "arrived": _t(j["submitted"]), "started": _t(j["started"]),
+                 "finished": _t(j["finished"]), "wait": _t(j["wait"]),
+                 "turnaround": _t(j["turnaround"]), "starts": str(j["starts"]),
+                 "evicted": str(j["evictions"]), "pods evicted": str(j["podsEvicted"]),
+                 "GPU-h lost": _n(j["gpuHoursLost"]), "state": state}
+        table.add_row(*(cells[c] for c in columns))
     return table
 
 
@@ -225,24 +295,32 @@ def _queues_table(queues: list[dict[str, Any]]) -> Table:
     table = Table(title=f"queues ({res})", box=box.SIMPLE_HEAD, title_justify="left",
                   pad_edge=False)
     for col in ("queue", "quota", "limit", "fair share avg", "use avg", "use peak", "jobs done",
-                "wait p50", "wait p90", "pods evicted", "pods it reclaimed"):
-        table.add_column(col, justify="left" if col == "queue" else "right")
+                "wait p50", "wait p90", "pods evicted", "pods it reclaimed", "GPU-h lost"):
+        table.add_column(col, justify="left" if col == "queue" else "right", overflow="fold")
     for q in queues:
         table.add_row(q["name"], _n(q["quota"]), _n(q["limit"]), _n(q["fairShareAvg"]),
                       _n(q["usageAvg"]), _n(q["usagePeak"]), f"{q['jobsDone']}/{q['jobs']}",
                       _t(q["waitP50"]), _t(q["waitP90"]), str(q["podsEvicted"]),
-                      str(q["podsReclaimedBy"]))
+                      str(q["podsReclaimedBy"]), _n(q["gpuHoursLost"]))
     return table
 
 
 def _evictions_table(events: list[dict[str, Any]]) -> Table:
     table = Table(title="evictions", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     for col in ("at", "job", "queue", "pods", "cause", "for job", "of queue"):
-        table.add_column(col, justify="right" if col == "pods" else "left")
+        table.add_column(col, justify="right" if col == "pods" else "left", overflow="fold")
     for e in events[:TEXT_JOBS]:
         table.add_row(_t(e["at"]), e["job"], e["queue"], str(e["pods"]), e["cause"],
                       e["byJob"] or "-", e["byQueue"] or "-")
     return table
+
+
+def _longest(report: dict[str, Any]) -> str:
+    waited = [j for j in report["jobs"] if j["wait"] and (j["minMember"] or 0) > 1]
+    if not waited:
+        return "-"
+    job = max(waited, key=lambda j: (j["wait"], j["name"]))
+    return f"{job['name']} ({_t(job['wait'])})"
 
 
 def render_compare(reports: Sequence[dict[str, Any]], console: Console) -> None:
@@ -264,6 +342,7 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console) -> None:
     ]
     for q in ("p50", "p90", "max"):
         rows.append((f"gang wait {q}", [_t(r["gangWait"][q]) for r in reports]))
+    rows.append(("the gang that waited longest", [_longest(r) for r in reports]))
     for cause in ("reclaim", "preempt", "stale-gang"):
         rows.append((f"pods evicted: {cause}", [str(r["evictions"].get(cause, 0)) for r in reports]))
     for i, q in enumerate(first["queues"]):
@@ -271,6 +350,8 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console) -> None:
         rows.append((f"{name}: use avg / fair share avg",
                      [f"{_n(r['queues'][i]['usageAvg'])} / {_n(r['queues'][i]['fairShareAvg'])}"
                       for r in reports]))
+        rows.append((f"{name}: GPU-hours lost to evictions",
+                     [_n(r["queues"][i]["gpuHoursLost"]) for r in reports]))
         rows.append((f"{name}: wait p50 / p90",
                      [f"{_t(r['queues'][i]['waitP50'])} / {_t(r['queues'][i]['waitP90'])}"
                       for r in reports]))

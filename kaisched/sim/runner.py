@@ -4,24 +4,31 @@ report and draw the plot."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
-from typing import TextIO
+from typing import Sequence, TextIO
 
+import attrs
 import orjson
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from kaisched.errors import InputError
 from kaisched.framework import SchedulerConfig
 from kaisched.sim.admission import refusals
 from kaisched.sim.report import build_report, render, render_compare
-from kaisched.sim.scenario import load_scenario
+from kaisched.sim.generator import DEFAULT_SEED
+from kaisched.sim.scenario import MAX_OBJECTS, Scenario, base_scenario, load_scenario
+from kaisched.sim.start import DEFAULT_REMAINING, REMAINING_ANNOTATION, Adopted, Start, adopt, read_start
 from kaisched.sim.simulation import SimResult, Simulation
 from kaisched.sim.timeline import hms
 
 DEMO = "demo.yaml"
-# Text width when the output is not a terminal: the same bytes on every run.
-TEXT_WIDTH = 132
+# Text width when the output is not a terminal (or with --wide): wide enough
+# that no row wraps, and the same bytes on every run.
+PIPE_WIDTH = 1000
+# A run shorter than this shows no progress bar.
+BAR_DELAY = 2.0
 
 
 def bundled(name: str = DEMO) -> Path:
@@ -37,16 +44,44 @@ def bundled(name: str = DEMO) -> Path:
                      f"{installed.parent}); give a scenario file")
 
 
+@attrs.frozen
+class WhatIf:
+    """A run from a snapshot: the cluster it starts from and its jobs' run times."""
+    objects: tuple[dict, ...]
+    source: str
+    remaining: float | None = None
+    taken: float | None = None
+
+
 def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig]],
              seed: int | None, output: str, plot: str | None, out: TextIO,
-             err: TextIO, strict: bool = False) -> None:
-    path = scenario_path or bundled()
-    scenario = load_scenario(path, seed)
+             err: TextIO, strict: bool = False, what_if: WhatIf | None = None,
+             wide: bool = False, max_objects: int = MAX_OBJECTS, until: float | None = None,
+             dump: str | None = None) -> None:
+    if plot:
+        from kaisched.sim.plot import check_path
+        check_path(plot)        # an unwritable path is said before the run, not after
+    start: Start | None = None
+    adopted: list[Adopted] = []
+    if what_if is not None:
+        scenario, start, adopted = _what_if(what_if, scenario_path, configs[0][1], seed,
+                                            max_objects, err)
+        path: object = scenario_path or what_if.source
+    else:
+        path = scenario_path or bundled()
+        scenario = load_scenario(path, seed, max_objects=max_objects)
+    if until is not None:
+        scenario = attrs.evolve(scenario, until=until)
     report_refusals(scenario, configs[0][1].scheduler_name, path, strict, err)
     results: list[tuple[str, SimResult]] = []
-    show = output == "text" and err.isatty()
+    show = err.isatty()
     for label, config in configs:
-        results.append((label, _run(scenario, config, label, show, err)))
+        sim = Simulation(scenario, config, start=start, adopted=adopted)
+        results.append((label, _run(sim, f"{scenario.name} ({label})", show, err)))
+        if dump and len(results) == 1:
+            # The virtual cluster where the run stopped, as snapshot-dump writes a real one.
+            Path(dump).write_bytes(orjson.dumps(sim.snapshot()))
+            err.write(f"the cluster at {hms(results[0][1].end)} written to {dump}\n")
     reports = [build_report(result, label) for label, result in results]
     if plot:
         from kaisched.sim.plot import draw
@@ -56,14 +91,38 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
         out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
         out.write("\n")
         return
-    console = Console(file=out, width=None if out.isatty() else TEXT_WIDTH,
-                      highlight=False, soft_wrap=False)
+    tty = out.isatty()
+    # A pipe gets one job per line (no width to fit); a terminal the width it
+    # has (a narrower table if need be), or with --wide every column regardless.
+    width = None if tty and not wide else PIPE_WIDTH
+    console = Console(file=out, width=width, highlight=False, soft_wrap=False,
+                      force_terminal=False if not tty else None)
     if len(reports) == 1:
-        render(reports[0], console)
+        render(reports[0], console, "full" if tty else "lines")
     else:
         render_compare(reports, console)
     if plot:
         console.print(f"plot written to {plot}")
+
+
+def _what_if(what_if: WhatIf, scenario_path: str | None, config: SchedulerConfig,
+             seed: int | None, max_objects: int, err: TextIO
+             ) -> tuple[Scenario, Start, list[Adopted]]:
+    """The snapshot's cluster and jobs, and the scenario that adds to them."""
+    start = read_start(what_if.objects, what_if.source, config.scheduler_name, what_if.taken)
+    scenario = load_scenario(scenario_path, seed, start.base, max_objects) if scenario_path \
+        else base_scenario(start.base)
+    adopted, defaulted = adopt(start, what_if.remaining, scenario.remaining,
+                               seed if seed is not None else DEFAULT_SEED)
+    running = sum(1 for a in adopted if a.running)
+    err.write(f"{what_if.source}: {len(adopted)} job(s) of the snapshot, {running} running "
+              f"and {len(adopted) - running} waiting, on {sum(p.count for p in start.base.pools)} "
+              "nodes\n")
+    if defaulted:
+        err.write(f"note: {defaulted} job(s) say nothing of their run time "
+                  f"({REMAINING_ANNOTATION}): {hms(DEFAULT_REMAINING)} assumed; "
+                  "give --remaining or a remaining: distribution in the scenario\n")
+    return scenario, start, adopted
 
 
 def report_refusals(scenario, scheduler_name: str, path: object, strict: bool,  # type: ignore[no-untyped-def]
@@ -81,16 +140,39 @@ def report_refusals(scenario, scheduler_name: str, path: object, strict: bool,  
         raise InputError(f"{path}: {refused} job(s) a cluster would refuse (--strict)")
 
 
-def _run(scenario, config: SchedulerConfig, label: str, show: bool, err: TextIO) -> SimResult:  # type: ignore[no-untyped-def]
+def _run(sim: Simulation, title: str, show: bool, err: TextIO) -> SimResult:
     if not show:
-        return Simulation(scenario, config).run()
-    console = Console(file=err)
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("jobs done, virtual time {task.fields[clock]}"))
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(f"{scenario.name} ({label})", total=None, clock="0:00:00")
+        return sim.run()
+    with ProgressBar(err, title) as bar:
+        sim.progress = bar
+        return sim.run()
 
-        def progress(elapsed: float, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, clock=hms(elapsed))
 
-        return Simulation(scenario, config, progress=progress).run()
+class ProgressBar:
+    """A progress bar on a terminal (stderr) for a run that lasts: it shows
+    after `delay` seconds, so a quick run prints nothing but its report."""
+
+    def __init__(self, err: TextIO, title: str, delay: float = BAR_DELAY) -> None:
+        self.err, self.title, self.delay = err, title, delay
+        self.started = time.monotonic()
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def __call__(self, elapsed: float, done: int, total: int) -> None:
+        if self.bar is None:
+            if time.monotonic() - self.started < self.delay:
+                return
+            columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("jobs done, virtual time {task.fields[clock]}"))
+            self.bar = Progress(*columns, console=Console(file=self.err), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.title, total=None, clock="0:00:00")
+        assert self.task is not None
+        self.bar.update(self.task, completed=done, total=total, clock=hms(elapsed))

@@ -16,19 +16,24 @@ from kaisched.api.resource import PODS
 from kaisched.errors import InputError
 from kaisched.sim.devices import claim_specs, device_specs
 from kaisched.sim.fields import (
-    ALIASES, FieldError, checked_amount, dns, duration, fields, integer, items, labels, resources,
-    show, text, unique,
+    ALIASES, ALWAYS_OFFERED, FieldError, checked_amount, dns, duration, fields, integer, items, labels, number,
+    resources, show, text, unique,
 )
 from kaisched.sim.generator import generate
 from kaisched.sim.specs import (
-    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, STARTUP_POLICIES, JobKind, JobSpec, NodePool, QueueSpec,
-    RoleSpec, Scenario, StorageClassSpec, VolumeSpec,
+    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, STARTUP_POLICIES, Base, JobKind, JobSpec, NodePool,
+    QueueSpec, Remaining, RoleSpec, Scenario, StorageClassSpec, VolumeSpec,
 )
 
-__all__ = ["ELASTIC_KINDS", "JobKind", "JobSpec", "NodePool", "QueueSpec", "RoleSpec", "ROLES",
+__all__ = ["MAX_OBJECTS", "Base", "ELASTIC_KINDS", "JobKind", "JobSpec", "NodePool", "QueueSpec", "RoleSpec", "ROLES",
            "Scenario", "ScenarioError", "load_scenario", "parse_scenario"]
 
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# The most nodes, and generated jobs, a scenario may ask for (--max-objects
+# raises it): a typo of a zero or two should not eat the machine's memory.
+MAX_OBJECTS = 20_000
+_MANIFEST = ("this is a Kubernetes manifest (objects with apiVersion and kind), not a "
+             "simulate scenario: run it with `kaisched replay`")
 
 
 class ScenarioError(InputError):
@@ -38,7 +43,8 @@ class ScenarioError(InputError):
 # -- loading -------------------------------------------------------------------------------
 
 _TOP = ("name", "description", "until", "nodePools", "queues", "priorityClasses", "jobs",
-        "generate", "storageClasses")
+        "generate", "storageClasses", "remaining")
+_DURATION = ("median", "sigma", "min", "max")
 _POOL = ("name", "count", "capacity", "labels", "taints", "devices")
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
@@ -51,47 +57,70 @@ _VOLUME = ("name", "storageClass", "size")
 _TOLERATION = ("key", "operator", "value", "effect")
 
 
-def load_scenario(path: str | Path, seed: int | None = None) -> Scenario:
+def load_scenario(path: str | Path, seed: int | None = None, base: Base | None = None,
+                  max_objects: int = MAX_OBJECTS) -> Scenario:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ScenarioError(f"{path}: no such scenario file") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.__class__.__name__}") from None
-    return parse_scenario(text, str(path), seed)
+    return parse_scenario(data, str(path), seed, base, max_objects)
 
 
-def parse_scenario(text: str, source: str = "scenario", seed: int | None = None) -> Scenario:
-    """A checked Scenario; seed overrides generate.seed."""
+def parse_scenario(text: str, source: str = "scenario", seed: int | None = None,
+                   base: Base | None = None, max_objects: int = MAX_OBJECTS) -> Scenario:
+    """A checked Scenario; seed overrides generate.seed. With a base (a
+    snapshot's cluster) the scenario adds to it: nodes, queues (one named as
+    the snapshot's replaces it), priority classes and jobs, all optional."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
+        if _several_documents(text):
+            raise ScenarioError(f"{source}: {_MANIFEST}") from None
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ScenarioError(f"{source}: invalid YAML{where}: {problem}") from None
     try:
-        return _scenario(data, source, seed)
+        return _scenario(data, source, seed, base, max_objects)
     except FieldError as exc:
         raise ScenarioError(f"{source}: {exc}") from None
 
 
-def _scenario(data: Any, source: str, seed: int | None) -> Scenario:
-    if data is None:
+def base_scenario(base: Base) -> Scenario:
+    """The snapshot's cluster alone: no nodes, queues or jobs added."""
+    return Scenario(name=base.name, description="", node_pools=(), queues=base.queues,
+                    priority_classes=base.priority_classes, jobs=(), source=base.name,
+                    base_pools=base.pools)
+
+
+def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None,
+              max_objects: int = MAX_OBJECTS) -> Scenario:
+    if data is None and base is None:
         raise FieldError("empty scenario (expected nodePools, queues and jobs or generate)")
-    top = fields(data, "", _TOP, ("nodePools",))
+    if isinstance(data, dict) and "kind" in data and "apiVersion" in data:
+        raise FieldError(_MANIFEST)
+    top = fields(data if data is not None else {}, "", _TOP, () if base else ("nodePools",))
     pools = tuple(_pool(p, f"nodePools[{i}]") for i, p in enumerate(items(top, "nodePools", "")))
-    if not pools:
+    if not pools and base is None:
         raise FieldError("nodePools: at least one pool is needed")
     unique([p.name for p in pools], "nodePools", "pool")
-    queues = tuple(_queue(q, f"queues[{i}]") for i, q in enumerate(items(top, "queues", "")))
-    unique([q.name for q in queues], "queues", "queue")
+    if sum(p.count for p in pools) > max_objects:
+        raise FieldError(f"nodePools: {sum(p.count for p in pools)} nodes in all, more than the "
+                         f"cap of {max_objects} (--max-objects raises it)")
+    own = tuple(_queue(q, f"queues[{i}]") for i, q in enumerate(items(top, "queues", "")))
+    unique([q.name for q in own], "queues", "queue")
+    replaced = {q.name for q in own}
+    queues = tuple(q for q in (base.queues if base else ()) if q.name not in replaced) + own
     names = {q.name for q in queues} | {"default"}
-    for i, q in enumerate(queues):
+    for i, q in enumerate(own):
         if q.parent is not None and q.parent not in names:
             raise FieldError(f"queues[{i}] ({q.name}).parent: no queue named {q.parent!r}")
-    classes = _priority_classes(top.get("priorityClasses"))
+    classes = tuple(sorted({**dict(base.priority_classes if base else ()),
+                            **dict(_priority_classes(top.get("priorityClasses")))}.items()))
+    all_pools = (base.pools if base else ()) + pools
     storage = tuple(_storage_class(c, f"storageClasses[{i}]")
                     for i, c in enumerate(items(top, "storageClasses", "")))
     unique([c.name for c in storage], "storageClasses", "storage class")
@@ -99,20 +128,68 @@ def _scenario(data: Any, source: str, seed: int | None) -> Scenario:
     used_seed = None
     if top.get("generate") is not None:
         generated, used_seed = generate(top["generate"], "generate", seed,
-                                        [q.name for q in queues], dict(classes), pools)
+                                        [q.name for q in queues], dict(classes), all_pools,
+                                        max_objects)
         jobs.extend(generated)
-    if not jobs:
+    if not jobs and base is None:
         raise FieldError("jobs: no jobs (list some, or add a generate: block)")
+    for job in jobs:
+        if base is not None and (job.namespace, job.name) in base.jobs:
+            raise FieldError(f"{job.where}.name: the snapshot has a job {job.namespace}/{job.name}")
     scenario = Scenario(
         name=text(top.get("name", Path(source).stem), "name"),
         description=text(top.get("description", ""), "description"),
         node_pools=pools, queues=queues, priority_classes=classes,
         jobs=tuple(sorted(jobs, key=lambda j: (j.arrival, j.name))),
         until=duration(top["until"], "until") if top.get("until") is not None else None,
-        seed=used_seed, source=source, storage_classes=storage)
+        seed=used_seed, source=source, storage_classes=storage,
+        base_pools=base.pools if base else (),
+        remaining=_remaining(top.get("remaining")) if top.get("remaining") is not None else None)
+    _check_offered(scenario, own)
     _check_jobs(scenario, names, dict(classes))
     _check_volumes(scenario)
     return scenario
+
+
+def _several_documents(text: str) -> bool:
+    """Multi-document YAML of Kubernetes objects: a file for replay."""
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        return False
+    return any(isinstance(d, dict) and "kind" in d for d in docs)
+
+
+def _remaining(data: Any) -> Remaining:
+    """How long the snapshot's jobs have left to run, when no annotation says."""
+    f = fields(data, "remaining", _DURATION, ("median",))
+    median = duration(f["median"], "remaining.median", positive=True)
+    return Remaining(median, number(f.get("sigma", 1.0), "remaining.sigma"),
+                     duration(f.get("min", "60s"), "remaining.min", positive=True),
+                     duration(f["max"], "remaining.max", positive=True)
+                     if f.get("max") is not None else median * 20)
+
+
+def _offered(pools: tuple[NodePool, ...]) -> set[str]:
+    return {n for p in pools for n, _ in p.capacity} | set(ALWAYS_OFFERED)
+
+
+def _check_offered(scenario: Scenario, own: tuple[QueueSpec, ...]) -> None:
+    """Every resource a queue or a job names is one some node offers: a typo
+    (nvidia.com/gpus) would otherwise leave a job waiting forever."""
+    offered = _offered(scenario.pools)
+    known = ", ".join(sorted(offered - {"pods"}))
+    for i, q in enumerate(own):
+        for res, _ in q.resources:
+            if res not in offered:
+                raise FieldError(f"queues[{i}] ({q.name}).resources.{res}: no node pool offers "
+                                 f"{res} (they offer {known})")
+    for job in scenario.jobs:
+        for role in job.roles:
+            for res, _ in role.requests:
+                if res not in offered:
+                    raise FieldError(f"{job.where}.roles.{role.name}.requests.{res}: no node "
+                                     f"pool offers {res} (they offer {known})")
 
 
 def _check_volumes(scenario: Scenario) -> None:
@@ -228,10 +305,14 @@ def _queue(data: Any, where: str) -> QueueSpec:
         at = f"{where}.resources.{res_name}"
         entry = fields(entry, at, _QUEUE_RESOURCE)
         kept: list[tuple[str, Any]] = []
+        given = {}
         for key in ("quota", "limit"):
             if entry.get(key) is not None:
-                checked_amount(res, entry[key], f"{at}.{key}")
+                given[key] = checked_amount(res, entry[key], f"{at}.{key}")
                 kept.append((key, str(entry[key])))
+        if "quota" in given and "limit" in given and given["limit"] < given["quota"]:
+            raise FieldError(f"{at}.limit: {entry['limit']} is below the quota of "
+                             f"{entry['quota']} (a queue may never use its whole quota)")
         if entry.get("overQuotaWeight") is not None:
             weight = entry["overQuotaWeight"]
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:

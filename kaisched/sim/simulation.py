@@ -9,8 +9,8 @@ syncs, one session runs, the invariants are checked and use is sampled.
 Ticks where nothing can change are skipped. A session decides from the
 cluster's objects, the NonStrict holds it carries and the time, and from the
 time only through timers. After a *quiet* session — it bound and evicted
-nothing (status writes, pod conditions and events change nothing a later
-session decides on), holds nothing, the PodGrouper wrote nothing, and no pod
+nothing (PodGroup and Queue status writes, pod conditions and events change
+nothing a later session decides on), holds nothing, the PodGrouper wrote nothing, and no pod
 is waiting to start or is on its way out (evictions in flight) — the next
 sessions would decide exactly the same until something happens. So the clock
 jumps to the next grid tick at or after the next event: an arrival, a
@@ -23,16 +23,17 @@ session every period (tests/sim checks it).
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import attrs
 
 from kaisched.api.clock import ManualClock, from_rfc3339
 from kaisched.api.resource import CPU, GPU
-from kaisched.api.types import PodKey, job_key
+from kaisched.api.types import PodKey, job_key, pod_key
 from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
-from kaisched.cluster.kinds import NAMESPACE, NODE, PODGROUP, PRIORITY_CLASS, QUEUE
+from kaisched.cluster.kinds import NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS
+from kaisched.cluster.snapshot import build_snapshot
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig
 from kaisched.api.queue import QueueStatus
@@ -49,6 +50,7 @@ from kaisched.sim.claims import make_claims
 from kaisched.sim.devices import claim_templates, device_classes, node_slices
 from kaisched.sim.provisioner import StorageControllers, storage_class_object
 from kaisched.sim.scenario import Scenario
+from kaisched.sim.start import Adopted, Start
 from kaisched.sim.timeline import Eviction, Timeline
 from podgrouper.controller import PodGrouper
 
@@ -56,8 +58,9 @@ from podgrouper.controller import PodGrouper
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 OWNER_RESYNC = 60.0
 
-# Effects that change nothing a later session decides on (see above).
-_QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus)
+# Effects that change nothing a later session decides on (see above): a Queue's
+# status is only compared with the next one, to write it when it changes.
+_QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus)
 
 Progress = Callable[[float, int, int], None]      # elapsed, jobs finished, jobs to finish
 
@@ -98,14 +101,18 @@ class QueueShares:
 
 class Simulation:
     def __init__(self, scenario: Scenario, config: SchedulerConfig, *,
-                 every_period: bool = False, progress: Progress | None = None) -> None:
+                 every_period: bool = False, progress: Progress | None = None,
+                 start: Start | None = None, adopted: Sequence[Adopted] = ()) -> None:
         self.scenario = scenario
         self.config = config
         self.every_period = every_period
         self.progress = progress
-        self.clock = ManualClock()
+        self.clock = ManualClock(start.now) if start is not None else ManualClock()
         self.start = self.clock.now()
         self.cluster = MemoryCluster(self.clock)
+        self.adopted = list(adopted)
+        if start is not None:
+            self._load_start(start)
         self._load()
         registry = register_builtins()
         self.shares = QueueShares()
@@ -130,15 +137,39 @@ class Simulation:
         self.runs = [JobRun(job) for job in scenario.jobs]
         for run in self.runs:
             run.never_fits = never_fits(run.spec, scenario)
+        # The snapshot's jobs: arrived at the start, running or waiting there.
+        self.adopted_runs = [JobRun(a.spec) for a in self.adopted]
+        self.runs = self.adopted_runs + self.runs
         self._by_group: dict[str, str] = {}     # PodGroup key -> job, to name preemptors
+        self._pg_watch = self.cluster.subscribe((PODGROUP,))
+        self._pg_timers: dict[tuple[str, str], tuple[float, ...]] = {}
+        parents = {q.name: q.parent for q in scenario.queues}
+        self._ancestry: list[tuple[str, str]] = []   # (queue, each queue above it)
+        for q in scenario.queues:
+            seen, up = {q.name}, q.parent
+            while up and up not in seen:
+                self._ancestry.append((q.name, up))
+                seen.add(up)
+                up = parents.get(up)
 
     def run(self) -> SimResult:
         period = self.config.schedule_period
         horizon = self.scenario.until if self.scenario.until is not None else DEFAULT_HORIZON
-        arrivals = list(self.runs)              # sorted by arrival, then name
+        arrivals = self.runs[len(self.adopted_runs):]     # sorted by arrival, then name
         to_finish = sum(1 for r in self.runs if r.never_fits is None)
         finished = tick = sessions = 0
         stopped = ""
+        self.clock.set(self.start)
+        for run, adopted in zip(self.adopted_runs, self.adopted):
+            self.controllers.adopt(run, adopted.plan, adopted.pods, adopted.pod_group)
+            self._by_group[job_key(run.spec.namespace, run.pod_group)] = \
+                f"{run.spec.namespace}/{run.spec.name}"
+            if adopted.running:
+                run.started, run.first_bound = 0.0, sum(
+                    1 for p in adopted.pods if (p.get("spec") or {}).get("nodeName"))
+                run.min_member = adopted.spec.gang_min()
+                run.history.append((0.0, "running"))
+        self.kubelet.adopt(self.start)
         while True:
             now = self.start + tick * period
             elapsed = now - self.start
@@ -159,7 +190,7 @@ class Simulation:
             bound, evicted = self._record(result, elapsed)
             self.shares.update(result.effects)
             self.invariants.check(elapsed, sessions, bound, evicted)
-            self.timeline.sample(elapsed, dict(self.meter.total_used), self.meter.queue_used,
+            self.timeline.sample(elapsed, dict(self.meter.total_used), self._queue_use(),
                                  self.shares.fair(self.resource))
             if self.progress is not None:
                 self.progress(elapsed, finished, to_finish)
@@ -180,10 +211,25 @@ class Simulation:
                          {r: self.meter.capacity(r) for r in (GPU, CPU)}, stopped,
                          dict(self.storage.waited))
 
+    def snapshot(self) -> dict:
+        """The virtual cluster as `kaisched snapshot-dump` would write it, now."""
+        items = [obj for kind in SCHEDULING_KINDS for obj in self.cluster.list(kind)]
+        return build_snapshot(items, self.config.to_dict(), taken=self.clock.now())
+
     # -- the world ---------------------------------------------------------------------------
+    def _load_start(self, start: Start) -> None:
+        """The snapshot's cluster as it was: nodes, namespaces, PodGroups, pods."""
+        order = {"Namespace": 0, "Node": 1, "PodGroup": 2, "Pod": 3}
+        for obj in sorted(start.objects, key=lambda o: order.get(str(o.get("kind")), 2)):
+            self.cluster.create(obj)
+        for adopted in self.adopted:
+            for pod in adopted.pods:
+                self.cluster.create(pod)
+
     def _load(self) -> None:
         create = self.cluster.create
-        for name in sorted({"default"} | {j.namespace for j in self.scenario.jobs}):
+        have = {o["metadata"]["name"] for o in self.cluster.list(NAMESPACE)}
+        for name in sorted(({"default"} | {j.namespace for j in self.scenario.jobs}) - have):
             create({"apiVersion": "v1", "kind": NAMESPACE.kind, "metadata": {"name": name}})
         for storage_class in self.scenario.storage_classes:
             create(storage_class_object(storage_class))
@@ -219,11 +265,11 @@ class Simulation:
 
     # -- what a session did ------------------------------------------------------------------
     def _record(self, result: CycleResult, elapsed: float) -> tuple[list[PodKey], list[PodKey]]:
-        self.meter.update()
         by_pod = self.controllers.by_pod
         bound: list[PodKey] = []
         evicted: list[PodKey] = []
         first: dict[JobRun, int] = {}      # pods bound by this session, per job
+        lost: dict[JobRun, list[PodKey]] = {}   # pods evicted by this session, per job
         for effect in result.report.applied:
             if isinstance(effect, Bind):
                 bound.append(effect.pod)
@@ -232,7 +278,12 @@ class Simulation:
                     first[found[0]] = first.get(found[0], 0) + 1
             elif isinstance(effect, Evict):
                 evicted.append(effect.pod)
-                self._evicted(effect, elapsed)
+                run = self._evicted(effect, elapsed)
+                if run is not None:
+                    lost.setdefault(run, []).append(effect.pod)
+        # What the evicted pods had run, read before the meter forgets them.
+        thrown = {run: self._gpu_seconds(pods, elapsed) for run, pods in lost.items()}
+        self.meter.update()
         for run, count in first.items():
             gang = self.meter.gangs.get(job_key(run.spec.namespace, run.pod_group))
             minimum = gang.min_member if gang is not None else 1
@@ -240,14 +291,59 @@ class Simulation:
                 run.started, run.first_bound, run.min_member = elapsed, count, minimum
             elif count < minimum:
                 continue        # pods of a running job made again: not a (re)start
+            if not run.history or run.history[-1][1] != "running":
+                run.history.append((elapsed, "running"))
             self.timeline.starts.append((elapsed, run.spec.queue, run.spec.name))
+        for run, pods in lost.items():
+            run.evictions += 1
+            minimum = run.min_member or 1
+            if self._size(run)[0] < minimum:
+                # Below its minimum: the job stops, and what its pods ran is lost.
+                run.history.append((elapsed, "evicted"))
+                run.gpu_hours_lost += thrown[run] / 3600.0
+        for run in {*first, *lost}:
+            pods, gpus = self._size(run)
+            if not run.sizes or run.sizes[-1][1:] != (pods, gpus):
+                run.sizes.append((elapsed, pods, gpus))
         return bound, evicted
 
-    def _evicted(self, effect: Evict, elapsed: float) -> None:
+    def _queue_use(self) -> dict[str, dict[str, float]]:
+        """Use per queue, a parent's the sum of its children's (as its status says)."""
+        use = {q: dict(v) for q, v in self.meter.queue_used.items()}
+        for queue, parent in self._ancestry:
+            row = self.meter.queue_used.get(queue)
+            if row:
+                target = use.setdefault(parent, {})
+                for name, amount in row.items():
+                    target[name] = target.get(name, 0.0) + amount
+        return use
+
+    def _size(self, run: JobRun) -> tuple[int, float]:
+        """Pods of the job bound and staying, and their GPUs."""
+        pods, gpus = 0, 0.0
+        for name in run.current.values():
+            use = self.meter.pods.get(pod_key(run.spec.namespace, name)) if name else None
+            if use is not None and use.counted:
+                pods += 1
+                gpus += dict(use.request).get(GPU, 0.0)
+        return pods, gpus
+
+    def _gpu_seconds(self, pods: list[PodKey], now: float) -> float:
+        """GPU-seconds the pods ran since they started."""
+        total = 0.0
+        for key in pods:
+            pod = self.cluster.get(POD, *key.split("/", 1))
+            use = self.meter.pods.get(key)
+            started = from_rfc3339(((pod or {}).get("status") or {}).get("startTime"))
+            if use is not None and started is not None:
+                total += dict(use.request).get(GPU, 0.0) * max(0.0, self.start + now - started)
+        return total
+
+    def _evicted(self, effect: Evict, elapsed: float) -> JobRun | None:
         found = self.controllers.by_pod.get(effect.pod)
         run = found[0] if found is not None else None
         if run is not None:
-            run.evictions += 1
+            run.pods_evicted += 1
         by = effect.by
         by_job = self._by_group.get(by.job, by.job) if by is not None else ""
         by_queue = by.queue if by is not None else ""
@@ -255,6 +351,7 @@ class Simulation:
         self.timeline.evictions.append(Eviction(
             elapsed, effect.pod, f"{run.spec.namespace}/{run.spec.name}" if run else "",
             run.spec.queue if run else "", cause, by_job, by_queue))
+        return run
 
     # -- when to run the next session ----------------------------------------------------------
     def _next_step(self, now: float, period: float, result: CycleResult, wrote: int,
@@ -275,23 +372,34 @@ class Simulation:
         return max(1, math.ceil((min(min(future), end) - now) / period - 1e-9))
 
     def _timers(self, now: float) -> list[float]:
-        """When a PodGroup's timer runs out: the moments time alone changes a decision."""
+        """When a PodGroup's timer runs out: the moments time alone changes a decision.
+        Kept per PodGroup from a watch, so a big cluster's thousands of gangs
+        are read again only when they change."""
+        for event in self._pg_watch.drain():
+            meta = event.obj["metadata"]
+            key = (meta.get("namespace", ""), meta["name"])
+            if event.type == "DELETED":
+                self._pg_timers.pop(key, None)
+            else:
+                self._pg_timers[key] = self._timers_of(event.obj)
+        return [t for times in self._pg_timers.values() for t in times if t > now]
+
+    def _timers_of(self, pg: dict) -> tuple[float, ...]:
         grace_default = self.config.stale_gang_grace_period
         starvation = getattr(self.config, "starvation_threshold", None)
+        spec, status = pg.get("spec") or {}, pg.get("status") or {}
         out = []
-        for pg in self.cluster.list(PODGROUP):
-            spec, status = pg.get("spec") or {}, pg.get("status") or {}
-            stale = from_rfc3339(status.get("staleSince"))
-            if stale is not None:
-                grace = spec.get("staleGangGracePeriodSeconds", grace_default)
-                out.append(stale + float(grace))
-            waiting = from_rfc3339(status.get("unschedulableSince"))
-            if waiting is not None and spec.get("scheduleTimeoutSeconds"):
-                out.append(waiting + float(spec["scheduleTimeoutSeconds"]))
-            threshold = spec.get("starvationThresholdSeconds", starvation)
-            if isinstance(threshold, (int, float)) and threshold > 0 and waiting is not None:
-                out.append(waiting + threshold)
-        return [t for t in out if t > now]
+        stale = from_rfc3339(status.get("staleSince"))
+        if stale is not None:
+            grace = spec.get("staleGangGracePeriodSeconds", grace_default)
+            out.append(stale + float(grace))
+        waiting = from_rfc3339(status.get("unschedulableSince"))
+        if waiting is not None and spec.get("scheduleTimeoutSeconds"):
+            out.append(waiting + float(spec["scheduleTimeoutSeconds"]))
+        threshold = spec.get("starvationThresholdSeconds", starvation)
+        if isinstance(threshold, (int, float)) and threshold > 0 and waiting is not None:
+            out.append(waiting + threshold)
+        return tuple(out)
 
     def _explain_waiting(self) -> None:
         """Why each job that never started is still waiting, in the scheduler's words."""

@@ -195,7 +195,7 @@ class QueueSpec:
 class Scenario:
     name: str
     description: str
-    node_pools: tuple[NodePool, ...]
+    node_pools: tuple[NodePool, ...]            # the nodes the scenario adds
     queues: tuple[QueueSpec, ...]
     priority_classes: tuple[tuple[str, int], ...]
     jobs: tuple[JobSpec, ...]
@@ -203,10 +203,37 @@ class Scenario:
     seed: int | None = None
     source: str = "scenario"
     storage_classes: tuple[StorageClassSpec, ...] = ()
+    base_pools: tuple[NodePool, ...] = ()       # the nodes of the snapshot it starts from
+    remaining: Remaining | None = None          # runtimes left to the snapshot's jobs
+
+    @property
+    def pools(self) -> tuple[NodePool, ...]:
+        """Every node, the snapshot's and the scenario's own."""
+        return self.base_pools + self.node_pools
 
     def capacity(self, resource: str) -> float:
         return sum(p.count * sum(amount(resource, q) for n, q in p.capacity if n == resource)
-                   for p in self.node_pools)
+                   for p in self.pools)
 
     def queue(self, name: str) -> QueueSpec | None:
         return next((q for q in self.queues if q.name == name), None)
+
+
+@attrs.frozen
+class Remaining:
+    """A log-normal distribution of run times, in seconds, clipped to [low, high]."""
+    median: float
+    sigma: float
+    low: float
+    high: float
+
+
+@attrs.frozen
+class Base:
+    """The cluster a scenario starts from (a snapshot), as the scenario's
+    checks see it: its nodes summarised as pools, its queues and classes."""
+    name: str
+    pools: tuple[NodePool, ...]
+    queues: tuple[QueueSpec, ...]
+    priority_classes: tuple[tuple[str, int], ...]
+    jobs: frozenset[tuple[str, str]] = frozenset()      # namespace, name of its jobs

@@ -178,23 +178,6 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
         pod = build_pod(f"low-{i}", cpu="2", owner=owner)
         pod["spec"]["priorityClassName"] = "low"
         cluster.create(pod)
-    # Volumes and devices: a WaitForFirstConsumer claim (its selected node is written), a
-    # static volume (pre-bound to its claim), a ResourceClaim (allocated in its status).
-    cluster.create(build_node("n-vol", cpu="2"))
-    cluster.create(_class("fast", "csi.example.com"))
-    cluster.create(_claim("scratch", "fast"))
-    cluster.create(_with_volume(build_pod("wffc", cpu="100m"), "scratch"))
-    cluster.create(_class("local", "kubernetes.io/no-provisioner"))
-    cluster.create(_volume("pv-local", "local", "n-vol"))
-    cluster.create(_claim("data", "local"))
-    cluster.create(_with_volume(build_pod("static", cpu="100m"), "data"))
-    for obj in DEVICES:
-        cluster.create(obj)
-    cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer",
-                                                                    "namespace": "default"},
-                    "spec": {"schedulerName": "kaisched",
-                             "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}],
-                             "containers": [{"name": "main", "image": "x"}]}})
     cluster.create(build_pod("orphan", cpu="100m", owner={
         "apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "u", "controller": True}))
 
@@ -239,6 +222,23 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
         eventually(lambda: all(cluster.get(POD, "default", f"high-{i}")["spec"].get("nodeName")
                                for i in range(2)))
         eventually(lambda: Request("create", "", "events", "default") in scheduler_client.sent)
+        # Volumes and devices: a WaitForFirstConsumer claim (its selected node is written), a
+        # static volume (pre-bound to its claim), a ResourceClaim (allocated in its status).
+        cluster.create(build_node("n-vol", cpu="2"))     # made once n1 is full: theirs alone
+        cluster.create(_class("fast", "csi.example.com"))
+        cluster.create(_claim("scratch", "fast"))
+        cluster.create(_with_volume(build_pod("wffc", cpu="100m"), "scratch"))
+        cluster.create(_class("local", "kubernetes.io/no-provisioner"))
+        cluster.create(_volume("pv-local", "local", "n-vol"))
+        cluster.create(_claim("data", "local"))
+        cluster.create(_with_volume(build_pod("static", cpu="100m"), "data"))
+        for obj in DEVICES:
+            cluster.create(obj)
+        cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer",
+                                                                        "namespace": "default"},
+                        "spec": {"schedulerName": "kaisched",
+                                 "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}],
+                                 "containers": [{"name": "main", "image": "x"}]}})
         for written in (Request("patch", "", "persistentvolumeclaims", "default"),
                         Request("patch", "", "persistentvolumes", ""),
                         Request("patch", "resource.k8s.io", "resourceclaims/status", "default")):

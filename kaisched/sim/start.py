@@ -1,0 +1,292 @@
+"""The cluster a what-if starts from: a snapshot (`kaisched snapshot-dump`)
+read into the simulator's terms.
+
+Its nodes, namespaces and PodGroups are created as they are; its Queues and
+PriorityClasses become the scenario's (a scenario may replace a queue by
+naming it). Every pod the scheduler owns belongs to a job: the pods of one
+PodGroup, arrived at time 0, running (bound) or waiting. A job whose pods an
+emulated operator owns (the training operator, MPI, JobSet, KubeRay, the Job
+controller) has its evicted pods made again, as that operator would; any
+other is a set of bare pods, which nobody makes again. Pods of other
+schedulers (DaemonSets, system pods) keep their room and never finish.
+
+How long each job still runs: the `sim.kaisched.io/remaining` annotation of
+its pods; else, for a snapshot of a simulated cluster, the duration its pods
+carry less the time they have run; else `--remaining`; else the scenario's
+`remaining:` distribution; else DEFAULT_REMAINING (and the run says how many
+jobs that was).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+import numpy as np
+
+from kaisched.api import labels as L
+from kaisched.api.clock import from_rfc3339
+from kaisched.api.quantity import parse_duration
+from kaisched.api.resource import CPU, PODS
+from kaisched.cache.convert.pods import pod_request
+from kaisched.errors import InputError
+from kaisched.sim.operators import DURATION_ANNOTATION, Blueprint, PodPlan
+from kaisched.sim.specs import Base, JobKind, JobSpec, NodePool, QueueSpec, Remaining, RoleSpec
+from podgrouper.roles import pod_role
+
+Obj = dict[str, Any]
+
+REMAINING_ANNOTATION = "sim.kaisched.io/remaining"
+DEFAULT_REMAINING = 3600.0
+MIN_REMAINING = 1.0
+# A job's kind, from the kind of what owns its pods; anything else: bare pods.
+_OWNER_KINDS = {"PyTorchJob": JobKind.PYTORCH, "TFJob": JobKind.TF, "MPIJob": JobKind.MPI,
+                "RayCluster": JobKind.RAY, "RayJob": JobKind.RAY, "Job": JobKind.JOB}
+_FIXED_NAMES = ("PyTorchJob", "TFJob", "MPIJob")      # operators that name pods themselves
+_LEADERS = ("master", "chief", "launcher", "head")
+_JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+_DROP_POD_META = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+                  "generateName", "managedFields", "name")
+
+
+@attrs.frozen
+class Adopted:
+    """A job of the snapshot: its spec as the report reads it, its PodGroup,
+    its pods (annotated with their run time) and how its operator remakes them."""
+    spec: JobSpec
+    pod_group: str
+    pods: tuple[Obj, ...]
+    plan: Blueprint
+    owner: Obj | None              # the owner to name in remade pods' ownerReferences
+    running: bool                  # bound at the snapshot
+    estimated: str                 # where its run time came from
+
+
+@attrs.frozen
+class Start:
+    source: str
+    now: float                     # the snapshot's moment: the virtual clock starts there
+    base: Base
+    objects: tuple[Obj, ...]       # nodes, namespaces, PodGroups, pods of other schedulers
+    jobs: tuple[tuple[tuple[str, str], tuple[Obj, ...], Obj | None], ...]   # key, pods, PodGroup
+
+
+def read_start(objects: Iterable[Obj], source: str, scheduler_name: str,
+               taken: float | None = None) -> Start:
+    """The snapshot's objects sorted into the cluster and its jobs (run times
+    come later). taken: when it was dumped; else the latest time in it."""
+    objs = list(objects)
+    nodes = [o for o in objs if o.get("kind") == "Node"]
+    if not nodes:
+        raise InputError(f"{source}: no Nodes in the snapshot: nothing to simulate on")
+    queues = tuple(_queue(o) for o in objs if o.get("kind") == "Queue")
+    classes = tuple(sorted((o["metadata"]["name"], int(o.get("value", 0)))
+                           for o in objs if o.get("kind") == "PriorityClass"))
+    groups = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+              for o in objs if o.get("kind") == "PodGroup"}
+    kept: list[Obj] = []
+    jobs: dict[tuple[str, str], list[Obj]] = {}
+    for obj in objs:
+        kind = obj.get("kind")
+        if kind in ("Queue", "PriorityClass", "Event", "Lease"):
+            continue
+        if kind != "Pod":
+            kept.append(obj)
+            continue
+        phase = (obj.get("status") or {}).get("phase", "Pending")
+        if phase in ("Succeeded", "Failed"):
+            continue            # done: holds nothing
+        spec, meta = obj.get("spec") or {}, obj["metadata"]
+        if spec.get("schedulerName") != scheduler_name:
+            kept.append(obj)
+            continue
+        group = (meta.get("annotations") or {}).get(L.POD_GROUP_ANNOTATION) or meta["name"]
+        jobs.setdefault((meta["namespace"], group), []).append(obj)
+    names = frozenset(_job_name(key, pods) for key, pods in jobs.items())
+    base = Base(Path(source).stem, _pools(nodes), queues, classes, names)
+    return Start(source, taken if taken is not None else _moment(objs), base, tuple(kept),
+                 tuple((key, tuple(pods), groups.get(key)) for key, pods in sorted(jobs.items())))
+
+
+def adopt(start: Start, remaining: float | None, distribution: Remaining | None,
+          seed: int) -> tuple[list[Adopted], int]:
+    """The snapshot's jobs with their run times; and how many got the default."""
+    rng = np.random.default_rng(seed)
+    out, defaulted = [], 0
+    for key, pods, group in start.jobs:
+        running = any((p.get("spec") or {}).get("nodeName") for p in pods)
+        left, how = _annotated(pods, start.now)
+        if left is None and remaining is not None:
+            left, how = remaining, "--remaining"
+        if left is None and distribution is not None:
+            # Whole minutes: an estimate has no finer grain, and a big cluster's
+            # jobs then end in batches rather than one every second.
+            d = distribution
+            drawn = float(np.clip(rng.lognormal(math.log(d.median), d.sigma), d.low, d.high))
+            left = max(60.0, round(drawn / 60.0) * 60.0)
+            how = "the scenario's remaining: distribution"
+        if left is None:
+            left, how = DEFAULT_REMAINING, "the default"
+            defaulted += 1
+        out.append(_adopted(key, pods, group, max(left, MIN_REMAINING), running, how))
+    return out, defaulted
+
+
+# -- the pieces ----------------------------------------------------------------------------
+
+def _adopted(key: tuple[str, str], pods: tuple[Obj, ...], group: Obj | None, left: float,
+             running: bool, how: str) -> Adopted:
+    namespace, pg = key
+    owners = [_controller(p) for p in pods]
+    kinds = [_OWNER_KINDS.get(str(o.get("kind")), JobKind.GANG) if o else JobKind.GANG
+             for o in owners]
+    kind = next((k for k in (JobKind.PYTORCH, JobKind.TF, JobKind.MPI, JobKind.RAY, JobKind.JOB)
+                 if k in kinds), JobKind.GANG)
+    if kind is JobKind.JOB and any(_JOBSET_LABEL in (p["metadata"].get("labels") or {})
+                                   for p in pods):
+        kind = JobKind.JOBSET
+    annotated, roles, plans, templates = [], {}, [], {}
+    run_for = f"{left:g}s"
+    role_of = [_role(p) for p in pods]
+    leaders = set(role_of) & set(_LEADERS) or set(role_of)    # no leading role: every pod
+    for index, pod in enumerate(pods):
+        meta = pod["metadata"]
+        role = role_of[index]
+        if role not in templates:
+            # The pods of a role are made from one template: one shape.
+            templates[role] = _template(pod)
+            roles[role] = [0, _requests(pod)]
+        roles[role][0] += 1
+        annotated.append({**pod, "metadata": {**meta, "annotations": {
+            **(meta.get("annotations") or {}), DURATION_ANNOTATION: run_for}}})
+        owner = owners[index]
+        fixed = owner is not None and owner.get("kind") in _FIXED_NAMES
+        plans.append(PodPlan(role=role, index=index, parent=0 if owner else None,
+                             name=meta["name"] if fixed or kind is JobKind.GANG else None,
+                             prefix=_prefix(meta["name"]), labels=(), leader=role in leaders))
+    owner_ref = next((o for o in owners if o), None)
+    owner = ({"apiVersion": owner_ref.get("apiVersion", "v1"), "kind": owner_ref.get("kind"),
+              "metadata": {"name": owner_ref.get("name"), "uid": owner_ref.get("uid"),
+                           "namespace": namespace}} if owner_ref else None)
+    g_spec = (group or {}).get("spec") or {}
+    first_labels = pods[0]["metadata"].get("labels") or {}
+    spec = JobSpec(
+        name=_job_name(key, pods)[1], kind=kind,
+        queue=str(g_spec.get("queue") or first_labels.get(L.QUEUE_LABEL) or "default"),
+        namespace=namespace, arrival=0.0, duration=left,
+        roles=tuple(RoleSpec(role, count, request) for role, (count, request) in roles.items()),
+        priority_class=(pods[0].get("spec") or {}).get("priorityClassName") or None,
+        min_available=int(g_spec["minMember"]) if g_spec.get("minMember") else None,
+        where=f"snapshot job {namespace}/{pg}")
+    plan = Blueprint(objects=(owner,) if owner else (), parents=(None,) if owner else (),
+                     pods=tuple(plans), templates=templates,
+                     recreates=kind is not JobKind.GANG)
+    return Adopted(spec, pg if group is not None or len(pods) > 1 else "", tuple(annotated),
+                   plan, owner, running, how)
+
+
+def _annotated(pods: tuple[Obj, ...], now: float) -> tuple[float | None, str]:
+    """The run time left that the pods say: remaining, or duration less time run."""
+    left: float | None = None
+    how = ""
+    for pod in pods:
+        annotations = pod["metadata"].get("annotations") or {}
+        if REMAINING_ANNOTATION not in annotations and DURATION_ANNOTATION not in annotations:
+            continue
+        try:
+            if REMAINING_ANNOTATION in annotations:
+                value = parse_duration(annotations[REMAINING_ANNOTATION])
+                how = f"the {REMAINING_ANNOTATION} annotation"
+            elif DURATION_ANNOTATION in annotations:
+                value = parse_duration(annotations[DURATION_ANNOTATION])
+                started = from_rfc3339((pod.get("status") or {}).get("startTime"))
+                if started is not None and (pod.get("status") or {}).get("phase") == "Running":
+                    value -= now - started
+                how = f"the {DURATION_ANNOTATION} annotation less the time run"
+            else:
+                continue
+        except ValueError as exc:
+            name = f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}"
+            raise InputError(f"pod {name}: {exc}") from None
+        left = value if left is None else max(left, value)
+    return left, how
+
+
+def _controller(pod: Obj) -> Obj | None:
+    refs = pod["metadata"].get("ownerReferences") or []
+    return next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+
+
+def _job_name(key: tuple[str, str], pods: Iterable[Obj]) -> tuple[str, str]:
+    """Jobs are named after what owns their pods (the MPIJob rather than its
+    launcher's Job) when one thing does, else after their PodGroup."""
+    owners = {(r.get("kind"), r.get("name")) for p in pods if (r := _controller(p)) is not None
+              and r.get("kind") in _OWNER_KINDS}
+    top = {o for o in owners if o[0] != "Job"} or owners
+    return (key[0], str(next(iter(top))[1])) if len(top) == 1 else key
+
+
+def _role(pod: Obj) -> str:
+    labels = pod["metadata"].get("labels") or {}
+    return str(labels.get(L.SUBGROUP_LABEL) or pod_role(labels) or "main")
+
+
+def _requests(pod: Obj) -> tuple[tuple[str, str], ...]:
+    """What the pod asks for, as quantities."""
+    request = pod_request(pod.get("spec") or {}, [])
+    return tuple(sorted((name, f"{value:g}m" if name == CPU else f"{value:g}")
+                        for name, value in request.items if name != PODS and value))
+
+
+def _template(pod: Obj) -> Obj:
+    """What a remade pod looks like: this one, unbound, not started."""
+    meta = {k: v for k, v in pod["metadata"].items()
+            if k not in _DROP_POD_META and k != "ownerReferences" and k != "namespace"}
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+    return {"metadata": {"labels": dict(meta.get("labels") or {}),
+                         "annotations": dict(meta.get("annotations") or {})}, "spec": spec}
+
+
+def _prefix(name: str) -> str:
+    head, _, tail = name.rpartition("-")
+    return f"{head}-" if head and len(tail) == 5 else f"{name}-"
+
+
+def _pools(nodes: list[Obj]) -> tuple[NodePool, ...]:
+    """The nodes as pools of alike ones (capacity, labels, taints), for the checks."""
+    pools: dict[Any, int] = {}
+    for node in nodes:
+        alloc = (node.get("status") or {}).get("allocatable") or {}
+        labels = tuple(sorted((k, str(v)) for k, v in (node["metadata"].get("labels") or {}).items()
+                              if k != "kubernetes.io/hostname"))
+        taints = tuple((t.get("key", ""), str(t.get("value", "")), t.get("effect", ""))
+                       for t in (node.get("spec") or {}).get("taints") or ())
+        key = (tuple(sorted((k, str(v)) for k, v in alloc.items() if k != PODS)), labels, taints)
+        pools[key] = pools.get(key, 0) + 1
+    return tuple(NodePool(f"snapshot-{i}", count, capacity, labels, taints)
+                 for i, ((capacity, labels, taints), count) in enumerate(pools.items()))
+
+
+def _queue(obj: Obj) -> QueueSpec:
+    spec = obj.get("spec") or {}
+    resources = []
+    for name, entry in sorted((spec.get("resources") or {}).items()):
+        kept = tuple((k, str(entry[k]) if k != "overQuotaWeight" else entry[k])
+                     for k in ("quota", "limit", "overQuotaWeight")
+                     if isinstance(entry, dict) and entry.get(k) is not None)
+        resources.append((str(name), kept))
+    return QueueSpec(obj["metadata"]["name"], spec.get("parentQueue"),
+                     int(spec.get("priority", 100)), tuple(resources))
+
+
+def _moment(objs: list[Obj]) -> float:
+    """When the snapshot was taken, as near as its objects tell: the latest time in them."""
+    latest = 0.0
+    for obj in objs:
+        for value in ((obj.get("metadata") or {}).get("creationTimestamp"),
+                      (obj.get("status") or {}).get("startTime")):
+            moment = from_rfc3339(value) if isinstance(value, str) else None
+            if moment is not None and moment > latest:
+                latest = moment
+    return latest or 1_767_225_600.0
