@@ -111,3 +111,16 @@ def test_the_plugins_counts_follow_moves_and_rollbacks() -> None:
         [1, 0], [1, 2])
     stmt.discard()
     assert (plugin.held_row.tolist(), plugin.free_counts[request].tolist()) == recount()
+
+
+def test_a_cluster_without_devices_never_loads_cel() -> None:
+    """cel-python is imported when a selector is first met: the scheduler's
+    modules alone, and a cycle over pods without claims, do not load it."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from kaisched.bench.scenarios import run\n"
+            "run('basic-5k', 0.01)\n"
+            "assert 'celpy' not in sys.modules, 'celpy was imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
