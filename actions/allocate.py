@@ -17,7 +17,12 @@ from typing import Iterable
 
 from actions.common import starvation
 from actions.common.placement import (
-    group_members, need_of, place_group, place_job, placeable, queue_of,
+    group_members,
+    need_of,
+    place_group,
+    place_job,
+    placeable,
+    queue_of,
 )
 from kaisched.api.job import JobInfo
 from kaisched.api.types import JobKey, QueueName

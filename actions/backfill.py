@@ -3,7 +3,7 @@ and the leftovers of jobs whose gang is already met, on idle room only, so a
 pipelined gang's reservations are never taken."""
 from __future__ import annotations
 
-from actions.common.placement import placeable, place_job
+from actions.common.placement import place_job, placeable
 from kaisched.api.types import TaskStatus
 from kaisched.framework import Session
 

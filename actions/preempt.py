@@ -7,8 +7,13 @@ from __future__ import annotations
 from typing import Callable
 
 from actions.common.eviction import (
-    RoomFinder, elastic_jobs, evictable_tasks, place_by_eviction, place_extras_by_eviction,
-    starving_jobs, victim_order,
+    RoomFinder,
+    elastic_jobs,
+    evictable_tasks,
+    place_by_eviction,
+    place_extras_by_eviction,
+    starving_jobs,
+    victim_order,
 )
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo

@@ -27,7 +27,7 @@ from kaisched.api.resource import sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES
 from kaisched.framework import Hook, Session
-from kaisched.framework.effects import Cause, Preemptor
+from kaisched.framework.effects import Preemptor
 
 
 class ReclaimAction:

@@ -8,8 +8,8 @@ from actions.preempt import PreemptAction
 from actions.reclaim import ReclaimAction
 from actions.stalegangeviction import StaleGangEvictionAction
 from kaisched.framework.registry import Registry
-from plugins.gang import GangPlugin
 from plugins.dra import DraPlugin
+from plugins.gang import GangPlugin
 from plugins.hostports import HostPortsPlugin
 from plugins.nodeaffinity import NodeAffinityPlugin
 from plugins.nodeorder import NodeOrderPlugin

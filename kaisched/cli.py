@@ -177,8 +177,8 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         api_qps: float, api_burst: int, cycles: int | None) -> None:
     """The scheduler against a cluster: leader election, /metrics, /healthz."""
     from kaisched.api.clock import WallClock
-    from kaisched.runtime.binder import Binder
     from kaisched.cluster.kube import KubeCluster
+    from kaisched.runtime.binder import Binder
     from kaisched.runtime.health import Health
     from kaisched.runtime.leader import LeaderElector
     from kaisched.runtime.metrics import Metrics

@@ -27,7 +27,7 @@ _EPS = 1e-9
 def water_fill(capacity: float, quotas: list[float], caps: list[float],
                weights: list[float]) -> list[float]:
     """Shares of capacity: quota first (up to cap), the rest by weight up to cap."""
-    share = [min(q, c) for q, c in zip(quotas, caps)]
+    share = [min(q, c) for q, c in zip(quotas, caps, strict=True)]
     remaining = capacity - sum(share)
     active = [i for i, c in enumerate(caps) if share[i] < c - _EPS and weights[i] > 0]
     while remaining > _EPS and active:
@@ -118,7 +118,7 @@ class ProportionPlugin(PluginBase):
                 got = water_fill(deserved[parent].get(name, 0.0),
                                  [q.quota.get(name) for q in infos], caps,
                                  [q.weight(name) for q in infos])
-                for c, value in zip(children, got):
+                for c, value in zip(children, got, strict=True):
                     shares[c][name] = value
             deserved.update(shares)
         return deserved

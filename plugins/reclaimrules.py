@@ -86,7 +86,7 @@ class ReclaimRules:
         """The reclaimer's and the victim's ancestors just below their lowest
         common ancestor (the root when they share none); None in one branch."""
         up_mine, up_theirs = self.chain[mine][::-1], self.chain[theirs][::-1]
-        for a, b in zip(up_mine, up_theirs):
+        for a, b in zip(up_mine, up_theirs, strict=False):
             if a != b:
                 return a, b
         return None

@@ -20,7 +20,12 @@ from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.events import event_object, object_reference
 from kaisched.cluster.kinds import POD, PODGROUP, Kind, kind_for, object_key
 from kaisched.errors import (
-    ApiError, ConflictError, GoneError, NotFoundError, PermanentApiError, TransientApiError,
+    ApiError,
+    ConflictError,
+    GoneError,
+    NotFoundError,
+    PermanentApiError,
+    TransientApiError,
     UnreachableError,
 )
 from kaisched.runtime.outage import Outage
@@ -28,7 +33,12 @@ from podgrouper.groupers import GroupSpec, Lineage, Registry, builtin_groupers, 
 from podgrouper.groupers.workload import default_grouper
 from podgrouper.owners import OwnerRef, OwnerWalk, describe, top_owner
 from podgrouper.podgroup import (
-    is_managed, needs_refresh, pod_patch, podgroup_object, refresh_patch, top_owner_ref,
+    is_managed,
+    needs_refresh,
+    pod_patch,
+    podgroup_object,
+    refresh_patch,
+    top_owner_ref,
 )
 from podgrouper.roles import pod_role
 

@@ -69,9 +69,9 @@ def test_a_node_with_no_allocatable_gets_one_warning_event() -> None:
 
 def test_a_node_is_warned_about_again_only_when_it_breaks_again() -> None:
     from kaisched.api.clock import ManualClock
-    from kaisched.runtime.binder import Binder
     from kaisched.cluster.kinds import NODE as NODE_KIND
     from kaisched.cluster.memory import MemoryCluster
+    from kaisched.runtime.binder import Binder
     from kaisched.runtime.scheduler import Scheduler
 
     clock = ManualClock()

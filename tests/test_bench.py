@@ -10,10 +10,10 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from kaisched.bench import scale10k as bench_scale
 from kaisched.api.clock import ManualClock
 from kaisched.api.placement import HOSTNAME_KEY
 from kaisched.api.quantity import parse_quantity
+from kaisched.bench import scale10k as bench_scale
 from kaisched.bench.scenarios import SCENARIOS
 from kaisched.cli import main
 from kaisched.cluster.kinds import POD, PODGROUP

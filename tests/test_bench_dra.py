@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from kaisched.bench.dra import GPUS, dra_1k
 from kaisched.bench.scenarios import run
-from kaisched.cluster.kinds import RESOURCE_CLAIMS
 
 
 def test_dra_1k_builds_nodes_slices_and_claimed_gangs() -> None:

@@ -4,13 +4,13 @@ gang's binds and never retried, and nothing is swallowed."""
 from __future__ import annotations
 
 from kaisched.api.clock import ManualClock
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import EVENT, POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import ConflictError, NotFoundError, TransientApiError
 from kaisched.framework import default_config
 from kaisched.framework.effects import Bind
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 
 

@@ -13,7 +13,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from test_install import instructions
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,11 +13,11 @@ import pytest
 import yaml
 
 from kaisched.api.clock import ManualClock
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP, QUEUE, kind_of
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from podgrouper.controller import PodGrouper
 

@@ -5,7 +5,6 @@ served or not by the chosen one."""
 from __future__ import annotations
 
 from pathlib import Path
-
 from typing import Iterator
 
 import orjson
@@ -14,7 +13,10 @@ from click.testing import CliRunner
 
 from kaisched.cli import main
 from kaisched.validation import (
-    KUBERNETES_VERSION, available_versions, kube_version, use_kube_version,
+    KUBERNETES_VERSION,
+    available_versions,
+    kube_version,
+    use_kube_version,
 )
 
 SCENARIO = Path(__file__).parent / "scenarios" / "upstream-gang-v1alpha2.yaml"

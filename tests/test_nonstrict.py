@@ -3,12 +3,12 @@ gang's hold is released so the older one can finish."""
 from __future__ import annotations
 
 from kaisched.api.clock import ManualClock, to_rfc3339
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.framework.holds import Hold
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 
 START = 1_767_225_600.0

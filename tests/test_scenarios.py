@@ -21,9 +21,9 @@ import yaml
 
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP, PVC, RESOURCE_CLAIMS
+from kaisched.cluster.snapshot import load_file
 from kaisched.framework import default_config, load_config
 from kaisched.tools.replay import replay
-from kaisched.cluster.snapshot import load_file
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 CASES = sorted(p for p in SCENARIOS.glob("*.yaml") if not p.name.endswith(".expect.yaml"))

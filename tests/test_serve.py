@@ -7,11 +7,11 @@ import threading
 import urllib.request
 
 from kaisched.api.clock import ManualClock
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import parse_config
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.leader import LeaderElector
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler, serve

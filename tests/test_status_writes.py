@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.job import Condition
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import EVENT, POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import RecordEvent, SetPodCondition
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.runtime.throttle import Verdict, WriteThrottle
 

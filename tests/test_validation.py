@@ -15,9 +15,9 @@ import yaml
 
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import SCHEDULING_KINDS
+from kaisched.cluster.snapshot import build_snapshot, load_file, load_text
 from kaisched.framework import default_config
 from kaisched.tools.replay import replay
-from kaisched.cluster.snapshot import build_snapshot, load_file, load_text
 from kaisched.validation import KUBERNETES_VERSION, check_object, partition, summarize
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,6 @@ from kaisched.api.placement import NO_RULES, PodRules
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
-from kaisched.api.volumes import NO_STORAGE, Storage
 from kaisched.api.types import (
     OCCUPYING_STATUSES,
     JobKey,
@@ -25,6 +24,7 @@ from kaisched.api.types import (
     QueueName,
     TaskStatus,
 )
+from kaisched.api.volumes import NO_STORAGE, Storage
 
 
 @attrs.frozen(slots=True)

@@ -98,7 +98,7 @@ class NodeTable:
         return self.vector(res)
 
     def resource(self, row: np.ndarray) -> Resource:
-        return Resource.of({d: float(v / k) for d, v, k in zip(self.dims, row, self.scale)
+        return Resource.of({d: float(v / k) for d, v, k in zip(self.dims, row, self.scale, strict=True)
                             if abs(v) > EPSILON})
 
     def amount(self, dim: int, value: float) -> float:

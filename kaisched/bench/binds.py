@@ -23,12 +23,12 @@ from typing import Any
 import orjson
 
 from kaisched.api.clock import WallClock
-from kaisched.runtime.binder import BURST, QPS, Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kube import KubeCluster
-from kaisched.framework import default_config
 from kaisched.errors import InputError
+from kaisched.framework import default_config
 from kaisched.framework.effects import Bind, Effect
+from kaisched.runtime.binder import BURST, QPS, Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.runtime.throttle import WriteThrottle
 

@@ -291,7 +291,7 @@ class Emulator:
         test that changes objects behind a watch must wait for it."""
         keys = [kmock.resource(r) for r in resources]
         deadline = time.monotonic() + WAIT
-        while not all(self.call(lambda: self.buses[k].consumer_count) for k in keys):
+        while not all(self.call(lambda k=k: self.buses[k].consumer_count) for k in keys):
             assert time.monotonic() < deadline, f"no watch of {resources} connected"
             time.sleep(0.01)
 

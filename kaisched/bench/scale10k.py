@@ -111,7 +111,7 @@ def sizes(rng: random.Random, total: int) -> Iterator[int]:
 
 
 def cpu_shape(rng: random.Random) -> Shape:
-    shapes, weights = zip(*CPU_SHAPES)
+    shapes, weights = zip(*CPU_SHAPES, strict=True)
     return rng.choices(shapes, weights)[0]
 
 

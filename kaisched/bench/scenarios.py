@@ -12,15 +12,15 @@ import resource
 import time
 from typing import Any, Callable, Iterator
 
+from kaisched.api.clock import ManualClock
 from kaisched.bench import dra as bench_dra
 from kaisched.bench import scale10k as bench_scale
-from kaisched.api.clock import ManualClock
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import Evict
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 
 Obj = dict[str, Any]
@@ -190,7 +190,7 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
 
 
 def _volumes(scale: float) -> tuple[list[Obj], list[Obj]]:
-    from kaisched.bench.volumes import volumes     # it builds on this module's objects
+    from kaisched.bench.volumes import volumes  # it builds on this module's objects
     return volumes(scale)
 
 

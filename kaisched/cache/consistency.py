@@ -32,7 +32,7 @@ def differences(a: ClusterInfo, b: ClusterInfo) -> list[str]:
     _same(found, "rules in play", a.rules_in_play(), b.rules_in_play())
     _same(found, "storage", a.storage, b.storage)
     for what, sa, sb in zip(("queue use", "queue wants", "job states", "unsettled jobs"),
-                            a.ledger().sums(), b.ledger().sums()):
+                            a.ledger().sums(), b.ledger().sums(), strict=True):
         _same(found, what, sa, sb)
     return found[:_AT_MOST]
 

@@ -13,9 +13,9 @@ from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, job_key
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
-from kaisched.cache.devices import DeviceStore
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.convert.topologies import topology_levels
+from kaisched.cache.devices import DeviceStore
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
 from kaisched.cache.rebuild import rebuild

@@ -23,8 +23,14 @@ from kaisched.cluster.health import Reachability
 from kaisched.cluster.kinds import POD, Kind, kind_of, object_key
 from kaisched.cluster.watch import KubeSubscription
 from kaisched.errors import (
-    ApiError, ConfigError, ConflictError, GoneError, NotFoundError, PermanentApiError,
-    TransientApiError, UnreachableError,
+    ApiError,
+    ConfigError,
+    ConflictError,
+    GoneError,
+    NotFoundError,
+    PermanentApiError,
+    TransientApiError,
+    UnreachableError,
 )
 
 JSON = "application/json"

@@ -20,7 +20,12 @@ import orjson
 from kaisched.cluster.client import Obj, WatchEvent
 from kaisched.cluster.kinds import Kind, object_key
 from kaisched.errors import (
-    ApiError, GoneError, NotFoundError, PermanentApiError, TransientApiError, UnreachableError,
+    ApiError,
+    GoneError,
+    NotFoundError,
+    PermanentApiError,
+    TransientApiError,
+    UnreachableError,
 )
 
 log = logging.getLogger(__name__)

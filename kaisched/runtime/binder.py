@@ -25,18 +25,31 @@ import attrs
 
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.types import JobKey, PodKey, Reason
+from kaisched.api.volumes import SELECTED_NODE
 from kaisched.cache.convert import queue_status_dict, status_dict
 from kaisched.cache.convert.devices import allocation_dict, reserved_dict
 from kaisched.cluster.client import ClusterClient
 from kaisched.cluster.events import event_object, micro_time
-from kaisched.api.volumes import SELECTED_NODE
 from kaisched.cluster.kinds import EVENT, POD, PODGROUP, PV, PVC, QUEUE, kind_for
 from kaisched.errors import (
-    ApiError, ConflictError, NotFoundError, TransientApiError, UnreachableError,
+    ApiError,
+    ConflictError,
+    NotFoundError,
+    TransientApiError,
+    UnreachableError,
 )
 from kaisched.framework.effects import (
-    VOLUME_EFFECTS, Bind, Effect, Evict, PrebindVolume, RecordEvent, SelectClaimNode,
-    SetClaimStatus, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
+    VOLUME_EFFECTS,
+    Bind,
+    Effect,
+    Evict,
+    PrebindVolume,
+    RecordEvent,
+    SelectClaimNode,
+    SetClaimStatus,
+    SetPodCondition,
+    SetPodGroupStatus,
+    SetQueueStatus,
 )
 from kaisched.runtime.throttle import Admission, Verdict, WriteThrottle
 

@@ -20,8 +20,14 @@ from kaisched.api.clock import Clock
 from kaisched.cluster.client import ClusterClient, Obj
 from kaisched.cluster.events import micro_time
 from kaisched.cluster.kinds import LEASE
-from kaisched.errors import ApiError, ConflictError, NotFoundError, PermanentApiError
-from kaisched.errors import TransientApiError, UnreachableError
+from kaisched.errors import (
+    ApiError,
+    ConflictError,
+    NotFoundError,
+    PermanentApiError,
+    TransientApiError,
+    UnreachableError,
+)
 
 log = logging.getLogger(__name__)
 

@@ -21,16 +21,21 @@ import attrs
 from kaisched.api.clock import Clock
 from kaisched.api.cluster import ClusterInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey
-from kaisched.runtime.binder import Binder, BindReport
 from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient, WatchEvent
 from kaisched.cluster.kinds import POD
+from kaisched.errors import ApiError, UnreachableError
 from kaisched.framework import Registry, SchedulerConfig, Session
 from kaisched.framework.effects import (
-    Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus,
+    Bind,
+    Effect,
+    Evict,
+    RecordEvent,
+    SetPodCondition,
+    SetPodGroupStatus,
 )
-from kaisched.errors import ApiError, UnreachableError
 from kaisched.framework.holds import Hold
+from kaisched.runtime.binder import Binder, BindReport
 
 if TYPE_CHECKING:
     from kaisched.runtime.health import Health

@@ -154,7 +154,7 @@ class Controllers:
         plan = run.plan
         assert plan is not None
         run.stage = stage
-        for i, (obj, parent) in enumerate(zip(plan.objects, plan.parents)):
+        for i, (obj, parent) in enumerate(zip(plan.objects, plan.parents, strict=True)):
             if plan.stage_of(i) != stage:
                 continue
             if parent is not None:

@@ -58,7 +58,7 @@ def lanes(result: SimResult, limit: int = MAX_LANES) -> tuple[list[Lane], int]:
     total = len(out)
     if total > limit:
         # The jobs that kept the most waiting: wait weighted by size (GPUs, else one).
-        keep = {id(lane) for lane in sorted(out, key=lambda l: (-l.waited * max(l.gpus, 1.0),
-                                                               l.job))[:limit]}
+        keep = {id(lane) for lane in sorted(out, key=lambda ln: (-ln.waited * max(ln.gpus, 1.0),
+                                                                ln.job))[:limit]}
         out = [lane for lane in out if id(lane) in keep]
     return out, total

@@ -24,7 +24,6 @@ from typing import Any, Mapping, Sequence
 import attrs
 
 from kaisched.api import labels as L
-from kaisched.api.resource import GPU
 from kaisched.sim.devices import pod_claims
 from kaisched.sim.specs import JobKind, JobSpec, RoleSpec, VolumeSpec
 
@@ -286,7 +285,7 @@ def _jobset_jobs(job: JobSpec, jobset: str, replicated: list[Obj], parent: int, 
     objects: list[Obj] = []
     parents: list[int] = []
     pods = []
-    for stage, (role, entry) in enumerate(zip(job.roles, replicated)):
+    for stage, (role, entry) in enumerate(zip(job.roles, replicated, strict=True)):
         child = f"{jobset}-{role.name}-0"
         objects.append({"apiVersion": "batch/v1", "kind": "Job",
                         "metadata": _meta(job, child, labels={

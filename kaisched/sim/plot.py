@@ -85,7 +85,7 @@ def draw(runs: Sequence[tuple[str, SimResult]], path: str | Path) -> Figure:
     FigureCanvasAgg(fig)
     axes = fig.subplots(3, len(runs), sharex="col", squeeze=False,
                         gridspec_kw={"height_ratios": [3, 3, lane_height]})
-    for col, (label, result) in enumerate(runs):
+    for col, (_, result) in enumerate(runs):
         _draw_run(axes[0][col], axes[1][col], axes[2][col], result, *panels[col])
     fig.savefig(path, format=fmt)
     return fig

@@ -27,8 +27,9 @@ from typing import Any
 from kaisched.api.placement import HOSTNAME_KEY
 from kaisched.api.quantity import parse_duration
 from kaisched.api.volumes import BindingMode, Storage
-from kaisched.cache.convert.volumes import PROVISIONING_FAILED, claim as read_claim
-from kaisched.cache.convert.volumes import storage_class, volume as read_volume
+from kaisched.cache.convert.volumes import PROVISIONING_FAILED, storage_class
+from kaisched.cache.convert.volumes import claim as read_claim
+from kaisched.cache.convert.volumes import volume as read_volume
 from kaisched.cluster.events import event_object, object_reference
 from kaisched.cluster.kinds import NODE, POD, PV, PVC, STORAGE_CLASS
 from kaisched.cluster.memory import MemoryCluster
@@ -80,7 +81,7 @@ class StorageControllers:
                 for p in self.cluster.list(POD)}
         claims = {f"{c['metadata']['namespace']}/{c['metadata']['name']}": c
                   for c in self.cluster.list(PVC)}
-        for key, pod in pods.items():
+        for pod in pods.values():
             for vol in (pod.get("spec") or {}).get("volumes") or ():
                 template = (vol.get("ephemeral") or {}).get("volumeClaimTemplate")
                 name = f"{pod['metadata']['name']}-{vol.get('name', '')}"
@@ -93,7 +94,7 @@ class StorageControllers:
                                                   "namespace": pod["metadata"]["namespace"],
                                                   "ownerReferences": [owner]},
                                      "spec": dict(template.get("spec") or {})})
-        for key, claim in claims.items():
+        for claim in claims.values():
             owners = claim["metadata"].get("ownerReferences") or ()
             pod = next((o for o in owners if o.get("kind") == "Pod"), None)
             if pod is None or f"{claim['metadata']['namespace']}/{pod['name']}" in pods:

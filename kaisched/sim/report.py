@@ -25,7 +25,7 @@ TEXT_JOBS = 40
 def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
     scenario, timeline, end = result.scenario, result.timeline, result.end
     jobs = [_job(run, end) for run in result.runs]
-    gang_waits = [j["wait"] for j, run in zip(jobs, result.runs)
+    gang_waits = [j["wait"] for j, run in zip(jobs, result.runs, strict=True)
                   if j["wait"] is not None and _is_gang(run)]
     util = {}
     for name, key in ((GPU, "gpu"), (CPU, "cpu")):

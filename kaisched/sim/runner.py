@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import TextIO
 
 import attrs
 import orjson
@@ -16,11 +16,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from kaisched.errors import InputError
 from kaisched.framework import SchedulerConfig
 from kaisched.sim.admission import refusals
-from kaisched.sim.report import build_report, render, render_compare
 from kaisched.sim.generator import DEFAULT_SEED
+from kaisched.sim.report import build_report, render, render_compare
 from kaisched.sim.scenario import MAX_OBJECTS, Scenario, base_scenario, load_scenario
-from kaisched.sim.start import DEFAULT_REMAINING, REMAINING_ANNOTATION, Adopted, Start, adopt, read_start
 from kaisched.sim.simulation import SimResult, Simulation
+from kaisched.sim.start import DEFAULT_REMAINING, REMAINING_ANNOTATION, Adopted, Start, adopt, read_start
 from kaisched.sim.timeline import hms
 
 DEMO = "demo.yaml"

@@ -16,13 +16,38 @@ from kaisched.api.resource import PODS
 from kaisched.errors import InputError
 from kaisched.sim.devices import claim_specs, device_specs
 from kaisched.sim.fields import (
-    ALIASES, ALWAYS_OFFERED, FieldError, checked_amount, dns, duration, fields, integer, items, labels, number,
-    resources, show, text, unique,
+    ALIASES,
+    ALWAYS_OFFERED,
+    FieldError,
+    checked_amount,
+    dns,
+    duration,
+    fields,
+    integer,
+    items,
+    labels,
+    number,
+    resources,
+    show,
+    text,
+    unique,
 )
 from kaisched.sim.generator import generate
 from kaisched.sim.specs import (
-    ELASTIC_KINDS, MAX_JOB_NAME, ROLES, STARTUP_POLICIES, Base, JobKind, JobSpec, NodePool,
-    QueueSpec, Remaining, RoleSpec, Scenario, StorageClassSpec, VolumeSpec,
+    ELASTIC_KINDS,
+    MAX_JOB_NAME,
+    ROLES,
+    STARTUP_POLICIES,
+    Base,
+    JobKind,
+    JobSpec,
+    NodePool,
+    QueueSpec,
+    Remaining,
+    RoleSpec,
+    Scenario,
+    StorageClassSpec,
+    VolumeSpec,
 )
 
 __all__ = ["MAX_OBJECTS", "Base", "ELASTIC_KINDS", "JobKind", "JobSpec", "NodePool", "QueueSpec", "RoleSpec", "ROLES",

@@ -28,26 +28,32 @@ from typing import Callable, Mapping, Sequence
 import attrs
 
 from kaisched.api.clock import ManualClock, from_rfc3339
+from kaisched.api.queue import QueueStatus
 from kaisched.api.resource import CPU, GPU
 from kaisched.api.types import PodKey, job_key, pod_key
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS
-from kaisched.cluster.snapshot import build_snapshot
 from kaisched.cluster.memory import MemoryCluster
+from kaisched.cluster.snapshot import build_snapshot
 from kaisched.framework import SchedulerConfig
-from kaisched.api.queue import QueueStatus
 from kaisched.framework.effects import (
-    Bind, Effect, Evict, RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus,
+    Bind,
+    Effect,
+    Evict,
+    RecordEvent,
+    SetPodCondition,
+    SetPodGroupStatus,
+    SetQueueStatus,
 )
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import CycleResult, Scheduler
+from kaisched.sim.claims import make_claims
 from kaisched.sim.controllers import Controllers, JobRun, JobState
+from kaisched.sim.devices import claim_templates, device_classes, node_slices
 from kaisched.sim.fit import never_fits
 from kaisched.sim.invariants import Invariants
 from kaisched.sim.kubelet import Kubelet
 from kaisched.sim.meter import Meter
-from kaisched.sim.claims import make_claims
-from kaisched.sim.devices import claim_templates, device_classes, node_slices
 from kaisched.sim.provisioner import StorageControllers, storage_class_object
 from kaisched.sim.scenario import Scenario
 from kaisched.sim.start import Adopted, Start
@@ -160,7 +166,7 @@ class Simulation:
         finished = tick = sessions = 0
         stopped = ""
         self.clock.set(self.start)
-        for run, adopted in zip(self.adopted_runs, self.adopted):
+        for run, adopted in zip(self.adopted_runs, self.adopted, strict=True):
             self.controllers.adopt(run, adopted.plan, adopted.pods, adopted.pod_group)
             self._by_group[job_key(run.spec.namespace, run.pod_group)] = \
                 f"{run.spec.namespace}/{run.spec.name}"
@@ -294,7 +300,7 @@ class Simulation:
             if not run.history or run.history[-1][1] != "running":
                 run.history.append((elapsed, "running"))
             self.timeline.starts.append((elapsed, run.spec.queue, run.spec.name))
-        for run, pods in lost.items():
+        for run in lost:
             run.evictions += 1
             minimum = run.min_member or 1
             if self._size(run)[0] < minimum:

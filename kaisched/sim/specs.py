@@ -7,7 +7,6 @@ from typing import Any
 
 import attrs
 
-from kaisched.api.resource import PODS
 from kaisched.sim.fields import amount
 
 # Room left in a 63-character pod name for the suffixes the operators add.

@@ -12,17 +12,18 @@ binds; per node it asks the cycle's own session, which is what it saw.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Iterable
 
 import numpy as np
 
+from kaisched.api import labels as L
 from kaisched.api.clock import ManualClock
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.resource import PODS, Resource, format_amount, format_resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import JobKey, TaskStatus
-from kaisched.api import labels as L
 from kaisched.cache.convert.queues import queue_status
 from kaisched.cluster.kinds import POD, PODGROUP, QUEUE
 from kaisched.cluster.memory import MemoryCluster
@@ -31,8 +32,8 @@ from kaisched.framework import Registry, SchedulerConfig, Session
 from kaisched.framework.effects import Bind
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-from kaisched.tools.replay import load_cluster
 from kaisched.sim.claims import make_claims
+from kaisched.tools.replay import load_cluster
 from podgrouper.controller import PodGrouper
 
 MAX_NODES = 20      # per task; beyond that, nodes are counted by reason
@@ -205,7 +206,7 @@ def _node_holds(table: Any, row: int, vectors: list[np.ndarray],
     free = np.maximum(table.future[row], 0.0)
     room = free.copy()
     held = 0
-    for vector, ok in zip(vectors, allowed):
+    for vector, ok in zip(vectors, allowed, strict=True):
         if not ok:
             continue
         short = np.flatnonzero(vector > room + EPSILON)
@@ -231,7 +232,7 @@ def _shortfall(table: Any, need: np.ndarray, rows: list[int]) -> list[str]:
         total = float(free[:, d].sum())
         if need[d] <= total + EPSILON:
             continue
-        amount = lambda v: format_amount(name, table.amount(d, v))  # noqa: E731
+        amount = functools.partial(_amount, table, d, name)
         nodes = f"{len(rows)} node" + ("s" if len(rows) != 1 else "")
         if not rows:
             where = "no node that could take its pods"
@@ -245,3 +246,7 @@ def _shortfall(table: Any, need: np.ndarray, rows: list[int]) -> list[str]:
     if not lines:
         lines.append("    enough room in total, but split: no node has room left for the next pod")
     return lines
+
+
+def _amount(table: Any, dim: int, name: str, value: float) -> str:
+    return format_amount(name, table.amount(dim, value))

@@ -13,14 +13,14 @@ from typing import Any, Iterable
 import attrs
 
 from kaisched.api.clock import ManualClock
-from kaisched.runtime.binder import Binder
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig
 from kaisched.framework.effects import Evict
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-from kaisched.sim.provisioner import StorageControllers
 from kaisched.sim.claims import make_claims
+from kaisched.sim.provisioner import StorageControllers
 from podgrouper.controller import PodGrouper
 
 # Objects are created owners first, so a reader sees a consistent cluster.

@@ -17,8 +17,18 @@ from collections.abc import Mapping
 import attrs
 
 from podgrouper.groupers.spec import (
-    NO_POD, GroupSpec, Lineage, Owner, SubGroup, base, count, defaulted, dns_part,
-    in_role_order, podgroup_name, section,
+    NO_POD,
+    GroupSpec,
+    Lineage,
+    Owner,
+    SubGroup,
+    base,
+    count,
+    defaulted,
+    dns_part,
+    in_role_order,
+    podgroup_name,
+    section,
 )
 
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"

@@ -13,7 +13,14 @@ from __future__ import annotations
 import attrs
 
 from podgrouper.groupers.spec import (
-    NO_POD, GroupSpec, Lineage, Owner, base, defaulted, owner_annotations, podgroup_name,
+    NO_POD,
+    GroupSpec,
+    Lineage,
+    Owner,
+    base,
+    defaulted,
+    owner_annotations,
+    podgroup_name,
     section,
 )
 

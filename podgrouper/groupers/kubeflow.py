@@ -13,8 +13,18 @@ from collections.abc import Mapping
 import attrs
 
 from podgrouper.groupers.spec import (
-    LEADING_ROLES, NO_POD, GroupSpec, Lineage, Owner, SubGroup, base, count, defaulted,
-    in_role_order, positive_override, section,
+    LEADING_ROLES,
+    NO_POD,
+    GroupSpec,
+    Lineage,
+    Owner,
+    SubGroup,
+    base,
+    count,
+    defaulted,
+    in_role_order,
+    positive_override,
+    section,
 )
 
 # TFJob roles in start order: the chief (or legacy master) coordinates, ps serve the workers.

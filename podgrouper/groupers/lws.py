@@ -15,7 +15,16 @@ from __future__ import annotations
 import attrs
 
 from podgrouper.groupers.spec import (
-    NO_POD, GroupSpec, Lineage, Owner, SubGroup, base, count, defaulted, podgroup_name, section,
+    NO_POD,
+    GroupSpec,
+    Lineage,
+    Owner,
+    SubGroup,
+    base,
+    count,
+    defaulted,
+    podgroup_name,
+    section,
 )
 
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"

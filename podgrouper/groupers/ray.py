@@ -15,8 +15,17 @@ from collections.abc import Mapping
 import attrs
 
 from podgrouper.groupers.spec import (
-    NO_POD, GroupSpec, Lineage, Owner, SubGroup, base, count, defaulted, dns_part,
-    podgroup_name, section,
+    NO_POD,
+    GroupSpec,
+    Lineage,
+    Owner,
+    SubGroup,
+    base,
+    count,
+    defaulted,
+    dns_part,
+    podgroup_name,
+    section,
 )
 
 # The head's subgroup; worker groups are named after their groupName.

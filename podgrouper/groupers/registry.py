@@ -8,7 +8,13 @@ import attrs
 from kaisched.api import labels as L
 from podgrouper.groupers import argo, jobset, knative, kubeflow, lws, ray, trainer, workload
 from podgrouper.groupers.spec import (
-    NO_POD, Grouper, GroupSpec, Lineage, Owner, owner_annotations, owner_labels,
+    NO_POD,
+    Grouper,
+    GroupSpec,
+    Lineage,
+    Owner,
+    owner_annotations,
+    owner_labels,
     positive_override,
 )
 

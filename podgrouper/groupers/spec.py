@@ -11,9 +11,8 @@ from typing import Any
 
 import attrs
 
-from kaisched.api.job import SubGroup
-
 from kaisched.api import labels as L
+from kaisched.api.job import SubGroup
 
 Owner = Mapping[str, Any]
 

@@ -13,7 +13,14 @@ import attrs
 
 from podgrouper.groupers.jobset import gang_of, stages
 from podgrouper.groupers.spec import (
-    NO_POD, GroupSpec, Lineage, Owner, base, count, defaulted, section,
+    NO_POD,
+    GroupSpec,
+    Lineage,
+    Owner,
+    base,
+    count,
+    defaulted,
+    section,
 )
 
 

@@ -94,7 +94,7 @@ def test_devices_once_gangs_whole(gpus: list[int], gangs: list[tuple[int, int, b
 def held_by_running(gpus: list[int], held: list[int]) -> list[Obj]:
     """Low-priority pods running on each node, each holding one of its GPUs."""
     objs: list[Obj] = []
-    for n, (count, busy) in enumerate(zip(gpus, held)):
+    for n, (count, busy) in enumerate(zip(gpus, held, strict=False)):
         for i in range(min(count, busy)):
             name, node = f"low-{n}-{i}", f"node-{n}"
             objs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",

@@ -85,6 +85,7 @@ def test_no_claims_no_hooks() -> None:
 
 def test_the_plugins_counts_follow_moves_and_rollbacks() -> None:
     import numpy as np
+
     from plugins.dra import DraPlugin
     ssn = open_session(loaded())
     plugin = next(p for p in ssn.plugins if isinstance(p, DraPlugin))

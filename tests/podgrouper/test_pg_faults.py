@@ -14,7 +14,11 @@ from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import EVENT, POD, PODGROUP, Kind
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import (
-    ApiError, GoneError, NotFoundError, PermanentApiError, TransientApiError,
+    ApiError,
+    GoneError,
+    NotFoundError,
+    PermanentApiError,
+    TransientApiError,
 )
 from podgrouper import PodGrouper
 

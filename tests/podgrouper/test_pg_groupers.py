@@ -7,8 +7,21 @@ from typing import Any
 import pytest
 import yaml
 
-from podgrouper.groupers import GroupSpec, SubGroup, builtin_groupers, group_owner, pick
-from podgrouper.groupers import argo, jobset, knative, kubeflow, lws, ray, trainer, workload
+from podgrouper.groupers import (
+    GroupSpec,
+    SubGroup,
+    argo,
+    builtin_groupers,
+    group_owner,
+    jobset,
+    knative,
+    kubeflow,
+    lws,
+    pick,
+    ray,
+    trainer,
+    workload,
+)
 from podgrouper.groupers.spec import in_role_order, podgroup_name
 
 UID = "0f3c2a9e-6b1d-4c8e-9a57-4b1d0c3e2a10"

@@ -8,8 +8,18 @@ from typing import Any, Callable
 
 import pytest
 
-from podgrouper.groupers import Lineage, builtin_groupers, group_owner, pick
-from podgrouper.groupers import jobset, knative, kubeflow, lws, ray, trainer
+from podgrouper.groupers import (
+    Lineage,
+    builtin_groupers,
+    group_owner,
+    jobset,
+    knative,
+    kubeflow,
+    lws,
+    pick,
+    ray,
+    trainer,
+)
 from podgrouper.groupers.spec import podgroup_name
 
 Obj = dict[str, Any]
@@ -83,8 +93,10 @@ def test_trainjob_initializers_start_before_the_nodes(manifest: Callable[[str], 
     child = copy.deepcopy(lineage.owners[1])
     node = child["spec"]["replicatedJobs"][0]
     node["dependsOn"] = [{"name": "model-initializer", "status": "Complete"}]
-    init = lambda name, after: {"name": name, "template": {"spec": {"template": {"spec": {}}}},
-                                **({"dependsOn": [{"name": after, "status": "Complete"}]} if after else {})}
+    def init(name: str, after: str | None) -> dict:
+        return {"name": name, "template": {"spec": {"template": {"spec": {}}}},
+                **({"dependsOn": [{"name": after, "status": "Complete"}]} if after else {})}
+
     child["spec"]["replicatedJobs"] = [init("dataset-initializer", None),
                                        init("model-initializer", "dataset-initializer"), node]
     owners = (lineage.owners[0], child, top)

@@ -91,7 +91,7 @@ def test_a_gang_with_wait_for_first_consumer_claims_binds_once_they_are_bound(
         assert "to be provisioned on node" in status[0]["message"], status
 
         # The provisioner and the PV controller, played here.
-        for claim_name, node in chosen.items():
+        for claim_name in chosen:
             claim = admin.get(PVC, namespace, claim_name)
             name = f"{namespace}-{claim_name}"
             admin.create({"apiVersion": "v1", "kind": "PersistentVolume",

@@ -42,7 +42,7 @@ def test_a_healthy_cluster_passes() -> None:
     cluster = world()
     check = checker(cluster, limit=8)
     keys = [pod(cluster, f"p{i}", 2) for i in range(3)]
-    for key, node in zip(keys, ("n1", "n1", "n2")):
+    for key, node in zip(keys, ("n1", "n1", "n2"), strict=True):
         cluster.bind("ns", key.split("/")[1], "", node)
     check.check(60.0, 1, keys, [])
     assert check.checks == 1

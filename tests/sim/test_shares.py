@@ -20,4 +20,4 @@ def test_fair_shares_are_the_queue_statuses(config: SchedulerConfig) -> None:
         assert status is not None
         assert tl.fair_share[queue][-1] == dict(status.fair_share)[GPU]
     # team-b reclaimed up to its share: at some moment its share was more than its use
-    assert any(f > u for f, u in zip(tl.fair_share["team-b"], tl.queue_used["team-b"]))
+    assert any(f > u for f, u in zip(tl.fair_share["team-b"], tl.queue_used["team-b"], strict=True))

@@ -12,13 +12,13 @@ import attrs
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.cluster import ClusterInfo
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cache import Cache
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig, Session, parse_config
 from kaisched.framework.effects import Bind, Effect
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import CycleResult, Scheduler
 
 Obj = dict[str, Any]

@@ -7,7 +7,11 @@ import pytest
 from kaisched.cluster.kinds import PODGROUP
 
 from .conftest import (
-    build_node, build_pod, build_podgroup, pod_scheduled_message, run_cycle,
+    build_node,
+    build_pod,
+    build_podgroup,
+    pod_scheduled_message,
+    run_cycle,
 )
 
 

@@ -14,7 +14,12 @@ from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import POD
 
 from .conftest import (
-    build_node, build_pod, build_podgroup, build_queue, pod_scheduled_message, run_cycle,
+    build_node,
+    build_pod,
+    build_podgroup,
+    build_queue,
+    pod_scheduled_message,
+    run_cycle,
     snapshot,
 )
 

@@ -24,8 +24,16 @@ from kaisched.cache import Cache
 from kaisched.cache.consistency import differences
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import (
-    NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, UPSTREAM_PODGROUP, XK8S_PODGROUP,
-    Kind, object_key,
+    NAMESPACE,
+    NODE,
+    POD,
+    PODGROUP,
+    PRIORITY_CLASS,
+    QUEUE,
+    UPSTREAM_PODGROUP,
+    XK8S_PODGROUP,
+    Kind,
+    object_key,
 )
 from kaisched.framework import Session, default_config
 from kaisched.framework.effects import Effect

@@ -13,14 +13,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kaisched.api.clock import ManualClock
 from kaisched.api.types import TaskStatus
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.framework import Session, default_config
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 
 from .conftest import build_node, build_pod, build_podgroup, load_cluster, snapshot
-from kaisched.api.clock import ManualClock
 
 HOST, RACK, ZONE = "kubernetes.io/hostname", "rack", "zone"
 KEYS = (HOST, RACK, ZONE)
@@ -177,7 +177,7 @@ def _answers(ssn: Session, tasks: list) -> list:
 
 def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(
-        np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y for x, y in zip(a, b))
+        np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y for x, y in zip(a, b, strict=True))
 
 
 @settings(max_examples=60, deadline=None)

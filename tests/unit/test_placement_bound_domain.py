@@ -51,7 +51,7 @@ def task(job: JobInfo, name: str) -> TaskInfo:
 
 def nodes(ssn: Session, mask: np.ndarray | None) -> list[str]:
     assert mask is not None
-    return [n for n, m in zip(ssn.cluster.table.names, mask) if m]
+    return [n for n, m in zip(ssn.cluster.table.names, mask, strict=True) if m]
 
 
 def free(ssn: Session) -> np.ndarray:

@@ -54,7 +54,7 @@ def scores(ssn: Session, pod: str) -> dict[str, float] | None:
                 if t.name == pod)
     fn = next(fn for label, fn in ssn.hooks.callbacks(Hook.POD_ORDER) if label == "podaffinity")
     found = fn(task, np.arange(len(ssn.cluster.table)))
-    return None if found is None else dict(zip(ssn.cluster.table.names, found.tolist()))
+    return None if found is None else dict(zip(ssn.cluster.table.names, found.tolist(), strict=True))
 
 
 def test_each_existing_pod_adds_its_preferred_terms_weight() -> None:

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.framework import default_config
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 
 from .conftest import build_node, build_pod, build_podgroup, load_cluster

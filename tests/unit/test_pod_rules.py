@@ -151,8 +151,8 @@ def placed(objects: list[dict[str, Any]], config_text: str | None = None) -> dic
     """pod -> node bound by one allocate + backfill cycle with the default plugins
     (or the tiers given)."""
     from kaisched.api.clock import ManualClock
-    from kaisched.runtime.binder import Binder
     from kaisched.framework import default_config, parse_config
+    from kaisched.runtime.binder import Binder
     from kaisched.runtime.scheduler import Scheduler
 
     registry = register_builtins()

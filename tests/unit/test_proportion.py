@@ -12,7 +12,13 @@ from kaisched.cluster.kinds import POD
 from plugins.proportion import water_fill
 
 from .conftest import (
-    Cycle, build_node, build_pod, build_podgroup, build_queue, open_session, run_cycle,
+    Cycle,
+    build_node,
+    build_pod,
+    build_podgroup,
+    build_queue,
+    open_session,
+    run_cycle,
 )
 
 INF = float("inf")
@@ -57,8 +63,8 @@ def test_water_fill_properties(capacity: int, kids: list[tuple[int, int, int]]) 
     caps = [float(c) for _, c, _ in kids]
     weights = [float(w) for _, _, w in kids]
     shares = water_fill(float(capacity), quotas, caps, weights)
-    floor = [min(q, c) for q, c in zip(quotas, caps)]
-    for share, low, cap in zip(shares, floor, caps):
+    floor = [min(q, c) for q, c in zip(quotas, caps, strict=True)]
+    for share, low, cap in zip(shares, floor, caps, strict=True):
         assert low - 1e-6 <= share <= max(cap, low) + 1e-6       # quota first, never above cap
     handed_out = sum(shares) - sum(floor)
     assert handed_out <= max(capacity - sum(floor), 0) + 1e-6

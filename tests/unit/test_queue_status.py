@@ -6,13 +6,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kaisched.api.job import GangSpec, JobInfo
-from kaisched.api.queue import QueueInfo, QueueStatus, build_queue_tree
 from kaisched.api.ledger import Ledger
+from kaisched.api.queue import QueueInfo, QueueStatus, build_queue_tree
 from kaisched.api.queue_status import canonical, job_state, queue_statuses
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, TaskStatus
-from kaisched.cache.convert import queue, queue_status, queue_status_dict, quantity_text
+from kaisched.cache.convert import quantity_text, queue, queue_status, queue_status_dict
 
 GPU = "nvidia.com/gpu"
 

@@ -11,12 +11,12 @@ import pytest
 import yaml
 
 from kaisched.api.clock import ManualClock
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD, QUEUE
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import SetQueueStatus
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import CycleResult, Scheduler
 

@@ -13,8 +13,9 @@ from kaisched.cache.convert import queue as queue_from_raw
 from .conftest import build_queue
 
 
-def q(name: str, parent: str | None = None, quota: Resource = Resource()) -> QueueInfo:
-    return QueueInfo(QueueName(name), QueueName(parent) if parent else None, quota=quota)
+def q(name: str, parent: str | None = None, quota: Resource | None = None) -> QueueInfo:
+    return QueueInfo(QueueName(name), QueueName(parent) if parent else None,
+                     quota=quota if quota is not None else Resource())
 
 
 def parent_of(graph: nx.DiGraph, name: str) -> str:

@@ -5,7 +5,14 @@ import attrs
 import pytest
 
 from kaisched.api.resource import (
-    CPU, GPU, MEMORY, PODS, Resource, format_amount, format_resource, sum_resources,
+    CPU,
+    GPU,
+    MEMORY,
+    PODS,
+    Resource,
+    format_amount,
+    format_resource,
+    sum_resources,
 )
 
 GI = 2**30

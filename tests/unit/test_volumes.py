@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from kaisched.api.volumes import BindingMode, ClaimInfo, PodClaim, Storage, VolumeInfo
 from kaisched.cache.convert.volumes import (
-    claim, csi_limits, pod_pvcs, provisioning_failure, storage_class, volume,
+    claim,
+    csi_limits,
+    pod_pvcs,
+    provisioning_failure,
+    storage_class,
+    volume,
 )
 from kaisched.cluster.snapshot import redact
 from kaisched.framework import Hook, Session
@@ -70,7 +75,7 @@ def test_the_smallest_volume_that_fits_comes_first_a_prebound_one_before_all() -
 
 def test_pods_alike_but_for_their_claims_are_not_one_class() -> None:
     pods = [build_pod(f"p{i}", cpu=1) for i in range(3)]
-    for pod, name in zip(pods, ("a", "b", "a")):
+    for pod, name in zip(pods, ("a", "b", "a"), strict=True):
         pod["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": name}}]
     cluster = snapshot([build_node("n1"), *pods])
     config, registry = load_test_config()

@@ -13,11 +13,19 @@ from typing import Any, Callable, Iterator
 import pytest
 from kubernetes import client as k8s_client
 
+from kaisched.bench.emulator import (  # noqa: F401 - re-exported for the wire tests
+    PG_API,
+    PODGROUPS,
+    PODS,
+    QUEUES,
+    RESOURCES,
+    WAIT,
+    ApiServer,
+    Emulator,
+    install_subresources,
+)
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kube import KubeCluster
-from kaisched.bench.emulator import (  # noqa: F401 - re-exported for the wire tests
-    PG_API, PODGROUPS, PODS, QUEUES, RESOURCES, WAIT, ApiServer, Emulator, install_subresources,
-)
 
 Obj = dict[str, Any]
 

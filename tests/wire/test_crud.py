@@ -12,7 +12,13 @@ from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import ConflictError, NotFoundError
 
 from .conftest import (
-    PODGROUPS, Emulator, Obj, build_node, build_pod, build_podgroup, build_queue,
+    PODGROUPS,
+    Emulator,
+    Obj,
+    build_node,
+    build_pod,
+    build_podgroup,
+    build_queue,
 )
 
 KINDS = [

@@ -4,8 +4,6 @@ and claim, writes the claim's allocation and reservation through its status
 subresource, and only then binds the pod."""
 from __future__ import annotations
 
-import kmock
-
 from kaisched.api.clock import ManualClock
 from kaisched.builtins import register_builtins
 from kaisched.cluster.kinds import POD, RESOURCE_CLAIMS

@@ -17,7 +17,12 @@ from kubernetes import config as k8s_config
 from kaisched.cluster.kinds import NODE, POD, PODGROUP
 from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import (
-    ApiError, ConfigError, ConflictError, GoneError, NotFoundError, PermanentApiError,
+    ApiError,
+    ConfigError,
+    ConflictError,
+    GoneError,
+    NotFoundError,
+    PermanentApiError,
     TransientApiError,
 )
 

@@ -9,9 +9,9 @@ import yaml
 
 from kaisched.api.queue import QueueStatus
 from kaisched.api.types import QueueName
-from kaisched.runtime.binder import Binder
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.effects import SetQueueStatus
+from kaisched.runtime.binder import Binder
 
 from .conftest import QUEUES, Emulator, build_queue
 

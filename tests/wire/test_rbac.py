@@ -23,7 +23,7 @@ import yaml
 
 from kaisched.api.clock import WallClock
 from kaisched.builtins import register_builtins
-from kaisched.cluster.kinds import POD, PODGROUP, kind_for
+from kaisched.cluster.kinds import POD, kind_for
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import RecordEvent
@@ -301,7 +301,7 @@ def test_the_podgrouper_may_read_every_kind_it_has_a_grouper_for() -> None:
 
 def test_owner_reads_are_get_only() -> None:
     """The walk reads one owner by name: never a list, a watch or a write."""
-    for where, rule in rules_of("kaisched-podgrouper"):
+    for _, rule in rules_of("kaisched-podgrouper"):
         if not set(rule["apiGroups"]) & SCHEDULING_GROUPS:
             assert rule["verbs"] == ["get"], rule
 

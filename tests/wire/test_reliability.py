@@ -19,13 +19,13 @@ import kmock
 import pytest
 
 from kaisched.api.clock import ManualClock, WallClock
-from kaisched.runtime.binder import Binder
 from kaisched.builtins import register_builtins
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import EVENT, LEASE, POD
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import parse_config
 from kaisched.framework.effects import RecordEvent
+from kaisched.runtime.binder import Binder
 from kaisched.runtime.leader import LeaderElector, micro_time
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler, serve

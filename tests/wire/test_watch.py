@@ -12,13 +12,27 @@ import orjson
 import pytest
 
 from kaisched.cluster.kinds import (
-    NODE, POD, PODGROUP, QUEUE, SCHEDULING_KINDS, XK8S_PODGROUP,
+    NODE,
+    POD,
+    PODGROUP,
+    QUEUE,
+    SCHEDULING_KINDS,
+    XK8S_PODGROUP,
 )
 from kaisched.cluster.kube import KubeCluster
 
 from .conftest import (
-    PG_API, PODGROUPS, Emulator, Obj, build_node, build_pod, build_podgroup, build_queue,
-    collect, name, seen,
+    PG_API,
+    PODGROUPS,
+    Emulator,
+    Obj,
+    build_node,
+    build_pod,
+    build_podgroup,
+    build_queue,
+    collect,
+    name,
+    seen,
 )
 
 PG = kmock.resource(PODGROUPS)

@@ -16,7 +16,14 @@ import attrs
 
 from kaisched.api.cel import Selector
 from kaisched.api.devices import (
-    Allocation, AttrValue, Claim, Constraint, Consumer, Device, DeviceClass, DeviceRequest,
+    Allocation,
+    AttrValue,
+    Claim,
+    Constraint,
+    Consumer,
+    Device,
+    DeviceClass,
+    DeviceRequest,
     DeviceResult,
 )
 from kaisched.api.placement import Requirement, SelectorTerm

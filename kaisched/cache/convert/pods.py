@@ -11,12 +11,12 @@ from kaisched.api.clock import from_rfc3339
 from kaisched.api.placement import Placement
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
+from kaisched.api.volumes import PodClaim
 from kaisched.cache.convert.common import Obj, metadata, quantities
 from kaisched.cache.convert.devices import pod_claims
 from kaisched.cache.convert.koordinator import optional_settings
 from kaisched.cache.convert.rules import placement
 from kaisched.cache.convert.volumes import pod_pvcs
-from kaisched.api.volumes import PodClaim
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 # Owners whose pods form gangs: such a pod waits for the PodGrouper's PodGroup

@@ -8,7 +8,12 @@ from kaisched.api.placement import LabelSelector, Requirement, SelectorTerm
 from kaisched.api.quantity import parse_quantity
 from kaisched.api.types import NodeName
 from kaisched.api.volumes import (
-    DEFAULT_CLASS_ANNOTATION, SELECTED_NODE, BindingMode, ClaimInfo, PodClaim, StorageClassInfo,
+    DEFAULT_CLASS_ANNOTATION,
+    SELECTED_NODE,
+    BindingMode,
+    ClaimInfo,
+    PodClaim,
+    StorageClassInfo,
     VolumeInfo,
 )
 from kaisched.cache.convert.common import Obj, metadata
