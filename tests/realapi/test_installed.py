@@ -68,8 +68,10 @@ def test_installed_as_shipped_it_schedules_gangs_whole(
     mpi = minimal_crd("kubeflow.org", "v2beta1", "MPIJob", "mpijobs")
 
     # The scheduler takes its Lease, and keeps it past one lease duration.
-    lease = eventually(lambda: admin.get(LEASE, SYSTEM, "kaisched"), what="the Lease",
-                       timeout=60)
+    # (A Lease an earlier run released is there already, with no holder: wait for one.)
+    lease = eventually(lambda: (held := admin.get(LEASE, SYSTEM, "kaisched"))
+                       and held["spec"].get("holderIdentity") and held,
+                       what="the Lease held", timeout=60)
     assert lease["spec"]["holderIdentity"] == identity, components.logs()
     first_renew = lease["spec"]["renewTime"]
     time.sleep(LEASE_SECONDS + 1)
