@@ -156,6 +156,10 @@ class AllOf:
         return all(p.matches(labels, namespace, namespace_labels) for p in self.parts)
 
 
+# What a pod index counts: the pods one matcher, or several at once, select.
+Matcher = PodMatcher | AllOf
+
+
 @attrs.frozen(slots=True, cache_hash=True)
 class PodAffinityTerm:
     matcher: PodMatcher
