@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Iterable
+from typing import Any, Iterable
 
 from actions.common import starvation
 from actions.common.placement import (
@@ -34,7 +34,7 @@ class AllocateAction:
 
     def execute(self, ssn: Session) -> None:
         seq = itertools.count()
-        jobs: dict[QueueName, list] = {}
+        jobs: dict[QueueName, list[tuple[Any, ...]]] = {}
         for job in ssn.cluster.active_jobs():
             if job.key in ssn.held:
                 pass         # a NonStrict hold: it must be finished or kept either way
@@ -47,7 +47,7 @@ class AllocateAction:
         head_key = ssn.hooks.order_key(Hook.QUEUE_HEAD_ORDER)
         several = len(jobs) > 1         # one queue needs no order
 
-        def queue_key(name: QueueName) -> tuple:
+        def queue_key(name: QueueName) -> tuple[Any, ...]:
             queue = queue_of(ssn, name)
             head = head_key((queue, need_of(ssn, jobs[name][0][2]))) if several else ()
             return (head, ssn.queue_order_key(queue))
@@ -73,7 +73,7 @@ class AllocateAction:
         starvation.report(ssn, guards)
 
 
-def heads(ssn: Session, queues: Iterable[list]) -> list[JobInfo]:
+def heads(ssn: Session, queues: Iterable[list[tuple[Any, ...]]]) -> list[JobInfo]:
     """The first gang of every queue that still waits for its minimum."""
     out = []
     for heap in queues:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from actions.common.eviction import (
+    Check,
     RoomFinder,
     elastic_jobs,
     evictable_tasks,
@@ -46,12 +47,15 @@ class PreemptAction:
                 return finders[key]
             return finder
 
+        def check_of(job: JobInfo) -> Check:
+            return lambda t: ssn.allocatable(job, t)
+
         for job, tasks in jobs:
             if not by_queue.get(job.queue) or ssn.job_pipelined(job):
                 continue
             place_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job), Cause.PREEMPT,
-                              lambda t, job=job: ssn.allocatable(job, t), order)
+                              check_of(job), order)
         for job, tasks in extras:
             if by_queue.get(job.queue):
                 place_extras_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job),
-                                         lambda t, job=job: ssn.allocatable(job, t), Cause.PREEMPT, order)
+                                         check_of(job), Cause.PREEMPT, order)

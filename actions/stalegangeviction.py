@@ -6,8 +6,8 @@ The timer lives in the PodGroup status (staleSince), so a restart keeps it.
 """
 from __future__ import annotations
 
-from actions.common.eviction import EVICTABLE
 from kaisched.api.clock import from_rfc3339, to_rfc3339
+from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import READY_STATUSES
 from kaisched.framework import Session
 from kaisched.framework.effects import Cause

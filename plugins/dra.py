@@ -303,7 +303,7 @@ class DraPlugin(PluginBase):
         claims = self.devices.claims
         consumer = Consumer(task.name, task.uid)
         found = [claims[key] for key in task.claims]
-        row = self.ssn.cluster.table.index[task.node_name]  # type: ignore[index]
+        row = self.ssn.cluster.table.index[task.node_name]  # type: ignore[index]  # placed: on a node
         waits = task.status is TaskStatus.PIPELINED
         fresh = self._allocate([c for c in found if c.allocation is None], row,
                                self._unavailable(future=waits)) or []
@@ -311,7 +311,7 @@ class DraPlugin(PluginBase):
             raise AssertionError(f"{task.key}: placed where its claims cannot be allocated")
         allocated = {c.key: c for c in fresh}
         if waits:       # devices still held by pods going away: promised to this one
-            held = [self.devices.index[r.key] for c in fresh for r in c.allocation.results]  # type: ignore[union-attr]
+            held = [self.devices.index[r.key] for c in fresh for r in c.allocation.results]  # type: ignore[union-attr]  # fresh: allocated
             self.promised[task.key] = [i for i in held if self.devices.taken[i]]
         moves = []
         for claim in found:

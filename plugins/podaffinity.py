@@ -30,7 +30,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kaisched.api.placement import AllOf
+from kaisched.api.placement import AllOf, Matcher, PodAffinityTerm
 from kaisched.api.podindex import Held, PodIndex, present
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session
@@ -42,7 +42,7 @@ HARD_POD_AFFINITY_WEIGHT = 1
 # The terms present pods hold toward a new pod that score it.
 _SCORING = ((Held.PREFERRED_AFFINITY, 1), (Held.PREFERRED_ANTI_AFFINITY, -1), (Held.AFFINITY, 1))
 
-def _all_of(terms: tuple) -> AllOf:
+def _all_of(terms: tuple[PodAffinityTerm, ...]) -> AllOf:
     """The pods a set of required affinity terms counts: those matching all."""
     return AllOf(tuple(t.matcher for t in terms))
 
@@ -65,7 +65,7 @@ class PodAffinityPlugin(PluginBase):
                                            *(w.term for w in r.preferred_anti_affinity))]
         if not terms:
             return
-        self.keys_of: dict[Any, set[str]] = {}
+        self.keys_of: dict[Matcher, set[str]] = {}
         for term in terms:
             self.keys_of.setdefault(term.matcher, set()).add(term.topology_key)
         for r in rules:

@@ -3,6 +3,8 @@ phase, the Scheduled condition, timers), its pods' PodScheduled condition and
 an Event, where they changed; the message says in numbers why a gang waits."""
 from __future__ import annotations
 
+from typing import Any
+
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.job import Condition, JobInfo, PodGroupStatus
 from kaisched.api.task import TaskInfo
@@ -79,7 +81,7 @@ def _waiting_extras(ssn: Session, job: JobInfo) -> list[tuple[TaskInfo, str]]:
     explanation."""
     if not job.minimum_met(READY_STATUSES):
         return []
-    why: dict[tuple, str] = {}
+    why: dict[tuple[Any, ...], str] = {}
     out: list[tuple[TaskInfo, str]] = []
     for task in ssn.pending(job):
         like = ssn.class_key(task)

@@ -98,7 +98,8 @@ class ProportionPlugin(PluginBase):
                 ssn.emit(SetQueueStatus(name, status, queue.status))
 
     # -- fair share ------------------------------------------------------------------
-    def _fair_shares(self, total: Resource, demand: dict) -> dict[QueueName, dict[str, float]]:
+    def _fair_shares(self, total: Resource, demand: dict[QueueName, dict[str, float]]
+                     ) -> dict[QueueName, dict[str, float]]:
         names = {n for n in total.names() if n != PODS}
         for q in self.queues.values():
             names.update(n for n in q.quota.names() if n != PODS)
@@ -107,7 +108,7 @@ class ProportionPlugin(PluginBase):
             children = sorted(self.tree.successors(parent))
             if not children:
                 continue
-            shares = {c: {} for c in children}
+            shares: dict[QueueName, dict[str, float]] = {c: {} for c in children}
             for name in names:
                 infos = [self.queues[c] for c in children]
                 caps = []
@@ -236,7 +237,7 @@ class ProportionPlugin(PluginBase):
         if job is not None and not job.spec.preemptible:
             self._add(self.pinned, queue, task.resreq, sign)
 
-    def _add(self, table: dict, queue: QueueName, res: Resource, times: float) -> None:
+    def _add(self, table: dict[QueueName, dict[str, float]], queue: QueueName, res: Resource, times: float) -> None:
         """Add res, times over, to the queue and every queue above it."""
         for name in self._chain.get(queue, (queue,)):
             row = table[name]

@@ -19,7 +19,7 @@ the reclaimer still needs; fair shares (FS) are the session's.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kaisched.api.queue import ROOT, QueueInfo
 from kaisched.api.resource import PODS, Resource, format_amount
@@ -146,7 +146,7 @@ class ReclaimRules:
         return sorted(s for s in remaining if s != queue and self.parent.get(s) == self.parent[queue])
 
     # -- (c) which queue gives first ---------------------------------------------------------
-    def victim_key(self, queue: QueueName, taken: Amounts, need: Resource) -> tuple:
+    def victim_key(self, queue: QueueName, taken: Amounts, need: Resource) -> tuple[Any, ...]:
         """Over FS in every resource first, then over quota, then lower
         priority, then the highest saturation after what was taken, then the
         newer queue."""

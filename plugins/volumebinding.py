@@ -101,8 +101,8 @@ class VolumeBindingPlugin(PluginBase):
                     self.limit.setdefault(driver, np.full(len(self.specs), np.inf))[row] = count
         self.attached = {d: np.zeros(len(self.specs)) for d in self.limit}
         for claim, users in storage.users.items():
-            for pod, node in users:
-                row = self.index.get(node) if node is not None else None
+            for pod, at in users:
+                row = self.index.get(at) if at is not None else None
                 if row is not None:
                     self._use(claim, pod, row)
         ssn.register(Hook.JOB_VALID, self.job_invalid)

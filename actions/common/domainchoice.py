@@ -85,8 +85,8 @@ class DomainChoice:
             names = {j.spec.topology.required for j in self.cluster.jobs.values()} | \
                     {j.spec.topology.preferred for j in self.cluster.jobs.values()} | \
                     set(WELL_KNOWN_LEVELS)
-            outer = [self.cluster.domains(k) for k in sorted(n for n in names if n and n != level)]
-            found = [d.key for d in sorted(outer, key=lambda d: (-len(d), d.key))
+            around = [self.cluster.domains(k) for k in sorted(n for n in names if n and n != level)]
+            found = [d.key for d in sorted(around, key=lambda d: (-len(d), d.key))
                      if 0 < len(d) < len(inner) and _nests(inner, d)]
             self._wider[level] = found
         return found
@@ -233,8 +233,8 @@ class DomainChoice:
         if not len(domains):
             return f"topology {level}: no node has the label {level}"
         free = domains.totals(self.room(idle_only))
-        cols = [c for c in np.flatnonzero(need > 0) if table.dims[c] != "pods"] or \
-            list(np.flatnonzero(need > 0))
+        cols = [int(c) for c in np.flatnonzero(need > 0) if table.dims[c] != "pods"] or \
+            [int(c) for c in np.flatnonzero(need > 0)]
         why = f"; {last.failure}" if last is not None and last.failure else ""
         here = sorted({int(domains.ids[table.index[t.node_name]]) for t in members
                        if t.status in STAYING and t.node_name in table.index} - {-1})
@@ -301,7 +301,7 @@ def _least_stranded(free: np.ndarray, need: np.ndarray, fits: np.ndarray,
     return [int(rows[i]) for i in order]
 
 
-def _nests(inner, outer) -> bool:     # type: ignore[no-untyped-def]
+def _nests(inner: Domains, outer: Domains) -> bool:
     """Every domain of inner lies whole inside one domain of outer."""
     if inner.key == HOSTNAME_KEY:
         return bool(outer.has[inner.has].all())

@@ -9,7 +9,7 @@ task by task instead: actions/common/victims.py and solver.py.)
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
-from kaisched.api.types import NodeName, TaskStatus
+from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.framework import Hook, Session, Statement
 from kaisched.framework.effects import Cause, Preemptor
 from kaisched.framework.statement import EvictOp
@@ -121,25 +121,25 @@ def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
     return [t for t in current if t is not None and t.status in EVICTABLE]
 
 
-def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo], tuple]:
+def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo], tuple[Any, ...]]:
     """Surplus tasks (those above their job's minimum) before whole gangs,
     spread over jobs: the newest surplus task of every job before the second
     of any. Then lowest priority first, most recently started, fewest pods.
     An action computes it once, over evictable_tasks(), before its first eviction."""
     jobs = ssn.cluster.jobs
-    by_job: dict[str, list[TaskInfo]] = {}
+    by_job: dict[JobKey, list[TaskInfo]] = {}
     for task in evictable:
         by_job.setdefault(task.job, []).append(task)
-    rank: dict[str, int] = {}
-    for key, running in by_job.items():
-        info = jobs[key]
+    rank: dict[PodKey, int] = {}
+    for job_key, running in by_job.items():
+        info = jobs[job_key]
         surplus = info.ready_count() - info.min_member
         if surplus > 0:
             running.sort(key=lambda t: (-t.creation, t.key))
             for i, task in enumerate(running[:surplus]):
                 rank[task.key] = i
 
-    def key(t: TaskInfo) -> tuple:
+    def key(t: TaskInfo) -> tuple[Any, ...]:
         r = rank.get(t.key)
         job = jobs[t.job]
         return (r is None, job.priority, r or 0, -t.creation, len(job.tasks), t.key)
@@ -162,18 +162,20 @@ class RoomFinder:
 
     def __init__(self, ssn: Session, candidates: list[TaskInfo],
                  releasing_at_start: np.ndarray,
-                 order: Callable[[TaskInfo], tuple] | None = None) -> None:
+                 order: Callable[[TaskInfo], tuple[Any, ...]] | None = None) -> None:
         table = ssn.cluster.table
         self.ssn = ssn
         self.evictable = np.zeros_like(table.alloc)
         self.surplus = np.zeros_like(table.alloc)      # what surplus victims alone hold
         self.by_node: dict[NodeName, list[TaskInfo]] = {}
         for task in candidates:
-            row, vec = table.index[task.node_name], table.vector(task.resreq)  # type: ignore[index]
+            node = task.node_name
+            assert node is not None     # candidates are evictable: on a node
+            row, vec = table.index[node], table.vector(task.resreq)
             self.evictable[row] += vec
             if order is not None and not order(task)[0]:
                 self.surplus[row] += vec
-            self.by_node.setdefault(task.node_name, []).append(task)  # type: ignore[arg-type]
+            self.by_node.setdefault(node, []).append(task)
         self.releasing_at_start = releasing_at_start
 
     def room(self) -> np.ndarray:
@@ -246,7 +248,7 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
 
 def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
                       finder: Callable[[TaskInfo], RoomFinder], cause: Cause,
-                      check: Check, order: Callable[[TaskInfo], tuple],
+                      check: Check, order: Callable[[TaskInfo], tuple[Any, ...]],
                       gangs: bool = True) -> bool:
     """Pipeline the job's tasks, evicting where needed, until it is
     pipelined-ready; commit then, else undo everything. True if committed.
@@ -259,7 +261,7 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
         if check(task):
             break
         choice = ssn.select_node(task, within=bound_domain(
-            ssn, job, lambda task=task: finder(task).room(), task))
+            ssn, job, _room_of(finder, task), task))
         if choice is not None:
             stmt.pipeline(task, choice.node)
         else:
@@ -288,9 +290,14 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
     return False
 
 
+def _room_of(finder: Callable[[TaskInfo], RoomFinder], task: TaskInfo) -> Callable[[], np.ndarray]:
+    """The task's room, computed only when asked for."""
+    return lambda: finder(task).room()
+
+
 def place_extras_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
                              finder: Callable[[TaskInfo], RoomFinder], check: Check,
-                             cause: Cause, order: Callable[[TaskInfo], tuple]) -> None:
+                             cause: Cause, order: Callable[[TaskInfo], tuple[Any, ...]]) -> None:
     """An elastic job's extras, one statement each, on other jobs' surplus.
     The victim order is the action's, fixed before its first eviction, so
     that the surplus taken is spread over jobs."""

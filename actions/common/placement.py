@@ -7,6 +7,8 @@ place_group does the same for the gangs of a gangGroup under one statement.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 
@@ -58,7 +60,7 @@ def still_needed(ssn: Session, job: JobInfo, tasks: list[TaskInfo] | None = None
         out.append(task)
         total += 1
         if sg in per_sg:
-            per_sg[sg] += 1      # type: ignore[index]
+            per_sg[sg] += 1
     return out or tasks[:1]
 
 
@@ -87,7 +89,7 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInf
     if refusal:
         attempt.failure, attempt.blocker = refusal, Blocker.QUOTA
         return attempt
-    failed_classes: set = set()
+    failed_classes: set[tuple[Any, ...]] = set()
     for task in ssn.ordered_tasks(job, tasks):
         if ssn.class_key(task) in failed_classes:
             continue     # its twin found no node: neither will it

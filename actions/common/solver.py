@@ -71,7 +71,7 @@ class ReclaimSolver:
     def _note(self, unit: Unit) -> None:
         table = self.ssn.cluster.table
         for task in unit.tasks:
-            row = table.index[task.node_name]     # type: ignore[index]
+            row = table.index[task.node_name]     # type: ignore[index]  # victims are on a node
             vec = table.vector(task.resreq)
             if row in self._freed:
                 self._freed[row] = self._freed[row] + vec
@@ -82,7 +82,7 @@ class ReclaimSolver:
         """One of the unit's nodes, with every chosen unit gone, would have
         room for one of the first k tasks."""
         table = self.ssn.cluster.table
-        rows = sorted({table.index[t.node_name] for t in unit.tasks})   # type: ignore[index]
+        rows = sorted({table.index[t.node_name] for t in unit.tasks})   # type: ignore[index]  # victims are on a node
         room = table.future[rows] + np.array([self._freed[r] for r in rows])
         need = np.array(self._vecs[:k])
         return bool((need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2).any())
@@ -100,7 +100,7 @@ class ReclaimSolver:
         useful = set(rows[(need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2).any(axis=0)]
                      .tolist())
         index = table.index
-        jobs = {u.job for u in chosen if any(index[t.node_name] in useful for t in u.tasks)}  # type: ignore[index]
+        jobs = {u.job for u in chosen if any(index[t.node_name] in useful for t in u.tasks)}  # type: ignore[index]  # victims are on a node
         # A job's units go together: its rest was a unit only once its surplus was taken.
         return [u for u in chosen if u.job in jobs]
 
@@ -142,7 +142,7 @@ class ReclaimSolver:
         for job, units in by_job.items():
             back: dict[int, np.ndarray] = {}
             for task in (t for u in units for t in u.tasks):
-                row = table.index[task.node_name]     # type: ignore[index]
+                row = table.index[task.node_name]     # type: ignore[index]  # victims are on a node
                 back[row] = back.get(row, 0) + table.vector(task.resreq)
             if all(table.fits(vec, room[row:row + 1])[0] for row, vec in back.items()):
                 for row, vec in back.items():

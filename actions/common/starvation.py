@@ -9,7 +9,7 @@ what the gang needs, and every other node, stay open to everyone.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 import attrs
 import numpy as np
@@ -53,7 +53,7 @@ def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
                  sum(max(g.min_member - job.ready_count(g.name), 0) for g in job.spec.subgroups))
     room = np.zeros_like(table.alloc)
     held = sum(ssn.reserved_for.values(), np.zeros_like(table.alloc))
-    static: dict[tuple, np.ndarray] = {}        # alike tasks pass the same filters
+    static: dict[tuple[Any, ...], np.ndarray] = {}        # alike tasks pass the same filters
     with np.errstate(divide="ignore", invalid="ignore"):
         for task in ssn.ordered_tasks(job, ssn.pending(job))[:needed]:
             vec = table.vector(task.resreq)

@@ -23,7 +23,7 @@ import numpy as np
 
 from actions.common import placement
 from actions.common.domainchoice import MET, choice, level_of, need_of
-from kaisched.api.job import JobInfo, TopologyRule
+from kaisched.api.job import JobInfo, SubGroup, TopologyRule
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import GangMode, TaskStatus
 from kaisched.framework import Session, Statement
@@ -56,7 +56,7 @@ def place_in_topology(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[T
 
 
 def _subgroups(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
-               idle_only: bool, ruled: list, within: np.ndarray | None,
+               idle_only: bool, ruled: list[SubGroup], within: np.ndarray | None,
                partial: bool) -> placement.Attempt:
     """Each subgroup with a topology inside one domain of its level, then the
     rest (a NonStrict gang goes on past a subgroup short of its minimum)."""
@@ -67,13 +67,15 @@ def _subgroups(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo
             continue
         members = [t for t in job.tasks.values() if t.subgroup == sg.name]
 
-        def met(sg=sg) -> bool:
+        def met(sg: SubGroup = sg) -> bool:
             return job.count(MET if idle_only else MET | {TaskStatus.PIPELINED}, sg.name) \
                 >= max(sg.min_member, 1)
 
+        def place(rows: np.ndarray | None, mine: list[TaskInfo] = mine) -> placement.Attempt:
+            return placement.place_tasks(ssn, stmt, job, mine, idle_only, rows)
+
         outcome = _in_one_domain(ssn, stmt, job, sg.topology, members, mine, sg.min_member,
-                                 idle_only, lambda rows, mine=mine: placement.place_tasks(
-                                     ssn, stmt, job, mine, idle_only, rows), met, within,
+                                 idle_only, place, met, within,
                                  f"subgroup {sg.name}: ", partial)
         if total is None:
             total = outcome
@@ -118,11 +120,11 @@ def _in_one_domain(ssn: Session, stmt: Statement, job: JobInfo, rule: TopologyRu
         tried.append(level)
     why = who + state.shortfall(minimum, tried[-1] if tried else str(rule.required),
                                 need, idle_only, outcome, members)
-    rows = state.partial(members, tasks, tried[-1], need, minimum, within) \
+    part = state.partial(members, tasks, tried[-1], need, minimum, within) \
         if partial and tried else None
-    if rows is not None:
+    if part is not None:
         mark = stmt.checkpoint()
-        outcome = attempt(rows)
+        outcome = attempt(part)
         if outcome.placed:
             outcome.failure = why
             return outcome

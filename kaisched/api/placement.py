@@ -58,10 +58,10 @@ class Requirement:
         if op == "DoesNotExist":
             return not present
         if op in ("Gt", "Lt"):
-            if not present or len(self.values) != 1:
+            if value is None or len(self.values) != 1:
                 return False
             try:
-                have, want = int(value), int(self.values[0])  # type: ignore[arg-type]
+                have, want = int(value), int(self.values[0])
             except ValueError:
                 return False
             return have > want if op == "Gt" else have < want
@@ -154,6 +154,10 @@ class AllOf:
     def matches(self, labels: Mapping[str, str], namespace: str,
                 namespace_labels: Mapping[str, Mapping[str, str]]) -> bool:
         return all(p.matches(labels, namespace, namespace_labels) for p in self.parts)
+
+
+# What a pod index counts: the pods one matcher, or several at once, select.
+Matcher = PodMatcher | AllOf
 
 
 @attrs.frozen(slots=True, cache_hash=True)

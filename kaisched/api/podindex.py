@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 
 from kaisched.api.cluster import ClusterInfo
-from kaisched.api.placement import PodAffinityTerm, PodMatcher, PodRules
+from kaisched.api.placement import Matcher, PodAffinityTerm, PodMatcher, PodRules
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, PodKey, TaskStatus
 
@@ -69,17 +69,17 @@ class Occupant:
 
 
 class PodIndex:
-    def __init__(self, cluster: ClusterInfo, matchers: Iterable[PodMatcher],
+    def __init__(self, cluster: ClusterInfo, matchers: Iterable[Matcher],
                  held: Iterable[Held] = ()) -> None:
         self.cluster = cluster
         self.ns_labels = cluster.namespace_labels
         self.kinds = frozenset(held)      # the kinds of terms present pods hold that are counted
         rows = len(cluster.table)
         self.pods: dict[PodKey, Occupant] = {}
-        self.counts: dict[PodMatcher, np.ndarray] = {}
-        self.totals: dict[PodMatcher, int] = {}
-        self._anchored: dict[tuple[str, str], list[PodMatcher]] = {}
-        self._generic: list[PodMatcher] = []
+        self.counts: dict[Matcher, np.ndarray] = {}
+        self.totals: dict[Matcher, int] = {}
+        self._anchored: dict[tuple[str, str], list[Matcher]] = {}
+        self._generic: list[Matcher] = []
         for m in dict.fromkeys(matchers):
             self.counts[m] = np.zeros(rows)
             self.totals[m] = 0
@@ -110,7 +110,7 @@ class PodIndex:
                 self._add(Occupant(pod.key, row, pod.namespace, dict(pod.labels), pod.rules))
 
     # -- questions -------------------------------------------------------------------
-    def selecting(self, labels: Mapping[str, str], namespace: str) -> list[PodMatcher]:
+    def selecting(self, labels: Mapping[str, str], namespace: str) -> list[Matcher]:
         """The matchers that select a pod with these labels in this namespace."""
         found = list(self._generic)
         for kv in labels.items():

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Awaitable, Callable, Iterator, TypeVar
+from typing import Any, Callable, Coroutine, Iterator, TypeVar
 
 import aiohttp.web
 import attrs
@@ -91,7 +91,7 @@ class ApiServer(kmock.KubernetesEmulator):
                 and (strict or request.namespace is not None):
             found = self._objects._objects.get((request.resource, request.namespace, request.name))
             return [found] if found is not None else []
-        return super()._KubernetesEmulator__get_objs(request, strict)  # type: ignore[misc]
+        return super()._KubernetesEmulator__get_objs(request, strict)  # type: ignore[misc]  # kmock's private method
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         # kmock cannot parse /api/v1/namespaces (it reads "namespaces" as a
@@ -162,7 +162,8 @@ def install_subresources(emu: ApiServer) -> None:
     that watches see the change (a MODIFIED with spec.nodeName, a DELETED)."""
 
     def pod_of(request: kmock.Request) -> kmock.Object:
-        key = (kmock.resource(PODS), request.namespace, request.name)
+        name = request.name or ""      # the route names one
+        key = (kmock.resource(PODS), request.namespace, name)
         if key not in emu.objects or emu.objects[key].deleted:
             raise kmock.KubernetesObjectNotFoundError(
                 message=f'pods "{request.name}" not found')
@@ -243,11 +244,14 @@ class Emulator:
             return fn()
         return self.run(run())
 
-    def run(self, coro: Awaitable[T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(WAIT)  # type: ignore[arg-type]
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(WAIT)
 
     def stop(self) -> None:
-        self.call(lambda: [gate.set() for gate in self.emu.gates.values()])
+        def release() -> None:
+            for gate in self.emu.gates.values():
+                gate.set()
+        self.call(release)
         self.loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
 
@@ -291,7 +295,9 @@ class Emulator:
         test that changes objects behind a watch must wait for it."""
         keys = [kmock.resource(r) for r in resources]
         deadline = time.monotonic() + WAIT
-        while not all(self.call(lambda k=k: self.buses[k].consumer_count) for k in keys):
+        def watchers(key: Any) -> int:
+            return self.call(lambda: self.buses[key].consumer_count)
+        while not all(watchers(k) for k in keys):
             assert time.monotonic() < deadline, f"no watch of {resources} connected"
             time.sleep(0.01)
 

@@ -262,7 +262,7 @@ def _profiled(top: int, figures: dict[str, Any]) -> Iterator[None]:
     finally:
         profiler.disable()
     stats = pstats.Stats(profiler)
-    rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:top]     # type: ignore[attr-defined]
+    rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:top]     # type: ignore[attr-defined]  # not in typeshed
     figures["profile"] = [f"{tottime:.3f} s {calls} {_where(func)}"
                           for func, (_, calls, tottime, _, _) in rows]
 

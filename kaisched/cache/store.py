@@ -33,6 +33,7 @@ from kaisched.cluster.kinds import (
     SCHEDULING_KINDS,
     UPSTREAM_PODGROUPS,
     XK8S_PODGROUP,
+    Kind,
     object_key,
 )
 from kaisched.framework.effects import RecordEvent
@@ -210,8 +211,8 @@ class Cache:
             self.nodes[name] = spec
         self.model.put_node(name, spec)
 
-    def _put_group(self, kind: object, key: JobKey, group: Group | None) -> None:
-        store = self._groups.stores[_GROUP_STORES[kind]]  # type: ignore[index]
+    def _put_group(self, kind: Kind, key: JobKey, group: Group | None) -> None:
+        store = self._groups.stores[_GROUP_STORES[kind]]
         if group is None:
             store.pop(key, None)
         else:

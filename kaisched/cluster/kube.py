@@ -6,9 +6,10 @@ The only module of kaisched that imports `kubernetes`.
 """
 from __future__ import annotations
 
+import builtins
 import logging
 import re
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence, TypedDict
 from urllib.parse import quote
 
 import orjson
@@ -40,6 +41,15 @@ CONNECT_TIMEOUT = 5.0
 # Connections besides the binders': one watch per kind, the Lease, a few reads.
 SPARE_CONNECTIONS = 12
 Query = Sequence[tuple[str, str]]
+
+
+class WatchOptions(TypedDict):
+    """What every subscription is given (KubeSubscription's keywords)."""
+
+    watch_timeout: int
+    backoff: float
+    max_backoff: float
+    missing_retry: float
 
 
 def load_configuration(kubeconfig: str | None = None,
@@ -111,8 +121,8 @@ class KubeCluster:
         self.api = api_client
         self.timeout = timeout
         self.health = health or Reachability()
-        self.watch_options = {"watch_timeout": watch_timeout, "backoff": backoff,
-                              "max_backoff": max_backoff, "missing_retry": missing_retry}
+        self.watch_options = WatchOptions(watch_timeout=watch_timeout, backoff=backoff,
+                                          max_backoff=max_backoff, missing_retry=missing_retry)
         self._subscriptions: list[KubeSubscription] = []
 
     @classmethod
@@ -144,7 +154,8 @@ class KubeCluster:
         items, _ = self.list_with_version(kind, namespace)
         return sorted(items, key=object_key)
 
-    def list_with_version(self, kind: Kind, namespace: str | None = None) -> tuple[list[Obj], str]:
+    def list_with_version(self, kind: Kind, namespace: str | None = None
+                          ) -> tuple[builtins.list[Obj], str]:   # list: the method above
         """Every object (page by page) and the resourceVersion to watch from."""
         items: list[Obj] = []
         token = ""
@@ -353,7 +364,7 @@ def _cause(exc: BaseException) -> str:
     return text[:200]
 
 
-def api_error(status: int, what: str, data: bytes) -> ApiError:
+def api_error(status: int, what: str, data: str | bytes) -> ApiError:
     """The errors-hierarchy exception of an HTTP status, with the API's own message."""
     message = _status_message(data) or f"HTTP {status}"
     text = f"{what}: {message} (HTTP {status})"
@@ -368,11 +379,12 @@ def api_error(status: int, what: str, data: bytes) -> ApiError:
     return PermanentApiError(text, status)
 
 
-def _status_message(data: bytes) -> str:
+def _status_message(data: str | bytes) -> str:
     try:
         status = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return " ".join(data[:200].decode(errors="replace").split())
+        text = data[:200] if isinstance(data, str) else data[:200].decode(errors="replace")
+        return " ".join(text.split())
     if isinstance(status, dict):
         return str(status.get("message") or status.get("reason") or "")
     return ""

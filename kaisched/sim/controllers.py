@@ -175,9 +175,10 @@ class Controllers:
             self._make_stage(run, run.stage + 1)
 
     def _make_pod(self, run: JobRun, index: int) -> None:
-        plan: PodPlan = run.plan.pods[index]  # type: ignore[union-attr]
+        assert run.plan is not None         # only planned runs make pods
+        plan: PodPlan = run.plan.pods[index]
         owner = run.objects[plan.parent] if plan.parent is not None else None
-        template = run.plan.templates[plan.role]  # type: ignore[union-attr]
+        template = run.plan.templates[plan.role]
         pod = self.cluster.create(pod_object(plan, template, run.spec.namespace, owner,
                                              self.priorities))
         name = pod["metadata"]["name"]
@@ -188,7 +189,8 @@ class Controllers:
         if not run.active:
             return
         lost = [i for i, name in sorted(run.current.items()) if name is None and i not in run.done]
-        if not run.plan.recreates:  # type: ignore[union-attr]
+        assert run.plan is not None         # only planned runs have pods to lose
+        if not run.plan.recreates:
             run.state, run.failure = JobState.FAILED, (
                 f"{len(lost)} bare pod(s) evicted; nothing makes them again")
             self._finished.append(run)

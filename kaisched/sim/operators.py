@@ -103,7 +103,7 @@ def pod_template(job: JobSpec, role: RoleSpec, scheduler_name: str) -> Obj:
     fixed = {name: amount for name, amount in requests.items() if not _overcommittable(name)}
     if fixed:
         resources["limits"] = fixed
-    container = {"name": _CONTAINER[job.kind], "image": IMAGE, "resources": resources}
+    container: Obj = {"name": _CONTAINER[job.kind], "image": IMAGE, "resources": resources}
     spec: Obj = {"schedulerName": scheduler_name, "containers": [container],
                  "restartPolicy": "Never" if job.kind is JobKind.JOB else "OnFailure",
                  "terminationGracePeriodSeconds": GRACE_SECONDS}

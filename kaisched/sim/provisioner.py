@@ -96,8 +96,8 @@ class StorageControllers:
                                      "spec": dict(template.get("spec") or {})})
         for claim in claims.values():
             owners = claim["metadata"].get("ownerReferences") or ()
-            pod = next((o for o in owners if o.get("kind") == "Pod"), None)
-            if pod is None or f"{claim['metadata']['namespace']}/{pod['name']}" in pods:
+            owner_pod = next((o for o in owners if o.get("kind") == "Pod"), None)
+            if owner_pod is None or f"{claim['metadata']['namespace']}/{owner_pod['name']}" in pods:
                 continue
             self.cluster.delete(PVC, claim["metadata"]["namespace"], claim["metadata"]["name"])
             volume = (claim.get("spec") or {}).get("volumeName")
@@ -191,7 +191,7 @@ class StorageControllers:
             volumes = {v.name: v for v in map(read_volume, self.cluster.list(PV))}
             free = Storage(claims={key: claim}, volumes=volumes).candidates(claim)
             if free:
-                self._bind_pair(raw, self.cluster.get(PV, "", free[0].name), now)  # type: ignore[arg-type]
+                self._bind_pair(raw, self.cluster.get(PV, "", free[0].name), now)  # type: ignore[arg-type]  # just listed
                 bound += 1
         return bound
 

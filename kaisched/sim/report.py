@@ -41,7 +41,7 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
         fair = timeline.fair_share.get(q.name, [])
         queues.append({
             "name": q.name, "resource": res, "quota": _amount(res, q.quota(res)),
-            "limit": _amount(res, q.limit(res)) if q.limit(res) is not None else None,
+            "limit": _amount(res, limit) if (limit := q.limit(res)) is not None else None,
             "fairShareAvg": _amount(res, timeline.average(fair, end)),
             "usageAvg": _amount(res, timeline.average(used, end)),
             "usagePeak": _amount(res, max(used, default=0.0)),
@@ -126,7 +126,7 @@ def _job(run: JobRun, end: float) -> dict[str, Any]:
 def _waits(run: JobRun, end: float) -> list[tuple[float, float]]:
     """Each stretch of time it was not running, from its arrival to its end:
     the first wait, and every wait after an eviction."""
-    out = []
+    out: list[tuple[float, float]] = []
     for i, (at, state) in enumerate(run.history):
         if state in ("waiting", "evicted"):
             until = run.history[i + 1][0] if i + 1 < len(run.history) else end

@@ -125,8 +125,8 @@ def _what_if(what_if: WhatIf, scenario_path: str | None, config: SchedulerConfig
     return scenario, start, adopted
 
 
-def report_refusals(scenario, scheduler_name: str, path: object, strict: bool,  # type: ignore[no-untyped-def]
-               err: TextIO) -> None:
+def report_refusals(scenario: Scenario, scheduler_name: str, path: object, strict: bool,
+                    err: TextIO) -> None:
     """Say which jobs a cluster would refuse (their operators make nothing of
     them, and the report lists them as failed); with strict, refuse to run."""
     priorities = dict(scenario.priority_classes)

@@ -135,7 +135,7 @@ class Simulation:
                                    Binder(self.cluster, self.clock.now))
         self.invariants = Invariants(
             self.meter,
-            {q.name: {r: q.limit(r) for r, _ in q.resources if q.limit(r) is not None}
+            {q.name: {r: lim for r, _ in q.resources if (lim := q.limit(r)) is not None}
              for q in scenario.queues},
             {q.name: q.parent for q in scenario.queues})
         self.resource = GPU if self.meter.capacity(GPU) > 0 else CPU

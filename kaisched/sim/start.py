@@ -146,7 +146,9 @@ def _adopted(key: tuple[str, str], pods: tuple[Obj, ...], group: Obj | None, lef
     if kind is JobKind.JOB and any(_JOBSET_LABEL in (p["metadata"].get("labels") or {})
                                    for p in pods):
         kind = JobKind.JOBSET
-    annotated, roles, plans, templates = [], {}, [], {}
+    annotated, plans, templates = [], [], {}
+    counts: dict[str, int] = {}           # per role, in first-seen order
+    shapes: dict[str, tuple[tuple[str, str], ...]] = {}
     run_for = f"{left:g}s"
     role_of = [_role(p) for p in pods]
     leaders = set(role_of) & set(_LEADERS) or set(role_of)    # no leading role: every pod
@@ -156,8 +158,8 @@ def _adopted(key: tuple[str, str], pods: tuple[Obj, ...], group: Obj | None, lef
         if role not in templates:
             # The pods of a role are made from one template: one shape.
             templates[role] = _template(pod)
-            roles[role] = [0, _requests(pod)]
-        roles[role][0] += 1
+            shapes[role] = _requests(pod)
+        counts[role] = counts.get(role, 0) + 1
         annotated.append({**pod, "metadata": {**meta, "annotations": {
             **(meta.get("annotations") or {}), DURATION_ANNOTATION: run_for}}})
         owner = owners[index]
@@ -175,7 +177,7 @@ def _adopted(key: tuple[str, str], pods: tuple[Obj, ...], group: Obj | None, lef
         name=_job_name(key, pods)[1], kind=kind,
         queue=str(g_spec.get("queue") or first_labels.get(L.QUEUE_LABEL) or "default"),
         namespace=namespace, arrival=0.0, duration=left,
-        roles=tuple(RoleSpec(role, count, request) for role, (count, request) in roles.items()),
+        roles=tuple(RoleSpec(role, counts[role], request) for role, request in shapes.items()),
         priority_class=(pods[0].get("spec") or {}).get("priorityClassName") or None,
         min_available=int(g_spec["minMember"]) if g_spec.get("minMember") else None,
         where=f"snapshot job {namespace}/{pg}")

@@ -23,7 +23,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.resource import PODS, Resource, format_amount, format_resource
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import JobKey, TaskStatus
+from kaisched.api.types import JobKey, QueueName, TaskStatus
 from kaisched.cache.convert.queues import queue_status
 from kaisched.cluster.kinds import POD, PODGROUP, QUEUE
 from kaisched.cluster.memory import MemoryCluster
@@ -127,8 +127,8 @@ def _unscheduled(cluster: MemoryCluster, key: str) -> str | None:
     return str(cond.get("message") or cond.get("reason"))
 
 
-def _queue_lines(cluster: MemoryCluster, ssn: Session, queue: str) -> list[str]:
-    info = ssn.cluster.queues.get(queue)  # type: ignore[call-overload]
+def _queue_lines(cluster: MemoryCluster, ssn: Session, queue: QueueName) -> list[str]:
+    info = ssn.cluster.queues.get(queue)
     if info is None:
         return [f"  queue {queue}: does not exist"]
     limits = ", ".join(f"{k}={format_amount(k, v)}" for k, v in info.limits) or "none"
@@ -216,7 +216,7 @@ def _node_holds(table: Any, row: int, vectors: list[np.ndarray],
             out = "; ".join(
                 f"{table.dims[d]} runs out first ({amount(d, free[d])} free, "
                 f"{amount(d, vector[d])} per pod" + (f": {amount(d, room[d])} left)" if held else ")")
-                for d in short)
+                for d in map(int, short))
             return held, f"could hold {held if held else 'none'} of them; {out}"
         room = room - vector
         held += 1

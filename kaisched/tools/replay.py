@@ -13,6 +13,7 @@ from typing import Any, Iterable
 import attrs
 
 from kaisched.api.clock import ManualClock
+from kaisched.api.types import NodeName, PodKey
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig
@@ -32,9 +33,9 @@ _CREATE_ORDER = {"Namespace": 0, "PriorityClass": 1, "Queue": 2, "Node": 3, "Sto
 @attrs.frozen
 class ReplayResult:
     sessions: int
-    bindings: dict[str, str]
-    evictions: list[str]
-    pipelined: dict[str, str]
+    bindings: dict[PodKey, NodeName]
+    evictions: list[PodKey]
+    pipelined: dict[PodKey, NodeName]
     pod_groups: dict[str, dict[str, Any]]
     failures: list[str]
     eviction_reasons: dict[str, str]
@@ -60,11 +61,11 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
     grouper = PodGrouper(cluster, clock, scheduler_name=config.scheduler_name)
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     storage = StorageControllers(cluster)
-    bindings: dict[str, str] = {}
-    evictions: list[str] = []
+    bindings: dict[PodKey, NodeName] = {}
+    evictions: list[PodKey] = []
     reasons: dict[str, str] = {}
     failures: list[str] = []
-    pipelined: dict[str, str] = {}
+    pipelined: dict[PodKey, NodeName] = {}
     for number in range(sessions):
         if number:
             _kubelet(cluster)

@@ -23,7 +23,7 @@ owners as on that cluster. `check_object` judges one object,
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 import attrs
 
@@ -46,6 +46,7 @@ from kaisched.validation.schemas import (
 __all__ = ["KUBERNETES_VERSION", "Problem", "available_versions", "check_object", "describe",
            "kube_version", "partition", "summarize", "use_kube_version"]
 Obj = Mapping[str, Any]
+ObjT = TypeVar("ObjT", bound=Obj)       # partition gives back the objects it was given
 
 
 @attrs.frozen
@@ -97,12 +98,12 @@ def check_object(raw: Obj, owns_others: bool = False) -> list[Problem]:
     return [Problem(label, f, r) for f, r in found]
 
 
-def partition(objects: Iterable[Obj]) -> tuple[list[Obj], list[Problem]]:
+def partition(objects: Iterable[ObjT]) -> tuple[list[ObjT], list[Problem]]:
     """Split objects into those a cluster would accept, in input order, and the
     problems of the rest; an object whose name an earlier one took is refused too."""
     objects = list(objects)
     owners = _owner_identities(objects)
-    kept: list[Obj] = []
+    kept: list[ObjT] = []
     problems: list[Problem] = []
     seen: set[tuple[str, str, str, str]] = set()
     for obj in objects:
@@ -141,7 +142,7 @@ def describe(raw: object) -> str:
     return f"{raw.get('kind') or '?'} {ns}/{name}" if ns else f"{raw.get('kind') or '?'} {name}"
 
 
-def _owner_identities(objects: list[Obj]) -> set[tuple[str, str, str]]:
+def _owner_identities(objects: Sequence[Obj]) -> set[tuple[str, str, str]]:
     """(API group, kind, name) of every owner some object of the input names."""
     found = set()
     for obj in objects:

@@ -179,7 +179,7 @@ def _pod_spec(spec: Mapping[str, Any], where: str) -> Found:
             elif name in names:
                 out.append((f"{at}.name", f"duplicate container name {name!r}"))
             else:
-                names.add(name)
+                names.add(str(name))      # a DNS label by now
             resources = container.get("resources")
             if isinstance(resources, Mapping):
                 out += _requirements(resources, f"{at}.resources")

@@ -103,7 +103,7 @@ def _blank_free_text(node: Any) -> Any:
 def _memo_key(value: Any) -> bytes | None:
     if not isinstance(value, Mapping) or not isinstance(value.get("metadata"), Mapping):
         return None
-    meta = {k: ("" if k in _IDENTITY_FIELDS and isinstance(v, str) else v)
+    meta: dict[str, Any] = {k: ("" if k in _IDENTITY_FIELDS and isinstance(v, str) else v)
             for k, v in value["metadata"].items()}
     for field in ("labels", "annotations"):         # values: any string
         if isinstance(meta.get(field), Mapping):

@@ -91,7 +91,9 @@ def volume(obj: Obj) -> VolumeInfo:
     problems: list[str] = []
     ref = spec.get("claimRef") if isinstance(spec.get("claimRef"), dict) else None
     affinity = ((spec.get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
-    csi = spec.get("csi") if isinstance(spec.get("csi"), dict) else {}
+    csi = spec.get("csi")
+    if not isinstance(csi, dict):
+        csi = {}
     return VolumeInfo(
         name=str(meta.get("name", "")), class_name=str(spec.get("storageClassName") or ""),
         capacity=_bytes((spec.get("capacity") or {}).get("storage"), "spec.capacity.storage",
