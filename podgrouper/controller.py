@@ -139,7 +139,7 @@ class PodGrouper:
                 if outage.failing and reachability is not None:
                     reachability.pause(delay, stop)
                 elif elector is not None and not leads:
-                    _until_elected(stop, elector, delay)
+                    elector.stand_by(stop, delay)
                 else:
                     stop.wait(delay)
         finally:
@@ -389,13 +389,3 @@ def _uid(obj: Mapping[str, Any]) -> str:
 
 def _version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _until_elected(stop: threading.Event, elector: LeaderElector, seconds: float) -> None:
-    """A standby waits a period -- or less, when it becomes leader meanwhile."""
-    deadline = time.monotonic() + seconds
-    while not stop.is_set() and not elector.elected.is_set():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return
-        stop.wait(min(left, 0.05))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from kaisched.api.clock import Clock
 from kaisched.cluster.client import ClusterClient, Obj
@@ -188,6 +189,16 @@ class LeaderElector:
                          "leaseDurationSeconds": int(self.lease_seconds),
                          "acquireTime": micro_time(now), "renewTime": micro_time(now),
                          "leaseTransitions": 0}}
+
+    def stand_by(self, stop: threading.Event, seconds: float) -> None:
+        """A standby's wait between passes: the seconds given, or less when this
+        replica becomes leader meanwhile (or stop is set)."""
+        deadline = time.monotonic() + seconds
+        while not stop.is_set() and not self.elected.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            stop.wait(min(left, 0.05))
 
     def release(self) -> None:
         """Give the Lease up on shutdown, so a standby takes over at once."""

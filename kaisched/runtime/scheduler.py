@@ -296,13 +296,8 @@ def _pause(stop: threading.Event, elector: LeaderElector | None, seconds: float)
     """Until the next period -- or at once when this replica becomes leader."""
     if elector is None or elector.elected.is_set():
         stop.wait(seconds)
-        return
-    deadline = time.monotonic() + seconds
-    while not stop.is_set() and not elector.elected.is_set():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return
-        stop.wait(min(left, 0.05))
+    else:
+        elector.stand_by(stop, seconds)
 
 
 class _LoopState:
