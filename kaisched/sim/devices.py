@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from kaisched.sim.fields import FieldError, checked_amount, dns, fields, integer, text, unique
+from kaisched.sim.fields import FieldError, checked_amount, dns, fields, integer, listed, text, unique
 from kaisched.sim.specs import ClaimSpec, DeviceSpec, JobSpec, NodePool, RoleSpec
 
 Obj = dict[str, Any]
@@ -19,12 +19,8 @@ _CLAIM = ("name", "driver", "count", "selector")
 
 def device_specs(data: Any, where: str) -> tuple[DeviceSpec, ...]:
     """nodePools[].devices: [{driver, count, attributes: {name: value}, capacity: {name: qty}}]."""
-    if data is None:
-        return ()
-    if not isinstance(data, list):
-        raise FieldError(f"{where}: expected a list of {{driver, count, attributes, capacity}}")
     out = []
-    for i, entry in enumerate(data):
+    for i, entry in enumerate(listed(data, where, "{driver, count, attributes, capacity}")):
         at = f"{where}[{i}]"
         f = fields(entry, at, _DEVICES, ("driver", "count"))
         attributes = f.get("attributes") or {}
@@ -45,12 +41,8 @@ def device_specs(data: Any, where: str) -> tuple[DeviceSpec, ...]:
 
 def claim_specs(data: Any, where: str) -> tuple[ClaimSpec, ...]:
     """roles.<role>.claims: [{name, driver, count, selector}]."""
-    if data is None:
-        return ()
-    if not isinstance(data, list):
-        raise FieldError(f"{where}: expected a list of {{name, driver, count, selector}}")
     out = []
-    for i, entry in enumerate(data):
+    for i, entry in enumerate(listed(data, where, "{name, driver, count, selector}")):
         at = f"{where}[{i}]"
         f = fields(entry, at, _CLAIM, ("name", "driver"))
         selector = f.get("selector")

@@ -50,11 +50,16 @@ def join(where: str, key: str) -> str:
 
 
 def items(parent: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = parent.get(key)
+    return listed(parent.get(key), join(where, key))
+
+
+def listed(value: Any, where: str, shape: str = "") -> list[Any]:
+    """A list field's entries: none when it is absent, one line naming it when
+    it is not a list (shape: what an entry holds, for that line)."""
     if value is None:
         return []
     if not isinstance(value, list):
-        raise FieldError(f"{join(where, key)}: expected a list")
+        raise FieldError(f"{where}: expected a list" + (f" of {shape}" if shape else ""))
     return value
 
 

@@ -26,6 +26,7 @@ from kaisched.sim.fields import (
     integer,
     items,
     labels,
+    listed,
     number,
     resources,
     show,
@@ -249,12 +250,8 @@ def _storage_class(data: Any, where: str) -> StorageClassSpec:
 
 
 def _volumes(data: Any, where: str) -> tuple[VolumeSpec, ...]:
-    if data is None:
-        return ()
-    if not isinstance(data, list):
-        raise FieldError(f"{where}: expected a list of {{name, storageClass, size}}")
     out = []
-    for i, entry in enumerate(data):
+    for i, entry in enumerate(listed(data, where, "{name, storageClass, size}")):
         at = _named(entry, f"{where}[{i}]")
         f = fields(entry, at, _VOLUME, _VOLUME)
         checked_amount("storage", f["size"], f"{at}.size")
