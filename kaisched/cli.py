@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.console import OneLineGroup
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config, parse_config
@@ -179,11 +179,11 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     from kaisched.api.clock import WallClock
     from kaisched.cluster.kube import KubeCluster
     from kaisched.runtime.binder import Binder
-    from kaisched.runtime.health import Health
-    from kaisched.runtime.leader import LeaderElector
     from kaisched.runtime.metrics import Metrics
     from kaisched.runtime.scheduler import Scheduler, serve
     from kaisched.runtime.throttle import WriteThrottle
+    from kaisched.service.health import Health
+    from kaisched.service.leader import LeaderElector
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry = register_builtins()

@@ -22,9 +22,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kaisched.api.allocation import Eligibility, allocate, leaves
-from kaisched.api.devices import Allocation, Claim, Consumer, DeviceRequest, DeviceResult
-from kaisched.api.inventory import Devices
+from kaisched.api.draallocator import Eligibility, allocate, leaves
+from kaisched.api.dradevices import Allocation, Claim, Consumer, DeviceRequest, DeviceResult
+from kaisched.api.drainventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES, Blocker, NodeName, TaskStatus

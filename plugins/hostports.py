@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kaisched.api.placement import HostPort
+from kaisched.api.constraints import HostPort
 from kaisched.api.podindex import PRESENT, present
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import PodKey

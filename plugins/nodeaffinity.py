@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kaisched.api.placement import Placement
+from kaisched.api.constraints import Placement
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.registry import weight_argument

@@ -30,7 +30,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kaisched.api.placement import AllOf, Matcher, PodAffinityTerm
+from kaisched.api.constraints import AllOf, Matcher, PodAffinityTerm
 from kaisched.api.podindex import Held, PodIndex, present
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session

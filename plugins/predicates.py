@@ -11,8 +11,8 @@ from typing import Callable
 
 import numpy as np
 
+from kaisched.api.constraints import Placement
 from kaisched.api.node import NodeSpec
-from kaisched.api.placement import Placement
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.selection import RESOURCE_FIT

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import attrs
 import numpy as np
 
-from kaisched.api.placement import Placement, SpreadConstraint
+from kaisched.api.constraints import Placement, SpreadConstraint
 from kaisched.api.podindex import PodIndex, present
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session

@@ -66,8 +66,8 @@ def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_na
     at a time through a Lease, /metrics, /healthz and /readyz."""
     from kaisched.api.clock import WallClock
     from kaisched.cluster.kube import KubeCluster
-    from kaisched.runtime.health import Health
-    from kaisched.runtime.leader import LeaderElector
+    from kaisched.service.health import Health
+    from kaisched.service.leader import LeaderElector
     from podgrouper.controller import PodGrouper
     from podgrouper.metrics import GrouperMetrics
 

@@ -28,7 +28,7 @@ from kaisched.errors import (
     TransientApiError,
     UnreachableError,
 )
-from kaisched.runtime.outage import Outage
+from kaisched.service.outage import Outage
 from podgrouper.groupers import GroupSpec, Lineage, Registry, builtin_groupers, group_owner, pick
 from podgrouper.groupers.workload import default_grouper
 from podgrouper.owners import OwnerRef, OwnerWalk, describe, top_owner
@@ -43,8 +43,8 @@ from podgrouper.podgroup import (
 from podgrouper.roles import pod_role
 
 if TYPE_CHECKING:
-    from kaisched.runtime.health import Health
-    from kaisched.runtime.leader import LeaderElector
+    from kaisched.service.health import Health
+    from kaisched.service.leader import LeaderElector
     from podgrouper.metrics import GrouperMetrics
 
 log = logging.getLogger(__name__)

@@ -5,8 +5,8 @@ from http.server import ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from kaisched.runtime.health import Health
-from kaisched.runtime.health import serve as serve_endpoints
+from kaisched.service.health import Health
+from kaisched.service.health import serve as serve_endpoints
 
 _BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import EVENT, POD
 from kaisched.framework import default_config
 from kaisched.tools.replay import replay

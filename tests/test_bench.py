@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from kaisched.api.clock import ManualClock
-from kaisched.api.placement import HOSTNAME_KEY
+from kaisched.api.constraints import HOSTNAME_KEY
 from kaisched.api.quantity import parse_quantity
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench.scenarios import SCENARIOS

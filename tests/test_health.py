@@ -22,9 +22,9 @@ from kaisched.cluster.kinds import LEASE
 from kaisched.cluster.kube import KubeCluster
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import TransientApiError, UnreachableError
-from kaisched.runtime.health import Health, serve
-from kaisched.runtime.leader import LeaderElector
-from kaisched.runtime.outage import Outage
+from kaisched.service.health import Health, serve
+from kaisched.service.leader import LeaderElector
+from kaisched.service.outage import Outage
 from podgrouper.controller import PodGrouper
 from podgrouper.metrics import GrouperMetrics
 

@@ -12,7 +12,7 @@ from kaisched.api.clock import ManualClock
 from kaisched.cluster.kinds import LEASE, Kind
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import ConflictError, NotFoundError, UnreachableError
-from kaisched.runtime.leader import LeaderElector
+from kaisched.service.leader import LeaderElector
 
 
 class Outage(MemoryCluster):
@@ -81,7 +81,7 @@ def test_a_leader_that_cannot_renew_stops_at_its_renew_deadline(world, caplog) -
     clock.advance(6)
     a.tick()                        # fails; within the renew deadline it still leads
     assert a.is_leading()
-    with caplog.at_level(logging.WARNING, logger="kaisched.runtime.leader"):
+    with caplog.at_level(logging.WARNING, logger="kaisched.service.leader"):
         clock.advance(4)            # 10 s since the last renewal: the renew deadline
         assert not a.is_leading()   # said by the clock, without another request
     assert "a lost the lease kaisched-system/kaisched" in caplog.text
@@ -121,7 +121,7 @@ def test_a_missing_namespace_is_said_once_then_reminded_each_minute(world, caplo
     cluster, clock = world
     cluster.error = NotFoundError('namespaces "kaisched-system" not found')
     a = LeaderElector(cluster, clock, "a")
-    with caplog.at_level(logging.WARNING, logger="kaisched.runtime.leader"):
+    with caplog.at_level(logging.WARNING, logger="kaisched.service.leader"):
         for _ in range(32):         # a minute of tries, one every 2 s
             assert not a.lead()
             clock.advance(2)

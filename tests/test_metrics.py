@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from kaisched.api.clock import ManualClock
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config, parse_config
 from kaisched.runtime.binder import Binder

@@ -3,7 +3,7 @@ gang's hold is released so the older one can finish."""
 from __future__ import annotations
 
 from kaisched.api.clock import ManualClock, to_rfc3339
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP, PVC, RESOURCE_CLAIMS
 from kaisched.cluster.snapshot import load_file
 from kaisched.framework import default_config, load_config

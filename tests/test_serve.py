@@ -7,14 +7,14 @@ import threading
 import urllib.request
 
 from kaisched.api.clock import ManualClock
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import parse_config
 from kaisched.runtime.binder import Binder
-from kaisched.runtime.leader import LeaderElector
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler, serve
+from kaisched.service.leader import LeaderElector
 
 FAST = "schedulePeriod: 1ms\nactions: [allocate]\ntiers: [{plugins: [{name: gang}, {name: predicates}]}]\n"
 

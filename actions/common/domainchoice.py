@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Iterable
 import attrs
 import numpy as np
 
+from kaisched.api.constraints import HOSTNAME_KEY
 from kaisched.api.domains import DomainRoom, Domains, pod_slots
 from kaisched.api.job import JobInfo, SubGroup, TopologyRule
-from kaisched.api.placement import HOSTNAME_KEY
 from kaisched.api.podindex import PRESENT
 from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo

@@ -1,8 +1,8 @@
 """The pure model: resources, tasks, jobs, nodes, queues, the cluster."""
-from kaisched.api.cluster import ClusterInfo, ForeignPod
+from kaisched.api.clusterinfo import ClusterInfo, ForeignPod
+from kaisched.api.constraints import Placement, Requirement, SelectorTerm, Taint, Toleration
 from kaisched.api.job import Condition, GangSpec, JobInfo, PodGroupStatus, SubGroup
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable
-from kaisched.api.placement import Placement, Requirement, SelectorTerm, Taint, Toleration
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import CPU, GPU, MEMORY, PODS, Resource
 from kaisched.api.task import TaskInfo

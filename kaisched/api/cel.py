@@ -19,7 +19,7 @@ import attrs
 from kaisched.api.quantity import parse_quantity
 
 if TYPE_CHECKING:
-    from kaisched.api.devices import Device
+    from kaisched.api.dradevices import Device
 
 # Macros that walk a map: with one, any attribute could be read, so the
 # whole device is what an answer depends on.

@@ -7,8 +7,8 @@ from typing import Sequence
 
 import numpy as np
 
+from kaisched.api.constraints import HOSTNAME_KEY
 from kaisched.api.node import NodeSpec, NodeTable
-from kaisched.api.placement import HOSTNAME_KEY
 
 
 class Domains:

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import attrs
 import numpy as np
 
-from kaisched.api.placement import Taint
+from kaisched.api.constraints import Taint
 from kaisched.api.resource import CPU, MEMORY, PODS, WELL_KNOWN, Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import NodeName, PodKey

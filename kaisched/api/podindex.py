@@ -19,8 +19,8 @@ from typing import Iterable, Mapping
 import attrs
 import numpy as np
 
-from kaisched.api.cluster import ClusterInfo
-from kaisched.api.placement import Matcher, PodAffinityTerm, PodMatcher, PodRules
+from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.api.constraints import Matcher, PodAffinityTerm, PodMatcher, PodRules
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, PodKey, TaskStatus
 

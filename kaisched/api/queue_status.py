@@ -9,7 +9,7 @@ from typing import Iterable, Mapping
 
 import networkx as nx
 
-from kaisched.api.cluster import ClusterInfo
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.ledger import job_state
 from kaisched.api.queue import ROOT, Amounts, QueueInfo, QueueStatus
 from kaisched.api.resource import CPU, MEMORY, PODS

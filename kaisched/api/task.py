@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from kaisched.api.placement import NO_PLACEMENT, Placement
+from kaisched.api.constraints import NO_PLACEMENT, Placement
 from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.api.volumes import PodClaim

@@ -14,9 +14,9 @@ from typing import Callable, Hashable, Sequence
 import attrs
 import numpy as np
 
+from kaisched.api.constraints import HOSTNAME_KEY, SelectorTerm
 from kaisched.api.domains import Domains
 from kaisched.api.node import NodeSpec
-from kaisched.api.placement import HOSTNAME_KEY, SelectorTerm
 from kaisched.api.volumes import ClaimInfo, ClaimKey, Storage, VolumeInfo
 
 

@@ -15,7 +15,7 @@ from typing import Mapping
 
 import attrs
 
-from kaisched.api.placement import LabelSelector, SelectorTerm
+from kaisched.api.constraints import LabelSelector, SelectorTerm
 from kaisched.api.types import NodeName, PodKey
 
 # The annotation that tells a provisioner which node the first consumer went to.

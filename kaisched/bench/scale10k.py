@@ -29,7 +29,7 @@ from typing import Any, Iterator
 import attrs
 
 from kaisched.api import labels as L
-from kaisched.api.placement import HOSTNAME_KEY
+from kaisched.api.constraints import HOSTNAME_KEY
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 from kaisched.api.clock import ManualClock
 from kaisched.bench import dra as bench_dra
 from kaisched.bench import scale10k as bench_scale
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config

@@ -1,4 +1,4 @@
 """The scheduler's view of the cluster, fed by watch events."""
-from kaisched.cache.store import Cache
+from kaisched.cache.cache import Cache
 
 __all__ = ["Cache"]

@@ -8,9 +8,9 @@ from typing import Iterable, Mapping
 import attrs
 
 from kaisched.api import labels as L
-from kaisched.api.cluster import ForeignPod
+from kaisched.api.clusterinfo import ForeignPod
+from kaisched.api.constraints import Placement
 from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
-from kaisched.api.placement import Placement
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import DEFAULT_QUEUE, OCCUPYING_STATUSES, JobKey, QueueName, TaskStatus, job_key
 from kaisched.cache import convert

@@ -19,11 +19,11 @@ from typing import Mapping
 
 import numpy as np
 
-from kaisched.api.cluster import ClusterInfo, ForeignPod, RulesInPlay
+from kaisched.api.clusterinfo import ClusterInfo, ForeignPod, RulesInPlay
+from kaisched.api.constraints import Placement
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeSpec
-from kaisched.api.placement import Placement
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from kaisched.api.cluster import ClusterInfo, ForeignPod
+from kaisched.api.clusterinfo import ClusterInfo, ForeignPod
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo

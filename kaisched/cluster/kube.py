@@ -20,8 +20,8 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from kaisched.cluster.client import Obj
-from kaisched.cluster.health import Reachability
 from kaisched.cluster.kinds import POD, Kind, kind_of, object_key
+from kaisched.cluster.reachability import Reachability
 from kaisched.cluster.watch import KubeSubscription
 from kaisched.errors import (
     ApiError,

@@ -6,7 +6,7 @@ from typing import Union
 
 import attrs
 
-from kaisched.api.devices import Allocation, Consumer
+from kaisched.api.dradevices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
 from kaisched.api.queue import QueueStatus
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason

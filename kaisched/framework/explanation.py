@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from kaisched.api.cluster import ClusterInfo
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo

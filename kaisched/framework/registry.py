@@ -1,6 +1,6 @@
 """What an action and a plugin are, and the registry that names them.
 
-Built-ins are registered by one explicit call (kaisched.builtins), never as an
+Built-ins are registered by one explicit call (kaisched.catalog), never as an
 import side effect.
 """
 from __future__ import annotations

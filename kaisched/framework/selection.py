@@ -12,8 +12,8 @@ from typing import Any, Callable, Mapping
 import attrs
 import numpy as np
 
-from kaisched.api.cluster import ClusterInfo
-from kaisched.api.placement import NO_RULES, Placement
+from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.api.constraints import NO_RULES, Placement
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName
 from kaisched.framework.hooks import Hook, HookRegistry

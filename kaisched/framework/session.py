@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from kaisched.api.clock import to_rfc3339
-from kaisched.api.cluster import ClusterInfo
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource

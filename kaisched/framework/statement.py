@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
-from kaisched.api.devices import Claim
+from kaisched.api.dradevices import Claim
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import NodeName, PodKey, TaskStatus
 from kaisched.framework.effects import Bind, Cause, Evict, Preemptor, SetClaimStatus

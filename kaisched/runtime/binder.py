@@ -27,7 +27,7 @@ from kaisched.api.clock import to_rfc3339
 from kaisched.api.types import JobKey, PodKey, Reason
 from kaisched.api.volumes import SELECTED_NODE
 from kaisched.cache.convert import queue_status_dict, status_dict
-from kaisched.cache.convert.devices import allocation_dict, reserved_dict
+from kaisched.cache.convert.draobjects import allocation_dict, reserved_dict
 from kaisched.cluster.client import ClusterClient
 from kaisched.cluster.events import event_object, micro_time
 from kaisched.cluster.kinds import EVENT, POD, PODGROUP, PV, PVC, QUEUE, kind_for

@@ -9,8 +9,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kaisched.api.queue import QueueStatus
 from kaisched.framework.effects import Bind, Evict, SetPodGroupStatus, SetQueueStatus
-from kaisched.runtime.health import Health
-from kaisched.runtime.health import serve as serve_endpoints
+from kaisched.service.health import Health
+from kaisched.service.health import serve as serve_endpoints
 
 if TYPE_CHECKING:
     from kaisched.runtime.scheduler import CycleResult
@@ -130,5 +130,5 @@ class Metrics:
 
     def serve(self, port: int, host: str = "0.0.0.0",
               health: Health | None = None) -> ThreadingHTTPServer:
-        """/metrics, /healthz and /readyz in a daemon thread (kaisched.runtime.health)."""
+        """/metrics, /healthz and /readyz in a daemon thread (kaisched.service.health)."""
         return serve_endpoints(self.registry, health, port, host)

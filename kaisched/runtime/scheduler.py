@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import attrs
 
 from kaisched.api.clock import Clock
-from kaisched.api.cluster import ClusterInfo
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey
 from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient, WatchEvent
@@ -38,9 +38,9 @@ from kaisched.framework.holds import Hold
 from kaisched.runtime.binder import Binder, BindReport
 
 if TYPE_CHECKING:
-    from kaisched.runtime.health import Health
-    from kaisched.runtime.leader import LeaderElector
     from kaisched.runtime.metrics import Metrics
+    from kaisched.service.health import Health
+    from kaisched.service.leader import LeaderElector
 
 log = logging.getLogger(__name__)
 

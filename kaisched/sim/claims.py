@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from kaisched.cache.convert.devices import POD_CLAIM_ANNOTATION
+from kaisched.cache.convert.draobjects import POD_CLAIM_ANNOTATION
 from kaisched.cluster.client import ClusterClient
 from kaisched.cluster.kinds import POD, RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS
 

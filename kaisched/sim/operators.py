@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 
 from kaisched.api import labels as L
-from kaisched.sim.devices import pod_claims
+from kaisched.sim.draspecs import pod_claims
 from kaisched.sim.specs import JobKind, JobSpec, RoleSpec, VolumeSpec
 
 Obj = dict[str, Any]

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from kaisched.api.resource import CPU, GPU
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.errors import InputError
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.sim.lanes import STATES, Lane, lanes

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kaisched.api.placement import HOSTNAME_KEY
+from kaisched.api.constraints import HOSTNAME_KEY
 from kaisched.api.quantity import parse_duration
 from kaisched.api.volumes import BindingMode, Storage
 from kaisched.cache.convert.volumes import PROVISIONING_FAILED, storage_class

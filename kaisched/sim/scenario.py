@@ -14,7 +14,7 @@ import yaml
 
 from kaisched.api.resource import PODS
 from kaisched.errors import InputError
-from kaisched.sim.devices import claim_specs, device_specs
+from kaisched.sim.draspecs import claim_specs, device_specs
 from kaisched.sim.fields import (
     ALIASES,
     ALWAYS_OFFERED,

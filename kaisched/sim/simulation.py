@@ -31,7 +31,7 @@ from kaisched.api.clock import ManualClock, from_rfc3339
 from kaisched.api.queue import QueueStatus
 from kaisched.api.resource import CPU, GPU
 from kaisched.api.types import PodKey, job_key, pod_key
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.cluster.snapshot import build_snapshot
@@ -49,7 +49,7 @@ from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import CycleResult, Scheduler
 from kaisched.sim.claims import make_claims
 from kaisched.sim.controllers import Controllers, JobRun, JobState
-from kaisched.sim.devices import claim_templates, device_classes, node_slices
+from kaisched.sim.draspecs import claim_templates, device_classes, node_slices
 from kaisched.sim.fit import never_fits
 from kaisched.sim.invariants import Invariants
 from kaisched.sim.kubelet import Kubelet

@@ -1,10 +1,10 @@
 """The allocator alone: selectors, counts, All, firstAvailable, matchAttribute."""
 from __future__ import annotations
 
-from kaisched.api.allocation import Eligibility, allocate
 from kaisched.api.cel import Selector
-from kaisched.api.devices import Claim, Constraint, Device, DeviceClass, DeviceRequest
-from kaisched.api.inventory import Devices
+from kaisched.api.draallocator import Eligibility, allocate
+from kaisched.api.dradevices import Claim, Constraint, Device, DeviceClass, DeviceRequest
+from kaisched.api.drainventory import Devices
 from kaisched.api.types import NodeName
 
 D = "gpu.io"

@@ -3,7 +3,7 @@ decided for a shared claim; a claim that cannot be written fails the bind."""
 from __future__ import annotations
 
 from kaisched.api.clock import ManualClock
-from kaisched.api.devices import Allocation, Consumer, DeviceResult
+from kaisched.api.dradevices import Allocation, Consumer, DeviceResult
 from kaisched.api.types import JobKey, NodeName, PodKey
 from kaisched.cluster.kinds import POD, RESOURCE_CLAIMS, Kind
 from kaisched.cluster.memory import MemoryCluster

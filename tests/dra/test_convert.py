@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from kaisched.api.devices import Allocation, Consumer, DeviceResult
-from kaisched.cache.convert import devices as dra
+from kaisched.api.dradevices import Allocation, Consumer, DeviceResult
+from kaisched.cache.convert import draobjects as dra
 from kaisched.cache.convert import pod_facts
 
 

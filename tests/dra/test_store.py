@@ -4,7 +4,7 @@ reservations of pods that are gone are found."""
 from __future__ import annotations
 
 from kaisched.cache.convert import pod_facts
-from kaisched.cache.devices import DeviceStore
+from kaisched.cache.drastore import DeviceStore
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import RESOURCE_CLAIMS, RESOURCE_SLICES
 

@@ -11,9 +11,9 @@ from typing import Any, Iterable, Mapping
 import attrs
 
 from kaisched.api.clock import ManualClock
-from kaisched.api.cluster import ClusterInfo
-from kaisched.builtins import register_builtins
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.cache import Cache
+from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig, Session, parse_config

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kaisched.api.clock import to_rfc3339
-from kaisched.api.cluster import ClusterInfo
-from kaisched.builtins import register_builtins
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.cache import Cache
 from kaisched.cache.consistency import differences
+from kaisched.catalog import register_builtins
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import (
     NAMESPACE,

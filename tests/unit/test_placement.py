@@ -1,10 +1,10 @@
 """Placement: nodeSelector, required node affinity, taints and tolerations
-(kaisched.api.placement), as kube-scheduler decides them."""
+(kaisched.api.constraints), as kube-scheduler decides them."""
 from __future__ import annotations
 
 import pytest
 
-from kaisched.api.placement import Placement, Requirement, SelectorTerm, Taint, Toleration
+from kaisched.api.constraints import Placement, Requirement, SelectorTerm, Taint, Toleration
 from kaisched.cache.convert import placement as placement_from_spec
 
 LABELS = {"zone": "a", "gpu-type": "a100", "cores": "64"}

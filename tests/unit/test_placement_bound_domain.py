@@ -11,7 +11,7 @@ import numpy as np
 from actions.common.topology import bound_domain
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.framework import Session, default_config
 
 from .conftest import build_node, build_pod, build_podgroup, snapshot

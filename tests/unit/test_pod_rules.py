@@ -9,13 +9,13 @@ import attrs
 import numpy as np
 import pytest
 
+from kaisched.api.constraints import HostPort, LabelSelector, Requirement
 from kaisched.api.domains import Domains
 from kaisched.api.node import NodeSpec
-from kaisched.api.placement import HostPort, LabelSelector, Requirement
 from kaisched.api.resource import Resource
 from kaisched.api.types import NodeName
-from kaisched.builtins import register_builtins
 from kaisched.cache import convert
+from kaisched.catalog import register_builtins
 from kaisched.errors import ConfigError
 
 from .conftest import build_node, build_pod, build_podgroup, load_cluster, snapshot

@@ -16,13 +16,13 @@ import time
 import kmock
 
 from kaisched.api.clock import WallClock
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import LEASE, POD
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import parse_config
 from kaisched.runtime.binder import Binder
-from kaisched.runtime.leader import LeaderElector
 from kaisched.runtime.scheduler import Scheduler, serve
+from kaisched.service.leader import LeaderElector
 
 from .conftest import PODS, Emulator, api_client, build_node, build_pod, build_podgroup
 

@@ -22,15 +22,15 @@ import pytest
 import yaml
 
 from kaisched.api.clock import WallClock
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD, kind_for
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import RecordEvent
 from kaisched.runtime.binder import Binder
-from kaisched.runtime.leader import LeaderElector
 from kaisched.runtime.scheduler import Scheduler, serve
 from kaisched.runtime.throttle import WriteThrottle
+from kaisched.service.leader import LeaderElector
 from podgrouper.controller import PodGrouper
 from podgrouper.groupers import builtin_groupers, group_owner, pick
 

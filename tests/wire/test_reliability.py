@@ -19,17 +19,17 @@ import kmock
 import pytest
 
 from kaisched.api.clock import ManualClock, WallClock
-from kaisched.builtins import register_builtins
+from kaisched.catalog import register_builtins
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import EVENT, LEASE, POD
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import parse_config
 from kaisched.framework.effects import RecordEvent
 from kaisched.runtime.binder import Binder
-from kaisched.runtime.leader import LeaderElector, micro_time
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler, serve
 from kaisched.runtime.throttle import WriteThrottle
+from kaisched.service.leader import LeaderElector, micro_time
 
 from .conftest import PODS, WAIT, Emulator, build_node, build_pod, build_podgroup
 
@@ -334,7 +334,7 @@ def test_an_unreachable_server_is_said_once_then_reminded(
         caplog: pytest.LogCaptureFixture) -> None:
     import socket
 
-    from kaisched.cluster.health import Reachability
+    from kaisched.cluster.reachability import Reachability
     from kaisched.errors import UnreachableError
 
     with socket.socket() as sock:               # a port nobody listens on

@@ -1,8 +1,8 @@
 """Nodes: allocatable room, labels, taints and whether a pod may land there."""
 from __future__ import annotations
 
+from kaisched.api.constraints import Taint
 from kaisched.api.node import NodeSpec
-from kaisched.api.placement import Taint
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import NodeName
 from kaisched.cache.convert.common import Obj, metadata, quantities

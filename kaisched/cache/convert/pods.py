@@ -8,12 +8,12 @@ import orjson
 
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
-from kaisched.api.placement import Placement
+from kaisched.api.constraints import Placement
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.api.volumes import PodClaim
 from kaisched.cache.convert.common import Obj, metadata, quantities
-from kaisched.cache.convert.devices import pod_claims
+from kaisched.cache.convert.draobjects import pod_claims
 from kaisched.cache.convert.koordinator import optional_settings
 from kaisched.cache.convert.rules import placement
 from kaisched.cache.convert.volumes import pod_pvcs

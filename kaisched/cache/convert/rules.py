@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 import orjson
 
-from kaisched.api.placement import (
+from kaisched.api.constraints import (
     NO_RULES,
     HostPort,
     LabelSelector,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kaisched.api.placement import LabelSelector, Requirement, SelectorTerm
+from kaisched.api.constraints import LabelSelector, Requirement, SelectorTerm
 from kaisched.api.quantity import parse_quantity
 from kaisched.api.types import NodeName
 from kaisched.api.volumes import (

@@ -10,7 +10,7 @@ from typing import Mapping, Union
 import attrs
 
 from kaisched.api.cel import Selector
-from kaisched.api.placement import SelectorTerm
+from kaisched.api.constraints import SelectorTerm
 from kaisched.api.types import NodeName
 
 AttrValue = Union[bool, int, str]       # string, int, bool and version attributes

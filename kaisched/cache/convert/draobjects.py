@@ -15,7 +15,8 @@ from typing import Any
 import attrs
 
 from kaisched.api.cel import Selector
-from kaisched.api.devices import (
+from kaisched.api.constraints import Requirement, SelectorTerm
+from kaisched.api.dradevices import (
     Allocation,
     AttrValue,
     Claim,
@@ -26,7 +27,6 @@ from kaisched.api.devices import (
     DeviceRequest,
     DeviceResult,
 )
-from kaisched.api.placement import Requirement, SelectorTerm
 from kaisched.api.quantity import parse_quantity
 from kaisched.api.types import NodeName
 from kaisched.cache.convert.common import Obj, metadata

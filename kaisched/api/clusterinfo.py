@@ -7,12 +7,12 @@ import attrs
 import networkx as nx
 import numpy as np
 
+from kaisched.api.constraints import NO_RULES, PodRules
 from kaisched.api.domains import Domains
-from kaisched.api.inventory import Devices
+from kaisched.api.drainventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
-from kaisched.api.placement import NO_RULES, PodRules
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from kaisched.api.cluster import ClusterInfo
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import GangSpec, PodGroupStatus
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
@@ -15,11 +15,11 @@ from kaisched.cache import convert
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.convert.topologies import topology_levels
-from kaisched.cache.devices import DeviceStore
+from kaisched.cache.drastore import DeviceStore
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
 from kaisched.cache.rebuild import rebuild
-from kaisched.cache.storage import StorageCache
+from kaisched.cache.volumestore import VolumeStore
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.kinds import (
     KAI_TOPOLOGY,
@@ -64,7 +64,7 @@ class Cache:
         self.queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups)
-        self.storage = StorageCache()                        # claims, volumes, classes
+        self.storage = VolumeStore()                        # claims, volumes, classes
         self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once

@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from kaisched.api.devices import Claim, Consumer, Device, DeviceClass, DeviceKey
+from kaisched.api.dradevices import Claim, Consumer, Device, DeviceClass, DeviceKey
 from kaisched.api.types import NodeName
 
 

@@ -21,7 +21,7 @@ from kaisched.cluster.kinds import CSI_NODE, EVENT, PV, PVC, STORAGE_CLASS, obje
 _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 
-class StorageCache:
+class VolumeStore:
     def __init__(self) -> None:
         self.claims: dict[ClaimKey, ClaimInfo] = {}
         self.volumes: dict[str, VolumeInfo] = {}
@@ -96,7 +96,7 @@ class StorageCache:
     def rebuilt(self, pods: Iterable[PodFacts]) -> Storage:
         """The same value made from scratch from every pod: what the
         incremental one must equal."""
-        fresh = StorageCache()
+        fresh = VolumeStore()
         fresh.claims, fresh.volumes, fresh.classes = self.claims, self.volumes, self.classes
         fresh.limits, fresh.failures = self.limits, self.failures
         for facts in pods:

@@ -10,8 +10,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from kaisched.api.devices import AttrValue, Claim, Constraint, DeviceRequest, DeviceResult
-from kaisched.api.inventory import Devices
+from kaisched.api.dradevices import AttrValue, Claim, Constraint, DeviceRequest, DeviceResult
+from kaisched.api.drainventory import Devices
 
 SEARCH_BUDGET = 5000        # device choices tried per claim and node
 

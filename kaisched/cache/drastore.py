@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Mapping, TypeVar
 
-from kaisched.api.devices import Claim, Consumer, Device, DeviceClass
-from kaisched.api.inventory import Devices
+from kaisched.api.dradevices import Claim, Consumer, Device, DeviceClass
+from kaisched.api.drainventory import Devices
 from kaisched.api.types import PodKey, TaskStatus
 from kaisched.cache import convert
-from kaisched.cache.convert import devices as dra
+from kaisched.cache.convert import draobjects as dra
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import DEVICE_CLASSES, DRA_VERSIONS, RESOURCE_CLAIMS, RESOURCE_SLICES, object_key
 
