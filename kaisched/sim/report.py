@@ -169,7 +169,9 @@ def _eviction_events(result: SimResult) -> list[dict[str, Any]]:
 
 
 def _pct(values: Sequence[float], q: float) -> float | None:
-    return _round(float(np.percentile(values, q)), 1) if values else None
+    """The nearest-rank percentile: a wait some job really had, never an interpolation
+    between two (with two gangs, p50 is the shorter wait, not their mean)."""
+    return _round(float(np.percentile(values, q, method="inverted_cdf")), 1) if values else None
 
 
 def _round(value: float | None, digits: int) -> float | None:
