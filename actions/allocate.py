@@ -16,6 +16,7 @@ import itertools
 from typing import Any, Iterable
 
 from actions.common import starvation
+from actions.common.domainchoice import DomainChoice
 from actions.common.placement import (
     group_members,
     need_of,
@@ -34,6 +35,7 @@ class AllocateAction:
 
     def execute(self, ssn: Session) -> None:
         seq = itertools.count()
+        domains = DomainChoice(ssn)
         jobs: dict[QueueName, list[tuple[Any, ...]]] = {}
         for job in ssn.cluster.active_jobs():
             if job.key in ssn.held:
@@ -63,8 +65,8 @@ class AllocateAction:
                 if job.key not in grouped:
                     members = group_members(ssn, job)
                     grouped.update(m.key for m in members)
-                    place_group(ssn, members)
-            elif place_job(ssn, job) and ssn.pending(job):
+                    place_group(ssn, domains, members)
+            elif place_job(ssn, domains, job) and ssn.pending(job):
                 heapq.heappush(heap, (ssn.job_order_key(job), next(seq), job))
             if job.key in ssn.reserved_for and ssn.job_pipelined(job):
                 ssn.unreserve(job.key)      # placed, or waiting only for releasing room

@@ -1,11 +1,14 @@
 """How the domains of each topology level stand for one gang in a session:
 free room and pod slots per domain, which levels nest in which, the domain
 a gang's members already sit in, and why none takes a gang, in numbers.
-actions/common/topology.py decides with it where a gang goes."""
+actions/common/topology.py decides with it where a gang goes.
+
+An action makes one DomainChoice when it starts and hands it down to every
+placement it makes: what it works out is kept for the action's length."""
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, Iterable
+import functools
+from typing import Iterable
 
 import attrs
 import numpy as np
@@ -18,9 +21,6 @@ from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, TaskStatus
 from kaisched.framework import Session
-
-if TYPE_CHECKING:
-    from actions.common.placement import Attempt
 
 # A gang's pods that stay where they are (releasing ones are leaving).
 STAYING = PRESENT - {TaskStatus.RELEASING}
@@ -49,15 +49,22 @@ class _Weighed:
 
 
 class DomainChoice:
-    """Per session: the usable nodes and which levels nest in which."""
+    """For one action over a session: the usable nodes and which levels nest in
+    which, worked out when first asked (most sessions have no topology gang)."""
 
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.cluster = ssn.cluster
-        self.usable = ssn.cluster.usable_nodes()
-        self.capacity = ssn.cluster.table.alloc.sum(axis=0)
         self._wider: dict[str, list[str]] = {}
         self._views: dict[bool, DomainRoom] = {}
+
+    @functools.cached_property
+    def usable(self) -> np.ndarray:
+        return self.cluster.usable_nodes()
+
+    @functools.cached_property
+    def capacity(self) -> np.ndarray:
+        return self.cluster.table.alloc.sum(axis=0)
 
     def levels(self, rule: TopologyRule) -> list[str | None]:
         """The levels to try, tightest first."""
@@ -225,9 +232,10 @@ class DomainChoice:
             for t in task.placement.rules.anti_affinity)
 
     def shortfall(self, minimum: int, level: str, need: np.ndarray, idle_only: bool,
-                  last: Attempt | None, members: list[TaskInfo]) -> str:
-        """Why no domain of level took the gang, in numbers; about the domain
-        its members already sit in, when they do."""
+                  last_failure: str | None, members: list[TaskInfo]) -> str:
+        """Why no domain of level took the gang, in numbers (last_failure: why the
+        last domain tried did not); about the domain its members already sit in,
+        when they do."""
         table = self.cluster.table
         domains = self.cluster.domains(level)
         if not len(domains):
@@ -235,7 +243,7 @@ class DomainChoice:
         free = domains.totals(self.room(idle_only))
         cols = [int(c) for c in np.flatnonzero(need > 0) if table.dims[c] != "pods"] or \
             [int(c) for c in np.flatnonzero(need > 0)]
-        why = f"; {last.failure}" if last is not None and last.failure else ""
+        why = f"; {last_failure}" if last_failure else ""
         here = sorted({int(domains.ids[table.index[t.node_name]]) for t in members
                        if t.status in STAYING and t.node_name in table.index} - {-1})
         if here:
@@ -262,16 +270,6 @@ class DomainChoice:
         fitting = int((free >= need - 1e-6).all(axis=1).sum())
         return (f"topology {level}: {fitting} domain(s) have the room in total but none "
                 f"takes the {minimum} pods it needs{why}")
-
-
-_STATES: weakref.WeakKeyDictionary[Session, DomainChoice] = weakref.WeakKeyDictionary()
-
-
-def choice(ssn: Session) -> DomainChoice:
-    state = _STATES.get(ssn)
-    if state is None:
-        state = _STATES[ssn] = DomainChoice(ssn)
-    return state
 
 
 def need_of(ssn: Session, job: JobInfo, tasks: list[TaskInfo], minimum: int | None = None,

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from actions.common.domainchoice import DomainChoice
 from actions.common.topology import bound_domain
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
@@ -160,11 +161,12 @@ class RoomFinder:
     evicted since (it is in future idle already, as releasing room).
     """
 
-    def __init__(self, ssn: Session, candidates: list[TaskInfo],
+    def __init__(self, ssn: Session, domains: DomainChoice, candidates: list[TaskInfo],
                  releasing_at_start: np.ndarray,
                  order: Callable[[TaskInfo], tuple[Any, ...]] | None = None) -> None:
         table = ssn.cluster.table
         self.ssn = ssn
+        self.domains = domains
         self.evictable = np.zeros_like(table.alloc)
         self.surplus = np.zeros_like(table.alloc)      # what surplus victims alone hold
         self.by_node: dict[NodeName, list[TaskInfo]] = {}
@@ -192,7 +194,7 @@ class RoomFinder:
         vec = table.vector(task.resreq)
         room = self.room()
         mask = self.ssn.room_mask(task) & table.fits(vec, room)
-        domain = bound_domain(self.ssn, self.ssn.cluster.jobs[task.job], self.room, task)
+        domain = bound_domain(self.ssn, self.domains, self.ssn.cluster.jobs[task.job], self.room, task)
         if domain is not None:
             mask &= domain          # a topology-bound gang: room inside its domain only
         rows = np.flatnonzero(mask)
@@ -246,7 +248,7 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
     return False
 
 
-def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
+def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
                       finder: Callable[[TaskInfo], RoomFinder], cause: Cause,
                       check: Check, order: Callable[[TaskInfo], tuple[Any, ...]],
                       gangs: bool = True) -> bool:
@@ -261,7 +263,7 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
         if check(task):
             break
         choice = ssn.select_node(task, within=bound_domain(
-            ssn, job, _room_of(finder, task), task))
+            ssn, domains, job, _room_of(finder, task), task))
         if choice is not None:
             stmt.pipeline(task, choice.node)
         else:
@@ -295,13 +297,14 @@ def _room_of(finder: Callable[[TaskInfo], RoomFinder], task: TaskInfo) -> Callab
     return lambda: finder(task).room()
 
 
-def place_extras_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
+def place_extras_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
+                             hook: Hook,
                              finder: Callable[[TaskInfo], RoomFinder], check: Check,
                              cause: Cause, order: Callable[[TaskInfo], tuple[Any, ...]]) -> None:
     """An elastic job's extras, one statement each, on other jobs' surplus.
     The victim order is the action's, fixed before its first eviction, so
     that the surplus taken is spread over jobs."""
     for task in tasks:
-        if not place_by_eviction(ssn, job, [task], hook, finder, cause, check, order,
+        if not place_by_eviction(ssn, domains, job, [task], hook, finder, cause, check, order,
                                  gangs=False):
             return

@@ -12,14 +12,25 @@ from __future__ import annotations
 import functools
 import re
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping, Protocol
 
 import attrs
 
 from kaisched.api.quantity import parse_quantity
 
-if TYPE_CHECKING:
-    from kaisched.api.dradevices import Device
+
+class Device(Protocol):
+    """What a selector reads of a device (kaisched.api.dradevices.Device is one):
+    named by shape, so that the devices may hold their selectors."""
+
+    @property
+    def driver(self) -> str: ...
+
+    def view(self, words: frozenset[str] | None) -> tuple[object, ...]: ...
+
+    def attribute_domains(self) -> Mapping[str, Mapping[str, Any]]: ...
+
+    def capacity_domains(self) -> Mapping[str, Mapping[str, Any]]: ...
 
 # Macros that walk a map: with one, any attribute could be read, so the
 # whole device is what an answer depends on.

@@ -191,6 +191,27 @@ class ClusterInfo:
     def set_active(self, keys: set[JobKey]) -> None:
         self.active, self._active_list = keys, ((), [])
 
+    # -- what the cache, which keeps this model up to date, tells it --------------------
+    def lend(self, rules: RulesInPlay, ledger: Ledger) -> None:
+        """The model is lent to a session: what the pods' rules read and the sums
+        over the jobs, as the cache keeps them, and an empty journal of moves."""
+        self._rules, self._ledger = rules, ledger
+        self.moved = set()
+        self.journal = []
+
+    def set_claimants(self, some: bool) -> None:
+        """Whether some task names a ResourceClaim, as the cache counted it."""
+        self._claimants = some
+
+    def relabelled(self) -> None:
+        """A node's labels changed: the domains of every level are grouped anew."""
+        self._domains.clear()
+
+    def relay(self, nodes: dict[NodeName, NodeInfo], table: NodeTable) -> None:
+        """The nodes laid out again (added, removed, or a new resource column)."""
+        self.nodes, self.table = nodes, table
+        self._domains = {}
+
     def active_jobs(self) -> list[JobInfo]:
         """The jobs a cycle looks at, by key: those unsettled (something waits,
         a minimum does not hold, a problem), those changed since the last

@@ -15,6 +15,8 @@ from typing import Any, Callable, Iterator
 from kaisched.api.clock import ManualClock
 from kaisched.bench import dra as bench_dra
 from kaisched.bench import scale10k as bench_scale
+from kaisched.bench import volumes as bench_volumes
+from kaisched.bench.objects import Obj, node, pod, podgroup
 from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
@@ -22,36 +24,6 @@ from kaisched.framework import default_config
 from kaisched.framework.effects import Evict
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-Obj = dict[str, Any]
-
-
-def node(name: str, cpu: int = 32, memory: str = "256Gi", gpu: int = 8) -> Obj:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": str(cpu), "memory": memory,
-                                       "nvidia.com/gpu": str(gpu), "pods": "110"}}}
-
-
-def pod(name: str, cpu: str = "1", memory: str = "4Gi", gpu: int = 0, group: str | None = None,
-        node_name: str | None = None, priority: int = 0, namespace: str = "bench") -> Obj:
-    requests = {"cpu": cpu, "memory": memory}
-    if gpu:
-        requests["nvidia.com/gpu"] = str(gpu)
-    meta: Obj = {"name": name, "namespace": namespace}
-    if group:
-        meta["annotations"] = {"kaisched.io/pod-group": group}
-    spec: Obj = {"schedulerName": "kaisched", "priority": priority,
-                 "containers": [{"name": "main", "resources": {"requests": requests}}]}
-    status: Obj = {"phase": "Pending"}
-    if node_name:
-        spec["nodeName"] = node_name
-        status = {"phase": "Running"}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
-
-
-def podgroup(name: str, min_member: int, namespace: str = "bench") -> Obj:
-    return {"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": namespace}, "spec": {"minMember": min_member}}
 
 
 def basic(scale: float) -> tuple[list[Obj], list[Obj]]:
@@ -185,13 +157,8 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "affinity-5k": affinity,
     "scale-10k": bench_scale.scale_10k,
     "dra-1k": bench_dra.dra_1k,
-    "volumes-5k": lambda scale: _volumes(scale),
+    "volumes-5k": bench_volumes.volumes,
 }
-
-
-def _volumes(scale: float) -> tuple[list[Obj], list[Obj]]:
-    from kaisched.bench.volumes import volumes  # it builds on this module's objects
-    return volumes(scale)
 
 
 def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:

@@ -236,9 +236,9 @@ class Cache:
         """The device inventory and claims, when any pod or object of DRA is in play."""
         if self.model.claimants or self.devices.devices or self.devices.claims:
             cluster.devices = self.devices.lend(self.pods)
-            cluster._claimants = self.model.claimants > 0
+            cluster.set_claimants(self.model.claimants > 0)
         else:
-            cluster._claimants = False
+            cluster.set_claimants(False)
 
     def reported(self, spoken_of: Iterable[JobKey]) -> None:
         """The session over the last snapshot closed: what it looked at need not

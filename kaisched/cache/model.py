@@ -163,7 +163,7 @@ class Model:
             self._relayout = True
             return
         if node.spec.labels != spec.labels:
-            self.cluster._domains.clear()
+            self.cluster.relabelled()
         node.spec = spec
         table.set_alloc(node.index, table.row_of(spec.allocatable))
 
@@ -258,10 +258,7 @@ class Model:
         cluster.priority_classes = dict(self.priorities.values)
         cluster.namespace_labels = namespaces
         cluster.now = now
-        cluster._rules = self._rules_in_play()
-        cluster._ledger = self.ledger
-        cluster.moved = set()
-        cluster.journal = []
+        cluster.lend(self._rules_in_play(), self.ledger)
         return cluster
 
     def _layout(self, nodes: Mapping[str, NodeSpec], queues: Mapping[str, QueueInfo]) -> None:
@@ -269,7 +266,7 @@ class Model:
         if self._relayout:
             fresh = ClusterInfo.assemble(nodes.values(), old.jobs.values(), queues.values(),
                                          foreign=old.foreign)
-            old.nodes, old.table, old._domains = fresh.nodes, fresh.table, {}
+            old.relay(fresh.nodes, fresh.table)
             old.queues, old.tree = fresh.queues, fresh.tree
         else:
             old.queues, old.tree = build_queue_tree(queues.values())

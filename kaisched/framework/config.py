@@ -8,14 +8,13 @@ every gang promise depends on both.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import attrs
 import yaml
 
 from kaisched.api.quantity import parse_duration
 from kaisched.errors import ConfigError
-from kaisched.framework.registry import Action, Plugin, Registry
 
 DEFAULT_CONFIG_YAML = """\
 schedulerName: kaisched
@@ -49,6 +48,18 @@ REQUIRED_PLUGIN = "gang"
 STATUS_PLUGIN = "podgroupstatus"
 
 
+class Names(Protocol):
+    """What a config is checked against: the actions and plugins by name, each
+    with its factory (a Registry is one). Named by shape, so that the config sits
+    below the session, which reads it, and the registry, which builds from it."""
+
+    @property
+    def actions(self) -> Mapping[str, Callable[[], object]]: ...
+
+    @property
+    def plugins(self) -> Mapping[str, Callable[[Mapping[str, Any]], object]]: ...
+
+
 @attrs.frozen
 class PluginOption:
     name: str
@@ -77,14 +88,8 @@ class SchedulerConfig:
             "starvationThreshold": f"{self.starvation_threshold:g}s",
         }
 
-    def build_actions(self, registry: Registry) -> list[Action]:
-        return [registry.actions[name]() for name in self.actions]
 
-    def build_plugins(self, registry: Registry) -> list[list[Plugin]]:
-        return [[registry.plugins[p.name](p.arguments) for p in tier] for tier in self.tiers]
-
-
-def load_config(data: Any, registry: Registry) -> SchedulerConfig:
+def load_config(data: Any, registry: Names) -> SchedulerConfig:
     """A checked config from parsed YAML; keys left out take the defaults."""
     if not isinstance(data, dict):
         raise ConfigError("config: expected a mapping of keys (schedulerName, actions, tiers, ...)")
@@ -107,7 +112,7 @@ def load_config(data: Any, registry: Registry) -> SchedulerConfig:
     return config
 
 
-def parse_config(text: str, registry: Registry, source: str = "config") -> SchedulerConfig:
+def parse_config(text: str, registry: Names, source: str = "config") -> SchedulerConfig:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -118,7 +123,7 @@ def parse_config(text: str, registry: Registry, source: str = "config") -> Sched
         raise ConfigError(str(exc).replace("config:", f"{source}:", 1)) from None
 
 
-def default_config(registry: Registry) -> SchedulerConfig:
+def default_config(registry: Names) -> SchedulerConfig:
     return parse_config(DEFAULT_CONFIG_YAML, registry, "built-in config")
 
 
@@ -146,7 +151,7 @@ def _duration(data: Mapping[str, Any], key: str, default: float, positive: bool 
     return value
 
 
-def _actions(raw: Any, registry: Registry) -> tuple[str, ...]:
+def _actions(raw: Any, registry: Names) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
         raise ConfigError("config: actions: expected a list of action names")
     for i, name in enumerate(raw):
@@ -169,7 +174,7 @@ def _with_status(tiers: tuple[tuple[PluginOption, ...], ...]
     return tuple(out)
 
 
-def _tiers(raw: Any, registry: Registry) -> tuple[tuple[PluginOption, ...], ...]:
+def _tiers(raw: Any, registry: Names) -> tuple[tuple[PluginOption, ...], ...]:
     if not isinstance(raw, list):
         raise ConfigError("config: tiers: expected a list of {plugins: [...]}")
     tiers = []
@@ -187,7 +192,7 @@ def _tiers(raw: Any, registry: Registry) -> tuple[tuple[PluginOption, ...], ...]
     return tuple(tiers)
 
 
-def _plugin(entry: Any, where: str, registry: Registry) -> PluginOption:
+def _plugin(entry: Any, where: str, registry: Names) -> PluginOption:
     if not isinstance(entry, dict) or "name" not in entry:
         raise ConfigError(f"config: {where}: expected {{name: ..., arguments: {{...}}}}")
     extra = sorted(set(entry) - {"name", "arguments"})

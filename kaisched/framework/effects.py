@@ -1,4 +1,6 @@
-"""What a session decides, as values; binder.py turns them into API calls."""
+"""What a session decides, as values; binder.py turns them into API calls.
+(A Hold is the one the scheduler keeps instead: room a NonStrict gang holds
+into the next session.)"""
 from __future__ import annotations
 
 import enum
@@ -10,6 +12,14 @@ from kaisched.api.dradevices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
 from kaisched.api.queue import QueueStatus
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
+
+
+@attrs.frozen(slots=True)
+class Hold:
+    """A NonStrict gang's placements carried to the next session (kaisched.framework.holds)."""
+
+    tasks: tuple[tuple[PodKey, NodeName], ...]
+    since: float
 
 
 @attrs.frozen(slots=True)

@@ -6,7 +6,7 @@ effects. A session does no I/O.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -17,21 +17,30 @@ from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework.effects import Effect
+from kaisched.framework.effects import Effect, Hold
 from kaisched.framework.explanation import Explanation
-from kaisched.framework.holds import Hold, apply_holds, release_deadlocks
 from kaisched.framework.hooks import Hook, HookRegistry
 from kaisched.framework.selection import FILTER_BLOCKERS, RESOURCE_FIT, Choice, NodeSelection
 from kaisched.framework.statement import Statement
 
 if TYPE_CHECKING:
     from kaisched.framework.config import SchedulerConfig
-    from kaisched.framework.registry import Plugin
+
+
+class Plugin(Protocol):
+    """What a session asks of a plugin: to register its callbacks when it
+    opens, and to say what it has to say when it closes."""
+
+    name: str
+
+    def on_session_open(self, ssn: Session) -> None: ...
+
+    def on_session_close(self, ssn: Session) -> None: ...
+
 
 class Session:
     def __init__(self, cluster: ClusterInfo, config: SchedulerConfig,
                  plugins: Sequence[Sequence[Plugin]],
-                 holds: Mapping[JobKey, Hold] | None = None,
                  effects: list[Effect] | None = None) -> None:
         self.cluster = cluster
         self.config = config
@@ -48,9 +57,13 @@ class Session:
         self.blockers: dict[JobKey, Blocker] = {}         # ... and the class of what blocks it
         self.binding_waits: dict[JobKey, str] = {}        # placed gangs not bound yet, and why
         self.stale_since: dict[JobKey, str | None] = {}   # gang below minMember since when
-        self.hold_since: dict[JobKey, float] = {}         # NonStrict holds: since when
-        self.no_hold: set[JobKey] = set()                 # holds that just expired
-        self.holds: dict[JobKey, Hold] = {}               # holds to carry to the next session
+        # NonStrict holds (kaisched.framework.holds): last session's, put back as
+        # statements before any action runs; since when each is held; those
+        # that just expired; and the holds to carry to the next session.
+        self.held: dict[JobKey, Statement] = {}
+        self.hold_since: dict[JobKey, float] = {}
+        self.no_hold: set[JobKey] = set()
+        self.holds: dict[JobKey, Hold] = {}
         # The enqueue gate: None when no enqueue action runs (nothing gated),
         # else the gangs admitted; inqueue holds the minResources of those
         # admitted that have not started, which later admissions must leave.
@@ -74,7 +87,6 @@ class Session:
         self.selection = NodeSelection(cluster, self.hooks, self.reserved_for, self._when)
         self.explanation = Explanation(cluster, self.selection)
         self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
-        self.held: dict[JobKey, Statement] = apply_holds(self, holds or {})
 
     # -- registration (plugins, while the session opens) -------------------------
     def register(self, hook: Hook, fn: Callable[..., Any], label: str | None = None,
@@ -86,7 +98,6 @@ class Session:
             self._when[fn] = when
 
     def close(self) -> list[Effect]:
-        self.holds = release_deadlocks(self, self.holds)
         for plugin in reversed(self.plugins):
             plugin.on_session_close(self)
         return self.effects

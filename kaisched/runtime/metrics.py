@@ -13,7 +13,7 @@ from kaisched.service.health import Health
 from kaisched.service.health import serve as serve_endpoints
 
 if TYPE_CHECKING:
-    from kaisched.runtime.scheduler import CycleResult
+    from kaisched.runtime.cycle import CycleResult
 
 _BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30)
 # A gang may wait seconds or days for room.

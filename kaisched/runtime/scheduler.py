@@ -16,11 +16,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Iterator
 
-import attrs
-
 from kaisched.api.clock import Clock
-from kaisched.api.clusterinfo import ClusterInfo
-from kaisched.api.types import Blocker, JobKey, NodeName, PodKey
+from kaisched.api.types import JobKey, PodKey
 from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient, WatchEvent
 from kaisched.cluster.kinds import POD
@@ -30,12 +27,14 @@ from kaisched.framework.effects import (
     Bind,
     Effect,
     Evict,
+    Hold,
     RecordEvent,
     SetPodCondition,
     SetPodGroupStatus,
 )
-from kaisched.framework.holds import Hold
+from kaisched.framework.holds import apply_holds, release_deadlocks
 from kaisched.runtime.binder import Binder, BindReport
+from kaisched.runtime.cycle import CycleResult
 
 if TYPE_CHECKING:
     from kaisched.runtime.metrics import Metrics
@@ -64,21 +63,6 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-@attrs.frozen
-class CycleResult:
-    effects: list[Effect]
-    placed: dict[PodKey, NodeName]
-    reservations: dict[PodKey, NodeName]
-    report: BindReport
-    snapshot_seconds: float
-    session_seconds: float
-    abandoned: bool = False     # stopped between actions: nothing after that was applied
-    # The snapshot the session decided on (its jobs' queues, sizes, creation times and
-    # PodGroup statuses as they were), and the class of what blocks each pending gang.
-    cluster: ClusterInfo | None = None
-    blockers: dict[JobKey, Blocker] = attrs.field(factory=dict)
-
-
 class Outbox(list[Effect]):
     """A session's effect list that hands each effect to the binder as it is
     appended: the session stays a pure producer of values."""
@@ -105,7 +89,7 @@ class Scheduler:
         self.clock = clock
         self.cache = Cache(config.scheduler_name)
         self.binder = binder or Binder(client, clock.now)
-        self.actions = config.build_actions(registry)
+        self.actions = registry.build_actions(config)
         self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
         # Tools that explain a cycle (kaisched explain) keep its session to read
         # what it saw; the production loop lets each one go with its cycle.
@@ -137,8 +121,8 @@ class Scheduler:
             cluster = self.cache.snapshot(self.clock.now())
             snapshotted = time.perf_counter()
             outbox = Outbox(self.binder.submit) if self.binder.live else None
-            ssn = Session(cluster, self.config, self.config.build_plugins(self.registry),
-                          self.holds, outbox)
+            ssn = Session(cluster, self.config, self.registry.build_plugins(self.config), outbox)
+            apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
             abandoned = False
             for action in self.actions:
                 if not proceed():
@@ -150,6 +134,7 @@ class Scheduler:
             if abandoned or not proceed():
                 effects, abandoned = list(ssn.effects), True
             else:
+                release_deadlocks(ssn)
                 effects = ssn.close()
                 self.holds = ssn.holds
         decided = time.perf_counter()

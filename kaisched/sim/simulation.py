@@ -46,7 +46,8 @@ from kaisched.framework.effects import (
     SetQueueStatus,
 )
 from kaisched.runtime.binder import Binder
-from kaisched.runtime.scheduler import CycleResult, Scheduler
+from kaisched.runtime.cycle import CycleResult
+from kaisched.runtime.scheduler import Scheduler
 from kaisched.sim.claims import make_claims
 from kaisched.sim.controllers import Controllers, JobRun, JobState
 from kaisched.sim.draspecs import claim_templates, device_classes, node_slices

@@ -554,8 +554,8 @@ class World:
 
 
 def session_effects(cluster: ClusterInfo) -> list[Effect]:
-    ssn = Session(cluster, CONFIG, CONFIG.build_plugins(REGISTRY))
-    for action in CONFIG.build_actions(REGISTRY):
+    ssn = Session(cluster, CONFIG, REGISTRY.build_plugins(CONFIG))
+    for action in REGISTRY.build_actions(CONFIG):
         action.execute(ssn)
     return ssn.close()
 

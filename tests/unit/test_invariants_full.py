@@ -32,7 +32,8 @@ from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.framework.effects import Evict
 from kaisched.runtime.binder import Binder
-from kaisched.runtime.scheduler import CycleResult, Scheduler
+from kaisched.runtime.cycle import CycleResult
+from kaisched.runtime.scheduler import Scheduler
 from kaisched.tools.replay import load_cluster
 
 from .conftest import build_node, build_pod, build_podgroup, build_queue

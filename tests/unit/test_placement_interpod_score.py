@@ -45,7 +45,7 @@ def nodes(*names: str, zones: dict[str, str] | None = None) -> list[dict[str, An
 def session(objects: list[dict[str, Any]]) -> Session:
     registry = register_builtins()
     config = default_config(registry)
-    return Session(snapshot(objects), config, config.build_plugins(registry))
+    return Session(snapshot(objects), config, registry.build_plugins(config))
 
 
 def scores(ssn: Session, pod: str) -> dict[str, float] | None:

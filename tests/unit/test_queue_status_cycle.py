@@ -17,8 +17,9 @@ from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import SetQueueStatus
 from kaisched.runtime.binder import Binder
+from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.metrics import Metrics
-from kaisched.runtime.scheduler import CycleResult, Scheduler
+from kaisched.runtime.scheduler import Scheduler
 
 from .conftest import build_node, build_pod, build_podgroup, build_queue
 

@@ -79,7 +79,7 @@ def test_pods_alike_but_for_their_claims_are_not_one_class() -> None:
         pod["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": name}}]
     cluster = snapshot([build_node("n1"), *pods])
     config, registry = load_test_config()
-    ssn = Session(cluster, config, config.build_plugins(registry))
+    ssn = Session(cluster, config, registry.build_plugins(config))
     tasks = {t.name: t for j in cluster.jobs.values() for t in j.tasks.values()}
     assert ssn.class_key(tasks["p0"]) == ssn.class_key(tasks["p2"]) != ssn.class_key(tasks["p1"])
 

@@ -18,7 +18,8 @@ from kaisched.errors import ConflictError
 from kaisched.framework.config import default_config
 from kaisched.framework.effects import PrebindVolume
 from kaisched.runtime.binder import write_volume
-from kaisched.runtime.scheduler import CycleResult, Scheduler
+from kaisched.runtime.cycle import CycleResult
+from kaisched.runtime.scheduler import Scheduler
 
 from .conftest import WAIT, Emulator, build_node, build_pod, build_podgroup
 
