@@ -34,15 +34,12 @@ from kaisched.api.volumepools import NodeMasks, VolumePools
 from kaisched.api.volumes import READ_WRITE_ONCE_POD, BindingMode, ClaimInfo, ClaimKey, PodClaim
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import PrebindVolume, SelectClaimNode
-from kaisched.framework.selection import FILTER_BLOCKERS
 from kaisched.framework.statement import PrebindOp
 
 IN_USE = "node(s) unavailable due to a ReadWriteOncePod PVC used by another pod"
 AFFINITY = "node(s) had volume node affinity conflict"
 UNBOUND = "node(s) didn't find available persistent volumes to bind"
 LIMITS = "node(s) exceed max volume count"
-# A gang these filters keep off every node waits for its volumes (the pending-gangs metric).
-FILTER_BLOCKERS.update(dict.fromkeys((IN_USE, AFFINITY, UNBOUND, LIMITS), Blocker.VOLUMES))
 TOGETHER = 1000.0       # above any node score: room for every pod a shared claim pins
 
 
@@ -107,11 +104,15 @@ class VolumeBindingPlugin(PluginBase):
                     self._use(claim, pod, row)
         ssn.register(Hook.JOB_VALID, self.job_invalid)
         # Asked only about pods that mount claims: the others keep the cached path.
-        ssn.register(Hook.POD_PREDICATE, self.not_in_use, IN_USE, when=mounts_claims)
-        ssn.register(Hook.POD_PREDICATE, self.affinity, AFFINITY, when=mounts_claims)
-        ssn.register(Hook.POD_PREDICATE, self.bindable, UNBOUND, when=mounts_claims)
+        # A gang these filters keep off every node waits for its volumes (the
+        # pending-gangs metric).
+        volumes = Blocker.VOLUMES
+        ssn.register(Hook.POD_PREDICATE, self.not_in_use, IN_USE, blocker=volumes, when=mounts_claims)
+        ssn.register(Hook.POD_PREDICATE, self.affinity, AFFINITY, blocker=volumes, when=mounts_claims)
+        ssn.register(Hook.POD_PREDICATE, self.bindable, UNBOUND, blocker=volumes, when=mounts_claims)
         if self.limit:
-            ssn.register(Hook.POD_PREDICATE, self.within_limits, LIMITS, when=mounts_claims)
+            ssn.register(Hook.POD_PREDICATE, self.within_limits, LIMITS, blocker=volumes,
+                         when=mounts_claims)
         ssn.register(Hook.POD_ORDER, self.together, when=mounts_claims)
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
