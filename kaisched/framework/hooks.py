@@ -168,12 +168,15 @@ class Registration(Generic[C]):
     """A callback and what its plugin said about it."""
 
     fn: C
-    label: str                          # the plugin's name, unless it gave words
-    blocker: Blocker = Blocker.PLACEMENT    # filters: a gang they keep off every node waits for this
-    when: TaskTest | None = None        # pod rules: the tasks they are about (None: every task)
+    label: str                              # the plugin's name, unless it gave words
+    blocker: Blocker = Blocker.PLACEMENT    # filters: what a gang they keep off every node waits for
+    when: TaskTest | None = None            # pod rules: the tasks they are about (None: every task)
 
 
 class HookRegistry:
+    """A session's callbacks, tier by tier; the framework asks them only
+    through the combinators below."""
+
     def __init__(self) -> None:
         # Per tier, per hook, its registrations; the key's C is each list's
         # type, which a dict cannot say, hence Any.

@@ -121,8 +121,9 @@ def test_the_check_sees_a_registry_filled_at_import(tmp_path: Path) -> None:
 
 
 def test_no_hook_type_is_left_unchecked() -> None:
-    """Callable[..., Any] nowhere in the framework, the actions or the plugins."""
-    found = [where(path, node) for path in modules("kaisched/framework", "actions", "plugins")
+    """Callable[..., Any] nowhere in the packages: the framework's hooks, the
+    actions and the plugins least of all."""
+    found = [where(path, node) for path in modules(*PACKAGES)
              for node in ast.walk(parse(path))
              if isinstance(node, ast.Subscript) and ast.unparse(node).replace(" ", "")
              in ("Callable[...,Any]", "typing.Callable[...,Any]")]

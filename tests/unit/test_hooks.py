@@ -11,7 +11,7 @@ from kaisched.api.types import Blocker
 from kaisched.framework.hooks import Hook, HookKey, HookRegistry
 
 
-def registry(*tiers: list[Callable[..., Any]], hook: HookKey[Any] = Hook.JOB_ORDER) -> HookRegistry:
+def registry(*tiers: list[Callable[..., object]], hook: HookKey[Any] = Hook.JOB_ORDER) -> HookRegistry:
     """A registry with one tier per argument, each callback under hook."""
     reg = HookRegistry()
     for t, fns in enumerate(tiers):
