@@ -81,7 +81,7 @@ class ProportionPlugin(PluginBase):
             else self._job_invalid(job))
         ssn.register(Hook.RECLAIM_FAIR, lambda job, need, chunks: rules.fair_reclaim(
             job.queue, need, job.spec.preemptible, chunks))
-        ssn.register(Hook.VICTIM_QUEUE_ORDER, lambda item: rules.victim_key(*item))
+        ssn.register(Hook.VICTIM_QUEUE_ORDER, rules.victim_key)
         ssn.register(Hook.ON_ALLOCATE, lambda task: self._account_task(task, 1.0))
         ssn.register(Hook.ON_DEALLOCATE, lambda task: self._account_task(task, -1.0))
         self._jobs = cluster.jobs
@@ -133,13 +133,12 @@ class ProportionPlugin(PluginBase):
         used = self.allocated[queue.name]
         return not quotas or any(used[name] >= amount - _EPS for name, amount in quotas)
 
-    def head_order(self, item: tuple[QueueInfo, Resource]) -> tuple[bool, bool]:
+    def head_order(self, queue: QueueInfo, need: Resource) -> tuple[bool, bool]:
         """A queue whose use plus its head job's need stays within its quota
         first (only resources it has a quota for count; none: over), then one
         that stays within its fair share: a job that would take its queue
         over either waits behind one that would not, so the room is not
         handed out only to be reclaimed."""
-        queue, need = item
         used, fair = self.allocated[queue.name], self.deserved.get(queue.name, {})
         asked = [(n, v) for n, v in need.items if n != PODS and v > 0]
         quotas = [(n, v) for n, v in asked if queue.quota.get(n) > 0]

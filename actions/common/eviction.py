@@ -9,7 +9,7 @@ task by task instead: actions/common/victims.py and solver.py.)
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -20,13 +20,15 @@ from kaisched.api.node import EPSILON
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework import Hook, Session, Statement
+from kaisched.framework import Session, Statement
 from kaisched.framework.effects import Cause, Preemptor
 from kaisched.framework.statement import EvictOp
 
 VERBS = {Cause.PREEMPT: "preempted", Cause.RECLAIM: "reclaimed"}
 
 Check = Callable[[TaskInfo], str | None]
+# The candidates the plugins let a preemptor evict (Session.preemptable).
+Allowed = Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
 
 
 def evictable_tasks(ssn: Session) -> list[TaskInfo]:
@@ -208,7 +210,7 @@ class RoomFinder:
         return (names[row] for row in rows[order])
 
 
-def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hook: Hook,
+def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, allowed: Allowed,
               victims: list[TaskInfo], cause: Cause, by: Preemptor,
               gangs: bool = True) -> bool:
     """Evict victims on node until task fits; all or nothing.
@@ -237,7 +239,7 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
             if is_surplus(ssn, current, group) == whole:
                 continue        # surplus first; a gang only once surplus is not enough
             if any(t.status not in EVICTABLE for t in group) \
-                    or len(ssn.victims(hook, task, group)) < len(group):
+                    or len(allowed(task, group)) < len(group):
                 continue        # part of its gang cannot go: the gang stays whole
             for member in group:
                 stmt.evict(member, cause, by)
@@ -248,7 +250,8 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
     return False
 
 
-def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
+def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
+                      allowed: Allowed,
                       finder: Callable[[TaskInfo], RoomFinder], cause: Cause,
                       check: Check, order: Callable[[TaskInfo], tuple[Any, ...]],
                       gangs: bool = True) -> bool:
@@ -270,9 +273,9 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
             rooms = finder(task)
             for node in rooms.nodes(task):
                 here = still_evictable(ssn, rooms.by_node.get(node, []))
-                victims = sorted(ssn.victims(hook, task, here), key=order)
+                victims = sorted(allowed(task, here), key=order)
                 by = Preemptor(task.key, job.key, job.priority, job.queue)
-                if make_room(ssn, stmt, task, node, hook, victims, cause, by, gangs):
+                if make_room(ssn, stmt, task, node, allowed, victims, cause, by, gangs):
                     stmt.pipeline(task, node)
                     break
             else:
@@ -298,13 +301,13 @@ def _room_of(finder: Callable[[TaskInfo], RoomFinder], task: TaskInfo) -> Callab
 
 
 def place_extras_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
-                             hook: Hook,
+                             allowed: Allowed,
                              finder: Callable[[TaskInfo], RoomFinder], check: Check,
                              cause: Cause, order: Callable[[TaskInfo], tuple[Any, ...]]) -> None:
     """An elastic job's extras, one statement each, on other jobs' surplus.
     The victim order is the action's, fixed before its first eviction, so
     that the surplus taken is spread over jobs."""
     for task in tasks:
-        if not place_by_eviction(ssn, domains, job, [task], hook, finder, cause, check, order,
+        if not place_by_eviction(ssn, domains, job, [task], allowed, finder, cause, check, order,
                                  gangs=False):
             return

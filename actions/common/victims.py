@@ -20,7 +20,7 @@ from kaisched.api.queue import ROOT
 from kaisched.api.resource import Resource, sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, JobKey, QueueName, TaskStatus
-from kaisched.framework import Hook, Session
+from kaisched.framework import Session
 
 _PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
 
@@ -47,7 +47,7 @@ class VictimPicker:
         self.need = need
         self.surplus_only = surplus_only
         self.reclaimer = reclaimer
-        self._queue_key = ssn.hooks.order_key(Hook.VICTIM_QUEUE_ORDER)
+        self._queue_key = ssn.victim_queue_order_key
         self.taken: dict[QueueName, dict[str, float]] = {}    # per queue, its subtree's
         self.gone: dict[JobKey, set[str]] = {}                  # tasks handed out, per job
         self.leaves: dict[QueueName, list[JobInfo]] = {}
@@ -106,7 +106,7 @@ class VictimPicker:
             # Tasks placed this session cannot be evicted: the gang stays whole.
             if not tasks or any(t.status in _PLACED_NOW for t in job.tasks.values()):
                 return None, False
-        allowed = self.ssn.victims(Hook.RECLAIMABLE, self.reclaimer, tasks)
+        allowed = self.ssn.reclaimable(self.reclaimer, tasks)
         if len(allowed) < len(tasks):
             return None, False
         stays = task is not None and len(self._running(job)) > 1
@@ -143,5 +143,4 @@ class VictimPicker:
             children = [c for c in tree.successors(queue) if self.live.get(c, 0) > 0]
             if not children:
                 return queue if queue != ROOT and self.leaves.get(queue) else None
-            queue = min(children, key=lambda c: self._queue_key(
-                (c, self.taken.get(c, {}), self.need)))
+            queue = min(children, key=lambda c: self._queue_key(c, self.taken.get(c, {}), self.need))

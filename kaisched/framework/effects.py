@@ -125,6 +125,18 @@ VOLUME_EFFECTS = (SelectClaimNode, PrebindVolume)
 
 
 @attrs.frozen(slots=True)
+class Prebind:
+    """What a plugin needs done for an allocated task before it may be bound:
+    writes that go before the binds, and, when the gang must wait for them
+    (volumes being provisioned), why. Nothing of it is held in the session:
+    what it decided goes with the placement's own undo."""
+
+    effects: tuple[SelectClaimNode | PrebindVolume, ...]
+    job: JobKey
+    waiting: str | None = None
+
+
+@attrs.frozen(slots=True)
 class SetClaimStatus:
     """A ResourceClaim's allocation and reservations as the scheduler decided
     them. With pod set, written before that pod's bind."""
