@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -27,7 +28,7 @@ MAX_SKIPPED_LINES = 20
 
 
 @click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kaisched")
+@click.version_option(package_name="kaisched", prog_name="kaisched")
 def main() -> None:
     """kaisched: a gang-aware batch scheduler for Kubernetes."""
 
@@ -304,10 +305,14 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
 
 
 @main.command()
-@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
-@click.option("--config", "config_path", help="Scheduler config YAML (default: built-in).")
-@click.option("--compare", "compare_path",
-              help="A second scheduler config: run both on the same scenario, side by side.")
+@click.argument("scenario", required=False, metavar="[SCENARIO]")
+@click.option("--list", "list_bundled", is_flag=True,
+              help="List the bundled scenarios and configs, a line each, and exit.")
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML, or a bundled config's name (default: built-in).")
+@click.option("--compare", "compare_path", metavar="FILE",
+              help="A second scheduler config (a file or a bundled name): run both on the "
+                   "same scenario, side by side.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of a generated workload.")
 @click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
@@ -331,20 +336,31 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
                    "what-if from (--from-snapshot) without a real cluster.")
 @click.option("--max-objects", type=click.IntRange(min=1), default=20_000, show_default=True,
               help="The most nodes, and generated jobs, a scenario may ask for.")
-def simulate(scenario: str | None, config_path: str | None, compare_path: str | None,
+def simulate(scenario: str | None, list_bundled: bool, config_path: str | None,
+             compare_path: str | None,
              seed: int | None, output: str, plot_path: str | None, strict: bool,
              snapshot_path: str | None, remaining: str | None, wide: bool,
              until: str | None, dump_path: str | None, max_objects: int) -> None:
     """Run SCENARIO (default: the bundled demo) in virtual time and report.
 
-    With --from-snapshot SNAP, a what-if on a real cluster: the run starts
-    from the snapshot and SCENARIO (optional) adds nodes, queues and jobs.
+    SCENARIO is a scenario file or the name of a bundled one (--list names
+    them); a file of that name wins. With --from-snapshot FILE, a what-if on a
+    real cluster: the run starts from the snapshot and SCENARIO (optional) adds
+    jobs, and nodes and queues the snapshot does not have.
     """
     import sys
 
+    from kaisched.sim.bundled import listing, resolve
     from kaisched.sim.runner import WhatIf
     from kaisched.sim.runner import simulate as run_simulation
 
+    if list_bundled:
+        for line in listing(shutil.get_terminal_size().columns):
+            click.echo(line)
+        return
+    scenario = _bundled_or_file(scenario, resolve)
+    config_file = _bundled_or_file(config_path, resolve)
+    compare_file = _bundled_or_file(compare_path, resolve)
     registry = register_builtins()
     what_if, embedded = None, None
     if remaining is not None and snapshot_path is None:
@@ -355,11 +371,26 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
         what_if = WhatIf(tuple(loaded.objects), snapshot_path, left, loaded.taken)
         embedded = loaded.config
     first = config_path or ("the snapshot's config" if embedded is not None else "built-in")
-    configs = [(first, _config(config_path, registry, embedded))]
+    configs = [(first, _config(config_file, registry, embedded))]
     if compare_path:
-        configs.append((compare_path, _config(compare_path, registry, None)))
+        configs.append((compare_path, _config(compare_file, registry, None)))
     run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict,
                    what_if, wide, max_objects, _duration_option(until, "--until"), dump_path)
+
+
+def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
+    """A file as given, else the bundled file of that name; neither is one error line."""
+    from kaisched.sim.bundled import names_hint
+
+    if arg is None:
+        return None
+    found = resolve(arg)
+    if not Path(found).exists():
+        if "/" in arg:      # a path, not a name
+            raise InputError(f"{arg}: no such file")
+        raise InputError(f"{arg}: no such file, nor a bundled scenario or config of that name; "
+                         f"{names_hint()}")
+    return str(found)
 
 
 @main.command()

@@ -36,6 +36,7 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:
 
 
 @click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kaisched", prog_name="podgrouper")
 def main() -> None:
     """PodGrouper: gives each kaisched pod the PodGroup of its top owner."""
 

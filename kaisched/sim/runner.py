@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from kaisched.errors import InputError
 from kaisched.framework import SchedulerConfig
 from kaisched.sim.admission import refusals
+from kaisched.sim.bundled import DEMO, examples_dir, find_bundled
 from kaisched.sim.generator import DEFAULT_SEED
 from kaisched.sim.report import build_report, render, render_compare
 from kaisched.sim.scenario import MAX_OBJECTS, Scenario, base_scenario, load_scenario
@@ -23,7 +24,6 @@ from kaisched.sim.simulation import SimResult, Simulation
 from kaisched.sim.start import DEFAULT_REMAINING, REMAINING_ANNOTATION, Adopted, Start, adopt, read_start
 from kaisched.sim.timeline import hms
 
-DEMO = "demo.yaml"
 # Text width when the output is not a terminal (or with --wide): wide enough
 # that no row wraps, and the same bytes on every run.
 PIPE_WIDTH = 1000
@@ -32,16 +32,12 @@ BAR_DELAY = 2.0
 
 
 def bundled(name: str = DEMO) -> Path:
-    """A bundled example: next to the package in a checkout (editable install),
-    else where a regular install put the data files."""
-    here = Path(__file__).resolve().parents[2] / "config" / "examples" / name
-    if here.is_file():
-        return here
-    installed = Path(sys.prefix) / "share" / "kaisched" / "examples" / name
-    if installed.is_file():
-        return installed
-    raise InputError(f"the bundled {name} is missing (looked in {here.parent} and "
-                     f"{installed.parent}); give a scenario file")
+    """A bundled example (package data, so a wheel has it as a checkout does)."""
+    found = find_bundled(name)
+    if found is None:
+        raise InputError(f"the bundled {name} is missing from {examples_dir()}; "
+                         "give a scenario file")
+    return found
 
 
 @attrs.frozen

@@ -128,6 +128,10 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
         raise FieldError("empty scenario (expected nodePools, queues and jobs or generate)")
     if isinstance(data, dict) and "kind" in data and "apiVersion" in data:
         raise FieldError(_MANIFEST)
+    if base is None and isinstance(data, dict) and "nodePools" not in data and (
+            "jobs" in data or "generate" in data):
+        raise FieldError("nodePools: required; a scenario of jobs alone adds them to a "
+                         "snapshot's cluster: run it with --from-snapshot FILE")
     top = fields(data if data is not None else {}, "", _TOP, () if base else ("nodePools",))
     pools = tuple(_pool(p, f"nodePools[{i}]") for i, p in enumerate(items(top, "nodePools", "")))
     if not pools and base is None:

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from kaisched.cli import main
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
 
 
 def run(name: str) -> dict:
