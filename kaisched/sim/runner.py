@@ -3,7 +3,6 @@ default), run it under one config or two, show progress on stderr, print the
 report and draw the plot."""
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import TextIO
