@@ -17,7 +17,7 @@ import orjson
 from kaisched.catalog import register_builtins
 from kaisched.console import OneLineGroup
 from kaisched.errors import InputError
-from kaisched.framework import Registry, SchedulerConfig, default_config, load_config, parse_config
+from kaisched.framework import Registry, SchedulerConfig, default_config, load_config
 
 if TYPE_CHECKING:
     from kaisched.cluster.snapshot import LoadedFile
@@ -34,10 +34,15 @@ def main() -> None:
 
 
 def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | None) -> SchedulerConfig:
-    from kaisched.cluster.snapshot import read_text
+    from kaisched.errors import ConfigError
+    from kaisched.files import read_mapping
 
     if path:
-        return parse_config(read_text(path), registry, path)
+        data = read_mapping(path, " of schedulerName, actions, tiers, ...", empty_ok=True)
+        try:
+            return load_config(data, registry)
+        except ConfigError as exc:      # its messages say `config:`; the file is this one
+            raise ConfigError(str(exc).replace("config:", f"{path}:", 1)) from None
     if embedded is not None:
         return load_config(embedded, registry)
     return default_config(registry)
@@ -59,18 +64,6 @@ kube_version_option = click.option(
     help="Check objects against this Kubernetes version's schemas (default: the newest bundled).")
 
 
-def _is_scenario(path: str) -> bool:
-    """A file `kaisched simulate` reads: a mapping with a scenario's keys."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return False
-    return isinstance(data, dict) and "kind" not in data and \
-        bool({"nodePools", "jobs", "generate"} & set(data))
-
-
 def _say_what_is_missing(path: str, objects: list[dict[str, Any]]) -> None:
     """A file with no pods (or no nodes) replays to nothing: say why."""
     kinds = {str(o.get("kind")) for o in objects}
@@ -90,14 +83,7 @@ def _load(path: str, strict: bool) -> LoadedFile:
     from kaisched.cluster.snapshot import LoadedFile, load_file
     from kaisched.validation import partition, summarize
 
-    try:
-        loaded = load_file(path, check_kinds=False)
-    except InputError:
-        if _is_scenario(path):
-            raise InputError(f"{path}: this is a simulate scenario (nodePools, queues, jobs), "
-                             f"not Kubernetes objects: run it with `kaisched simulate {path}`") \
-                from None
-        raise
+    loaded = load_file(path, check_kinds=False)
     kept, problems = partition(loaded.objects)
     lines = summarize(problems)
     for line in lines[:MAX_SKIPPED_LINES]:
@@ -228,7 +214,10 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
                   redact: bool) -> None:
     """Write the cluster's scheduling state as a Snapshot, to replay or explain."""
     from kaisched.cluster.snapshot import build_snapshot
+    from kaisched.files import check_writable
 
+    if output != "-":
+        check_writable(output, "-o")        # before the cluster is read, not after
     config = _config(config_path, register_builtins(), None)
     taken = time.time()
     items = _read_live(kubeconfig)
@@ -351,13 +340,14 @@ def simulate(scenario: str | None, list_bundled: bool, config_path: str | None,
     import sys
 
     from kaisched.sim.bundled import listing, resolve
-    from kaisched.sim.runner import WhatIf
+    from kaisched.sim.runner import WhatIf, check_outputs
     from kaisched.sim.runner import simulate as run_simulation
 
     if list_bundled:
         for line in listing(shutil.get_terminal_size().columns):
             click.echo(line)
         return
+    check_outputs(plot_path, dump_path)
     scenario = _bundled_or_file(scenario, resolve)
     config_file = _bundled_or_file(config_path, resolve)
     compare_file = _bundled_or_file(compare_path, resolve)

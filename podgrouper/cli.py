@@ -16,12 +16,6 @@ import yaml
 from kaisched.console import OneLineGroup
 from kaisched.errors import ApiError, InputError
 
-_INPUT_ERROR = 2            # like a usage error: the file given cannot be used
-
-
-class _InputProblem(click.ClickException):
-    exit_code = _INPUT_ERROR
-
 
 def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:
     from kaisched.api.quantity import parse_duration
@@ -113,17 +107,14 @@ def sync(file: str, scheduler_name: str) -> None:
     from podgrouper.owners import describe
     from podgrouper.podgroup import COMPUTED_ANNOTATION, is_managed
 
-    try:
-        objects = load_file(file).objects
-    except InputError as exc:
-        raise _InputProblem(str(exc)) from None
+    objects = load_file(file).objects          # an unusable file: one line, exit 1
     clock = ManualClock()
     cluster = MemoryCluster(clock)
     for obj in objects:
         try:
             cluster.create(obj)
         except ApiError as exc:
-            raise _InputProblem(f"{file}: {describe(obj)}: {exc}") from None
+            raise InputError(f"{file}: {describe(obj)}: {exc}") from None
     PodGrouper(cluster, clock, scheduler_name=scheduler_name).sync()
     for event in cluster.list(EVENT):
         involved = event.get("involvedObject") or {}

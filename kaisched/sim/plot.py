@@ -8,7 +8,6 @@ panels, never on the data. The file type follows the extension.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -20,6 +19,7 @@ from matplotlib.patches import Patch
 from kaisched.api.resource import CPU, GPU
 from kaisched.catalog import register_builtins
 from kaisched.errors import InputError
+from kaisched.files import check_writable
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.sim.lanes import STATES, Lane, lanes
 from kaisched.sim.simulation import SimResult
@@ -40,13 +40,7 @@ def check_path(path: str | Path) -> str:
     if fmt is None:
         raise InputError(f"--plot {path}: the file type follows the extension: "
                          f"{', '.join(FORMATS)}")
-    folder = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise InputError(f"--plot {path}: is a directory")
-    if not folder.is_dir():
-        raise InputError(f"--plot {path}: no directory {folder}")
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise InputError(f"--plot {path}: not writable")
+    check_writable(path, "--plot")
     return fmt
 
 
