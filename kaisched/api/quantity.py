@@ -41,7 +41,7 @@ def parse_duration(value: object) -> float:
     annotations): 60 could mean seconds or minutes. Zero alone is Go's one unitless duration."""
     if isinstance(value, bool):
         raise ValueError(f"not a duration: {value!r}")
-    if isinstance(value, (int, float)) or (isinstance(value, str) and _NUMBER.match(value)):
+    if isinstance(value, (int, float, str)) and (not isinstance(value, str) or _NUMBER.match(value)):
         if float(value) == 0:
             return 0.0
         raise ValueError(unit_missing(value))
@@ -58,7 +58,7 @@ def parse_duration(value: object) -> float:
     return total
 
 
-def unit_missing(value: object) -> str:
+def unit_missing(value: int | float | str) -> str:
     """The one message for a duration written as a bare number."""
     shown = f"{float(value):g}" if not isinstance(value, str) else value.lstrip("+")
     return (f"a duration needs a unit: {shown} could mean seconds or minutes "
