@@ -15,7 +15,7 @@ import click
 import orjson
 
 from kaisched.catalog import register_builtins
-from kaisched.console import OneLineGroup
+from kaisched.console import OneLineGroup, say
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config
 
@@ -121,23 +121,23 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
     if output == "json":
         click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
         return
-    click.echo(f"{result.sessions} session(s)")
-    click.echo(f"bindings ({len(result.bindings)}):")
+    say(f"{result.sessions} session(s)")
+    say(f"bindings ({len(result.bindings)}):")
     for pod, node in result.bindings.items():
-        click.echo(f"  {pod} -> {node}")
-    click.echo(f"pipelined ({len(result.pipelined)}):")
+        say(f"  {pod} -> {node}")
+    say(f"pipelined ({len(result.pipelined)}):")
     for pod, node in result.pipelined.items():
-        click.echo(f"  {pod} -> {node} (waiting for room to be released)")
-    click.echo(f"evictions ({len(result.evictions)}):")
+        say(f"  {pod} -> {node} (waiting for room to be released)")
+    say(f"evictions ({len(result.evictions)}):")
     for pod in result.evictions:
-        click.echo(f"  {pod}  ({result.eviction_reasons.get(pod, '')})")
-    click.echo(f"podgroups ({len(result.pod_groups)}):")
+        say(f"  {pod}  ({result.eviction_reasons.get(pod, '')})")
+    say(f"podgroups ({len(result.pod_groups)}):")
     for key, pg in sorted(result.pod_groups.items()):
         cond = next((c for c in pg["conditions"] if c.get("type") == "Scheduled"), None)
         why = f"  {cond.get('reason')}: {cond.get('message')}" if cond else ""
-        click.echo(f"  {key}  {pg['phase']}  minMember={pg['minMember']}{why}")
+        say(f"  {key}  {pg['phase']}  minMember={pg['minMember']}{why}")
     for failure in result.failures:
-        click.echo(f"failed: {failure}")
+        say(f"failed: {failure}")
 
 
 @main.command()
@@ -239,8 +239,11 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
 @click.option("--config", "config_path", help="Scheduler config YAML (default: the snapshot's, else built-in).")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
+@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
+              help="json: the same content as the text, for tools.")
+@kube_version_option
 def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
-            config_path: str | None, strict: bool) -> None:
+            config_path: str | None, strict: bool, output: str) -> None:
     """Why NAME is pending: per task and node, its queue, its gang shortfall.
 
     NAME is a PodGroup or a pod as NAMESPACE/NAME, or a workload as
@@ -248,7 +251,7 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
     --snapshot FILE or, live, from --kubeconfig PATH; one scheduling cycle
     runs on a copy of it.
     """
-    from kaisched.tools.explain import explain as run_explain
+    from kaisched.tools.explain import explain_data, text_lines
 
     if (snapshot_path is None) == (kubeconfig is None):
         raise click.UsageError("give the cluster as --snapshot FILE or --kubeconfig PATH (one of them)")
@@ -259,8 +262,12 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
     else:
         objects, embedded = _read_live(kubeconfig), None
     config = _config(config_path, registry, embedded)
-    for line in run_explain(objects, name, config, registry):
-        click.echo(line)
+    data = explain_data(objects, name, config, registry)
+    if output == "json":
+        click.echo(orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+        return
+    for line in text_lines(data):
+        say(line)
 
 
 def _duration_option(value: str | None, flag: str) -> float | None:

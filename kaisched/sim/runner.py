@@ -97,7 +97,7 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
     if len(reports) == 1:
         render(reports[0], console, "full" if tty else "lines")
     else:
-        render_compare(reports, console)
+        render_compare(reports, console, "full" if tty else "lines")
     if plot:
         console.print(f"plot written to {plot}")
 
