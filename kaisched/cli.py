@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
+from kaisched.bench import BENCHES
 from kaisched.catalog import register_builtins
 from kaisched.console import OneLineGroup, say
 from kaisched.errors import InputError
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from kaisched.cluster.snapshot import LoadedFile
 
 
+# What load_configuration does without --kubeconfig, as kubectl does.
+KUBECONFIG_HELP = "Kubeconfig file (default: the in-cluster config, else $KUBECONFIG or ~/.kube/config)."
 # Lines of objects skipped from one file, at most (a big snapshot can have thousands).
 MAX_SKIPPED_LINES = 20
 
@@ -103,9 +106,13 @@ def _load(path: str, strict: bool) -> LoadedFile:
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--config", "config_path", help="Scheduler config YAML (default: the snapshot's, else built-in).")
-@click.option("--sessions", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML (default: the snapshot's, else built-in).")
+@click.option("--sessions", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Scheduling cycles to run, one schedulePeriod apart (bound pods start "
+                   "running between them).")
+@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
+              help="json: bindings, evictions, pipelined pods and PodGroups, for tools.")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
 @kube_version_option
@@ -141,24 +148,32 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
 
 
 @main.command()
-@click.option("--kubeconfig", type=click.Path(dir_okay=False),
-              help="Default: the in-cluster config, else ~/.kube/config.")
-@click.option("--config", "config_path", help="Scheduler config YAML (default: built-in).")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help=KUBECONFIG_HELP)
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML (default: built-in, the same as config/scheduler.yaml).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=8080, show_default=True,
+              metavar="PORT",
               help="Port of /metrics, /healthz and /readyz (0: none).")
-@click.option("--lease-namespace", default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
-              show_default="$POD_NAMESPACE or kaisched-system")
-@click.option("--identity", default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
-              show_default="$POD_NAME or the host name")
+@click.option("--lease-namespace", metavar="NAMESPACE",
+              default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
+              show_default="$POD_NAMESPACE, else the namespace kaisched-system",
+              help="Namespace of the Lease `kaisched` that elects the leader.")
+@click.option("--identity", metavar="NAME",
+              default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
+              show_default="$POD_NAME or the host name",
+              help="This replica's name on the Lease (unique among the replicas).")
 @click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
               help="Run a single replica without a Lease (never run two like this).")
-@click.option("--binders", type=click.IntRange(1, 64), default=8, show_default=True,
+@click.option("--binders", type=click.IntRange(1, 64), default=8, show_default=True, metavar="N",
               help="Requests in flight at once (binds first, then status and Events).")
 @click.option("--api-qps", type=click.FloatRange(min=0), default=1000.0, show_default=True,
+              metavar="N",
               help="Writes a second, binds and status alike, on average (0: no limit).")
 @click.option("--api-burst", type=click.IntRange(min=1), default=2000, show_default=True,
+              metavar="N",
               help="Writes at once above --api-qps.")
-@click.option("--cycles", type=click.IntRange(min=1), help="Stop after this many cycles.")
+@click.option("--cycles", type=click.IntRange(min=1), metavar="N",
+              help="Stop after this many cycles (default: run until SIGTERM).")
 def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         lease_namespace: str, identity: str, no_leader_elect: bool, binders: int,
         api_qps: float, api_burst: int, cycles: int | None) -> None:
@@ -203,11 +218,11 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
 
 
 @main.command("snapshot-dump")
-@click.option("--kubeconfig", type=click.Path(dir_okay=False),
-              help="Default: the in-cluster config, else ~/.kube/config.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help=KUBECONFIG_HELP)
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
               help="The Snapshot file to write ('-': standard output).")
-@click.option("--config", "config_path", help="The scheduler config to record (default: built-in).")
+@click.option("--config", "config_path", metavar="FILE",
+              help="The scheduler config to record (default: built-in).")
 @click.option("--redact", is_flag=True,
               help="Keep only what scheduling reads: no env, commands, images, foreign annotations.")
 def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
@@ -236,7 +251,8 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
               help="Snapshot, List or multi-document YAML of the cluster.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False),
               help="Read the live cluster instead (only read: nothing is written to it).")
-@click.option("--config", "config_path", help="Scheduler config YAML (default: the snapshot's, else built-in).")
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML (default: the snapshot's, else built-in).")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
 @click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
@@ -309,8 +325,11 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
 @click.option("--compare", "compare_path", metavar="FILE",
               help="A second scheduler config (a file or a bundled name): run both on the "
                    "same scenario, side by side.")
-@click.option("--seed", type=click.IntRange(min=0), help="Seed of a generated workload.")
-@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), metavar="N",
+              help="Seed of a generated workload (the scenario's generate: block; a warning "
+                   "without one).")
+@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
+              help="json: the same figures as the tables and every job's history.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Draw utilisation, each queue's use against its fair share and the job "
                    "timeline into this file (.png, .svg or .pdf).")
@@ -319,7 +338,8 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
 @kube_version_option
 @click.option("--from-snapshot", "snapshot_path", type=click.Path(dir_okay=False),
               help="Start from this cluster (a kaisched snapshot-dump): its nodes, queues and "
-                   "running and waiting jobs; SCENARIO then adds to it.")
+                   "running and waiting jobs; SCENARIO then adds jobs, and nodes and queues "
+                   "the snapshot does not have.")
 @click.option("--remaining", "remaining", metavar="DURATION",
               help="With --from-snapshot: how long a job still runs when its pods do not say "
                    "(annotation sim.kaisched.io/remaining).")
@@ -331,6 +351,7 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
               help="Write the virtual cluster where the run stops as a Snapshot, to start a "
                    "what-if from (--from-snapshot) without a real cluster.")
 @click.option("--max-objects", type=click.IntRange(min=1), default=20_000, show_default=True,
+              metavar="N",
               help="The most nodes, and generated jobs, a scenario may ask for.")
 def simulate(scenario: str | None, list_bundled: bool, config_path: str | None,
              compare_path: str | None,
@@ -390,17 +411,18 @@ def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
     return str(found)
 
 
-@main.command()
-@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "reclaim-1k", "churn",
-                                              "affinity-5k", "scale-10k", "binds", "simulate",
-                                              "dra-1k", "volumes-5k", "what-if-10k"]))
+@main.command(help="Run a performance SCENARIO and print one JSON line of figures.\n\n"
+                   "\b\nSCENARIO is one of:\n"
+                   + "\n".join(f"  {name:<12} {line}" for name, line in BENCHES.items()),
+              short_help="Run a performance SCENARIO and print one JSON line of figures.")
+@click.argument("scenario", type=click.Choice(list(BENCHES)), metavar="SCENARIO")
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
+              metavar="F",
               help="Multiply the scenario's node and pod counts (for quick checks).")
 @click.option("--profile", type=click.IntRange(min=0), default=0, metavar="N",
               help="Add the top N entries of a profile of the measured cycle (its timings "
                    "are then the profiler's).")
 def bench(scenario: str, scale: float, profile: int) -> None:
-    """Run a performance SCENARIO and print one JSON line of figures."""
     from kaisched.bench.scenarios import run
 
     if profile and scenario in ("binds", "simulate", "what-if-10k"):
