@@ -27,7 +27,7 @@ GANG = ROOT / "config" / "examples" / "gang.yaml"
 def shipped_yaml() -> list[Path]:
     """Every YAML file the project ships, found by globbing (new examples are picked up)."""
     patterns = ["config/*.yaml", "config/crds/**/*.yaml", "config/examples/**/*.yaml",
-                "config/examples/**/*.yml", "tests/scenarios/**/*.yaml",
+                "config/examples/**/*.yml", "kaisched/examples/*.yaml", "tests/scenarios/**/*.yaml",
                 "tests/podgrouper/manifests/**/*.yaml"]
     found = {p for pattern in patterns for p in ROOT.glob(pattern)}
     # Expected decisions of a scenario, and kustomize's own file (read by kubectl, never sent
@@ -100,7 +100,7 @@ def objects_of(path: Path) -> list[dict[str, Any]]:
 
 
 def _is_scheduler_config(path: Path) -> bool:
-    """A scheduler config to compare with (config/examples/no-starvation-guard.yaml): no objects."""
+    """A scheduler config to compare with (kaisched/examples/no-starvation-guard.yaml): no objects."""
     from kaisched.catalog import register_builtins
     from kaisched.errors import KaischedError
     from kaisched.framework import parse_config

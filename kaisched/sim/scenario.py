@@ -14,6 +14,7 @@ import yaml
 
 from kaisched.api.resource import PODS
 from kaisched.errors import InputError
+from kaisched.files import LOADER, not_a_mapping, read_text, yaml_problem
 from kaisched.sim.draspecs import claim_specs, device_specs
 from kaisched.sim.fields import (
     ALIASES,
@@ -85,14 +86,7 @@ _TOLERATION = ("key", "operator", "value", "effect")
 
 def load_scenario(path: str | Path, seed: int | None = None, base: Base | None = None,
                   max_objects: int = MAX_OBJECTS) -> Scenario:
-    path = Path(path)
-    try:
-        data = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such scenario file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc.__class__.__name__}") from None
-    return parse_scenario(data, str(path), seed, base, max_objects)
+    return parse_scenario(read_text(path), str(path), seed, base, max_objects)
 
 
 def parse_scenario(text: str, source: str = "scenario", seed: int | None = None,
@@ -101,14 +95,11 @@ def parse_scenario(text: str, source: str = "scenario", seed: int | None = None,
     snapshot's cluster) the scenario adds to it: nodes, queues (one named as
     the snapshot's replaces it), priority classes and jobs, all optional."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=LOADER)
     except yaml.YAMLError as exc:
         if _several_documents(text):
             raise ScenarioError(f"{source}: {_MANIFEST}") from None
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ScenarioError(f"{source}: invalid YAML{where}: {problem}") from None
+        raise ScenarioError(f"{source}: {yaml_problem(exc)}") from None
     try:
         return _scenario(data, source, seed, base, max_objects)
     except FieldError as exc:
@@ -128,6 +119,12 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
         raise FieldError("empty scenario (expected nodePools, queues and jobs or generate)")
     if isinstance(data, dict) and "kind" in data and "apiVersion" in data:
         raise FieldError(_MANIFEST)
+    if data is not None and not isinstance(data, dict):
+        raise FieldError(not_a_mapping(data, " of nodePools, queues, jobs, ..."))
+    if base is None and isinstance(data, dict) and "nodePools" not in data and (
+            "jobs" in data or "generate" in data):
+        raise FieldError("nodePools: required; a scenario of jobs alone adds them to a "
+                         "snapshot's cluster: run it with --from-snapshot FILE")
     top = fields(data if data is not None else {}, "", _TOP, () if base else ("nodePools",))
     pools = tuple(_pool(p, f"nodePools[{i}]") for i, p in enumerate(items(top, "nodePools", "")))
     if not pools and base is None:
@@ -161,7 +158,8 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
         raise FieldError("jobs: no jobs (list some, or add a generate: block)")
     for job in jobs:
         if base is not None and (job.namespace, job.name) in base.jobs:
-            raise FieldError(f"{job.where}.name: the snapshot has a job {job.namespace}/{job.name}")
+            raise FieldError(f"{job.where}.name: the snapshot has a job {job.namespace}/{job.name} "
+                             "already; give this one another name")
     scenario = Scenario(
         name=text(top.get("name", Path(source).stem), "name"),
         description=text(top.get("description", ""), "description"),

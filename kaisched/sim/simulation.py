@@ -258,7 +258,7 @@ class Simulation:
         for pool in self.scenario.node_pools:
             capacity = {**dict(pool.capacity), "pods": "110"}
             for i in range(pool.count):
-                name = f"{pool.name}-{i}"
+                name = node_name(pool.name, i)
                 labels = {"kubernetes.io/hostname": name, "sim.kaisched.io/pool": pool.name,
                           **dict(pool.labels)}
                 spec = {"taints": [{"key": k, "value": v, "effect": e} for k, v, e in pool.taints]} \
@@ -419,3 +419,8 @@ class Simulation:
             if scheduled and scheduled.get("status") == "False":
                 run.failure = str(scheduled.get("message") or scheduled.get("reason"))
 
+
+
+def node_name(pool: str, index: int) -> str:
+    """The name of a scenario pool's node (what a --from-snapshot pool must not collide with)."""
+    return f"{pool}-{index}"

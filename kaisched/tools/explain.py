@@ -12,6 +12,7 @@ binds; per node it asks the cycle's own session, which is what it saw.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 from typing import Any, Iterable
 
@@ -41,8 +42,15 @@ MAX_NODES = 20      # per task; beyond that, nodes are counted by reason
 
 def explain(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfig,
             registry: Registry) -> list[str]:
-    """Why NAME (a PodGroup, a pod or a workload) waits, as one cycle of the
-    production Scheduler on a copy of the cluster decided it."""
+    """Why NAME (a PodGroup, a pod or a workload) waits, as text lines."""
+    return text_lines(explain_data(objects, name, config, registry))
+
+
+def explain_data(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfig,
+                 registry: Registry) -> dict[str, Any]:
+    """Why NAME waits, as one cycle of the production Scheduler on a copy of the cluster
+    decided it: the content `explain --output json` prints and the text is made from
+    (each detail line kept as the text shows it, less the indentation of its section)."""
     clock = ManualClock()
     cluster = load_cluster(objects, clock)
     PodGrouper(cluster, clock, scheduler_name=config.scheduler_name).sync()
@@ -57,28 +65,48 @@ def explain(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfi
     if job is None:
         raise InputError(f"no PodGroup (or pod) {key} with pods scheduled by {config.scheduler_name}")
     placed = {e.pod: e.node for e in result.effects if isinstance(e, Bind) and e.job == job.key}
-    lines = [f"PodGroup {key}: minMember {job.min_member}, {len(job.tasks)} pod(s), "
-             f"queue {job.queue}, priority {job.priority}, mode {job.spec.mode.value}"]
-    if name != key:
-        lines[0] += f" (the PodGroup of {name})"
     why = job.problem or _unscheduled(cluster, key)
-    if why:
-        lines.append(f"  waiting: {why}")
-    elif placed:
-        lines.append(f"  schedulable now: {len(placed)} pod(s) would bind")
-    else:
-        lines.append(f"  {job.ready_count()} pod(s) placed already; nothing waits")
-    lines.extend(_queue_lines(cluster, ssn, job.queue))
     gang = _gang_lines(ssn, job) if why and not placed and not job.problem else []
-    lines.extend(gang)
+    pods = []
     for task in sorted(job.tasks.values(), key=ssn.task_order_key):
         state = ("would bind to " + placed[task.key] if task.key in placed
                  else task.status.value + (f" on {task.node_name}" if task.node_name else ""))
-        lines.append(f"  pod {task.key}: {state}; requests "
-                     f"{format_resource(task.resreq - Resource.of({PODS: 1}))}")
-        if task.status is TaskStatus.PENDING and task.key not in result.reservations:
-            lines.extend(_node_lines(ssn, task, "fits on its own" if gang else "fits"))
+        nodes = _node_lines(ssn, task, "fits on its own" if gang else "fits") \
+            if task.status is TaskStatus.PENDING and task.key not in result.reservations else []
+        pods.append({"pod": task.key, "state": state,
+                     "requests": format_resource(task.resreq - Resource.of({PODS: 1})),
+                     "nodes": _dedent(nodes, 4)})
+    return {"name": name, "podGroup": key, "minMember": job.min_member, "pods": len(job.tasks),
+            "queue": job.queue, "priority": job.priority, "mode": job.spec.mode.value,
+            "waiting": why or None, "wouldBind": len(placed), "placedAlready": job.ready_count(),
+            "queueStatus": _dedent(_queue_lines(cluster, ssn, job.queue), 2),
+            "gang": _dedent(gang, 2), "tasks": pods}
+
+
+def text_lines(data: dict[str, Any]) -> list[str]:
+    """The text of `kaisched explain`, made from the same content as its JSON."""
+    key = data["podGroup"]
+    lines = [f"PodGroup {key}: minMember {data['minMember']}, {data['pods']} pod(s), "
+             f"queue {data['queue']}, priority {data['priority']}, mode {data['mode']}"]
+    if data["name"] != key:
+        lines[0] += f" (the PodGroup of {data['name']})"
+    if data["waiting"]:
+        lines.append(f"  waiting: {data['waiting']}")
+    elif data["wouldBind"]:
+        lines.append(f"  schedulable now: {data['wouldBind']} pod(s) would bind")
+    else:
+        lines.append(f"  {data['placedAlready']} pod(s) placed already; nothing waits")
+    lines.extend(f"  {line}" for line in data["queueStatus"])
+    lines.extend(f"  {line}" for line in data["gang"])
+    for pod in data["tasks"]:
+        lines.append(f"  pod {pod['pod']}: {pod['state']}; requests {pod['requests']}")
+        lines.extend(f"    {line}" for line in pod["nodes"])
     return lines
+
+
+def _dedent(lines: list[str], by: int) -> list[str]:
+    assert all(line.startswith(" " * by) for line in lines)
+    return [line[by:] for line in lines]
 
 
 def resolve(cluster: MemoryCluster, name: str, scheduler_name: str) -> str:
@@ -111,9 +139,25 @@ def resolve(cluster: MemoryCluster, name: str, scheduler_name: str) -> str:
         raise InputError(f"{name}: a workload of that name in several namespaces "
                          f"({', '.join(found)}); say which as NAMESPACE/{parts[-2]}/{owner}")
     if len(parts) == 3:
-        raise InputError(f"no PodGroup made for {parts[-2]} {owner} in namespace {namespace}")
+        raise InputError(f"no PodGroup made for {parts[-2]} {owner} in namespace {namespace}"
+                         f"{_did_you_mean(cluster, name)}")
     raise InputError(f"no PodGroup, pod or workload {name} (a workload is KIND/NAME, "
-                     "e.g. pytorchjob/bert)")
+                     f"e.g. pytorchjob/bert){_did_you_mean(cluster, name)}")
+
+
+def _did_you_mean(cluster: MemoryCluster, name: str) -> str:
+    """The closest PodGroup, pod and workload names: a workload of the very name first
+    (`research/big-pretrain` -> `pytorchjob/big-pretrain`), then the most alike."""
+    groups = cluster.list(PODGROUP)
+    workloads = sorted({f"{str(ref.get('kind', '')).lower()}/{ref.get('name')}"
+                        for pg in groups for ref in pg["metadata"].get("ownerReferences") or ()
+                        if ref.get("kind") and ref.get("name")})
+    names = [*(f"{o['metadata'].get('namespace')}/{o['metadata']['name']}"
+               for o in (*groups, *cluster.list(POD))), *workloads]
+    same = [w for w in workloads if w.split("/")[-1] == name.split("/")[-1]]
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    picks = list(dict.fromkeys([*same, *close]))[:3]
+    return f"; did you mean {' or '.join(picks)}?" if picks else ""
 
 
 def _unscheduled(cluster: MemoryCluster, key: str) -> str | None:
