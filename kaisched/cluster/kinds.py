@@ -5,6 +5,8 @@ from typing import Any
 
 import attrs
 
+from kaisched.api import workloadkinds
+
 
 @attrs.frozen(slots=True)
 class Kind:
@@ -85,6 +87,9 @@ def kind_for(api_version: str, kind: str) -> Kind:
     known = KNOWN.get((api_version, kind))
     if known is not None:
         return known
+    workload = workloadkinds.lookup(workloadkinds.group_of(api_version), kind)
+    if workload is not None:        # an owner the PodGrouper reads, in any version
+        return Kind(api_version, kind, workload.plural)
     lower = kind.lower()
     plural = lower + ("es" if lower.endswith(("s", "x", "ch")) else "s")
     return Kind(api_version, kind, plural, namespaced=kind not in _CLUSTER_SCOPED)

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from kaisched.api.resource import PODS
+from kaisched.api.workloadkinds import HEAD, LAUNCHER, LEADER, MASTER, WORKER
 from kaisched.errors import InputError
 from kaisched.files import LOADER, not_a_mapping, read_text, yaml_problem
 from kaisched.sim.draspecs import claim_specs, device_specs
@@ -37,9 +38,11 @@ from kaisched.sim.fields import (
 from kaisched.sim.generator import generate
 from kaisched.sim.specs import (
     ELASTIC_KINDS,
+    ELASTIC_LEADS,
     MAX_JOB_NAME,
     ROLES,
     STARTUP_POLICIES,
+    WORKLOADS,
     Base,
     JobKind,
     JobSpec,
@@ -56,6 +59,8 @@ __all__ = ["MAX_OBJECTS", "Base", "ELASTIC_KINDS", "JobKind", "JobSpec", "NodePo
            "Scenario", "ScenarioError", "load_scenario", "parse_scenario"]
 
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# Roles that coordinate the others, in any simulated kind: listed first.
+_LEADING = frozenset(r for w in WORKLOADS.values() for r in w.leading)
 # The most nodes, and generated jobs, a scenario may ask for (--max-objects
 # raises it): a typo of a zero or two should not eat the machine's memory.
 MAX_OBJECTS = 20_000
@@ -381,7 +386,7 @@ def _job(data: Any, where: str) -> JobSpec:
                        "are elastic")
         elastic = fields(f["elastic"], f"{where}.elastic", ("minReplicas",), ("minReplicas",))
         elastic_min = integer(elastic["minReplicas"], f"{where}.elastic.minReplicas", 0)
-        workers = sum(r.replicas for r in roles if r.name not in ("master", "head"))
+        workers = sum(r.replicas for r in roles if r.name not in ELASTIC_LEADS)
         if elastic_min > workers:
             raise FieldError(f"{where}.elastic.minReplicas: {elastic_min} is more than the "
                        f"{workers} worker replicas")
@@ -429,32 +434,31 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
                               claim_specs(f.get("claims"), f"{at}.claims")))
     if kind is JobKind.JOB and len(roles) != 1:
         raise FieldError(f"{where}: a Job has exactly one role (its pod template)")
-    if kind in (JobKind.RAY, JobKind.RAYSERVICE) and "head" not in {r.name for r in roles}:
-        raise FieldError(f"{where}: a {kind.value} needs a head role")
-    if kind in (JobKind.RAY, JobKind.RAYSERVICE) \
-            and next(r for r in roles if r.name == "head").replicas != 1:
-        raise FieldError(f"{where}.head.replicas: a Ray cluster has exactly one head")
-    if kind is JobKind.MPI and "launcher" in {r.name for r in roles} \
-            and next(r for r in roles if r.name == "launcher").replicas != 1:
-        raise FieldError(f"{where}.launcher.replicas: an MPIJob has exactly one launcher")
-    if kind is JobKind.PYTORCH and "master" in {r.name for r in roles} \
-            and next(r for r in roles if r.name == "master").replicas != 1:
-        raise FieldError(f"{where}.master.replicas: a PyTorchJob has at most one master")
+    by_name = {r.name: r for r in roles}
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE) and HEAD not in by_name:
+        raise FieldError(f"{where}: a {kind.value} needs a {HEAD} role")
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE) and by_name[HEAD].replicas != 1:
+        raise FieldError(f"{where}.{HEAD}.replicas: a Ray cluster has exactly one {HEAD}")
+    if kind is JobKind.MPI and LAUNCHER in by_name and by_name[LAUNCHER].replicas != 1:
+        raise FieldError(f"{where}.{LAUNCHER}.replicas: an MPIJob has exactly one {LAUNCHER}")
+    if kind is JobKind.PYTORCH and MASTER in by_name and by_name[MASTER].replicas != 1:
+        raise FieldError(f"{where}.{MASTER}.replicas: a PyTorchJob has at most one {MASTER}")
     if kind is JobKind.LWS:
         _lws_roles(roles, where)
-    lead = {"master": 0, "chief": 0, "launcher": 0, "head": 0, "leader": 0}
-    return tuple(sorted(roles, key=lambda r: lead.get(r.name, 1)))
+    # The roles that lead come first (a stable sort: the others keep the file's order).
+    return tuple(sorted(roles, key=lambda r: r.name not in _LEADING))
 
 
 def _lws_roles(roles: list[RoleSpec], where: str) -> None:
     """A leader per group (leader replicas = groups); the workers split evenly over them."""
     by_name = {r.name: r for r in roles}
-    if "leader" not in by_name:
-        raise FieldError(f"{where}: a LeaderWorkerSet needs a leader role (its replicas: the groups)")
-    groups = by_name["leader"].replicas
-    workers = by_name["worker"].replicas if "worker" in by_name else 0
+    if LEADER not in by_name:
+        raise FieldError(f"{where}: a LeaderWorkerSet needs a {LEADER} role (its replicas: the "
+                         "groups)")
+    groups = by_name[LEADER].replicas
+    workers = by_name[WORKER].replicas if WORKER in by_name else 0
     if workers % groups:
-        raise FieldError(f"{where}.worker.replicas: {workers} workers do not split evenly over "
+        raise FieldError(f"{where}.{WORKER}.replicas: {workers} workers do not split evenly over "
                    f"{groups} groups")
 
 

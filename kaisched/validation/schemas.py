@@ -17,6 +17,7 @@ import orjson
 import yaml
 from referencing import Registry, Resource
 
+from kaisched.api import workloadkinds
 from kaisched.cluster.kinds import KAI_TOPOLOGY, KOORD_PODGROUP, UPSTREAM_PODGROUPS, XK8S_PODGROUP
 from kaisched.errors import InputError
 
@@ -236,14 +237,12 @@ def read_without_schema(api: str, kind: str) -> bool:
     upstream Workload API's PodGroup in the versions the chosen Kubernetes does not
     serve (alpha ones come and go) and the owners the PodGrouper groups (any
     version). Only their metadata is checked."""
-    from podgrouper.groupers.registry import builtin_groupers
-
     if (api, kind) in {(k.api_version, k.kind) for k in (XK8S_PODGROUP, KOORD_PODGROUP, KAI_TOPOLOGY)}:
         return True
     if (api, kind) in {(k.api_version, k.kind) for k in UPSTREAM_PODGROUPS}:
         return builtin(api, kind) is None
     group = api.rpartition("/")[0]
-    return not is_builtin_group(group) and (group, kind) in builtin_groupers()
+    return not is_builtin_group(group) and workloadkinds.lookup(group, kind) is not None
 
 
 

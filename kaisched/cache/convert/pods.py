@@ -12,6 +12,7 @@ from kaisched.api.constraints import Placement
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.api.volumes import PodClaim
+from kaisched.api.workloadkinds import KINDS
 from kaisched.cache.convert.common import Obj, metadata, quantities
 from kaisched.cache.convert.draobjects import pod_claims
 from kaisched.cache.convert.koordinator import optional_settings
@@ -19,15 +20,13 @@ from kaisched.cache.convert.rules import placement
 from kaisched.cache.convert.volumes import pod_pvcs
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
-# Owners whose pods form gangs: such a pod waits for the PodGrouper's PodGroup
-# rather than being scheduled alone (which would break the gang; an Argo step
-# would run outside its Workflow's queue).
-GANG_OWNER_GROUPS = frozenset({"kubeflow.org", "jobset.x-k8s.io", "ray.io", "batch",
-                               "trainer.kubeflow.org", "leaderworkerset.x-k8s.io",
-                               "argoproj.io"})
+# Owners whose pods form gangs (the table of workload kinds says which): such a
+# pod waits for the PodGrouper's PodGroup rather than being scheduled alone (which
+# would break the gang; an Argo step would run outside its Workflow's queue).
+GANG_OWNER_GROUPS = frozenset(k.group for k in KINDS if k.gang_owner)
 # Gang pods whose controller is a plain StatefulSet or ReplicaSet, known by the label
 # their operator puts on them: a LeaderWorkerSet group's pods, a Knative revision's pods.
-GANG_POD_LABELS = ("leaderworkerset.sigs.k8s.io/name", "serving.knative.dev/revision")
+GANG_POD_LABELS = tuple(k.pods.job_label for k in KINDS if k.gang_by_label)
 
 
 @attrs.frozen(slots=True)
