@@ -16,7 +16,7 @@ from kaisched.api.resource import CPU, GPU, MEMORY
 from kaisched.sim.controllers import JobRun, JobState
 from kaisched.sim.scenario import JobKind
 from kaisched.sim.simulation import SimResult
-from kaisched.sim.timeline import hms
+from kaisched.sim.timeline import Timeline, hms
 
 # Rows of the per-job table in text; JSON always has every job.
 TEXT_JOBS = 40
@@ -54,6 +54,7 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
                                    if e.cause == "reclaim" and e.by_queue == q.name),
             "gpuHoursLost": _round(sum(r.gpu_hours_lost for r in result.runs
                                        if r.spec.queue == q.name), 2),
+            **_window_usage(timeline, q.name, end),
         })
     causes: dict[str, int] = {}
     for e in timeline.evictions:
@@ -80,6 +81,24 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
         "jobs": jobs,
         **_volumes(result),
     }
+
+
+def _window_usage(timeline: Timeline, queue: str, end: float) -> dict[str, Any]:
+    """With usage memory on: the queue's usage (its share of what the cluster
+    offered over the window, as its status said) over time, each change once."""
+    series = timeline.usage.get(queue)
+    if series is None:
+        return {}
+    changes: list[list[float | None]] = []
+    for at, value in zip(timeline.times, series, strict=True):
+        point = [_round(at, 1), _round(value, 4)]
+        if not changes or changes[-1][1] != point[1]:
+            changes.append(point)
+    return {"windowUsage": {"resource": timeline.resource,
+                            "avg": _round(timeline.average(series, end), 4),
+                            "peak": _round(max(series, default=0.0), 4),
+                            "end": _round(series[-1] if series else 0.0, 4),
+                            "overTime": changes}}
 
 
 def _volumes(result: SimResult) -> dict[str, Any]:
@@ -237,6 +256,8 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
             if j["reason"]:
                 console.print(f"  {j['name']} {j['state']}: {j['reason']}")
     console.print(_queues_table(report["queues"]))
+    if any("windowUsage" in q for q in report["queues"]):
+        console.print(_usage_table(report["queues"], report["virtualSeconds"]))
     events = report["evictions"]["events"]
     if events:
         console.print(_evictions_table(events))
@@ -305,6 +326,38 @@ def _queues_table(queues: list[dict[str, Any]]) -> Table:
     return table
 
 
+USAGE_COLUMNS = 8      # moments of the usage table
+
+
+def _usage_at(points: list[list[float]], at: float) -> float:
+    """The usage the status showed at that moment (the last change before it)."""
+    value = 0.0
+    for when, usage in points:
+        if when > at:
+            break
+        value = usage
+    return value
+
+
+def _usage_table(queues: list[dict[str, Any]], end: float) -> Table:
+    res = next(q["windowUsage"]["resource"] for q in queues if "windowUsage" in q)
+    table = Table(title=f"usage over time ({res}: held over what the cluster offered in the "
+                  "window, recent time weighing more)", box=box.SIMPLE_HEAD,
+                  title_justify="left", pad_edge=False)
+    moments = [end * i / USAGE_COLUMNS for i in range(1, USAGE_COLUMNS + 1)]
+    table.add_column("queue")
+    for at in moments:
+        table.add_column(_t(at), justify="right")
+    table.add_column("avg", justify="right")
+    for q in queues:
+        usage = q.get("windowUsage")
+        if usage is None:
+            continue
+        table.add_row(q["name"], *(f"{_usage_at(usage['overTime'], at):.2f}" for at in moments),
+                      f"{usage['avg']:.2f}")
+    return table
+
+
 def _evictions_table(events: list[dict[str, Any]]) -> Table:
     table = Table(title="evictions", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     for col in ("at", "job", "queue", "pods", "cause", "for job", "of queue"):
@@ -313,6 +366,11 @@ def _evictions_table(events: list[dict[str, Any]]) -> Table:
         table.add_row(_t(e["at"]), e["job"], e["queue"], str(e["pods"]), e["cause"],
                       e["byJob"] or "-", e["byQueue"] or "-")
     return table
+
+
+def _usage_cell(queue: dict[str, Any]) -> str:
+    usage = queue.get("windowUsage")
+    return f"{usage['avg']:.2f} / {usage['peak']:.2f}" if usage else "-"
 
 
 def _longest(report: dict[str, Any]) -> str:
@@ -355,6 +413,9 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console) -> None:
         rows.append((f"{name}: wait p50 / p90",
                      [f"{_t(r['queues'][i]['waitP50'])} / {_t(r['queues'][i]['waitP90'])}"
                       for r in reports]))
+        if any("windowUsage" in r["queues"][i] for r in reports):
+            rows.append((f"{name}: usage avg / peak", [_usage_cell(r["queues"][i])
+                                                       for r in reports]))
     for label, values in rows:
         table.add_row(label, *values)
     console.print(table)

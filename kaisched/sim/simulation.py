@@ -28,7 +28,7 @@ from typing import Callable, Mapping, Sequence
 import attrs
 
 from kaisched.api.clock import ManualClock, from_rfc3339
-from kaisched.api.queue import QueueStatus
+from kaisched.api.queue import QueueStatus, UsageRecord
 from kaisched.api.resource import CPU, GPU
 from kaisched.api.types import PodKey, job_key, pod_key
 from kaisched.catalog import register_builtins
@@ -44,6 +44,7 @@ from kaisched.framework.effects import (
     SetPodCondition,
     SetPodGroupStatus,
     SetQueueStatus,
+    SetQueueUsage,
 )
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import CycleResult, Scheduler
@@ -66,7 +67,7 @@ OWNER_RESYNC = 60.0
 
 # Effects that change nothing a later session decides on (see above): a Queue's
 # status is only compared with the next one, to write it when it changes.
-_QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus)
+_QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus, SetQueueUsage)
 
 Progress = Callable[[float, int, int], None]      # elapsed, jobs finished, jobs to finish
 
@@ -92,11 +93,21 @@ class QueueShares:
 
     def __init__(self) -> None:
         self.statuses: dict[str, QueueStatus] = {}
+        self.usages: dict[str, UsageRecord] = {}       # status.usage, with usage memory on
 
     def update(self, effects: list[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, SetQueueStatus):
                 self.statuses[effect.queue] = effect.status
+            elif isinstance(effect, SetQueueUsage):
+                self.usages[effect.queue] = effect.usage
+
+    def usage(self, resource: str) -> dict[str, float] | None:
+        """Each queue's normalised usage of the resource, as its status last said."""
+        if not self.usages:
+            return None
+        return {queue: dict(record.normalized).get(resource, 0.0)
+                for queue, record in self.usages.items()}
 
     def fair(self, resource: str) -> dict[str, float] | None:
         if not self.statuses:
@@ -197,7 +208,7 @@ class Simulation:
             self.shares.update(result.effects)
             self.invariants.check(elapsed, sessions, bound, evicted)
             self.timeline.sample(elapsed, dict(self.meter.total_used), self._queue_use(),
-                                 self.shares.fair(self.resource))
+                                 self.shares.fair(self.resource), self.shares.usage(self.resource))
             if self.progress is not None:
                 self.progress(elapsed, finished, to_finish)
             if finished >= to_finish and not arrivals:
@@ -369,6 +380,9 @@ class Simulation:
         if busy or self.every_period:
             return 1
         events = [self.kubelet.next_event(), self.storage.next_event(now)]
+        if self.scheduler.usage is not None:
+            # Usage moves as time passes: fair shares with it, so a session is due.
+            events.append(self.scheduler.usage.next_change(now))
         if arrivals:
             events.append(self.start + arrivals[0].spec.arrival)
         events.extend(self._timers(now))
