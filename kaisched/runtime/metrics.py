@@ -127,14 +127,14 @@ class Metrics:
         self._capacity_seen = {(n,) for n in offered}
         if cluster.usage is None:
             return
-        seen = set()
+        seen: set[tuple[str, str]] = set()
         for queue, values in cluster.usage.items():
             for name, value in values.items():
                 self.queue_usage.labels(queue, name).set(value)
                 seen.add((queue, name))
-        for queue, name in self._usage_seen - seen:
+        for gone_queue, gone_name in self._usage_seen - seen:
             with contextlib.suppress(KeyError):
-                self.queue_usage.remove(queue, name)
+                self.queue_usage.remove(gone_queue, gone_name)
         self._usage_seen = seen
 
     def forget_queues(self) -> None:

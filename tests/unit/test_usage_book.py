@@ -79,7 +79,7 @@ def test_usage_is_added_up_and_written_at_most_once_a_minute_per_queue() -> None
             writes[queue].append(at)
     for times in writes.values():
         assert times and times[0] == 0.0
-        assert all(b - a >= 60.0 for a, b in zip(times, times[1:]))
+        assert all(b - a >= 60.0 for a, b in zip(times, times[1:], strict=False))
         assert len(times) == 5                  # 0, 60, 120, 180, 240
     usage = setup.status_usage("team-a")
     assert usage is not None and usage["normalized"][GPU] == pytest.approx(6 / 8)

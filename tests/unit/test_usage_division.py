@@ -78,4 +78,4 @@ def test_shares_stay_within_quota_cap_and_capacity(
                             [q[3] for q in queues], [q[4] for q in queues], k_value)
     for share, quota, cap in zip(got, quotas, caps, strict=True):
         assert min(quota, cap) - 1e-9 <= share <= cap + 1e-9
-    assert sum(got) <= max(capacity, sum(min(q, c) for q, c in zip(quotas, caps))) + 1e-6
+    assert sum(got) <= max(capacity, sum(min(q, c) for q, c in zip(quotas, caps, strict=True))) + 1e-6

@@ -18,9 +18,9 @@ from kaisched.catalog import register_builtins
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import parse_config
 from kaisched.framework.effects import Effect, SetQueueStatus, SetQueueUsage
-from plugins.proportion import water_fill
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
+from plugins.proportion import water_fill
 
 from .conftest import build_node, build_pod, build_podgroup, build_queue
 
