@@ -4,9 +4,12 @@ from there after a restart, honours a reset (status.usage cleared), and with
 no usageDBConfig does none of it."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from kaisched.api.clock import ManualClock
 from kaisched.catalog import register_builtins
@@ -125,3 +128,19 @@ def test_clearing_status_usage_resets_the_queue() -> None:
         setup.cycle()
     # From the reset on, it counts again: 6 of 8 GPUs held since.
     assert setup.status_usage("team-a")["normalized"][GPU] == pytest.approx(6 / 8)
+
+
+def test_the_written_usage_validates_against_the_crd_and_fills_the_column() -> None:
+    crd = Path(__file__).resolve().parents[2] / "config" / "crds" / "queues.yaml"
+    (version,) = yaml.safe_load(crd.read_text())["spec"]["versions"]
+    setup = Setup("usageDBConfig: {usageParams: {windowSize: 480s}}\n")   # buckets of 10 s
+    for _ in range(700):                       # more than a window: the bucket list is full
+        setup.cycle()
+    queue = setup.cluster.get(QUEUE, "", "team-a")
+    assert queue is not None and len(queue["status"]["usage"]["buckets"]) == 48
+    validator = jsonschema.Draft4Validator(version["schema"]["openAPIV3Schema"])
+    assert list(validator.iter_errors(queue)) == []
+    (column,) = [c for c in version["additionalPrinterColumns"] if c["name"] == "GPU Usage"]
+    value = queue["status"]["usage"]["normalized"]["nvidia.com/gpu"]
+    assert column["jsonPath"] == ".status.usage.normalized.nvidia\\.com/gpu"
+    assert isinstance(value, float) and value == pytest.approx(6 / 8)
