@@ -18,7 +18,11 @@ container exit, or a PodGroup timer (stale-gang grace, scheduleTimeoutSeconds,
 the starvation threshold). Room pipelined for a gang is decided again, the
 same, by every session until then, so it is no reason to run one. Any other
 session is followed by one a period later. The results equal those of a
-session every period (tests/sim checks it).
+session every period (tests/sim checks it). With usage memory on
+(usageDBConfig), time alone moves each queue's usage and so its fair share:
+while jobs wait, a session also runs at each bucket boundary of the usage
+window (its 48th part), so decisions follow usage at that grain; a config
+that asks Prometheus for usage keeps it built in here (virtual time has none).
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ import attrs
 from kaisched.api.clock import ManualClock, from_rfc3339
 from kaisched.api.queue import QueueStatus, UsageRecord
 from kaisched.api.resource import CPU, GPU
+from kaisched.api.usage import UsageSource
 from kaisched.api.types import PodKey, job_key, pod_key
 from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS
@@ -121,6 +126,10 @@ class Simulation:
                  every_period: bool = False, progress: Progress | None = None,
                  start: Start | None = None, adopted: Sequence[Adopted] = ()) -> None:
         self.scenario = scenario
+        if config.usage_db is not None and config.usage_db.client_type is not UsageSource.BUILTIN:
+            # Virtual time has no Prometheus: the scheduler keeps the usage itself.
+            config = attrs.evolve(config, usage_db=attrs.evolve(
+                config.usage_db, client_type=UsageSource.BUILTIN, connection_string=None))
         self.config = config
         self.every_period = every_period
         self.progress = progress
@@ -380,8 +389,9 @@ class Simulation:
         if busy or self.every_period:
             return 1
         events = [self.kubelet.next_event(), self.storage.next_event(now)]
-        if self.scheduler.usage is not None:
-            # Usage moves as time passes: fair shares with it, so a session is due.
+        if self.scheduler.usage is not None and result.blockers:
+            # Usage moves as time passes, fair shares with it: for the jobs that
+            # wait, a session is due when it has moved a bucket on.
             events.append(self.scheduler.usage.next_change(now))
         if arrivals:
             events.append(self.start + arrivals[0].spec.arrival)
