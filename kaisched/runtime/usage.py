@@ -173,10 +173,8 @@ class PrometheusBook:
         self.statuses = _Statuses()
         self._lock = threading.Lock()
         self._busy = False
-        self._now = 0.0
 
     def observe(self, cluster: ClusterInfo, now: float) -> Usage:
-        self._now = now
         with self._lock:
             for name, shown in self.statuses.news(cluster).items():
                 if shown is not None and name not in self.known:
