@@ -46,6 +46,7 @@ from kaisched.framework.effects import SetQueueUsage
 log = logging.getLogger(__name__)
 
 WRITE_EVERY = 60.0          # seconds between two writes of one queue's status.usage
+REFRESH = 10.0              # seconds at most between two workings-out of every queue's usage
 FETCH_EVERY = 60.0          # seconds between two questions to Prometheus
 _OURS = 4                   # records of ours an echo may still bring back
 
@@ -95,12 +96,17 @@ class _Statuses:
                 table.pop(name, None)
         return out
 
+    def due(self, now: float) -> list[QueueName]:
+        """The queues whose status.usage may be written now (once a minute each)."""
+        return [name for name in sorted(self.current)
+                if now - self.written.get(name, -math.inf) >= WRITE_EVERY]
+
     def writes(self, now: float) -> list[SetQueueUsage]:
         out = []
-        for name in sorted(self.current):
+        for name in self.due(now):
             new = self.current[name]
             ours = self.ours.get(name, [])
-            if now - self.written.get(name, -math.inf) < WRITE_EVERY or (ours and new == ours[-1]):
+            if ours and new == ours[-1]:
                 continue
             out.append(SetQueueUsage(name, new, self.seen.get(name)))
             # As the object will show it (whole seconds, cpu in cores), to know its echo.
@@ -111,7 +117,13 @@ class _Statuses:
 
 
 class BuiltinBook:
-    """The leader's own account of what each queue held (see the module)."""
+    """The leader's own account of what each queue held (see the module).
+
+    A queue's holdings are accounted when they change (what it held since,
+    at the old rate: a constant rate may wait), and every queue's at least
+    every REFRESH seconds and before its status is written; its usage is
+    worked out again then. So a cycle costs a comparison per queue, and work
+    only for the queues whose pods came or went."""
 
     def __init__(self, params: UsageParams) -> None:
         self.params = params
@@ -119,37 +131,45 @@ class BuiltinBook:
         self.since: dict[QueueName, float] = {}      # accounted up to
         self.rates: dict[QueueName, dict[str, float]] = {}   # held since then, per second
         self.offered: dict[str, float] = {}
+        self.usage: dict[QueueName, dict[str, float]] = {}
+        self.refreshed = -math.inf
         self.statuses = _Statuses()
 
     def observe(self, cluster: ClusterInfo, now: float) -> Usage:
+        stale: set[QueueName] = set()
         for name, shown in self.statuses.news(cluster).items():
             self.buckets[name] = shown.buckets if shown is not None else ()
             # A reset starts afresh now; another leader's record goes on from its last moment.
             self.since[name] = shown.updated if shown is not None and shown.buckets else now
+            stale.add(name)
         parents = {n: q.parent or ROOT for n, q in cluster.queues.items()}
         held = holdings(((q, r, c) for (q, r, _), c in cluster.ledger().holding.items()), parents)
         offers = offered(cluster.total_allocatable())
-        usage = {}
+        everything = offers != self.offered or now - self.refreshed >= min(REFRESH, self.params.bucket)
+        # What was offered since the last cycle: what is offered now, the first time.
+        self.offered = self.offered or offers
         for name, queue in cluster.queues.items():
             if not queue.declared:
                 continue
-            since = self.since.get(name, now)
-            if now > since:
-                # What was held since the last cycle, at the rates seen then (now's the first time).
-                self.buckets[name] = add_interval(
-                    self.buckets.get(name, ()), self.params, since, now,
-                    self.rates.get(name, held.get(name, {})), self.offered or offers)
-            self.since[name] = now
-            current = record(self.buckets.get(name, ()), self.params, now)
-            self.statuses.current[name] = current
-            usage[name] = dict(current.normalized)
-        self.rates, self.offered = held, offers
+            rate = held.get(name, {})
+            if everything or name in stale or name not in self.since or rate != self.rates.get(name):
+                self._settle(name, now, rate)
+                stale.add(name)
+        self.offered = offers
+        if everything:
+            self.refreshed = now
+        for name in stale:
+            self._refresh(name, now)
         for name in set(self.buckets) - cluster.queues.keys():
-            self.buckets.pop(name, None)
-            self.since.pop(name, None)
-        return usage
+            for table in (self.buckets, self.since, self.rates, self.usage):
+                table.pop(name, None)
+        return self.usage
 
     def writes(self, now: float) -> list[SetQueueUsage]:
+        for name in self.statuses.due(now):
+            if self.since.get(name, now) < now:
+                self._settle(name, now, self.rates.get(name, {}))
+                self._refresh(name, now)
         return self.statuses.writes(now)
 
     def next_change(self, now: float) -> float | None:
@@ -157,6 +177,20 @@ class BuiltinBook:
         simulation that skips quiet moments must stop there."""
         size = self.params.bucket
         return (math.floor(now / size) + 1) * size
+
+    def _settle(self, name: QueueName, now: float, rate: dict[str, float]) -> None:
+        """Account what the queue held since it was last accounted, at the rate
+        it held then (the new one, the first time), and take the new rate."""
+        since = self.since.get(name, now)
+        if now > since:
+            self.buckets[name] = add_interval(self.buckets.get(name, ()), self.params, since,
+                                              now, self.rates.get(name, rate), self.offered)
+        self.since[name], self.rates[name] = now, rate
+
+    def _refresh(self, name: QueueName, now: float) -> None:
+        current = record(self.buckets.get(name, ()), self.params, now)
+        self.statuses.current[name] = current
+        self.usage[name] = dict(current.normalized)
 
 
 class PrometheusBook:

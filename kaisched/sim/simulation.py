@@ -34,8 +34,8 @@ import attrs
 from kaisched.api.clock import ManualClock, from_rfc3339
 from kaisched.api.queue import QueueStatus, UsageRecord
 from kaisched.api.resource import CPU, GPU
-from kaisched.api.usage import UsageSource
 from kaisched.api.types import PodKey, job_key, pod_key
+from kaisched.api.usage import UsageSource
 from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS
 from kaisched.cluster.memory import MemoryCluster
