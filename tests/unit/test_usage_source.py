@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.usage import UsageParams, UsageSource, WindowType
 from kaisched.catalog import register_builtins
+from kaisched.cli import main
 from kaisched.cluster.kinds import QUEUE
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.cluster.prometheus import PrometheusClient
@@ -87,3 +90,12 @@ def test_a_server_that_is_not_prometheus_is_an_error_not_a_crash() -> None:
     client = PrometheusClient(f"http://127.0.0.1:{closed_port()}", timeout=2.0)
     with pytest.raises(UsageDBError, match="did not answer"):
         client.query("up", time.time())
+
+
+def test_explain_says_what_the_queue_used_over_the_window() -> None:
+    snapshot = Path(__file__).resolve().parents[1] / "scenarios" / "usage-order.yaml"
+    result = CliRunner().invoke(main, ["explain", "default/a-job", "--snapshot", str(snapshot)])
+    assert result.exit_code == 0, result.output
+    assert "queue team-a:" in result.output
+    assert "usage over the window (share of what the cluster offered): nvidia.com/gpu 0.60" \
+        in result.output
