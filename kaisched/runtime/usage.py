@@ -85,7 +85,7 @@ class _Statuses:
             if not queue.declared:
                 continue
             shown = queue.usage
-            if name in self.seen and shown == self.seen[name]:
+            if name in self.seen and (shown is self.seen[name] or shown == self.seen[name]):
                 continue
             self.seen[name] = shown
             if shown is None or shown not in self.ours.get(name, ()):
