@@ -422,12 +422,19 @@ def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
 @click.option("--profile", type=click.IntRange(min=0), default=0, metavar="N",
               help="Add the top N entries of a profile of the measured cycle (its timings "
                    "are then the profiler's).")
-def bench(scenario: str, scale: float, profile: int) -> None:
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML for the scenarios on the in-process API server "
+                   "(default: built-in), e.g. to measure usage memory on.")
+def bench(scenario: str, scale: float, profile: int, config_path: str | None) -> None:
     from kaisched.bench.scenarios import run
 
-    if profile and scenario in ("binds", "simulate", "what-if-10k"):
+    in_process = scenario not in ("binds", "simulate", "what-if-10k")
+    if profile and not in_process:
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
-    click.echo(orjson.dumps(run(scenario, scale, profile)))
+    if config_path and not in_process:
+        raise click.UsageError("--config is for the scenarios on the in-process API server")
+    config = _config(config_path, register_builtins(), None) if config_path else None
+    click.echo(orjson.dumps(run(scenario, scale, profile, config)))
 
 
 if __name__ == "__main__":     # python -m kaisched.cli, for a checkout not installed

@@ -96,6 +96,9 @@ class ClusterInfo:
     _claimants: bool | None = None      # some task names a ResourceClaim
     # KAI Topology objects: each one's node labels, outermost level first.
     topologies: tuple[tuple[str, ...], ...] = ()
+    # Each queue's normalised usage over its window, per resource (fair share
+    # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
+    usage: Mapping[QueueName, Mapping[str, float]] | None = None
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -153,7 +156,8 @@ class ClusterInfo:
         jobs = {k: j.clone() for k, j in self.jobs.items()}
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
-                            self._rules, self._domains, topologies=self.topologies)
+                            self._rules, self._domains, topologies=self.topologies,
+                            usage=self.usage)
         other.storage = self.storage
         if self.devices:
             other.devices, other._claimants = self.devices.copy(), self._claimants

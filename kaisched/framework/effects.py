@@ -10,7 +10,7 @@ import attrs
 
 from kaisched.api.dradevices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
-from kaisched.api.queue import QueueStatus
+from kaisched.api.queue import QueueStatus, UsageRecord
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
 
 
@@ -84,6 +84,16 @@ class SetQueueStatus:
 
 
 @attrs.frozen(slots=True)
+class SetQueueUsage:
+    """A Queue's status.usage: what it used over the window (the buckets the
+    leader keeps, when usage is built in) and what that comes to. Written by
+    the runtime at most once a minute per queue, not by a session."""
+    queue: QueueName
+    usage: UsageRecord
+    previous: UsageRecord | None    # what the object holds: resources it no longer has are cleared
+
+
+@attrs.frozen(slots=True)
 class SetPodCondition:
     pod: PodKey
     condition: Condition
@@ -149,5 +159,5 @@ class SetClaimStatus:
     pod: PodKey | None = None
 
 
-Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetPodCondition, RecordEvent,
-               SelectClaimNode, PrebindVolume, SetClaimStatus]
+Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetQueueUsage, SetPodCondition,
+               RecordEvent, SelectClaimNode, PrebindVolume, SetClaimStatus]

@@ -184,6 +184,10 @@ def _queue_lines(cluster: MemoryCluster, ssn: Session, queue: QueueName) -> list
         used = Resource.of(dict(status.allocated))
         lines.append(f"    fair share {format_resource(fair)}; in use (incl. this session) "
                      f"{format_resource(used - Resource.of({PODS: used.get(PODS)}))}")
+    if info.usage is not None and info.usage.normalized:
+        # Fair share with memory: what the Queue's status says it used over the window.
+        used_over = ", ".join(f"{name} {value:.2f}" for name, value in info.usage.normalized)
+        lines.append(f"    usage over the window (share of what the cluster offered): {used_over}")
     return lines
 
 

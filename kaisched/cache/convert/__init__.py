@@ -31,7 +31,14 @@ from kaisched.cache.convert.pods import (
     task_status,
     upstream_gang_ref,
 )
-from kaisched.cache.convert.queues import quantity_text, queue, queue_status, queue_status_dict
+from kaisched.cache.convert.queues import (
+    quantity_text,
+    queue,
+    queue_status,
+    queue_status_dict,
+    usage_record,
+    usage_status_dict,
+)
 from kaisched.cache.convert.rules import namespace_labels, placement, pod_rules, preferred_node_affinity
 
 __all__ = [
@@ -40,5 +47,6 @@ __all__ = [
     "gang_ref", "namespace_labels", "node_spec", "node_spec_and_problem", "placement", "pod_facts",
     "pod_request", "pod_rules", "podgroup", "podgroup_status", "preferred_node_affinity",
     "priority_class", "quantity_text", "queue", "queue_status", "queue_status_dict", "status_dict",
+    "usage_record", "usage_status_dict",
     "task_status", "topology_rule", "upstream_gang_ref", "upstream_podgroup", "xk8s_podgroup",
 ]
