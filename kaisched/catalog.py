@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from actions.allocate import AllocateAction
 from actions.backfill import BackfillAction
+from actions.consolidation import ConsolidationAction
 from actions.enqueue import EnqueueAction
 from actions.preempt import PreemptAction
 from actions.reclaim import ReclaimAction
@@ -27,6 +28,7 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_action("enqueue", EnqueueAction)
     registry.add_action("allocate", AllocateAction)
     registry.add_action("backfill", BackfillAction)
+    registry.add_action("consolidation", ConsolidationAction)
     registry.add_action("reclaim", ReclaimAction)
     registry.add_action("preempt", PreemptAction)
     registry.add_action("stalegangeviction", StaleGangEvictionAction)

@@ -143,6 +143,7 @@ def _status(ssn: Session, job: JobInfo,
         last_schedule_time=now if placed else old.last_schedule_time,
         stale_since=ssn.stale_since.get(job.key, old.stale_since),
         unschedulable_since=since,
+        last_moved_time=ssn.moved_at.get(job.key, old.last_moved_time),
         observed_generation=job.spec.generation if expired else old.observed_generation,
     )
 

@@ -7,7 +7,7 @@ evictions (exact set), pipelined (exact map), podGroups (per PodGroup: phase,
 minMember, and `message`: substrings of the Scheduled condition's message),
 podMessages (per pod: substrings of its PodScheduled=False message),
 evictionReasons (per pod: substring of the eviction message), staleSince
-(per PodGroup: the status timer), volumeClaims (per PVC: selectedNode, its
+and lastMovedTime (per PodGroup: the status timers), volumeClaims (per PVC: selectedNode, its
 volume.kubernetes.io/selected-node annotation, and volumeName; null: unset),
 claims (per ResourceClaim: its allocated devices as driver/pool/device and the
 pods it is reserved for, or null when it is not allocated).
@@ -76,9 +76,10 @@ def test_scenario(path: Path) -> None:
                    "volume.kubernetes.io/selected-node"),
                "volumeName": (pvc.get("spec") or {}).get("volumeName")}
         assert {k: got[k] for k in want} == want, f"{key}: {got}"
-    for key, since in (expect.get("staleSince") or {}).items():
-        ns, name = key.split("/")
-        assert (result.cluster.get(PODGROUP, ns, name).get("status") or {}).get("staleSince") == since
+    for field in ("staleSince", "lastMovedTime"):
+        for key, since in (expect.get(field) or {}).items():
+            ns, name = key.split("/")
+            assert (result.cluster.get(PODGROUP, ns, name).get("status") or {}).get(field) == since, key
     for key, want in (expect.get("claims") or {}).items():
         assert claim_state(result.cluster, key) == want, key
 

@@ -7,6 +7,7 @@ import attrs
 import networkx as nx
 import numpy as np
 
+from kaisched.api.budgets import DisruptionBudget
 from kaisched.api.constraints import NO_RULES, PodRules
 from kaisched.api.domains import Domains
 from kaisched.api.drainventory import Devices
@@ -99,6 +100,8 @@ class ClusterInfo:
     # Each queue's normalised usage over its window, per resource (fair share
     # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
     usage: Mapping[QueueName, Mapping[str, float]] | None = None
+    # PodDisruptionBudgets: what evicting a pod they select may not break.
+    budgets: tuple[DisruptionBudget, ...] = ()
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -157,7 +160,7 @@ class ClusterInfo:
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
                             self._rules, self._domains, topologies=self.topologies,
-                            usage=self.usage)
+                            usage=self.usage, budgets=self.budgets)
         other.storage = self.storage
         if self.devices:
             other.devices, other._claimants = self.devices.copy(), self._claimants
@@ -269,7 +272,8 @@ class ClusterInfo:
             self.ledger()         # the sums are of the jobs before any move
         self._leave(old)
         self._take(new)
-        self.jobs[new.job].update_task(new)
+        if new.successor_of is None:     # a successor holds room; its job counts the pod it stands for
+            self.jobs[new.job].update_task(new)
         self.moved.add(new.job)
         if self.journal is not None:
             self.journal.append((old, new))
@@ -289,7 +293,8 @@ class ClusterInfo:
             if node is not None:
                 deltas.add(node.index, old, 1.0)
                 node.tasks[old.key] = old
-            self.jobs[old.job].update_task(old)
+            if old.successor_of is None:
+                self.jobs[old.job].update_task(old)
             self.moved.add(old.job)
         deltas.apply()
         self.journal = []

@@ -62,6 +62,7 @@ class PodGroupStatus:
     last_schedule_time: str | None = None
     stale_since: str | None = None
     unschedulable_since: str | None = None
+    last_moved_time: str | None = None  # when consolidation last moved it (its cooldown)
     observed_generation: int = 0        # the spec generation a Timeout verdict is about
 
     def condition(self, type_: str) -> Condition | None:

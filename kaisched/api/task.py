@@ -31,6 +31,11 @@ class TaskInfo:
     gates: tuple[str, ...] = ()          # spec.schedulingGates: not to be placed while any remain
     pvcs: tuple[PodClaim, ...] = ()            # PVCs it mounts (most pods: none, no volume checks)
     claims: tuple[str, ...] = ()         # the ResourceClaims it names (namespace/name)
+    controlled: bool = False             # a controller owns it: it is made again if evicted
+    # A moved pod's successor: the pod its controller will make again, held
+    # on its new node for the rest of the session. Its job does not count it
+    # (the pod it stands for is still the job's, releasing on its old node).
+    successor_of: PodKey | None = None
 
     @property
     def namespace(self) -> str:
@@ -44,6 +49,12 @@ class TaskInfo:
     def best_effort(self) -> bool:
         """Requests nothing but a pod slot."""
         return all(name == "pods" for name in self.resreq.names())
+
+    def successor(self) -> TaskInfo:
+        """The pod its controller will make again once this one is evicted, not
+        placed yet: what a move holds room for on the pod's new node."""
+        return attrs.evolve(self, key=PodKey(f"{self.key}~moved"), uid="",
+                            status=TaskStatus.PENDING, node_name=None, successor_of=self.key)
 
     def evolve(self, **changes: Any) -> TaskInfo:
         return attrs.evolve(self, **changes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from kaisched.api.budgets import DisruptionBudget
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import GangSpec, PodGroupStatus
 from kaisched.api.node import NodeSpec
@@ -14,6 +15,7 @@ from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, job_key
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
+from kaisched.cache.convert.budgets import disruption_budget
 from kaisched.cache.convert.topologies import topology_levels
 from kaisched.cache.drastore import DeviceStore
 from kaisched.cache.jobs import Group, Groups, Priorities
@@ -27,6 +29,7 @@ from kaisched.cluster.kinds import (
     NAMESPACE,
     NODE,
     POD,
+    POD_DISRUPTION_BUDGET,
     PODGROUP,
     PRIORITY_CLASS,
     QUEUE,
@@ -62,6 +65,7 @@ class Cache:
         self.namespaces: dict[str, dict[str, str]] = {}     # name -> labels
         self.topologies: dict[str, tuple[str, ...]] = {}    # KAI Topology -> levels, outermost first
         self.queues: dict[str, QueueInfo] = {}
+        self.budgets: dict[str, DisruptionBudget] = {}      # namespace/name -> PodDisruptionBudget
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups)
         self.storage = VolumeStore()                        # claims, volumes, classes
@@ -193,6 +197,11 @@ class Cache:
                 self.namespaces.pop(name, None)
             else:
                 self.namespaces[name] = convert.namespace_labels(obj)
+        elif event.kind == POD_DISRUPTION_BUDGET:
+            if gone:
+                self.budgets.pop(f"{namespace}/{name}", None)
+            else:
+                self.budgets[f"{namespace}/{name}"] = disruption_budget(obj)
         elif not self.storage.apply(event):
             self.devices.apply(event)
 
@@ -226,11 +235,15 @@ class Cache:
         cluster = self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
         cluster.storage = self.storage.storage()
         cluster.topologies = self._topologies()
+        cluster.budgets = self._budgets()
         self._lend_devices(cluster)
         return cluster
 
     def _topologies(self) -> tuple[tuple[str, ...], ...]:
         return tuple(levels for _, levels in sorted(self.topologies.items()) if levels)
+
+    def _budgets(self) -> tuple[DisruptionBudget, ...]:
+        return tuple(budget for _, budget in sorted(self.budgets.items()))
 
     def _lend_devices(self, cluster: ClusterInfo) -> None:
         """The device inventory and claims, when any pod or object of DRA is in play."""
@@ -260,6 +273,7 @@ class Cache:
                           self.namespaces, self.scheduler_name, now)
         cluster.storage = self.storage.rebuilt(self.pods.values())
         cluster.topologies = self._topologies()
+        cluster.budgets = self._budgets()
         return cluster
 
     def check(self, now: float) -> list[str]:

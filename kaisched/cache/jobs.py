@@ -90,7 +90,7 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> 
         priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
         critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
-        pvcs=facts.pvcs, claims=facts.claims)
+        pvcs=facts.pvcs, claims=facts.claims, controlled=facts.controlled)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:

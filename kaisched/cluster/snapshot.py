@@ -24,6 +24,7 @@ _KNOWN_GROUP_KINDS = {
     "scheduling.k8s.io": {"PriorityClass", "PodGroup"},     # PodGroup: the Workload API
     "scheduling.kaisched.io": {"PodGroup", "Queue"},
     "storage.k8s.io": {"StorageClass", "CSINode"},
+    "policy": {"PodDisruptionBudget"},
 }
 
 

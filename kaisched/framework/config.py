@@ -39,7 +39,8 @@ starvationThreshold: 10m
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
-         "starvationThreshold", "usageDBConfig")
+         "starvationThreshold", "usageDBConfig", "consolidation")
+_CONSOLIDATION_KEYS = ("maxPods", "cooldown")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
 # Without these nothing is placed as a gang: placement all or nothing is allocate's
 # statement and gang's readiness rule together.
@@ -69,6 +70,15 @@ class PluginOption:
 
 
 @attrs.frozen
+class ConsolidationConfig:
+    """The consolidation action's bounds: the pods one session may move, and
+    how long a moved job is left alone before it may be moved again."""
+
+    max_pods: int = 32
+    cooldown: float = 600.0
+
+
+@attrs.frozen
 class SchedulerConfig:
     scheduler_name: str = "kaisched"
     schedule_period: float = 1.0
@@ -77,6 +87,7 @@ class SchedulerConfig:
     stale_gang_grace_period: float = 60.0
     starvation_threshold: float = 600.0     # a head-of-queue gang waiting longer gets nodes reserved
     usage_db: UsageDBConfig | None = None   # fair share with memory; None: off
+    consolidation: ConsolidationConfig = ConsolidationConfig()   # read when the action runs
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -90,6 +101,9 @@ class SchedulerConfig:
             "staleGangGracePeriod": f"{self.stale_gang_grace_period:g}s",
             "starvationThreshold": f"{self.starvation_threshold:g}s",
             **({"usageDBConfig": usage_db_dict(self.usage_db)} if self.usage_db else {}),
+            **({"consolidation": {"maxPods": self.consolidation.max_pods,
+                                  "cooldown": f"{self.consolidation.cooldown:g}s"}}
+               if self.consolidation != ConsolidationConfig() else {}),
         }
 
 
@@ -113,6 +127,7 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         starvation_threshold=_duration(data, "starvationThreshold", 600.0),
         usage_db=usage_db_config(data["usageDBConfig"]) if data.get("usageDBConfig") is not None
         else None,
+        consolidation=_consolidation(data.get("consolidation")),
     )
     _require_gangs(config)
     return config
@@ -155,6 +170,26 @@ def _duration(data: Mapping[str, Any], key: str, default: float, positive: bool 
     if positive and value <= 0:
         raise ConfigError(f"config: {key}: must be more than zero")
     return value
+
+
+def _consolidation(raw: Any) -> ConsolidationConfig:
+    """consolidation: {maxPods, cooldown}; either left out takes its default."""
+    if raw is None:
+        return ConsolidationConfig()
+    if not isinstance(raw, dict):
+        raise ConfigError("config: consolidation: expected a mapping (maxPods, cooldown)")
+    unknown = sorted(set(raw) - set(_CONSOLIDATION_KEYS))
+    if unknown:
+        raise ConfigError(f"config: consolidation: unknown key {unknown[0]!r} "
+                          f"(known: {', '.join(_CONSOLIDATION_KEYS)})")
+    default = ConsolidationConfig()
+    pods = raw.get("maxPods", default.max_pods)
+    if isinstance(pods, bool) or not isinstance(pods, int) or pods < 1:
+        raise ConfigError(f"config: consolidation.maxPods: expected a whole number of pods, at "
+                          f"least 1, not {pods!r} (to move none, leave consolidation out of actions)")
+    cooldown = _duration({"consolidation.cooldown": raw["cooldown"]}, "consolidation.cooldown",
+                         default.cooldown) if "cooldown" in raw else default.cooldown
+    return ConsolidationConfig(pods, cooldown)
 
 
 def _actions(raw: Any, registry: Names) -> tuple[str, ...]:

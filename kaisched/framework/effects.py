@@ -11,6 +11,7 @@ import attrs
 from kaisched.api.dradevices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
 from kaisched.api.queue import QueueStatus, UsageRecord
+from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
 
 
@@ -20,6 +21,17 @@ class Hold:
 
     tasks: tuple[tuple[PodKey, NodeName], ...]
     since: float
+
+
+@attrs.frozen(slots=True)
+class MoveHold:
+    """Room carried from the session consolidation planned in to the next
+    ones: on each node, what the pods it moved (made again by their
+    controller) or the job it made room for will take there."""
+
+    slots: tuple[tuple[NodeName, Resource], ...]
+    since: float
+    settled: tuple[PodKey, ...] = ()    # its pods on those nodes already: they take no slot
 
 
 @attrs.frozen(slots=True)
@@ -35,6 +47,7 @@ class Cause(str, enum.Enum):
     PREEMPT = "preempt"         # for a higher-priority job of the same queue
     RECLAIM = "reclaim"         # for a job of another queue, below its fair share
     STALE_GANG = "stale-gang"   # its gang fell below its minimum for too long
+    CONSOLIDATION = "consolidation"     # moved to another node, to make room for a pending job
 
 
 @attrs.frozen(slots=True)
@@ -53,18 +66,25 @@ class Evict:
     node: NodeName | None
     job: JobKey
     cause: Cause
-    by: Preemptor | None = None     # set for preempt and reclaim
+    by: Preemptor | None = None     # set for preempt, reclaim and consolidation
     detail: str = ""                # the stale gang's own account
+    moved_to: NodeName | None = None    # consolidation: where the pod is placed again
 
     @property
     def reason(self) -> str:
-        """The Event reason: Preempted for a preemptor, Evicted otherwise."""
-        return Reason.PREEMPTED.value if self.by is not None else Reason.EVICTED.value
+        """The Event reason: Preempted for a preemptor, Evicted otherwise (a
+        pod moved by consolidation is not preempted: it runs again elsewhere)."""
+        if self.by is not None and self.cause is not Cause.CONSOLIDATION:
+            return Reason.PREEMPTED.value
+        return Reason.EVICTED.value
 
     @property
     def message(self) -> str:
         if self.by is None:
             return self.detail
+        if self.cause is Cause.CONSOLIDATION:
+            return (f"moved by consolidation to make room for {self.by.job} "
+                    f"(queue {self.by.queue}); its pod is placed again on node {self.moved_to}")
         verb = "reclaimed" if self.cause is Cause.RECLAIM else "preempted"
         return (f"{verb} by pod {self.by.pod} of {self.by.job} "
                 f"(priority {self.by.priority}, queue {self.by.queue})")

@@ -18,7 +18,7 @@ from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework.effects import Effect, Hold, Prebind
+from kaisched.framework.effects import Effect, Hold, MoveHold, Prebind
 from kaisched.framework.explanation import Explanation
 from kaisched.framework.hooks import (
     FilterKey,
@@ -91,6 +91,12 @@ class Session:
         # Room held for starving gangs, per gang (rows x resources of the node
         # table): other gangs may use a node's room only beyond it.
         self.reserved_for: dict[JobKey, np.ndarray] = {}
+        # Consolidation: each moved pod's new node (its successor holds the room
+        # there), when each moved job was moved (its cooldown, in its status),
+        # and the room to carry to the next sessions for moved and waiting jobs.
+        self.successors: dict[PodKey, NodeName] = {}
+        self.moved_at: dict[JobKey, str] = {}
+        self.moves: dict[JobKey, MoveHold] = {}
         self._current_plugin = ""
         # Set while room_mask asks the filters: devices evictable pods hold count as free.
         self.planning_eviction = False

@@ -95,7 +95,26 @@ class EvictOp:
 
     def commit(self, ssn: Session) -> None:
         ssn.emit(Evict(self.task.key, self.task.uid, self.task.node_name, self.task.job,
-                       self.cause, self.by, self.detail))
+                       self.cause, self.by, self.detail, ssn.successors.get(self.task.key)))
+
+
+@attrs.frozen(slots=True)
+class MoveOp:
+    """A moved pod's successor held on its new node (Pipelined): the pod its
+    controller makes again once the evicted one is gone takes the room."""
+
+    task: TaskInfo          # the successor, as placed
+    previous: TaskInfo      # the successor, not placed
+
+    def undo(self, ssn: Session) -> None:
+        ssn.unassign(self.task, self.previous)
+        if self.previous.successor_of is not None:
+            ssn.successors.pop(self.previous.successor_of, None)
+
+    def commit(self, ssn: Session) -> None:
+        node, pod = self.task.node_name, self.task.successor_of
+        assert node is not None and pod is not None
+        ssn.reservations[pod] = node
 
 
 @attrs.frozen(slots=True)
@@ -147,6 +166,17 @@ class Statement:
         released = self._ssn.release(task)
         self.ops.append(EvictOp(released, task, cause, by, detail))
         return released
+
+    def move(self, released: TaskInfo, node: NodeName) -> TaskInfo:
+        """Hold room on node for the pod an eviction in this statement
+        released (its controller makes it again): its successor is pipelined
+        there, and the eviction says where it goes."""
+        assert released.status is TaskStatus.RELEASING, "only an evicted pod moves"
+        successor = released.successor()
+        placed = self._ssn.assign(successor, TaskStatus.PIPELINED, node)
+        self._ssn.successors[released.key] = node
+        self.ops.append(MoveOp(placed, successor))
+        return placed
 
     def _claims(self, placed: TaskInfo) -> None:
         """The placed pod's ResourceClaims, allocated on its node (none: nothing to do)."""

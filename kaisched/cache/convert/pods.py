@@ -65,6 +65,7 @@ class PodFacts:
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
     pvcs: tuple[PodClaim, ...] = ()            # the PVCs it mounts
     claims: tuple[str, ...] = ()       # ResourceClaims it names (namespace/name)
+    controlled: bool = False           # a controller owns it (makes it again when evicted)
     warnings: tuple[str, ...] = ()     # declarations ignored for their defaults, to tell once
 
     def annotation(self, name: str) -> str | None:
@@ -239,6 +240,8 @@ def pod_facts(pod: Obj) -> PodFacts:
         gates=scheduling_gates(spec),
         pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
         claims=claims,
+        controlled=any(isinstance(ref, dict) and ref.get("controller") is True
+                       for ref in meta.get("ownerReferences") or ()),
         warnings=tuple(optional_settings(lambda k: _text(annotations.get(k)))[3])
         if gang.source in ("koordinator", "koord") else (),
     )

@@ -1,0 +1,254 @@
+"""Consolidation's search: where a pending job's tasks go once running pods
+move out of their way. A bounded greedy search, largest blocking pods first
+(LargestBlockersFirst):
+
+For each task the job still needs, in task order: a node where it fits as
+the cluster stands (room free now, or freed by the plan so far) takes it.
+Else room is made on a node by moving pods off it. The candidate nodes are
+those where the task would fit once their movable pods were gone, those
+needing the fewest moves first (estimated by taking their largest pods
+first), at most NODES_TRIED of them. On a node, its movable pods go largest
+first (largest in what the task lacks there), each with its unit (a pod
+above its job's and subgroup's minimum alone, a job at its minimum whole):
+the unit is evicted and each of its pods placed again elsewhere (never on
+the node being cleared, nor inside the domain a topology-bound job is
+given), on room free now or freed by the plan; a unit that cannot be placed
+again whole is put back and the next one tried. A node where the task still
+does not fit is put back as it was and the next candidate tried; a task no
+candidate takes fails the plan. At most `budget` pods move.
+
+A job that requires a topology domain gets one domain at a time (those
+missing the least room first, at most DOMAINS_TRIED): its tasks go inside
+it, and the pods moved for them leave it.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from actions.common.movable import Disruptions, unit_of, why_unmovable
+from kaisched.api.job import JobInfo
+from kaisched.api.node import EPSILON
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import EVICTABLE_STATUSES, JobKey
+from kaisched.framework import Session, Statement
+from kaisched.framework.effects import Cause, Preemptor
+
+NODES_TRIED = 8         # nodes cleared, at most, for one task
+DOMAINS_TRIED = 4       # domains tried, at most, for a gang that requires one
+
+
+class LargestBlockersFirst:
+    """One pending job's plan: build() returns the statement that moves the
+    pods and pipelines the job's tasks, or None; moved lists the pods moved."""
+
+    def __init__(self, ssn: Session, job: JobInfo, tasks: Sequence[TaskInfo], max_pods: int,
+                 cooldown: float, disruptions: Disruptions, taken: Sequence[TaskInfo],
+                 verdicts: dict[JobKey, str | None]) -> None:
+        self.ssn = ssn
+        self.job = job
+        self.tasks = list(tasks)
+        self.budget = max_pods          # pods the session may move, those taken included
+        self.cooldown = cooldown
+        self.disruptions = disruptions
+        self.taken = taken              # moved earlier in this session: budgets count them
+        self.verdicts = verdicts
+        self.moved: list[TaskInfo] = []
+        table = ssn.cluster.table
+        self._rows = np.arange(len(table))
+        # The pods that might move, by node (whether they may is asked as they are tried).
+        self.on_row: dict[int, list[TaskInfo]] = {}
+        for other in ssn.cluster.jobs.values():
+            if other.key == job.key or not other.spec.preemptible:
+                continue
+            for task in other.tasks.values():
+                if task.status in EVICTABLE_STATUSES and task.controlled and not task.critical \
+                        and task.node_name in table.index:
+                    self.on_row.setdefault(table.index[task.node_name], []).append(task)
+
+    def build(self) -> Statement | None:
+        if not self._room_enough():
+            return None         # moving pods makes no room: the cluster lacks it
+        required = self.job.spec.topology.required
+        for within in self._domains(required) if required else [None]:
+            stmt = self.ssn.statement()
+            self.moved = []
+            if self._place_all(stmt, within):
+                return stmt
+            stmt.discard()
+        self.moved = []
+        return None
+
+    # -- the job's tasks -------------------------------------------------------------------
+    def _place_all(self, stmt: Statement, within: np.ndarray | None) -> bool:
+        for task in self.tasks:
+            if not self._place(stmt, task, within):
+                return False
+        return self.ssn.job_pipelined(self.job)
+
+    def _place(self, stmt: Statement, task: TaskInfo, within: np.ndarray | None) -> bool:
+        """Pipeline the task where it fits, making room if need be. Its gang
+        starts only once the moved pods are gone: no task of it is bound now."""
+        ssn = self.ssn
+        if ssn.allocatable(self.job, task) is not None:
+            return False        # its queue's quota or limit: no move helps
+        choice = ssn.select_node(task, within=within)
+        if choice is not None:
+            stmt.pipeline(task, choice.node)
+            return True
+        by = Preemptor(task.key, self.job.key, self.job.priority, self.job.queue)
+        for row in self._candidates(task, within)[:NODES_TRIED]:
+            mark, count = stmt.checkpoint(), len(self.moved)
+            avoid = within if within is not None else self._rows == row
+            if self._clear(stmt, task, row, avoid, by):
+                choice = ssn.select_node(task, within=self._rows == row)
+                if choice is not None:
+                    stmt.pipeline(task, choice.node)
+                    return True
+            stmt.rollback(mark)
+            del self.moved[count:]
+        return False
+
+    def _candidates(self, task: TaskInfo, within: np.ndarray | None) -> list[int]:
+        """Rows where the task would fit once the pods that might move were
+        gone, fewest moves first (as estimated), then least missing, then in
+        table order."""
+        table = self.ssn.cluster.table
+        vec = table.vector(task.resreq)
+        movable = np.zeros_like(table.alloc)
+        current: dict[int, list[TaskInfo]] = {}
+        for row, pods in self.on_row.items():
+            alive = [p for p in self._current(pods) if self._may_move(p)]
+            if alive:
+                current[row] = alive
+                movable[row] = np.sum([table.vector(p.resreq) for p in alive], axis=0)
+        mask = self.ssn.static_mask(task) & table.fits(vec, table.future + movable)
+        if within is not None:
+            mask &= within
+        ranked = []
+        for row in map(int, np.flatnonzero(mask)):
+            lacking = np.clip(vec - table.future[row], 0, None)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                missing = float(np.where(table.alloc[row] > 0, lacking / table.alloc[row], 0).sum())
+            moves, freed = 0.0, np.zeros_like(vec)
+            for pod in self._largest_first(current.get(row, []), row, lacking):
+                if (freed >= lacking - EPSILON).all():
+                    break
+                freed = freed + table.vector(pod.resreq)
+                moves += self._unit_cost(pod)
+            ranked.append((moves, missing, row))
+        ranked.sort()
+        return [row for _, _, row in ranked]
+
+    # -- making room on one node ------------------------------------------------------------
+    def _clear(self, stmt: Statement, task: TaskInfo, row: int, avoid: np.ndarray,
+               by: Preemptor) -> bool:
+        """Move pods off the node until the task fits there."""
+        ssn, table = self.ssn, self.ssn.cluster.table
+        vec = table.vector(task.resreq)
+        lacking = np.clip(vec - table.future[row], 0, None)
+        for pod in self._largest_first(self._current(self.on_row.get(row, [])), row, lacking):
+            short = vec > table.future[row] + EPSILON
+            if not short.any():
+                break
+            current = ssn.cluster.jobs[pod.job].tasks.get(pod.key)
+            if current is None or current.status not in EVICTABLE_STATUSES \
+                    or not (table.vector(current.resreq)[short] > 0).any():
+                continue        # gone with an earlier unit, or frees nothing the task lacks
+            unit = unit_of(ssn, current, self.cooldown, self.verdicts)
+            if unit is None or len(self.taken) + len(self.moved) + len(unit) > self.budget:
+                continue
+            if self.disruptions.allow(unit, [*self.taken, *self.moved]) is not None:
+                continue        # a PodDisruptionBudget forbids it
+            mark = stmt.checkpoint()
+            if not self._move(stmt, unit, avoid, by):
+                stmt.rollback(mark)
+        return bool(table.fits(vec, table.future[row:row + 1])[0])
+
+    def _move(self, stmt: Statement, unit: list[TaskInfo], avoid: np.ndarray,
+              by: Preemptor) -> bool:
+        """Evict the unit and place each of its pods again outside avoid, all
+        or nothing (the caller rolls back a failure)."""
+        released = [stmt.evict(pod, Cause.CONSOLIDATION, by) for pod in unit]
+        for pod in released:
+            within = ~avoid
+            stay = self._stay(pod)
+            if stay is not None:
+                within &= stay
+            choice = self.ssn.select_node(pod.successor(), within=within)
+            if choice is None:
+                return False
+            stmt.move(pod, choice.node)
+        self.moved.extend(unit)
+        return True
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _current(self, pods: list[TaskInfo]) -> list[TaskInfo]:
+        """The pods as the session has them now, without those gone."""
+        jobs = self.ssn.cluster.jobs
+        found = (jobs[p.job].tasks.get(p.key) for p in pods)
+        return [p for p in found if p is not None and p.status in EVICTABLE_STATUSES]
+
+    def _may_move(self, pod: TaskInfo) -> bool:
+        """The pod's job may be moved (its unit is asked when it is tried)."""
+        verdicts = self.verdicts
+        if pod.job not in verdicts:
+            verdicts[pod.job] = why_unmovable(self.ssn, self.ssn.cluster.jobs[pod.job], self.cooldown)
+        return verdicts[pod.job] is None and not pod.claims
+
+    def _unit_cost(self, pod: TaskInfo) -> float:
+        """Pods that would move with it, as a cheap estimate (one above its
+        job's minimum, else the job's running pods), shared among the nodes
+        they would leave: moving a gang clears each of its nodes at once."""
+        job = self.ssn.cluster.jobs[pod.job]
+        if job.ready_count() > job.min_member:
+            return 1.0
+        nodes = {t.node_name for t in job.tasks.values() if t.status in EVICTABLE_STATUSES}
+        return max(job.ready_count(), 1) / max(len(nodes), 1)
+
+    def _largest_first(self, pods: list[TaskInfo], row: int, lacking: np.ndarray) -> list[TaskInfo]:
+        """The pods in order of what they hold of what the task lacks on the
+        node, as shares of the node (then by name)."""
+        table = self.ssn.cluster.table
+        alloc = table.alloc[row]
+        cols = np.flatnonzero((lacking > EPSILON) & (alloc > 0))
+
+        def size(pod: TaskInfo) -> float:
+            return float((table.vector(pod.resreq)[cols] / alloc[cols]).sum())
+        return sorted(pods, key=lambda p: (-size(p), p.key))
+
+    def _stay(self, pod: TaskInfo) -> np.ndarray | None:
+        """The nodes a moved pod may go to: inside the domain it is in now,
+        for each topology its job (or its subgroup) requires."""
+        job = self.ssn.cluster.jobs[pod.job]
+        keys = [job.spec.topology.required] + [sg.topology.required for sg in job.spec.subgroups
+                                                if sg.name == pod.subgroup]
+        mask = None
+        table = self.ssn.cluster.table
+        for key in filter(None, keys):
+            domains = self.ssn.cluster.domains(key)
+            here = domains.ids[table.index[pod.node_name]]     # type: ignore[index]  # evicted from a node
+            inside = domains.ids == here if here >= 0 else np.zeros(len(table), dtype=bool)
+            mask = inside if mask is None else mask & inside
+        return mask
+
+    def _room_enough(self) -> bool:
+        """Usable nodes have, in all, the room the tasks need (free now or
+        being freed): moving pods only moves room around."""
+        table = self.ssn.cluster.table
+        need = np.sum([table.vector(t.resreq) for t in self.tasks], axis=0)
+        usable = self.ssn.cluster.usable_nodes()
+        return bool((table.future[usable].sum(axis=0) >= need - EPSILON).all())
+
+    def _domains(self, key: str) -> list[np.ndarray]:
+        """The domains of the key to try, least room missing first (the room
+        free now, or being freed, against what the tasks need)."""
+        table = self.ssn.cluster.table
+        domains = self.ssn.cluster.domains(key)
+        need = np.sum([table.vector(t.resreq) for t in self.tasks], axis=0)
+        free = domains.totals(np.clip(table.future, 0, None))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            missing = np.where(need > 0, np.clip(need - free, 0, None) / need, 0).sum(axis=1)
+        order = sorted(range(len(domains)), key=lambda d: (missing[d], domains.names[d]))
+        return [domains.ids == d for d in order[:DOMAINS_TRIED]]
