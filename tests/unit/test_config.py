@@ -57,6 +57,20 @@ def test_config_round_trips_through_its_dict_form() -> None:
     assert load_config(config.to_dict(), registry) == config
 
 
+def test_consolidation_bounds_load_and_round_trip() -> None:
+    """consolidation: {maxPods, cooldown}, each defaulted when left out, and
+    carried in the dict form a Snapshot holds."""
+    registry = register_builtins()
+    default = default_config(registry)
+    assert "consolidation" not in default.actions        # off unless actions name it
+    assert (default.consolidation.max_pods, default.consolidation.cooldown) == (32, 600.0)
+    config = parse_config("actions: [allocate, consolidation]\n"
+                          "consolidation: {maxPods: 4, cooldown: 2m}\n", registry)
+    assert (config.consolidation.max_pods, config.consolidation.cooldown) == (4, 120.0)
+    assert load_config(config.to_dict(), registry) == config
+    assert parse_config("consolidation: {cooldown: 0s}\n", registry).consolidation.max_pods == 32
+
+
 def test_defaults_when_keys_are_left_out() -> None:
     registry = register_builtins()
     assert parse_config("{}", registry) == default_config(registry)
@@ -136,6 +150,14 @@ BAD = [
     ("schedulerName: ''\n", ["schedulerName"]),
     ("- just\n- a list\n", ["mapping"]),
     ("actions: [allocate\n", ["invalid YAML", "line"]),
+    ("consolidation: 3\n", ["consolidation", "maxPods, cooldown"]),
+    ("consolidation: {maxPods: 0}\n", ["consolidation.maxPods", "at least 1", "actions"]),
+    ("consolidation: {maxPods: many}\n", ["consolidation.maxPods", "'many'"]),
+    ("consolidation: {maxPods: true}\n", ["consolidation.maxPods"]),
+    ("consolidation: {maxPods: 2.5}\n", ["consolidation.maxPods"]),
+    ("consolidation: {cooldown: 10}\n", ["consolidation.cooldown", "unit"]),
+    ("consolidation: {cooldown: soon}\n", ["consolidation.cooldown"]),
+    ("consolidation: {maxpods: 4}\n", ["consolidation", "'maxpods'", "maxPods"]),
 ]
 
 
