@@ -174,3 +174,13 @@ def test_volumes_bench_places_every_pod_where_a_volume_of_its_own_is() -> None:
     assert result.exit_code == 0, result.output
     figures = orjson.loads(result.stdout)
     assert figures["placed"] == figures["pods"] == 320 and figures["nodes"] == 200
+
+
+def test_consolidation_bench_moves_pods_to_place_the_gang() -> None:
+    """Its gang fits only once pods move: the measured cycle plans the moves
+    (one 2-GPU pod per node the gang takes) and pipelines the gang."""
+    result = CliRunner().invoke(main, ["bench", "consolidation-1k", "--scale", str(SCALE)])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.stdout)
+    assert figures["nodes"] == 16 and figures["evicted"] == 8
+    assert figures["placed"] == 16          # the gang's 8 pods and the 8 moved pods, pipelined

@@ -57,7 +57,8 @@ class LargestBlockersFirst:
         self.moved: list[TaskInfo] = []
         table = ssn.cluster.table
         self._rows = np.arange(len(table))
-        # The pods that might move, by node (whether they may is asked as they are tried).
+        # The pods that might move, by node (whether they may is asked as they
+        # are tried), and as arrays: their rows and requests.
         self.on_row: dict[int, list[TaskInfo]] = {}
         for other in ssn.cluster.jobs.values():
             if other.key == job.key or not other.spec.preemptible:
@@ -66,6 +67,11 @@ class LargestBlockersFirst:
                 if task.status in EVICTABLE_STATUSES and task.controlled and not task.critical \
                         and task.node_name in table.index:
                     self.on_row.setdefault(table.index[task.node_name], []).append(task)
+        self._pods = [p for row in sorted(self.on_row) for p in self.on_row[row]]
+        self._pod_rows = np.array([table.index[p.node_name] for p in self._pods],   # type: ignore[index]  # on a node
+                                  dtype=np.int64)
+        self._pod_vecs = np.array([table.vector(p.resreq) for p in self._pods]).reshape(
+            len(self._pods), len(table.dims))
 
     def build(self) -> Statement | None:
         if not self._room_enough():
@@ -112,34 +118,58 @@ class LargestBlockersFirst:
 
     def _candidates(self, task: TaskInfo, within: np.ndarray | None) -> list[int]:
         """Rows where the task would fit once the pods that might move were
-        gone, fewest moves first (as estimated), then least missing, then in
-        table order."""
+        gone, fewest moves first (as estimated: taking each row's largest
+        pods first, in what the task lacks there), then least missing, then
+        in table order. Worked out over all rows at once."""
         table = self.ssn.cluster.table
         vec = table.vector(task.resreq)
+        alive = np.array([self._movable_now(p) for p in self._pods], dtype=bool)
+        rows, vecs = self._pod_rows[alive], self._pod_vecs[alive]
+        costs = self._costs()[alive]
         movable = np.zeros_like(table.alloc)
-        current: dict[int, list[TaskInfo]] = {}
-        for row, pods in self.on_row.items():
-            alive = [p for p in self._current(pods) if self._may_move(p)]
-            if alive:
-                current[row] = alive
-                movable[row] = np.sum([table.vector(p.resreq) for p in alive], axis=0)
+        np.add.at(movable, rows, vecs)
         mask = self.ssn.static_mask(task) & table.fits(vec, table.future + movable)
         if within is not None:
             mask &= within
-        ranked = []
-        for row in map(int, np.flatnonzero(mask)):
-            lacking = np.clip(vec - table.future[row], 0, None)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                missing = float(np.where(table.alloc[row] > 0, lacking / table.alloc[row], 0).sum())
-            moves, freed = 0.0, np.zeros_like(vec)
-            for pod in self._largest_first(current.get(row, []), row, lacking):
-                if (freed >= lacking - EPSILON).all():
-                    break
-                freed = freed + table.vector(pod.resreq)
-                moves += self._unit_cost(pod)
-            ranked.append((moves, missing, row))
-        ranked.sort()
-        return [row for _, _, row in ranked]
+        lacking = np.clip(vec - table.future, 0, None)              # rows x resources
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(table.alloc > 0, 1.0 / table.alloc, 0.0)
+        missing = (lacking * share).sum(axis=1)
+        moves = np.where(mask & (missing > 0), np.inf, 0.0)
+        if len(rows):
+            # Each pod's size in what its row lacks; largest first within each row.
+            short = lacking[rows] > EPSILON
+            size = (vecs * share[rows] * short).sum(axis=1)
+            order = np.lexsort((-size, rows))
+            rows, vecs, costs = rows[order], vecs[order], costs[order]
+            starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+            group = np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+            freed = np.cumsum(vecs, axis=0)
+            freed -= (freed - vecs)[group]                          # per row, from its first pod
+            spent = np.cumsum(costs)
+            spent -= (spent - costs)[group]
+            covered = (freed >= lacking[rows] - EPSILON).all(axis=1)
+            first = np.unique(rows[covered], return_index=True)
+            found = rows[covered][first[1]]
+            moves[found] = np.where(missing[found] > 0, spent[covered][first[1]], 0.0)
+        ranked = sorted(zip(moves[mask].tolist(), missing[mask].tolist(),
+                            np.flatnonzero(mask).tolist(), strict=True))
+        return [row for cost, _, row in ranked if cost != np.inf]
+
+    def _movable_now(self, pod: TaskInfo) -> bool:
+        current = self.ssn.cluster.jobs[pod.job].tasks.get(pod.key)
+        return current is not None and current.status in EVICTABLE_STATUSES \
+            and self._may_move(pod)
+
+    def _costs(self) -> np.ndarray:
+        """Each pod's estimated moves (see _unit_cost), worked out once per job."""
+        per_job: dict[JobKey, float] = {}
+        out = []
+        for pod in self._pods:
+            if pod.job not in per_job:
+                per_job[pod.job] = self._unit_cost(pod)
+            out.append(per_job[pod.job])
+        return np.array(out, dtype=np.float64)
 
     # -- making room on one node ------------------------------------------------------------
     def _clear(self, stmt: Statement, task: TaskInfo, row: int, avoid: np.ndarray,

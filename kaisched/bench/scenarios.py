@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 
 from kaisched.api.clock import ManualClock
 from kaisched.bench import dra as bench_dra
+from kaisched.bench.consolidation import consolidation_1k, consolidation_config
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench import volumes as bench_volumes
 from kaisched.bench.objects import Obj, node, pod, podgroup
@@ -158,7 +159,10 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "scale-10k": bench_scale.scale_10k,
     "dra-1k": bench_dra.dra_1k,
     "volumes-5k": bench_volumes.volumes,
+    "consolidation-1k": consolidation_1k,
 }
+# Scenarios measured under a config of their own (when --config gives none).
+CONFIGS = {"consolidation-1k": consolidation_config}
 
 
 def run(name: str, scale: float = 1.0, profile: int = 0,
@@ -185,7 +189,7 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
         # would only count against the peak.
         nodes, others = [], []
     registry = register_builtins()
-    config = config or default_config(registry)
+    config = config or (CONFIGS[name](registry) if name in CONFIGS else default_config(registry))
     started = time.perf_counter()       # a scheduler starting against a full API server
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     steady = name in ("churn", "scale-10k")
