@@ -14,9 +14,9 @@ from typing import Any, Callable, Iterator
 
 from kaisched.api.clock import ManualClock
 from kaisched.bench import dra as bench_dra
-from kaisched.bench.consolidation import consolidation_1k, consolidation_config
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench import volumes as bench_volumes
+from kaisched.bench.consolidation import consolidation_1k, consolidation_config
 from kaisched.bench.objects import Obj, node, pod, podgroup
 from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
