@@ -57,7 +57,7 @@ def _record(ssn: Session, job: JobInfo, moved: list[TaskInfo]) -> None:
     for key, held in slots.items():
         ssn.moved_at[key] = ssn.now_text
         ssn.moves[key] = hold_of(ssn.cluster.jobs[key], tuple((node, pod.resreq) for node, pod in held),
-                                 ssn.now)
+                                 ssn.now, tuple(pod.key for _, pod in held))
     placed = tuple((t.node_name, t.resreq) for t in job.tasks.values()
                    if t.status is TaskStatus.PIPELINED and t.node_name is not None)
     ssn.moves[job.key] = hold_of(job, placed, ssn.now)

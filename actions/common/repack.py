@@ -67,7 +67,9 @@ class LargestBlockersFirst:
                 if task.status in EVICTABLE_STATUSES and task.controlled and not task.critical \
                         and task.node_name in table.index:
                     self.on_row.setdefault(table.index[task.node_name], []).append(task)
-        self._pods = [p for row in sorted(self.on_row) for p in self.on_row[row]]
+        self._pods = [p for row in sorted(self.on_row)
+                      for p in sorted(self.on_row[row], key=lambda t: t.key)]
+        self._pod_created = np.array([p.creation for p in self._pods], dtype=np.float64)
         self._pod_rows = np.array([table.index[p.node_name] for p in self._pods],   # type: ignore[index]  # on a node
                                   dtype=np.int64)
         self._pod_vecs = np.array([table.vector(p.resreq) for p in self._pods]).reshape(
@@ -125,7 +127,7 @@ class LargestBlockersFirst:
         vec = table.vector(task.resreq)
         alive = np.array([self._movable_now(p) for p in self._pods], dtype=bool)
         rows, vecs = self._pod_rows[alive], self._pod_vecs[alive]
-        costs = self._costs()[alive]
+        costs, created = self._costs()[alive], self._pod_created[alive]
         movable = np.zeros_like(table.alloc)
         np.add.at(movable, rows, vecs)
         mask = self.ssn.static_mask(task) & table.fits(vec, table.future + movable)
@@ -140,7 +142,7 @@ class LargestBlockersFirst:
             # Each pod's size in what its row lacks; largest first within each row.
             short = lacking[rows] > EPSILON
             size = (vecs * share[rows] * short).sum(axis=1)
-            order = np.lexsort((-size, rows))
+            order = np.lexsort((-created, -size, rows))     # as _largest_first orders them
             rows, vecs, costs = rows[order], vecs[order], costs[order]
             starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
             group = np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
@@ -239,14 +241,15 @@ class LargestBlockersFirst:
 
     def _largest_first(self, pods: list[TaskInfo], row: int, lacking: np.ndarray) -> list[TaskInfo]:
         """The pods in order of what they hold of what the task lacks on the
-        node, as shares of the node (then by name)."""
+        node, as shares of the node; of equal ones the most recently started
+        first (it loses the least work), then by name."""
         table = self.ssn.cluster.table
         alloc = table.alloc[row]
         cols = np.flatnonzero((lacking > EPSILON) & (alloc > 0))
 
         def size(pod: TaskInfo) -> float:
             return float((table.vector(pod.resreq)[cols] / alloc[cols]).sum())
-        return sorted(pods, key=lambda p: (-size(p), p.key))
+        return sorted(pods, key=lambda p: (-size(p), -p.creation, p.key))
 
     def _stay(self, pod: TaskInfo) -> np.ndarray | None:
         """The nodes a moved pod may go to: inside the domain it is in now,

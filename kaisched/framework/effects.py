@@ -32,6 +32,7 @@ class MoveHold:
     slots: tuple[tuple[NodeName, Resource], ...]
     since: float
     settled: tuple[PodKey, ...] = ()    # its pods on those nodes already: they take no slot
+    awaited: tuple[PodKey, ...] = ()    # the moved pods, until they are gone and made again
 
 
 @attrs.frozen(slots=True)

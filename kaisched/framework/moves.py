@@ -8,8 +8,9 @@ opens, before any action runs. The job's pending pods are placed on the
 room held for it (pods alike to the ones it was held for), under a statement
 kept as the job's hold, which allocate finishes or keeps; what no pod of it
 takes yet stays reserved for it, so that no other job takes it. A hold ends
-once pods of its job sit on all of its room, when the job is gone, or after
-HOLD_LIMIT.
+once pods of its job sit on all of its room, or nothing of the job waits (no
+pod of it pending, none of the moved pods still going away), when the job is
+gone, or after HOLD_LIMIT.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from kaisched.api.job import JobInfo
 from kaisched.api.resource import Resource
-from kaisched.api.types import READY_STATUSES, JobKey, NodeName
+from kaisched.api.types import READY_STATUSES, JobKey, NodeName, PodKey
 from kaisched.framework.effects import MoveHold
 from kaisched.framework.session import Session
 
@@ -33,21 +34,22 @@ def apply_moves(ssn: Session, moves: Mapping[JobKey, MoveHold]) -> None:
         if job is None or ssn.now - hold.since >= HOLD_LIMIT:
             continue
         slots = open_slots(job, hold)
-        if not slots:
-            continue            # its pods sit on all of the room: done
+        if not slots or not (ssn.pending(job) or any(k in job.tasks for k in hold.awaited)):
+            continue            # its pods sit on all of the room, or none waits for it: done
         ssn.moves[key] = hold   # carried on to the next session
         room = _place(ssn, job, slots)
         if room.any():
             ssn.reserve(key, room)
 
 
-def hold_of(job: JobInfo, slots: tuple[tuple[NodeName, Resource], ...], since: float) -> MoveHold:
+def hold_of(job: JobInfo, slots: tuple[tuple[NodeName, Resource], ...], since: float,
+            awaited: tuple[PodKey, ...] = ()) -> MoveHold:
     """A hold of this room for the job, as its pods stand now (those already
-    on a node of the room take none of it)."""
+    on a node of the room take none of it); awaited: the pods it moved."""
     nodes = {node for node, _ in slots}
     settled = tuple(sorted(t.key for t in job.tasks.values()
                            if t.node_name in nodes and t.status in READY_STATUSES))
-    return MoveHold(slots, since, settled)
+    return MoveHold(slots, since, settled, awaited)
 
 
 def open_slots(job: JobInfo, hold: MoveHold) -> list[tuple[NodeName, Resource]]:

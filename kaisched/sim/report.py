@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kaisched.api.resource import CPU, GPU, MEMORY
+from kaisched.sim import consolidation as moves
 from kaisched.sim.controllers import JobRun, JobState
 from kaisched.sim.scenario import JobKind
 from kaisched.sim.simulation import SimResult
@@ -21,7 +22,10 @@ from kaisched.sim.timeline import Timeline, hms
 TEXT_JOBS = 40
 
 
-def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
+def build_report(result: SimResult, config_name: str,
+                 baseline: SimResult | None = None) -> dict[str, Any]:
+    """baseline: the same scenario run without consolidation, which the wait
+    consolidation saved is told against (when the config has it)."""
     scenario, timeline, end = result.scenario, result.timeline, result.end
     jobs = [_job(run, end) for run in result.runs]
     gang_waits = [j["wait"] for j, run in zip(jobs, result.runs, strict=True)
@@ -79,6 +83,10 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
         "queues": queues,
         "jobs": jobs,
         **_volumes(result),
+        **({moves.ACTION: moves.figures(
+            timeline.evictions, jobs,
+            [_job(run, baseline.end) for run in baseline.runs] if baseline is not None else None)}
+           if moves.consolidating(result.config) else {}),
     }
 
 
@@ -260,6 +268,9 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
     events = report["evictions"]["events"]
     if events:
         _print_fitted(console, "evictions", width, *_evictions_table(events, width))
+    if moves.ACTION in report:
+        for line in moves.lines(report[moves.ACTION]):
+            console.print(line)
 
 
 def _print_fitted(console: Console, what: str, width: int | None, table: Table,
@@ -406,8 +417,10 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console,
     for q in ("p50", "p90", "max"):
         rows.append((f"gang wait {q}", [_t(r["gangWait"][q]) for r in reports]))
     rows.append(("the gang that waited longest", [_longest(r) for r in reports]))
-    for cause in ("reclaim", "preempt", "stale-gang"):
+    for cause in ("reclaim", "preempt", "stale-gang", moves.ACTION):
         rows.append((f"pods evicted: {cause}", [str(r["evictions"].get(cause, 0)) for r in reports]))
+    if any(moves.ACTION in r for r in reports):
+        rows.append(("consolidation: wait saved", [moves.wait_saved(r) for r in reports]))
     for i, q in enumerate(first["queues"]):
         name = q["name"]
         rows.append((f"{name}: use avg / fair share avg",
