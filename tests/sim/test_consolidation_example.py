@@ -84,3 +84,15 @@ def test_skipping_quiet_ticks_changes_nothing_with_consolidation() -> None:
     for report in (a, b):
         del report["sessions"], report["invariantChecks"]
     assert a == b
+
+
+def test_the_compare_in_the_docs_is_this_run() -> None:
+    """docs/scheduling.md shows the compare's text as a pipe gets it: it is
+    what the run gives today."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "scheduling.md").read_text()
+    section = page[page.index("## Consolidation"):]
+    shown = section[section.index("```\nconsolidation: notebooks"):].split("```")[1].strip("\n")
+    result = CliRunner().invoke(main, ["simulate", "consolidation", "--compare", "consolidation-on"])
+    assert result.exit_code == 0, result.stderr
+    ran = "\n".join(line.rstrip() for line in result.stdout.rstrip().splitlines())
+    assert shown == ran
