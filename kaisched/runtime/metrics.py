@@ -45,7 +45,8 @@ class Metrics:
                                       ["effect"], registry=r)
         self.evictions = Counter("kaisched_evictions",
                                  "Pods evicted, by the queue of their job and why: preempt "
-                                 "(same queue), reclaim (for another queue), stale-gang.",
+                                 "(same queue), reclaim (for another queue), stale-gang, "
+                                 "consolidation (moved to another node).",
                                  ["queue", "cause"], registry=r)
         self.job_seconds = Histogram("kaisched_job_scheduling_seconds",
                                      "From a PodGroup's creation to its minimum of pods bound.",
