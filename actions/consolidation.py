@@ -35,8 +35,8 @@ class ConsolidationAction:
         for job, tasks in jobs:
             if len(taken) >= config.max_pods:
                 break
-            if ssn.job_pipelined(job):
-                continue
+            if ssn.job_pipelined(job) or job.spec.gang_group:
+                continue        # placed already; or one of a gang group, placed with the others only
             search = LargestBlockersFirst(ssn, job, still_needed(ssn, job, tasks), config.max_pods,
                                           config.cooldown, disruptions, taken, verdicts)
             stmt = search.build()

@@ -31,7 +31,7 @@ from actions.common.movable import Disruptions, unit_of, why_unmovable
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, JobKey
+from kaisched.api.types import EVICTABLE_STATUSES, JobKey, NodeName
 from kaisched.framework import Session, Statement
 from kaisched.framework.effects import Cause, Preemptor
 
@@ -90,10 +90,48 @@ class LargestBlockersFirst:
 
     # -- the job's tasks -------------------------------------------------------------------
     def _place_all(self, stmt: Statement, within: np.ndarray | None) -> bool:
+        """Every task placed, subgroup by subgroup; one that requires a domain
+        inside the one it runs in already, else in one domain at a time (the
+        least missing first, the pods moved for it leaving the domain)."""
+        groups: dict[str | None, list[TaskInfo]] = {}
         for task in self.tasks:
-            if not self._place(stmt, task, within):
+            groups.setdefault(task.subgroup, []).append(task)
+        for tasks in groups.values():
+            key = self._subgroup_key(tasks[0])
+            here = self._subgroup_domain(tasks[0])
+            choices: list[np.ndarray | None] = [here] if key is None or here is not None \
+                else list(self._domains(key, tasks))
+            for domain in choices:
+                mask = within if domain is None else domain if within is None else within & domain
+                mark, count = stmt.checkpoint(), len(self.moved)
+                if all(self._place(stmt, task, mask) for task in tasks):
+                    break
+                stmt.rollback(mark)
+                del self.moved[count:]
+            else:
                 return False
         return self.ssn.job_pipelined(self.job)
+
+    def _subgroup_key(self, task: TaskInfo) -> str | None:
+        """The node label the task's subgroup must sit inside one domain of, if any."""
+        sg = next((g for g in self.job.spec.subgroups if g.name == task.subgroup), None)
+        return sg.topology.required if sg is not None else None
+
+    def _subgroup_domain(self, task: TaskInfo) -> np.ndarray | None:
+        """Where the task's subgroup already runs, when it requires a domain."""
+        key = self._subgroup_key(task)
+        if key is None:
+            return None
+        there = next((t.node_name for t in self.job.tasks.values()
+                      if t.subgroup == task.subgroup and t.node_name is not None), None)
+        return self._domain_of(key, there) if there is not None else None
+
+    def _domain_of(self, key: str, node: NodeName | None) -> np.ndarray:
+        """The nodes in the node's domain of the key (none, for a node without it)."""
+        table = self.ssn.cluster.table
+        domains = self.ssn.cluster.domains(key)
+        here = domains.ids[table.index[node]] if node in table.index else -1
+        return domains.ids == here if here >= 0 else np.zeros(len(table), dtype=bool)
 
     def _place(self, stmt: Statement, task: TaskInfo, within: np.ndarray | None) -> bool:
         """Pipeline the task where it fits, making room if need be. Its gang
@@ -258,11 +296,8 @@ class LargestBlockersFirst:
         keys = [job.spec.topology.required] + [sg.topology.required for sg in job.spec.subgroups
                                                 if sg.name == pod.subgroup]
         mask = None
-        table = self.ssn.cluster.table
         for key in filter(None, keys):
-            domains = self.ssn.cluster.domains(key)
-            here = domains.ids[table.index[pod.node_name]]     # type: ignore[index]  # evicted from a node
-            inside = domains.ids == here if here >= 0 else np.zeros(len(table), dtype=bool)
+            inside = self._domain_of(key, pod.node_name)
             mask = inside if mask is None else mask & inside
         return mask
 
@@ -274,12 +309,13 @@ class LargestBlockersFirst:
         usable = self.ssn.cluster.usable_nodes()
         return bool((table.future[usable].sum(axis=0) >= need - EPSILON).all())
 
-    def _domains(self, key: str) -> list[np.ndarray]:
+    def _domains(self, key: str, tasks: Sequence[TaskInfo] | None = None) -> list[np.ndarray]:
         """The domains of the key to try, least room missing first (the room
-        free now, or being freed, against what the tasks need)."""
+        free now, or being freed, against what the tasks need: all of the
+        job's, by default)."""
         table = self.ssn.cluster.table
         domains = self.ssn.cluster.domains(key)
-        need = np.sum([table.vector(t.resreq) for t in self.tasks], axis=0)
+        need = np.sum([table.vector(t.resreq) for t in tasks or self.tasks], axis=0)
         free = domains.totals(np.clip(table.future, 0, None))
         with np.errstate(divide="ignore", invalid="ignore"):
             missing = np.where(need > 0, np.clip(need - free, 0, None) / need, 0).sum(axis=1)
