@@ -9,6 +9,8 @@ ReplicaSet makes them again, pending). After EVERY session:
   moves at most maxPods pods;
 - no node is over-committed, counting what pods being deleted still hold
   and the room held for moved pods (the session's node table);
+- the cache's model, handed back after the session, equals one rebuilt from
+  the cluster (a moved pod's successor leaves nothing behind);
 - the same input gives the same decisions.
 """
 from __future__ import annotations
@@ -130,7 +132,7 @@ def fragmented(draw: st.DrawFn) -> Fragmented:
     return Fragmented(nodes, tuple(jobs), draw(st.sampled_from([1, 2, 4, 32])), draw(st.booleans()))
 
 
-def sessions(scenario: Fragmented) -> Iterator[tuple[CycleResult, MemoryCluster]]:
+def sessions(scenario: Fragmented) -> Iterator[tuple[CycleResult, MemoryCluster, Scheduler]]:
     """Each session's result and the cluster after it; between sessions bound
     pods start, and pods being deleted are gone and made again by their
     ReplicaSet (bare ones are not)."""
@@ -155,14 +157,14 @@ def sessions(scenario: Fragmented) -> Iterator[tuple[CycleResult, MemoryCluster]
                 elif spec.get("nodeName") and (pod.get("status") or {}).get("phase") == "Pending":
                     cluster.replace({**pod, "status": {**pod["status"], "phase": "Running"}})
             clock.advance(config.schedule_period)
-        yield scheduler.run_once(), cluster
+        yield scheduler.run_once(), cluster, scheduler
 
 
 def check(scenario: Fragmented) -> list[tuple[Any, ...]]:
     protected = scenario.protected()
     decisions = []
     moved_any = False
-    for result, cluster in sessions(scenario):
+    for result, cluster, scheduler in sessions(scenario):
         moves = [e for e in result.effects
                  if isinstance(e, Evict) and e.cause is Cause.CONSOLIDATION]
         decisions.append((dict(result.placed), sorted(e.pod for e in result.effects
@@ -199,6 +201,7 @@ def check(scenario: Fragmented) -> list[tuple[Any, ...]]:
             held[node] += gpus[key.split("/", 1)[1]]
         for node, amount in held.items():
             assert amount <= scenario.nodes[node], (node, amount, result.reservations)
+        assert scheduler.cache.check(scheduler.clock.now()) == []
     event(f"moved: {moved_any}")
     return decisions
 
