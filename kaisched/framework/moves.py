@@ -8,9 +8,11 @@ opens, before any action runs. The job's pending pods are placed on the
 room held for it (pods alike to the ones it was held for), under a statement
 kept as the job's hold, which allocate finishes or keeps; what no pod of it
 takes yet stays reserved for it, so that no other job takes it. A hold ends
-once pods of its job sit on all of its room, or nothing of the job waits (no
-pod of it pending, none of the moved pods still going away), when the job is
-gone, or after HOLD_LIMIT.
+once pods of its job sit on all of its room, or are placed elsewhere (for
+moved pods: as many pods made since the move are placed as were moved; for
+the job room was made for: none of it waits any more), when the job is gone,
+or after HOLD_LIMIT. A moved pod's controller may take a while to make it
+again: its room is held meanwhile.
 """
 from __future__ import annotations
 
@@ -31,13 +33,18 @@ def apply_moves(ssn: Session, moves: Mapping[JobKey, MoveHold]) -> None:
     """Put the held room back for each job that has not taken all of it."""
     for key in sorted(moves):
         hold, job = moves[key], ssn.cluster.jobs.get(key)
-        if job is None or ssn.now - hold.since >= HOLD_LIMIT:
+        if ssn.now - hold.since >= HOLD_LIMIT or (job is None and not hold.awaited):
             continue
-        slots = open_slots(job, hold)
-        if not slots or not (ssn.pending(job) or any(k in job.tasks for k in hold.awaited)):
-            continue            # its pods sit on all of the room, or none waits for it: done
+        if job is None:
+            # Its pods are gone and none is made again yet: the room waits for them.
+            slots = list(hold.slots)
+            room = _room(ssn, slots)
+        else:
+            slots = open_slots(job, hold)
+            if not slots or placed_elsewhere(ssn, job, hold):
+                continue        # its pods sit on all of the room, or are placed anyway: done
+            room = _place(ssn, job, slots)
         ssn.moves[key] = hold   # carried on to the next session
-        room = _place(ssn, job, slots)
         if room.any():
             ssn.reserve(key, room)
 
@@ -65,15 +72,22 @@ def open_slots(job: JobInfo, hold: MoveHold) -> list[tuple[NodeName, Resource]]:
     return slots
 
 
+def placed_elsewhere(ssn: Session, job: JobInfo, hold: MoveHold) -> bool:
+    """The pods the room is held for are placed, wherever: as many pods of
+    the job made since the move run as were moved; or, for the job the
+    room was made for, none of it waits."""
+    if not hold.awaited:
+        return not ssn.pending(job)
+    made = sum(1 for t in job.tasks.values()
+               if t.status in READY_STATUSES and t.creation >= hold.since)
+    return made >= len(hold.awaited)
+
+
 def _place(ssn: Session, job: JobInfo, slots: list[tuple[NodeName, Resource]]) -> np.ndarray:
     """Place the job's pending pods on the slots alike to them; the room of
     the slots left over (rows x resources of the node table)."""
     table = ssn.cluster.table
-    room = np.zeros_like(table.alloc)
-    for node, res in slots:
-        row = table.index.get(node)
-        if row is not None:
-            room[row] += table.vector(res)
+    room = _room(ssn, slots)
     if job.key in ssn.held:
         return room             # a NonStrict hold of its own places it
     stmt = ssn.statement()
@@ -93,4 +107,15 @@ def _place(ssn: Session, job: JobInfo, slots: list[tuple[NodeName, Resource]]) -
         room[row] -= vec
     if stmt.ops:
         ssn.held[job.key] = stmt
+    return room
+
+
+def _room(ssn: Session, slots: list[tuple[NodeName, Resource]]) -> np.ndarray:
+    """The slots as room (rows x resources of the node table)."""
+    table = ssn.cluster.table
+    room = np.zeros_like(table.alloc)
+    for node, res in slots:
+        row = table.index.get(node)
+        if row is not None:
+            room[row] += table.vector(res)
     return room
