@@ -13,12 +13,16 @@ from __future__ import annotations
 from actions.common.eviction import starving_jobs
 from actions.common.movable import Disruptions
 from actions.common.placement import still_needed
-from actions.common.repack import LargestBlockersFirst
+from actions.common.repack import LargestBlockersFirst, Movable
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, TaskStatus
 from kaisched.framework import Session
 from kaisched.framework.moves import hold_of
+
+# Pending gangs a session plans moves for, at most (those the cluster has room
+# for in pieces), in queue and job order: each plan weighs every movable pod.
+JOBS_TRIED = 8
 
 
 class ConsolidationAction:
@@ -30,15 +34,21 @@ class ConsolidationAction:
             return
         config = ssn.config.consolidation
         disruptions = Disruptions(ssn.cluster)
+        movable = Movable(ssn)
         verdicts: dict[JobKey, str | None] = {}     # why each job may not move (None: it may)
         taken: list[TaskInfo] = []                  # pods moved in this session
+        tried = 0
         for job, tasks in jobs:
-            if len(taken) >= config.max_pods:
+            if len(taken) >= config.max_pods or tried >= JOBS_TRIED:
                 break
             if ssn.job_pipelined(job) or job.spec.gang_group:
                 continue        # placed already; or one of a gang group, placed with the others only
-            search = LargestBlockersFirst(ssn, job, still_needed(ssn, job, tasks), config.max_pods,
-                                          config.cooldown, disruptions, taken, verdicts)
+            search = LargestBlockersFirst(ssn, job, still_needed(ssn, job, tasks), movable,
+                                          config.max_pods, config.cooldown, disruptions, taken,
+                                          verdicts)
+            if not search.room_enough():
+                continue        # the cluster lacks the room, in pieces or not: moves give none
+            tried += 1
             stmt = search.build()
             if stmt is None:
                 continue

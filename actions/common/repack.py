@@ -19,7 +19,8 @@ candidate takes fails the plan. At most `budget` pods move.
 
 A job that requires a topology domain gets one domain at a time (those
 missing the least room first, at most DOMAINS_TRIED): its tasks go inside
-it, and the pods moved for them leave it.
+it, and the pods moved for them leave it; a subgroup that requires one, the
+same, inside the job's.
 """
 from __future__ import annotations
 
@@ -39,44 +40,53 @@ NODES_TRIED = 8         # nodes cleared, at most, for one task
 DOMAINS_TRIED = 4       # domains tried, at most, for a gang that requires one
 
 
+class Movable:
+    """The running pods that might move (of preemptible jobs, made again by
+    a controller, not critical), as they stood when the action began, by
+    node and as arrays: their rows, requests and start. Made once per action
+    and shared by its plans; whether a pod may move now is asked as it is
+    tried (it may have moved, or its job may be protected)."""
+
+    def __init__(self, ssn: Session) -> None:
+        table = ssn.cluster.table
+        self.on_row: dict[int, list[TaskInfo]] = {}
+        for job in ssn.cluster.jobs.values():
+            if not job.spec.preemptible:
+                continue
+            for task in job.tasks.values():
+                if task.status in EVICTABLE_STATUSES and task.controlled and not task.critical \
+                        and task.node_name in table.index:
+                    self.on_row.setdefault(table.index[task.node_name], []).append(task)
+        self.pods = [p for row in sorted(self.on_row)
+                     for p in sorted(self.on_row[row], key=lambda t: t.key)]
+        self.created = np.array([p.creation for p in self.pods], dtype=np.float64)
+        self.rows = np.array([table.index[p.node_name] for p in self.pods],   # type: ignore[index]  # on a node
+                             dtype=np.int64)
+        self.vecs = np.array([table.vector(p.resreq) for p in self.pods]).reshape(
+            len(self.pods), len(table.dims))
+
+
 class LargestBlockersFirst:
     """One pending job's plan: build() returns the statement that moves the
     pods and pipelines the job's tasks, or None; moved lists the pods moved."""
 
-    def __init__(self, ssn: Session, job: JobInfo, tasks: Sequence[TaskInfo], max_pods: int,
-                 cooldown: float, disruptions: Disruptions, taken: Sequence[TaskInfo],
-                 verdicts: dict[JobKey, str | None]) -> None:
+    def __init__(self, ssn: Session, job: JobInfo, tasks: Sequence[TaskInfo], movable: Movable,
+                 max_pods: int, cooldown: float, disruptions: Disruptions,
+                 taken: Sequence[TaskInfo], verdicts: dict[JobKey, str | None]) -> None:
         self.ssn = ssn
         self.job = job
         self.tasks = list(tasks)
+        self.movable = movable
         self.budget = max_pods          # pods the session may move, those taken included
         self.cooldown = cooldown
         self.disruptions = disruptions
         self.taken = taken              # moved earlier in this session: budgets count them
         self.verdicts = verdicts
         self.moved: list[TaskInfo] = []
-        table = ssn.cluster.table
-        self._rows = np.arange(len(table))
-        # The pods that might move, by node (whether they may is asked as they
-        # are tried), and as arrays: their rows and requests.
-        self.on_row: dict[int, list[TaskInfo]] = {}
-        for other in ssn.cluster.jobs.values():
-            if other.key == job.key or not other.spec.preemptible:
-                continue
-            for task in other.tasks.values():
-                if task.status in EVICTABLE_STATUSES and task.controlled and not task.critical \
-                        and task.node_name in table.index:
-                    self.on_row.setdefault(table.index[task.node_name], []).append(task)
-        self._pods = [p for row in sorted(self.on_row)
-                      for p in sorted(self.on_row[row], key=lambda t: t.key)]
-        self._pod_created = np.array([p.creation for p in self._pods], dtype=np.float64)
-        self._pod_rows = np.array([table.index[p.node_name] for p in self._pods],   # type: ignore[index]  # on a node
-                                  dtype=np.int64)
-        self._pod_vecs = np.array([table.vector(p.resreq) for p in self._pods]).reshape(
-            len(self._pods), len(table.dims))
+        self._rows = np.arange(len(ssn.cluster.table))
 
     def build(self) -> Statement | None:
-        if not self._room_enough():
+        if not self.room_enough():
             return None         # moving pods makes no room: the cluster lacks it
         required = self.job.spec.topology.required
         for within in self._domains(required) if required else [None]:
@@ -163,9 +173,10 @@ class LargestBlockersFirst:
         in table order. Worked out over all rows at once."""
         table = self.ssn.cluster.table
         vec = table.vector(task.resreq)
-        alive = np.array([self._movable_now(p) for p in self._pods], dtype=bool)
-        rows, vecs = self._pod_rows[alive], self._pod_vecs[alive]
-        costs, created = self._costs()[alive], self._pod_created[alive]
+        pods = self.movable
+        alive = np.array([self._movable_now(p) for p in pods.pods], dtype=bool)
+        rows, vecs = pods.rows[alive], pods.vecs[alive]
+        costs, created = self._costs()[alive], pods.created[alive]
         movable = np.zeros_like(table.alloc)
         np.add.at(movable, rows, vecs)
         mask = self.ssn.static_mask(task) & table.fits(vec, table.future + movable)
@@ -205,7 +216,7 @@ class LargestBlockersFirst:
         """Each pod's estimated moves (see _unit_cost), worked out once per job."""
         per_job: dict[JobKey, float] = {}
         out = []
-        for pod in self._pods:
+        for pod in self.movable.pods:
             if pod.job not in per_job:
                 per_job[pod.job] = self._unit_cost(pod)
             out.append(per_job[pod.job])
@@ -218,7 +229,7 @@ class LargestBlockersFirst:
         ssn, table = self.ssn, self.ssn.cluster.table
         vec = table.vector(task.resreq)
         lacking = np.clip(vec - table.future[row], 0, None)
-        for pod in self._largest_first(self._current(self.on_row.get(row, [])), row, lacking):
+        for pod in self._largest_first(self._current(self.movable.on_row.get(row, [])), row, lacking):
             short = vec > table.future[row] + EPSILON
             if not short.any():
                 break
@@ -262,6 +273,8 @@ class LargestBlockersFirst:
 
     def _may_move(self, pod: TaskInfo) -> bool:
         """The pod's job may be moved (its unit is asked when it is tried)."""
+        if pod.job == self.job.key:
+            return False
         verdicts = self.verdicts
         if pod.job not in verdicts:
             verdicts[pod.job] = why_unmovable(self.ssn, self.ssn.cluster.jobs[pod.job], self.cooldown)
@@ -301,7 +314,7 @@ class LargestBlockersFirst:
             mask = inside if mask is None else mask & inside
         return mask
 
-    def _room_enough(self) -> bool:
+    def room_enough(self) -> bool:
         """Usable nodes have, in all, the room the tasks need (free now or
         being freed): moving pods only moves room around."""
         table = self.ssn.cluster.table
