@@ -33,6 +33,12 @@ from kaisched.validation import KUBERNETES_VERSION, partition, summarize, use_ku
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 CASES = sorted(p for p in SCENARIOS.glob("*.yaml") if not p.name.endswith(".expect.yaml"))
+# Scenarios written for what kaisched does not do yet, and why (strict: once
+# they pass, the mark must go).
+PENDING = {
+    "kai-subgroup-tree": "KAI's subGroups form a tree (parent, minSubGroup at inner nodes); "
+                         "kaisched reads its leaves until SubGroup has a parent",
+}
 
 
 def run(path: Path, sessions: int = 1):
@@ -56,7 +62,9 @@ def _substrings(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+@pytest.mark.parametrize("path", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=PENDING[p.stem]))
+    if p.stem in PENDING else p for p in CASES], ids=[p.stem for p in CASES])
 def test_scenario(path: Path) -> None:
     expect = yaml.safe_load(path.with_name(path.stem + ".expect.yaml").read_text())
     if "kubeVersion" in expect:
