@@ -8,9 +8,8 @@ from kaisched.api.clusterinfo import ClusterInfo, ForeignPod
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
-from kaisched.api.types import JobKey, PodKey
+from kaisched.api.types import JobKey, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
-from kaisched.api.types import TaskStatus
 from kaisched.cache.jobs import WORKLOAD_SOURCES, Groups, Priorities, describe, foreign_pod, make_task
 
 
