@@ -249,6 +249,7 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
 @click.option("--config", "config_path", help="Scheduler config YAML (default: the snapshot's, else built-in).")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
+@kube_version_option
 def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
             config_path: str | None, strict: bool) -> None:
     """Why NAME is pending: per task and node, its queue, its gang shortfall.

@@ -17,6 +17,7 @@ from kaisched.api.types import (
     OCCUPYING_STATUSES,
     GangRules,
     JobKey,
+    PodKey,
     QueueName,
     TaskStatus,
     job_key,
@@ -123,7 +124,7 @@ def foreign_pod(facts: PodFacts) -> ForeignPod | None:
 
 
 def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities: Priorities,
-             strangers: Mapping[str, str] | None = None) -> None:
+             strangers: Mapping[PodKey, str] | None = None) -> None:
     """Fill the job's declaration, status, problem, age and priority from its
     PodGroup and its pods. Order-free: the pod the job's declaration comes from
     (for gangs its pods annotate, and gangs of one) is the one with the least key.
@@ -157,7 +158,7 @@ def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities:
     job.spec, job.status, job.problem = spec, status, problem
 
 
-def _mixed(mine: str, count: int, strangers: Mapping[str, str]) -> str:
+def _mixed(mine: str, count: int, strangers: Mapping[PodKey, str]) -> str:
     names = {mine: count}
     for name in strangers.values():
         names[name] = names.get(name, 0) + 1

@@ -159,7 +159,8 @@ class Model:
                 and facts.gang.source in WORKLOAD_SOURCES \
                 and facts.status is not None and facts.status not in _DONE:
             now = facts.job
-        if was == now and (now is None or self.strangers[now][key] == facts.scheduler_name):
+        if was == now and (now is None or facts is None
+                           or self.strangers[now][key] == facts.scheduler_name):
             return
         if was is not None:
             del self._stranger_of[key]

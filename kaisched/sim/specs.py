@@ -44,6 +44,11 @@ ROLES: dict[JobKind, tuple[str, ...] | None] = {
     JobKind.RAYSERVICE: None,           # "head" plus worker groups of any name
 }
 ELASTIC_KINDS = (JobKind.PYTORCH, JobKind.RAY)
+# gangApi: the API a PodGroup job declares its gang in (the first is the default):
+# kaisched's, the upstream Workload API of each Kubernetes version (simulate
+# with that version's --kube-version: others refuse it), or KAI's.
+GANG_APIS = ("scheduling.kaisched.io/v1alpha1", "scheduling.k8s.io/v1alpha1",
+             "scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1", "scheduling.run.ai/v2alpha2")
 # startupPolicy: the start orders each kind's operator knows (the first is its default).
 STARTUP_POLICIES: dict[JobKind, tuple[str, ...]] = {
     JobKind.JOBSET: ("AnyOrder", "InOrder"),
@@ -120,6 +125,7 @@ class JobSpec:
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
     where: str = ""                    # how error messages name it: "jobs[2] (bert)"
+    gang_api: str = GANG_APIS[0]       # PodGroup jobs: the API their gang is declared in
 
     @property
     def pods(self) -> int:
