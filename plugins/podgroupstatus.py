@@ -16,10 +16,8 @@ from kaisched.framework import PluginBase, Session
 from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroupStatus
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
-# kaisched's reasons in the upstream API's words (its condition knows no others).
-_UPSTREAM_REASONS = {Reason.SCHEDULED.value: "Scheduled",
-                     Reason.UNSCHEDULABLE.value: Reason.UNSCHEDULABLE.value,
-                     Reason.INVALID.value: "SchedulerError"}
+# How a gang ended: the upstream API's condition has no word for it.
+_ENDED = (Reason.SUCCEEDED.value, Reason.FAILED.value)
 
 
 class PodGroupStatusPlugin(PluginBase):
@@ -87,9 +85,12 @@ def _report(ssn: Session, job: JobInfo) -> None:
 def _upstream(ssn: Session, job: JobInfo, target: StatusTarget, said: Condition) -> None:
     """Write the condition of an upstream PodGroup where it changed. Its other
     conditions are kept; v1beta1's, once True, is never written again."""
-    reason = _UPSTREAM_REASONS.get(said.reason)
-    if reason is None:
-        return          # how the gang ended (Succeeded, Failed): upstream has no word for it
+    if said.reason in _ENDED:
+        return
+    # In the words its API allows: waiting for room, quota or order is Unschedulable; a
+    # group that cannot be used as it is, SchedulerError.
+    reason = "Scheduled" if said.status == "True" else \
+        "SchedulerError" if said.reason == Reason.INVALID.value else Reason.UNSCHEDULABLE.value
     old = job.status.condition(target.condition)
     if target.terminal and old is not None and old.status == "True":
         return

@@ -230,3 +230,47 @@ def test_two_served_versions_of_one_podgroup_are_read_once() -> None:
                     *pods]).jobs["default/pg"]
     assert job.min_member == 2 and job.spec.status_target is not None
     assert job.spec.status_target.api_version == "scheduling.k8s.io/v1beta1"
+
+
+# -- the condition written back --------------------------------------------------------------
+
+def upstream_writes(objects: list[Obj]) -> list[Any]:
+    from kaisched.framework.effects import SetPodGroupStatus
+
+    from .conftest import run_cycle
+    return [e for e in run_cycle(objects).effects
+            if isinstance(e, SetPodGroupStatus) and e.api_version]
+
+
+def scheduled_before(version: str) -> Obj:
+    group = upstream(version)
+    group["status"] = {"conditions": [{
+        "type": "PodGroupInitiallyScheduled" if version == "v1beta1" else "PodGroupScheduled",
+        "status": "True", "reason": "Scheduled", "message": "2/2 tasks scheduled",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}, {
+        "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    return group
+
+
+def test_v1beta1_initially_scheduled_is_never_written_again() -> None:
+    """Its pods gone and new ones that fit nowhere: v1beta1's condition stays
+    True (a terminal state); v1alpha2's turns False, the others kept."""
+    pods = [member(f"p-{i}", {"schedulingGroup": {"podGroupName": "pg"}}, cpu=64) for i in range(2)]
+    assert upstream_writes([build_node("n1"), scheduled_before("v1beta1"), *pods]) == []
+    [write] = upstream_writes([build_node("n1"), scheduled_before("v1alpha2"), *pods])
+    assert write.api_version == "scheduling.k8s.io/v1alpha2"
+    disruption, scheduled = write.status.conditions
+    assert (disruption.type, scheduled.type, scheduled.status, scheduled.reason) == \
+        ("DisruptionTarget", "PodGroupScheduled", "False", "Unschedulable")
+    assert scheduled.observed_generation == 1        # the generation the server gave it
+
+
+def test_an_unusable_group_says_scheduler_error() -> None:
+    pods = [member("p-0", {"schedulingGroup": {"podGroupName": "pg"}}),
+            member("p-1", {"schedulingGroup": {"podGroupName": "pg"}}, scheduler="other")]
+    [write] = upstream_writes([build_node("n1"), upstream("v1beta1"), *pods])
+    [cond] = write.status.conditions
+    assert (cond.type, cond.status, cond.reason) == ("PodGroupInitiallyScheduled", "False",
+                                                     "SchedulerError")
+    assert "more than one scheduler" in cond.message
