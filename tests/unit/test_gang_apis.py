@@ -274,3 +274,10 @@ def test_an_unusable_group_says_scheduler_error() -> None:
     assert (cond.type, cond.status, cond.reason) == ("PodGroupInitiallyScheduled", "False",
                                                      "SchedulerError")
     assert "more than one scheduler" in cond.message
+
+
+def test_kai_min_sub_group_zero_is_no_gang() -> None:
+    gang, _, problem = convert.kai_podgroup(kai(minSubGroup=0, subGroups=[
+        {"name": "a", "minMember": 2}, {"name": "b", "minMember": 3}]))
+    assert problem is None and gang.min_member == 1
+    assert [sg.min_member for sg in gang.subgroups] == [0, 0]

@@ -52,7 +52,13 @@ def kai_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
     if min_member is not None and min_sub_group is not None:
         problems.append("spec.minMember and spec.minSubGroup are mutually exclusive")
     tree = subgroup_tree(spec.get("subGroups"), problems)
+    # Until SubGroup has a parent, the tree is read as its leaves (the one line
+    # to change when it does: build the tree's SubGroups here instead).
     leaves = flat_subgroups(tree)
+    if min_sub_group == 0:
+        # KAI's "no gang": every subGroup elastic, each pod placed on its own.
+        leaves = tuple(attrs.evolve(sg, min_member=0) for sg in leaves)
+        min_member = min_member or 1
     if min_member is None:
         min_member = sum(sg.min_member for sg in leaves)
     preemptibility = spec.get("preemptibility")
