@@ -19,7 +19,14 @@ from kaisched.api.job import JobInfo
 from kaisched.api.queue import ROOT
 from kaisched.api.resource import Resource, sum_resources
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, JobKey, QueueName, TaskStatus
+from kaisched.api.types import (
+    EVICTABLE_STATUSES,
+    READY_STATUSES,
+    Disruption,
+    JobKey,
+    QueueName,
+    TaskStatus,
+)
 from kaisched.framework import Session
 
 _PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
@@ -94,9 +101,15 @@ class VictimPicker:
         return None
 
     def _unit(self, job: JobInfo) -> tuple[Unit | None, bool]:
-        """The job's next unit, and whether it stays a candidate after it."""
+        """The job's next unit, and whether it stays a candidate after it. A
+        declared disruption mode overrides the gang rule: pod by pod (its
+        newest first), or only all of it."""
         job = self.ssn.cluster.jobs[job.key]        # as it is now
-        task = self._surplus_task(job)
+        mode = job.spec.disruption
+        if mode is Disruption.SINGLE and not self.surplus_only:
+            task = min(self._running(job), key=lambda t: (-t.creation, t.key), default=None)
+        else:
+            task = None if mode is Disruption.ALL else self._surplus_task(job)
         if task is not None:
             tasks: list[TaskInfo] = [task]
         elif self.surplus_only:

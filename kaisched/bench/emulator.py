@@ -65,6 +65,22 @@ RESOURCES = {
     "resource.k8s.io/v1beta1/resourceclaims": kmock.ResourceInfo(kind="ResourceClaim", namespaced=True,
                                                                  subresources={"status"}),
 }
+# The gang APIs of others a cluster may serve, by what serves them (left out
+# of RESOURCES: tests and benches serve the ones they are about): each
+# Kubernetes version's Workload API, and KAI Scheduler's CRDs.
+GANG_APIS: dict[str, dict[str, kmock.ResourceInfo]] = {
+    "1.35": {"scheduling.k8s.io/v1alpha1/workloads": kmock.ResourceInfo(
+        kind="Workload", namespaced=True)},
+    **{version: {f"scheduling.k8s.io/{api}/workloads": kmock.ResourceInfo(
+        kind="Workload", namespaced=True),
+        f"scheduling.k8s.io/{api}/podgroups": kmock.ResourceInfo(
+        kind="PodGroup", namespaced=True, subresources={"status"})}
+        for version, api in (("1.36", "v1alpha2"), ("1.37", "v1beta1"))},
+    "kai": {"scheduling.run.ai/v2alpha2/podgroups": kmock.ResourceInfo(
+        kind="PodGroup", namespaced=True, subresources={"status"}),
+        "scheduling.run.ai/v2/queues": kmock.ResourceInfo(
+        kind="Queue", namespaced=False, subresources={"status"})},
+}
 WAIT = 5.0          # the longest a caller waits for the emulator's loop
 
 
@@ -268,6 +284,13 @@ class Emulator:
                 meta["resourceVersion"] = str(next(self.emu._versions))
                 self.emu.objects[kmock.resource(plural), meta.get("namespace"), meta["name"]] = obj
         self.call(put)
+
+    def serve(self, *apis: str) -> None:
+        """Serve the gang APIs named (keys of GANG_APIS) from now on."""
+        def add() -> None:
+            for api in apis:
+                self.emu.resources.update(GANG_APIS[api])
+        self.call(add)
 
     def hold(self, subresource: str) -> None:
         """Requests to the subresource wait from now on, until release()."""

@@ -87,7 +87,7 @@ def group_owner(owner: Owner, grouper: Grouper, lineage: Lineage = NO_POD) -> Gr
                                  f"annotation {L.MIN_MEMBER_ANNOTATION}", warnings)
     if override is not None:
         spec = spec.with_min_member(override)
-    queue = nearest_label(lineage, (L.QUEUE_LABEL,))
+    queue = nearest_label(lineage, L.QUEUE_LABELS)     # kaisched's, else KAI's
     pod_spec = lineage.pod.get("spec")
     own_class = pod_spec.get("priorityClassName") if isinstance(pod_spec, Mapping) else None
     priority = nearest_label(lineage, _PRIORITY_LABELS) or own_class

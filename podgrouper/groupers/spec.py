@@ -127,7 +127,7 @@ def owner_annotations(owner: Owner) -> Mapping[str, Any]:
 
 def base(owner: Owner) -> GroupSpec:
     """The default grouping: one PodGroup for the owner, minMember 1, its queue label."""
-    queue = owner_labels(owner).get(L.QUEUE_LABEL)
+    queue = L.queue_label(owner_labels(owner))
     return GroupSpec(name=podgroup_name(owner), queue=str(queue) if queue else None)
 
 

@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client as k8s_client
 
 from kaisched.bench.emulator import (  # noqa: F401 - re-exported for the wire tests
+    GANG_APIS,
     PG_API,
     PODGROUPS,
     PODS,

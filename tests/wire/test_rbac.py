@@ -185,15 +185,16 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
     cluster.create(build_pod("orphan", cpu="100m", owner={
         "apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "u", "controller": True}))
 
-    # The other schedulers' PodGroups, served here so that they are watched.
+    # The other schedulers' gangs, served here so that they are watched: every
+    # version of the Workload API at once (no real cluster serves them all), KAI's objects.
     def serve_other_podgroups() -> None:
-        for api in ("scheduling.x-k8s.io/v1alpha1", "scheduling.k8s.io/v1alpha1",
-                    "scheduling.sigs.k8s.io/v1alpha1"):
+        for api in ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1"):
             apiserver.emu.resources[f"{api}/podgroups"] = kmock.ResourceInfo(
                 kind="PodGroup", namespaced=True, subresources={"status"})
         apiserver.emu.resources["kai.scheduler/v1alpha1/topologies"] = kmock.ResourceInfo(
             kind="Topology", namespaced=False)
     apiserver.call(serve_other_podgroups)
+    apiserver.serve("1.35", "1.36", "1.37", "kai")
 
     registry = register_builtins()
     clock = WallClock()
@@ -223,9 +224,18 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
         cluster.create(build_podgroup("huge", min_member=2))
         for i in range(2):
             cluster.create(build_pod(f"huge-{i}", cpu="64", group="huge"))
+        # An upstream PodGroup that never fits: its condition is written (podgroups/status).
+        cluster.create({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                        "metadata": {"name": "upstream", "namespace": "default"},
+                        "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}})
+        wide = build_pod("upstream-0", cpu="64")
+        wide["spec"]["schedulingGroup"] = {"podGroupName": "upstream"}
+        cluster.create(wide)
         eventually(lambda: all(cluster.get(POD, "default", f"high-{i}")["spec"].get("nodeName")
                                for i in range(2)))
         eventually(lambda: Request("create", "", "events", "default") in scheduler_client.sent)
+        eventually(lambda: Request("patch", "scheduling.k8s.io", "podgroups/status", "default")
+                   in scheduler_client.sent)
         # Volumes and devices: a WaitForFirstConsumer claim (its selected node is written), a
         # static volume (pre-bound to its claim), a ResourceClaim (allocated in its status).
         cluster.create(build_node("n-vol", cpu="2"))     # made once n1 is full: theirs alone

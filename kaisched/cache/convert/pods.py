@@ -33,9 +33,12 @@ GANG_POD_LABELS = tuple(k.pods.job_label for k in KINDS if k.gang_by_label)
 class GangRef:
     """Which gang a pod names, and how."""
 
-    source: str            # kaisched | x-k8s | koord | upstream | koordinator | volcano | owner | none
-    name: str = ""
-    replica: str = ""      # upstream workloadRef.podGroupReplicaKey: one gang per replica
+    # kaisched | x-k8s | koord | kai | upstream (a PodGroup of the Workload API) |
+    # workload (a podGroup of a v1alpha1 Workload) | koordinator | volcano | owner | none
+    source: str
+    name: str = ""         # the object it names: a PodGroup, or (workload) the Workload
+    replica: str = ""      # workloadRef.podGroupReplicaKey: one gang per replica
+    member: str = ""       # workloadRef.podGroup: the gang within the Workload
 
 
 @attrs.frozen(slots=True)
@@ -159,6 +162,8 @@ def gang_ref(meta: Obj) -> GangRef:
         return GangRef("kaisched", annotations[L.POD_GROUP_ANNOTATION])
     if labels.get(L.XK8S_POD_GROUP_LABEL):
         return GangRef("x-k8s", labels[L.XK8S_POD_GROUP_LABEL])
+    if annotations.get(L.KAI_POD_GROUP_ANNOTATION):
+        return GangRef("kai", annotations[L.KAI_POD_GROUP_ANNOTATION])
     if annotations.get(L.KOORD_NAME):
         return GangRef("koordinator", annotations[L.KOORD_NAME])
     if labels.get(L.KOORD_POD_GROUP_LABEL):      # Koordinator's PodGroup object
@@ -177,24 +182,28 @@ def gang_ref(meta: Obj) -> GangRef:
 
 
 def upstream_gang_ref(spec: Obj) -> GangRef | None:
-    """The Workload API: spec.schedulingGroup.podGroupName, or spec.workloadRef
-    {podGroup, podGroupReplicaKey} (each replica is a gang of its own)."""
+    """The Workload API: spec.schedulingGroup.podGroupName names a PodGroup
+    object (Kubernetes 1.36+); spec.workloadRef {name, podGroup,
+    podGroupReplicaKey} names a podGroup of a v1alpha1 Workload (1.35), each
+    replica key a gang of its own."""
     group = spec.get("schedulingGroup")
     if isinstance(group, dict) and group.get("podGroupName"):
         return GangRef("upstream", str(group["podGroupName"]))
     ref = spec.get("workloadRef")
-    if isinstance(ref, dict) and (ref.get("podGroup") or ref.get("name")):
-        return GangRef("upstream", str(ref.get("podGroup") or ref.get("name")),
-                       str(ref.get("podGroupReplicaKey") or ""))
+    if isinstance(ref, dict) and ref.get("name") and ref.get("podGroup"):
+        return GangRef("workload", str(ref["name"]), str(ref.get("podGroupReplicaKey") or ""),
+                       str(ref["podGroup"]))
     return None
 
 
 def gang_job(key: PodKey, namespace: str, gang: GangRef) -> JobKey:
     if gang.source in ("none", "owner"):
         return JobKey(key)         # a gang of one (or one waiting for its PodGroup)
+    # A Workload's gangs are its podGroups (a DNS label, so ':' cannot clash).
+    name = f"{gang.name}:{gang.member}" if gang.source == "workload" else gang.name
     if gang.replica:
-        return job_key(namespace, f"{gang.name}[{gang.replica}]")
-    return job_key(namespace, gang.name)
+        return job_key(namespace, f"{name}[{gang.replica}]")
+    return job_key(namespace, name)
 
 
 def pod_facts(pod: Obj) -> PodFacts:
@@ -224,8 +233,8 @@ def pod_facts(pod: Obj) -> PodFacts:
         resreq=resreq,
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
         priority_class=pc,
-        queue_label=labels.get(L.QUEUE_LABEL),
-        subgroup=labels.get(L.SUBGROUP_LABEL),
+        queue_label=L.queue_label(labels),
+        subgroup=labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL),
         gang=gang,
         annotations=tuple(sorted((k, str(v)) for k, v in annotations.items()
                                  if k.startswith(("gang.scheduling", "scheduling.k8s.io")))),
