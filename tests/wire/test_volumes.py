@@ -20,7 +20,7 @@ from kaisched.framework.effects import PrebindVolume
 from kaisched.runtime.binder import write_volume
 from kaisched.runtime.scheduler import CycleResult, Scheduler
 
-from .conftest import WAIT, Emulator, build_node, build_pod, build_podgroup
+from .conftest import PATIENCE, Emulator, build_node, build_pod, build_podgroup
 
 Obj = dict
 
@@ -55,7 +55,7 @@ def _with_volume(pod: Obj, claim: str) -> Obj:
 
 def _until(scheduler: Scheduler, done: "callable") -> CycleResult:  # type: ignore[valid-type]
     """Cycles until done(result) holds: watch events land in their own time."""
-    deadline = time.monotonic() + WAIT
+    deadline = time.monotonic() + PATIENCE
     while True:
         result = scheduler.run_once()
         if done(result):
