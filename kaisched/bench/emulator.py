@@ -255,7 +255,7 @@ class Emulator:
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, name="apiserver", daemon=True)
         self._thread.start()
-        if not self._ready.wait(10) or self._failure is not None:
+        if not self._ready.wait(self.patience) or self._failure is not None:
             raise RuntimeError(f"the emulator did not start: {self._failure!r}")
 
     def _serve(self) -> None:
@@ -297,7 +297,7 @@ class Emulator:
                 gate.set()
         self.call(release)
         self.loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)
+        self._thread.join(self.patience)
 
     def preload(self, objects: list[Obj]) -> None:
         """Hold these objects as if created (uids and versions stamped here)."""
