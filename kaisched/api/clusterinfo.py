@@ -70,7 +70,7 @@ class RulesInPlay:
         return cls(frozenset(keys), any_rule, ports)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class ClusterInfo:
     nodes: dict[NodeName, NodeInfo]
     table: NodeTable
@@ -99,6 +99,12 @@ class ClusterInfo:
     # Each queue's normalised usage over its window, per resource (fair share
     # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
     usage: Mapping[QueueName, Mapping[str, float]] | None = None
+
+    def __repr__(self) -> str:
+        # A summary: the whole graph (every node, job and task, the numpy tables) ran
+        # to tens of megabytes, and a failing test's report printed it.
+        return (f"<ClusterInfo: {len(self.nodes)} nodes, {len(self.jobs)} jobs, "
+                f"{len(self.queues)} queues>")
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],

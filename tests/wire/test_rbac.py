@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import attrs
 import kmock
@@ -34,7 +33,16 @@ from kaisched.service.leader import LeaderElector
 from podgrouper.controller import PodGrouper
 from podgrouper.groupers import builtin_groupers, group_owner, pick
 
-from .conftest import WAIT, Emulator, api_client, build_node, build_pod, build_podgroup
+from .conftest import (
+    PATIENCE,
+    Emulator,
+    api_client,
+    build_node,
+    build_pod,
+    build_podgroup,
+    eventually,
+    kube,
+)
 from .test_volumes import _claim, _class, _volume, _with_volume
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,20 +148,9 @@ def granted(rules: list[tuple[str, dict]]) -> set[tuple[str, str, str, str]]:
 # -- running the components -------------------------------------------------------------
 
 def recording(apiserver: Emulator) -> RecordingCluster:
-    return RecordingCluster(api_client=api_client(apiserver.url), timeout=5.0, watch_timeout=5,
-                            backoff=0.05, max_backoff=0.2,
-                            # Every kind it serves is served before the components start; the
-                            # others (DRA v1, later PodGroup versions) are asked for again rarely,
-                            # as in production, not twice a second against a loaded emulator.
-                            missing_retry=60.0)
-
-
-def eventually(check: Callable[[], Any], timeout: float = 6 * WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        assert time.monotonic() < deadline, "gave up waiting"
-        time.sleep(0.05)
-    return result
+    # Every kind it serves is served before the components start; the others (DRA
+    # v1, later PodGroup versions) are asked for again rarely, as kube() does.
+    return kube(api_client(apiserver.url), factory=RecordingCluster)
 
 
 def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
@@ -265,7 +262,7 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
     finally:
         stop.set()
         for thread in threads:
-            thread.join(WAIT)
+            thread.join(PATIENCE)
     # A PodGroup made behind the PodGrouper's watch (the emulator holds it without telling
     # the watch): its create conflicts, and it reads the one that is there.
     late = cluster.create({"apiVersion": "batch/v1", "kind": "Job",
@@ -284,6 +281,8 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
     said = RecordEvent("Pod", "default/huge-0", "Warning", "FailedScheduling", "no room")
     binder.submit(said)
     binder.submit(said)
+    binder.wait(writes=True)
+    binder.stop()
     sent = {"kaisched": set(scheduler_client.sent), "kaisched-podgrouper": set(grouper_client.sent)}
     for client in (scheduler_client, grouper_client):
         client.close()
@@ -329,15 +328,15 @@ def forbidden(request: kmock.Request) -> Any:
 
 
 def test_a_watched_kind_the_role_cannot_list_is_one_line_and_the_rest_is_watched(
-        apiserver: Emulator, cluster: KubeCluster, caplog: pytest.LogCaptureFixture) -> None:
+        apiserver: Emulator, looking: KubeCluster, caplog: pytest.LogCaptureFixture) -> None:
     from kaisched.cluster.kinds import NODE, PRIORITY_CLASS
 
-    apiserver.call(lambda: apiserver.emu.override[
-        kmock.resource("scheduling.k8s.io/v1/priorityclasses")] << forbidden)
-    cluster.create(build_node("n1"))
+    classes = kmock.resource("scheduling.k8s.io/v1/priorityclasses")
+    apiserver.call(lambda: apiserver.emu.override[classes] << forbidden)
+    looking.create(build_node("n1"))
     with caplog.at_level(logging.INFO, logger="kaisched.cluster.watch"):
-        sub = cluster.subscribe([NODE, PRIORITY_CLASS])
-        time.sleep(1.0)                 # several rare retries (missing_retry=0.5s)
+        sub = looking.subscribe([NODE, PRIORITY_CLASS])
+        eventually(lambda: apiserver.count("list", classes) >= 3)     # refused thrice
         events = sub.drain()
     assert [e.obj["metadata"]["name"] for e in events] == ["n1"]
     lines = [r.getMessage() for r in caplog.records if "not allowed" in r.getMessage()]
