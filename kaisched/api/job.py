@@ -5,6 +5,7 @@ from typing import Iterable, Iterator
 
 import attrs
 
+from kaisched.api.dradevices import Consumer, GroupClaim
 from kaisched.api.resource import Resource, sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
@@ -106,6 +107,10 @@ class GangSpec:
     rules: GangRules = GangRules.KAISCHED
     status_target: StatusTarget | None = None   # a PodGroup of another API whose condition is written
     preemptible_below: int | None = None        # KAI: unset preemptibility follows the priority
+    # An upstream PodGroup's spec.resourceClaims: claims its pods share, reserved
+    # for the group itself (claim_holder) rather than for each pod.
+    claims: tuple[GroupClaim, ...] = ()
+    claim_holder: Consumer | None = None
 
 
 @attrs.define(eq=False, slots=True)

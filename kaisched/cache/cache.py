@@ -224,14 +224,14 @@ class Cache:
             store.pop(key, None)
         else:
             store[key] = group
-        self.model.put_group(key)
+        self.model.put_group(key, self.pods)
 
     def _put_workload(self, key: JobKey, workload: convert.Workload | None) -> None:
         if workload is None:
             self._groups.workloads.pop(key, None)
         else:
             self._groups.workloads[key] = workload
-        self.model.put_group(key)
+        self.model.put_group(key, self.pods)
 
     def _put_queue(self, kind: Kind, name: str, queue: QueueInfo | None) -> None:
         """kaisched's Queue and KAI's are one tree; where both name a queue, kaisched's is read."""
@@ -263,10 +263,16 @@ class Cache:
     def _lend_devices(self, cluster: ClusterInfo) -> None:
         """The device inventory and claims, when any pod or object of DRA is in play."""
         if self.model.claimants or self.devices.devices or self.devices.claims:
-            cluster.devices = self.devices.lend(self.pods)
+            cluster.devices = self.devices.lend(self.pods, self._group_uid)
             cluster.set_claimants(self.model.claimants > 0)
         else:
             cluster.set_claimants(False)
+
+    def _group_uid(self, key: str) -> str | None:
+        """The uid of the upstream PodGroup a claim may be reserved for (None: gone)."""
+        group = self._groups.group("upstream", JobKey(key))
+        holder = group.spec.claim_holder if group is not None else None
+        return holder.uid if holder is not None else None
 
     def reported(self, spoken_of: Iterable[JobKey]) -> None:
         """The session over the last snapshot closed: what it looked at need not
