@@ -32,7 +32,11 @@ class StaleGangEvictionAction:
                 else ssn.config.stale_gang_grace_period
             if ssn.now - since < grace:
                 continue
-            message = (f"gang {job.key} has had {alive}/{job.min_member} pods alive for "
+            short = f"{alive}/{job.min_member} pods alive"
+            have = job.leaf_counts(READY_STATUSES)
+            if job.spec.subgroups and not job.tree.met(have):
+                short += f" ({job.tree.shortfall(have)})"
+            message = (f"gang {job.key} has had {short} for "
                        f"{ssn.now - since:.0f}s, past its grace period of {grace:.0f}s")
             stmt = ssn.statement()
             for task in on_nodes:

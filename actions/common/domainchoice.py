@@ -142,9 +142,9 @@ class DomainChoice:
         """Every subgroup of inner could have its minimum inside one domain of
         its level among these rows."""
         for sg in inner:
-            members = [t for t in job.tasks.values() if t.subgroup == sg.name]
+            members = job.members_of(sg.name)
             waiting = [t for t in members if t.status is TaskStatus.PENDING]
-            need = need_of(self.ssn, job, waiting, sg.min_member, members)
+            need = need_of(self.ssn, job, waiting, job.tree.min_pods(sg.name), members)
             mine = np.zeros_like(possible)
             mine[rows] = possible[rows]
             if not (self.cluster.domains(level_of(sg.topology)).totals(mine)
@@ -278,10 +278,11 @@ def need_of(ssn: Session, job: JobInfo, tasks: list[TaskInfo], minimum: int | No
     minimum: the first tasks in task order (one, once the minimum is met)."""
     table = ssn.cluster.table
     if minimum is None or members is None:
-        minimum, members = job.min_member, list(job.tasks.values())
-    missing = minimum - sum(1 for t in members if t.status in MET)
-    ordered = ssn.ordered_tasks(job, tasks)
-    chosen = ordered[:missing] if missing > 0 else ordered[:1]
+        chosen = ssn.minimum_tasks(job, tasks)
+    else:
+        missing = minimum - sum(1 for t in members if t.status in MET)
+        ordered = ssn.ordered_tasks(job, tasks)
+        chosen = ordered[:missing] if missing > 0 else ordered[:1]
     return np.sum([table.vector(t.resreq) for t in chosen], axis=0) if chosen else \
         np.zeros(len(table.dims))
 

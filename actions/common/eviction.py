@@ -136,10 +136,9 @@ def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo]
     rank: dict[PodKey, int] = {}
     for job_key, running in by_job.items():
         info = jobs[job_key]
-        surplus = info.ready_count() - info.min_member
-        if surplus > 0:
+        if info.ready_count() - info.min_member > 0:
             running.sort(key=lambda t: (-t.creation, t.key))
-            for i, task in enumerate(running[:surplus]):
+            for i, task in enumerate(surplus_tasks(info, running)):
                 rank[task.key] = i
 
     def key(t: TaskInfo) -> tuple[Any, ...]:
@@ -149,11 +148,28 @@ def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo]
     return key
 
 
+def surplus_tasks(job: JobInfo, running: list[TaskInfo]) -> list[TaskInfo]:
+    """Of running (newest first), the tasks that could go one after another,
+    each alone, with the job keeping its minimum and every subgroup its own."""
+    if not job.spec.subgroups:
+        return running[:max(job.ready_count() - job.min_member, 0)]
+    out: list[TaskInfo] = []
+    for task in running:
+        if job.eviction_unit(task, out) == [task]:
+            out.append(task)
+    return out
+
+
 def is_surplus(ssn: Session, victim: TaskInfo, group: list[TaskInfo]) -> bool:
-    """The victim goes alone and its job keeps its minimum (and, by the gang
-    plugin's eviction group, every subgroup's): a gang of one is no surplus."""
+    """The victim's eviction group leaves its job running at its minimum (and,
+    by the gang plugin's eviction group, every subgroup at its own): a single
+    surplus task, or a subgroup the tree can do without. A gang of one is no
+    surplus."""
     job = ssn.cluster.jobs[victim.job]
-    return len(group) == 1 and group[0].key == victim.key and job.ready_count() > job.min_member
+    if not any(t.key == victim.key for t in group) or job.ready_count() <= job.min_member:
+        return False
+    unit = job.eviction_unit(victim)
+    return unit is not None and {t.key for t in unit} == {t.key for t in group}
 
 
 class RoomFinder:

@@ -11,8 +11,10 @@ import attrs
 
 from kaisched.api import labels as L
 from kaisched.api.resource import PODS, Resource
-from kaisched.api.types import JobKey, PodKey, job_key, pod_key
+from kaisched.api.subgroups import SubGroupTree, tree_of
+from kaisched.api.types import GangMode, JobKey, PodKey, job_key, pod_key
 from kaisched.cache.convert import pod_request
+from kaisched.cache.convert.groups import podgroup
 from kaisched.cluster.kinds import NODE, POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 
@@ -34,7 +36,7 @@ class PodUse:
 @attrs.frozen(slots=True)
 class Gang:
     min_member: int
-    subgroups: tuple[tuple[str, int], ...]
+    tree: SubGroupTree | None       # its subgroups, if it has any
     strict: bool
 
 
@@ -67,12 +69,11 @@ class Meter:
                 if event.type == "DELETED":
                     self.gangs.pop(key, None)
                 else:
-                    spec = event.obj.get("spec") or {}
+                    gang, _, _ = podgroup(event.obj)
                     self.gangs[key] = Gang(
-                        int(spec.get("minMember", 1)),
-                        tuple((sg["name"], int(sg.get("minMember", 0)))
-                              for sg in spec.get("subGroups") or ()),
-                        spec.get("mode", "Strict") != "NonStrict")
+                        gang.min_member,
+                        tree_of(gang.subgroups, gang.min_sub_group) if gang.subgroups else None,
+                        gang.mode is GangMode.STRICT)
                 continue
             pod = pod_key(meta["namespace"], meta["name"])
             old = self.pods.pop(pod, None)

@@ -217,6 +217,21 @@ def crds() -> dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]]:
     return out
 
 
+@functools.cache
+def crd_schemas() -> dict[tuple[str, str], Any]:
+    """The openAPIV3Schema of each (apiVersion, kind) the CRDs serve, as written
+    (with their x-kubernetes-validations rules)."""
+    out: dict[tuple[str, str], Any] = {}
+    for path in sorted(crd_dir().glob("*.yaml")):
+        for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                spec = doc["spec"]
+                for version in spec["versions"]:
+                    out[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = \
+                        version["schema"]["openAPIV3Schema"]
+    return out
+
+
 def _closed(node: Any) -> Any:
     """A structural schema that refuses unknown fields, as strict field validation does."""
     if not isinstance(node, dict):

@@ -6,6 +6,7 @@ from typing import Any
 from kaisched.api import labels as L
 from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup, TopologyRule
 from kaisched.api.resource import Resource
+from kaisched.api.subgroups import tree_of, tree_problems
 from kaisched.api.types import GangMode, JobKey, PodGroupPhase, QueueName, job_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
 from kaisched.cache.convert.koordinator import optional_settings
@@ -52,22 +53,54 @@ def topology_rule(raw: Any, annotations: Obj | None = None) -> TopologyRule:
     return TopologyRule(str(required) if required else None, str(preferred) if preferred else None)
 
 
-def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
-    """A scheduling.kaisched.io PodGroup: its spec, status and any problem."""
-    spec = obj.get("spec") or {}
-    problems: list[str] = []
-    min_member = _int(spec.get("minMember", 1), "spec.minMember", 1, problems) or 1
-    mode = spec.get("mode", "Strict")
-    if mode not in ("Strict", "NonStrict"):
-        problems.append(f"spec.mode must be Strict or NonStrict, got {mode!r}")
-        mode = "Strict"
+def subgroup_tree(spec: Obj, problems: list[str]) -> tuple[tuple[SubGroup, ...], int | None]:
+    """spec.subGroups (each a leaf with minMember, or an inner subgroup with
+    minSubGroup that others name as parent) and the root's spec.minSubGroup."""
+    root_sub = None
+    if spec.get("minSubGroup") is not None:
+        root_sub = _int(spec["minSubGroup"], "spec.minSubGroup", 1, problems)
     subgroups = []
     for i, sg in enumerate(spec.get("subGroups") or ()):
         if not isinstance(sg, dict) or not sg.get("name"):
             problems.append(f"spec.subGroups[{i}] needs a name")
             continue
-        sub_min = _int(sg.get("minMember", 0), f"spec.subGroups[{i}].minMember", 0, problems)
-        subgroups.append(SubGroup(str(sg["name"]), sub_min or 0, topology_rule(sg.get("topology"))))
+        where = f"spec.subGroups[{i}]"
+        sub_min = _int(sg.get("minMember", 0), f"{where}.minMember", 0, problems)
+        need = None
+        if sg.get("minSubGroup") is not None:
+            need = _int(sg["minSubGroup"], f"{where}.minSubGroup", 0, problems)
+        parent = sg.get("parent")
+        subgroups.append(SubGroup(str(sg["name"]), sub_min or 0, topology_rule(sg.get("topology")),
+                                  str(parent) if parent else None, need))
+    problems.extend(tree_problems(subgroups, root_sub))
+    parents = {sg.parent for sg in subgroups}
+    for i, (sg, raw) in enumerate(zip(subgroups, _named(spec.get("subGroups")))):
+        if sg.name not in parents and "minMember" not in raw:
+            problems.append(f"spec.subGroups[{i}] ({sg.name}) has no subgroups under it: "
+                            "it needs minMember")
+    return tuple(subgroups), root_sub
+
+
+def _named(items: Any) -> list[Obj]:
+    return [sg for sg in items or () if isinstance(sg, dict) and sg.get("name")]
+
+
+def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
+    """A scheduling.kaisched.io PodGroup: its spec, status and any problem."""
+    spec = obj.get("spec") or {}
+    problems: list[str] = []
+    mode = spec.get("mode", "Strict")
+    if mode not in ("Strict", "NonStrict"):
+        problems.append(f"spec.mode must be Strict or NonStrict, got {mode!r}")
+        mode = "Strict"
+    subgroups, root_sub = subgroup_tree(spec, problems)
+    if root_sub is not None and "minMember" in spec:
+        problems.append("spec gives both minMember and minSubGroup: give one")
+    if root_sub is not None and "minMember" not in spec:
+        # The fewest pods that meet the tree: what "minMember" means for it.
+        min_member = max(tree_of(subgroups, root_sub).min_pods(), 1)
+    else:
+        min_member = _int(spec.get("minMember", 1), "spec.minMember", 1, problems) or 1
     gang_group = tuple(JobKey(str(g)) if "/" in str(g) else job_key(metadata(obj).get("namespace") or "default", str(g))
                        for g in spec.get("gangGroup") or ())
     preemptible = spec.get("preemptible", True)
@@ -79,7 +112,8 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         schedule_timeout=_seconds(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", problems),
         mode=GangMode(mode),
         gang_group=gang_group,
-        subgroups=tuple(subgroups),
+        subgroups=subgroups,
+        min_sub_group=root_sub,
         preemptible=preemptible if isinstance(preemptible, bool) else True,
         stale_grace=_seconds(spec.get("staleGangGracePeriodSeconds"), "spec.staleGangGracePeriodSeconds", problems),
         wait_time=_seconds(spec.get("waitTimeSeconds"), "spec.waitTimeSeconds", problems),
