@@ -277,8 +277,8 @@ class SubGroupTree:
             if alive is not None and alive.get(node, 0) < self.minimum[node]:
                 text += f" ({alive.get(node, 0)} pod(s) exist)"
             return text
-        inner = ", ".join(self.shortfall(have, alive, k) if not met[k] or k not in self.minimum
-                          else f"{k} {have.get(k, 0)}/{self.minimum[k]}" for k in kids)
+        inner = ", ".join(f"{k} met" if met[k] and k not in self.minimum
+                          else self.shortfall(have, alive, k) for k in kids)
         met_kids = sum(met[k] for k in kids)
         whom = "the PodGroup" if node == ROOT else node
         count = "all" if self.need[node] == len(kids) else str(self.need[node])

@@ -14,6 +14,7 @@ import attrs
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.types import NodeName, PodKey
+from kaisched.cache.convert.groups import podgroup
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig
@@ -106,7 +107,8 @@ def _pod_groups(cluster: MemoryCluster) -> dict[str, dict[str, Any]]:
         meta, status = pg["metadata"], _section(pg, "status")
         out[f"{meta['namespace']}/{meta['name']}"] = {
             "phase": status.get("phase", "Pending"),
-            "minMember": _section(pg, "spec").get("minMember"),
+            # A subgroup tree's PodGroup may give minSubGroup instead: its fewest pods.
+            "minMember": _section(pg, "spec").get("minMember", podgroup(pg)[0].min_member),
             "conditions": status.get("conditions") or [],
         }
     return out

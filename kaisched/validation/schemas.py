@@ -250,10 +250,12 @@ def _closed(node: Any) -> Any:
 def read_without_schema(api: str, kind: str) -> bool:
     """Kinds kaisched reads whose schema is not at hand: other schedulers' gangs, the
     upstream Workload API's PodGroup in the versions the chosen Kubernetes does not
-    serve (alpha ones come and go) and the owners the PodGrouper groups (any
-    version). Only their metadata is checked."""
+    serve (alpha ones come and go), the owners the PodGrouper groups (any
+    version) and the gangs their operators declare. Only their metadata is checked."""
     if (api, kind) in {(k.api_version, k.kind) for k in (XK8S_PODGROUP, KOORD_PODGROUP, KAI_TOPOLOGY)}:
         return True
+    if (api, kind) in {k.pods.gang_object for k in workloadkinds.KINDS if k.pods.gang_label}:
+        return True         # an operator's gang the PodGrouper reads (Grove's PodGang)
     if (api, kind) in {(k.api_version, k.kind) for k in UPSTREAM_PODGROUPS}:
         return builtin(api, kind) is None
     group = api.rpartition("/")[0]
