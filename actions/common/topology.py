@@ -7,9 +7,11 @@ NVLink clique (`nvidia.com/gpu.clique`).
 - preferred level: the tightest fitting domain, widening level by level to
   the levels whose domains hold its domains whole (up to the required level,
   else to the whole cluster);
-- among the domains that fit, the one that would leave the least room
-  stranded goes first (domains are binpacked, not only nodes), so large gangs
-  keep finding whole racks.
+- among the domains that fit, KAI's packing at every level: the one inside
+  the fullest domain of each outer level goes first (among racks that fit,
+  one in the fullest spine that fits), then the fullest itself, then the one
+  leaving the least room stranded -- domains are binpacked, not only nodes,
+  so large gangs keep finding whole racks and spines.
 
 A domain is tried by placing the gang's tasks restricted to its nodes under
 a checkpoint of the job's statement; a domain that does not take the gang is
