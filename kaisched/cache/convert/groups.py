@@ -74,7 +74,7 @@ def subgroup_tree(spec: Obj, problems: list[str]) -> tuple[tuple[SubGroup, ...],
                                   str(parent) if parent else None, need))
     problems.extend(tree_problems(subgroups, root_sub))
     parents = {sg.parent for sg in subgroups}
-    for i, (sg, raw) in enumerate(zip(subgroups, _named(spec.get("subGroups")))):
+    for i, (sg, raw) in enumerate(zip(subgroups, _named(spec.get("subGroups")), strict=True)):
         if sg.name not in parents and "minMember" not in raw:
             problems.append(f"spec.subGroups[{i}] ({sg.name}) has no subgroups under it: "
                             "it needs minMember")
