@@ -40,7 +40,7 @@ from kaisched.framework.effects import RecordEvent
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
 _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
-                  KOORD_PODGROUP: convert.xk8s_podgroup,
+                  KOORD_PODGROUP: convert.koord_podgroup,
                   **{k: convert.upstream_podgroup for k in UPSTREAM_PODGROUPS}}
 _GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", KOORD_PODGROUP: "koord",
                  **{k: "upstream" for k in UPSTREAM_PODGROUPS}}

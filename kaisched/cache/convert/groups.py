@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from kaisched.api import labels as L
 from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup, TopologyRule
 from kaisched.api.resource import Resource
 from kaisched.api.subgroups import tree_of, tree_problems
 from kaisched.api.types import GangMode, JobKey, PodGroupPhase, QueueName, job_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
-from kaisched.cache.convert.koordinator import optional_settings
+from kaisched.cache.convert.koordinator import min_available, optional_settings
 from kaisched.cache.convert.pods import PodFacts
 
 # KAI's topology annotations on a PodGroup: node labels naming a topology level.
@@ -157,14 +159,32 @@ def annotated_gang(facts: PodFacts) -> tuple[GangSpec, str | None]:
     problems: list[str] = []
     if facts.gang.source in ("koordinator", "koord"):
         raw = facts.annotation(L.KOORD_MIN_AVAILABLE) or "1"
+        size = min_available(raw)
+        if size is None:
+            problems.append(f"{L.KOORD_MIN_AVAILABLE} must be an integer, got {raw!r}")
         # The optional ones fall back to defaults (the pod's warnings say so).
         mode, group_keys, wait, _ = optional_settings(facts.annotation)
-        gang = GangSpec(min_member=_int(raw, L.KOORD_MIN_AVAILABLE, 1, problems) or 1,
-                        mode=mode, gang_group=group_keys, wait_time=wait)
+        gang = GangSpec(min_member=size or 1, mode=mode, gang_group=group_keys, wait_time=wait)
     else:
         raw = facts.annotation(L.VOLCANO_GROUP_POD_NUM) or "1"
         gang = GangSpec(min_member=_int(raw, L.VOLCANO_GROUP_POD_NUM, 1, problems) or 1)
     return gang, "; ".join(problems) or None
+
+
+def koord_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
+    """Koordinator's PodGroup (scheduling.sigs.k8s.io): scheduler-plugins'
+    fields, and Koordinator's optional gang annotations on the object (mode,
+    gang groups), each falling back to its default when it does not parse."""
+    gang, status, problem = xk8s_podgroup(obj)
+    notes = metadata(obj).get("annotations") or {}
+    mode, group_keys, _, _ = optional_settings(lambda k: _text(notes.get(k)))
+    namespace = str(metadata(obj).get("namespace") or "default")
+    group_keys = tuple(k if "/" in k else job_key(namespace, k) for k in group_keys)
+    return attrs.evolve(gang, mode=mode, gang_group=group_keys), status, problem
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def podgroup_status(status: Obj) -> PodGroupStatus:
