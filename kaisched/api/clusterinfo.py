@@ -96,6 +96,10 @@ class ClusterInfo:
     _claimants: bool | None = None      # some task names a ResourceClaim
     # KAI Topology objects: each one's node labels, outermost level first.
     topologies: tuple[tuple[str, ...], ...] = ()
+    # kaisched PodGroups still Pending that no pod names yet (jobs with no tasks):
+    # enqueued all the same, so a controller that makes its pods only once its
+    # PodGroup is Inqueue (Volcano's) goes on.
+    waiting_groups: tuple[JobInfo, ...] = ()
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -153,7 +157,8 @@ class ClusterInfo:
         jobs = {k: j.clone() for k, j in self.jobs.items()}
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
-                            self._rules, self._domains, topologies=self.topologies)
+                            self._rules, self._domains, topologies=self.topologies,
+                            waiting_groups=self.waiting_groups)
         other.storage = self.storage
         if self.devices:
             other.devices, other._claimants = self.devices.copy(), self._claimants
