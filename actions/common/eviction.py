@@ -197,10 +197,25 @@ class RoomFinder:
                 self.surplus[row] += vec
             self.by_node.setdefault(node, []).append(task)
         self.releasing_at_start = releasing_at_start
+        self.order = order
 
     def room(self) -> np.ndarray:
         table = self.ssn.cluster.table
         return table.future + self.evictable - (table.releasing - self.releasing_at_start)
+
+    def _first_victims(self, rows: np.ndarray) -> np.ndarray:
+        """Per row: the rank, in the victim order, of the first victim that is
+        no surplus there -- of nodes that need as much eviction, the one whose
+        gang comes first (lowest priority, most recently started) goes first,
+        so the order holds across nodes, not only on each."""
+        if self.order is None or not len(rows):
+            return np.zeros(len(rows))
+        names, order = self.ssn.cluster.table.names, self.order
+        firsts = [min((order(t) for t in self.by_node.get(names[row], ()) if order(t)[0]),
+                      default=None) for row in rows]
+        ranked = sorted({k for k in firsts if k is not None})
+        place = {k: i for i, k in enumerate(ranked)}
+        return np.array([place[k] if k is not None else len(ranked) for k in firsts])
 
     def nodes(self, task: TaskInfo) -> Iterator[NodeName]:
         """Nodes where room could be made: first those where other jobs'
@@ -221,7 +236,8 @@ class RoomFinder:
                                np.clip(vec - table.future[rows], 0, None) / table.alloc[rows], 0)
         released = (table.releasing - self.releasing_at_start)[rows]
         gang_needed = ~table.fits(vec, table.future[rows] + self.surplus[rows] - released)
-        order = np.lexsort((rows, missing.sum(axis=1), gang_needed))
+        first = self._first_victims(rows)
+        order = np.lexsort((rows, first, missing.sum(axis=1), gang_needed))
         names = table.names
         return (names[row] for row in rows[order])
 

@@ -107,11 +107,18 @@ def _pod_groups(cluster: MemoryCluster) -> dict[str, dict[str, Any]]:
         meta, status = pg["metadata"], _section(pg, "status")
         out[f"{meta['namespace']}/{meta['name']}"] = {
             "phase": status.get("phase", "Pending"),
-            # A subgroup tree's PodGroup may give minSubGroup instead: its fewest pods.
-            "minMember": _section(pg, "spec").get("minMember", podgroup(pg)[0].min_member),
+            "minMember": _min_member(_section(pg, "spec")),
             "conditions": status.get("conditions") or [],
         }
     return out
+
+
+def _min_member(spec: dict[str, Any]) -> Any:
+    """minMember as written; a subgroup tree's PodGroup may give minSubGroup
+    instead: then the fewest pods that meet its tree."""
+    if "minMember" in spec or spec.get("minSubGroup") is None:
+        return spec.get("minMember")
+    return podgroup({"spec": spec})[0].min_member
 
 
 def _section(obj: dict[str, Any], name: str) -> dict[str, Any]:
