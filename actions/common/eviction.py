@@ -188,34 +188,36 @@ class RoomFinder:
         self.evictable = np.zeros_like(table.alloc)
         self.surplus = np.zeros_like(table.alloc)      # what surplus victims alone hold
         self.by_node: dict[NodeName, list[TaskInfo]] = {}
+        first: dict[int, tuple[Any, ...]] = {}          # per row, its first gang victim's key
         for task in candidates:
             node = task.node_name
             assert node is not None     # candidates are evictable: on a node
             row, vec = table.index[node], table.vector(task.resreq)
             self.evictable[row] += vec
-            if order is not None and not order(task)[0]:
+            key = order(task) if order is not None else None
+            if key is not None and not key[0]:
                 self.surplus[row] += vec
+            elif key is not None and (row not in first or key < first[row]):
+                first[row] = key
             self.by_node.setdefault(node, []).append(task)
         self.releasing_at_start = releasing_at_start
-        self.order = order
+        place = {k: i for i, k in enumerate(sorted(set(first.values())))}
+        self.first_rank = np.full(len(table), float(len(place)))
+        for row, key in first.items():
+            self.first_rank[row] = place[key]
 
     def room(self) -> np.ndarray:
         table = self.ssn.cluster.table
         return table.future + self.evictable - (table.releasing - self.releasing_at_start)
 
     def _first_victims(self, rows: np.ndarray) -> np.ndarray:
-        """Per row: the rank, in the victim order, of the first victim that is
-        no surplus there -- of nodes that need as much eviction, the one whose
-        gang comes first (lowest priority, most recently started) goes first,
-        so the order holds across nodes, not only on each."""
-        if self.order is None or not len(rows):
-            return np.zeros(len(rows))
-        names, order = self.ssn.cluster.table.names, self.order
-        firsts = [min((order(t) for t in self.by_node.get(names[row], ()) if order(t)[0]),
-                      default=None) for row in rows]
-        ranked = sorted({k for k in firsts if k is not None})
-        place = {k: i for i, k in enumerate(ranked)}
-        return np.array([place[k] if k is not None else len(ranked) for k in firsts])
+        """Per row: the rank, in the victim order, of the first victim there
+        that is no surplus -- of nodes that need as much eviction, the one
+        whose gang comes first (lowest priority, most recently started) is
+        tried first, so the order holds across nodes, not only on each.
+        Ranked once, over the candidates as listed (the order is the
+        action's, fixed before its first eviction)."""
+        return self.first_rank[rows]
 
     def nodes(self, task: TaskInfo) -> Iterator[NodeName]:
         """Nodes where room could be made: first those where other jobs'
