@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kaisched.api.job import JobInfo
 from kaisched.api.resource import Resource, format_amount
+from kaisched.api.subgroups import ROOT
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
@@ -101,7 +102,7 @@ def _tree_invalid(job: JobInfo, gated: list[TaskInfo]) -> str | None:
     alive = job.alive_counts()
     if tree.met(alive):
         return None
-    if not tree.choices and all(tree.parent[n] == "" for n in tree.parent):
+    if not tree.choices and all(tree.parent[n] == ROOT for n in tree.parent):
         for sg in job.spec.subgroups:       # one level, every subgroup needed
             mine = [t for t in gated if t.subgroup == sg.name]
             have = alive.get(sg.name, 0)
