@@ -26,6 +26,7 @@ from kaisched.api.types import (
 from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts, Workload
 from kaisched.cache.convert.draobjects import resolve_claims
+from kaisched.cache.convert.koordinator import min_available
 from kaisched.cluster.kinds import UPSTREAM_PODGROUPS
 
 NO_STATUS = PodGroupStatus()
@@ -148,10 +149,16 @@ def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities:
              strangers: Mapping[PodKey, str] | None = None) -> None:
     """Fill the job's declaration, status, problem, age and priority from its
     PodGroup and its pods. Order-free: the pod the job's declaration comes from
-    (for gangs its pods annotate, and gangs of one) is the one with the least key.
+    (for gangs its pods annotate, and gangs of one) is the one with the least key
+    (for Koordinator's, the least whose min-available parses).
     strangers: pods of the same gang that name another scheduler, and which."""
     pods = sorted(pods, key=lambda f: f.key)
     first = pods[0]
+    if first.gang.source in ("koordinator", "koord"):
+        # Koordinator's gang takes its settings from the first pod whose
+        # min-available parses; the others belong to it all the same.
+        first = next((f for f in pods if min_available(
+            f.annotation(L.KOORD_MIN_AVAILABLE) or "1") is not None), first)
     spec, status, problem, creation = _declaration(first, groups)
     if problem is None:
         problem = next((f"pod {f.key}: {f.problem}" for f in pods if f.problem), None)

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from kaisched.api.cel import Selector
+from kaisched.api.cel import Selector, Version
 from kaisched.api.constraints import Requirement, SelectorTerm
 from kaisched.api.dradevices import (
     PODGROUPS,
@@ -68,9 +68,10 @@ def device_class(obj: Obj) -> DeviceClass:
 
 def _attribute(value: Any) -> AttrValue | None:
     value = _dict(value)
-    for field in ("string", "version"):
-        if isinstance(value.get(field), str):
-            return value[field]
+    if isinstance(value.get("string"), str):
+        return value["string"]
+    if isinstance(value.get("version"), str):
+        return Version(value["version"])        # a semver value to selectors
     if isinstance(value.get("bool"), bool):
         return value["bool"]
     if isinstance(value.get("int"), int):
