@@ -36,6 +36,7 @@ class TaskInfo:
     # on its new node for the rest of the session. Its job does not count it
     # (the pod it stands for is still the job's, releasing on its old node).
     successor_of: PodKey | None = None
+    shared: tuple[str, ...] = ()         # of those, its PodGroup's: reserved for the group
 
     @property
     def namespace(self) -> str:

@@ -95,6 +95,9 @@ class Evict:
 class SetPodGroupStatus:
     job: JobKey
     status: PodGroupStatus
+    # A PodGroup of another API (the upstream Workload API's): its apiVersion,
+    # whose status subresource takes the conditions. Empty: kaisched's own.
+    api_version: str = ""
 
 
 @attrs.frozen(slots=True)

@@ -40,7 +40,16 @@ from kaisched.api.resource import CPU, GPU
 from kaisched.api.types import PodKey, job_key, pod_key
 from kaisched.api.usage import UsageSource
 from kaisched.catalog import register_builtins
-from kaisched.cluster.kinds import NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS
+from kaisched.cluster.kinds import (
+    NAMESPACE,
+    NODE,
+    POD,
+    PODGROUP,
+    PRIORITY_CLASS,
+    QUEUE,
+    SCHEDULING_KINDS,
+    kind_for,
+)
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.cluster.snapshot import build_snapshot
 from kaisched.framework import SchedulerConfig
@@ -65,7 +74,7 @@ from kaisched.sim.invariants import Invariants
 from kaisched.sim.kubelet import Kubelet
 from kaisched.sim.meter import Meter
 from kaisched.sim.provisioner import StorageControllers, storage_class_object
-from kaisched.sim.scenario import Scenario
+from kaisched.sim.scenario import JobKind, Scenario
 from kaisched.sim.start import Adopted, Start
 from kaisched.sim.timeline import Eviction, Timeline
 from podgrouper.controller import PodGrouper
@@ -77,6 +86,8 @@ OWNER_RESYNC = 60.0
 # Effects that change nothing a later session decides on (see above): a Queue's
 # status is only compared with the next one, to write it when it changes.
 _QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus, SetQueueUsage)
+# The condition that says whether a gang was placed, in each API that has one.
+_SCHEDULED = ("Scheduled", "PodGroupScheduled", "PodGroupInitiallyScheduled")
 
 Progress = Callable[[float, int, int], None]      # elapsed, jobs finished, jobs to finish
 
@@ -443,9 +454,12 @@ class Simulation:
         for run in self.runs:
             if run.state is not JobState.SUBMITTED or run.started is not None or run.failure:
                 continue
-            pg = self.cluster.get(PODGROUP, run.spec.namespace, run.pod_group)
+            kind = kind_for(run.spec.gang_api, "PodGroup") if run.spec.kind is JobKind.GANG \
+                else PODGROUP
+            pg = self.cluster.get(kind, run.spec.namespace, run.pod_group)
             conditions = ((pg or {}).get("status") or {}).get("conditions") or []
-            scheduled = next((c for c in conditions if c.get("type") == "Scheduled"), None)
+            # kaisched's condition, or an upstream PodGroup's (KAI's and 1.35's gangs have none).
+            scheduled = next((c for c in conditions if c.get("type") in _SCHEDULED), None)
             if scheduled and scheduled.get("status") == "False":
                 run.failure = str(scheduled.get("message") or scheduled.get("reason"))
 
