@@ -2,13 +2,19 @@
 (Succeeded count as alive) stay below minMember for longer than the grace
 period is evicted whole: a partial gang holds room and does no work.
 
+A gang some of whose pods Succeeded is finishing, not stale (KAI's rule): its
+pods exit one by one, and the ones still running are its last work. This
+holds when the Succeeded pods are gone too: the PodGroup status's succeeded
+count, which never goes down, remembers them.
+
 The timer lives in the PodGroup status (staleSince), so a restart keeps it.
 """
 from __future__ import annotations
 
 from kaisched.api.clock import from_rfc3339, to_rfc3339
+from kaisched.api.job import JobInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
-from kaisched.api.types import READY_STATUSES
+from kaisched.api.types import READY_STATUSES, TaskStatus
 from kaisched.framework import Session
 from kaisched.framework.effects import Cause
 
@@ -22,7 +28,7 @@ class StaleGangEvictionAction:
                 continue    # a gang of one is never partly alive
             on_nodes = [t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]
             alive = job.count(READY_STATUSES)
-            if not on_nodes or ssn.job_ready(job):
+            if not on_nodes or ssn.job_ready(job) or finishing(job):
                 if job.status.stale_since:
                     ssn.stale_since[job.key] = None
                 continue
@@ -39,3 +45,9 @@ class StaleGangEvictionAction:
                 stmt.evict(task, Cause.STALE_GANG, detail=message)
             stmt.commit()
             ssn.stale_since[job.key] = None
+
+
+def finishing(job: JobInfo) -> bool:
+    """Some pod of the gang Succeeded: seen now, or counted in its status
+    before it was deleted."""
+    return job.count_of(TaskStatus.SUCCEEDED) > 0 or job.status.succeeded > 0

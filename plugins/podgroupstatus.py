@@ -97,8 +97,11 @@ def _status(ssn: Session, job: JobInfo,
     old, now = job.status, ssn.now_text
     placed = sum(1 for key in job.tasks if key in ssn.placed) if ssn.placed else 0
     counts = dict.fromkeys(TaskStatus, 0) | job.totals()
+    # Succeeded pods may be deleted while their gang finishes: the count they
+    # leave in the status stays (stale-gang eviction reads it).
+    succeeded = max(counts[TaskStatus.SUCCEEDED], old.succeeded)
     scheduled = (counts[TaskStatus.BINDING] + counts[TaskStatus.BOUND]
-                 + counts[TaskStatus.RUNNING] + counts[TaskStatus.SUCCEEDED] + placed)
+                 + counts[TaskStatus.RUNNING] + succeeded + placed)
     started = scheduled >= job.min_member and scheduled > 0
     problem = job.problem or ssn.unschedulable.get(job.key)
     since = (old.unschedulable_since or now) if problem else None
@@ -136,7 +139,7 @@ def _status(ssn: Session, job: JobInfo,
         conditions=tuple(c for c in old.conditions if c.type != "Scheduled") + ((cond,) if cond else ()),
         scheduled=scheduled,
         running=counts[TaskStatus.RUNNING],
-        succeeded=counts[TaskStatus.SUCCEEDED],
+        succeeded=succeeded,
         failed=counts[TaskStatus.FAILED],
         pending=counts[TaskStatus.PENDING] + counts[TaskStatus.PIPELINED]
         + counts[TaskStatus.ALLOCATED] - placed,
