@@ -6,7 +6,7 @@ from __future__ import annotations
 from kaisched.api.job import JobInfo
 from kaisched.api.resource import Resource, format_amount
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, Blocker, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
@@ -24,7 +24,8 @@ class GangPlugin(PluginBase):
         self.table = ssn.cluster.table
         self.usable = ssn.cluster.usable_nodes()
         ssn.register(Hook.JOB_VALID, job_invalid_reason)
-        ssn.register(Hook.ENQUEUEABLE, self.min_resources_fit)
+        # The free cluster is short: room, which new nodes would give.
+        ssn.register(Hook.ENQUEUEABLE, self.min_resources_fit, blocker=Blocker.RESOURCES)
         ssn.register(Hook.JOB_READY, lambda job: job.minimum_met(READY_STATUSES))
         ssn.register(Hook.JOB_PIPELINED, lambda job: job.minimum_met(_PIPELINED_READY))
         ssn.register(Hook.JOB_ORDER, lambda job: 1 if job.minimum_met(READY_STATUSES) else 0)

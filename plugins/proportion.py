@@ -16,7 +16,7 @@ from kaisched.api.queue import ROOT, QueueInfo
 from kaisched.api.queue_status import job_states, queue_statuses
 from kaisched.api.resource import PODS, Resource, format_amount
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import READY_STATUSES, QueueName, TaskStatus
+from kaisched.api.types import READY_STATUSES, Blocker, QueueName, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetQueueStatus
 from plugins.reclaimrules import ReclaimRules
@@ -72,7 +72,7 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.QUEUE_ORDER, lambda queue: -queue.priority)   # ties: higher first
         ssn.register(Hook.JOB_VALID, self._job_invalid)
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
-        ssn.register(Hook.ENQUEUEABLE, self._min_resources_room)
+        ssn.register(Hook.ENQUEUEABLE, self._min_resources_room, blocker=Blocker.QUOTA)
         ssn.register(Hook.OVERUSED, self._overused)
         rules = ReclaimRules(self.queues, self._parent, self._chain, lambda q: self.allocated[q],
                              lambda q: self.pinned[q], self.deserved)

@@ -4,8 +4,10 @@ as `kaisched replay`.
 
 Expectation keys (all optional): sessions, bindings (exact map),
 evictions (exact set), pipelined (exact map), podGroups (per PodGroup: phase,
-minMember, and `message`: substrings of the Scheduled condition's message),
+minMember, `reason` of the Scheduled condition, `message`: substrings of its
+message, and `status`: fields of the status, each exactly),
 podMessages (per pod: substrings of its PodScheduled=False message),
+podReasons (per pod: the reason of its PodScheduled=False condition),
 evictionReasons (per pod: substring of the eviction message), staleSince
 (per PodGroup: the status timer), volumeClaims (per PVC: selectedNode, its
 volume.kubernetes.io/selected-node annotation, and volumeName; null: unset),
@@ -57,8 +59,14 @@ def test_scenario(path: Path) -> None:
             if field in want:
                 assert got[field] == want[field], f"{key}.{field}"
         cond = next((c for c in got["conditions"] if c["type"] == "Scheduled"), {})
+        if "reason" in want:
+            assert cond.get("reason") == want["reason"], f"{key}: {cond}"
         for part in _substrings(want.get("message", [])):
             assert part in cond.get("message", ""), f"{key}: {cond}"
+        if "status" in want:
+            ns, name = key.split("/")
+            status = result.cluster.get(PODGROUP, ns, name).get("status") or {}
+            assert {k: status.get(k) for k in want["status"]} == want["status"], f"{key}: {status}"
     for key, parts in (expect.get("podMessages") or {}).items():
         ns, name = key.split("/")
         pod = result.cluster.get(POD, ns, name)
@@ -67,6 +75,12 @@ def test_scenario(path: Path) -> None:
         assert cond.get("status") == "False", f"{key}: {cond}"
         for part in _substrings(parts):
             assert part in cond.get("message", ""), f"{key}: {cond}"
+    for key, reason in (expect.get("podReasons") or {}).items():
+        ns, name = key.split("/")
+        pod = result.cluster.get(POD, ns, name)
+        cond = next((c for c in (pod.get("status") or {}).get("conditions", [])
+                     if c["type"] == "PodScheduled"), {})
+        assert (cond.get("status"), cond.get("reason")) == ("False", reason), f"{key}: {cond}"
     for key, part in (expect.get("evictionReasons") or {}).items():
         assert part in result.eviction_reasons[key], result.eviction_reasons
     for key, want in (expect.get("volumeClaims") or {}).items():

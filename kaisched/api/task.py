@@ -26,6 +26,7 @@ class TaskInfo:
     placement: Placement = NO_PLACEMENT
     critical: bool = False               # kube-system or a system-* priority class
     unschedulable: str | None = None     # the PodScheduled=False message it carries
+    unschedulable_reason: str | None = None   # ... and that condition's reason
     labels: tuple[tuple[str, str], ...] = ()   # sorted; what other pods' selectors read
     never_preempts: bool = False         # preemptionPolicy Never: waits for room, evicts no one
     gates: tuple[str, ...] = ()          # spec.schedulingGates: not to be placed while any remain

@@ -74,6 +74,7 @@ class Session:
         self.reserved_for: dict[JobKey, np.ndarray] = {}
         self._current_plugin = ""
         self._when: dict[Callable[..., Any], Callable[[TaskInfo], bool]] = {}
+        self._blockers: dict[Callable[..., Any], Blocker] = {}
         # Set while room_mask asks the filters: devices evictable pods hold count as free.
         self.planning_eviction = False
         for tier in plugins:
@@ -90,12 +91,16 @@ class Session:
 
     # -- registration (plugins, while the session opens) -------------------------
     def register(self, hook: Hook, fn: Callable[..., Any], label: str | None = None,
-                 when: Callable[[TaskInfo], bool] | None = None) -> None:
+                 when: Callable[[TaskInfo], bool] | None = None,
+                 blocker: Blocker | None = None) -> None:
         """when (POD_PREDICATE, POD_ORDER): the tasks the rule is about; for
-        any other task fn answers None, and is not asked."""
+        any other task fn answers None, and is not asked. blocker
+        (ENQUEUEABLE): what a gang it refuses waits for."""
         self.hooks.register(hook, label or self._current_plugin, fn)
         if when is not None:
             self._when[fn] = when
+        if blocker is not None:
+            self._blockers[fn] = blocker
 
     def close(self) -> list[Effect]:
         for plugin in reversed(self.plugins):
@@ -143,7 +148,17 @@ class Session:
 
     def enqueueable(self, job: JobInfo) -> str | None:
         """None when a not-ready job may try to start now (minResources fits)."""
-        return self.hooks.first_reason(Hook.ENQUEUEABLE, job)
+        refusal = self.enqueue_refusal(job)
+        return refusal[0] if refusal else None
+
+    def enqueue_refusal(self, job: JobInfo) -> tuple[str, Blocker] | None:
+        """Why a not-ready job may not try to start now, and what it waits
+        for: its queue's room (quota), or the cluster's (resources)."""
+        for _, fn in self.hooks.callbacks(Hook.ENQUEUEABLE):
+            reason = fn(job)
+            if reason:
+                return reason, self._blockers.get(fn, Blocker.QUOTA)
+        return None
 
     def admits(self, job: JobInfo) -> bool:
         """The enqueue gate lets the job be placed (always, with no gate)."""

@@ -61,6 +61,7 @@ class PodFacts:
     critical: bool
     unschedulable: str | None
     problem: str | None = None
+    unschedulable_reason: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
     never_preempts: bool = False       # its own spec.preemptionPolicy (admission copies the class's)
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
@@ -206,8 +207,10 @@ def pod_facts(pod: Obj) -> PodFacts:
     namespace = meta.get("namespace") or "default"
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
-    unschedulable = next((c.get("message") for c in status.get("conditions") or ()
-                          if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
+    scheduled_false = next((c for c in status.get("conditions") or ()
+                            if isinstance(c, dict) and c.get("type") == "PodScheduled"
+                            and c.get("status") == "False"), None)
+    unschedulable = scheduled_false.get("message") if scheduled_false else None
     pc = str(spec.get("priorityClassName") or "")
     priority = spec.get("priority")
     key = pod_key(namespace, meta.get("name", ""))
@@ -234,6 +237,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         placement=placement(spec, namespace, labels),
         critical=namespace == "kube-system" or pc in _CRITICAL_CLASSES,
         unschedulable=unschedulable,
+        unschedulable_reason=scheduled_false.get("reason") if scheduled_false else None,
         problem="; ".join(problems) or None,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
         never_preempts=spec.get("preemptionPolicy") == "Never",
