@@ -9,7 +9,7 @@ task by task instead: actions/common/victims.py and solver.py.)
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from kaisched.framework.effects import Cause, Preemptor
 from kaisched.framework.statement import EvictOp
 
 VERBS = {Cause.PREEMPT: "preempted", Cause.RECLAIM: "reclaimed"}
+VERB_BASE = {Cause.PREEMPT: "preempt", Cause.RECLAIM: "reclaim"}
 
 Check = Callable[[TaskInfo], str | None]
 
@@ -113,6 +114,21 @@ def refused(ssn: Session, job: JobInfo) -> str | None:
             if not ssn.room_mask(task).any():     # devices evictable pods hold count as free
                 return f"pod {task.key}: no node meets its placement rules"
     return None
+
+
+def note_protected(ssn: Session, job: JobInfo, kind: Cause, others: Iterable[JobInfo]) -> None:
+    """The job evicted nobody: say which job it could have evicted is
+    protected (min-runtime), and until when (the one free soonest)."""
+    if not ssn.protects:
+        return
+    found = sorted(((p.until, other.key, p) for other in others
+                    if (p := ssn.protected_until(other, kind, job)) is not None),
+                   key=lambda x: (x[0], x[1]))
+    if found:
+        _, key, first = found[0]
+        more = f" (and {len(found) - 1} more job(s))" if len(found) > 1 else ""
+        ssn.note_unschedulable(job, f"may not {VERB_BASE[kind]} {key}: "
+                                    f"{first.describe(ssn.now)}{more}")
 
 
 def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:

@@ -106,8 +106,12 @@ class VictimPicker:
             # Tasks placed this session cannot be evicted: the gang stays whole.
             if not tasks or any(t.status in _PLACED_NOW for t in job.tasks.values()):
                 return None, False
-        allowed = self.ssn.victims(Hook.RECLAIMABLE, self.reclaimer, tasks)
-        if len(allowed) < len(tasks):
+        # Asked with what was handed out of the job already: the plugins judge
+        # everything the job would lose (a protected job gives only its surplus).
+        gone = self.gone.get(job.key, ())
+        considered = [*(t for t in job.tasks.values() if t.key in gone), *tasks]
+        allowed = self.ssn.victims(Hook.RECLAIMABLE, self.reclaimer, considered)
+        if len(allowed) < len(considered):
             return None, False
         stays = task is not None and len(self._running(job)) > 1
         return Unit(job.key, job.queue, tuple(tasks)), stays

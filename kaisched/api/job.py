@@ -18,6 +18,9 @@ from kaisched.api.types import (
     TaskStatus,
 )
 
+# Pods that ran (or run) on a node: what a job's start is read from.
+_STARTED = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED})
+
 
 @attrs.frozen(slots=True)
 class TopologyRule:
@@ -87,6 +90,7 @@ class GangSpec:
     declared: bool = False          # a PodGroup object exists for it
     topology: TopologyRule = NO_TOPOLOGY
     generation: int = 0
+    last_start: float | None = None     # KAI's kai.scheduler/last-start-timestamp annotation
 
 
 @attrs.define(eq=False, slots=True)
@@ -166,6 +170,20 @@ class JobInfo:
         return (self.status.phase is PodGroupPhase.FAILED and cond is not None
                 and cond.reason == Reason.TIMEOUT.value
                 and self.status.observed_generation == self.spec.generation)
+
+    def started(self, now: float) -> float | None:
+        """When the job last started: when its minimum last came to be on
+        nodes (the minMember-th earliest start among its pods there; a pod
+        bound but not started yet starts now), or KAI's annotation if later.
+        None when it does not run."""
+        starts = sorted(now if t.started is None else t.started
+                        for t in self.tasks.values() if t.status in _STARTED)
+        if not starts:
+            return None
+        from_pods = starts[min(self.min_member, len(starts)) - 1]
+        if self.spec.last_start is not None:
+            return max(from_pods, self.spec.last_start)
+        return from_pods
 
     def tasks_with(self, *statuses: TaskStatus) -> Iterator[TaskInfo]:
         wanted = set(statuses)

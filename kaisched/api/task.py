@@ -23,6 +23,7 @@ class TaskInfo:
     subgroup: str | None = None
     priority: int = 0
     creation: float = 0.0
+    started: float | None = None         # status.startTime: when its node's kubelet took it
     placement: Placement = NO_PLACEMENT
     critical: bool = False               # kube-system or a system-* priority class
     unschedulable: str | None = None     # the PodScheduled=False message it carries

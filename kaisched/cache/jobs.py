@@ -87,7 +87,8 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> 
     return TaskInfo(
         key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,
         resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
-        priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
+        priority=priorities.of_pod(facts), creation=facts.creation, started=facts.started,
+        placement=placement,
         critical=facts.critical, unschedulable=facts.unschedulable,
         unschedulable_reason=facts.unschedulable_reason, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,

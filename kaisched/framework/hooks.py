@@ -47,6 +47,8 @@ class Hook(enum.Enum):
     PREEMPTABLE = "preemptable"       # (preemptor TaskInfo, [victim TaskInfo]) -> victims
     RECLAIMABLE = "reclaimable"       # (reclaimer TaskInfo, [victim TaskInfo]) -> victims
     EVICTION_GROUP = "eviction_group" # (victim TaskInfo) -> tasks that must go with it
+    PROTECTION = "protection"         # (running JobInfo, Cause, preemptor JobInfo | None) ->
+                                      # Protection | None: it is no victim of that kind until then
     OVERUSED = "overused"             # (JobInfo, TaskInfo) -> reason | None: no reclaiming
     RECLAIM_GATE = "reclaim_gate"     # (JobInfo, need Resource) -> reason | None: may it reclaim
     RECLAIM_FAIR = "reclaim_fair"     # (JobInfo, need, [(victim queue, Resource)]) -> reason | None

@@ -17,9 +17,10 @@ from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework.effects import Effect, Hold
+from kaisched.framework.effects import Cause, Effect, Hold
 from kaisched.framework.explanation import Explanation
 from kaisched.framework.hooks import Hook, HookRegistry
+from kaisched.framework.protection import Protection
 from kaisched.framework.selection import FILTER_BLOCKERS, RESOURCE_FIT, Choice, NodeSelection
 from kaisched.framework.statement import Statement
 
@@ -75,6 +76,7 @@ class Session:
         self._current_plugin = ""
         self._when: dict[Callable[..., Any], Callable[[TaskInfo], bool]] = {}
         self._blockers: dict[Callable[..., Any], Blocker] = {}
+        self._protections: dict[tuple[JobKey, Cause, str | None], Protection | None] = {}
         # Set while room_mask asks the filters: devices evictable pods hold count as free.
         self.planning_eviction = False
         for tier in plugins:
@@ -199,10 +201,59 @@ class Session:
 
         The conformance rule comes first and is not a plugin: kube-system and
         critical pods, and jobs that are not preemptible, are never victims.
+        Then protection (min-runtime): a protected job gives only its pods
+        beyond its minimum, whatever tier the plugin that protects it is in.
         """
         allowed = [c for c in candidates
                    if not c.critical and self.cluster.jobs[c.job].spec.preemptible]
+        kind = Cause.RECLAIM if hook is Hook.RECLAIMABLE else Cause.PREEMPT
+        allowed = self._unprotected(kind, preemptor, allowed)
         return self.hooks.victims(hook, preemptor, allowed) if allowed else []
+
+    @property
+    def protects(self) -> bool:
+        """Some plugin protects running jobs (min-runtime)."""
+        return bool(self.hooks.callbacks(Hook.PROTECTION))
+
+    def protected_until(self, job: JobInfo, kind: Cause, by: JobInfo | None = None) -> Protection | None:
+        """Why the running job may not be a victim of this kind of eviction
+        now (for the job by, whose queue a reclaim's min-runtime may depend
+        on), and until when; None when it may be. Consolidation asks it for
+        both kinds. Answered once per session: as the job was when it opened."""
+        key = (job.key, kind, by.queue if by is not None else None)
+        if key in self._protections:
+            return self._protections[key]
+        found: Protection | None = None
+        for _, fn in self.hooks.callbacks(Hook.PROTECTION):
+            answer: Protection | None = fn(job, kind, by)
+            if answer is not None and answer.until > self.now \
+                    and (found is None or answer.until > found.until):
+                found = answer
+        self._protections[key] = found
+        return found
+
+    def _unprotected(self, kind: Cause, preemptor: TaskInfo,
+                     candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """The candidates, less those of protected jobs but for each such job's
+        pods beyond its minimum (the newest go: KAI's elastic rule, a
+        protected job is never taken below its minimum)."""
+        if not candidates or not self.protects:
+            return candidates
+        jobs = self.cluster.jobs
+        by = jobs[preemptor.job]
+        held: dict[JobKey, list[TaskInfo]] = {}
+        for c in candidates:
+            if c.job in held or self.protected_until(jobs[c.job], kind, by) is not None:
+                held.setdefault(c.job, []).append(c)
+        if not held:
+            return candidates
+        kept: set[PodKey] = set()
+        for key, tasks in held.items():
+            job = jobs[key]
+            surplus = max(job.ready_count() - job.min_member, 0)
+            tasks.sort(key=lambda t: (-t.creation, t.key))
+            kept.update(t.key for t in tasks[:surplus])
+        return [c for c in candidates if c.job not in held or c.key in kept]
 
     def eviction_group(self, victim: TaskInfo) -> list[TaskInfo]:
         """The victim and every task that must be evicted with it (its gang)."""
@@ -258,6 +309,13 @@ class Session:
             self.blockers[job.key] = blocker
         else:
             self.blockers.setdefault(job.key, Blocker.RESOURCES)
+
+    def note_unschedulable(self, job: JobInfo, note: str) -> None:
+        """Add to why the job was not placed (what an eviction it could not
+        make was held back by), keeping the class of what blocks it."""
+        said = self.unschedulable.get(job.key)
+        if said is not None and note not in said:
+            self.unschedulable[job.key] = f"{said}; {note}"
 
     def blocker_of(self, task: TaskInfo) -> Blocker:
         """What keeps the task off every node: resources when some node passes

@@ -29,7 +29,7 @@ from kaisched.cluster.kinds import POD, PODGROUP, QUEUE
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, Session
-from kaisched.framework.effects import Bind
+from kaisched.framework.effects import Bind, Cause
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.sim.claims import make_claims
@@ -69,6 +69,8 @@ def explain(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfi
     else:
         lines.append(f"  {job.ready_count()} pod(s) placed already; nothing waits")
     lines.extend(_queue_lines(cluster, ssn, job.queue))
+    if why and not placed and not job.problem:
+        lines.extend(_protection_lines(ssn, job))
     gang = _gang_lines(ssn, job) if why and not placed and not job.problem else []
     lines.extend(gang)
     for task in sorted(job.tasks.values(), key=ssn.task_order_key):
@@ -140,6 +142,34 @@ def _queue_lines(cluster: MemoryCluster, ssn: Session, queue: QueueName) -> list
         used = Resource.of(dict(status.allocated))
         lines.append(f"    fair share {format_resource(fair)}; in use (incl. this session) "
                      f"{format_resource(used - Resource.of({PODS: used.get(PODS)}))}")
+    return lines
+
+
+def _protection_lines(ssn: Session, job: JobInfo, most: int = 5) -> list[str]:
+    """Running jobs the waiting job could evict but for their min-runtime:
+    lower-priority ones of its queue (preempt), those of other queues (reclaim)."""
+    if not ssn.protects:
+        return []
+    found = []
+    for other in ssn.cluster.jobs.values():
+        if other.key == job.key or not other.spec.preemptible:
+            continue
+        if other.queue == job.queue:
+            if other.priority >= job.priority:
+                continue
+            kind, where = Cause.PREEMPT, "preempt"
+        else:
+            kind, where = Cause.RECLAIM, f"reclaim from queue {other.queue}"
+        protection = ssn.protected_until(other, kind, job)
+        if protection is not None:
+            found.append((protection.until, other.key,
+                          f"    {other.key} ({where}): {protection.describe(ssn.now)}"))
+    if not found:
+        return []
+    found.sort()
+    lines = ["  running jobs it may not evict yet:", *(line for _, _, line in found[:most])]
+    if len(found) > most:
+        lines.append(f"    ... and {len(found) - most} more")
     return lines
 
 

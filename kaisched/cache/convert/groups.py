@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kaisched.api import labels as L
+from kaisched.api.clock import from_rfc3339
 from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup, TopologyRule
 from kaisched.api.resource import Resource
 from kaisched.api.types import GangMode, JobKey, PodGroupPhase, QueueName, job_key
@@ -14,6 +15,8 @@ from kaisched.cache.convert.pods import PodFacts
 # KAI's topology annotations on a PodGroup: node labels naming a topology level.
 KAI_TOPOLOGY_REQUIRED = "kai.scheduler/topology-required-placement"
 KAI_TOPOLOGY_PREFERRED = "kai.scheduler/topology-preferred-placement"
+# When KAI last saw the gang start (its min-runtime counts from there).
+KAI_LAST_START = "kai.scheduler/last-start-timestamp"
 
 
 def _declared(res: Resource) -> Resource | None:
@@ -88,6 +91,7 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         declared=True,
         generation=int(metadata(obj).get("generation") or 0),
         topology=topology_rule(spec.get("topology"), metadata(obj).get("annotations")),
+        last_start=from_rfc3339((metadata(obj).get("annotations") or {}).get(KAI_LAST_START)),
     )
     return gang, podgroup_status(obj.get("status") or {}), "; ".join(problems) or None
 

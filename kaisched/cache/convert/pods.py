@@ -62,6 +62,7 @@ class PodFacts:
     unschedulable: str | None
     problem: str | None = None
     unschedulable_reason: str | None = None
+    started: float | None = None       # status.startTime
     labels: tuple[tuple[str, str], ...] = ()
     never_preempts: bool = False       # its own spec.preemptionPolicy (admission copies the class's)
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
@@ -238,6 +239,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         critical=namespace == "kube-system" or pc in _CRITICAL_CLASSES,
         unschedulable=unschedulable,
         unschedulable_reason=scheduled_false.get("reason") if scheduled_false else None,
+        started=from_rfc3339(status.get("startTime")),
         problem="; ".join(problems) or None,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
         never_preempts=spec.get("preemptionPolicy") == "Never",
