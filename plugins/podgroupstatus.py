@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kaisched.api.clock import from_rfc3339
+from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.job import Condition, JobInfo, PodGroupStatus
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, Blocker, PodGroupPhase, Reason, TaskStatus
@@ -162,6 +162,7 @@ def _status(ssn: Session, job: JobInfo, extras: list[Extra] | None = None) -> Po
         last_schedule_time=now if placed else old.last_schedule_time,
         stale_since=ssn.stale_since.get(job.key, old.stale_since),
         unschedulable_since=since,
+        pending_since=to_rfc3339(ssn.pending_since(job)),
         observed_generation=job.spec.generation if expired else old.observed_generation,
     )
 

@@ -52,7 +52,7 @@ def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     waiting = []
     for job in ssn.cluster.active_jobs():
         if not job.count_of(TaskStatus.PENDING) or job.queue not in queues \
-                or not ssn.job_ready(job) or refused(ssn, job):
+                or not ssn.job_ready(job) or refused(ssn, job) or delayed(ssn, job):
             continue
         extras = ssn.pending(job)
         if extras and not never_preempts(extras):
@@ -73,9 +73,20 @@ def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     task order; empty when the job is not starving, or when what keeps it
     waiting is no lack of room."""
     pending = ssn.pending(job)
-    if not pending or ssn.job_pipelined(job) or refused(ssn, job) or never_preempts(pending):
+    if not pending or ssn.job_pipelined(job) or refused(ssn, job) or never_preempts(pending) \
+            or delayed(ssn, job):
         return []
     return ssn.ordered_tasks(job, pending)
+
+
+def delayed(ssn: Session, job: JobInfo) -> bool:
+    """The job's preemption delay runs: it evicts nobody yet, and its
+    condition says from when it may (it stays Unschedulable, so a cluster
+    autoscaler can add room meanwhile)."""
+    reason = ssn.may_evict_for(job)
+    if reason:
+        ssn.note_unschedulable(job, reason)
+    return bool(reason)
 
 
 def never_preempts(tasks: list[TaskInfo]) -> bool:

@@ -65,6 +65,9 @@ class PodGroupStatus:
     last_schedule_time: str | None = None
     stale_since: str | None = None
     unschedulable_since: str | None = None
+    # When the gang last became pending (created, or evicted), moved on each
+    # time it evicts others: its preemption delay counts from here.
+    pending_since: str | None = None
     observed_generation: int = 0        # the spec generation a Timeout verdict is about
 
     def condition(self, type_: str) -> Condition | None:
@@ -91,6 +94,7 @@ class GangSpec:
     topology: TopologyRule = NO_TOPOLOGY
     generation: int = 0
     last_start: float | None = None     # KAI's kai.scheduler/last-start-timestamp annotation
+    preemption_delay: float | None = None   # override of the config's preemptionDelay
 
 
 @attrs.define(eq=False, slots=True)

@@ -15,6 +15,7 @@ from kaisched.api.task import TaskInfo
 from kaisched.api.types import DEFAULT_QUEUE, OCCUPYING_STATUSES, JobKey, QueueName, TaskStatus, job_key
 from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts
+from kaisched.cache.convert.pods import preemption_delay
 
 NO_STATUS = PodGroupStatus()
 # The PodGroup kinds a pod can name, and how a missing one is called.
@@ -115,6 +116,11 @@ def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities:
         problem = next((f"pod {f.key}: {f.problem}" for f in pods if f.problem), None)
     if not spec.queue:
         spec = attrs.evolve(spec, queue=QueueName(first.queue_label or DEFAULT_QUEUE))
+    if spec.preemption_delay is None:     # KAI's annotation on a pod, when the PodGroup has none
+        delay = next((d for f in pods if (d := preemption_delay(f.annotation(L.KAI_PREEMPTION_DELAY)))
+                      is not None), None)
+        if delay is not None:
+            spec = attrs.evolve(spec, preemption_delay=delay)
     job.spec, job.status, job.problem = spec, status, problem
     # A job is as old as its oldest part: a PodGroup made for pods that
     # already waited does not send them to the back of the line.

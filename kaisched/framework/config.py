@@ -37,7 +37,7 @@ starvationThreshold: 10m
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
-         "starvationThreshold")
+         "starvationThreshold", "preemptionDelay")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
 # Without these nothing is placed as a gang: placement all or nothing is allocate's
 # statement and gang's readiness rule together.
@@ -74,6 +74,8 @@ class SchedulerConfig:
     tiers: tuple[tuple[PluginOption, ...], ...] = ()
     stale_gang_grace_period: float = 60.0
     starvation_threshold: float = 600.0     # a head-of-queue gang waiting longer gets nodes reserved
+    # How long a job, once pending, waits before it may evict others (0: at once).
+    preemption_delay: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -86,6 +88,7 @@ class SchedulerConfig:
                       for tier in self.tiers],
             "staleGangGracePeriod": f"{self.stale_gang_grace_period:g}s",
             "starvationThreshold": f"{self.starvation_threshold:g}s",
+            **({"preemptionDelay": f"{self.preemption_delay:g}s"} if self.preemption_delay else {}),
         }
 
 
@@ -107,6 +110,7 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         tiers=_with_status(_tiers(data["tiers"], registry)),
         stale_gang_grace_period=_duration(data, "staleGangGracePeriod", 60.0),
         starvation_threshold=_duration(data, "starvationThreshold", 600.0),
+        preemption_delay=_duration(data, "preemptionDelay", 0.0),
     )
     _require_gangs(config)
     return config

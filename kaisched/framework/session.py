@@ -20,7 +20,8 @@ from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.framework.effects import Cause, Effect, Hold
 from kaisched.framework.explanation import Explanation
 from kaisched.framework.hooks import Hook, HookRegistry
-from kaisched.framework.protection import Protection
+from kaisched.framework.preemptiondelay import PreemptionDelay
+from kaisched.framework.protection import Protection, Protections
 from kaisched.framework.selection import FILTER_BLOCKERS, RESOURCE_FIT, Choice, NodeSelection
 from kaisched.framework.statement import Statement
 
@@ -76,7 +77,7 @@ class Session:
         self._current_plugin = ""
         self._when: dict[Callable[..., Any], Callable[[TaskInfo], bool]] = {}
         self._blockers: dict[Callable[..., Any], Blocker] = {}
-        self._protections: dict[tuple[JobKey, Cause, str | None], Protection | None] = {}
+        self.preemption_delay = PreemptionDelay(config.preemption_delay, self.now, self.job_ready)
         # Set while room_mask asks the filters: devices evictable pods hold count as free.
         self.planning_eviction = False
         for tier in plugins:
@@ -88,6 +89,8 @@ class Session:
         self._job_key = self.hooks.order_key(Hook.JOB_ORDER)
         self._task_key = self.hooks.order_key(Hook.TASK_ORDER)
         self.selection = NodeSelection(cluster, self.hooks, self.reserved_for, self._when)
+        self.protections = Protections((fn for _, fn in self.hooks.callbacks(Hook.PROTECTION)),
+                                       cluster.jobs, self.now)
         self.explanation = Explanation(cluster, self.selection)
         self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
 
@@ -207,53 +210,34 @@ class Session:
         allowed = [c for c in candidates
                    if not c.critical and self.cluster.jobs[c.job].spec.preemptible]
         kind = Cause.RECLAIM if hook is Hook.RECLAIMABLE else Cause.PREEMPT
-        allowed = self._unprotected(kind, preemptor, allowed)
+        allowed = self.protections.unprotected(kind, self.cluster.jobs[preemptor.job], allowed)
         return self.hooks.victims(hook, preemptor, allowed) if allowed else []
 
+    # -- what holds evictions back (framework/protection.py, preemptiondelay.py) ------
     @property
     def protects(self) -> bool:
         """Some plugin protects running jobs (min-runtime)."""
-        return bool(self.hooks.callbacks(Hook.PROTECTION))
+        return bool(self.protections)
 
     def protected_until(self, job: JobInfo, kind: Cause, by: JobInfo | None = None) -> Protection | None:
         """Why the running job may not be a victim of this kind of eviction
-        now (for the job by, whose queue a reclaim's min-runtime may depend
-        on), and until when; None when it may be. Consolidation asks it for
-        both kinds. Answered once per session: as the job was when it opened."""
-        key = (job.key, kind, by.queue if by is not None else None)
-        if key in self._protections:
-            return self._protections[key]
-        found: Protection | None = None
-        for _, fn in self.hooks.callbacks(Hook.PROTECTION):
-            answer: Protection | None = fn(job, kind, by)
-            if answer is not None and answer.until > self.now \
-                    and (found is None or answer.until > found.until):
-                found = answer
-        self._protections[key] = found
-        return found
+        now (for the job by: a reclaim's min-runtime may depend on its queue),
+        and until when; None when it may be. A move (consolidation) asks for
+        both kinds. Answered as the job was when the session opened."""
+        return self.protections.of(job, kind, by)
 
-    def _unprotected(self, kind: Cause, preemptor: TaskInfo,
-                     candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """The candidates, less those of protected jobs but for each such job's
-        pods beyond its minimum (the newest go: KAI's elastic rule, a
-        protected job is never taken below its minimum)."""
-        if not candidates or not self.protects:
-            return candidates
-        jobs = self.cluster.jobs
-        by = jobs[preemptor.job]
-        held: dict[JobKey, list[TaskInfo]] = {}
-        for c in candidates:
-            if c.job in held or self.protected_until(jobs[c.job], kind, by) is not None:
-                held.setdefault(c.job, []).append(c)
-        if not held:
-            return candidates
-        kept: set[PodKey] = set()
-        for key, tasks in held.items():
-            job = jobs[key]
-            surplus = max(job.ready_count() - job.min_member, 0)
-            tasks.sort(key=lambda t: (-t.creation, t.key))
-            kept.update(t.key for t in tasks[:surplus])
-        return [c for c in candidates if c.job not in held or c.key in kept]
+    def may_evict_for(self, job: JobInfo) -> str | None:
+        """None when the job may evict others now (preempt, reclaim, or a move
+        that makes room for it); else when it may: its preemption delay runs."""
+        return self.preemption_delay.holds_back(job)
+
+    def pending_since(self, job: JobInfo) -> float:
+        """When the job last became pending; its preemption delay counts from here."""
+        return self.preemption_delay.pending_since(job)
+
+    def evicted_for(self, job: JobKey) -> None:
+        """The job evicted others (a statement committed): its delay counts again from now."""
+        self.preemption_delay.rearm(job)
 
     def eviction_group(self, victim: TaskInfo) -> list[TaskInfo]:
         """The victim and every task that must be evicted with it (its gang)."""

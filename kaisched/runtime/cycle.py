@@ -24,3 +24,5 @@ class CycleResult:
     # PodGroup statuses as they were), and the class of what blocks each pending gang.
     cluster: ClusterInfo | None = None
     blockers: dict[JobKey, Blocker] = attrs.field(factory=dict)
+    # Gangs that would have evicted others but for their preemption delay, until when.
+    delayed: dict[JobKey, float] = attrs.field(factory=dict)

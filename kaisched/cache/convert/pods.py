@@ -9,6 +9,7 @@ import orjson
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.constraints import Placement
+from kaisched.api.quantity import parse_duration
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.api.volumes import PodClaim
@@ -233,7 +234,8 @@ def pod_facts(pod: Obj) -> PodFacts:
         subgroup=labels.get(L.SUBGROUP_LABEL),
         gang=gang,
         annotations=tuple(sorted((k, str(v)) for k, v in annotations.items()
-                                 if k.startswith(("gang.scheduling", "scheduling.k8s.io")))),
+                                 if k.startswith(("gang.scheduling", "scheduling.k8s.io"))
+                                 or k == L.KAI_PREEMPTION_DELAY)),
         creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
         placement=placement(spec, namespace, labels),
         critical=namespace == "kube-system" or pc in _CRITICAL_CLASSES,
@@ -246,9 +248,27 @@ def pod_facts(pod: Obj) -> PodFacts:
         gates=scheduling_gates(spec),
         pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
         claims=claims,
-        warnings=tuple(optional_settings(lambda k: _text(annotations.get(k)))[3])
-        if gang.source in ("koordinator", "koord") else (),
+        warnings=(*(optional_settings(lambda k: _text(annotations.get(k)))[3]
+                    if gang.source in ("koordinator", "koord") else ()),
+                  *delay_warnings(_text(annotations.get(L.KAI_PREEMPTION_DELAY)))),
     )
+
+
+def preemption_delay(raw: str | None) -> float | None:
+    """KAI's preemption-delay annotation as seconds; None when absent or not a
+    duration (ignored, as KAI does, with a warning: delay_warnings)."""
+    if raw is None:
+        return None
+    try:
+        return parse_duration(raw)
+    except ValueError:
+        return None
+
+
+def delay_warnings(raw: str | None) -> tuple[str, ...]:
+    if raw is None or preemption_delay(raw) is not None:
+        return ()
+    return (f"{L.KAI_PREEMPTION_DELAY} {raw!r} is not a duration (e.g. 5m); ignored",)
 
 
 def _text(value: object) -> str | None:
