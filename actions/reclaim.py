@@ -60,7 +60,7 @@ def candidates(ssn: Session, job: JobInfo) -> list[JobInfo]:
 def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
                 surplus_only: bool = False) -> bool:
     """Evict victims from other queues and pipeline the tasks; True if done."""
-    need = sum_resources(t.resreq for t in tasks)
+    need = sum_resources(ssn.quota_request(t) for t in tasks)
     if ssn.hooks.first_reason(Hook.RECLAIM_GATE, job, need):
         return False
     others = candidates(ssn, job)

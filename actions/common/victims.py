@@ -32,10 +32,7 @@ class Unit:
     job: JobKey
     queue: QueueName
     tasks: tuple[TaskInfo, ...]
-
-    @property
-    def resources(self) -> Resource:
-        return sum_resources(t.resreq for t in self.tasks)
+    resources: Resource         # what they count against their queue (devices of claims too)
 
 
 class VictimPicker:
@@ -114,7 +111,8 @@ class VictimPicker:
         if len(allowed) < len(considered):
             return None, False
         stays = task is not None and len(self._running(job)) > 1
-        return Unit(job.key, job.queue, tuple(tasks)), stays
+        held = sum_resources(self.ssn.quota_request(t) for t in tasks)
+        return Unit(job.key, job.queue, tuple(tasks), held), stays
 
     def next(self) -> Unit | None:
         while True:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from kaisched.api.claimquota import claim_charge
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import JobInfo
@@ -189,6 +190,13 @@ class Session:
 
     def job_pipelined(self, job: JobInfo) -> bool:
         return self.hooks.all_true(Hook.JOB_PIPELINED, job)
+
+    def quota_request(self, task: TaskInfo) -> Resource:
+        """What the task counts against its queue: its requests, and the
+        devices its ResourceClaims hold or ask for (kaisched.api.claimquota)."""
+        if not task.claims:
+            return task.resreq
+        return task.resreq + claim_charge(task, self.cluster.devices)
 
     def allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
         """None when the job's queue has room for the task, else why not."""
