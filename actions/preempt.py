@@ -57,7 +57,7 @@ class PreemptAction:
             if not by_queue.get(job.queue) or ssn.job_pipelined(job):
                 continue
             if not place_by_eviction(ssn, domains, job, tasks, Hook.PREEMPTABLE, finder_of(job),
-                                     Cause.PREEMPT, check_of(job), order):
+                                     Cause.PREEMPT, check_of(job), order) and ssn.protects:
                 lower = {t.job for t in by_queue[job.queue]
                          if ssn.cluster.jobs[t.job].priority < job.priority}
                 note_protected(ssn, job, Cause.PREEMPT, (ssn.cluster.jobs[k] for k in sorted(lower)))

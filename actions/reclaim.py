@@ -41,7 +41,7 @@ class ReclaimAction:
         domains = DomainChoice(ssn)
         for job, tasks in jobs:
             if not ssn.job_pipelined(job) and not reclaim_for(
-                    ssn, domains, job, still_needed(ssn, job, tasks)):
+                    ssn, domains, job, still_needed(ssn, job, tasks)) and ssn.protects:
                 note_protected(ssn, job, Cause.RECLAIM, candidates(ssn, job))
         for job, tasks in extras:
             for task in tasks:
