@@ -27,7 +27,7 @@ from actions.common.placement import (
 )
 from kaisched.api.job import JobInfo
 from kaisched.api.types import JobKey, QueueName
-from kaisched.framework import Hook, Session
+from kaisched.framework import Session
 
 
 class AllocateAction:
@@ -46,12 +46,12 @@ class AllocateAction:
         for heap in jobs.values():
             heapq.heapify(heap)
         guards = starvation.guard(ssn, heads(ssn, jobs.values()))
-        head_key = ssn.hooks.order_key(Hook.QUEUE_HEAD_ORDER)
+        head_key = ssn.queue_head_order_key
         several = len(jobs) > 1         # one queue needs no order
 
         def queue_key(name: QueueName) -> tuple[Any, ...]:
             queue = queue_of(ssn, name)
-            head = head_key((queue, need_of(ssn, jobs[name][0][2]))) if several else ()
+            head = head_key(queue, need_of(ssn, jobs[name][0][2])) if several else ()
             return (head, ssn.queue_order_key(queue))
 
         queues = [(queue_key(q), q) for q in jobs]

@@ -21,7 +21,7 @@ from actions.common.eviction import (
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import QueueName
-from kaisched.framework import Hook, Session
+from kaisched.framework import Session
 from kaisched.framework.effects import Cause
 
 
@@ -45,7 +45,7 @@ class PreemptAction:
             def finder(task: TaskInfo) -> RoomFinder:
                 key = (job.queue, job.priority)
                 if key not in finders:
-                    victims = ssn.victims(Hook.PREEMPTABLE, task, by_queue[job.queue])
+                    victims = ssn.preemptable(task, by_queue[job.queue])
                     finders[key] = RoomFinder(ssn, domains, victims, releasing_at_start, order)
                 return finders[key]
             return finder
@@ -56,12 +56,12 @@ class PreemptAction:
         for job, tasks in jobs:
             if not by_queue.get(job.queue) or ssn.job_pipelined(job):
                 continue
-            if not place_by_eviction(ssn, domains, job, tasks, Hook.PREEMPTABLE, finder_of(job),
+            if not place_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
                                      Cause.PREEMPT, check_of(job), order) and ssn.protects:
                 lower = {t.job for t in by_queue[job.queue]
                          if ssn.cluster.jobs[t.job].priority < job.priority}
                 note_protected(ssn, job, Cause.PREEMPT, (ssn.cluster.jobs[k] for k in sorted(lower)))
         for job, tasks in extras:
             if by_queue.get(job.queue):
-                place_extras_by_eviction(ssn, domains, job, tasks, Hook.PREEMPTABLE, finder_of(job),
+                place_extras_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
                                          check_of(job), Cause.PREEMPT, order)

@@ -27,7 +27,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.resource import sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES
-from kaisched.framework import Hook, Session
+from kaisched.framework import Session
 from kaisched.framework.effects import Cause, Preemptor
 
 
@@ -61,7 +61,7 @@ def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[T
                 surplus_only: bool = False) -> bool:
     """Evict victims from other queues and pipeline the tasks; True if done."""
     need = sum_resources(ssn.quota_request(t) for t in tasks)
-    if ssn.hooks.first_reason(Hook.RECLAIM_GATE, job, need):
+    if ssn.reclaim_blocked(job, need):
         return False
     others = candidates(ssn, job)
     if not others:
@@ -78,8 +78,7 @@ def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[T
         return out
 
     def fair(victims: list[Unit]) -> str | None:
-        return ssn.hooks.first_reason(Hook.RECLAIM_FAIR, job, need,
-                                      [(u.queue, u.resources) for u in victims])
+        return ssn.reclaim_unfair(job, need, [(u.queue, u.resources) for u in victims])
 
     solver = ReclaimSolver(ssn, tasks, picker, lambda t: bound_domain(ssn, domains, job, room, t), fair)
     victims = solver.solve()

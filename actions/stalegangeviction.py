@@ -28,7 +28,10 @@ class StaleGangEvictionAction:
                 continue    # a gang of one is never partly alive
             on_nodes = [t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]
             alive = job.count(READY_STATUSES)
-            if not on_nodes or ssn.job_ready(job) or finishing(job):
+            # Alive counts Succeeded pods even where the gang's own rules do not
+            # (the upstream Workload API's): a finishing gang is not stale.
+            if not on_nodes or ssn.job_ready(job) or job.minimum_met(READY_STATUSES) \
+                    or finishing(job):
                 if job.status.stale_since:
                     ssn.stale_since[job.key] = None
                 continue

@@ -31,11 +31,8 @@ from kaisched.api.types import EVICTABLE_STATUSES, Blocker, NodeName, TaskStatus
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetClaimStatus
-from kaisched.framework.selection import FILTER_BLOCKERS
 
 UNSATISFIED = "node(s) cannot allocate the pod's ResourceClaims"
-# Devices are resources: a gang this filter keeps off every node waits for room.
-FILTER_BLOCKERS[UNSATISFIED] = Blocker.RESOURCES
 
 
 def _plain(claim: Claim) -> bool:
@@ -104,7 +101,8 @@ class DraPlugin(PluginBase):
                                     if t.claims and t.status in EVICTABLE_STATUSES}
         self.promised: dict[str, list[int]] = {}
         ssn.register(Hook.JOB_VALID, self.job_invalid)
-        ssn.register(Hook.POD_PREDICATE, self.fits, UNSATISFIED)
+        # Devices are resources: a gang this filter keeps off every node waits for room.
+        ssn.register(Hook.POD_PREDICATE, self.fits, UNSATISFIED, blocker=Blocker.RESOURCES)
         ssn.register(Hook.POD_IDLE, self.free_now)
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)

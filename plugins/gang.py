@@ -1,16 +1,18 @@
 """gang: a job is placed only when at least minMember of its tasks (and each
 subgroup's minimum) can be; not-ready jobs go first; a gang at or below its
-minimum is evicted whole. The podgroupstatus plugin tells why a gang waits."""
+minimum is evicted whole, unless its declaration says otherwise (the upstream
+Workload API's disruption modes: pod by pod, or only all together). What
+counts toward the minimum is the job's to say (under the upstream rules a
+completed pod does not). The podgroupstatus plugin tells why a gang waits."""
 from __future__ import annotations
 
 from kaisched.api.job import JobInfo
 from kaisched.api.resource import Resource, format_amount
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, Blocker, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, Blocker, Disruption, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
-_PIPELINED_READY = READY_STATUSES | {TaskStatus.PIPELINED}
 _PLACED = EVICTABLE_STATUSES | {TaskStatus.ALLOCATED, TaskStatus.PIPELINED}
 _HOLDING = READY_STATUSES - {TaskStatus.SUCCEEDED}
 
@@ -26,9 +28,10 @@ class GangPlugin(PluginBase):
         ssn.register(Hook.JOB_VALID, job_invalid_reason)
         # The free cluster is short: room, which new nodes would give.
         ssn.register(Hook.ENQUEUEABLE, self.min_resources_fit, blocker=Blocker.RESOURCES)
-        ssn.register(Hook.JOB_READY, lambda job: job.minimum_met(READY_STATUSES))
-        ssn.register(Hook.JOB_PIPELINED, lambda job: job.minimum_met(_PIPELINED_READY))
-        ssn.register(Hook.JOB_ORDER, lambda job: 1 if job.minimum_met(READY_STATUSES) else 0)
+        ssn.register(Hook.JOB_READY, lambda job: job.minimum_met(job.ready_statuses))
+        ssn.register(Hook.JOB_PIPELINED, lambda job: job.minimum_met(
+            job.ready_statuses | {TaskStatus.PIPELINED}))
+        ssn.register(Hook.JOB_ORDER, lambda job: 1 if job.minimum_met(job.ready_statuses) else 0)
         ssn.register(Hook.EVICTION_GROUP, self.eviction_group)
 
     def min_resources_fit(self, job: JobInfo) -> str | None:
@@ -57,9 +60,13 @@ class GangPlugin(PluginBase):
 
     def eviction_group(self, victim: TaskInfo) -> list[TaskInfo]:
         """Above its minimum a gang loses single tasks; at or below it, a
-        partial gang is useless, so all of it goes."""
+        partial gang is useless, so all of it goes. A declared disruption
+        mode overrides: any pod alone, or only all of it."""
         job = self.jobs[victim.job]
-        if job.ready_count() - 1 >= job.min_member and all(
+        if job.spec.disruption is Disruption.SINGLE:
+            return [victim]
+        if job.spec.disruption is not Disruption.ALL and \
+                job.ready_count() - 1 >= job.min_member and all(
                 job.ready_count(sg.name) - (victim.subgroup == sg.name) >= sg.min_member
                 for sg in job.spec.subgroups):
             return [victim]
@@ -78,7 +85,7 @@ def job_invalid_reason(job: JobInfo) -> str | None:
         return job.problem
     if job.timed_out():
         return "timed out; change the PodGroup spec to retry"
-    alive = READY_STATUSES | set(_WAITING)
+    alive = job.ready_statuses | set(_WAITING)
     gated = [t for t in job.tasks.values() if t.gates and t.status is TaskStatus.PENDING]
     have = job.count(alive) - len(gated)
     if have < job.min_member:

@@ -1,18 +1,23 @@
 """podgroupstatus: at session close, write each PodGroup's status (counts,
 phase, the Scheduled condition, timers), its pods' PodScheduled condition and
-an Event, where they changed; the message says in numbers why a gang waits."""
+an Event, where they changed; the message says in numbers why a gang waits.
+A PodGroup of the upstream Workload API gets its own condition instead
+(PodGroupScheduled, or v1beta1's PodGroupInitiallyScheduled), in the words its
+API allows: Unschedulable, or SchedulerError for a group kaisched cannot use."""
 from __future__ import annotations
 
 from typing import Any
 
 from kaisched.api.clock import from_rfc3339, to_rfc3339
-from kaisched.api.job import Condition, JobInfo, PodGroupStatus
+from kaisched.api.job import Condition, JobInfo, PodGroupStatus, StatusTarget
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, Blocker, PodGroupPhase, Reason, TaskStatus
 from kaisched.framework import PluginBase, Session
 from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroupStatus
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+# How a gang ended: the upstream API's condition has no word for it.
+_ENDED = (Reason.SUCCEEDED.value, Reason.FAILED.value)
 
 
 class PodGroupStatusPlugin(PluginBase):
@@ -39,14 +44,17 @@ def _report(ssn: Session, job: JobInfo) -> None:
     if job.timed_out():
         return          # the verdict stands until the spec changes
     extras = _waiting_extras(ssn, job)
-    if not job.spec.declared and job.key not in ssn.unschedulable and not job.problem \
-            and not extras:
+    target = job.spec.status_target
+    if not job.spec.declared and target is None and job.key not in ssn.unschedulable \
+            and not job.problem and not extras:
         return          # no PodGroup to write, nothing to tell its pods
     old = job.status
     new = _status(ssn, job, extras)
     if job.spec.declared and new != old:
         ssn.emit(SetPodGroupStatus(job.key, new))
     cond = new.condition("Scheduled")
+    if target is not None and cond is not None:
+        _upstream(ssn, job, target, cond)
     if cond is None:
         return
     now = ssn.now_text
@@ -76,6 +84,30 @@ def _report(ssn: Session, job: JobInfo) -> None:
     if changed:
         kind, key = ("PodGroup", job.key) if job.spec.declared else ("Pod", min(job.tasks, default=job.key))
         ssn.emit(RecordEvent(kind, key, "Warning", Reason.FAILED_SCHEDULING.value, cond.message))
+
+
+def _upstream(ssn: Session, job: JobInfo, target: StatusTarget, said: Condition) -> None:
+    """Write the condition of an upstream PodGroup where it changed. Its other
+    conditions are kept; v1beta1's, once True, is never written again."""
+    if said.reason in _ENDED:
+        return
+    # In the words its API allows: waiting for room, quota or order is Unschedulable; a
+    # group that cannot be used as it is, SchedulerError.
+    reason = "Scheduled" if said.status == "True" else \
+        "SchedulerError" if said.reason == Reason.INVALID.value else Reason.UNSCHEDULABLE.value
+    old = job.status.condition(target.condition)
+    if target.terminal and old is not None and old.status == "True":
+        return
+    generation = job.spec.generation or None
+    if old is not None and (old.status, old.reason, old.message, old.observed_generation) \
+            == (said.status, reason, said.message, generation):
+        return
+    since = old.last_transition_time if old is not None and old.status == said.status \
+        else ssn.now_text
+    cond = Condition(target.condition, said.status, reason, said.message, since, generation)
+    kept = tuple(c for c in job.status.conditions if c.type != target.condition)
+    ssn.emit(SetPodGroupStatus(job.key, PodGroupStatus(conditions=(*kept, cond)),
+                               target.api_version))
 
 
 Extra = tuple[TaskInfo, str, Reason]

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 
 from kaisched.cli import main as kaisched_main
+from kaisched.sim.bundled import listing, resolve
 from podgrouper.cli import main as podgrouper_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,16 +60,18 @@ def documented() -> list[tuple[str, list[str]]]:
             for page in PAGES for block in sh_blocks(page) for c in commands(block)]
 
 
-def parse(words: list[str]) -> None:
-    """Parse a command line as click would, down to the subcommand, without running it."""
+def parse(words: list[str]) -> dict[str, Any]:
+    """Parse a command line as click would, down to the subcommand, without running it;
+    the subcommand's parameters."""
     group = PROGRAMS[words[0]]
     ctx = group.make_context(words[0], words[1:], resilient_parsing=False)
     rest = [*ctx._protected_args, *ctx.args]
-    if rest:
-        name, command, args = group.resolve_command(ctx, rest)
-        assert command is not None, words
-        with ctx:
-            command.make_context(name, args, parent=ctx, resilient_parsing=False)
+    if not rest:
+        return {}
+    name, command, args = group.resolve_command(ctx, rest)
+    assert command is not None, words
+    with ctx:
+        return command.make_context(name, args, parent=ctx, resilient_parsing=False).params
 
 
 def test_the_documentation_shows_commands() -> None:
@@ -79,11 +83,17 @@ def test_the_documentation_shows_commands() -> None:
 @pytest.mark.parametrize("where,words", documented(), ids=[w for w, _ in documented()])
 def test_a_documented_command_parses(where: str, words: list[str]) -> None:
     try:
-        parse(words)
-    except click.exceptions.Exit as done:      # --help, --version, --list: parsed, then done
+        params = parse(words)
+    except click.exceptions.Exit as done:      # --help, --version: parsed, then done
         assert done.exit_code == 0, where
+        return
     except click.ClickException as bad:
         pytest.fail(f"{where}: {bad.format_message()}")
+    if words[1] == "simulate":                 # a scenario or config: a file or a bundled name
+        for given in (params.get(k) for k in ("scenario", "config_path", "compare_path")):
+            if given and given not in MADE_BY_THE_READER:
+                assert Path(resolve(str(ROOT / given) if "/" in given else given)).is_file(), \
+                    f"{where}: {given} is neither a file nor a bundled name"
     for word in words[2:]:
         if re.fullmatch(r"(config|tests|docs)/\S+\.(yaml|json|png)", word) \
                 and word not in MADE_BY_THE_READER:
@@ -128,3 +138,9 @@ def test_links_between_pages_resolve() -> None:
 def _anchor(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as dashes."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_documented_list_is_what_list_prints() -> None:
+    page = (ROOT / "docs" / "simulate.md").read_text()
+    shown = page[page.index("`kaisched simulate --list` names them"):].split("```\n", 2)[1]
+    assert shown.splitlines() == listing(80)

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from kaisched.api.clock import ManualClock
@@ -203,3 +204,40 @@ def test_default_config_runs_with_metrics() -> None:
     metrics = Metrics()
     serve(scheduler, threading.Event(), None, metrics, cycles=1)
     assert value(metrics, "kaisched_binds_total") == 2
+
+
+def test_queue_usage_and_cluster_capacity_are_exported_and_a_standby_forgets_them() -> None:
+    """Fair share with memory: each queue's usage per resource, and what the
+    cluster offers (Prometheus-sourced usage reads it back); a replica that
+    stops leading exports no queue figures, so only the leader's count."""
+    from kaisched.api.clock import ManualClock
+    from kaisched.catalog import register_builtins
+    from kaisched.cluster.memory import MemoryCluster
+    from kaisched.framework import parse_config
+    from kaisched.runtime.binder import Binder
+    from kaisched.runtime.metrics import Metrics
+    from kaisched.runtime.scheduler import Scheduler
+    from tests.unit.conftest import build_node, build_pod, build_queue
+
+    clock = ManualClock()
+    cluster = MemoryCluster(clock)
+    for obj in [build_node("gpu-1", cpu=16, gpu=8), build_queue("team-a"),
+                *[build_pod(f"a-{i}", cpu=1, gpu=1, queue="team-a", node="gpu-1") for i in range(4)]]:
+        cluster.create(obj)
+    registry = register_builtins()
+    config = parse_config("usageDBConfig: {usageParams: {windowSize: 4800s}}", registry)
+    scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
+    metrics = Metrics()
+    for _ in range(30):
+        metrics.observe(scheduler.run_once(), clock.now())
+        clock.advance(1.0)
+    value = metrics.registry.get_sample_value
+    assert value("kaisched_cluster_capacity", {"resource": "nvidia.com/gpu"}) == 8
+    assert value("kaisched_cluster_capacity", {"resource": "cpu"}) == 16
+    assert value("kaisched_queue_usage", {"queue": "team-a", "resource": "nvidia.com/gpu"}) == \
+        pytest.approx(0.5)
+    assert value("kaisched_queue_allocated", {"queue": "team-a", "resource": "nvidia.com/gpu"}) == 4
+    metrics.forget_queues()
+    assert value("kaisched_queue_usage", {"queue": "team-a", "resource": "nvidia.com/gpu"}) is None
+    assert value("kaisched_queue_allocated", {"queue": "team-a", "resource": "nvidia.com/gpu"}) is None
+    assert value("kaisched_cluster_capacity", {"resource": "nvidia.com/gpu"}) is None

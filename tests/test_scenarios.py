@@ -2,10 +2,15 @@
 sibling NAME.expect.yaml of the decisions expected, run through the same code
 as `kaisched replay`.
 
-Expectation keys (all optional): sessions, bindings (exact map),
+Expectation keys (all optional): kubeVersion (the objects are first checked
+as `kaisched replay --kube-version` does, against that version's API: what it
+would refuse is skipped), refused (substrings, one per object that version
+refuses; none may be refused otherwise), sessions, bindings (exact map),
 evictions (exact set), pipelined (exact map), podGroups (per PodGroup: phase,
 minMember, `reason` of the Scheduled condition, `message`: substrings of its
-message, and `status`: fields of the status, each exactly),
+message, `status`: fields of the status, each exactly, and `condition`: the
+condition of that type -- an upstream PodGroup's -- with its status and
+reason, and substrings of its message),
 podMessages (per pod: substrings of its PodScheduled=False message),
 podReasons (per pod: the reason of its PodScheduled=False condition),
 evictionReasons (per pod: substring of the eviction message), staleSince
@@ -26,9 +31,16 @@ from kaisched.cluster.kinds import POD, PODGROUP, PVC, RESOURCE_CLAIMS
 from kaisched.cluster.snapshot import load_file
 from kaisched.framework import default_config, load_config
 from kaisched.tools.replay import replay
+from kaisched.validation import KUBERNETES_VERSION, partition, summarize, use_kube_version
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 CASES = sorted(p for p in SCENARIOS.glob("*.yaml") if not p.name.endswith(".expect.yaml"))
+# Scenarios written for what kaisched does not do yet, and why (strict: once
+# they pass, the mark must go).
+PENDING = {
+    "kai-subgroup-tree": "KAI's subGroups form a tree (parent, minSubGroup at inner nodes); "
+                         "kaisched reads its leaves until SubGroup has a parent",
+}
 
 
 def run(path: Path, sessions: int = 1):
@@ -38,14 +50,37 @@ def run(path: Path, sessions: int = 1):
     return replay(loaded.objects, config, registry, sessions)
 
 
+def admitted(path: Path, kube_version: str) -> tuple[list[dict], list[str]]:
+    """The objects that version's API server accepts, and a line per one it refuses."""
+    use_kube_version(kube_version)
+    try:
+        kept, problems = partition(load_file(path, check_kinds=False).objects)
+    finally:
+        use_kube_version(KUBERNETES_VERSION)
+    return kept, summarize(problems)
+
+
 def _substrings(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+@pytest.mark.parametrize("path", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=PENDING[p.stem]))
+    if p.stem in PENDING else p for p in CASES], ids=[p.stem for p in CASES])
 def test_scenario(path: Path) -> None:
     expect = yaml.safe_load(path.with_name(path.stem + ".expect.yaml").read_text())
-    result = run(path, expect.get("sessions", 1))
+    if "kubeVersion" in expect:
+        objects, refused = admitted(path, str(expect["kubeVersion"]))
+        wanted = expect.get("refused") or []
+        assert len(refused) == len(wanted), refused
+        for part in wanted:
+            assert any(part in line for line in refused), (part, refused)
+        registry = register_builtins()
+        own = load_file(path, check_kinds=False).config     # a Snapshot's config, if it has one
+        config = load_config(own, registry) if own else default_config(registry)
+        result = replay(objects, config, registry, expect.get("sessions", 1))
+    else:
+        result = run(path, expect.get("sessions", 1))
     if "bindings" in expect:
         assert result.bindings == (expect["bindings"] or {})
     if "evictions" in expect:
@@ -67,6 +102,14 @@ def test_scenario(path: Path) -> None:
             ns, name = key.split("/")
             status = result.cluster.get(PODGROUP, ns, name).get("status") or {}
             assert {k: status.get(k) for k in want["status"]} == want["status"], f"{key}: {status}"
+        if "condition" in want:
+            said = want["condition"]
+            cond = next((c for c in got["conditions"] if c["type"] == said["type"]), {})
+            for field in ("status", "reason"):
+                if field in said:
+                    assert cond.get(field) == said[field], f"{key}: {cond}"
+            for part in _substrings(said.get("message", [])):
+                assert part in cond.get("message", ""), f"{key}: {cond}"
     for key, parts in (expect.get("podMessages") or {}).items():
         ns, name = key.split("/")
         pod = result.cluster.get(POD, ns, name)

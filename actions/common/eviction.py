@@ -9,7 +9,7 @@ task by task instead: actions/common/victims.py and solver.py.)
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from kaisched.api.resource import PODS
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework import Hook, Session, Statement
+from kaisched.framework import Session, Statement
 from kaisched.framework.effects import Cause, Preemptor
 from kaisched.framework.statement import EvictOp
 
@@ -30,6 +30,8 @@ VERBS = {Cause.PREEMPT: "preempted", Cause.RECLAIM: "reclaimed"}
 VERB_BASE = {Cause.PREEMPT: "preempt", Cause.RECLAIM: "reclaim"}
 
 Check = Callable[[TaskInfo], str | None]
+# The candidates the plugins let a preemptor evict (Session.preemptable).
+Allowed = Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
 
 
 def evictable_tasks(ssn: Session) -> list[TaskInfo]:
@@ -238,7 +240,7 @@ class RoomFinder:
         return (names[row] for row in rows[order])
 
 
-def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hook: Hook,
+def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, allowed: Allowed,
               victims: list[TaskInfo], cause: Cause, by: Preemptor,
               gangs: bool = True, others: Callable[[], list[TaskInfo]] | None = None) -> bool:
     """Evict victims on node until task fits; all or nothing.
@@ -268,9 +270,9 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
             if not (table.vector(current.resreq)[short] > 0).any() \
                     and not (devices and current.claims):
                 continue        # frees nothing the task lacks: evicting it is pure loss
-            _evict_gang(ssn, stmt, task, current, hook, cause, by, whole)
+            _evict_gang(ssn, stmt, task, current, allowed, cause, by, whole)
     if rules and others is not None and not ssn.pod_fits(task, node):
-        clear_rules(ssn, stmt, task, node, hook, others(), cause, by, gangs)
+        clear_rules(ssn, stmt, task, node, allowed, others(), cause, by, gangs)
     if table.fits(vec, table.future[row:row + 1])[0] \
             and (not (task.claims or rules) or ssn.pod_fits(task, node)):
         return True
@@ -278,7 +280,7 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
     return False
 
 
-def _evict_gang(ssn: Session, stmt: Statement, task: TaskInfo, victim: TaskInfo, hook: Hook,
+def _evict_gang(ssn: Session, stmt: Statement, task: TaskInfo, victim: TaskInfo, allowed: Allowed,
                 cause: Cause, by: Preemptor, whole: bool | None) -> bool:
     """Evict the victim with everything that must go with it, if all of it may
     go; whole: only a single surplus task (False), only a whole gang (True),
@@ -287,14 +289,14 @@ def _evict_gang(ssn: Session, stmt: Statement, task: TaskInfo, victim: TaskInfo,
     if whole is not None and is_surplus(ssn, victim, group) == whole:
         return False        # surplus first; a gang only once surplus is not enough
     if any(t.status not in EVICTABLE for t in group) \
-            or len(ssn.victims(hook, task, group)) < len(group):
+            or len(allowed(task, group)) < len(group):
         return False        # part of its gang cannot go: the gang stays whole
     for member in group:
         stmt.evict(member, cause, by)
     return True
 
 
-def clear_rules(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hook: Hook,
+def clear_rules(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, allowed: Allowed,
                 victims: list[TaskInfo], cause: Cause, by: Preemptor, gangs: bool) -> None:
     """Evict the victims that stand in the way of the task's required rules
     on node (in the same domain of the rule's key), gang-wise, until the
@@ -310,10 +312,10 @@ def clear_rules(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, h
         if ssn.pod_fits(task, node):
             return
         if stands_in_way(task, victim, same_domain_of(victim), cluster.namespace_labels):
-            _evict_gang(ssn, stmt, task, victim, hook, cause, by, None if gangs else False)
+            _evict_gang(ssn, stmt, task, victim, allowed, cause, by, None if gangs else False)
 
 
-def free_quota(ssn: Session, stmt: Statement, task: TaskInfo, hook: Hook,
+def free_quota(ssn: Session, stmt: Statement, task: TaskInfo, allowed: Allowed,
                victims: list[TaskInfo], cause: Cause, by: Preemptor, check: Check,
                gangs: bool = True) -> bool:
     """Evict victims of the task's own queue (wherever they run) until its
@@ -328,14 +330,15 @@ def free_quota(ssn: Session, stmt: Statement, task: TaskInfo, hook: Hook,
             if not check(task):
                 return True
             if any(victim.resreq.get(n) > 0 for n in asked):
-                _evict_gang(ssn, stmt, task, victim, hook, cause, by, whole)
+                _evict_gang(ssn, stmt, task, victim, allowed, cause, by, whole)
     if not check(task):
         return True
     stmt.rollback(mark)
     return False
 
 
-def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
+def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
+                      allowed: Allowed,
                       finder: Callable[[TaskInfo], RoomFinder], cause: Cause,
                       check: Check, order: Callable[[TaskInfo], tuple[Any, ...]],
                       gangs: bool = True) -> bool:
@@ -351,11 +354,11 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
     for task in tasks:
         mark = stmt.checkpoint()
         by = Preemptor(task.key, job.key, job.priority, job.queue)
-        candidates = _candidates(ssn, task, hook, finder, order)
-        node = _room_for(ssn, stmt, domains, job, task, hook, finder, cause, by, order, gangs,
+        candidates = _candidates(ssn, task, allowed, finder, order)
+        node = _room_for(ssn, stmt, domains, job, task, allowed, finder, cause, by, order, gangs,
                          candidates)
         if node is None or (check(task) and not free_quota(
-                ssn, stmt, task, hook, candidates(), cause, by, check, gangs)):
+                ssn, stmt, task, allowed, candidates(), cause, by, check, gangs)):
             stmt.rollback(mark)
             break
         stmt.pipeline(task, node)
@@ -375,7 +378,7 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
 
 
 def _room_for(ssn: Session, stmt: Statement, domains: DomainChoice, job: JobInfo, task: TaskInfo,
-              hook: Hook, finder: Callable[[TaskInfo], RoomFinder], cause: Cause, by: Preemptor,
+              allowed: Allowed, finder: Callable[[TaskInfo], RoomFinder], cause: Cause, by: Preemptor,
               order: Callable[[TaskInfo], tuple[Any, ...]], gangs: bool,
               candidates: Callable[[], list[TaskInfo]]) -> NodeName | None:
     """A node for the task: one with room now (or once releasing pods are
@@ -387,17 +390,17 @@ def _room_for(ssn: Session, stmt: Statement, domains: DomainChoice, job: JobInfo
     rooms = finder(task)
     for node in rooms.nodes(task):
         here = still_evictable(ssn, rooms.by_node.get(node, []))
-        victims = sorted(ssn.victims(hook, task, here), key=order)
-        if make_room(ssn, stmt, task, node, hook, victims, cause, by, gangs, candidates):
+        victims = sorted(allowed(task, here), key=order)
+        if make_room(ssn, stmt, task, node, allowed, victims, cause, by, gangs, candidates):
             return node
     return None
 
 
-def _candidates(ssn: Session, task: TaskInfo, hook: Hook, finder: Callable[[TaskInfo], RoomFinder],
+def _candidates(ssn: Session, task: TaskInfo, allowed: Allowed, finder: Callable[[TaskInfo], RoomFinder],
                 order: Callable[[TaskInfo], tuple[Any, ...]]) -> Callable[[], list[TaskInfo]]:
     """Every victim the task may take, wherever it runs, in victim order,
     worked out only when asked for."""
-    return lambda: sorted(ssn.victims(hook, task, still_evictable(ssn, finder(task).candidates)),
+    return lambda: sorted(allowed(task, still_evictable(ssn, finder(task).candidates)),
                           key=order)
 
 
@@ -407,13 +410,13 @@ def _room_of(finder: Callable[[TaskInfo], RoomFinder], task: TaskInfo) -> Callab
 
 
 def place_extras_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
-                             hook: Hook,
+                             allowed: Allowed,
                              finder: Callable[[TaskInfo], RoomFinder], check: Check,
                              cause: Cause, order: Callable[[TaskInfo], tuple[Any, ...]]) -> None:
     """An elastic job's extras, one statement each, on other jobs' surplus.
     The victim order is the action's, fixed before its first eviction, so
     that the surplus taken is spread over jobs."""
     for task in tasks:
-        if not place_by_eviction(ssn, domains, job, [task], hook, finder, cause, check, order,
+        if not place_by_eviction(ssn, domains, job, [task], allowed, finder, cause, check, order,
                                  gangs=False):
             return

@@ -151,8 +151,12 @@ def place_group(ssn: Session, domains: DomainChoice, members: list[JobInfo]) -> 
 
 def shortfall_message(job: JobInfo, attempt: Attempt, kept: bool = False) -> str:
     # Kept placements are in the job already; discarded ones only in the attempt.
-    placed = job.count(_HELD) if kept else job.ready_count() + attempt.placed
-    return (f"{placed}/{len(job.tasks)} tasks placed, "
+    # Pods that no longer count toward the minimum (completed, under the
+    # upstream rules) are left out of both numbers.
+    counted = job.ready_statuses
+    gone = 0 if TaskStatus.SUCCEEDED in counted else job.count_of(TaskStatus.SUCCEEDED)
+    placed = job.count(_HELD) - gone if kept else job.count(counted) + attempt.placed
+    return (f"{placed}/{len(job.tasks) - gone} tasks placed, "
             f"minMember {job.min_member}; {attempt.failure or 'the gang is not complete'}")
 
 

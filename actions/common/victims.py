@@ -19,8 +19,15 @@ from kaisched.api.job import JobInfo
 from kaisched.api.queue import ROOT
 from kaisched.api.resource import Resource, sum_resources
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, JobKey, QueueName, TaskStatus
-from kaisched.framework import Hook, Session
+from kaisched.api.types import (
+    EVICTABLE_STATUSES,
+    READY_STATUSES,
+    Disruption,
+    JobKey,
+    QueueName,
+    TaskStatus,
+)
+from kaisched.framework import Session
 
 _PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
 
@@ -44,7 +51,7 @@ class VictimPicker:
         self.need = need
         self.surplus_only = surplus_only
         self.reclaimer = reclaimer
-        self._queue_key = ssn.hooks.order_key(Hook.VICTIM_QUEUE_ORDER)
+        self._queue_key = ssn.victim_queue_order_key
         self.taken: dict[QueueName, dict[str, float]] = {}    # per queue, its subtree's
         self.gone: dict[JobKey, set[str]] = {}                  # tasks handed out, per job
         self.leaves: dict[QueueName, list[JobInfo]] = {}
@@ -91,9 +98,15 @@ class VictimPicker:
         return None
 
     def _unit(self, job: JobInfo) -> tuple[Unit | None, bool]:
-        """The job's next unit, and whether it stays a candidate after it."""
+        """The job's next unit, and whether it stays a candidate after it. A
+        declared disruption mode overrides the gang rule: pod by pod (its
+        newest first), or only all of it."""
         job = self.ssn.cluster.jobs[job.key]        # as it is now
-        task = self._surplus_task(job)
+        mode = job.spec.disruption
+        if mode is Disruption.SINGLE and not self.surplus_only:
+            task = min(self._running(job), key=lambda t: (-t.creation, t.key), default=None)
+        else:
+            task = None if mode is Disruption.ALL else self._surplus_task(job)
         if task is not None:
             tasks: list[TaskInfo] = [task]
         elif self.surplus_only:
@@ -107,7 +120,7 @@ class VictimPicker:
         # everything the job would lose (a protected job gives only its surplus).
         gone = self.gone.get(job.key, ())
         considered = [*(t for t in job.tasks.values() if t.key in gone), *tasks]
-        allowed = self.ssn.victims(Hook.RECLAIMABLE, self.reclaimer, considered)
+        allowed = self.ssn.reclaimable(self.reclaimer, considered)
         if len(allowed) < len(considered):
             return None, False
         stays = task is not None and len(self._running(job)) > 1
@@ -145,5 +158,4 @@ class VictimPicker:
             children = [c for c in tree.successors(queue) if self.live.get(c, 0) > 0]
             if not children:
                 return queue if queue != ROOT and self.leaves.get(queue) else None
-            queue = min(children, key=lambda c: self._queue_key(
-                (c, self.taken.get(c, {}), self.need)))
+            queue = min(children, key=lambda c: self._queue_key(c, self.taken.get(c, {}), self.need))

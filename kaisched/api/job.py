@@ -8,8 +8,11 @@ import attrs
 from kaisched.api.resource import Resource, sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
+    LIVE_READY_STATUSES,
     READY_STATUSES,
+    Disruption,
     GangMode,
+    GangRules,
     JobKey,
     PodGroupPhase,
     PodKey,
@@ -51,6 +54,7 @@ class Condition:
     reason: str = ""
     message: str = ""
     last_transition_time: str | None = None
+    observed_generation: int | None = None      # metav1.Condition's, where the object has it
 
 
 @attrs.frozen(slots=True)
@@ -75,6 +79,16 @@ class PodGroupStatus:
 
 
 @attrs.frozen(slots=True)
+class StatusTarget:
+    """Where the condition of a PodGroup of another API is written: its
+    apiVersion (the status subresource of that version) and condition type."""
+
+    api_version: str
+    condition: str
+    terminal: bool = False          # once True it is never written again (v1beta1's)
+
+
+@attrs.frozen(slots=True)
 class GangSpec:
     """What the PodGroup (or the pods' gang annotations) declare."""
 
@@ -93,6 +107,11 @@ class GangSpec:
     declared: bool = False          # a PodGroup object exists for it
     topology: TopologyRule = NO_TOPOLOGY
     generation: int = 0
+    priority: int | None = None     # the group's own priority value: wins over its class's
+    disruption: Disruption = Disruption.GANG
+    rules: GangRules = GangRules.KAISCHED
+    status_target: StatusTarget | None = None   # a PodGroup of another API whose condition is written
+    preemptible_below: int | None = None        # KAI: unset preemptibility follows the priority
     last_start: float | None = None     # KAI's kai.scheduler/last-start-timestamp annotation
     preemption_delay: float | None = None   # override of the config's preemptionDelay
 
@@ -125,6 +144,12 @@ class JobInfo:
     @property
     def min_member(self) -> int:
         return self.spec.min_member
+
+    @property
+    def ready_statuses(self) -> frozenset[TaskStatus]:
+        """What counts toward its minimum: under the upstream Workload API's
+        rules a completed pod no longer does."""
+        return READY_STATUSES if self.spec.rules is GangRules.KAISCHED else LIVE_READY_STATUSES
 
     def add_task(self, task: TaskInfo) -> None:
         old = self.tasks.get(task.key)

@@ -29,7 +29,18 @@ from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
-from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, group_key, make_task
+from kaisched.cache.jobs import (
+    WORKLOAD_SOURCES,
+    Groups,
+    Priorities,
+    describe,
+    foreign_pod,
+    group_key,
+    make_task,
+)
+
+# Pods that no longer count in a gang: another scheduler's are not strangers to it then.
+_DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 
 class Model:
@@ -66,6 +77,10 @@ class Model:
         self._placements: dict[Placement, tuple[Placement, int]] = {}
         self._rules: RulesInPlay | None = None
         self.claimants = 0                                # tasks naming a ResourceClaim
+        # Other schedulers' pods in a gang of the upstream Workload API (whose
+        # pods must all name one scheduler): job -> pod -> its schedulerName.
+        self.strangers: dict[JobKey, dict[PodKey, str]] = {}
+        self._stranger_of: dict[PodKey, JobKey] = {}
 
     # -- events ---------------------------------------------------------------------------
 
@@ -78,6 +93,7 @@ class Model:
     def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None) -> None:
         """The pod changed (facts; before: what it was) or went away (None)."""
         cluster = self.cluster
+        self._note_stranger(key, facts)
         old = self.tasks.pop(key, None)
         # It stays a task of the same job, declaring what it did: only counts change.
         alike = (old is not None and facts is not None and facts.status is not None
@@ -133,6 +149,30 @@ class Model:
                 node.tasks[key] = task
         elif any(name not in cluster.table.dim_index for name in task.resreq.names()):
             self._relayout = True           # a resource no column holds yet
+
+    def _note_stranger(self, key: PodKey, facts: PodFacts | None) -> None:
+        """Keep track of another scheduler's pod that names a gang of the
+        Workload API: the gang's declaration reads it (a mixed group waits)."""
+        was = self._stranger_of.get(key)
+        now = None
+        if facts is not None and facts.scheduler_name != self.scheduler_name \
+                and facts.gang.source in WORKLOAD_SOURCES \
+                and facts.status is not None and facts.status not in _DONE:
+            now = facts.job
+        if was == now and (now is None or facts is None
+                           or self.strangers[now][key] == facts.scheduler_name):
+            return
+        if was is not None:
+            del self._stranger_of[key]
+            members = self.strangers[was]
+            del members[key]
+            if not members:
+                del self.strangers[was]
+            self._changed(was)
+        if now is not None and facts is not None:
+            self._stranger_of[key] = now
+            self.strangers.setdefault(now, {})[key] = facts.scheduler_name
+            self._changed(now)
 
     def _room(self, node: NodeName, request: Resource, releasing: bool, sign: float) -> None:
         """A pod takes (sign 1) or gives back (-1) room on its node. Summed
@@ -219,7 +259,8 @@ class Model:
                 del jobs[key]
                 job = None
             if job is not None:
-                describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities)
+                describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities,
+                         self.strangers.get(key))
             else:
                 self._forget(key)
             ledger.put(key, job)

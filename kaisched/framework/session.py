@@ -6,24 +6,36 @@ effects. A session does no I/O.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
 from kaisched.api.claimquota import claim_charge
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.api.dradevices import Claim
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework.effects import Cause, Effect, Hold
+from kaisched.framework.effects import Cause, Effect, Hold, Prebind
 from kaisched.framework.explanation import Explanation
-from kaisched.framework.hooks import Hook, HookRegistry
+from kaisched.framework.hooks import (
+    CheckKey,
+    FilterKey,
+    Hook,
+    HookKey,
+    HookRegistry,
+    PodFilter,
+    PodFilterKey,
+    PodRuleKey,
+    Taken,
+    TaskTest,
+)
 from kaisched.framework.preemptiondelay import PreemptionDelay
 from kaisched.framework.protection import Protection, Protections
-from kaisched.framework.selection import FILTER_BLOCKERS, RESOURCE_FIT, Choice, NodeSelection
+from kaisched.framework.selection import RESOURCE_FIT, Choice, NodeSelection
 from kaisched.framework.statement import Statement
 
 if TYPE_CHECKING:
@@ -41,6 +53,12 @@ class Plugin(Protocol):
     def on_session_close(self, ssn: Session) -> None: ...
 
 
+# A callback's arguments and answer: register matches them against the
+# key's callback type, so a lambda's parameters get the key's types too.
+Ts = TypeVarTuple("Ts")
+R = TypeVar("R")
+
+
 class Session:
     def __init__(self, cluster: ClusterInfo, config: SchedulerConfig,
                  plugins: Sequence[Sequence[Plugin]],
@@ -49,6 +67,8 @@ class Session:
         self.config = config
         self.now = cluster.now
         self.now_text = to_rfc3339(cluster.now)          # for every timestamp it writes
+        # The plugins' callbacks: the framework's own. Actions ask the questions
+        # below (tests/unit/test_hook_contract.py keeps them from the registry).
         self.hooks = HookRegistry()
         self.plugins = [p for tier in plugins for p in tier]
         # Where decisions go: a plain list, or the runtime's outbox that hands
@@ -76,8 +96,6 @@ class Session:
         # table): other gangs may use a node's room only beyond it.
         self.reserved_for: dict[JobKey, np.ndarray] = {}
         self._current_plugin = ""
-        self._when: dict[Callable[..., Any], Callable[[TaskInfo], bool]] = {}
-        self._blockers: dict[Callable[..., Any], Blocker] = {}
         self.preemption_delay = PreemptionDelay(config.preemption_delay, self.now, self.job_ready)
         # Set while room_mask asks the filters: devices evictable pods hold count as free.
         self.planning_eviction = False
@@ -89,24 +107,46 @@ class Session:
         self._queue_key = self.hooks.order_key(Hook.QUEUE_ORDER)
         self._job_key = self.hooks.order_key(Hook.JOB_ORDER)
         self._task_key = self.hooks.order_key(Hook.TASK_ORDER)
-        self.selection = NodeSelection(cluster, self.hooks, self.reserved_for, self._when)
-        self.protections = Protections((fn for _, fn in self.hooks.callbacks(Hook.PROTECTION)),
-                                       cluster.jobs, self.now)
+        # Order keys actions sort by as they are (asked per pick: no wrapper).
+        # A queue, given what its head job needs: where it goes among queues.
+        self.queue_head_order_key = self.hooks.order_key(Hook.QUEUE_HEAD_ORDER)
+        # A victim queue, what was taken from it so far, the reclaimer's need:
+        # the queue with the least key gives first.
+        self.victim_queue_order_key = self.hooks.order_key(Hook.VICTIM_QUEUE_ORDER)
+        self.selection = NodeSelection(cluster, self.hooks, self.reserved_for)
+        self.protections = Protections(self.hooks.callbacks(Hook.PROTECTION), cluster.jobs, self.now)
         self.explanation = Explanation(cluster, self.selection)
         self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
 
     # -- registration (plugins, while the session opens) -------------------------
-    def register(self, hook: Hook, fn: Callable[..., Any], label: str | None = None,
-                 when: Callable[[TaskInfo], bool] | None = None,
-                 blocker: Blocker | None = None) -> None:
-        """when (POD_PREDICATE, POD_ORDER): the tasks the rule is about; for
-        any other task fn answers None, and is not asked. blocker
-        (ENQUEUEABLE): what a gang it refuses waits for."""
-        self.hooks.register(hook, label or self._current_plugin, fn)
-        if when is not None:
-            self._when[fn] = when
-        if blocker is not None:
-            self._blockers[fn] = blocker
+    @overload
+    def register(self, key: PodFilterKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None) -> None: ...
+
+    @overload
+    def register(self, key: FilterKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 blocker: Blocker = Blocker.PLACEMENT) -> None: ...
+
+    @overload
+    def register(self, key: PodRuleKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 when: TaskTest | None = None) -> None: ...
+
+    @overload
+    def register(self, key: CheckKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 blocker: Blocker) -> None: ...
+
+    @overload
+    def register(self, key: HookKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None) -> None: ...
+
+    def register(self, key: HookKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None) -> None:
+        """Add fn, of the key's callback type, to the plugin's tier.
+        label: the words explanations give for a filter (default: the plugin's name);
+        blocker (filters, checks): what a gang the filter keeps off every node,
+        or the check refuses, waits for;
+        when (pod rules): the tasks the rule is about; for any other task fn
+        answers None, and is not asked."""
+        self.hooks.register(key, fn, label or self._current_plugin, blocker, when)
 
     def close(self) -> list[Effect]:
         for plugin in reversed(self.plugins):
@@ -159,12 +199,9 @@ class Session:
 
     def enqueue_refusal(self, job: JobInfo) -> tuple[str, Blocker] | None:
         """Why a not-ready job may not try to start now, and what it waits
-        for: its queue's room (quota), or the cluster's (resources)."""
-        for _, fn in self.hooks.callbacks(Hook.ENQUEUEABLE):
-            reason = fn(job)
-            if reason:
-                return reason, self._blockers.get(fn, Blocker.QUOTA)
-        return None
+        for (what the refusing plugin registered): its queue's room (quota),
+        or the cluster's (resources)."""
+        return self.hooks.first_objection(Hook.ENQUEUEABLE, job)
 
     def admits(self, job: JobInfo) -> bool:
         """The enqueue gate lets the job be placed (always, with no gate)."""
@@ -206,20 +243,35 @@ class Session:
         """None when the job's queue may still take the task by reclaiming."""
         return self.hooks.first_reason(Hook.OVERUSED, job, task)
 
-    def victims(self, hook: Hook, preemptor: TaskInfo,
-                candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        """Candidates the plugins agree may be evicted for preemptor.
+    def reclaim_blocked(self, job: JobInfo, need: Resource) -> str | None:
+        """None when the job may reclaim what it needs from other queues, else why not."""
+        return self.hooks.first_reason(Hook.RECLAIM_GATE, job, need)
 
-        The conformance rule comes first and is not a plugin: kube-system and
-        critical pods, and jobs that are not preemptible, are never victims.
-        Then protection (min-runtime): a protected job gives only its pods
-        beyond its minimum, whatever tier the plugin that protects it is in.
-        """
+    def reclaim_unfair(self, job: JobInfo, need: Resource, taken: Taken) -> str | None:
+        """None when taking these (each victim's queue and what it gives) for
+        the job's need is fair to every queue, else why not."""
+        return self.hooks.first_reason(Hook.RECLAIM_FAIR, job, need, taken)
+
+    # The conformance rule comes first and is not a plugin: kube-system and
+    # critical pods, and jobs that are not preemptible, are never victims. Then
+    # protection (min-runtime): a protected job gives only its pods beyond its
+    # minimum, whatever tier the plugin that protects it is in. The candidates
+    # are what would go together: a job's surplus is counted against all of them.
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Candidates the plugins agree may be evicted for preemptor, in its queue."""
+        allowed = self._unprotected(Cause.PREEMPT, preemptor, candidates)
+        return self.hooks.victims(Hook.PREEMPTABLE, preemptor, allowed) if allowed else []
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Candidates the plugins agree may be evicted for reclaimer, from other queues."""
+        allowed = self._unprotected(Cause.RECLAIM, reclaimer, candidates)
+        return self.hooks.victims(Hook.RECLAIMABLE, reclaimer, allowed) if allowed else []
+
+    def _unprotected(self, kind: Cause, preemptor: TaskInfo,
+                     candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         allowed = [c for c in candidates
                    if not c.critical and self.cluster.jobs[c.job].spec.preemptible]
-        kind = Cause.RECLAIM if hook is Hook.RECLAIMABLE else Cause.PREEMPT
-        allowed = self.protections.unprotected(kind, self.cluster.jobs[preemptor.job], allowed)
-        return self.hooks.victims(hook, preemptor, allowed) if allowed else []
+        return self.protections.unprotected(kind, self.cluster.jobs[preemptor.job], allowed)
 
     # -- what holds evictions back (framework/protection.py, preemptiondelay.py) ------
     @property
@@ -279,9 +331,9 @@ class Session:
         now, not only once pods going away are gone."""
         return self._passes(Hook.POD_IDLE, task, node)
 
-    def _passes(self, hook: Hook, task: TaskInfo, node: NodeName) -> bool:
+    def _passes(self, key: HookKey[PodFilter], task: TaskInfo, node: NodeName) -> bool:
         row = np.array([self.cluster.table.index[node]])
-        for _, fn in self.hooks.callbacks(hook):
+        for fn in self.hooks.callbacks(key):
             found = fn(task, row)
             if found is not None and not found[0]:
                 return False
@@ -312,15 +364,15 @@ class Session:
     def blocker_of(self, task: TaskInfo) -> Blocker:
         """What keeps the task off every node: resources when some node passes
         every other filter but lacks room; else the class of the first filter
-        that leaves no node (placement rules, unless its plugin named another
-        class in FILTER_BLOCKERS)."""
+        that leaves no node (placement rules, unless its plugin registered it
+        with another)."""
         alive = np.ones(len(self.cluster.table), dtype=bool)
-        for label, fn in self.selection.filters():
-            if label == RESOURCE_FIT:
+        for found in self.selection.filters():
+            if found.label == RESOURCE_FIT:
                 continue
-            alive &= fn(task, self.selection.all_rows)
+            alive &= found.fn(task, self.selection.all_rows)
             if not alive.any():
-                return FILTER_BLOCKERS.get(label, Blocker.PLACEMENT)
+                return found.blocker
         return Blocker.RESOURCES
 
     def explain_task(self, task: TaskInfo) -> str:
@@ -338,12 +390,9 @@ class Session:
     def emit(self, effect: Effect) -> None:
         self.effects.append(effect)
 
-    def prebind(self, placed: TaskInfo) -> list[Any]:
-        """The plugins' PrebindOps for a task just allocated (none for most)."""
-        ops: list[Any] = []
-        for _, fn in self.prebinds:
-            ops.extend(fn(placed))
-        return ops
+    def prebind(self, placed: TaskInfo) -> list[Prebind]:
+        """What the plugins need done before a task just allocated is bound (none for most)."""
+        return self.hooks.every(Hook.PREBIND, placed)
 
     def wait_for_binding(self, job: JobKey, reason: str) -> None:
         """The gang is placed but must not be bound yet (its volumes are being
@@ -357,11 +406,11 @@ class Session:
         self.hooks.notify(Hook.ON_ALLOCATE, placed)
         return placed
 
-    def claim_moves(self, placed: TaskInfo) -> list[tuple[Any, Any]]:
+    def claim_moves(self, placed: TaskInfo) -> list[tuple[Claim, Claim]]:
         """Allocate and reserve the placed task's ResourceClaims on its node
         (the plugins decide how); the moves are made here, undone by the
         statement."""
-        moves = [move for _, fn in self.hooks.callbacks(Hook.CLAIMS) for move in fn(placed)]
+        moves = self.hooks.every(Hook.CLAIMS, placed)
         for old, new in moves:
             self.cluster.devices.put(old, new)
         return moves

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.queue import QueueStatus
+from kaisched.api.resource import CPU, PODS
 from kaisched.framework.effects import Bind, Evict, SetPodGroupStatus, SetQueueStatus
 from kaisched.service.health import Health
 from kaisched.service.health import serve as serve_endpoints
@@ -69,8 +71,19 @@ class Metrics:
                                 ("fair_share", "The queue's fair share, last cycle."),
                                 ("quota", "The queue's quota."),
                                 ("limit", "The queue's limit, where it has one."))}
+        self._usage_seen: set[tuple[str, str]] = set()
+        self._capacity_seen: set[tuple[str]] = set()
         self.queue_jobs = Gauge("kaisched_queue_jobs", "The queue's jobs by state.",
                                 ["queue", "state"], registry=r)
+        # Fair share with memory reads these two back from Prometheus (clientType: prometheus).
+        self.queue_usage = Gauge("kaisched_queue_usage",
+                                 "The queue's usage over the usage window: what it held over "
+                                 "what the cluster offered, recent time weighted more (0 to 1; "
+                                 "only with usageDBConfig).", ["queue", "resource"], registry=r)
+        self.capacity = Gauge("kaisched_cluster_capacity",
+                              "What the cluster's usable nodes offer, the cake fair shares are "
+                              "cut from (cpu in cores, memory in bytes).", ["resource"],
+                              registry=r)
 
     def observe(self, result: CycleResult, now: float | None = None) -> None:
         """Record one cycle: its timings, the gangs whose minimum it bound (now is
@@ -96,6 +109,7 @@ class Metrics:
                                       effect.cause.value).inc()
         if result.abandoned or result.cluster is None:
             return
+        self._observe_cluster(result.cluster)
         pending: dict[tuple[str, str], int] = {}
         for key, blocker in result.blockers.items():
             job = jobs.get(key)
@@ -113,6 +127,34 @@ class Metrics:
         self.delayed.clear()
         for queue, count in delayed.items():
             self.delayed.labels(queue).set(count)
+
+    def _observe_cluster(self, cluster: ClusterInfo) -> None:
+        """What the cluster offers, and each queue's usage, as this cycle saw them."""
+        offered = {n: v for n, v in cluster.total_allocatable().items if n != PODS}
+        for (name,) in self._capacity_seen - {(n,) for n in offered}:
+            with contextlib.suppress(KeyError):
+                self.capacity.remove(name)
+        for name, value in offered.items():
+            self.capacity.labels(name).set(value / 1000 if name == CPU else value)
+        self._capacity_seen = {(n,) for n in offered}
+        if cluster.usage is None:
+            return
+        seen: set[tuple[str, str]] = set()
+        for queue, values in cluster.usage.items():
+            for name, value in values.items():
+                self.queue_usage.labels(queue, name).set(value)
+                seen.add((queue, name))
+        for gone_queue, gone_name in self._usage_seen - seen:
+            with contextlib.suppress(KeyError):
+                self.queue_usage.remove(gone_queue, gone_name)
+        self._usage_seen = seen
+
+    def forget_queues(self) -> None:
+        """This replica stopped leading: the cluster's figures are the new leader's to give."""
+        for gauge in (*self.queue_amounts.values(), self.queue_jobs, self.queue_usage,
+                      self.capacity):
+            gauge.clear()
+        self._usage_seen, self._capacity_seen = set(), set()
 
     # The binder tells of each outcome as it happens (kaisched.runtime.binder.BindObserver).
     def applied(self, effect: object, seconds: float = 0.0) -> None:

@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 
 from kaisched.api import labels as L
+from kaisched.api import workloadkinds as K
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.quantity import parse_duration
 from kaisched.api.resource import CPU, PODS
@@ -40,12 +41,16 @@ Obj = dict[str, Any]
 REMAINING_ANNOTATION = "sim.kaisched.io/remaining"
 DEFAULT_REMAINING = 3600.0
 MIN_REMAINING = 1.0
-# A job's kind, from the kind of what owns its pods; anything else: bare pods.
-_OWNER_KINDS = {"PyTorchJob": JobKind.PYTORCH, "TFJob": JobKind.TF, "MPIJob": JobKind.MPI,
-                "RayCluster": JobKind.RAY, "RayJob": JobKind.RAY, "Job": JobKind.JOB}
-_FIXED_NAMES = ("PyTorchJob", "TFJob", "MPIJob")      # operators that name pods themselves
-_LEADERS = ("master", "chief", "launcher", "head")
-_JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+# A job's kind, from the kind of what owns its pods (its name: an ownerReference
+# is read as the snapshot has it); anything else: bare pods.
+_ADOPTED = ((K.PYTORCH_JOB, JobKind.PYTORCH), (K.TF_JOB, JobKind.TF), (K.MPI_JOB, JobKind.MPI),
+            (K.RAY_CLUSTER, JobKind.RAY), (K.RAY_JOB, JobKind.RAY), (K.JOB, JobKind.JOB))
+_OWNER_KINDS = {w.kind: kind for w, kind in _ADOPTED}
+_PRECEDENCE = tuple(dict.fromkeys(kind for _, kind in _ADOPTED))
+# Operators that name pods themselves: a pod made again keeps its name.
+_FIXED_NAMES = tuple(w.kind for w, _ in _ADOPTED if w.pods.name and not w.pods.generated)
+_LEADERS = tuple(dict.fromkeys(r for w, _ in _ADOPTED for r in w.leading))
+_JOBSET_LABEL = K.JOBSET.pods.job_label
 _DROP_POD_META = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                   "generateName", "managedFields", "name")
 
@@ -141,8 +146,7 @@ def _adopted(key: tuple[str, str], pods: tuple[Obj, ...], group: Obj | None, lef
     owners = [_controller(p) for p in pods]
     kinds = [_OWNER_KINDS.get(str(o.get("kind")), JobKind.GANG) if o else JobKind.GANG
              for o in owners]
-    kind = next((k for k in (JobKind.PYTORCH, JobKind.TF, JobKind.MPI, JobKind.RAY, JobKind.JOB)
-                 if k in kinds), JobKind.GANG)
+    kind = next((k for k in _PRECEDENCE if k in kinds), JobKind.GANG)
     if kind is JobKind.JOB and any(_JOBSET_LABEL in (p["metadata"].get("labels") or {})
                                    for p in pods):
         kind = JobKind.JOBSET
@@ -225,7 +229,7 @@ def _job_name(key: tuple[str, str], pods: Iterable[Obj]) -> tuple[str, str]:
     launcher's Job) when one thing does, else after their PodGroup."""
     owners = {(r.get("kind"), r.get("name")) for p in pods if (r := _controller(p)) is not None
               and r.get("kind") in _OWNER_KINDS}
-    top = {o for o in owners if o[0] != "Job"} or owners
+    top = {o for o in owners if o[0] != K.JOB.kind} or owners
     return (key[0], str(next(iter(top))[1])) if len(top) == 1 else key
 
 

@@ -11,7 +11,9 @@ checks, the ones a kube-apiserver makes on create:
 - the semantic rules no schema states and scheduling depends on: extended
   resources (nvidia.com/gpu) and hugepages need limits equal to their
   requests, whole numbers, requests within limits, names that are DNS-1123,
-  labels and tolerations the API accepts, priority values in range.
+  labels and tolerations the API accepts, priority values in range; the gang
+  APIs' rules (the Workload API's minCount, unions, disruption modes and
+  topology constraints; KAI's subGroup tree), in kaisched.validation.workloads.
 
 An object of a kind neither Kubernetes nor kaisched serves is a problem too
 (a cluster has nowhere to put it), unless another object of the input names it
@@ -40,8 +42,8 @@ from kaisched.validation.schemas import (
     read_without_schema,
     schema_errors,
     use_kube_version,
-    without_newer_fields,
 )
+from kaisched.validation.workloads import workload_rules
 
 __all__ = ["KUBERNETES_VERSION", "Problem", "available_versions", "check_object", "describe",
            "kube_version", "partition", "summarize", "use_kube_version"]
@@ -87,7 +89,7 @@ def check_object(raw: Obj, owns_others: bool = False) -> list[Problem]:
         if validator is None:
             return [Problem(label, "kind", f"unknown kind {kind} in {api}: "
                                            f"Kubernetes {kube_version()} serves no such kind")]
-        found += schema_errors(validator, without_newer_fields(raw, group, kind))
+        found += schema_errors(validator, raw)
     elif owns_others:
         found += schema_errors(object_meta(), raw.get("metadata"), "metadata")
     else:
@@ -95,6 +97,7 @@ def check_object(raw: Obj, owns_others: bool = False) -> list[Problem]:
                         f"unknown kind {kind} in {api}: neither Kubernetes {kube_version()} "
                         "nor kaisched serves it")]
     found += semantic(raw, kind, group)
+    found += workload_rules(raw, kind, group)
     return [Problem(label, f, r) for f, r in found]
 
 

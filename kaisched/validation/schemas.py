@@ -1,8 +1,11 @@
 """The schemas objects are checked against: the OpenAPI schemas of one
 Kubernetes version bundled by `kubernetes-validate` (the newest it bundles,
-unless another is chosen with use_kube_version), and kaisched's CRDs in
-config/crds, both refusing unknown fields as `kubectl apply`'s strict field
-validation does."""
+unless another is chosen with use_kube_version; each version's own kinds and
+pod fields, the Workload API's included: 1.35's Workload and workloadRef,
+1.36's and 1.37's PodGroups and schedulingGroup), kaisched's CRDs in
+config/crds, and the CRDs of other schedulers whose objects kaisched reads
+(kaisched/validation/crds: KAI's, each file saying where it came from), all
+refusing unknown fields as `kubectl apply`'s strict field validation does."""
 from __future__ import annotations
 
 import functools
@@ -17,7 +20,8 @@ import orjson
 import yaml
 from referencing import Registry, Resource
 
-from kaisched.cluster.kinds import KAI_TOPOLOGY, KOORD_PODGROUP, UPSTREAM_PODGROUPS, XK8S_PODGROUP
+from kaisched.api import workloadkinds
+from kaisched.cluster.kinds import KAI_TOPOLOGY, KOORD_PODGROUP, XK8S_PODGROUP
 from kaisched.errors import InputError
 
 
@@ -197,12 +201,22 @@ def crd_dir() -> Path:
     raise InputError("cannot check kaisched objects: the CRD manifests (config/crds) are not installed")
 
 
+def _crd_texts() -> Iterable[str]:
+    """kaisched's CRD manifests, then the other schedulers' bundled here."""
+    for path in sorted(crd_dir().glob("*.yaml")):
+        yield path.read_text(encoding="utf-8")
+    bundled = importlib.resources.files("kaisched.validation") / "crds"
+    for entry in sorted(bundled.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            yield entry.read_text(encoding="utf-8")
+
+
 @functools.cache
 def crds() -> dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]]:
     """Per API group, a validator per (apiVersion, kind) served by the CRDs."""
     out: dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]] = {}
-    for path in sorted(crd_dir().glob("*.yaml")):
-        for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader):
+    for text in _crd_texts():
+        for doc in yaml.load_all(text, Loader=_Loader):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue
             spec = doc["spec"]
@@ -232,29 +246,11 @@ def _closed(node: Any) -> Any:
 
 @functools.cache
 def read_without_schema(api: str, kind: str) -> bool:
-    """Kinds kaisched reads whose schema is not at hand: other schedulers' gangs, the
-    upstream Workload API's PodGroup in the versions the chosen Kubernetes does not
-    serve (alpha ones come and go) and the owners the PodGrouper groups (any
-    version). Only their metadata is checked."""
-    from podgrouper.groupers.registry import builtin_groupers
-
+    """Kinds kaisched reads whose schema is not at hand: other schedulers' gangs
+    and the owners the PodGrouper groups (any version). Only their metadata is
+    checked. (The upstream Workload API's kinds are Kubernetes' own: a version
+    serves them, with its schema, or refuses them.)"""
     if (api, kind) in {(k.api_version, k.kind) for k in (XK8S_PODGROUP, KOORD_PODGROUP, KAI_TOPOLOGY)}:
         return True
-    if (api, kind) in {(k.api_version, k.kind) for k in UPSTREAM_PODGROUPS}:
-        return builtin(api, kind) is None
     group = api.rpartition("/")[0]
-    return not is_builtin_group(group) and (group, kind) in builtin_groupers()
-
-
-
-# Pod fields of the upstream Workload API (alpha, Kubernetes 1.35+) that kaisched reads
-# and the pinned schema does not know yet.
-_NEWER_POD_FIELDS = ("schedulingGroup", "workloadRef")
-
-
-def without_newer_fields(raw: Obj, group: str, kind: str) -> Obj:
-    spec = raw.get("spec")
-    if (group, kind) != ("", "Pod") or not isinstance(spec, Mapping) \
-            or not any(f in spec for f in _NEWER_POD_FIELDS):
-        return raw
-    return {**raw, "spec": {k: v for k, v in spec.items() if k not in _NEWER_POD_FIELDS}}
+    return not is_builtin_group(group) and workloadkinds.lookup(group, kind) is not None

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from kaisched.api.workloadkinds import JOBSET
 from podgrouper.groupers.spec import (
     NO_POD,
     GroupSpec,
@@ -29,10 +30,11 @@ from podgrouper.groupers.spec import (
     in_role_order,
     podgroup_name,
     section,
+    start_order,
 )
 
-REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-_ORDERS = ("AnyOrder", "InOrder")
+# The pod's replicatedJob: the role, and the stage when they start in turn.
+REPLICATED_JOB_LABEL = JOBSET.pods.role_label
 
 
 @attrs.frozen(slots=True)
@@ -60,11 +62,7 @@ def stages(obj: Owner, problems: list[str]) -> tuple[Stage, ...]:
         if not problems:
             problems.append("spec.replicatedJobs must be a non-empty list")
         jobs = []
-    startup = section(spec, "startupPolicy", "spec.startupPolicy", problems)
-    order = startup.get("startupPolicyOrder", "AnyOrder")
-    if order not in _ORDERS:
-        problems.append(f"spec.startupPolicy.startupPolicyOrder must be one of "
-                        f"{', '.join(_ORDERS)}, got {order!r}")
+    order = start_order(spec, JOBSET.start_order, problems)
     together: list[SubGroup] = []
     in_turn: list[Stage] = []
     for i, job in enumerate(jobs):
@@ -72,7 +70,7 @@ def stages(obj: Owner, problems: list[str]) -> tuple[Stage, ...]:
         if role is None:
             continue
         waits = isinstance(job, Mapping) and bool(job.get("dependsOn"))
-        if order == "InOrder" or waits:
+        if order == JOBSET.start_order.staged or waits:
             in_turn.append(Stage(role.name, (role,)))
         else:
             together.append(role)

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from kaisched.api import workloadkinds as K
+from kaisched.api.workloadkinds import LAUNCHER, MASTER, WORKER
 from podgrouper.groupers.spec import (
     LEADING_ROLES,
     NO_POD,
@@ -25,31 +27,28 @@ from podgrouper.groupers.spec import (
     in_role_order,
     positive_override,
     section,
+    start_order,
 )
-
-# TFJob roles in start order: the chief (or legacy master) coordinates, ps serve the workers.
-_TF_ORDER = ("chief", "master", "ps", "worker", "evaluator")
-_LAUNCHER_POLICIES = ("AtStartup", "WaitForWorkersReady")
 
 
 def pytorch_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """Master + Workers; with elasticPolicy.minReplicas the gang is master + minReplicas."""
-    return _elastic_job(owner, "pytorchReplicaSpecs")
+    return _elastic_job(owner, K.PYTORCH_JOB.replica_specs)
 
 
 def paddle_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """Master + Workers, elastic as PyTorchJob (elasticPolicy.minReplicas)."""
-    return _elastic_job(owner, "paddleReplicaSpecs")
+    return _elastic_job(owner, K.PADDLE_JOB.replica_specs)
 
 
 def xgboost_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """Master + Workers (Rabit tracker on the master): every replica."""
-    return _plain_job(owner, "xgbReplicaSpecs")
+    return _plain_job(owner, K.XGBOOST_JOB.replica_specs)
 
 
 def jax_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """Workers (process 0 coordinates): every replica."""
-    return _plain_job(owner, "jaxReplicaSpecs")
+    return _plain_job(owner, K.JAX_JOB.replica_specs)
 
 
 def _plain_job(owner: Owner, field: str) -> GroupSpec:
@@ -73,8 +72,8 @@ def _elastic_job(owner: Owner, field: str) -> GroupSpec:
     min_replicas = _non_negative(elastic.get("minReplicas"), "spec.elasticPolicy.minReplicas",
                                  warnings)
     if min_replicas is not None:
-        masters = sum(sg.min_member for sg in group.subgroups if sg.name == "master")
-        subgroups = tuple(attrs.evolve(sg, min_member=min_replicas) if sg.name == "worker" else sg
+        masters = sum(sg.min_member for sg in group.subgroups if sg.name == MASTER)
+        subgroups = tuple(attrs.evolve(sg, min_member=min_replicas) if sg.name == WORKER else sg
                           for sg in group.subgroups)
         group = attrs.evolve(group, min_member=max(1, masters + min_replicas), subgroups=subgroups)
     return _overridden(group, spec, warnings)
@@ -84,7 +83,8 @@ def tf_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """Chief / PS / Worker / Evaluator: every replica of every role."""
     problems: list[str] = []
     spec = section(owner, "spec", "spec", problems, required=True)
-    roles = _replica_roles(spec, "tfReplicaSpecs", {}, 1, problems, _TF_ORDER)
+    # In start order: the chief (or legacy master) coordinates, ps serve the workers.
+    roles = _replica_roles(spec, K.TF_JOB.replica_specs, {}, 1, problems, K.TF_JOB.roles)
     if problems:
         return defaulted(owner, problems)
     group = _gang(owner, spec, roles)
@@ -99,15 +99,13 @@ def mpi_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     launcher joins the same PodGroup later (its subgroup's minimum is 0)."""
     problems: list[str] = []
     spec = section(owner, "spec", "spec", problems, required=True)
-    roles = _replica_roles(spec, "mpiReplicaSpecs", {"Launcher": 1}, 0, problems)
-    policy = spec.get("launcherCreationPolicy", "AtStartup")
-    if policy not in _LAUNCHER_POLICIES:
-        problems.append(f"spec.launcherCreationPolicy must be one of "
-                        f"{', '.join(_LAUNCHER_POLICIES)}, got {policy!r}")
+    roles = _replica_roles(spec, K.MPI_JOB.replica_specs, {LAUNCHER.capitalize(): 1}, 0,
+                           problems)
+    policy = start_order(spec, K.MPI_JOB.start_order, problems)
     if problems:
         return defaulted(owner, problems)
-    if policy == "WaitForWorkersReady":
-        roles = tuple(attrs.evolve(sg, min_member=0) if sg.name == "launcher" else sg
+    if policy == K.MPI_JOB.start_order.staged:
+        roles = tuple(attrs.evolve(sg, min_member=0) if sg.name == LAUNCHER else sg
                       for sg in roles)
     return _overridden(_gang(owner, spec, roles), spec, [])
 

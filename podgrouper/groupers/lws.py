@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import attrs
 
+from kaisched.api.workloadkinds import LEADER, LEADER_WORKER_SET, WORKER
 from podgrouper.groupers.spec import (
     NO_POD,
     GroupSpec,
@@ -25,11 +26,11 @@ from podgrouper.groupers.spec import (
     defaulted,
     podgroup_name,
     section,
+    start_order,
 )
 
-GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
-WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
-_POLICIES = ("LeaderCreated", "LeaderReady")
+GROUP_INDEX_LABEL = LEADER_WORKER_SET.pods.group_label
+WORKER_INDEX_LABEL = LEADER_WORKER_SET.pods.index_label
 
 
 def leader_worker_set(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
@@ -42,10 +43,7 @@ def leader_worker_set(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     size = count(template.get("size"), "spec.leaderWorkerTemplate.size", 1, problems)
     if size < 1 and not problems:
         problems.append("spec.leaderWorkerTemplate.size must be at least 1")
-    policy = spec.get("startupPolicy", "LeaderCreated")
-    if policy not in _POLICIES:
-        problems.append(f"spec.startupPolicy must be one of {', '.join(_POLICIES)}, "
-                        f"got {policy!r}")
+    policy = start_order(spec, LEADER_WORKER_SET.start_order, problems)
     labels = lineage.pod_labels()
     group = str(labels.get(GROUP_INDEX_LABEL) or "")
     if not problems and not group.isdecimal():
@@ -54,11 +52,11 @@ def leader_worker_set(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     if problems:
         return defaulted(owner, problems)
     leader = str(labels.get(WORKER_INDEX_LABEL) or "0") == "0"
-    if policy == "LeaderReady":
+    if policy == LEADER_WORKER_SET.start_order.staged:
         if leader:
             return attrs.evolve(base(owner), name=podgroup_name(owner, group), min_member=1)
         return attrs.evolve(base(owner), name=podgroup_name(owner, f"{group}-workers"),
                             min_member=max(1, size - 1))
-    roles = (SubGroup("leader", 1),) + ((SubGroup("worker", size - 1),) if size > 1 else ())
+    roles = (SubGroup(LEADER, 1),) + ((SubGroup(WORKER, size - 1),) if size > 1 else ())
     return attrs.evolve(base(owner), name=podgroup_name(owner, group), min_member=size,
                         subgroups=roles)

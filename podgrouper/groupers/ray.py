@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from kaisched.api.workloadkinds import HEAD, RAY_CLUSTER
 from podgrouper.groupers.spec import (
     NO_POD,
     GroupSpec,
@@ -27,9 +28,6 @@ from podgrouper.groupers.spec import (
     podgroup_name,
     section,
 )
-
-# The head's subgroup; worker groups are named after their groupName.
-HEAD = "head"
 
 
 def ray_cluster(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
@@ -53,7 +51,7 @@ def ray_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
 def ray_service(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """The gang of the RayCluster the pod belongs to, named after that cluster;
     without it, the gang spec.rayClusterConfig describes, named after the service."""
-    cluster = lineage.nearest("ray.io", "RayCluster")
+    cluster = lineage.nearest(RAY_CLUSTER)
     problems: list[str] = []
     if cluster is not None:
         spec = section(cluster, "spec", "spec", problems, required=True)
@@ -77,7 +75,7 @@ def _cluster_gang(owner: Owner, cluster: Mapping[str, object], path: str,
                for i, group in enumerate(groups)]
     if problems:
         return defaulted(owner, problems)
-    subgroups: dict[str, int] = {HEAD: 1}
+    subgroups: dict[str, int] = {HEAD: 1}         # worker groups: named after their groupName
     for name, size in workers:
         subgroups[name] = subgroups.get(name, 0) + size
     return attrs.evolve(base(owner), min_member=sum(subgroups.values()),

@@ -13,13 +13,24 @@ import attrs
 
 from kaisched.api import labels as L
 from kaisched.api.job import SubGroup
+from kaisched.api.workloadkinds import (
+    CHIEF,
+    HEAD,
+    LAUNCHER,
+    LEADER,
+    MASTER,
+    StartOrder,
+    WorkloadKind,
+    group_of,
+)
 
 Owner = Mapping[str, Any]
 
 # PodGroup names are DNS-1123 subdomains.
 _MAX_NAME = 253
 # Roles that coordinate the others are placed first (master/launcher/driver before the workers).
-LEADING_ROLES = ("master", "launcher", "head", "chief", "driver", "leader", "coordinator")
+# Besides the operators' own, the names users give such roles (a JobSet's driver).
+LEADING_ROLES = (MASTER, LAUNCHER, HEAD, CHIEF, "driver", LEADER, "coordinator")
 
 
 @attrs.frozen(slots=True)
@@ -66,10 +77,10 @@ class Lineage:
     def pod_labels(self) -> Mapping[str, Any]:
         return owner_labels(self.pod)
 
-    def nearest(self, group: str, kind: str) -> Owner | None:
-        """The nearest owner of an API group and kind, if the pod has one."""
+    def nearest(self, kind: WorkloadKind) -> Owner | None:
+        """The nearest owner of a kind (any version), if the pod has one."""
         for obj in self.owners:
-            if (str(obj.get("apiVersion") or "").rpartition("/")[0], obj.get("kind")) == (group, kind):
+            if (group_of(str(obj.get("apiVersion") or "")), obj.get("kind")) == kind.group_kind:
                 return obj
         return None
 
@@ -116,7 +127,7 @@ def owner_annotations(owner: Owner) -> Mapping[str, Any]:
 
 def base(owner: Owner) -> GroupSpec:
     """The default grouping: one PodGroup for the owner, minMember 1, its queue label."""
-    queue = owner_labels(owner).get(L.QUEUE_LABEL)
+    queue = L.queue_label(owner_labels(owner))
     return GroupSpec(name=podgroup_name(owner), queue=str(queue) if queue else None)
 
 
@@ -149,6 +160,20 @@ def count(value: object, path: str, default: int, problems: list[str]) -> int:
     if value < 0:
         problems.append(f"{path} must not be negative, got {value}")
         return default
+    return value
+
+
+def start_order(spec: Mapping[str, Any], order: StartOrder, problems: list[str]) -> object:
+    """The start order the spec asks for (its operator's default when unset)."""
+    *parents, leaf = order.field.split(".")
+    at, path = spec, "spec"
+    for part in parents:
+        path = f"{path}.{part}"
+        at = section(at, part, path, problems)
+    value = at.get(leaf, order.default)
+    if value not in order.orders:
+        problems.append(f"spec.{order.field} must be one of {', '.join(order.orders)}, "
+                        f"got {value!r}")
     return value
 
 

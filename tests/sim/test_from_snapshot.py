@@ -182,14 +182,14 @@ def test_the_what_if_workflow_of_the_readme(tmp_path: Path) -> None:
     """Dump a cluster (here the starvation example 20 minutes in), then the
     next hour under two configs: the guard on gives the big gang its room
     sooner. The files are the ones the repository ships."""
-    examples = Path(__file__).resolve().parents[2] / "config" / "examples"
+    examples = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
     now = tmp_path / "now.json"
     dumped = CliRunner().invoke(main, ["simulate", str(examples / "starvation.yaml"), "--until",
                                        "20m", "--dump-snapshot", str(now), "--output", "json"])
     assert dumped.exit_code == 0, dumped.stderr
     assert "the cluster at 0:20:00 written to" in dumped.stderr
     report = simulate("--from-snapshot", str(now), str(examples / "next-hour.yaml"),
-                      "--config", str(examples.parent / "scheduler.yaml"),
+                      "--config", str(examples.parents[1] / "config" / "scheduler.yaml"),
                       "--compare", str(examples / "no-starvation-guard.yaml"))
     guarded, unguarded = report["compare"]
     big = [next(j for j in r["jobs"] if j["name"].endswith("/big-pretrain")) for r in report["compare"]]
@@ -198,13 +198,13 @@ def test_the_what_if_workflow_of_the_readme(tmp_path: Path) -> None:
 
 
 def test_replay_and_simulate_say_which_command_a_file_is_for() -> None:
-    examples = Path(__file__).resolve().parents[2] / "config" / "examples"
+    examples = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
     replayed = CliRunner().invoke(main, ["replay", str(examples / "demo.yaml")])
     assert replayed.exit_code != 0
     assert replayed.stderr.strip().splitlines() == [
         f"error: {examples / 'demo.yaml'}: this is a simulate scenario (nodePools, queues, jobs), "
         f"not Kubernetes objects: run it with `kaisched simulate {examples / 'demo.yaml'}`"]
-    empty = CliRunner().invoke(main, ["replay", str(examples / "pytorchjob.yaml")])
+    empty = CliRunner().invoke(main, ["replay", str(examples.parents[1] / "config" / "examples" / "pytorchjob.yaml")])
     assert empty.exit_code == 0
     assert "has no pods: nothing to schedule (its PyTorchJob would get pods from an operator" \
         in empty.stderr

@@ -10,7 +10,7 @@ from kaisched.api.resource import GPU
 from kaisched.sim.scenario import JobKind, ScenarioError, load_scenario, parse_scenario
 from tests.sim.conftest import SMALL
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
 
 
 def test_small_scenario_is_read() -> None:

@@ -21,7 +21,7 @@ from kaisched.sim.simulation import Simulation
 from podgrouper.controller import PodGrouper
 from podgrouper.groupers.spec import podgroup_name
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "examples" / "workloads-2026.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "kaisched" / "examples" / "workloads-2026.yaml"
 
 
 def scenario(kind: str, policy: str, roles: str) -> str:

@@ -12,7 +12,7 @@ from kaisched.api.quantity import format_duration
 from kaisched.api.types import JobKey, QueueName
 from kaisched.catalog import register_builtins
 from kaisched.errors import ConfigError
-from kaisched.framework import Hook, Session, parse_config
+from kaisched.framework import Session, parse_config
 from kaisched.framework.effects import Cause
 from plugins.minruntime import MinRuntimePlugin
 
@@ -36,7 +36,7 @@ def plugin_of(ssn: Session) -> MinRuntimePlugin:
 
 
 @pytest.mark.parametrize("arguments,words", [
-    ({"defaultPreemptMinRuntime": "10"}, "defaultPreemptMinRuntime: not a duration"),
+    ({"defaultPreemptMinRuntime": "10"}, "defaultPreemptMinRuntime: a duration needs a unit"),
     ({"defaultReclaimMinRuntime": "-5s"}, "defaultReclaimMinRuntime: not a duration"),
     ({"reclaimResolveMethod": "tree"}, "reclaimResolveMethod: expected lca or queue"),
     ({"preemptMinRuntime": "5m"}, "unknown argument 'preemptMinRuntime'"),
@@ -128,12 +128,12 @@ def test_a_protected_job_gives_only_its_pods_beyond_its_minimum() -> None:
     ssn = session(objects)
     everyone = [t for j in ssn.cluster.jobs.values() for t in j.tasks.values() if t.node_name]
     urgent = ssn.cluster.jobs[JobKey("default/urgent")].tasks["default/urgent"]  # type: ignore[index]
-    kept = {t.key for t in ssn.victims(Hook.PREEMPTABLE, urgent, everyone)}
+    kept = {t.key for t in ssn.preemptable(urgent, everyone)}
     # young is within 10m: of its 3 pods (minMember 1) the 2 newest may go; old all.
     assert kept == {"default/young-1", "default/young-2", "default/old-0", "default/old-1"}
     # Its whole gang at once would take it below its minimum: refused.
     young = [t for t in everyone if t.job == "default/young"]
-    assert len(ssn.victims(Hook.PREEMPTABLE, urgent, young)) == 2
+    assert len(ssn.preemptable(urgent, young)) == 2
 
 
 def test_without_any_min_runtime_the_plugin_registers_nothing() -> None:

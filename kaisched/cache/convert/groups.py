@@ -1,4 +1,5 @@
-"""PodGroups (kaisched, scheduler-plugins, upstream) and annotated gangs: spec, status, problems."""
+"""PodGroups (kaisched, scheduler-plugins) and annotated gangs: spec, status, problems.
+The upstream Workload API's are read in workloads.py, KAI's in kai.py."""
 from __future__ import annotations
 
 from typing import Any
@@ -117,19 +118,6 @@ def xk8s_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         declared=False,
     )
     return gang, PodGroupStatus(), "; ".join(problems) or None
-
-
-def upstream_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
-    """A scheduling.k8s.io PodGroup: spec.schedulingPolicy.gang.minCount (a
-    basic policy, or none, is a gang of one)."""
-    policy = (obj.get("spec") or {}).get("schedulingPolicy") or {}
-    problems: list[str] = []
-    gang = policy.get("gang") if isinstance(policy, dict) else None
-    min_count = 1
-    if isinstance(gang, dict):
-        min_count = _int(gang.get("minCount", 1), "spec.schedulingPolicy.gang.minCount", 1,
-                         problems) or 1
-    return GangSpec(min_member=min_count, declared=False), PodGroupStatus(), "; ".join(problems) or None
 
 
 def annotated_gang(facts: PodFacts) -> tuple[GangSpec, str | None]:
