@@ -44,6 +44,7 @@ class Protections:
         self.jobs = jobs
         self.now = now
         self._found: dict[tuple[JobKey, Cause, str | None], Protection | None] = {}
+        self.protected: dict[JobKey, float] = {}    # jobs found protected, until when (the latest)
 
     def __bool__(self) -> bool:
         return bool(self.answers)
@@ -60,6 +61,8 @@ class Protections:
             if got is not None and got.until > self.now and (found is None or got.until > found.until):
                 found = got
         self._found[key] = found
+        if found is not None and found.until > self.protected.get(job.key, 0.0):
+            self.protected[job.key] = found.until
         return found
 
     def unprotected(self, kind: Cause, by: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
