@@ -7,6 +7,11 @@ pods exit one by one, and the ones still running are its last work. This
 holds when the Succeeded pods are gone too: the PodGroup status's succeeded
 count, which never goes down, remembers them.
 
+A gang still starting is not stale either: what it lacks are pods waiting to
+be placed in subgroups none of whose pods has run yet -- the launcher an MPI
+operator makes once its workers are ready, the workers a LeaderWorkerSet
+makes once its leader is. Those running first wait for them.
+
 The timer lives in the PodGroup status (staleSince), so a restart keeps it.
 """
 from __future__ import annotations
@@ -17,6 +22,24 @@ from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import READY_STATUSES, TaskStatus
 from kaisched.framework import Session
 from kaisched.framework.effects import Cause
+
+_WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
+
+
+def starting(job: JobInfo) -> bool:
+    """Every pod the gang lacks for its minimum waits in a subgroup none of
+    whose pods is placed or running: it has not fallen short, it is still
+    starting in the steps its operator takes."""
+    if not job.spec.subgroups:
+        return False
+    have = job.leaf_counts(READY_STATUSES)
+    waiting = job.leaf_counts(_WAITING)
+    fresh = {leaf: n for leaf, n in waiting.items() if not have.get(leaf) and job.tree.is_leaf(leaf)}
+    if not fresh:
+        return False
+    counted = {leaf: have.get(leaf, 0) + fresh.get(leaf, 0) for leaf in job.tree.leaves}
+    return job.count(READY_STATUSES) + sum(fresh.values()) >= job.min_member \
+        and job.tree.met(counted)
 
 
 class StaleGangEvictionAction:
@@ -29,9 +52,10 @@ class StaleGangEvictionAction:
             on_nodes = [t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]
             alive = job.count(READY_STATUSES)
             # Alive counts Succeeded pods even where the gang's own rules do not
-            # (the upstream Workload API's): a finishing gang is not stale.
+            # (the upstream Workload API's): a finishing gang is not stale; nor is
+            # one still starting.
             if not on_nodes or ssn.job_ready(job) or job.minimum_met(READY_STATUSES) \
-                    or finishing(job):
+                    or finishing(job) or starting(job):
                 if job.status.stale_since:
                     ssn.stale_since[job.key] = None
                 continue
@@ -41,7 +65,11 @@ class StaleGangEvictionAction:
                 else ssn.config.stale_gang_grace_period
             if ssn.now - since < grace:
                 continue
-            message = (f"gang {job.key} has had {alive}/{job.min_member} pods alive for "
+            short = f"{alive}/{job.min_member} pods alive"
+            have = job.leaf_counts(READY_STATUSES)
+            if job.spec.subgroups and not job.tree.met(have):
+                short += f" ({job.tree.shortfall(have)})"
+            message = (f"gang {job.key} has had {short} for "
                        f"{ssn.now - since:.0f}s, past its grace period of {grace:.0f}s")
             stmt = ssn.statement()
             for task in on_nodes:

@@ -118,6 +118,7 @@ def _load(path: str, strict: bool) -> LoadedFile:
 @kube_version_option
 def replay(file: str, config_path: str | None, sessions: int, output: str, strict: bool) -> None:
     """Replay FILE (Snapshot, List or multi-document YAML) and print the decisions."""
+    from kaisched.cache.convert.workloads import V1ALPHA2_CONDITION, V1BETA1_CONDITION
     from kaisched.tools.replay import replay as run_replay
 
     loaded = _load(file, strict)
@@ -140,6 +141,12 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
         say(f"  {pod}  ({result.eviction_reasons.get(pod, '')})")
     say(f"podgroups ({len(result.pod_groups)}):")
     for key, pg in sorted(result.pod_groups.items()):
+        if "phase" not in pg:       # an upstream PodGroup: no phase, its own condition
+            cond = next((c for c in pg["conditions"] if c.get("type") in (V1ALPHA2_CONDITION, V1BETA1_CONDITION)), None)
+            why = f"  {cond.get('type')}={cond.get('status')} {cond.get('reason')}: " \
+                  f"{cond.get('message')}" if cond else ""
+            say(f"  {key}  {pg['apiVersion']}  minCount={pg['minMember']}{why}")
+            continue
         cond = next((c for c in pg["conditions"] if c.get("type") == "Scheduled"), None)
         why = f"  {cond.get('reason')}: {cond.get('message')}" if cond else ""
         say(f"  {key}  {pg['phase']}  minMember={pg['minMember']}{why}")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.job import Condition, JobInfo, PodGroupStatus, StatusTarget
 from kaisched.api.task import TaskInfo
@@ -30,6 +32,25 @@ class PodGroupStatusPlugin(PluginBase):
         # A settled job that did not change has nothing new to say.
         for job in ssn.cluster.active_jobs():
             _report(ssn, job)
+        for job in ssn.cluster.waiting_groups:
+            _enqueued(ssn, job)
+
+
+def _enqueued(ssn: Session, job: JobInfo) -> None:
+    """A PodGroup no pod names yet: Inqueue once admitted (at once, with no
+    enqueue action to gate it), so a controller waiting for that makes its
+    pods; else Pending, saying why when enqueue said so."""
+    admitted = ssn.admitted is None or job.key in ssn.admitted
+    why = job.problem or ssn.unschedulable.get(job.key)
+    cond = None if admitted or not why else _condition(
+        job.status, "False", (Reason.INVALID if job.problem else Reason.UNSCHEDULABLE).value,
+        why, ssn.now_text)
+    new = attrs.evolve(job.status, phase=PodGroupPhase.INQUEUE if admitted and not job.problem
+                       else PodGroupPhase.PENDING, conditions=tuple(
+                           c for c in job.status.conditions if c.type != "Scheduled")
+                       + ((cond,) if cond else ()))
+    if new != job.status:
+        ssn.emit(SetPodGroupStatus(job.key, new))
 
 
 def _report(ssn: Session, job: JobInfo) -> None:

@@ -90,6 +90,47 @@ def test_job_scheduling_latency_is_per_queue_from_podgroup_creation_to_its_minim
     assert value(metrics, "kaisched_job_scheduling_seconds_bucket", queue="train", le="60.0") == 1
 
 
+def upstream_gang(cluster: MemoryCluster, name: str, size: int, queue: str,
+                  api: str = "scheduling.k8s.io/v1beta1") -> None:
+    """A gang of the upstream Workload API: a PodGroup (v1alpha1: a Workload)
+    and pods naming it, in the queue their label gives."""
+    if api.endswith("/v1alpha1"):
+        cluster.create({"apiVersion": api, "kind": "Workload",
+                        "metadata": {"name": name, "namespace": "default"},
+                        "spec": {"podGroups": [{"name": "g", "policy": {"gang": {"minCount": size}}}]}})
+        join: dict[str, Any] = {"workloadRef": {"name": name, "podGroup": "g"}}
+    else:
+        cluster.create({"apiVersion": api, "kind": "PodGroup",
+                        "metadata": {"name": name, "namespace": "default"},
+                        "spec": {"schedulingPolicy": {"gang": {"minCount": size}}}})
+        join = {"schedulingGroup": {"podGroupName": name}}
+    cluster.clock.advance(10.0)        # its pods come 10 s after it
+    for i in range(size):
+        cluster.create({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": f"{name}-{i}", "namespace": "default",
+                                     "labels": {"kaisched.io/queue": queue}},
+                        "spec": {"schedulerName": "kaisched", **join, "containers": [
+                            {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
+
+
+def test_job_scheduling_latency_of_upstream_gangs_from_their_pods_to_their_minimum_bound() -> None:
+    """An upstream PodGroup's status has no counts: the cycle whose binds
+    reach the gang's minimum is the one measured, from when its pods made up
+    the minimum (upstream holds a gang back until then), once per gang."""
+    cluster = MemoryCluster(ManualClock())
+    for name in ("default", "train", "infer"):
+        queue(cluster, name)
+    upstream_gang(cluster, "beta", 3, "train")
+    upstream_gang(cluster, "alpha", 2, "infer", api="scheduling.k8s.io/v1alpha1")
+    cluster.clock.advance(42.0)         # nodes arrive 42 s after the last pods
+    node(cluster, "n1", cpu="8")
+    metrics = run(cluster, cycles=4)
+    assert value(metrics, "kaisched_job_scheduling_seconds_count", queue="train") == 1
+    assert value(metrics, "kaisched_job_scheduling_seconds_sum", queue="train") == 52.0
+    assert value(metrics, "kaisched_job_scheduling_seconds_count", queue="infer") == 1
+    assert value(metrics, "kaisched_job_scheduling_seconds_sum", queue="infer") == 42.0
+
+
 def test_session_duration_and_bind_latency_are_histograms() -> None:
     cluster = MemoryCluster(ManualClock())
     queue(cluster, "default")

@@ -17,7 +17,9 @@ evictionReasons (per pod: substring of the eviction message), staleSince
 (per PodGroup: the status timer), volumeClaims (per PVC: selectedNode, its
 volume.kubernetes.io/selected-node annotation, and volumeName; null: unset),
 claims (per ResourceClaim: its allocated devices as driver/pool/device and the
-pods it is reserved for, or null when it is not allocated).
+pods it is reserved for -- a PodGroup as podgroups/<name> -- or null when it is
+not allocated; `nodes`, when given: the node selector of its allocation, as
+`node/<name>` or `label-key In v1,v2` terms).
 """
 from __future__ import annotations
 
@@ -37,10 +39,7 @@ SCENARIOS = Path(__file__).parent / "scenarios"
 CASES = sorted(p for p in SCENARIOS.glob("*.yaml") if not p.name.endswith(".expect.yaml"))
 # Scenarios written for what kaisched does not do yet, and why (strict: once
 # they pass, the mark must go).
-PENDING = {
-    "kai-subgroup-tree": "KAI's subGroups form a tree (parent, minSubGroup at inner nodes); "
-                         "kaisched reads its leaves until SubGroup has a parent",
-}
+PENDING: dict[str, str] = {}
 
 
 def run(path: Path, sessions: int = 1):
@@ -137,7 +136,10 @@ def test_scenario(path: Path) -> None:
         ns, name = key.split("/")
         assert (result.cluster.get(PODGROUP, ns, name).get("status") or {}).get("staleSince") == since
     for key, want in (expect.get("claims") or {}).items():
+        nodes = want.pop("nodes", None) if isinstance(want, dict) else None
         assert claim_state(result.cluster, key) == want, key
+        if nodes is not None:
+            assert allocation_nodes(result.cluster, key) == nodes, key
 
 
 def claim_state(cluster, key: str) -> dict | None:
@@ -150,7 +152,27 @@ def claim_state(cluster, key: str) -> dict | None:
         return None
     results = status["allocation"]["devices"]["results"]
     return {"devices": sorted(f"{r['driver']}/{r['pool']}/{r['device']}" for r in results),
-            "reservedFor": sorted(r["name"] for r in status.get("reservedFor") or [])}
+            "reservedFor": sorted(r["name"] if r.get("resource", "pods") == "pods"
+                                  else f"{r['resource']}/{r['name']}"
+                                  for r in status.get("reservedFor") or [])}
+
+
+def allocation_nodes(cluster, key: str) -> list[str]:
+    """Where a claim's allocation lets its pods run: node/<name>, or one line
+    per selector term ("rack In r1"); [] for anywhere."""
+    ns, name = key.split("/")
+    claim = next(c for c in (cluster.get(k, ns, name) for k in RESOURCE_CLAIMS) if c)
+    terms = (((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector")
+             or {}).get("nodeSelectorTerms") or []
+    out = []
+    for term in terms:
+        fields = term.get("matchFields") or []
+        if len(fields) == 1 and fields[0]["key"] == "metadata.name" and not term.get("matchExpressions"):
+            out += [f"node/{v}" for v in fields[0]["values"]]
+        else:
+            out.append(", ".join(f"{r['key']} {r['operator']} {','.join(r.get('values') or [])}"
+                                 for r in term.get("matchExpressions") or []))
+    return out
 
 
 def test_every_scenario_has_expectations() -> None:

@@ -100,6 +100,11 @@ class ClusterInfo:
     # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
     usage: Mapping[QueueName, Mapping[str, float]] | None = None
 
+    # kaisched PodGroups still Pending that no pod names yet (jobs with no tasks):
+    # enqueued all the same, so a controller that makes its pods only once its
+    # PodGroup is Inqueue (Volcano's) goes on.
+    waiting_groups: tuple[JobInfo, ...] = ()
+
     def __repr__(self) -> str:
         # A summary: the whole graph (every node, job and task, the numpy tables) ran
         # to tens of megabytes, and a failing test's report printed it.
@@ -163,7 +168,7 @@ class ClusterInfo:
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
                             self._rules, self._domains, topologies=self.topologies,
-                            usage=self.usage)
+                            usage=self.usage, waiting_groups=self.waiting_groups)
         other.storage = self.storage
         if self.devices:
             other.devices, other._claimants = self.devices.copy(), self._claimants

@@ -5,9 +5,15 @@ from typing import Iterable, Iterator
 
 import attrs
 
+from kaisched.api.dradevices import Consumer, GroupClaim
 from kaisched.api.resource import Resource, sum_resources
+from kaisched.api.subgroups import NO_TOPOLOGY as NO_TOPOLOGY
+from kaisched.api.subgroups import SubGroup as SubGroup
+from kaisched.api.subgroups import SubGroupTree, tree_of
+from kaisched.api.subgroups import TopologyRule as TopologyRule
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
+    EVICTABLE_STATUSES,
     LIVE_READY_STATUSES,
     READY_STATUSES,
     Disruption,
@@ -21,30 +27,11 @@ from kaisched.api.types import (
     TaskStatus,
 )
 
+_ALIVE = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+_HOLDING = READY_STATUSES - {TaskStatus.SUCCEEDED}       # on a node
+_PLACED = EVICTABLE_STATUSES | {TaskStatus.ALLOCATED, TaskStatus.PIPELINED}
 # Pods that ran (or run) on a node: what a job's start is read from.
 _STARTED = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED})
-
-
-@attrs.frozen(slots=True)
-class TopologyRule:
-    """Where a gang (or a subgroup) must or would like to sit whole: inside one
-    domain of a node label (a rack, a block, a zone, an NVLink clique)."""
-
-    required: str | None = None     # no domain of this level fits: the gang waits
-    preferred: str | None = None    # the tightest fitting domain, widening level by level
-
-    def __bool__(self) -> bool:
-        return bool(self.required or self.preferred)
-
-
-NO_TOPOLOGY = TopologyRule()
-
-
-@attrs.frozen(slots=True)
-class SubGroup:
-    name: str
-    min_member: int
-    topology: TopologyRule = NO_TOPOLOGY
 
 
 @attrs.frozen(slots=True)
@@ -100,6 +87,7 @@ class GangSpec:
     mode: GangMode = GangMode.STRICT
     gang_group: tuple[JobKey, ...] = ()
     subgroups: tuple[SubGroup, ...] = ()
+    min_sub_group: int | None = None    # the PodGroup's own: top-level subgroups to meet (None: all)
     preemptible: bool = True
     stale_grace: float | None = None
     wait_time: float | None = None  # NonStrict: how long placements may be held
@@ -114,6 +102,10 @@ class GangSpec:
     preemptible_below: int | None = None        # KAI: unset preemptibility follows the priority
     last_start: float | None = None     # KAI's kai.scheduler/last-start-timestamp annotation
     preemption_delay: float | None = None   # override of the config's preemptionDelay
+    # An upstream PodGroup's spec.resourceClaims: claims its pods share, reserved
+    # for the group itself (claim_holder) rather than for each pod.
+    claims: tuple[GroupClaim, ...] = ()
+    claim_holder: Consumer | None = None
 
 
 @attrs.define(eq=False, slots=True)
@@ -187,11 +179,83 @@ class JobInfo:
     def ready_count(self, subgroup: str | None | object = ...) -> int:
         return self.count(READY_STATUSES, subgroup)
 
+    @property
+    def tree(self) -> SubGroupTree:
+        return tree_of(self.spec.subgroups, self.spec.min_sub_group)
+
+    def leaf_counts(self, statuses: Iterable[TaskStatus]) -> dict[str, int]:
+        """Tasks in statuses per subgroup they name (None: those naming none)."""
+        wanted = statuses if isinstance(statuses, (set, frozenset)) else set(statuses)
+        out: dict[str, int] = {}
+        for (sg, st), n in self._counts.items():
+            if n and sg is not None and st in wanted:
+                out[sg] = out.get(sg, 0) + n
+        return out
+
+    def alive_counts(self) -> dict[str, int]:
+        """Per subgroup, the tasks that exist to meet a minimum: placed,
+        running, done, or waiting to be placed -- not those held by gates."""
+        out = self.leaf_counts(_ALIVE)
+        for task in self.tasks.values():
+            if task.gates and task.status is TaskStatus.PENDING and task.subgroup is not None:
+                out[task.subgroup] -= 1
+        return out
+
     def minimum_met(self, statuses: Iterable[TaskStatus] = READY_STATUSES) -> bool:
-        """minMember and every subgroup minimum are met by tasks in statuses."""
+        """minMember and the subgroup tree (every subgroup's minimum, or as
+        many of a subgroup's children as it needs) are met by tasks in statuses."""
         if len(self.tasks) < self.min_member or self.count(statuses) < self.min_member:
             return False
-        return all(self.count(statuses, sg.name) >= sg.min_member for sg in self.spec.subgroups)
+        if not self.spec.subgroups:
+            return True
+        return self.tree.met(self.leaf_counts(statuses))
+
+    def members_of(self, subgroup: str) -> list[TaskInfo]:
+        """The tasks in a subgroup: its own pods, or those of the leaves under it."""
+        if self.tree.is_leaf(subgroup):
+            return [t for t in self.tasks.values() if t.subgroup == subgroup]
+        leaves = set(self.tree.leaves_under(subgroup)) if subgroup in self.tree.parent else set()
+        return [t for t in self.tasks.values() if t.subgroup in leaves]
+
+    def subgroup_met(self, subgroup: str, statuses: Iterable[TaskStatus]) -> bool:
+        return self.tree.met_nodes(self.leaf_counts(statuses)).get(subgroup, False)
+
+    def eviction_unit(self, victim: TaskInfo, gone: Iterable[TaskInfo] = ()) -> list[TaskInfo] | None:
+        """The fewest of the job's placed tasks that may go with victim while
+        the job keeps its minimum and no subgroup is left below its own (with
+        `gone` already taken): victim alone, else all of the subgroup it is
+        in, else of one above it. None: only the whole gang may go."""
+        taken = {t.key for t in gone}
+        ready = self.ready_statuses
+        if self.count(ready) - len(taken) - 1 < self.min_member:
+            return None
+        if not self.spec.subgroups:
+            return [victim]
+        tree = self.tree
+        have = self.leaf_counts(ready)
+        holding = self.leaf_counts(_HOLDING)
+        for t in gone:
+            if t.subgroup in have and t.status in ready:
+                have[t.subgroup] -= 1
+                holding[t.subgroup] -= t.status in _HOLDING
+        if not tree.met(have):
+            return None
+        if victim.subgroup is None or not tree.is_leaf(victim.subgroup):
+            return [victim]
+        if tree.keeps(have, {victim.subgroup: 1}, holding):
+            return [victim]
+        for node in tree.units_for(victim.subgroup):
+            leaves = set(tree.leaves_under(node))
+            tasks = [t for t in self.tasks.values() if t.subgroup in leaves
+                     and t.status in _PLACED and t.key not in taken]
+            remove: dict[str, int] = {}
+            for t in tasks:
+                if t.status in ready:
+                    remove[str(t.subgroup)] = remove.get(str(t.subgroup), 0) + 1
+            if self.count(ready) - len(taken) - sum(remove.values()) >= self.min_member \
+                    and tree.keeps(have, remove, holding):
+                return tasks
+        return None
 
     def timed_out(self) -> bool:
         """Failed on Timeout for the spec as it is: not retried until it changes."""

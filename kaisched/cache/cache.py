@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
+import attrs
+
 from kaisched.api.clusterinfo import ClusterInfo
-from kaisched.api.job import GangSpec, PodGroupStatus
+from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
-from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, job_key
+from kaisched.api.types import DEFAULT_QUEUE, JobKey, NodeName, PodGroupPhase, PodKey, QueueName, job_key
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
@@ -43,7 +45,7 @@ from kaisched.framework.effects import RecordEvent
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
 _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
-                  KOORD_PODGROUP: convert.xk8s_podgroup, KAI_PODGROUP: convert.kai_podgroup,
+                  KOORD_PODGROUP: convert.koord_podgroup, KAI_PODGROUP: convert.kai_podgroup,
                   **{k: convert.podgroup_v1alpha2 if k.version == "v1alpha2" else convert.podgroup_v1beta1
                      for k in UPSTREAM_PODGROUPS}}
 _GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", KOORD_PODGROUP: "koord",
@@ -73,6 +75,7 @@ class Cache:
         self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
+        self._pending_groups: set[JobKey] = set()           # kaisched PodGroups still Pending
         self._untold: dict[str, RecordEvent] = {}           # node -> its warning, not yet sent
         self._warned: dict[PodKey, tuple[str, ...]] = {}     # pod -> warnings, told once
         self._unwarned: dict[PodKey, RecordEvent] = {}      # pod -> its warning, not yet sent
@@ -224,14 +227,19 @@ class Cache:
             store.pop(key, None)
         else:
             store[key] = group
-        self.model.put_group(key)
+        if kind == PODGROUP:
+            if group is not None and group.status.phase is PodGroupPhase.PENDING:
+                self._pending_groups.add(key)
+            else:
+                self._pending_groups.discard(key)
+        self.model.put_group(key, self.pods)
 
     def _put_workload(self, key: JobKey, workload: convert.Workload | None) -> None:
         if workload is None:
             self._groups.workloads.pop(key, None)
         else:
             self._groups.workloads[key] = workload
-        self.model.put_group(key)
+        self.model.put_group(key, self.pods)
 
     def _put_queue(self, kind: Kind, name: str, queue: QueueInfo | None) -> None:
         """kaisched's Queue and KAI's are one tree; where both name a queue, kaisched's is read."""
@@ -247,6 +255,16 @@ class Cache:
             self.queues[name] = chosen
         self.model.put_queues()
 
+    def _waiting_groups(self, cluster: ClusterInfo) -> tuple[JobInfo, ...]:
+        """The Pending PodGroups no pod names yet, as jobs with no tasks."""
+        out = []
+        for key in sorted(self._pending_groups - cluster.jobs.keys()):
+            group = self.groups[key]
+            out.append(JobInfo(key, group.spec if group.spec.queue else attrs.evolve(
+                group.spec, queue=DEFAULT_QUEUE), creation=group.creation, status=group.status,
+                problem=group.problem))
+        return tuple(out)
+
     def snapshot(self, now: float) -> ClusterInfo:
         """The model, up to date, lent to one session until the next event or
         snapshot takes it back (undoing what the session did)."""
@@ -254,6 +272,7 @@ class Cache:
         cluster = self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
         cluster.storage = self.storage.storage()
         cluster.topologies = self._topologies()
+        cluster.waiting_groups = self._waiting_groups(cluster)
         self._lend_devices(cluster)
         return cluster
 
@@ -263,10 +282,16 @@ class Cache:
     def _lend_devices(self, cluster: ClusterInfo) -> None:
         """The device inventory and claims, when any pod or object of DRA is in play."""
         if self.model.claimants or self.devices.devices or self.devices.claims:
-            cluster.devices = self.devices.lend(self.pods)
+            cluster.devices = self.devices.lend(self.pods, self._group_uid)
             cluster.set_claimants(self.model.claimants > 0)
         else:
             cluster.set_claimants(False)
+
+    def _group_uid(self, key: str) -> str | None:
+        """The uid of the upstream PodGroup a claim may be reserved for (None: gone)."""
+        group = self._groups.group("upstream", JobKey(key))
+        holder = group.spec.claim_holder if group is not None else None
+        return holder.uid if holder is not None else None
 
     def reported(self, spoken_of: Iterable[JobKey]) -> None:
         """The session over the last snapshot closed: what it looked at need not
@@ -288,6 +313,7 @@ class Cache:
                           self.namespaces, self.scheduler_name, now)
         cluster.storage = self.storage.rebuilt(self.pods.values())
         cluster.topologies = self._topologies()
+        cluster.waiting_groups = self._waiting_groups(cluster)
         return cluster
 
     def check(self, now: float) -> list[str]:

@@ -10,6 +10,7 @@ import attrs
 from kaisched.api import labels as L
 from kaisched.api.clusterinfo import ForeignPod
 from kaisched.api.constraints import Placement
+from kaisched.api.dradevices import GroupClaim
 from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
@@ -24,6 +25,8 @@ from kaisched.api.types import (
 )
 from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts, Workload
+from kaisched.cache.convert.draobjects import resolve_claims
+from kaisched.cache.convert.koordinator import min_available
 from kaisched.cache.convert.pods import preemption_delay
 from kaisched.cluster.kinds import UPSTREAM_PODGROUPS
 
@@ -104,8 +107,27 @@ def group_key(facts: PodFacts) -> JobKey:
     return facts.job
 
 
-def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> TaskInfo:
+def shared_claims(facts: PodFacts, groups: Groups) -> tuple[GroupClaim, ...]:
+    """The claims the pod's upstream PodGroup shares with its pods, when the
+    pod names claims ((): no such group, or it shares none)."""
+    if not facts.claim_refs:
+        return ()
+    group = groups.group("upstream", facts.job)
+    return group.spec.claims if group is not None else ()
+
+
+def pod_claims(facts: PodFacts, shared: tuple[GroupClaim, ...]
+               ) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+    """The claims a pod uses, those of them its group's, and why it waits for one."""
+    if not facts.claim_refs:
+        return facts.claims, (), None
+    return resolve_claims(facts.claim_refs, facts.key.split("/", 1)[0], shared)
+
+
+def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
+              groups: Groups | None = None) -> TaskInfo:
     assert facts.status is not None, "a pod going away without a node is no task"
+    claims, shared, _ = pod_claims(facts, shared_claims(facts, groups) if groups else ())
     return TaskInfo(
         key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,
         resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
@@ -114,7 +136,7 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> 
         critical=facts.critical, unschedulable=facts.unschedulable,
         unschedulable_reason=facts.unschedulable_reason, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
-        pvcs=facts.pvcs, claims=facts.claims)
+        pvcs=facts.pvcs, claims=claims, shared=shared)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:
@@ -130,13 +152,23 @@ def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities:
              strangers: Mapping[PodKey, str] | None = None) -> None:
     """Fill the job's declaration, status, problem, age and priority from its
     PodGroup and its pods. Order-free: the pod the job's declaration comes from
-    (for gangs its pods annotate, and gangs of one) is the one with the least key.
+    (for gangs its pods annotate, and gangs of one) is the one with the least key
+    (for Koordinator's, the least whose min-available parses).
     strangers: pods of the same gang that name another scheduler, and which."""
     pods = sorted(pods, key=lambda f: f.key)
     first = pods[0]
+    if first.gang.source in ("koordinator", "koord"):
+        # Koordinator's gang takes its settings from the first pod whose
+        # min-available parses; the others belong to it all the same.
+        first = next((f for f in pods if min_available(
+            f.annotation(L.KOORD_MIN_AVAILABLE) or "1") is not None), first)
     spec, status, problem, creation = _declaration(first, groups)
     if problem is None:
         problem = next((f"pod {f.key}: {f.problem}" for f in pods if f.problem), None)
+    if problem is None and spec.claim_holder is not None:
+        # Its pods' claims that wait to be made, their group's among them.
+        problem = next((f"pod {f.key}: {waits}" for f in pods if f.claim_refs
+                        and (waits := pod_claims(f, spec.claims)[2])), None)
     if problem is None and strangers and first.gang.source in WORKLOAD_SOURCES:
         problem = _mixed(first.scheduler_name, len(pods), strangers)
     if not spec.queue:

@@ -125,7 +125,7 @@ class Model:
                 self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
             return
         placement = self._keep_placement(facts.placement)
-        task = self.tasks[key] = make_task(facts, self.priorities, placement)
+        task = self.tasks[key] = make_task(facts, self.priorities, placement, self.groups)
         self.claimants += bool(task.claims)
         found = cluster.jobs.get(task.job)
         if found is None:
@@ -207,11 +207,18 @@ class Model:
         node.spec = spec
         table.set_alloc(node.index, table.row_of(spec.allocatable))
 
-    def put_group(self, key: JobKey) -> None:
-        """A PodGroup changed: the jobs that read it declare anew."""
+    def put_group(self, key: JobKey, pods: Mapping[PodKey, PodFacts]) -> None:
+        """A PodGroup changed: the jobs that read it declare anew, and its
+        pods that name claims are made again (the claims it shares may have
+        changed, or been made)."""
         self._changed(key)
         for job in self.by_group.get(key, ()):
             self._changed(job)
+        found = self.cluster.jobs.get(key)
+        for pod in list(found.tasks) if found is not None else ():
+            facts = pods.get(pod)
+            if facts is not None and facts.claim_refs:
+                self.put_pod(pod, facts, facts)
 
     def put_queues(self) -> None:
         self._queues_changed = True
@@ -347,4 +354,5 @@ def _declares_alike(before: PodFacts | None, after: PodFacts | None) -> bool:
             and before.queue_label == after.queue_label
             and before.annotations == after.annotations and before.problem == after.problem
             and before.creation == after.creation and before.priority == after.priority
-            and before.priority_class == after.priority_class)
+            and before.priority_class == after.priority_class
+            and before.claim_refs == after.claim_refs)

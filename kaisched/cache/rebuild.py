@@ -37,7 +37,7 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
     for key, facts_list in members.items():
         job = JobInfo(key, groups.single(None))
         for facts in facts_list:
-            job.add_task(make_task(facts, priorities, facts.placement))
+            job.add_task(make_task(facts, priorities, facts.placement, groups))
         describe(job, facts_list, groups, priorities, strangers.get(key))
         jobs.append(job)
     foreign.sort(key=lambda p: p.key)

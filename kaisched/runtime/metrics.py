@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueStatus
 from kaisched.api.resource import CPU, PODS
+from kaisched.api.types import GangRules, JobKey, PodKey, TaskStatus
 from kaisched.framework.effects import Bind, Evict, SetPodGroupStatus, SetQueueStatus
 from kaisched.service.health import Health
 from kaisched.service.health import serve as serve_endpoints
@@ -48,7 +50,9 @@ class Metrics:
                                  "(same queue), reclaim (for another queue), stale-gang.",
                                  ["queue", "cause"], registry=r)
         self.job_seconds = Histogram("kaisched_job_scheduling_seconds",
-                                     "From a PodGroup's creation to its minimum of pods bound.",
+                                     "From a PodGroup's creation to its minimum of pods bound "
+                                     "(a gang of the upstream Workload API: from when its pods "
+                                     "first made up its minimum).",
                                      ["queue"], buckets=_JOB_BUCKETS, registry=r)
         self.pending_gangs = Gauge("kaisched_pending_gangs",
                                    "Gangs left pending by the last cycle, by queue and by the "
@@ -93,14 +97,24 @@ class Metrics:
         self.session_seconds.observe(result.session_seconds)
         self.pipelined.set(len(result.reservations))
         jobs = result.cluster.jobs if result.cluster is not None else {}
+        bound: dict[JobKey, set[PodKey]] = {}
         for effect in result.effects:
             if isinstance(effect, SetQueueStatus):
                 self.observe_queue(effect.queue, effect.status, effect.previous)
-            elif isinstance(effect, SetPodGroupStatus) and now is not None:
+            elif isinstance(effect, SetPodGroupStatus) and now is not None and not effect.api_version:
                 job = jobs.get(effect.job)
                 # The status that first counts the minimum as scheduled: the gang is bound.
                 if job is not None and job.creation and \
                         job.status.scheduled < job.min_member <= effect.status.scheduled:
+                    self.job_seconds.labels(job.queue).observe(max(0.0, now - job.creation))
+            elif isinstance(effect, Bind):
+                bound.setdefault(effect.job, set()).add(effect.pod)
+        if now is not None:
+            # An upstream group's status has no counts: its pods bound this cycle say it.
+            for key, pods in bound.items():
+                job = jobs.get(key)
+                if job is not None and job.spec.rules is GangRules.WORKLOAD and job.creation \
+                        and _binds_minimum(job, pods):
                     self.job_seconds.labels(job.queue).observe(max(0.0, now - job.creation))
         for effect in result.report.applied:
             if isinstance(effect, Evict):
@@ -186,3 +200,11 @@ class Metrics:
               health: Health | None = None) -> ThreadingHTTPServer:
         """/metrics, /healthz and /readyz in a daemon thread (kaisched.service.health)."""
         return serve_endpoints(self.registry, health, port, host)
+
+
+def _binds_minimum(job: JobInfo, bound: set[PodKey]) -> bool:
+    """This cycle's binds (bound) take the job from below its minimum to it:
+    the pods it held before them (as its rules count them) were fewer."""
+    held = sum(1 for t in job.tasks.values() if t.key not in bound
+               and t.status in job.ready_statuses and t.status is not TaskStatus.ALLOCATED)
+    return held < job.min_member <= held + len(bound)

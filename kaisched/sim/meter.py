@@ -12,6 +12,7 @@ import attrs
 from kaisched.api import labels as L
 from kaisched.api.job import GangSpec
 from kaisched.api.resource import PODS, Resource
+from kaisched.api.subgroups import SubGroupTree, tree_of
 from kaisched.api.types import Disruption, GangMode, JobKey, PodKey, job_key, pod_key
 from kaisched.cache import convert
 from kaisched.cluster.kinds import (
@@ -52,7 +53,7 @@ class PodUse:
 @attrs.frozen(slots=True)
 class Gang:
     min_member: int
-    subgroups: tuple[tuple[str, int], ...]
+    tree: SubGroupTree | None       # its subgroups, if it has any
     strict: bool
 
 
@@ -150,4 +151,5 @@ def _gangs(kind: Kind, obj: dict) -> dict[JobKey, Gang]:
 def _gang(spec: GangSpec) -> Gang:
     # A gang that may be disrupted pod by pod is not kept whole: no Strict invariant.
     strict = spec.mode is GangMode.STRICT and spec.disruption is not Disruption.SINGLE
-    return Gang(spec.min_member, tuple((sg.name, sg.min_member) for sg in spec.subgroups), strict)
+    return Gang(spec.min_member,
+                tree_of(spec.subgroups, spec.min_sub_group) if spec.subgroups else None, strict)

@@ -193,8 +193,12 @@ def _training(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     spec: Obj = {"runPolicy": _run_policy(job, "None"),
                  kind.replica_specs: _replica_specs(job, templates, "OnFailure")}
     if job.kind is JobKind.PYTORCH and job.elastic_min is not None:
+        # torchrun's --nnodes=minReplicas:maxReplicas counts every pod, the master too:
+        # "the master and elastic.minReplicas workers" is minReplicas masters + that.
+        masters = sum(r.replicas for r in job.roles if r.name != WORKER)
         workers = sum(r.replicas for r in job.roles if r.name == WORKER)
-        spec["elasticPolicy"] = {"minReplicas": job.elastic_min, "maxReplicas": workers}
+        spec["elasticPolicy"] = {"minReplicas": masters + job.elastic_min,
+                                 "maxReplicas": masters + workers}
     owner = _object(kind, _meta(job), spec)
     names = {r.name for r in job.roles}
     lead = next((n for n in kind.leading if n in names), None)

@@ -24,7 +24,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.resource import PODS, Resource, format_amount, format_resource
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import JobKey, QueueName, TaskStatus
+from kaisched.api.types import READY_STATUSES, JobKey, QueueName, TaskStatus
 from kaisched.cache.convert import pod_facts
 from kaisched.cache.convert.queues import queue_status
 from kaisched.cluster.kinds import POD, PODGROUP, QUEUE, UPSTREAM_PODGROUPS
@@ -85,6 +85,7 @@ def explain_data(objects: Iterable[dict[str, Any]], name: str, config: Scheduler
     return {"name": name, "podGroup": key, "minMember": job.min_member, "pods": len(job.tasks),
             "queue": job.queue, "priority": job.priority, "mode": job.spec.mode.value,
             "waiting": why or None, "wouldBind": len(placed), "placedAlready": job.ready_count(),
+            "subgroups": _subgroup_state(job) if why else None,
             "queueStatus": _dedent(_queue_lines(cluster, ssn, job.queue), 2),
             "protected": _dedent(protected, 2), "gang": _dedent(gang, 2), "tasks": pods}
 
@@ -102,6 +103,8 @@ def text_lines(data: dict[str, Any]) -> list[str]:
         lines.append(f"  schedulable now: {data['wouldBind']} pod(s) would bind")
     else:
         lines.append(f"  {data['placedAlready']} pod(s) placed already; nothing waits")
+    if data.get("subgroups"):
+        lines.append(f"  subgroups: {data['subgroups']}")
     lines.extend(f"  {line}" for line in data["queueStatus"])
     lines.extend(f"  {line}" for line in data["protected"])
     lines.extend(f"  {line}" for line in data["gang"])
@@ -246,15 +249,26 @@ def _node_lines(ssn: Session, task: TaskInfo, fits: str = "fits") -> list[str]:
             for reason, names in sorted(reasons.items(), key=lambda kv: -len(kv[1]))]
 
 
+def _subgroup_state(job: JobInfo) -> str | None:
+    """Which subtree of the gang's subgroups is short, in numbers: pods
+    placed or running of each subgroup's minimum, and how many exist."""
+    if not job.spec.subgroups:
+        return None
+    have = job.leaf_counts(READY_STATUSES)
+    if job.tree.met(have):
+        return None
+    return job.tree.shortfall(have, job.alive_counts())
+
+
 def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
     """The pods that must be placed together (the missing part of minMember,
     in the order allocate places them), how many of them each node could hold
     on its own and what runs out there first, and the shortfall in total."""
     table = ssn.cluster.table
-    needed = job.min_member - job.ready_count()
-    waiting = sorted((t for t in job.tasks.values() if t.status is TaskStatus.PENDING),
-                     key=ssn.task_order_key)
-    tasks = waiting[:max(needed, 0)]
+    if job.minimum_met(READY_STATUSES):
+        return []
+    tasks = ssn.minimum_tasks(job, [t for t in job.tasks.values()
+                                    if t.status is TaskStatus.PENDING])
     if not tasks or not len(table):
         return []
     vectors = [table.vector(t.resreq) for t in tasks]

@@ -14,6 +14,7 @@ import attrs
 
 from kaisched.api.clock import ManualClock, to_rfc3339
 from kaisched.api.types import NodeName, PodKey
+from kaisched.cache.convert.groups import podgroup
 from kaisched.cluster.kinds import POD, PODGROUP, UPSTREAM_PODGROUPS
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig
@@ -111,7 +112,7 @@ def _pod_groups(cluster: MemoryCluster) -> dict[str, dict[str, Any]]:
         meta, status = pg["metadata"], _section(pg, "status")
         out[f"{meta['namespace']}/{meta['name']}"] = {
             "phase": status.get("phase", "Pending"),
-            "minMember": _section(pg, "spec").get("minMember"),
+            "minMember": _min_member(_section(pg, "spec")),
             "conditions": status.get("conditions") or [],
         }
     for kind in UPSTREAM_PODGROUPS:
@@ -125,6 +126,14 @@ def _pod_groups(cluster: MemoryCluster) -> dict[str, dict[str, Any]]:
                 "conditions": status.get("conditions") or [],
             }
     return out
+
+
+def _min_member(spec: dict[str, Any]) -> Any:
+    """minMember as written; a subgroup tree's PodGroup may give minSubGroup
+    instead: then the fewest pods that meet its tree."""
+    if "minMember" in spec or spec.get("minSubGroup") is None:
+        return spec.get("minMember")
+    return podgroup({"spec": spec})[0].min_member
 
 
 def _section(obj: dict[str, Any], name: str) -> dict[str, Any]:

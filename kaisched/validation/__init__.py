@@ -7,7 +7,8 @@ checks, the ones a kube-apiserver makes on create:
 - built-in kinds against the OpenAPI schemas of one pinned Kubernetes version
   (bundled by `kubernetes-validate`), unknown fields refused as
   `kubectl apply`'s strict field validation does;
-- kaisched's own kinds against the CRD schemas in config/crds;
+- kaisched's own kinds against the CRD schemas in config/crds, and their
+  CEL rules (x-kubernetes-validations: a subgroup tree's shape);
 - the semantic rules no schema states and scheduling depends on: extended
   resources (nvidia.com/gpu) and hugepages need limits equal to their
   requests, whole numbers, requests within limits, names that are DNS-1123,
@@ -30,11 +31,13 @@ from typing import Any, Iterable, Mapping, Sequence, TypeVar
 import attrs
 
 from kaisched.cluster.kinds import kind_for
+from kaisched.validation.celrules import rule_errors
 from kaisched.validation.rules import semantic
 from kaisched.validation.schemas import (
     KUBERNETES_VERSION,
     available_versions,
     builtin,
+    crd_schemas,
     crds,
     is_builtin_group,
     kube_version,
@@ -83,6 +86,8 @@ def check_object(raw: Obj, owns_others: bool = False) -> list[Problem]:
             return [Problem(label, "apiVersion",
                             f"{group} serves no {kind} in {api.rpartition('/')[2]} (it serves {served})")]
         found += schema_errors(crd[(api, kind)], raw)
+        if not found:       # the CRD's CEL rules, on an object its schema accepts
+            found += rule_errors(crd_schemas()[(api, kind)], raw)
         found += schema_errors(object_meta(), raw.get("metadata"), "metadata")
     elif is_builtin_group(group):
         validator = builtin(api, kind)

@@ -13,7 +13,7 @@ import importlib.resources
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import jsonschema
 import orjson
@@ -211,23 +211,34 @@ def _crd_texts() -> Iterable[str]:
             yield entry.read_text(encoding="utf-8")
 
 
-@functools.cache
-def crds() -> dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]]:
-    """Per API group, a validator per (apiVersion, kind) served by the CRDs."""
-    out: dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]] = {}
+def _crd_versions() -> Iterator[tuple[tuple[str, str], str, Any]]:
+    """(apiVersion, kind), API group and openAPIV3Schema (as written, with its
+    x-kubernetes-validations rules) of every version the CRDs serve."""
     for text in _crd_texts():
         for doc in yaml.load_all(text, Loader=_Loader):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue
             spec = doc["spec"]
             for version in spec["versions"]:
-                if not version.get("served", True):
-                    continue
-                schema = _closed(version["schema"]["openAPIV3Schema"])
-                out.setdefault(spec["group"], {})[(f"{spec['group']}/{version['name']}",
-                                                   spec["names"]["kind"])] = \
-                    jsonschema.Draft4Validator(schema)
+                if version.get("served", True):
+                    yield ((f"{spec['group']}/{version['name']}", spec["names"]["kind"]),
+                           spec["group"], version["schema"]["openAPIV3Schema"])
+
+
+@functools.cache
+def crds() -> dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]]:
+    """Per API group, a validator per (apiVersion, kind) served by the CRDs."""
+    out: dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]] = {}
+    for key, group, schema in _crd_versions():
+        out.setdefault(group, {})[key] = jsonschema.Draft4Validator(_closed(schema))
     return out
+
+
+@functools.cache
+def crd_schemas() -> dict[tuple[str, str], Any]:
+    """The openAPIV3Schema of each (apiVersion, kind) the CRDs serve, as written
+    (with their x-kubernetes-validations rules)."""
+    return {key: schema for key, _, schema in _crd_versions()}
 
 
 def _closed(node: Any) -> Any:
@@ -252,5 +263,7 @@ def read_without_schema(api: str, kind: str) -> bool:
     serves them, with its schema, or refuses them.)"""
     if (api, kind) in {(k.api_version, k.kind) for k in (XK8S_PODGROUP, KOORD_PODGROUP, KAI_TOPOLOGY)}:
         return True
+    if (api, kind) in {k.pods.gang_object for k in workloadkinds.KINDS if k.pods.gang_label}:
+        return True         # an operator's gang the PodGrouper reads (Grove's PodGang)
     group = api.rpartition("/")[0]
     return not is_builtin_group(group) and workloadkinds.lookup(group, kind) is not None

@@ -8,7 +8,7 @@ import attrs
 from kaisched.api import labels as L
 from kaisched.api import workloadkinds as K
 from kaisched.api.workloadkinds import GroupKind, WorkloadKind, group_kind
-from podgrouper.groupers import argo, jobset, knative, kubeflow, lws, ray, trainer, workload
+from podgrouper.groupers import argo, grove, jobset, knative, kubeflow, lws, ray, trainer, workload
 from podgrouper.groupers.spec import (
     NO_POD,
     Grouper,
@@ -56,6 +56,8 @@ def builtin_groupers() -> Registry:
         (K.RAY_CLUSTER, ray.ray_cluster),
         (K.RAY_JOB, ray.ray_job),
         (K.RAY_SERVICE, ray.ray_service),
+        (K.POD_CLIQUE_SET, grove.pod_clique_set),
+        (K.POD_CLIQUE, grove.pod_clique_set),
         (K.KNATIVE_SERVICE, knative.knative),
         (K.KNATIVE_CONFIGURATION, knative.knative),
         (K.KNATIVE_REVISION, knative.knative),

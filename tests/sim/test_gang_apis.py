@@ -5,15 +5,21 @@ watch it like kaisched's own; a version that does not serve the API refuses
 the job, saying so, as a cluster would."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Iterator
 
+import attrs
 import pytest
 
 from kaisched.framework import SchedulerConfig
+from kaisched.sim.admission import refusals
 from kaisched.sim.report import build_report
 from kaisched.sim.scenario import ScenarioError, parse_scenario
 from kaisched.sim.simulation import Simulation
+from kaisched.sim.specs import GANG_APIS
 from kaisched.validation import KUBERNETES_VERSION, use_kube_version
+from kaisched.validation.schemas import available_versions
 
 
 @pytest.fixture(autouse=True)
@@ -78,3 +84,26 @@ def test_only_a_podgroup_job_names_its_gang_api() -> None:
         parse_scenario(text, "s.yaml")
     with pytest.raises(ScenarioError, match="is not a gang API kaisched reads"):
         parse_scenario(scenario("scheduling.volcano.sh/v1beta1"), "s.yaml")
+
+
+def documented_versions() -> dict[str, str]:
+    """gangApi -> the --kube-version docs/simulate.md's table gives for it."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "simulate.md").read_text()
+    rows = re.findall(r"^\| `([^`]+)`(?: \(default\))? \| .* \| (any|[\d.]+) \|$", page, re.M)
+    return dict(rows)
+
+
+def test_the_documented_gang_apis_and_versions_are_what_the_api_servers_take() -> None:
+    """docs/simulate.md names every gangApi the scenario takes, each with the
+    versions that serve it: there the job's objects are accepted, elsewhere
+    (for an upstream API) refused."""
+    documented = documented_versions()
+    assert list(documented) == list(GANG_APIS)
+    job = parse_scenario(scenario(GANG_APIS[0]), "s.yaml").jobs[0]
+    for api, version in documented.items():
+        spec = attrs.evolve(job, gang_api=api)
+        served = available_versions() if version == "any" else [version]
+        for each in ("1.35", "1.36", "1.37"):
+            use_kube_version(each)
+            refused = refusals(spec, "kaisched", {})
+            assert (refused == []) == (each in served), (api, each, refused)

@@ -128,7 +128,7 @@ def test_kai_podgroup_reads_its_members_queue_priority_and_leaves() -> None:
         [("master", 1, None), ("worker", 3, "block")]
 
 
-def test_kai_subgroup_tree_keeps_its_parents_and_flattens_to_its_leaves() -> None:
+def test_kai_subgroup_tree_keeps_its_parents_and_its_leaves_take_the_pods() -> None:
     problems: list[str] = []
     tree = subgroup_tree([{"name": "replica-0", "minSubGroup": 2},
                           {"name": "prefill", "parent": "replica-0", "minMember": 2},
@@ -138,6 +138,17 @@ def test_kai_subgroup_tree_keeps_its_parents_and_flattens_to_its_leaves() -> Non
         ("replica-0", None, None, 2), ("prefill", "replica-0", 2, None),
         ("decode", "replica-0", 1, None)]
     assert [(sg.name, sg.min_member) for sg in flat_subgroups(tree)] == [("prefill", 2), ("decode", 1)]
+    gang, _, problem = convert.kai_podgroup(kai(minSubGroup=1, subGroups=[
+        {"name": "replica-0", "minSubGroup": 2}, {"name": "replica-1", "minSubGroup": 2},
+        {"name": "a0", "parent": "replica-0", "minMember": 2},
+        {"name": "b0", "parent": "replica-0", "minMember": 1},
+        {"name": "a1", "parent": "replica-1", "minMember": 2},
+        {"name": "b1", "parent": "replica-1", "minMember": 1}]))
+    assert problem is None and gang.min_sub_group == 1
+    assert [(sg.name, sg.parent, sg.min_member, sg.min_sub_group) for sg in gang.subgroups] == [
+        ("replica-0", None, 0, 2), ("replica-1", None, 0, 2), ("a0", "replica-0", 2, None),
+        ("b0", "replica-0", 1, None), ("a1", "replica-1", 2, None), ("b1", "replica-1", 1, None)]
+    assert gang.min_member == 3         # the fewest pods that meet the tree: one replica
 
 
 @pytest.mark.parametrize("spec, problem", [

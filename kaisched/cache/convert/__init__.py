@@ -10,6 +10,7 @@ from kaisched.cache.convert.groups import (
     KAI_TOPOLOGY_PREFERRED,
     KAI_TOPOLOGY_REQUIRED,
     annotated_gang,
+    koord_podgroup,
     podgroup,
     podgroup_status,
     status_dict,
@@ -50,7 +51,7 @@ from kaisched.cache.convert.workloads import (
 
 __all__ = [
     "DEFAULT_MAX_PODS", "GANG_OWNER_GROUPS", "KAI_TOPOLOGY_PREFERRED", "KAI_TOPOLOGY_REQUIRED",
-    "GangRef", "Obj", "PodFacts", "Workload", "annotated_gang", "broken_pod", "from_rfc3339",
+    "GangRef", "Obj", "PodFacts", "Workload", "annotated_gang", "broken_pod", "koord_podgroup", "from_rfc3339",
     "gang_job", "gang_ref", "kai_podgroup", "kai_queue", "namespace_labels", "node_spec",
     "node_spec_and_problem", "placement", "pod_facts", "pod_request", "pod_rules", "podgroup",
     "podgroup_status", "podgroup_v1alpha2", "podgroup_v1beta1", "preferred_node_affinity",

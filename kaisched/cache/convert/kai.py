@@ -4,10 +4,8 @@ pod annotation `pod-group-name`) and its Queue (scheduling.run.ai/v2), read as
 kaisched Queues. docs/gang-apis.md lists what maps and what does not.
 
 A KAI PodGroup's subGroups form a tree (`parent`; an inner node has
-`minSubGroup`: how many of its children must each reach their own minimum).
-subgroup_tree() reads the tree as declared; until kaisched's subgroups carry a
-parent, flat_subgroups() gives the leaves, each with its minimum, and a tree
-that asks for fewer than all of its children is read as asking for all.
+`minSubGroup`: how many of its children must each reach their own minimum),
+read into kaisched's own subgroup tree as declared.
 """
 from __future__ import annotations
 
@@ -21,6 +19,7 @@ from kaisched.api.job import NO_TOPOLOGY, GangSpec, PodGroupStatus, SubGroup, To
 from kaisched.api.quantity import parse_duration
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import GPU, Resource
+from kaisched.api.subgroups import tree_of, tree_problems
 from kaisched.api.types import QueueName
 from kaisched.cache.convert.common import Obj, metadata
 from kaisched.cache.convert.groups import KAI_LAST_START
@@ -56,16 +55,19 @@ def kai_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
     min_sub_group = _count(spec.get("minSubGroup"), "spec.minSubGroup", problems)
     if min_member is not None and min_sub_group is not None:
         problems.append("spec.minMember and spec.minSubGroup are mutually exclusive")
-    tree = subgroup_tree(spec.get("subGroups"), problems)
-    # Until SubGroup has a parent, the tree is read as its leaves (the one line
-    # to change when it does: build the tree's SubGroups here instead).
-    leaves = flat_subgroups(tree)
+    declared = subgroup_tree(spec.get("subGroups"), problems)
+    root_sub: int | None = min_sub_group
     if min_sub_group == 0:
         # KAI's "no gang": every subGroup elastic, each pod placed on its own.
-        leaves = tuple(attrs.evolve(sg, min_member=0) for sg in leaves)
-        min_member = min_member or 1
-    if min_member is None:
-        min_member = sum(sg.min_member for sg in leaves)
+        subgroups = tuple(SubGroup(sg.name, 0, sg.topology) for sg in flat_subgroups(declared))
+        min_member, root_sub = min_member or 1, None
+    else:
+        subgroups = tuple(SubGroup(sg.name, sg.min_member or 0, sg.topology, sg.parent,
+                                   sg.min_sub_group) for sg in declared)
+        problems.extend(tree_problems(subgroups, root_sub))
+        if min_member is None:
+            # The fewest pods that meet the tree: what "minMember" means for it.
+            min_member = tree_of(subgroups, root_sub).min_pods() if subgroups else 1
     preemptibility = spec.get("preemptibility")
     if preemptibility not in (None, "", "preemptible", "non-preemptible", "semi-preemptible"):
         problems.append("spec.preemptibility must be preemptible, non-preemptible or "
@@ -76,7 +78,8 @@ def kai_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         min_member=max(min_member, 1),
         queue=QueueName(str(spec.get("queue") or "")),
         priority_class=str(spec.get("priorityClassName") or "") or None,
-        subgroups=leaves,
+        subgroups=subgroups,
+        min_sub_group=root_sub,
         # A semi-preemptible group's core is protected: read as not preemptible.
         preemptible=preemptibility == "preemptible",
         preemptible_below=NON_PREEMPTIBLE_FROM if not preemptibility else None,
@@ -127,12 +130,10 @@ def subgroup_tree(raw: Any, problems: list[str]) -> tuple[KaiSubGroup, ...]:
     return tuple(out)
 
 
-def flat_subgroups(tree: tuple[KaiSubGroup, ...]) -> tuple[SubGroup, ...]:
-    """The leaves (those no subGroup names as parent), each with its minimum:
-    the subgroups of kaisched's one level. Pods join leaves only."""
+def flat_subgroups(tree: tuple[KaiSubGroup, ...]) -> tuple[KaiSubGroup, ...]:
+    """The leaves (those no subGroup names as parent): where pods join."""
     parents = {sg.parent for sg in tree if sg.parent}
-    return tuple(SubGroup(sg.name, sg.min_member or 0, sg.topology)
-                 for sg in tree if sg.name not in parents)
+    return tuple(sg for sg in tree if sg.name not in parents)
 
 
 def _count(value: Any, where: str, problems: list[str]) -> int | None:

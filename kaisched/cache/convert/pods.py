@@ -9,13 +9,14 @@ import orjson
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.constraints import Placement
+from kaisched.api.dradevices import PodClaimRef
 from kaisched.api.quantity import parse_duration
 from kaisched.api.resource import PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.api.volumes import PodClaim
 from kaisched.api.workloadkinds import KINDS
 from kaisched.cache.convert.common import Obj, metadata, quantities
-from kaisched.cache.convert.draobjects import pod_claims
+from kaisched.cache.convert.draobjects import pod_claim_refs, resolve_claims
 from kaisched.cache.convert.koordinator import optional_settings
 from kaisched.cache.convert.rules import placement
 from kaisched.cache.convert.volumes import pod_pvcs
@@ -71,6 +72,9 @@ class PodFacts:
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
     pvcs: tuple[PodClaim, ...] = ()            # the PVCs it mounts
     claims: tuple[str, ...] = ()       # ResourceClaims it names (namespace/name)
+    # Its spec.resourceClaims as written, for a pod of an upstream PodGroup: those
+    # equal to one of the group's claims stand for the group's (see jobs.make_task).
+    claim_refs: tuple[PodClaimRef, ...] = ()
     warnings: tuple[str, ...] = ()     # declarations ignored for their defaults, to tell once
 
     def annotation(self, name: str) -> str | None:
@@ -227,7 +231,14 @@ def pod_facts(pod: Obj) -> PodFacts:
     # A gang named in the pod's spec (the upstream API) wins over annotations,
     # which the PodGrouper may have added to a pod that already had one.
     gang = upstream_gang_ref(spec) or gang_ref(meta)
-    claims = _claims(pod, problems) if spec.get("resourceClaims") else ()
+    refs = pod_claim_refs(pod) if spec.get("resourceClaims") else ()
+    claims: tuple[str, ...] = ()
+    if refs:
+        claims, _, waiting = resolve_claims(refs, namespace)
+        # A pod of an upstream PodGroup may wait for its group's claim instead:
+        # its job says so, knowing the group (kaisched.cache.jobs).
+        if waiting and gang.source != "upstream":
+            problems.append(waiting)
     return PodFacts(
         key=key,
         uid=str(meta.get("uid", "")),
@@ -256,6 +267,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         gates=scheduling_gates(spec),
         pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
         claims=claims,
+        claim_refs=refs if gang.source == "upstream" else (),
         warnings=(*(optional_settings(lambda k: _text(annotations.get(k)))[3]
                     if gang.source in ("koordinator", "koord") else ()),
                   *delay_warnings(_text(annotations.get(L.KAI_PREEMPTION_DELAY)))),
@@ -290,14 +302,6 @@ def scheduling_gates(spec: Obj) -> tuple[str, ...]:
         return ()
     return tuple(str(g.get("name") or "(unnamed)") if isinstance(g, dict) else str(g)
                  for g in gates)
-
-
-def _claims(pod: Obj, problems: list[str]) -> tuple[str, ...]:
-    """The ResourceClaims the pod names; one from a template not made yet is a wait."""
-    claims, waiting = pod_claims(pod)
-    if waiting:
-        problems.append(waiting)
-    return claims
 
 
 def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:

@@ -14,6 +14,11 @@ group, gangs queued from the moment their pods make up the minimum).
   disruptionMode a union {single: {}} (default) | {all: {}}; the condition
   PodGroupInitiallyScheduled, which once True is never written again.
 
+A PodGroup's spec.resourceClaims (v1alpha2 and v1beta1) are claims its pods
+share: a pod whose own spec.resourceClaims entry equals one of them uses the
+group's claim (a template's is made once for the group, named in the
+group's status.resourceClaimStatuses), reserved for the PodGroup.
+
 A `basic` policy is a gang of one: its pods are placed one by one. Fields the
 API server refuses (see kaisched.validation) are problems here too, for input
 that did not pass one.
@@ -25,6 +30,7 @@ from typing import Any, Mapping
 import attrs
 
 from kaisched.api.clock import from_rfc3339
+from kaisched.api.dradevices import PODGROUPS, Consumer
 from kaisched.api.job import (
     NO_TOPOLOGY,
     Condition,
@@ -35,6 +41,7 @@ from kaisched.api.job import (
 )
 from kaisched.api.types import Disruption, GangRules
 from kaisched.cache.convert.common import Obj, metadata
+from kaisched.cache.convert.draobjects import WORKLOAD_GROUP, group_claims
 
 V1ALPHA2_CONDITION = "PodGroupScheduled"
 V1BETA1_CONDITION = "PodGroupInitiallyScheduled"
@@ -113,6 +120,8 @@ def _podgroup(obj: Obj, disruption: Disruption, target: StatusTarget,
     if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
         problems.append(f"spec.priority must be an integer, got {priority!r}")
         priority = None
+    meta = metadata(obj)
+    status = obj.get("status")
     gang = GangSpec(
         min_member=min_count,
         priority_class=str(spec.get("priorityClassName") or "") or None,
@@ -121,7 +130,10 @@ def _podgroup(obj: Obj, disruption: Disruption, target: StatusTarget,
         disruption=disruption,
         rules=GangRules.WORKLOAD,
         status_target=target,
-        generation=int(metadata(obj).get("generation") or 0),
+        generation=int(meta.get("generation") or 0),
+        claims=group_claims(spec, status if isinstance(status, dict) else {}, problems),
+        claim_holder=Consumer(str(meta.get("name", "")), str(meta.get("uid", "")), PODGROUPS,
+                              WORKLOAD_GROUP),
     )
     return gang, upstream_status(obj.get("status")), "; ".join(problems) or None
 
