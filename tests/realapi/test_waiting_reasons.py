@@ -6,25 +6,75 @@ not be one of them: its condition says WaitingForQuota, with the numbers,
 and so does its PodGroup's; a pod that needs a bigger node than any keeps
 Unschedulable. Both are written by the scheduler through its own
 ServiceAccount and read back from the server.
+
+The preemption delay's clock is the PodGroup status's pendingSince: the
+server's schema must keep it (a pruned field would restart every delay on
+each restart of the scheduler), and the condition says from when the gang
+may preempt; once its delay is over, it does.
+
+The scheduler runs under a schedulerName of its own and without leader
+election, so that other schedulers on a shared server neither schedule these
+pods (with their own code) nor hold the Lease it would wait for.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from kaisched.cluster.kinds import POD, PODGROUP, QUEUE
+import pytest
+import yaml
+from kubernetes import client as k8s_client
+
+from kaisched.api.clock import from_rfc3339
+from kaisched.cluster.client import Obj
+from kaisched.cluster.kinds import POD, PODGROUP, PRIORITY_CLASS, QUEUE
 from kaisched.cluster.kube import KubeCluster
 
-from .conftest import Components, delete_quietly, describe, eventually
+from .conftest import (
+    CONFIG,
+    SYSTEM,
+    Process,
+    account_kubeconfig,
+    delete_quietly,
+    describe,
+    eventually,
+    free_port,
+    mint_token,
+)
 
 OWNER = "protect"
-QUEUE_NAME = "rt-protect-capped"
+SCHEDULER = "protect-kaisched"
+QUEUE_NAME = "protect-capped"
+LOW, HIGH = "protect-low", "protect-high"
 
 
-def _pod(namespace: str, name: str, group: str, cpu: str) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def scheduler(admin_kubeconfig: str, installed: list[Obj], admin_api: k8s_client.ApiClient,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
+    """The shipped config under a scheduler name of its own, as the shipped account."""
+    folder = tmp_path_factory.mktemp("protect")
+    config = yaml.safe_load((CONFIG / "scheduler.yaml").read_text())
+    config["schedulerName"] = SCHEDULER
+    (folder / "scheduler.yaml").write_text(yaml.safe_dump(config))
+    kubeconfig = account_kubeconfig(admin_kubeconfig, mint_token(admin_api, SYSTEM, "kaisched"),
+                                    folder / "kaisched.kubeconfig")
+    port = free_port()
+    process = Process("scheduler", "kaisched.cli", [
+        "run", "--kubeconfig", str(kubeconfig), "--config", str(folder / "scheduler.yaml"),
+        "--metrics-port", str(port), "--no-leader-elect",
+        "--identity", f"rt-{OWNER}-scheduler"], folder / "scheduler.log", port)
+    process.start()
+    yield process
+    process.stop()
+    print(f"--- scheduler ---\n{process.log()[-4000:]}")     # shown when a test failed
+
+
+def _pod(namespace: str, name: str, group: str, cpu: str,
+         priority: str | None = None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace,
                          "annotations": {"kaisched.io/pod-group": group}},
-            "spec": {"schedulerName": "kaisched",
+            "spec": {"schedulerName": SCHEDULER,
+                     **({"priorityClassName": priority} if priority else {}),
                      "nodeSelector": {"kaisched.io/test": OWNER},
                      "containers": [{"name": "main", "image": "worker:1",
                                      "resources": {"requests": {"cpu": cpu}}}]}}
@@ -44,11 +94,13 @@ def _condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
 
 
 def test_a_pod_waiting_for_its_queue_is_not_unschedulable(
-        admin: KubeCluster, components: Components, namespace: str,
+        admin: KubeCluster, scheduler: Process, namespace: str,
         fake_nodes: Callable[..., list[str]]) -> None:
     node = fake_nodes(1, cpu="8")[0]
+    delete_quietly(admin, QUEUE, "", QUEUE_NAME)        # a leftover of an interrupted run
+    eventually(lambda: admin.get(QUEUE, "", QUEUE_NAME) is None, what="old queue gone")
     admin.create({"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "Queue",
-                  "metadata": {"name": QUEUE_NAME},
+                  "metadata": {"name": QUEUE_NAME, "labels": {"kaisched.io/test": OWNER}},
                   "spec": {"resources": {"cpu": {"limit": "1"}}}})
     try:
         admin.create(_group(namespace, "first", QUEUE_NAME))
@@ -88,3 +140,51 @@ def test_a_pod_waiting_for_its_queue_is_not_unschedulable(
         assert not (admin.get(POD, namespace, "second-0") or {}).get("spec", {}).get("nodeName")
     finally:
         delete_quietly(admin, QUEUE, "", QUEUE_NAME)
+
+
+
+def test_a_gang_in_its_preemption_delay_keeps_its_clock_in_status_then_preempts(
+        admin: KubeCluster, scheduler: Process, namespace: str,
+        fake_nodes: Callable[..., list[str]]) -> None:
+    node = fake_nodes(1, cpu="4")[0]
+    for name, value in ((LOW, 10), (HIGH, 1000)):
+        delete_quietly(admin, PRIORITY_CLASS, "", name)
+        admin.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                      "metadata": {"name": name}, "value": value})
+    try:
+        admin.create(_group(namespace, "low"))
+        admin.create(_pod(namespace, "low-0", "low", "4", LOW))
+        eventually(lambda: (admin.get(POD, namespace, "low-0") or {}).get("spec", {})
+                   .get("nodeName") == node, what="low-0 bound")
+
+        urgent = _group(namespace, "urgent")
+        urgent["spec"].update(priorityClassName=HIGH, preemptionDelaySeconds=3600)
+        admin.create(urgent)
+        admin.create(_pod(namespace, "urgent-0", "urgent", "4", HIGH))
+
+        def held_back() -> dict[str, Any] | None:
+            group = admin.get(PODGROUP, namespace, "urgent") or {}
+            condition = _condition(group, "Scheduled")
+            if "may preempt from" not in str(condition.get("message")):
+                return None
+            return group
+
+        group = eventually(held_back, what="urgent told when it may preempt")
+        condition = _condition(group, "Scheduled")
+        assert condition["reason"] == "Unschedulable", describe(admin, namespace)
+        assert "(preemptionDelay 1h)" in condition["message"]
+        # The clock was kept by the server: the gang's creation, as written.
+        since = from_rfc3339(group["status"].get("pendingSince"))
+        created = from_rfc3339(group["metadata"]["creationTimestamp"])
+        assert since is not None and created is not None and abs(since - created) < 2, group["status"]
+        low = admin.get(POD, namespace, "low-0") or {}
+        assert not low["metadata"].get("deletionTimestamp"), "evicted within the delay"
+
+        # The delay over (the PodGroup's override lowered), the gang preempts.
+        admin.patch(PODGROUP, namespace, "urgent", {"spec": {"preemptionDelaySeconds": 0}})
+        eventually(lambda: (gone := admin.get(POD, namespace, "low-0")) is None
+                   or bool(gone["metadata"].get("deletionTimestamp")),
+                   what="low-0 preempted once the delay is over")
+    finally:
+        for name in (LOW, HIGH):
+            delete_quietly(admin, PRIORITY_CLASS, "", name)
