@@ -39,7 +39,7 @@ starvationThreshold: 10m
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
-         "starvationThreshold", "usageDBConfig", "consolidation")
+         "starvationThreshold", "usageDBConfig", "consolidation", "preemptionDelay")
 _CONSOLIDATION_KEYS = ("maxPods", "cooldown")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
 # Without these nothing is placed as a gang: placement all or nothing is allocate's
@@ -88,6 +88,8 @@ class SchedulerConfig:
     starvation_threshold: float = 600.0     # a head-of-queue gang waiting longer gets nodes reserved
     usage_db: UsageDBConfig | None = None   # fair share with memory; None: off
     consolidation: ConsolidationConfig = ConsolidationConfig()   # read when the action runs
+    # How long a job, once pending, waits before it may evict others (0: at once).
+    preemption_delay: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -104,6 +106,7 @@ class SchedulerConfig:
             **({"consolidation": {"maxPods": self.consolidation.max_pods,
                                   "cooldown": f"{self.consolidation.cooldown:g}s"}}
                if self.consolidation != ConsolidationConfig() else {}),
+            **({"preemptionDelay": f"{self.preemption_delay:g}s"} if self.preemption_delay else {}),
         }
 
 
@@ -128,6 +131,7 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         usage_db=usage_db_config(data["usageDBConfig"]) if data.get("usageDBConfig") is not None
         else None,
         consolidation=_consolidation(data.get("consolidation")),
+        preemption_delay=_duration(data, "preemptionDelay", 0.0),
     )
     _require_gangs(config)
     return config
