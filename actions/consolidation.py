@@ -51,10 +51,19 @@ class ConsolidationAction:
             tried += 1
             stmt = search.build()
             if stmt is None:
+                _note_protected(ssn, job, search.protected)
                 continue
             stmt.commit()
             _record(ssn, job, search.moved)
             taken.extend(search.moved)
+
+
+def _note_protected(ssn: Session, job: JobInfo, protected: dict[JobKey, str]) -> None:
+    """No plan: say which job in the way its min-runtime kept (the first by name)."""
+    if protected:
+        key = min(protected)
+        more = f" (and {len(protected) - 1} more job(s))" if len(protected) > 1 else ""
+        ssn.note_unschedulable(job, f"consolidation may not move {key}: {protected[key]}{more}")
 
 
 def _record(ssn: Session, job: JobInfo, moved: list[TaskInfo]) -> None:

@@ -4,7 +4,9 @@ A move evicts a pod so that its controller makes it again, and holds room
 for it on another node. So only a pod some controller makes again moves, and
 never one of a job that is not preemptible, that was moved within its
 cooldown (kept in its PodGroup status, so only jobs with a PodGroup move),
-or that a PodDisruptionBudget protects; a pod holding ResourceClaims stays
+that is inside either of its min-runtimes (a move is an eviction as much
+as preempt's or reclaim's, so whichever protects the job holds), or that a
+PodDisruptionBudget protects; a pod holding ResourceClaims stays
 (its devices would have to move with it). Pods move in the units eviction
 takes them in: a pod above its job's and every subgroup's minimum alone, a
 job at its minimum whole (a partial gang is useless).
@@ -20,6 +22,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES, JobKey, TaskStatus
 from kaisched.framework import Session
+from kaisched.framework.effects import Cause
 
 _FINISHED = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
@@ -38,15 +41,28 @@ def why_unmovable(ssn: Session, job: JobInfo, cooldown: float) -> str | None:
     return None
 
 
+def protected(ssn: Session, job: JobInfo, by: JobInfo) -> str | None:
+    """Why the running job may not move for by now: it is inside its
+    min-runtime for preemption or for reclaim (until when, and which)."""
+    if not ssn.protects:
+        return None
+    for kind in (Cause.PREEMPT, Cause.RECLAIM):
+        found = ssn.protected_until(job, kind, by)
+        if found is not None:
+            return found.describe(ssn.now)
+    return None
+
+
 def unit_of(ssn: Session, task: TaskInfo, cooldown: float,
-            verdicts: dict[JobKey, str | None]) -> list[TaskInfo] | None:
+            verdicts: dict[JobKey, str | None], by: JobInfo) -> list[TaskInfo] | None:
     """The pods that move with the task (the task alone above its job's
-    minimum, else its whole job), or None when they may not move.
-    verdicts remembers each job's why_unmovable for the action."""
+    minimum, else its whole job) to make room for by, or None when they may
+    not move. verdicts remembers each job's why_unmovable for the action
+    (protection depends on by's queue: the session remembers that)."""
     job = ssn.cluster.jobs[task.job]
     if job.key not in verdicts:
         verdicts[job.key] = why_unmovable(ssn, job, cooldown)
-    if verdicts[job.key] is not None:
+    if verdicts[job.key] is not None or protected(ssn, job, by) is not None:
         return None
     unit = ssn.eviction_group(task)
     if any(t.status not in EVICTABLE_STATUSES or t.critical or not t.controlled or t.claims

@@ -28,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-from actions.common.movable import Disruptions, unit_of, why_unmovable
+from actions.common.movable import Disruptions, protected, unit_of, why_unmovable
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.task import TaskInfo
@@ -83,6 +83,7 @@ class LargestBlockersFirst:
         self.taken = taken              # moved earlier in this session: budgets count them
         self.verdicts = verdicts
         self.moved: list[TaskInfo] = []
+        self.protected: dict[JobKey, str] = {}     # jobs in the way kept by their min-runtime
         self._rows = np.arange(len(ssn.cluster.table))
 
     def build(self) -> Statement | None:
@@ -237,7 +238,7 @@ class LargestBlockersFirst:
             if current is None or current.status not in EVICTABLE_STATUSES \
                     or not (table.vector(current.resreq)[short] > 0).any():
                 continue        # gone with an earlier unit, or frees nothing the task lacks
-            unit = unit_of(ssn, current, self.cooldown, self.verdicts)
+            unit = unit_of(ssn, current, self.cooldown, self.verdicts, self.job)
             if unit is None or len(self.taken) + len(self.moved) + len(unit) > self.budget:
                 continue
             if self.disruptions.allow(unit, [*self.taken, *self.moved]) is not None:
@@ -278,7 +279,12 @@ class LargestBlockersFirst:
         verdicts = self.verdicts
         if pod.job not in verdicts:
             verdicts[pod.job] = why_unmovable(self.ssn, self.ssn.cluster.jobs[pod.job], self.cooldown)
-        return verdicts[pod.job] is None and not pod.claims
+        if verdicts[pod.job] is not None or pod.claims:
+            return False
+        why = protected(self.ssn, self.ssn.cluster.jobs[pod.job], self.job)
+        if why is not None:
+            self.protected.setdefault(pod.job, why)
+        return why is None
 
     def _unit_cost(self, pod: TaskInfo) -> float:
         """Pods that would move with it, as a cheap estimate (one above its

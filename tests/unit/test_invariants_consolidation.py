@@ -5,8 +5,8 @@ ReplicaSet makes them again, pending). After EVERY session:
   evicts has its successor held on a node, every job it moves has all of
   its moved pods held so, and the job it moved them for is pipelined-ready;
 - it never moves a pod of a job that is not preemptible, a bare pod, a job
-  moved within its cooldown, nor a pod a PodDisruptionBudget protects, and
-  moves at most maxPods pods;
+  moved within its cooldown, a job inside its min-runtime, nor a pod a
+  PodDisruptionBudget protects, and moves at most maxPods pods;
 - no node is over-committed, counting what pods being deleted still hold
   and the room held for moved pods (the session's node table);
 - the cache's model, handed back after the session, equals one rebuilt from
@@ -29,7 +29,7 @@ from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config
-from kaisched.framework.config import ConsolidationConfig
+from kaisched.framework.config import ConsolidationConfig, PluginOption
 from kaisched.framework.effects import Cause, Evict
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.cycle import CycleResult
@@ -41,6 +41,8 @@ from .conftest import build_node, build_pod, build_podgroup
 SESSIONS = 3
 GPU = "nvidia.com/gpu"
 MOVED_RECENTLY = "2025-12-31T23:58:00Z"     # 2 minutes before the clock starts: within the cooldown
+STARTED_RECENTLY = "2025-12-31T23:58:00Z"   # within the min-runtime of 10m
+STARTED_LONG_AGO = "2025-12-31T22:00:00Z"
 
 
 @attrs.frozen
@@ -53,6 +55,7 @@ class Job:
     bare: bool = False                  # no controller makes its pods again
     recent: bool = False                # moved within its cooldown
     budget: bool = False                # a PodDisruptionBudget allows none of its pods to go
+    young: bool = False                 # started within its min-runtime
 
 
 @attrs.frozen
@@ -75,8 +78,11 @@ class Fragmented:
                                            "name": job.name, "uid": f"{job.name}-uid",
                                            "controller": True}
             for i, node in enumerate(job.pods):
-                out.append(build_pod(f"{job.name}-{i}", cpu=1, gpu=job.gpu, group=job.name,
-                                     node=node, owner=owner, labels={"job": job.name}))
+                pod = build_pod(f"{job.name}-{i}", cpu=1, gpu=job.gpu, group=job.name,
+                                node=node, owner=owner, labels={"job": job.name})
+                if node is not None:
+                    pod["status"]["startTime"] = STARTED_RECENTLY if job.young else STARTED_LONG_AGO
+                out.append(pod)
             if job.budget:
                 out.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                             "metadata": {"name": job.name, "namespace": "default"},
@@ -88,13 +94,15 @@ class Fragmented:
         base = default_config(register_builtins())
         actions = (("allocate", "consolidation", *base.actions[1:]) if self.every_action
                    else ("allocate", "consolidation"))
-        return attrs.evolve(base, actions=actions,
+        tiers = (*base.tiers[:-1], (*base.tiers[-1], PluginOption(
+            "minruntime", {"defaultPreemptMinRuntime": "10m"})))
+        return attrs.evolve(base, actions=actions, tiers=tiers,
                             consolidation=ConsolidationConfig(self.max_pods, 600.0))
 
     def protected(self) -> set[str]:
         """Jobs consolidation must never move."""
         return {f"default/{j.name}" for j in self.jobs
-                if not j.preemptible or j.bare or j.recent or j.budget}
+                if not j.preemptible or j.bare or j.recent or j.budget or j.young}
 
 
 @st.composite
@@ -120,10 +128,10 @@ def fragmented(draw: st.DrawFn) -> Fragmented:
         twin = next((i for i, (g, _) in enumerate(spots) if g == gpu), None)
         if twin is not None and draw(st.booleans()):
             mates.append(spots.pop(twin)[1])
-        kind = draw(st.sampled_from(["plain"] * 6 + ["fixed", "bare", "recent", "budget"]))
+        kind = draw(st.sampled_from(["plain"] * 6 + ["fixed", "bare", "recent", "budget", "young"]))
         jobs.append(Job(f"run{len(jobs)}", draw(st.integers(1, len(mates))), gpu, tuple(mates),
                         preemptible=kind != "fixed", bare=kind == "bare",
-                        recent=kind == "recent", budget=kind == "budget"))
+                        recent=kind == "recent", budget=kind == "budget", young=kind == "young"))
     biggest, roomiest = max(nodes.values()), max(free.values())
     for j in range(draw(st.integers(1, 3))):
         size = draw(st.integers(1, 2))
