@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import socket
 import threading
@@ -163,6 +164,9 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
               show_default="$POD_NAMESPACE or kaisched-system")
 @click.option("--identity", default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
               show_default="$POD_NAME or the host name")
+@click.option("--lease-name", help="The Lease its replicas elect a leader on (default: kaisched; "
+                                   "with a nodePool in the config, kaisched-<pool>: one per "
+                                   "shard).")
 @click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
               help="Run a single replica without a Lease (never run two like this).")
 @click.option("--binders", type=click.IntRange(1, 64), default=8, show_default=True,
@@ -173,8 +177,8 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
               help="Writes at once above --api-qps.")
 @click.option("--cycles", type=click.IntRange(min=1), help="Stop after this many cycles.")
 def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
-        lease_namespace: str, identity: str, no_leader_elect: bool, binders: int,
-        api_qps: float, api_burst: int, cycles: int | None) -> None:
+        lease_namespace: str, identity: str, lease_name: str | None, no_leader_elect: bool,
+        binders: int, api_qps: float, api_burst: int, cycles: int | None) -> None:
     """The scheduler against a cluster: leader election, /metrics, /healthz."""
     from kaisched.api.clock import WallClock
     from kaisched.cluster.kube import KubeCluster
@@ -190,16 +194,19 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     config = _config(config_path, registry, None)
     client = KubeCluster(kubeconfig, workers=binders)
     clock = WallClock()
+    pool = config.node_pool
     elector = None if no_leader_elect else LeaderElector(
-        client.with_timeout(5.0), clock, identity, lease_namespace)
+        client.with_timeout(5.0), clock, identity, lease_namespace,
+        lease_name or shard_lease(pool.value if pool is not None else None))
     binder = Binder(client, clock.now, workers=binders, qps=api_qps, burst=api_burst,
                     throttle=WriteThrottle(),
                     leading=elector.is_leading if elector is not None else None)
     scheduler = Scheduler(client, config, registry, clock, binder)
-    metrics = Metrics()
+    metrics = Metrics(pool.value if pool is not None else None)
     health = Health(config.schedule_period,
                     leading=elector.is_leading if elector is not None else lambda: True,
-                    synced=lambda: scheduler.synced, watching=client.watching)
+                    synced=lambda: scheduler.synced, watching=client.watching,
+                    warmed_at=lambda: scheduler.warmed_at)
     server = metrics.serve(metrics_port, health=health) if metrics_port else None
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -207,12 +214,26 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     if elector is None:
         logging.getLogger("kaisched").info("leader election is off (--no-leader-elect): "
                                            "this replica schedules alone")
+    if pool is not None:
+        logging.getLogger("kaisched").info(
+            "one shard of the cluster: the nodes labelled %s=%s%s, and the pods and queues "
+            "naming that pool%s", pool.label, pool.value,
+            " or none" if pool.default else "", " or none" if pool.default else "")
     try:
         serve(scheduler, stop, elector, metrics, cycles, health=health)
     finally:
         client.close()
         if server is not None:
             server.shutdown()
+
+
+def shard_lease(pool: str | None) -> str:
+    """The Lease of a shard's replicas: kaisched, or kaisched-<pool> (a pool's
+    value made a valid object name)."""
+    if pool is None:
+        return "kaisched"
+    name = re.sub(r"[^a-z0-9.-]+", "-", pool.lower()).strip("-.")
+    return f"kaisched-{name}"[:253]
 
 
 @main.command("snapshot-dump")

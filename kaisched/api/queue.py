@@ -44,6 +44,9 @@ class QueueInfo:
     problem: str | None = None
     declared: bool = False              # a Queue object exists (the implicit default has none)
     status: QueueStatus | None = None   # as last written to the object
+    # False: the queue of another node pool's scheduler, here only to give the
+    # tree its shape; that scheduler writes its status.
+    owned: bool = True
 
     def limit(self, name: str) -> float | None:
         return next((v for k, v in self.limits if k == name), None)

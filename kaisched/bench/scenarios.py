@@ -203,6 +203,9 @@ def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
     if name == "simulate":      # a whole generated workload through `kaisched simulate`
         from kaisched.bench.simulate import bench as run_simulate
         return run_simulate(scale)
+    if name == "failover-50k":  # a standby that followed a 50,000-node cluster takes over
+        from kaisched.bench.failover import run_failover
+        return run_failover(scale, profile)
     if name == "what-if-10k":   # `kaisched simulate --from-snapshot` on the scale-10k cluster
         from kaisched.bench.simulate import bench_what_if
         return bench_what_if(scale)
@@ -222,13 +225,13 @@ def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     steady = name in ("churn", "scale-10k")
     figures: dict[str, Any] = {}
-    with _profiled(0 if steady else profile, figures):
+    with profiled(0 if steady else profile, figures):
         result = scheduler.run_once()
     first_cycle = time.perf_counter() - started
     if steady:                  # the steady state: measure the cycle after the first
         (churn_step if name == "churn" else bench_scale.churn_step)(cluster, scale)
         clock.advance(config.schedule_period)
-        with _profiled(profile, figures):
+        with profiled(profile, figures):
             result = scheduler.run_once()
     placed = len(result.placed) + len(result.reservations)
     evicted = sum(1 for e in result.effects if isinstance(e, Evict))
@@ -248,7 +251,7 @@ def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _profiled(top: int, figures: dict[str, Any]) -> Iterator[None]:
+def profiled(top: int, figures: dict[str, Any]) -> Iterator[None]:
     """Profile what runs inside (when top > 0) and put its top entries, by own
     time, in figures["profile"]: "seconds calls function" lines. Timings taken
     inside are then the profiler's, slower than without it."""

@@ -32,6 +32,7 @@ class Group:
     status: PodGroupStatus
     problem: str | None
     creation: float
+    pool: str | None = None         # the node pool its label names (only read by a shard)
 
 
 @attrs.frozen(slots=True)
@@ -80,6 +81,16 @@ def group_key(facts: PodFacts) -> JobKey:
     if facts.gang.source == "upstream":
         return job_key(facts.key.split("/", 1)[0], facts.gang.name)
     return facts.job
+
+
+def declared_group(facts: PodFacts, groups: Groups) -> Group | None:
+    """The PodGroup object the pod's job reads its declaration from, if one exists."""
+    source = facts.gang.source
+    if source in GROUP_KINDS:
+        return groups.stores[source].get(group_key(facts))
+    if source in ("koordinator", "volcano"):
+        return groups.stores["kaisched"].get(facts.job)
+    return None
 
 
 def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> TaskInfo:

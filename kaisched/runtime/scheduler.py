@@ -103,7 +103,7 @@ class Scheduler:
         self.config = config
         self.registry = registry
         self.clock = clock
-        self.cache = Cache(config.scheduler_name)
+        self.cache = Cache(config.scheduler_name, config.node_pool)
         self.binder = binder or Binder(client, clock.now)
         self.actions = config.build_actions(registry)
         self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
@@ -112,6 +112,7 @@ class Scheduler:
         self.keep_session = False
         self.last_session: Session | None = None
         self.synced = False                     # the first sync listed everything
+        self.warmed_at: float | None = None     # when a standby last prepared (follow)
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""
@@ -125,6 +126,21 @@ class Scheduler:
             gc.collect()
             gc.freeze()
         return count
+
+    def follow(self) -> int:
+        """A standby's period: apply what the watches saw, as the leader does,
+        and build what the next snapshot needs (the node table, the queue
+        tree), so that taking over starts from a cache in step and a snapshot
+        that only adds the last events."""
+        count = self.sync()
+        with _cyclic_gc_paused():
+            self.cache.prepare()
+        self.warmed_at = time.monotonic()
+        return count
+
+    def close(self) -> None:
+        """Stop following the cluster (the binder is stopped apart)."""
+        self.cache.close()
 
     def run_once(self, proceed: Callable[[], bool] = _always) -> CycleResult:
         """One cycle. proceed() is asked between actions: False abandons the
@@ -161,6 +177,7 @@ class Scheduler:
         else:
             report = self.binder.apply(effects) if not abandoned else BindReport()
         blockers = {k: b for k, b in ssn.blockers.items() if k in ssn.unschedulable}
+        self.warmed_at = time.monotonic()       # what a snapshot needs was just built
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
                            snapshotted - started, decided - snapshotted, abandoned, cluster,
                            blockers)
@@ -263,7 +280,7 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
                 leads = leading()
                 state.leading(leads, scheduler, metrics)
                 if not leads:
-                    scheduler.sync()        # a standby keeps up, to take over fast
+                    scheduler.follow()      # a standby keeps up, to take over fast
                 else:
                     scheduler.sync()
                     if state.watches(scheduler.client.watching()):
@@ -315,7 +332,7 @@ class _LoopState:
                 # Cycles report only the queues whose status changed: a new
                 # leader starts from what the Queue objects say.
                 for queue in scheduler.cache.queues.values():
-                    if queue.status is not None:
+                    if queue.status is not None and scheduler.cache.owns_queue(queue.name):
                         metrics.observe_queue(queue.name, queue.status, None)
         if self._leading and not leads:
             scheduler.step_down()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # The cache reads timestamps through this package (convert.from_rfc3339).
 from kaisched.api.clock import from_rfc3339
-from kaisched.cache.convert.common import Obj
+from kaisched.cache.convert.common import Obj, label
 from kaisched.cache.convert.groups import (
     KAI_TOPOLOGY_PREFERRED,
     KAI_TOPOLOGY_REQUIRED,
@@ -37,7 +37,7 @@ from kaisched.cache.convert.rules import namespace_labels, placement, pod_rules,
 __all__ = [
     "DEFAULT_MAX_PODS", "GANG_OWNER_GROUPS", "KAI_TOPOLOGY_PREFERRED", "KAI_TOPOLOGY_REQUIRED",
     "GangRef", "Obj", "PodFacts", "annotated_gang", "broken_pod", "from_rfc3339", "gang_job",
-    "gang_ref", "namespace_labels", "node_spec", "node_spec_and_problem", "placement", "pod_facts",
+    "gang_ref", "label", "namespace_labels", "node_spec", "node_spec_and_problem", "placement", "pod_facts",
     "pod_request", "pod_rules", "podgroup", "podgroup_status", "preferred_node_affinity",
     "priority_class", "quantity_text", "queue", "queue_status", "queue_status_dict", "status_dict",
     "task_status", "topology_rule", "upstream_gang_ref", "upstream_podgroup", "xk8s_podgroup",
