@@ -259,13 +259,6 @@ class Cache:
         return {name: q if self.pools.takes_queue(name) else attrs.evolve(q, owned=False)
                 for name, q in self.queues.items()}
 
-    def prepare(self) -> None:
-        """What the next snapshot would build, built now (a standby's period):
-        the node table laid out, the queue tree, the storage a session reads."""
-        self.model.reclaim()
-        self.model.prepare(self.pods, self.nodes, self._queue_infos())
-        self.storage.storage()
-
     def snapshot(self, now: float) -> ClusterInfo:
         """The model, up to date, lent to one session until the next event or
         snapshot takes it back (undoing what the session did)."""

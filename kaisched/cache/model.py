@@ -309,30 +309,21 @@ class Model:
             if not members:
                 self.by_group.pop(group, None)
 
-    def prepare(self, pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec],
-                queues: Mapping[str, QueueInfo]) -> None:
-        """Everything a snapshot builds but does not lend: the table laid out
-        again where nodes came or went, the queue tree, the other schedulers'
-        pods. A standby does it every period, so that taking over finds it done."""
-        self.catch_up(pods)
-        cluster = self.cluster
-        if self._foreign_changed:
-            cluster.foreign = tuple(self.foreign[k] for k in sorted(self.foreign))
-            self._foreign_changed = False
-        if self._relayout or self._queues_changed:
-            self._layout(nodes, queues)
-        self._rules_in_play()
-
     def refresh(self, pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec],
                 queues: Mapping[str, QueueInfo], namespaces: Mapping[str, Mapping[str, str]],
                 now: float) -> ClusterInfo:
         """Bring what events left for later up to date, and lend the model out."""
-        self.prepare(pods, nodes, queues)
+        self.catch_up(pods)
         cluster = self.cluster
         # A job that changed, or was spoken of, is looked at once more: what
         # was said of it may need saying again (or differently).
         cluster.set_active(self.ledger.unsettled | self.unreported.keys())
         self._lent_seq = self._seq
+        if self._foreign_changed:
+            cluster.foreign = tuple(self.foreign[k] for k in sorted(self.foreign))
+            self._foreign_changed = False
+        if self._relayout or self._queues_changed:
+            self._layout(nodes, queues)
         cluster.priority_classes = dict(self.priorities.values)
         cluster.namespace_labels = namespaces
         cluster.now = now

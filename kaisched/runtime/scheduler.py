@@ -128,13 +128,19 @@ class Scheduler:
         return count
 
     def follow(self) -> int:
-        """A standby's period: apply what the watches saw, as the leader does,
-        and build what the next snapshot needs (the node table, the queue
-        tree), so that taking over starts from a cache in step and a snapshot
-        that only adds the last events."""
+        """A standby's period: apply what the watches saw, as the leader does;
+        take a snapshot, so that the node table, the queue tree and the rest
+        are built before a takeover needs them; and let the plugins say what
+        a session would write of the jobs that changed, with no action run.
+        A job of which nothing would be said is settled as the leader left it
+        (its PodGroup status says what a session would write): the first
+        session after a takeover need not look at it again, unless it changes.
+        What would be said is never written: only the leader writes."""
         count = self.sync()
         with _cyclic_gc_paused():
-            self.cache.prepare()
+            cluster = self.cache.snapshot(self.clock.now())
+            said = Session(cluster, self.config, self.config.build_plugins(self.registry)).close()
+        self.cache.reported(self._spoken_of(said))
         self.warmed_at = time.monotonic()
         return count
 
