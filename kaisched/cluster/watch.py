@@ -46,7 +46,10 @@ class WatchStream(Protocol):
 
 
 class WatchSource(Protocol):
-    def list_with_version(self, kind: Kind) -> tuple[list[Obj], str]: ...
+    def list_with_version(self, kind: Kind, *, cached: bool = False) -> tuple[list[Obj], str]:
+        """cached: as the server's cache has it, which may trail the newest by a
+        moment (an informer's first list: the watch from its version catches up)."""
+        ...
 
     def watch_stream(self, kind: Kind, resource_version: str, timeout: int) -> WatchStream: ...
 
@@ -71,11 +74,11 @@ class KubeSubscription:
         if len(self._watches) > 1:
             # In parallel: start-up waits for the slowest list, not for their sum.
             with concurrent.futures.ThreadPoolExecutor(len(self._watches)) as pool:
-                for done in [pool.submit(w.relist) for w in self._watches]:
+                for done in [pool.submit(w.relist, first=True) for w in self._watches]:
                     done.result()
         else:
             for watch in self._watches:
-                watch.relist()
+                watch.relist(first=True)
         for watch in self._watches:
             watch.thread.start()
 
@@ -126,9 +129,12 @@ class _KindWatch:
         self.stream: WatchStream | None = None
         self.thread = threading.Thread(target=self._run, name=f"watch-{kind.plural}", daemon=True)
 
-    def relist(self) -> None:
+    def relist(self, first: bool = False) -> None:
+        """List what exists and tell what changed. The first list may come from
+        the server's cache (nothing was told yet that it could take back); a
+        relist reads the newest, so no object goes back to an older version."""
         try:
-            items, version = self.sub.source.list_with_version(self.kind)
+            items, version = self.sub.source.list_with_version(self.kind, cached=first)
         except NotFoundError:
             # The resource is not served (an optional CRD is not installed):
             # say so once, report what it held as gone, and look again rarely.
