@@ -386,18 +386,35 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
 @main.command()
 @click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "reclaim-1k", "churn",
                                               "affinity-5k", "scale-10k", "binds", "simulate",
-                                              "dra-1k", "volumes-5k", "what-if-10k"]))
+                                              "dra-1k", "volumes-5k", "what-if-10k",
+                                              "failover-50k", "e2e"]))
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
               help="Multiply the scenario's node and pod counts (for quick checks).")
 @click.option("--profile", type=click.IntRange(min=0), default=0, metavar="N",
               help="Add the top N entries of a profile of the measured cycle (its timings "
                    "are then the profiler's).")
-def bench(scenario: str, scale: float, profile: int) -> None:
+@click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True),
+              help="e2e: the admin kubeconfig of the API server to measure against.")
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
+              help="e2e: how many runs of both schedulers.")
+@click.option("--kube-scheduler", "kube_scheduler", default="/tmp/k8s/bin/kube-scheduler",
+              show_default=True, type=click.Path(dir_okay=False),
+              help="e2e: the stock kube-scheduler binary to compare with.")
+@click.option("--prefix", default="kaisched-e2e", show_default=True,
+              help="e2e: the name of the namespace and of the nodes it creates.")
+def bench(scenario: str, scale: float, profile: int, kubeconfig: str | None, runs: int,
+          kube_scheduler: str, prefix: str) -> None:
     """Run a performance SCENARIO and print one JSON line of figures."""
     from kaisched.bench.scenarios import run
 
-    if profile and scenario in ("binds", "simulate", "what-if-10k"):
+    if profile and scenario in ("binds", "simulate", "what-if-10k", "e2e"):
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
+    if scenario == "e2e":
+        if kubeconfig is None:
+            raise click.UsageError("e2e runs against a real API server: give --kubeconfig PATH")
+        from kaisched.bench.e2e import run_e2e
+        click.echo(orjson.dumps(run_e2e(kubeconfig, runs, kube_scheduler, prefix, scale)))
+        return
     click.echo(orjson.dumps(run(scenario, scale, profile)))
 
 

@@ -294,6 +294,7 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
                             lambda: not stop.is_set() and leading())
                         if metrics is not None:
                             metrics.observe(result, scheduler.clock.now())
+                        state.cycled(result)
                         if result.abandoned and not stop.is_set():
                             scheduler.step_down()
                 state.reached()
@@ -330,8 +331,11 @@ class _LoopState:
         self._leading: bool | None = None
         self._watching = True
         self._failing = ""
+        self._led_since: float | None = None    # leading, and no cycle has ended since
 
     def leading(self, leads: bool, scheduler: Scheduler, metrics: Metrics | None) -> None:
+        if leads and not self._leading:
+            self._led_since = time.monotonic()
         if metrics is not None:
             metrics.leader.set(1 if leads else 0)
             if leads and not self._leading:
@@ -343,6 +347,15 @@ class _LoopState:
         if self._leading and not leads:
             scheduler.step_down()
         self._leading = leads
+
+    def cycled(self, result: CycleResult) -> None:
+        """Say how the first cycle of a new leader went: what a takeover cost."""
+        if self._led_since is None or result.abandoned:
+            return
+        log.info("leading: the first cycle ended %.2fs after taking the lead (snapshot %.2fs, "
+                 "session %.2fs); %d pods placed", time.monotonic() - self._led_since,
+                 result.snapshot_seconds, result.session_seconds, len(result.placed))
+        self._led_since = None
 
     def watches(self, up: bool) -> bool:
         if up != self._watching:
