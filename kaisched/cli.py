@@ -169,7 +169,7 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
                                    "shard).")
 @click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
               help="Run a single replica without a Lease (never run two like this).")
-@click.option("--binders", type=click.IntRange(1, 64), default=8, show_default=True,
+@click.option("--binders", type=click.IntRange(1, 64), default=32, show_default=True,
               help="Requests in flight at once (binds first, then status and Events).")
 @click.option("--api-qps", type=click.FloatRange(min=0), default=1000.0, show_default=True,
               help="Writes a second, binds and status alike, on average (0: no limit).")

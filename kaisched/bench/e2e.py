@@ -44,7 +44,7 @@ import yaml
 from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import NODE, POD, PODGROUP, QUEUE, Kind
 from kaisched.cluster.kube import KubeCluster
-from kaisched.errors import ConflictError, InputError, NotFoundError
+from kaisched.errors import ConflictError, InputError, NotFoundError, TransientApiError
 from kaisched.framework import default_config
 from kaisched.validation.schemas import crd_dir
 
@@ -282,17 +282,23 @@ def _one(client: KubeCluster, work: Workload, which: str, command: list[str],
 
 
 def _empty(client: KubeCluster, work: Workload) -> None:
-    """The namespace emptied of the run's pods and PodGroups."""
-    client.delete_all(POD, work.namespace, grace_seconds=0)
-    try:
-        client.delete_all(PODGROUP, work.namespace)
-    except NotFoundError:
-        pass                    # the CRD is gone, and its objects with it
+    """The namespace emptied of the run's pods and PodGroups (asked again while
+    a busy server times out)."""
     deadline = time.monotonic() + PATIENCE
-    while client.list(POD, work.namespace) or _podgroups(client, work):
+    while True:
+        try:
+            client.delete_all(POD, work.namespace, grace_seconds=0)
+            try:
+                client.delete_all(PODGROUP, work.namespace)
+            except NotFoundError:
+                pass            # the CRD is gone, and its objects with it
+            if not client.list(POD, work.namespace) and not _podgroups(client, work):
+                return
+        except TransientApiError:
+            pass
         if time.monotonic() > deadline:
             raise InputError(f"the pods of namespace {work.namespace} are not gone")
-        time.sleep(0.5)
+        time.sleep(1.0)
 
 
 def _podgroups(client: KubeCluster, work: Workload) -> list[Obj]:
