@@ -149,6 +149,9 @@ class Cache:
             meta, spec = meta if isinstance(meta, dict) else {}, spec if isinstance(spec, dict) else {}
             self._put_pod(PodKey(f"{namespace}/{name}"), convert.broken_pod(meta, spec, problem))
         elif event.kind == NODE:
+            if self.pools is not None and not self.pools.pool.default:
+                self._put_node(name, None)      # no pool can be read: the default shard's
+                return
             self._put_node(name, NodeSpec(NodeName(name), Resource(), ready=False))
             self._note_node(event.obj, problem)
         elif event.kind in _GROUP_READERS:
