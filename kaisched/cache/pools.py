@@ -15,8 +15,6 @@ pool's node still counts for its gang but takes no room here.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
-
 from kaisched.api.node import NodeSpec
 from kaisched.api.types import DEFAULT_QUEUE, JobKey, PodKey
 from kaisched.cache.convert import PodFacts
@@ -100,9 +98,6 @@ class PoolView:
         def says(group: Group | None) -> tuple[object, ...]:
             return (None,) if group is None else (group.pool, group.spec.queue)
         return says(before) != says(after)
-
-    def queues_owned(self, names: Iterable[str]) -> Mapping[str, bool]:
-        return {name: self.takes_queue(name) for name in names}
 
 
 def _named_group(facts: PodFacts | None) -> JobKey | None:
