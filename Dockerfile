@@ -12,9 +12,9 @@ COPY actions ./actions
 COPY plugins ./plugins
 COPY podgrouper ./podgrouper
 # The data files setup.cfg installs: the CRD schemas (replay and explain check kaisched's
-# objects against them) and the scenarios of `kaisched simulate`.
+# objects against them). The scenarios of `kaisched simulate` are package data, in
+# kaisched/examples/, so the wheel carries them: `kaisched simulate --list` in the image.
 COPY config/crds ./config/crds
-COPY config/examples ./config/examples
 RUN pip wheel --wheel-dir /wheels .
 
 FROM python:3.11-slim

@@ -16,6 +16,7 @@ import itertools
 from typing import Any, Iterable
 
 from actions.common import starvation
+from actions.common.domainchoice import DomainChoice
 from actions.common.placement import (
     group_members,
     need_of,
@@ -26,7 +27,7 @@ from actions.common.placement import (
 )
 from kaisched.api.job import JobInfo
 from kaisched.api.types import JobKey, QueueName
-from kaisched.framework import Hook, Session
+from kaisched.framework import Session
 
 
 class AllocateAction:
@@ -34,6 +35,7 @@ class AllocateAction:
 
     def execute(self, ssn: Session) -> None:
         seq = itertools.count()
+        domains = DomainChoice(ssn)
         jobs: dict[QueueName, list[tuple[Any, ...]]] = {}
         for job in ssn.cluster.active_jobs():
             if job.key in ssn.held:
@@ -44,12 +46,12 @@ class AllocateAction:
         for heap in jobs.values():
             heapq.heapify(heap)
         guards = starvation.guard(ssn, heads(ssn, jobs.values()))
-        head_key = ssn.hooks.order_key(Hook.QUEUE_HEAD_ORDER)
+        head_key = ssn.queue_head_order_key
         several = len(jobs) > 1         # one queue needs no order
 
         def queue_key(name: QueueName) -> tuple[Any, ...]:
             queue = queue_of(ssn, name)
-            head = head_key((queue, need_of(ssn, jobs[name][0][2]))) if several else ()
+            head = head_key(queue, need_of(ssn, jobs[name][0][2])) if several else ()
             return (head, ssn.queue_order_key(queue))
 
         queues = [(queue_key(q), q) for q in jobs]
@@ -63,8 +65,8 @@ class AllocateAction:
                 if job.key not in grouped:
                     members = group_members(ssn, job)
                     grouped.update(m.key for m in members)
-                    place_group(ssn, members)
-            elif place_job(ssn, job) and ssn.pending(job):
+                    place_group(ssn, domains, members)
+            elif place_job(ssn, domains, job) and ssn.pending(job):
                 heapq.heappush(heap, (ssn.job_order_key(job), next(seq), job))
             if job.key in ssn.reserved_for and ssn.job_pipelined(job):
                 ssn.unreserve(job.key)      # placed, or waiting only for releasing room

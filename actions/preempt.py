@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from actions.common.domainchoice import DomainChoice
 from actions.common.eviction import (
     Check,
     RoomFinder,
@@ -19,7 +20,7 @@ from actions.common.eviction import (
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import QueueName
-from kaisched.framework import Hook, Session
+from kaisched.framework import Session
 from kaisched.framework.effects import Cause
 
 
@@ -31,6 +32,7 @@ class PreemptAction:
         if not jobs and not extras:
             return
         releasing_at_start = ssn.cluster.table.releasing.copy()
+        domains = DomainChoice(ssn)
         by_queue: dict[QueueName, list[TaskInfo]] = {}
         evictable = evictable_tasks(ssn)
         order = victim_order(ssn, evictable)
@@ -42,8 +44,8 @@ class PreemptAction:
             def finder(task: TaskInfo) -> RoomFinder:
                 key = (job.queue, job.priority)
                 if key not in finders:
-                    victims = ssn.victims(Hook.PREEMPTABLE, task, by_queue[job.queue])
-                    finders[key] = RoomFinder(ssn, victims, releasing_at_start, order)
+                    victims = ssn.preemptable(task, by_queue[job.queue])
+                    finders[key] = RoomFinder(ssn, domains, victims, releasing_at_start, order)
                 return finders[key]
             return finder
 
@@ -53,9 +55,9 @@ class PreemptAction:
         for job, tasks in jobs:
             if not by_queue.get(job.queue) or ssn.job_pipelined(job):
                 continue
-            place_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job), Cause.PREEMPT,
+            place_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job), Cause.PREEMPT,
                               check_of(job), order)
         for job, tasks in extras:
             if by_queue.get(job.queue):
-                place_extras_by_eviction(ssn, job, tasks, Hook.PREEMPTABLE, finder_of(job),
+                place_extras_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
                                          check_of(job), Cause.PREEMPT, order)

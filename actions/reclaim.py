@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from actions.common.domainchoice import DomainChoice
 from actions.common.eviction import elastic_jobs, starving_jobs
 from actions.common.placement import still_needed
 from actions.common.solver import ReclaimSolver
@@ -26,7 +27,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.resource import sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES
-from kaisched.framework import Hook, Session
+from kaisched.framework import Session
 from kaisched.framework.effects import Preemptor
 
 
@@ -37,12 +38,13 @@ class ReclaimAction:
         jobs, extras = starving_jobs(ssn), elastic_jobs(ssn)
         if not jobs and not extras:
             return
+        domains = DomainChoice(ssn)
         for job, tasks in jobs:
             if not ssn.job_pipelined(job):
-                reclaim_for(ssn, job, still_needed(ssn, job, tasks))
+                reclaim_for(ssn, domains, job, still_needed(ssn, job, tasks))
         for job, tasks in extras:
             for task in tasks:
-                if not reclaim_for(ssn, job, [task], surplus_only=True):
+                if not reclaim_for(ssn, domains, job, [task], surplus_only=True):
                     break
 
 
@@ -54,11 +56,11 @@ def candidates(ssn: Session, job: JobInfo) -> list[JobInfo]:
                     for t in j.tasks.values())]
 
 
-def reclaim_for(ssn: Session, job: JobInfo, tasks: list[TaskInfo],
+def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
                 surplus_only: bool = False) -> bool:
     """Evict victims from other queues and pipeline the tasks; True if done."""
     need = sum_resources(t.resreq for t in tasks)
-    if ssn.hooks.first_reason(Hook.RECLAIM_GATE, job, need):
+    if ssn.reclaim_blocked(job, need):
         return False
     others = candidates(ssn, job)
     if not others:
@@ -75,10 +77,9 @@ def reclaim_for(ssn: Session, job: JobInfo, tasks: list[TaskInfo],
         return out
 
     def fair(victims: list[Unit]) -> str | None:
-        return ssn.hooks.first_reason(Hook.RECLAIM_FAIR, job, need,
-                                      [(u.queue, u.resources) for u in victims])
+        return ssn.reclaim_unfair(job, need, [(u.queue, u.resources) for u in victims])
 
-    solver = ReclaimSolver(ssn, tasks, picker, lambda t: bound_domain(ssn, job, room, t), fair)
+    solver = ReclaimSolver(ssn, tasks, picker, lambda t: bound_domain(ssn, domains, job, room, t), fair)
     victims = solver.solve()
     if not victims:
         return False        # no scenario, or none needs an eviction

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import signal
 import socket
 import threading
@@ -14,30 +15,38 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
+from kaisched.bench import BENCHES
 from kaisched.catalog import register_builtins
-from kaisched.console import OneLineGroup
+from kaisched.console import OneLineGroup, say
 from kaisched.errors import InputError
-from kaisched.framework import Registry, SchedulerConfig, default_config, load_config, parse_config
+from kaisched.framework import Registry, SchedulerConfig, default_config, load_config
 
 if TYPE_CHECKING:
     from kaisched.cluster.snapshot import LoadedFile
 
 
+# What load_configuration does without --kubeconfig, as kubectl does.
+KUBECONFIG_HELP = "Kubeconfig file (default: the in-cluster config, else $KUBECONFIG or ~/.kube/config)."
 # Lines of objects skipped from one file, at most (a big snapshot can have thousands).
 MAX_SKIPPED_LINES = 20
 
 
 @click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kaisched")
+@click.version_option(package_name="kaisched", prog_name="kaisched")
 def main() -> None:
     """kaisched: a gang-aware batch scheduler for Kubernetes."""
 
 
 def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | None) -> SchedulerConfig:
-    from kaisched.cluster.snapshot import read_text
+    from kaisched.errors import ConfigError
+    from kaisched.files import read_mapping
 
     if path:
-        return parse_config(read_text(path), registry, path)
+        data = read_mapping(path, " of schedulerName, actions, tiers, ...", empty_ok=True)
+        try:
+            return load_config(data, registry)
+        except ConfigError as exc:      # its messages say `config:`; the file is this one
+            raise ConfigError(str(exc).replace("config:", f"{path}:", 1)) from None
     if embedded is not None:
         return load_config(embedded, registry)
     return default_config(registry)
@@ -59,18 +68,6 @@ kube_version_option = click.option(
     help="Check objects against this Kubernetes version's schemas (default: the newest bundled).")
 
 
-def _is_scenario(path: str) -> bool:
-    """A file `kaisched simulate` reads: a mapping with a scenario's keys."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return False
-    return isinstance(data, dict) and "kind" not in data and \
-        bool({"nodePools", "jobs", "generate"} & set(data))
-
-
 def _say_what_is_missing(path: str, objects: list[dict[str, Any]]) -> None:
     """A file with no pods (or no nodes) replays to nothing: say why."""
     kinds = {str(o.get("kind")) for o in objects}
@@ -90,14 +87,7 @@ def _load(path: str, strict: bool) -> LoadedFile:
     from kaisched.cluster.snapshot import LoadedFile, load_file
     from kaisched.validation import partition, summarize
 
-    try:
-        loaded = load_file(path, check_kinds=False)
-    except InputError:
-        if _is_scenario(path):
-            raise InputError(f"{path}: this is a simulate scenario (nodePools, queues, jobs), "
-                             f"not Kubernetes objects: run it with `kaisched simulate {path}`") \
-                from None
-        raise
+    loaded = load_file(path, check_kinds=False)
     kept, problems = partition(loaded.objects)
     lines = summarize(problems)
     for line in lines[:MAX_SKIPPED_LINES]:
@@ -117,14 +107,19 @@ def _load(path: str, strict: bool) -> LoadedFile:
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--config", "config_path", help="Scheduler config YAML (default: the snapshot's, else built-in).")
-@click.option("--sessions", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML (default: the snapshot's, else built-in).")
+@click.option("--sessions", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Scheduling cycles to run, one schedulePeriod apart (bound pods start "
+                   "running between them).")
+@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
+              help="json: bindings, evictions, pipelined pods and PodGroups, for tools.")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
 @kube_version_option
 def replay(file: str, config_path: str | None, sessions: int, output: str, strict: bool) -> None:
     """Replay FILE (Snapshot, List or multi-document YAML) and print the decisions."""
+    from kaisched.cache.convert.workloads import V1ALPHA2_CONDITION, V1BETA1_CONDITION
     from kaisched.tools.replay import replay as run_replay
 
     loaded = _load(file, strict)
@@ -135,47 +130,61 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
     if output == "json":
         click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
         return
-    click.echo(f"{result.sessions} session(s)")
-    click.echo(f"bindings ({len(result.bindings)}):")
+    say(f"{result.sessions} session(s)")
+    say(f"bindings ({len(result.bindings)}):")
     for pod, node in result.bindings.items():
-        click.echo(f"  {pod} -> {node}")
-    click.echo(f"pipelined ({len(result.pipelined)}):")
+        say(f"  {pod} -> {node}")
+    say(f"pipelined ({len(result.pipelined)}):")
     for pod, node in result.pipelined.items():
-        click.echo(f"  {pod} -> {node} (waiting for room to be released)")
-    click.echo(f"evictions ({len(result.evictions)}):")
+        say(f"  {pod} -> {node} (waiting for room to be released)")
+    say(f"evictions ({len(result.evictions)}):")
     for pod in result.evictions:
-        click.echo(f"  {pod}  ({result.eviction_reasons.get(pod, '')})")
-    click.echo(f"podgroups ({len(result.pod_groups)}):")
+        say(f"  {pod}  ({result.eviction_reasons.get(pod, '')})")
+    say(f"podgroups ({len(result.pod_groups)}):")
     for key, pg in sorted(result.pod_groups.items()):
+        if "phase" not in pg:       # an upstream PodGroup: no phase, its own condition
+            cond = next((c for c in pg["conditions"] if c.get("type") in (V1ALPHA2_CONDITION, V1BETA1_CONDITION)), None)
+            why = f"  {cond.get('type')}={cond.get('status')} {cond.get('reason')}: " \
+                  f"{cond.get('message')}" if cond else ""
+            say(f"  {key}  {pg['apiVersion']}  minCount={pg['minMember']}{why}")
+            continue
         cond = next((c for c in pg["conditions"] if c.get("type") == "Scheduled"), None)
         why = f"  {cond.get('reason')}: {cond.get('message')}" if cond else ""
-        click.echo(f"  {key}  {pg['phase']}  minMember={pg['minMember']}{why}")
+        say(f"  {key}  {pg['phase']}  minMember={pg['minMember']}{why}")
     for failure in result.failures:
-        click.echo(f"failed: {failure}")
+        say(f"failed: {failure}")
 
 
 @main.command()
-@click.option("--kubeconfig", type=click.Path(dir_okay=False),
-              help="Default: the in-cluster config, else ~/.kube/config.")
-@click.option("--config", "config_path", help="Scheduler config YAML (default: built-in).")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help=KUBECONFIG_HELP)
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML (default: built-in, the same as config/scheduler.yaml).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=8080, show_default=True,
+              metavar="PORT",
               help="Port of /metrics, /healthz and /readyz (0: none).")
-@click.option("--lease-namespace", default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
-              show_default="$POD_NAMESPACE or kaisched-system")
-@click.option("--identity", default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
-              show_default="$POD_NAME or the host name")
-@click.option("--lease-name", help="The Lease its replicas elect a leader on (default: kaisched; "
-                                   "with a nodePool in the config, kaisched-<pool>: one per "
-                                   "shard).")
+@click.option("--lease-namespace", metavar="NAMESPACE",
+              default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
+              show_default="$POD_NAMESPACE, else the namespace kaisched-system",
+              help="Namespace of the Lease that elects the leader.")
+@click.option("--identity", metavar="NAME",
+              default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
+              show_default="$POD_NAME or the host name",
+              help="This replica's name on the Lease (unique among the replicas).")
+@click.option("--lease-name", metavar="NAME",
+              help="The Lease its replicas elect a leader on (default: kaisched; with a "
+                   "nodePool in the config, kaisched-<pool>: one per shard).")
 @click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
               help="Run a single replica without a Lease (never run two like this).")
-@click.option("--binders", type=click.IntRange(1, 64), default=32, show_default=True,
+@click.option("--binders", type=click.IntRange(1, 64), default=32, show_default=True, metavar="N",
               help="Requests in flight at once (binds first, then status and Events).")
 @click.option("--api-qps", type=click.FloatRange(min=0), default=1000.0, show_default=True,
+              metavar="N",
               help="Writes a second, binds and status alike, on average (0: no limit).")
 @click.option("--api-burst", type=click.IntRange(min=1), default=2000, show_default=True,
+              metavar="N",
               help="Writes at once above --api-qps.")
-@click.option("--cycles", type=click.IntRange(min=1), help="Stop after this many cycles.")
+@click.option("--cycles", type=click.IntRange(min=1), metavar="N",
+              help="Stop after this many cycles (default: run until SIGTERM).")
 def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         lease_namespace: str, identity: str, lease_name: str | None, no_leader_elect: bool,
         binders: int, api_qps: float, api_burst: int, cycles: int | None) -> None:
@@ -237,18 +246,21 @@ def shard_lease(pool: str | None) -> str:
 
 
 @main.command("snapshot-dump")
-@click.option("--kubeconfig", type=click.Path(dir_okay=False),
-              help="Default: the in-cluster config, else ~/.kube/config.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help=KUBECONFIG_HELP)
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
               help="The Snapshot file to write ('-': standard output).")
-@click.option("--config", "config_path", help="The scheduler config to record (default: built-in).")
+@click.option("--config", "config_path", metavar="FILE",
+              help="The scheduler config to record (default: built-in).")
 @click.option("--redact", is_flag=True,
               help="Keep only what scheduling reads: no env, commands, images, foreign annotations.")
 def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
                   redact: bool) -> None:
     """Write the cluster's scheduling state as a Snapshot, to replay or explain."""
     from kaisched.cluster.snapshot import build_snapshot
+    from kaisched.files import check_writable
 
+    if output != "-":
+        check_writable(output, "-o")        # before the cluster is read, not after
     config = _config(config_path, register_builtins(), None)
     taken = time.time()
     items = _read_live(kubeconfig)
@@ -267,11 +279,15 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
               help="Snapshot, List or multi-document YAML of the cluster.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False),
               help="Read the live cluster instead (only read: nothing is written to it).")
-@click.option("--config", "config_path", help="Scheduler config YAML (default: the snapshot's, else built-in).")
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML (default: the snapshot's, else built-in).")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
+@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
+              help="json: the same content as the text, for tools.")
+@kube_version_option
 def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
-            config_path: str | None, strict: bool) -> None:
+            config_path: str | None, strict: bool, output: str) -> None:
     """Why NAME is pending: per task and node, its queue, its gang shortfall.
 
     NAME is a PodGroup or a pod as NAMESPACE/NAME, or a workload as
@@ -279,7 +295,7 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
     --snapshot FILE or, live, from --kubeconfig PATH; one scheduling cycle
     runs on a copy of it.
     """
-    from kaisched.tools.explain import explain as run_explain
+    from kaisched.tools.explain import explain_data, text_lines
 
     if (snapshot_path is None) == (kubeconfig is None):
         raise click.UsageError("give the cluster as --snapshot FILE or --kubeconfig PATH (one of them)")
@@ -290,8 +306,12 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
     else:
         objects, embedded = _read_live(kubeconfig), None
     config = _config(config_path, registry, embedded)
-    for line in run_explain(objects, name, config, registry):
-        click.echo(line)
+    data = explain_data(objects, name, config, registry)
+    if output == "json":
+        click.echo(orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+        return
+    for line in text_lines(data):
+        say(line)
 
 
 def _duration_option(value: str | None, flag: str) -> float | None:
@@ -325,12 +345,19 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
 
 
 @main.command()
-@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
-@click.option("--config", "config_path", help="Scheduler config YAML (default: built-in).")
-@click.option("--compare", "compare_path",
-              help="A second scheduler config: run both on the same scenario, side by side.")
-@click.option("--seed", type=click.IntRange(min=0), help="Seed of a generated workload.")
-@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True)
+@click.argument("scenario", required=False, metavar="[SCENARIO]")
+@click.option("--list", "list_bundled", is_flag=True,
+              help="List the bundled scenarios and configs, a line each, and exit.")
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML, or a bundled config's name (default: built-in).")
+@click.option("--compare", "compare_path", metavar="FILE",
+              help="A second scheduler config (a file or a bundled name): run both on the "
+                   "same scenario, side by side.")
+@click.option("--seed", type=click.IntRange(min=0), metavar="N",
+              help="Seed of a generated workload (the scenario's generate: block; a warning "
+                   "without one).")
+@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
+              help="json: the same figures as the tables and every job's history.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Draw utilisation, each queue's use against its fair share and the job "
                    "timeline into this file (.png, .svg or .pdf).")
@@ -339,7 +366,8 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
 @kube_version_option
 @click.option("--from-snapshot", "snapshot_path", type=click.Path(dir_okay=False),
               help="Start from this cluster (a kaisched snapshot-dump): its nodes, queues and "
-                   "running and waiting jobs; SCENARIO then adds to it.")
+                   "running and waiting jobs; SCENARIO then adds jobs, and nodes and queues "
+                   "the snapshot does not have.")
 @click.option("--remaining", "remaining", metavar="DURATION",
               help="With --from-snapshot: how long a job still runs when its pods do not say "
                    "(annotation sim.kaisched.io/remaining).")
@@ -351,21 +379,34 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
               help="Write the virtual cluster where the run stops as a Snapshot, to start a "
                    "what-if from (--from-snapshot) without a real cluster.")
 @click.option("--max-objects", type=click.IntRange(min=1), default=20_000, show_default=True,
+              metavar="N",
               help="The most nodes, and generated jobs, a scenario may ask for.")
-def simulate(scenario: str | None, config_path: str | None, compare_path: str | None,
+def simulate(scenario: str | None, list_bundled: bool, config_path: str | None,
+             compare_path: str | None,
              seed: int | None, output: str, plot_path: str | None, strict: bool,
              snapshot_path: str | None, remaining: str | None, wide: bool,
              until: str | None, dump_path: str | None, max_objects: int) -> None:
     """Run SCENARIO (default: the bundled demo) in virtual time and report.
 
-    With --from-snapshot SNAP, a what-if on a real cluster: the run starts
-    from the snapshot and SCENARIO (optional) adds nodes, queues and jobs.
+    SCENARIO is a scenario file or the name of a bundled one (--list names
+    them); a file of that name wins. With --from-snapshot FILE, a what-if on a
+    real cluster: the run starts from the snapshot and SCENARIO (optional) adds
+    jobs, and nodes and queues the snapshot does not have.
     """
     import sys
 
-    from kaisched.sim.runner import WhatIf
+    from kaisched.sim.bundled import listing, resolve
+    from kaisched.sim.runner import WhatIf, check_outputs
     from kaisched.sim.runner import simulate as run_simulation
 
+    if list_bundled:
+        for line in listing(shutil.get_terminal_size().columns):
+            click.echo(line)
+        return
+    check_outputs(plot_path, dump_path)
+    scenario = _bundled_or_file(scenario, resolve)
+    config_file = _bundled_or_file(config_path, resolve)
+    compare_file = _bundled_or_file(compare_path, resolve)
     registry = register_builtins()
     what_if, embedded = None, None
     if remaining is not None and snapshot_path is None:
@@ -376,46 +417,68 @@ def simulate(scenario: str | None, config_path: str | None, compare_path: str | 
         what_if = WhatIf(tuple(loaded.objects), snapshot_path, left, loaded.taken)
         embedded = loaded.config
     first = config_path or ("the snapshot's config" if embedded is not None else "built-in")
-    configs = [(first, _config(config_path, registry, embedded))]
+    configs = [(first, _config(config_file, registry, embedded))]
     if compare_path:
-        configs.append((compare_path, _config(compare_path, registry, None)))
+        configs.append((compare_path, _config(compare_file, registry, None)))
     run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict,
                    what_if, wide, max_objects, _duration_option(until, "--until"), dump_path)
 
 
-@main.command()
-@click.argument("scenario", type=click.Choice(["basic-5k", "gang-5k", "preempt-1k", "reclaim-1k", "churn",
-                                              "affinity-5k", "scale-10k", "binds", "simulate",
-                                              "dra-1k", "volumes-5k", "what-if-10k",
-                                              "failover-50k", "e2e"]))
+def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
+    """A file as given, else the bundled file of that name; neither is one error line."""
+    from kaisched.sim.bundled import names_hint
+
+    if arg is None:
+        return None
+    found = resolve(arg)
+    if not Path(found).exists():
+        if "/" in arg:      # a path, not a name
+            raise InputError(f"{arg}: no such file")
+        raise InputError(f"{arg}: no such file, nor a bundled scenario or config of that name; "
+                         f"{names_hint()}")
+    return str(found)
+
+
+@main.command(help="Run a performance SCENARIO and print one JSON line of figures.\n\n"
+                   "\b\nSCENARIO is one of:\n"
+                   + "\n".join(f"  {name:<12} {line}" for name, line in BENCHES.items()),
+              short_help="Run a performance SCENARIO and print one JSON line of figures.")
+@click.argument("scenario", type=click.Choice(list(BENCHES)), metavar="SCENARIO")
 @click.option("--scale", type=click.FloatRange(min=0.001, max=10), default=1.0, show_default=True,
+              metavar="F",
               help="Multiply the scenario's node and pod counts (for quick checks).")
 @click.option("--profile", type=click.IntRange(min=0), default=0, metavar="N",
               help="Add the top N entries of a profile of the measured cycle (its timings "
                    "are then the profiler's).")
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML for the scenarios on the in-process API server "
+                   "(default: built-in), e.g. to measure usage memory on.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True),
               help="e2e: the admin kubeconfig of the API server to measure against.")
-@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True, metavar="N",
               help="e2e: how many runs of both schedulers.")
 @click.option("--kube-scheduler", "kube_scheduler", default="/tmp/k8s/bin/kube-scheduler",
               show_default=True, type=click.Path(dir_okay=False),
               help="e2e: the stock kube-scheduler binary to compare with.")
 @click.option("--prefix", default="kaisched-e2e", show_default=True,
               help="e2e: the name of the namespace and of the nodes it creates.")
-def bench(scenario: str, scale: float, profile: int, kubeconfig: str | None, runs: int,
-          kube_scheduler: str, prefix: str) -> None:
-    """Run a performance SCENARIO and print one JSON line of figures."""
+def bench(scenario: str, scale: float, profile: int, config_path: str | None,
+          kubeconfig: str | None, runs: int, kube_scheduler: str, prefix: str) -> None:
     from kaisched.bench.scenarios import run
 
-    if profile and scenario in ("binds", "simulate", "what-if-10k", "e2e"):
+    in_process = scenario not in ("binds", "simulate", "what-if-10k", "e2e")
+    if profile and not in_process:
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
+    if config_path and not in_process:
+        raise click.UsageError("--config is for the scenarios on the in-process API server")
     if scenario == "e2e":
         if kubeconfig is None:
             raise click.UsageError("e2e runs against a real API server: give --kubeconfig PATH")
         from kaisched.bench.e2e import run_e2e
         click.echo(orjson.dumps(run_e2e(kubeconfig, runs, kube_scheduler, prefix, scale)))
         return
-    click.echo(orjson.dumps(run(scenario, scale, profile)))
+    config = _config(config_path, register_builtins(), None) if config_path else None
+    click.echo(orjson.dumps(run(scenario, scale, profile, config)))
 
 
 if __name__ == "__main__":     # python -m kaisched.cli, for a checkout not installed

@@ -1,7 +1,9 @@
 """What the command lines share: errors as one line, never a traceback."""
 from __future__ import annotations
 
+import shutil
 import sys
+import textwrap
 from typing import Any
 
 import click
@@ -30,3 +32,20 @@ class OneLineGroup(click.Group):
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def say(line: str = "") -> None:
+    """A line of a report on standard output: on a terminal folded at spaces to its width
+    (never inside a word; the rest indented under the line's own text), in a pipe as is,
+    one item per line."""
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    for part in fold(line, width):
+        click.echo(part)
+
+
+def fold(line: str, width: int | None) -> list[str]:
+    if width is None or len(line) <= width:
+        return [line]
+    indent = " " * (len(line) - len(line.lstrip()) + 4)
+    return textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False) or [line]

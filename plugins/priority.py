@@ -2,6 +2,8 @@
 preemptor may only evict tasks of jobs with strictly lower priority."""
 from __future__ import annotations
 
+from typing import Sequence
+
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session
@@ -15,7 +17,7 @@ class PriorityPlugin(PluginBase):
         ssn.register(Hook.JOB_ORDER, _job_key)
         ssn.register(Hook.TASK_ORDER, _task_key)
 
-        def lower(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        def lower(preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
             mine = jobs[preemptor.job].priority
             return [c for c in candidates if jobs[c.job].priority < mine]
 

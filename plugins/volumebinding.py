@@ -33,16 +33,12 @@ from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.api.volumepools import NodeMasks, VolumePools
 from kaisched.api.volumes import READ_WRITE_ONCE_POD, BindingMode, ClaimInfo, ClaimKey, PodClaim
 from kaisched.framework import Hook, PluginBase, Session
-from kaisched.framework.effects import PrebindVolume, SelectClaimNode
-from kaisched.framework.selection import FILTER_BLOCKERS
-from kaisched.framework.statement import PrebindOp
+from kaisched.framework.effects import Prebind, PrebindVolume, SelectClaimNode
 
 IN_USE = "node(s) unavailable due to a ReadWriteOncePod PVC used by another pod"
 AFFINITY = "node(s) had volume node affinity conflict"
 UNBOUND = "node(s) didn't find available persistent volumes to bind"
 LIMITS = "node(s) exceed max volume count"
-# A gang these filters keep off every node waits for its volumes (the pending-gangs metric).
-FILTER_BLOCKERS.update(dict.fromkeys((IN_USE, AFFINITY, UNBOUND, LIMITS), Blocker.VOLUMES))
 TOGETHER = 1000.0       # above any node score: room for every pod a shared claim pins
 
 
@@ -56,23 +52,6 @@ class Decision:
     node: NodeName
     volume: str | None          # the static volume picked; None: provisioned on node
     by: PodKey
-
-
-@attrs.frozen(slots=True)
-class VolumeBindingOp(PrebindOp):
-    """The writes a placed pod's claims need, and what its gang then waits for."""
-    effects: tuple[SelectClaimNode | PrebindVolume, ...]
-    job: JobKey
-    waiting: str | None
-
-    def undo(self, ssn: Session) -> None:
-        """Nothing held here: the decisions go with the placement's own undo."""
-
-    def commit(self, ssn: Session) -> None:
-        for effect in self.effects:
-            ssn.emit(effect)
-        if self.waiting:
-            ssn.wait_for_binding(self.job, self.waiting)
 
 
 class VolumeBindingPlugin(PluginBase):
@@ -107,11 +86,15 @@ class VolumeBindingPlugin(PluginBase):
                     self._use(claim, pod, row)
         ssn.register(Hook.JOB_VALID, self.job_invalid)
         # Asked only about pods that mount claims: the others keep the cached path.
-        ssn.register(Hook.POD_PREDICATE, self.not_in_use, IN_USE, when=mounts_claims)
-        ssn.register(Hook.POD_PREDICATE, self.affinity, AFFINITY, when=mounts_claims)
-        ssn.register(Hook.POD_PREDICATE, self.bindable, UNBOUND, when=mounts_claims)
+        # A gang these filters keep off every node waits for its volumes (the
+        # pending-gangs metric).
+        volumes = Blocker.VOLUMES
+        ssn.register(Hook.POD_PREDICATE, self.not_in_use, IN_USE, blocker=volumes, when=mounts_claims)
+        ssn.register(Hook.POD_PREDICATE, self.affinity, AFFINITY, blocker=volumes, when=mounts_claims)
+        ssn.register(Hook.POD_PREDICATE, self.bindable, UNBOUND, blocker=volumes, when=mounts_claims)
         if self.limit:
-            ssn.register(Hook.POD_PREDICATE, self.within_limits, LIMITS, when=mounts_claims)
+            ssn.register(Hook.POD_PREDICATE, self.within_limits, LIMITS, blocker=volumes,
+                         when=mounts_claims)
         ssn.register(Hook.POD_ORDER, self.together, when=mounts_claims)
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
@@ -287,7 +270,7 @@ class VolumeBindingPlugin(PluginBase):
                 if decision.volume is not None:
                     self.pools.give_back(self.storage.volumes[decision.volume])
 
-    def prebind(self, placed: TaskInfo) -> list[PrebindOp]:
+    def prebind(self, placed: TaskInfo) -> list[Prebind]:
         """The claims' writes this pod's placement made, and what its gang waits for."""
         if not placed.pvcs:
             return []
@@ -319,7 +302,7 @@ class VolumeBindingPlugin(PluginBase):
             more = f" and {len(waiting) - 1} more" if len(waiting) > 1 else ""
             why = (f"placed, to be bound once its volumes are: pod {placed.key} waits for "
                    f"{waiting[0]}{more}")
-        return [VolumeBindingOp(tuple(effects), placed.job, why)]
+        return [Prebind(tuple(effects), placed.job, why)]
 
     # -- internals ----------------------------------------------------------------------
     def _undecided(self, claim: ClaimInfo) -> bool:

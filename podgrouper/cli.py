@@ -16,12 +16,6 @@ import yaml
 from kaisched.console import OneLineGroup
 from kaisched.errors import ApiError, InputError
 
-_INPUT_ERROR = 2            # like a usage error: the file given cannot be used
-
-
-class _InputProblem(click.ClickException):
-    exit_code = _INPUT_ERROR
-
 
 def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:
     from kaisched.api.quantity import parse_duration
@@ -36,27 +30,35 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:
 
 
 @click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kaisched", prog_name="podgrouper")
 def main() -> None:
     """PodGrouper: gives each kaisched pod the PodGroup of its top owner."""
 
 
 @main.command()
 @click.option("--kubeconfig", type=click.Path(dir_okay=False),
-              help="Kubeconfig file; the in-cluster config when omitted.")
-@click.option("--period", default="1s", show_default=True, callback=_duration,
+              help="Kubeconfig file (default: the in-cluster config, else $KUBECONFIG or "
+                   "~/.kube/config).")
+@click.option("--period", default="1s", show_default=True, callback=_duration, metavar="DURATION",
               help="How often to handle what the watch reported.")
 @click.option("--owner-resync", default="30s", show_default=True, callback=_duration,
+              metavar="DURATION",
               help="How often the owners of existing PodGroups are re-read to follow scaling.")
-@click.option("--scheduler-name", default="kaisched", show_default=True,
+@click.option("--scheduler-name", default="kaisched", show_default=True, metavar="NAME",
               help="Group only pods with this spec.schedulerName.")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=8081, show_default=True,
+              metavar="PORT",
               help="Port of /metrics, /healthz and /readyz (0: none).")
-@click.option("--lease-namespace",
+@click.option("--lease-namespace", metavar="NAMESPACE",
               default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
-              show_default="$POD_NAMESPACE or kaisched-system")
-@click.option("--lease-name", default="kaisched-podgrouper", show_default=True)
-@click.option("--identity", default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
-              show_default="$POD_NAME or the host name")
+              show_default="$POD_NAMESPACE, else the namespace kaisched-system",
+              help="Namespace of the Lease that elects the leader.")
+@click.option("--lease-name", default="kaisched-podgrouper", show_default=True, metavar="NAME",
+              help="The Lease its replicas share.")
+@click.option("--identity", metavar="NAME",
+              default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
+              show_default="$POD_NAME or the host name",
+              help="This replica's name on the Lease (unique among the replicas).")
 @click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
               help="Run a single replica without a Lease (never run two like this).")
 def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_name: str,
@@ -99,7 +101,7 @@ def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_na
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--scheduler-name", default="kaisched", show_default=True,
+@click.option("--scheduler-name", default="kaisched", show_default=True, metavar="NAME",
               help="Group only pods with this spec.schedulerName.")
 def sync(file: str, scheduler_name: str) -> None:
     """Load FILE (multi-document YAML of plain objects: owners and their pods),
@@ -112,17 +114,14 @@ def sync(file: str, scheduler_name: str) -> None:
     from podgrouper.owners import describe
     from podgrouper.podgroup import COMPUTED_ANNOTATION, is_managed
 
-    try:
-        objects = load_file(file).objects
-    except InputError as exc:
-        raise _InputProblem(str(exc)) from None
+    objects = load_file(file).objects          # an unusable file: one line, exit 1
     clock = ManualClock()
     cluster = MemoryCluster(clock)
     for obj in objects:
         try:
             cluster.create(obj)
         except ApiError as exc:
-            raise _InputProblem(f"{file}: {describe(obj)}: {exc}") from None
+            raise InputError(f"{file}: {describe(obj)}: {exc}") from None
     PodGrouper(cluster, clock, scheduler_name=scheduler_name).sync()
     for event in cluster.list(EVENT):
         involved = event.get("involvedObject") or {}

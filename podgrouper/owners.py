@@ -12,13 +12,14 @@ from typing import Any
 
 import attrs
 
+from kaisched.api.workloadkinds import CRON_JOB, JOB
 from kaisched.errors import PermanentApiError
 
 Obj = Mapping[str, Any]
 
 # A Job started by a CronJob is one run: users expect a PodGroup per run, so
 # the walk stops at the Job instead of climbing to the CronJob.
-_STOP_BELOW = frozenset({(("batch", "Job"), ("batch", "CronJob"))})
+_STOP_BELOW = frozenset({(JOB.group_kind, CRON_JOB.group_kind)})
 
 
 @attrs.frozen(slots=True)

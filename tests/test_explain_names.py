@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -73,7 +74,8 @@ def test_a_workload_explains_the_podgroup_made_for_it(tmp_path: Path) -> None:
     missing = CliRunner().invoke(main, ["explain", "tfjob/bert", "--snapshot", str(path)])
     assert missing.exit_code != 0
     assert missing.stderr.strip().splitlines() == [
-        "error: no PodGroup, pod or workload tfjob/bert (a workload is KIND/NAME, e.g. pytorchjob/bert)"]
+        "error: no PodGroup, pod or workload tfjob/bert (a workload is KIND/NAME, e.g. "
+        "pytorchjob/bert); did you mean pytorchjob/bert?"]
 
 
 def test_the_explanation_is_the_condition_the_cycle_wrote() -> None:
@@ -89,3 +91,63 @@ def test_the_cluster_is_given_once() -> None:
         result = CliRunner().invoke(main, ["explain", "research/llm", *args])
         assert result.exit_code != 0
         assert "--snapshot FILE or --kubeconfig PATH" in result.stderr
+
+
+def test_a_near_miss_gets_did_you_mean_the_workload_first(tmp_path: Path) -> None:
+    """`research/big-pretrain` names the PyTorchJob as if it were a PodGroup or a pod: the
+    workload form comes first, then the closest PodGroup and pod names."""
+    now = tmp_path / "now.json"
+    dumped = CliRunner().invoke(main, ["simulate", "starvation", "--until", "20m",
+                                       "--dump-snapshot", str(now), "--output", "json"])
+    assert dumped.exit_code == 0, dumped.stderr
+    missing = CliRunner().invoke(main, ["explain", "research/big-pretrain", "--snapshot", str(now)])
+    assert missing.exit_code == 1
+    (line,) = missing.stderr.splitlines()
+    assert line.startswith("error: no PodGroup, pod or workload research/big-pretrain")
+    assert "; did you mean pytorchjob/big-pretrain or research/big-pretrain-" in line
+    typo = CliRunner().invoke(main, ["explain", "research/lm", "--snapshot", str(GANG)])
+    assert typo.stderr.strip().endswith("did you mean research/llm or research/llm-1 or research/llm-0?")
+    nothing = CliRunner().invoke(main, ["explain", "zzz/qqq", "--snapshot", str(GANG)])
+    assert "did you mean" not in nothing.stderr
+
+
+@pytest.mark.parametrize("name,group", [("research/llm", "research/llm"),
+                                        ("research/bert", "research/bert"),
+                                        ("research/llm-1", "research/llm")])
+def test_json_has_the_same_content_as_the_text(name: str, group: str) -> None:
+    from kaisched.tools.explain import text_lines
+
+    text = CliRunner().invoke(main, ["explain", name, "--snapshot", str(GANG)])
+    data = CliRunner().invoke(main, ["explain", name, "--snapshot", str(GANG), "--output", "json"])
+    assert text.exit_code == data.exit_code == 0, text.stderr + data.stderr
+    parsed = orjson.loads(data.stdout)
+    assert text_lines(parsed) == text.stdout.splitlines()      # the text is made from it
+    assert parsed["name"] == name and parsed["podGroup"] == group
+    assert parsed["tasks"] and all(set(t) == {"pod", "state", "requests", "nodes"}
+                                   for t in parsed["tasks"])
+
+
+def test_explain_takes_a_kube_version() -> None:
+    old = CliRunner().invoke(main, ["explain", "research/llm", "--snapshot", str(GANG),
+                                    "--kube-version", "1.32"])
+    assert old.exit_code == 0, old.stderr
+    bad = CliRunner().invoke(main, ["explain", "research/llm", "--snapshot", str(GANG),
+                                    "--kube-version", "0.1"])
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: ")
+
+
+def test_gangs_of_the_workload_api_are_explained_by_their_key_or_a_pod() -> None:
+    """A 1.35 Workload's gang has no object of its own: it is named by its key
+    (Workload:podGroup[replica]) or by one of its pods, and explained in the
+    session's words; a 1.37 PodGroup's by the condition the cycle wrote."""
+    scenarios = ROOT / "tests" / "scenarios"
+    for name in ("default/training:train[r0]", "default/train-r0-1"):
+        result = CliRunner().invoke(main, ["explain", name, "--kube-version", "1.35", "--snapshot",
+                                           str(scenarios / "upstream-gang.yaml")])
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith("PodGroup default/training:train[r0]: minMember 2")
+        assert "waiting: 1/2 tasks placed, minMember 2" in result.output
+    result = CliRunner().invoke(main, ["explain", "default/big", "--kube-version", "1.37",
+                                       "--snapshot", str(scenarios / "upstream-gang-v1beta1.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "waiting: 1/2 tasks placed, minMember 2" in result.output

@@ -7,7 +7,7 @@ from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
-from kaisched.framework.holds import Hold
+from kaisched.framework.effects import Hold
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 

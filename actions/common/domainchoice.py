@@ -1,11 +1,14 @@
 """How the domains of each topology level stand for one gang in a session:
 free room and pod slots per domain, which levels nest in which, the domain
 a gang's members already sit in, and why none takes a gang, in numbers.
-actions/common/topology.py decides with it where a gang goes."""
+actions/common/topology.py decides with it where a gang goes.
+
+An action makes one DomainChoice when it starts and hands it down to every
+placement it makes: what it works out is kept for the action's length."""
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, Iterable
+import functools
+from typing import Iterable
 
 import attrs
 import numpy as np
@@ -18,9 +21,6 @@ from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, TaskStatus
 from kaisched.framework import Session
-
-if TYPE_CHECKING:
-    from actions.common.placement import Attempt
 
 # A gang's pods that stay where they are (releasing ones are leaving).
 STAYING = PRESENT - {TaskStatus.RELEASING}
@@ -49,15 +49,22 @@ class _Weighed:
 
 
 class DomainChoice:
-    """Per session: the usable nodes and which levels nest in which."""
+    """For one action over a session: the usable nodes and which levels nest in
+    which, worked out when first asked (most sessions have no topology gang)."""
 
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.cluster = ssn.cluster
-        self.usable = ssn.cluster.usable_nodes()
-        self.capacity = ssn.cluster.table.alloc.sum(axis=0)
         self._wider: dict[str, list[str]] = {}
         self._views: dict[bool, DomainRoom] = {}
+
+    @functools.cached_property
+    def usable(self) -> np.ndarray:
+        return self.cluster.usable_nodes()
+
+    @functools.cached_property
+    def capacity(self) -> np.ndarray:
+        return self.cluster.table.alloc.sum(axis=0)
 
     def levels(self, rule: TopologyRule) -> list[str | None]:
         """The levels to try, tightest first."""
@@ -135,9 +142,9 @@ class DomainChoice:
         """Every subgroup of inner could have its minimum inside one domain of
         its level among these rows."""
         for sg in inner:
-            members = [t for t in job.tasks.values() if t.subgroup == sg.name]
+            members = job.members_of(sg.name)
             waiting = [t for t in members if t.status is TaskStatus.PENDING]
-            need = need_of(self.ssn, job, waiting, sg.min_member, members)
+            need = need_of(self.ssn, job, waiting, job.tree.min_pods(sg.name), members)
             mine = np.zeros_like(possible)
             mine[rows] = possible[rows]
             if not (self.cluster.domains(level_of(sg.topology)).totals(mine)
@@ -149,12 +156,39 @@ class DomainChoice:
                    need: np.ndarray, minimum: int, idle_only: bool,
                    within: np.ndarray | None) -> Iterable[np.ndarray]:
         """Masks of the domains of level (inside within) that could hold need,
-        least stranded room first. Members with pods on nodes already keep the
-        rest in their domain."""
+        in KAI's packing order (_packed). Members with pods on nodes already
+        keep the rest in their domain."""
         w = self._weigh(members, tasks, level, need, minimum, idle_only, within)
         fits = w.allowed & (w.free >= need[w.cols] - 1e-6).all(axis=1) & (w.slots >= w.count)
-        for d in _least_stranded(w.free, need[w.cols], fits, self.capacity[w.cols]):
+        for d in self._packed(w, need[w.cols], fits, level, idle_only, within):
             yield self._mask(w.domains, d, within)
+
+    def _packed(self, w: _Weighed, need: np.ndarray, fits: np.ndarray, level: str,
+                idle_only: bool, within: np.ndarray | None) -> list[int]:
+        """Fitting domains in KAI's packing order, at every level at once: by
+        the fullness (the gang's need over the free room, its dominant
+        resource) of the domain they sit in at each outer level, outermost
+        first, then by their own, fullest first -- among racks that fit, the
+        one inside the fullest spine that fits; then the least room stranded,
+        then the name."""
+        found = np.flatnonzero(fits)
+        if not len(found):
+            return []
+        first = np.array([w.domains.rows[d][0] for d in found])     # a node of each domain
+        keys: list[np.ndarray] = []
+        for outer in reversed(self.wider(level)):
+            domains = self.cluster.domains(outer)
+            room = self._view(idle_only).totals(domains) if within is None \
+                else domains.totals(self.room(idle_only) * within[:, None])
+            ratio = _fullness(need, room[:, w.cols])
+            ids = domains.ids[first]
+            keys.append(-np.where(ids >= 0, ratio[np.maximum(ids, 0)], 0.0))
+        keys.append(-_fullness(need, w.free[found]))
+        asked = (need > 0) & (self.capacity[w.cols] > 0)
+        scale = np.where(self.capacity[w.cols] > 0, self.capacity[w.cols], 1.0)
+        keys.append(np.where(asked, (w.free[found] - need) / scale, 0.0).sum(axis=1))
+        order = np.lexsort((found, *reversed(keys)))
+        return [int(found[i]) for i in order]
 
     def partial(self, members: list[TaskInfo], tasks: list[TaskInfo], level: str,
                 need: np.ndarray, minimum: int, within: np.ndarray | None) -> np.ndarray | None:
@@ -225,9 +259,10 @@ class DomainChoice:
             for t in task.placement.rules.anti_affinity)
 
     def shortfall(self, minimum: int, level: str, need: np.ndarray, idle_only: bool,
-                  last: Attempt | None, members: list[TaskInfo]) -> str:
-        """Why no domain of level took the gang, in numbers; about the domain
-        its members already sit in, when they do."""
+                  last_failure: str | None, members: list[TaskInfo]) -> str:
+        """Why no domain of level took the gang, in numbers (last_failure: why the
+        last domain tried did not); about the domain its members already sit in,
+        when they do."""
         table = self.cluster.table
         domains = self.cluster.domains(level)
         if not len(domains):
@@ -235,7 +270,7 @@ class DomainChoice:
         free = domains.totals(self.room(idle_only))
         cols = [int(c) for c in np.flatnonzero(need > 0) if table.dims[c] != "pods"] or \
             [int(c) for c in np.flatnonzero(need > 0)]
-        why = f"; {last.failure}" if last is not None and last.failure else ""
+        why = f"; {last_failure}" if last_failure else ""
         here = sorted({int(domains.ids[table.index[t.node_name]]) for t in members
                        if t.status in STAYING and t.node_name in table.index} - {-1})
         if here:
@@ -264,41 +299,31 @@ class DomainChoice:
                 f"takes the {minimum} pods it needs{why}")
 
 
-_STATES: weakref.WeakKeyDictionary[Session, DomainChoice] = weakref.WeakKeyDictionary()
-
-
-def choice(ssn: Session) -> DomainChoice:
-    state = _STATES.get(ssn)
-    if state is None:
-        state = _STATES[ssn] = DomainChoice(ssn)
-    return state
-
-
 def need_of(ssn: Session, job: JobInfo, tasks: list[TaskInfo], minimum: int | None = None,
           members: list[TaskInfo] | None = None) -> np.ndarray:
     """What the gang (or subgroup: its members) still needs to reach its
     minimum: the first tasks in task order (one, once the minimum is met)."""
     table = ssn.cluster.table
     if minimum is None or members is None:
-        minimum, members = job.min_member, list(job.tasks.values())
-    missing = minimum - sum(1 for t in members if t.status in MET)
-    ordered = ssn.ordered_tasks(job, tasks)
-    chosen = ordered[:missing] if missing > 0 else ordered[:1]
+        chosen = ssn.minimum_tasks(job, tasks)
+    else:
+        missing = minimum - sum(1 for t in members if t.status in MET)
+        ordered = ssn.ordered_tasks(job, tasks)
+        chosen = ordered[:missing] if missing > 0 else ordered[:1]
     return np.sum([table.vector(t.resreq) for t in chosen], axis=0) if chosen else \
         np.zeros(len(table.dims))
 
 
-def _least_stranded(free: np.ndarray, need: np.ndarray, fits: np.ndarray,
-                    capacity: np.ndarray) -> list[int]:
-    """Fitting domains by the room they would leave, scaled per resource by
-    the cluster's capacity, counting only resources the gang asks for."""
-    rows = np.flatnonzero(fits)
-    if not len(rows):
-        return []
-    asked = (need > 0) & (capacity > 0)
-    left = np.where(asked, (free[rows] - need) / np.where(capacity > 0, capacity, 1.0), 0.0)
-    order = np.lexsort((rows, left.sum(axis=1)))
-    return [int(rows[i]) for i in order]
+def _fullness(need: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """Per domain: need over free room in its dominant resource (KAI's ratio:
+    the higher, the fuller the domain once the gang is in it; over 1 it does
+    not fit; a resource the domain has none of counts as very full)."""
+    asked = need > 0
+    if not asked.any():
+        return np.zeros(len(free))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(free[:, asked] > 0, need[asked] / free[:, asked], 1e9)
+    return ratio.max(axis=1)
 
 
 def _nests(inner: Domains, outer: Domains) -> bool:

@@ -9,23 +9,26 @@ task by task instead: actions/common/victims.py and solver.py.)
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from actions.common.domainchoice import DomainChoice
 from actions.common.topology import bound_domain
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework import Hook, Session, Statement
+from kaisched.framework import Session, Statement
 from kaisched.framework.effects import Cause, Preemptor
 from kaisched.framework.statement import EvictOp
 
 VERBS = {Cause.PREEMPT: "preempted", Cause.RECLAIM: "reclaimed"}
 
 Check = Callable[[TaskInfo], str | None]
+# The candidates the plugins let a preemptor evict (Session.preemptable).
+Allowed = Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
 
 
 def evictable_tasks(ssn: Session) -> list[TaskInfo]:
@@ -133,10 +136,9 @@ def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo]
     rank: dict[PodKey, int] = {}
     for job_key, running in by_job.items():
         info = jobs[job_key]
-        surplus = info.ready_count() - info.min_member
-        if surplus > 0:
+        if info.ready_count() - info.min_member > 0:
             running.sort(key=lambda t: (-t.creation, t.key))
-            for i, task in enumerate(running[:surplus]):
+            for i, task in enumerate(surplus_tasks(info, running)):
                 rank[task.key] = i
 
     def key(t: TaskInfo) -> tuple[Any, ...]:
@@ -146,11 +148,28 @@ def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo]
     return key
 
 
+def surplus_tasks(job: JobInfo, running: list[TaskInfo]) -> list[TaskInfo]:
+    """Of running (newest first), the tasks that could go one after another,
+    each alone, with the job keeping its minimum and every subgroup its own."""
+    if not job.spec.subgroups:
+        return running[:max(job.ready_count() - job.min_member, 0)]
+    out: list[TaskInfo] = []
+    for task in running:
+        if job.eviction_unit(task, out) == [task]:
+            out.append(task)
+    return out
+
+
 def is_surplus(ssn: Session, victim: TaskInfo, group: list[TaskInfo]) -> bool:
-    """The victim goes alone and its job keeps its minimum (and, by the gang
-    plugin's eviction group, every subgroup's): a gang of one is no surplus."""
+    """The victim's eviction group leaves its job running at its minimum (and,
+    by the gang plugin's eviction group, every subgroup at its own): a single
+    surplus task, or a subgroup the tree can do without. A gang of one is no
+    surplus."""
     job = ssn.cluster.jobs[victim.job]
-    return len(group) == 1 and group[0].key == victim.key and job.ready_count() > job.min_member
+    if not any(t.key == victim.key for t in group) or job.ready_count() <= job.min_member:
+        return False
+    unit = job.eviction_unit(victim)
+    return unit is not None and {t.key for t in unit} == {t.key for t in group}
 
 
 class RoomFinder:
@@ -160,27 +179,45 @@ class RoomFinder:
     evicted since (it is in future idle already, as releasing room).
     """
 
-    def __init__(self, ssn: Session, candidates: list[TaskInfo],
+    def __init__(self, ssn: Session, domains: DomainChoice, candidates: list[TaskInfo],
                  releasing_at_start: np.ndarray,
                  order: Callable[[TaskInfo], tuple[Any, ...]] | None = None) -> None:
         table = ssn.cluster.table
         self.ssn = ssn
+        self.domains = domains
         self.evictable = np.zeros_like(table.alloc)
         self.surplus = np.zeros_like(table.alloc)      # what surplus victims alone hold
         self.by_node: dict[NodeName, list[TaskInfo]] = {}
+        first: dict[int, tuple[Any, ...]] = {}          # per row, its first gang victim's key
         for task in candidates:
             node = task.node_name
             assert node is not None     # candidates are evictable: on a node
             row, vec = table.index[node], table.vector(task.resreq)
             self.evictable[row] += vec
-            if order is not None and not order(task)[0]:
+            key = order(task) if order is not None else None
+            if key is not None and not key[0]:
                 self.surplus[row] += vec
+            elif key is not None and (row not in first or key < first[row]):
+                first[row] = key
             self.by_node.setdefault(node, []).append(task)
         self.releasing_at_start = releasing_at_start
+        place = {k: i for i, k in enumerate(sorted(set(first.values())))}
+        self.first_rank = np.full(len(table), float(len(place)))
+        for row, key in first.items():
+            self.first_rank[row] = place[key]
 
     def room(self) -> np.ndarray:
         table = self.ssn.cluster.table
         return table.future + self.evictable - (table.releasing - self.releasing_at_start)
+
+    def _first_victims(self, rows: np.ndarray) -> np.ndarray:
+        """Per row: the rank, in the victim order, of the first victim there
+        that is no surplus -- of nodes that need as much eviction, the one
+        whose gang comes first (lowest priority, most recently started) is
+        tried first, so the order holds across nodes, not only on each.
+        Ranked once, over the candidates as listed (the order is the
+        action's, fixed before its first eviction)."""
+        return self.first_rank[rows]
 
     def nodes(self, task: TaskInfo) -> Iterator[NodeName]:
         """Nodes where room could be made: first those where other jobs'
@@ -192,7 +229,7 @@ class RoomFinder:
         vec = table.vector(task.resreq)
         room = self.room()
         mask = self.ssn.room_mask(task) & table.fits(vec, room)
-        domain = bound_domain(self.ssn, self.ssn.cluster.jobs[task.job], self.room, task)
+        domain = bound_domain(self.ssn, self.domains, self.ssn.cluster.jobs[task.job], self.room, task)
         if domain is not None:
             mask &= domain          # a topology-bound gang: room inside its domain only
         rows = np.flatnonzero(mask)
@@ -201,12 +238,13 @@ class RoomFinder:
                                np.clip(vec - table.future[rows], 0, None) / table.alloc[rows], 0)
         released = (table.releasing - self.releasing_at_start)[rows]
         gang_needed = ~table.fits(vec, table.future[rows] + self.surplus[rows] - released)
-        order = np.lexsort((rows, missing.sum(axis=1), gang_needed))
+        first = self._first_victims(rows)
+        order = np.lexsort((rows, first, missing.sum(axis=1), gang_needed))
         names = table.names
         return (names[row] for row in rows[order])
 
 
-def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hook: Hook,
+def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, allowed: Allowed,
               victims: list[TaskInfo], cause: Cause, by: Preemptor,
               gangs: bool = True) -> bool:
     """Evict victims on node until task fits; all or nothing.
@@ -235,7 +273,7 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
             if is_surplus(ssn, current, group) == whole:
                 continue        # surplus first; a gang only once surplus is not enough
             if any(t.status not in EVICTABLE for t in group) \
-                    or len(ssn.victims(hook, task, group)) < len(group):
+                    or len(allowed(task, group)) < len(group):
                 continue        # part of its gang cannot go: the gang stays whole
             for member in group:
                 stmt.evict(member, cause, by)
@@ -246,7 +284,8 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, hoo
     return False
 
 
-def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
+def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
+                      allowed: Allowed,
                       finder: Callable[[TaskInfo], RoomFinder], cause: Cause,
                       check: Check, order: Callable[[TaskInfo], tuple[Any, ...]],
                       gangs: bool = True) -> bool:
@@ -261,16 +300,16 @@ def place_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: H
         if check(task):
             break
         choice = ssn.select_node(task, within=bound_domain(
-            ssn, job, _room_of(finder, task), task))
+            ssn, domains, job, _room_of(finder, task), task))
         if choice is not None:
             stmt.pipeline(task, choice.node)
         else:
             rooms = finder(task)
             for node in rooms.nodes(task):
                 here = still_evictable(ssn, rooms.by_node.get(node, []))
-                victims = sorted(ssn.victims(hook, task, here), key=order)
+                victims = sorted(allowed(task, here), key=order)
                 by = Preemptor(task.key, job.key, job.priority, job.queue)
-                if make_room(ssn, stmt, task, node, hook, victims, cause, by, gangs):
+                if make_room(ssn, stmt, task, node, allowed, victims, cause, by, gangs):
                     stmt.pipeline(task, node)
                     break
             else:
@@ -295,13 +334,14 @@ def _room_of(finder: Callable[[TaskInfo], RoomFinder], task: TaskInfo) -> Callab
     return lambda: finder(task).room()
 
 
-def place_extras_by_eviction(ssn: Session, job: JobInfo, tasks: list[TaskInfo], hook: Hook,
+def place_extras_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
+                             allowed: Allowed,
                              finder: Callable[[TaskInfo], RoomFinder], check: Check,
                              cause: Cause, order: Callable[[TaskInfo], tuple[Any, ...]]) -> None:
     """An elastic job's extras, one statement each, on other jobs' surplus.
     The victim order is the action's, fixed before its first eviction, so
     that the surplus taken is spread over jobs."""
     for task in tasks:
-        if not place_by_eviction(ssn, job, [task], hook, finder, cause, check, order,
+        if not place_by_eviction(ssn, domains, job, [task], allowed, finder, cause, check, order,
                                  gangs=False):
             return

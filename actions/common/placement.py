@@ -1,18 +1,15 @@
 """Placing a job's tasks under a statement: what allocate and backfill share.
 
-place_tasks puts tasks on nodes in task order until the job is ready;
 place_job places a job's minimum (or one more task once it runs) inside its
-topology domain, and commits, keeps as a reservation, or undoes the lot;
-place_group does the same for the gangs of a gangGroup under one statement.
+topology domain (topology.py, which places tasks as attempt.py does), and
+commits, keeps as a reservation, or undoes the lot; place_group does the same
+for the gangs of a gangGroup under one statement.
 """
 from __future__ import annotations
 
-from typing import Any
-
-import attrs
-import numpy as np
-
 from actions.common import topology
+from actions.common.attempt import Attempt
+from actions.common.domainchoice import DomainChoice
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource, sum_resources
@@ -44,24 +41,10 @@ def placeable(ssn: Session, job: JobInfo) -> bool:
 
 def still_needed(ssn: Session, job: JobInfo, tasks: list[TaskInfo] | None = None
                  ) -> list[TaskInfo]:
-    """The first pending tasks, in task order, that take the job to its
-    minimum and every subgroup's; one task once it is there."""
-    tasks = ssn.ordered_tasks(job, ssn.pending(job)) if tasks is None else tasks
-    total = job.count(_HELD)
-    mins = {sg.name: sg.min_member for sg in job.spec.subgroups}
-    per_sg = {name: job.count(_HELD, name) for name in mins}
-    out = []
-    for task in tasks:
-        if total >= job.min_member and all(per_sg[n] >= m for n, m in mins.items()):
-            break
-        sg = task.subgroup
-        if total >= job.min_member and (sg not in mins or per_sg[sg] >= mins[sg]):
-            continue        # only another subgroup's minimum is missing
-        out.append(task)
-        total += 1
-        if sg in per_sg:
-            per_sg[sg] += 1
-    return out or tasks[:1]
+    """The first pending tasks, in placement order, that take the job to its
+    minimum and every subgroup to the minimum its tree needs; the next unit
+    (one task, or a whole subgroup) once it is there."""
+    return ssn.minimum_tasks(job, ssn.pending(job) if tasks is None else tasks)
 
 
 def need_of(ssn: Session, job: JobInfo) -> Resource:
@@ -69,56 +52,15 @@ def need_of(ssn: Session, job: JobInfo) -> Resource:
     return sum_resources(t.resreq for t in still_needed(ssn, job))
 
 
-@attrs.define
-class Attempt:
-    """What placing one job's tasks under a statement came to."""
-
-    placed: int = 0
-    failure: str | None = None
-    blocker: Blocker | None = None      # the class of the failure
-
-
-def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInfo],
-                idle_only: bool = False, within: np.ndarray | None = None) -> Attempt:
-    """Place tasks in task order until the job is ready; skip what fits nowhere.
-    within (a node mask) keeps them inside a topology domain."""
-    attempt = Attempt()
-    # An admitted gang passed the minResources check when it was enqueued.
-    gated = ssn.admitted is not None
-    refusal = None if ssn.job_ready(job) or gated else ssn.enqueueable(job)
-    if refusal:
-        attempt.failure, attempt.blocker = refusal, Blocker.QUOTA
-        return attempt
-    failed_classes: set[tuple[Any, ...]] = set()
-    for task in ssn.ordered_tasks(job, tasks):
-        if ssn.class_key(task) in failed_classes:
-            continue     # its twin found no node: neither will it
-        refusal = ssn.allocatable(job, task)
-        choice = None if refusal else ssn.select_node(task, idle_only, within)
-        if choice is None:
-            failed_classes.add(ssn.class_key(task))
-            if attempt.failure is None:
-                attempt.failure = refusal or f"pod {task.key}: {ssn.explain_task(task)}"
-                attempt.blocker = Blocker.QUOTA if refusal else ssn.blocker_of(task)
-            continue
-        if choice.pipelined:
-            stmt.pipeline(task, choice.node)
-        else:
-            stmt.allocate(task, choice.node)
-        attempt.placed += 1
-        if ssn.job_ready(job):
-            break
-    return attempt
-
-
-def place_job(ssn: Session, job: JobInfo, idle_only: bool = False,
+def place_job(ssn: Session, domains: DomainChoice, job: JobInfo, idle_only: bool = False,
               tasks: list[TaskInfo] | None = None) -> bool:
-    """Place the job's minimum (or, once ready, one more task); True if committed."""
+    """Place the job's minimum (or, once ready, one more task); True if committed.
+    domains: how the topology domains stand, kept by the calling action."""
     held = ssn.held.pop(job.key, None)      # a NonStrict hold carried from before
     was_ready = ssn.job_ready(job) and held is None
     stmt = ssn.statement()
-    attempt = topology.place_in_topology(ssn, stmt, job, tasks if tasks is not None else ssn.pending(job),
-                                         idle_only)
+    attempt = topology.place_in_topology(ssn, domains, stmt, job,
+                                         tasks if tasks is not None else ssn.pending(job), idle_only)
     progress = bool(attempt.placed or held)
     if progress and ssn.job_ready(job):
         for done in (held, stmt):
@@ -159,7 +101,7 @@ def group_members(ssn: Session, job: JobInfo) -> list[JobInfo]:
     return [ssn.cluster.jobs[k] if k in ssn.cluster.jobs else JobInfo(k, job.spec) for k in keys]
 
 
-def place_group(ssn: Session, members: list[JobInfo]) -> bool:
+def place_group(ssn: Session, domains: DomainChoice, members: list[JobInfo]) -> bool:
     """All gangs of a group under one statement: all reach their minimum, or none."""
     names = ", ".join(m.key for m in members)
     missing = [m.key for m in members if m.key not in ssn.cluster.jobs]
@@ -171,7 +113,7 @@ def place_group(ssn: Session, members: list[JobInfo]) -> bool:
     if blocker is None:
         for member in members:
             todo = [] if ssn.job_ready(member) else ssn.pending(member)
-            attempts[member.key] = topology.place_in_topology(ssn, stmt, member, todo, False)
+            attempts[member.key] = topology.place_in_topology(ssn, domains, stmt, member, todo, False)
         if all(ssn.job_ready(m) for m in members):
             stmt.commit()
             return True
@@ -195,9 +137,20 @@ def place_group(ssn: Session, members: list[JobInfo]) -> bool:
 
 def shortfall_message(job: JobInfo, attempt: Attempt, kept: bool = False) -> str:
     # Kept placements are in the job already; discarded ones only in the attempt.
-    placed = job.count(_HELD) if kept else job.ready_count() + attempt.placed
-    return (f"{placed}/{len(job.tasks)} tasks placed, "
-            f"minMember {job.min_member}; {attempt.failure or 'the gang is not complete'}")
+    # Pods that no longer count toward the minimum (completed, under the
+    # upstream rules) are left out of both numbers.
+    counted = job.ready_statuses
+    gone = 0 if TaskStatus.SUCCEEDED in counted else job.count_of(TaskStatus.SUCCEEDED)
+    placed = job.count(_HELD) - gone if kept else job.count(counted) + attempt.placed
+    text = f"{placed}/{len(job.tasks) - gone} tasks placed, minMember {job.min_member}"
+    if job.spec.subgroups:
+        have = job.leaf_counts(_HELD if kept else counted)
+        if not kept:
+            for leaf, n in attempt.placed_in.items():
+                have[leaf] = have.get(leaf, 0) + n
+        if not job.tree.met(have):
+            text += "; " + job.tree.shortfall(have, job.alive_counts())
+    return f"{text}; {attempt.failure or 'the gang is not complete'}"
 
 
 def pipelined_message(job: JobInfo, placed: int) -> str:

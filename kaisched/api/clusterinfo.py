@@ -70,7 +70,7 @@ class RulesInPlay:
         return cls(frozenset(keys), any_rule, ports)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class ClusterInfo:
     nodes: dict[NodeName, NodeInfo]
     table: NodeTable
@@ -96,6 +96,20 @@ class ClusterInfo:
     _claimants: bool | None = None      # some task names a ResourceClaim
     # KAI Topology objects: each one's node labels, outermost level first.
     topologies: tuple[tuple[str, ...], ...] = ()
+    # Each queue's normalised usage over its window, per resource (fair share
+    # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
+    usage: Mapping[QueueName, Mapping[str, float]] | None = None
+
+    # kaisched PodGroups still Pending that no pod names yet (jobs with no tasks):
+    # enqueued all the same, so a controller that makes its pods only once its
+    # PodGroup is Inqueue (Volcano's) goes on.
+    waiting_groups: tuple[JobInfo, ...] = ()
+
+    def __repr__(self) -> str:
+        # A summary: the whole graph (every node, job and task, the numpy tables) ran
+        # to tens of megabytes, and a failing test's report printed it.
+        return (f"<ClusterInfo: {len(self.nodes)} nodes, {len(self.jobs)} jobs, "
+                f"{len(self.queues)} queues>")
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -153,7 +167,8 @@ class ClusterInfo:
         jobs = {k: j.clone() for k, j in self.jobs.items()}
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
-                            self._rules, self._domains, topologies=self.topologies)
+                            self._rules, self._domains, topologies=self.topologies,
+                            usage=self.usage, waiting_groups=self.waiting_groups)
         other.storage = self.storage
         if self.devices:
             other.devices, other._claimants = self.devices.copy(), self._claimants
@@ -190,6 +205,27 @@ class ClusterInfo:
 
     def set_active(self, keys: set[JobKey]) -> None:
         self.active, self._active_list = keys, ((), [])
+
+    # -- what the cache, which keeps this model up to date, tells it --------------------
+    def lend(self, rules: RulesInPlay, ledger: Ledger) -> None:
+        """The model is lent to a session: what the pods' rules read and the sums
+        over the jobs, as the cache keeps them, and an empty journal of moves."""
+        self._rules, self._ledger = rules, ledger
+        self.moved = set()
+        self.journal = []
+
+    def set_claimants(self, some: bool) -> None:
+        """Whether some task names a ResourceClaim, as the cache counted it."""
+        self._claimants = some
+
+    def relabelled(self) -> None:
+        """A node's labels changed: the domains of every level are grouped anew."""
+        self._domains.clear()
+
+    def relay(self, nodes: dict[NodeName, NodeInfo], table: NodeTable) -> None:
+        """The nodes laid out again (added, removed, or a new resource column)."""
+        self.nodes, self.table = nodes, table
+        self._domains = {}
 
     def active_jobs(self) -> list[JobInfo]:
         """The jobs a cycle looks at, by key: those unsettled (something waits,

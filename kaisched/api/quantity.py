@@ -13,6 +13,7 @@ _SUFFIX: dict[str, Decimal | int] = {
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))"
                        r"(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
 _DURATION = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
+_NUMBER = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)$")
 _DURATION_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -35,17 +36,17 @@ def parse_quantity(value: object) -> Decimal:
 
 
 def parse_duration(value: object) -> float:
-    """A Go duration ("1s", "1m30s", "500ms") or a number of seconds, as seconds."""
+    """A Go duration ("1s", "1m30s", "500ms") as seconds. A number without a unit is
+    refused with one message wherever a duration is read (config, scenario, flags,
+    annotations): 60 could mean seconds or minutes. Zero alone is Go's one unitless duration."""
     if isinstance(value, bool):
         raise ValueError(f"not a duration: {value!r}")
-    if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError(f"negative duration: {value!r}")
-        return float(value)
+    if isinstance(value, (int, float, str)) and (not isinstance(value, str) or _NUMBER.match(value)):
+        if float(value) == 0:
+            return 0.0
+        raise ValueError(unit_missing(value))
     if not isinstance(value, str) or not value:
         raise ValueError(f"not a duration: {value!r}")
-    if value == "0":
-        return 0.0          # Go's one unitless duration
     pos, total = 0, 0.0
     for match in _DURATION.finditer(value):
         if match.start() != pos:
@@ -55,3 +56,10 @@ def parse_duration(value: object) -> float:
     if pos != len(value):
         raise ValueError(f"not a duration: {value!r} (use e.g. 1s, 500ms, 1m30s)")
     return total
+
+
+def unit_missing(value: int | float | str) -> str:
+    """The one message for a duration written as a bare number."""
+    shown = f"{float(value):g}" if not isinstance(value, str) else value.lstrip("+")
+    return (f"a duration needs a unit: {shown} could mean seconds or minutes "
+            f"(write e.g. {shown}s or {shown}m)")

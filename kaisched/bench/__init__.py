@@ -1,1 +1,20 @@
 """`kaisched bench`: the performance scenarios and the API emulator they use."""
+
+# Each scenario `kaisched bench` runs, with the line its --help shows (the figures are in
+# docs/performance.md). A light module: the command line lists them without importing them.
+BENCHES: dict[str, str] = {
+    "basic-5k": "5,000 nodes, 10,000 single-pod jobs",
+    "gang-5k": "5,000 nodes, 1,000 gangs of 8 and 3 gangs of 1,000",
+    "preempt-1k": "1,000 full nodes, 100 high-priority gangs of 8 preempting",
+    "reclaim-1k": "1,000 full nodes of one queue, 10 gangs of 8 reclaiming",
+    "churn": "4,000 nodes, 140,000 pods: 1,000 finish, 1,000 arrive",
+    "affinity-5k": "5,000 nodes in racks, gangs apart per host, pods spread",
+    "scale-10k": "10,000 nodes, 300,000 pods: a steady cycle and the first one",
+    "volumes-5k": "5,000 nodes with local PVs, 1,000 gangs of 8 claiming one each",
+    "dra-1k": "1,000 nodes of 8 DRA GPUs, 1,000 gangs claiming them by CEL",
+    "simulate": "kaisched simulate on 1,000 nodes and 2,000 generated jobs",
+    "what-if-10k": "simulate --from-snapshot on the scale-10k cluster for an hour",
+    "binds": "binds a second over HTTP to kmock's emulator, 1 to 64 binders",
+    "failover-50k": "a standby that followed 50,000 nodes takes over: to its first decision",
+    "e2e": "a real API server (--kubeconfig): kube-scheduler vs kaisched run, 5,000 pods",
+}

@@ -33,7 +33,7 @@ from typing import Any
 
 from kaisched.api.clock import ManualClock
 from kaisched.bench import scale10k as bench_scale
-from kaisched.bench.scenarios import profiled
+from kaisched.bench.profiling import profiled
 from kaisched.catalog import register_builtins
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config

@@ -5,53 +5,23 @@ snapshot (watch events -> cache -> ClusterInfo) and session (actions).
 """
 from __future__ import annotations
 
-import contextlib
-import cProfile
-import pstats
 import resource
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from kaisched.api.clock import ManualClock
 from kaisched.bench import dra as bench_dra
 from kaisched.bench import scale10k as bench_scale
+from kaisched.bench import volumes as bench_volumes
+from kaisched.bench.objects import Obj, node, pod, podgroup
+from kaisched.bench.profiling import profiled
 from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
-from kaisched.framework import default_config
+from kaisched.framework import SchedulerConfig, default_config
 from kaisched.framework.effects import Evict
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-Obj = dict[str, Any]
-
-
-def node(name: str, cpu: int = 32, memory: str = "256Gi", gpu: int = 8) -> Obj:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": str(cpu), "memory": memory,
-                                       "nvidia.com/gpu": str(gpu), "pods": "110"}}}
-
-
-def pod(name: str, cpu: str = "1", memory: str = "4Gi", gpu: int = 0, group: str | None = None,
-        node_name: str | None = None, priority: int = 0, namespace: str = "bench") -> Obj:
-    requests = {"cpu": cpu, "memory": memory}
-    if gpu:
-        requests["nvidia.com/gpu"] = str(gpu)
-    meta: Obj = {"name": name, "namespace": namespace}
-    if group:
-        meta["annotations"] = {"kaisched.io/pod-group": group}
-    spec: Obj = {"schedulerName": "kaisched", "priority": priority,
-                 "containers": [{"name": "main", "resources": {"requests": requests}}]}
-    status: Obj = {"phase": "Pending"}
-    if node_name:
-        spec["nodeName"] = node_name
-        status = {"phase": "Running"}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
-
-
-def podgroup(name: str, min_member: int, namespace: str = "bench") -> Obj:
-    return {"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": namespace}, "spec": {"minMember": min_member}}
 
 
 def basic(scale: float) -> tuple[list[Obj], list[Obj]]:
@@ -185,16 +155,12 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "affinity-5k": affinity,
     "scale-10k": bench_scale.scale_10k,
     "dra-1k": bench_dra.dra_1k,
-    "volumes-5k": lambda scale: _volumes(scale),
+    "volumes-5k": bench_volumes.volumes,
 }
 
 
-def _volumes(scale: float) -> tuple[list[Obj], list[Obj]]:
-    from kaisched.bench.volumes import volumes  # it builds on this module's objects
-    return volumes(scale)
-
-
-def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
+def run(name: str, scale: float = 1.0, profile: int = 0,
+        config: SchedulerConfig | None = None) -> dict[str, Any]:
     """The scenario's figures; profile > 0 adds the top entries (by own time)
     of a cProfile of the measured cycle, to see where it goes before optimising."""
     if name == "binds":         # over HTTP to kmock's emulator, not the memory backend
@@ -220,7 +186,7 @@ def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
         # would only count against the peak.
         nodes, others = [], []
     registry = register_builtins()
-    config = default_config(registry)
+    config = config or default_config(registry)
     started = time.perf_counter()       # a scheduler starting against a full API server
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     steady = name in ("churn", "scale-10k")
@@ -248,35 +214,3 @@ def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
     if "profile" in figures:
         figures["profile"] = figures.pop("profile")     # last: the figures first
     return figures
-
-
-@contextlib.contextmanager
-def profiled(top: int, figures: dict[str, Any]) -> Iterator[None]:
-    """Profile what runs inside (when top > 0) and put its top entries, by own
-    time, in figures["profile"]: "seconds calls function" lines. Timings taken
-    inside are then the profiler's, slower than without it."""
-    if top <= 0:
-        yield
-        return
-    profiler = cProfile.Profile()
-    profiler.enable()
-    try:
-        yield
-    finally:
-        profiler.disable()
-    stats = pstats.Stats(profiler)
-    rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:top]     # type: ignore[attr-defined]  # not in typeshed
-    figures["profile"] = [f"{tottime:.3f} s {calls} {_where(func)}"
-                          for func, (_, calls, tottime, _, _) in rows]
-
-
-def _where(func: tuple[str, int, str]) -> str:
-    path, line, name = func
-    if path == "~":
-        return name             # a built-in
-    path = path.replace("\\", "/")
-    for root in ("kaisched/", "plugins/", "actions/", "podgrouper/"):
-        at = path.rfind("/" + root)
-        if at >= 0:
-            return f"{path[at + 1:]}:{line}({name})"
-    return f"{path.rsplit('/', 1)[-1]}:{line}({name})"

@@ -5,11 +5,7 @@ pod is placed where a volume of its own is (the smallest that fits), and the
 volume pre-bound to its claim at commit."""
 from __future__ import annotations
 
-from typing import Any
-
-from kaisched.bench.scenarios import node, pod, podgroup
-
-Obj = dict[str, Any]
+from kaisched.bench.objects import Obj, node, pod, podgroup
 
 
 def volumes(scale: float) -> tuple[list[Obj], list[Obj]]:

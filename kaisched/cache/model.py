@@ -29,7 +29,18 @@ from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
-from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, group_key, make_task
+from kaisched.cache.jobs import (
+    WORKLOAD_SOURCES,
+    Groups,
+    Priorities,
+    describe,
+    foreign_pod,
+    group_key,
+    make_task,
+)
+
+# Pods that no longer count in a gang: another scheduler's are not strangers to it then.
+_DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 if TYPE_CHECKING:
     from kaisched.cache.pools import PoolView
@@ -78,6 +89,10 @@ class Model:
         self._placements: dict[Placement, tuple[Placement, int]] = {}
         self._rules: RulesInPlay | None = None
         self.claimants = 0                                # tasks naming a ResourceClaim
+        # Other schedulers' pods in a gang of the upstream Workload API (whose
+        # pods must all name one scheduler): job -> pod -> its schedulerName.
+        self.strangers: dict[JobKey, dict[PodKey, str]] = {}
+        self._stranger_of: dict[PodKey, JobKey] = {}
 
     # -- events ---------------------------------------------------------------------------
 
@@ -95,6 +110,7 @@ class Model:
     def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None) -> None:
         """The pod changed (facts; before: what it was) or went away (None)."""
         cluster = self.cluster
+        self._note_stranger(key, facts)
         old = self.tasks.pop(key, None)
         mine = facts is not None and facts.status is not None and self.mine(facts)
         # It stays a task of the same job, declaring what it did: only counts change.
@@ -133,7 +149,7 @@ class Model:
             self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
             return
         placement = self._keep_placement(facts.placement)
-        task = self.tasks[key] = make_task(facts, self.priorities, placement)
+        task = self.tasks[key] = make_task(facts, self.priorities, placement, self.groups)
         self.claimants += bool(task.claims)
         found = cluster.jobs.get(task.job)
         if found is None:
@@ -157,6 +173,30 @@ class Model:
                 node.tasks[key] = task
         elif any(name not in cluster.table.dim_index for name in task.resreq.names()):
             self._relayout = True           # a resource no column holds yet
+
+    def _note_stranger(self, key: PodKey, facts: PodFacts | None) -> None:
+        """Keep track of another scheduler's pod that names a gang of the
+        Workload API: the gang's declaration reads it (a mixed group waits)."""
+        was = self._stranger_of.get(key)
+        now = None
+        if facts is not None and facts.scheduler_name != self.scheduler_name \
+                and facts.gang.source in WORKLOAD_SOURCES \
+                and facts.status is not None and facts.status not in _DONE:
+            now = facts.job
+        if was == now and (now is None or facts is None
+                           or self.strangers[now][key] == facts.scheduler_name):
+            return
+        if was is not None:
+            del self._stranger_of[key]
+            members = self.strangers[was]
+            del members[key]
+            if not members:
+                del self.strangers[was]
+            self._changed(was)
+        if now is not None and facts is not None:
+            self._stranger_of[key] = now
+            self.strangers.setdefault(now, {})[key] = facts.scheduler_name
+            self._changed(now)
 
     def _room(self, node: NodeName, request: Resource, releasing: bool, sign: float) -> None:
         """A pod takes (sign 1) or gives back (-1) room on its node. Summed
@@ -187,7 +227,7 @@ class Model:
             self._relayout = True
             return
         if node.spec.labels != spec.labels:
-            self.cluster._domains.clear()
+            self.cluster.relabelled()
         node.spec = spec
         table.set_alloc(node.index, table.row_of(spec.allocatable))
 
@@ -234,11 +274,18 @@ class Model:
                     and self.mine(facts) != (key in self.tasks):
                 self.put_pod(key, facts, facts)
 
-    def put_group(self, key: JobKey) -> None:
-        """A PodGroup changed: the jobs that read it declare anew."""
+    def put_group(self, key: JobKey, pods: Mapping[PodKey, PodFacts]) -> None:
+        """A PodGroup changed: the jobs that read it declare anew, and its
+        pods that name claims are made again (the claims it shares may have
+        changed, or been made)."""
         self._changed(key)
         for job in self.by_group.get(key, ()):
             self._changed(job)
+        found = self.cluster.jobs.get(key)
+        for pod in list(found.tasks) if found is not None else ():
+            facts = pods.get(pod)
+            if facts is not None and facts.claim_refs:
+                self.put_pod(pod, facts, facts)
 
     def put_queues(self) -> None:
         self._queues_changed = True
@@ -288,7 +335,8 @@ class Model:
                 del jobs[key]
                 job = None
             if job is not None:
-                describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities)
+                describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities,
+                         self.strangers.get(key))
             else:
                 self._forget(key)
             ledger.put(key, job)
@@ -327,10 +375,7 @@ class Model:
         cluster.priority_classes = dict(self.priorities.values)
         cluster.namespace_labels = namespaces
         cluster.now = now
-        cluster._rules = self._rules_in_play()
-        cluster._ledger = self.ledger
-        cluster.moved = set()
-        cluster.journal = []
+        cluster.lend(self._rules_in_play(), self.ledger)
         return cluster
 
     def _layout(self, nodes: Mapping[str, NodeSpec], queues: Mapping[str, QueueInfo]) -> None:
@@ -338,7 +383,7 @@ class Model:
         if self._relayout:
             fresh = ClusterInfo.assemble(nodes.values(), old.jobs.values(), queues.values(),
                                          foreign=old.foreign)
-            old.nodes, old.table, old._domains = fresh.nodes, fresh.table, {}
+            old.relay(fresh.nodes, fresh.table)
             old.queues, old.tree = fresh.queues, fresh.tree
         else:
             old.queues, old.tree = build_queue_tree(queues.values())
@@ -378,4 +423,5 @@ def _declares_alike(before: PodFacts | None, after: PodFacts | None) -> bool:
             and before.queue_label == after.queue_label
             and before.annotations == after.annotations and before.problem == after.problem
             and before.creation == after.creation and before.priority == after.priority
-            and before.priority_class == after.priority_class)
+            and before.priority_class == after.priority_class
+            and before.claim_refs == after.claim_refs)

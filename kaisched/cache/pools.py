@@ -74,6 +74,10 @@ class PoolView:
             or DEFAULT_QUEUE
         return self.queue_pool(queue)
 
+    def takes_group(self, group: Group) -> bool:
+        """A PodGroup no pod names yet: its own label, else its queue's pool."""
+        return self.pool.takes(group.pool or self.queue_pool(group.spec.queue or DEFAULT_QUEUE))
+
     def takes_pod(self, facts: PodFacts) -> bool:
         return self.pool.takes(self.pool_of(facts))
 

@@ -12,6 +12,7 @@ import yaml
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.errors import InputError
+from kaisched.files import LOADER, read_text, yaml_problem
 
 SNAPSHOT_API_VERSION = "kaisched.io/v1alpha1"
 _CORE_KINDS = {"Pod", "Node", "Namespace", "Event", "ConfigMap", "Secret", "Service",
@@ -20,11 +21,10 @@ _CORE_KINDS = {"Pod", "Node", "Namespace", "Event", "ConfigMap", "Secret", "Serv
 _KNOWN_GROUP_KINDS = {
     "apps": {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ControllerRevision"},
     "batch": {"Job", "CronJob"},
-    "scheduling.k8s.io": {"PriorityClass", "PodGroup"},     # PodGroup: the Workload API
+    "scheduling.k8s.io": {"PriorityClass", "PodGroup", "Workload"},     # the Workload API too
     "scheduling.kaisched.io": {"PodGroup", "Queue"},
     "storage.k8s.io": {"StorageClass", "CSINode"},
 }
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @attrs.frozen
@@ -40,19 +40,6 @@ def load_file(path: str | Path, check_kinds: bool = True) -> LoadedFile:
     return load_text(read_text(path), str(path), check_kinds)
 
 
-def read_text(path: str | Path) -> str:
-    """A text file's content, or an InputError that says in one line why not."""
-    path = Path(path)
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); a binary file?") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc.__class__.__name__}") from None
-
-
 def load_text(text: str, source: str = "input", check_kinds: bool = True) -> LoadedFile:
     if text.lstrip().startswith("{"):
         try:
@@ -61,12 +48,11 @@ def load_text(text: str, source: str = "input", check_kinds: bool = True) -> Loa
             raise InputError(f"{source}: invalid JSON: {exc}") from None
     else:
         try:
-            docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+            docs = [d for d in yaml.load_all(text, Loader=LOADER) if d is not None]
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise InputError(f"{source}: invalid YAML{where}: {problem}") from None
+            raise InputError(f"{source}: {yaml_problem(exc)}") from None
+    if len(docs) == 1 and is_scenario(docs[0]):
+        raise InputError(scenario_not_objects(source))
     objects: list[dict[str, Any]] = []
     config = None
     taken = None
@@ -85,6 +71,19 @@ def load_text(text: str, source: str = "input", check_kinds: bool = True) -> Loa
         else:
             objects.extend(_checked([doc], source, i, check_kinds))
     return LoadedFile(objects, config, taken)
+
+
+def is_scenario(doc: Any) -> bool:
+    """A `kaisched simulate` scenario: a mapping of a scenario's keys, no kind."""
+    return isinstance(doc, dict) and "kind" not in doc and \
+        bool({"nodePools", "jobs", "generate"} & set(doc))
+
+
+def scenario_not_objects(source: str) -> str:
+    """The one message of every command that reads Kubernetes objects and is given a
+    scenario (replay, explain, --from-snapshot, podgrouper sync)."""
+    return (f"{source}: this is a simulate scenario (nodePools, queues, jobs), not Kubernetes "
+            f"objects: run it with `kaisched simulate {source}`")
 
 
 def _checked(items: Iterable[Any], source: str, doc: int, check_kinds: bool) -> list[dict[str, Any]]:
@@ -124,7 +123,8 @@ def redact(obj: dict[str, Any]) -> dict[str, Any]:
     meta = dict(obj.get("metadata") or {})
     meta.pop("managedFields", None)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
-                   if k.startswith(_KEEP_ANNOTATION_PREFIXES) or k == L.VOLCANO_GROUP_NAME}
+                   if k.startswith(_KEEP_ANNOTATION_PREFIXES)
+                   or k in (L.VOLCANO_GROUP_NAME, L.KAI_POD_GROUP_ANNOTATION)}
     meta["annotations"] = annotations
     if not annotations:
         del meta["annotations"]

@@ -9,14 +9,15 @@ every gang promise depends on both.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import attrs
 import yaml
 
 from kaisched.api.quantity import parse_duration
+from kaisched.api.usage import UsageDBConfig
 from kaisched.errors import ConfigError
-from kaisched.framework.registry import Action, Plugin, Registry
+from kaisched.framework.usageconfig import usage_db_config, usage_db_dict
 
 DEFAULT_CONFIG_YAML = """\
 schedulerName: kaisched
@@ -39,7 +40,7 @@ starvationThreshold: 10m
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
-         "starvationThreshold", "nodePool")
+         "starvationThreshold", "usageDBConfig", "nodePool")
 _POOL_KEYS = ("label", "value", "default")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
 # A label's name, or value: what Kubernetes accepts (a value may also be empty,
@@ -53,6 +54,18 @@ REQUIRED_PLUGIN = "gang"
 # What the gang plugin promises includes saying why a gang waits: a config that
 # names gang without the PodGroup status writer gets it right after gang.
 STATUS_PLUGIN = "podgroupstatus"
+
+
+class Names(Protocol):
+    """What a config is checked against: the actions and plugins by name, each
+    with its factory (a Registry is one). Named by shape, so that the config sits
+    below the session, which reads it, and the registry, which builds from it."""
+
+    @property
+    def actions(self) -> Mapping[str, Callable[[], object]]: ...
+
+    @property
+    def plugins(self) -> Mapping[str, Callable[[Mapping[str, Any]], object]]: ...
 
 
 @attrs.frozen
@@ -90,6 +103,7 @@ class SchedulerConfig:
     stale_gang_grace_period: float = 60.0
     starvation_threshold: float = 600.0     # a head-of-queue gang waiting longer gets nodes reserved
     node_pool: NodePool | None = None       # one shard of the cluster; None: all of it
+    usage_db: UsageDBConfig | None = None   # fair share with memory; None: off
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -102,19 +116,14 @@ class SchedulerConfig:
                       for tier in self.tiers],
             "staleGangGracePeriod": f"{self.stale_gang_grace_period:g}s",
             "starvationThreshold": f"{self.starvation_threshold:g}s",
+            **({"usageDBConfig": usage_db_dict(self.usage_db)} if self.usage_db else {}),
         }
         if self.node_pool is not None:
             out["nodePool"] = self.node_pool.to_dict()
         return out
 
-    def build_actions(self, registry: Registry) -> list[Action]:
-        return [registry.actions[name]() for name in self.actions]
 
-    def build_plugins(self, registry: Registry) -> list[list[Plugin]]:
-        return [[registry.plugins[p.name](p.arguments) for p in tier] for tier in self.tiers]
-
-
-def load_config(data: Any, registry: Registry) -> SchedulerConfig:
+def load_config(data: Any, registry: Names) -> SchedulerConfig:
     """A checked config from parsed YAML; keys left out take the defaults."""
     if not isinstance(data, dict):
         raise ConfigError("config: expected a mapping of keys (schedulerName, actions, tiers, ...)")
@@ -133,12 +142,14 @@ def load_config(data: Any, registry: Registry) -> SchedulerConfig:
         stale_gang_grace_period=_duration(data, "staleGangGracePeriod", 60.0),
         starvation_threshold=_duration(data, "starvationThreshold", 600.0),
         node_pool=_node_pool(data.get("nodePool")),
+        usage_db=usage_db_config(data["usageDBConfig"]) if data.get("usageDBConfig") is not None
+        else None,
     )
     _require_gangs(config)
     return config
 
 
-def parse_config(text: str, registry: Registry, source: str = "config") -> SchedulerConfig:
+def parse_config(text: str, registry: Names, source: str = "config") -> SchedulerConfig:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -149,7 +160,7 @@ def parse_config(text: str, registry: Registry, source: str = "config") -> Sched
         raise ConfigError(str(exc).replace("config:", f"{source}:", 1)) from None
 
 
-def default_config(registry: Registry) -> SchedulerConfig:
+def default_config(registry: Names) -> SchedulerConfig:
     return parse_config(DEFAULT_CONFIG_YAML, registry, "built-in config")
 
 
@@ -204,7 +215,7 @@ def _node_pool(raw: Any) -> NodePool | None:
     return NodePool(label, raw["value"], default)
 
 
-def _actions(raw: Any, registry: Registry) -> tuple[str, ...]:
+def _actions(raw: Any, registry: Names) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
         raise ConfigError("config: actions: expected a list of action names")
     for i, name in enumerate(raw):
@@ -227,7 +238,7 @@ def _with_status(tiers: tuple[tuple[PluginOption, ...], ...]
     return tuple(out)
 
 
-def _tiers(raw: Any, registry: Registry) -> tuple[tuple[PluginOption, ...], ...]:
+def _tiers(raw: Any, registry: Names) -> tuple[tuple[PluginOption, ...], ...]:
     if not isinstance(raw, list):
         raise ConfigError("config: tiers: expected a list of {plugins: [...]}")
     tiers = []
@@ -245,7 +256,7 @@ def _tiers(raw: Any, registry: Registry) -> tuple[tuple[PluginOption, ...], ...]
     return tuple(tiers)
 
 
-def _plugin(entry: Any, where: str, registry: Registry) -> PluginOption:
+def _plugin(entry: Any, where: str, registry: Names) -> PluginOption:
     if not isinstance(entry, dict) or "name" not in entry:
         raise ConfigError(f"config: {where}: expected {{name: ..., arguments: {{...}}}}")
     extra = sorted(set(entry) - {"name", "arguments"})

@@ -1,4 +1,6 @@
-"""What a session decides, as values; binder.py turns them into API calls."""
+"""What a session decides, as values; binder.py turns them into API calls.
+(A Hold is the one the scheduler keeps instead: room a NonStrict gang holds
+into the next session.)"""
 from __future__ import annotations
 
 import enum
@@ -8,8 +10,16 @@ import attrs
 
 from kaisched.api.dradevices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
-from kaisched.api.queue import QueueStatus
+from kaisched.api.queue import QueueStatus, UsageRecord
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
+
+
+@attrs.frozen(slots=True)
+class Hold:
+    """A NonStrict gang's placements carried to the next session (kaisched.framework.holds)."""
+
+    tasks: tuple[tuple[PodKey, NodeName], ...]
+    since: float
 
 
 @attrs.frozen(slots=True)
@@ -64,6 +74,9 @@ class Evict:
 class SetPodGroupStatus:
     job: JobKey
     status: PodGroupStatus
+    # A PodGroup of another API (the upstream Workload API's): its apiVersion,
+    # whose status subresource takes the conditions. Empty: kaisched's own.
+    api_version: str = ""
 
 
 @attrs.frozen(slots=True)
@@ -71,6 +84,16 @@ class SetQueueStatus:
     queue: QueueName
     status: QueueStatus
     previous: QueueStatus | None    # what the object holds: amounts it no longer has are cleared
+
+
+@attrs.frozen(slots=True)
+class SetQueueUsage:
+    """A Queue's status.usage: what it used over the window (the buckets the
+    leader keeps, when usage is built in) and what that comes to. Written by
+    the runtime at most once a minute per queue, not by a session."""
+    queue: QueueName
+    usage: UsageRecord
+    previous: UsageRecord | None    # what the object holds: resources it no longer has are cleared
 
 
 @attrs.frozen(slots=True)
@@ -115,6 +138,18 @@ VOLUME_EFFECTS = (SelectClaimNode, PrebindVolume)
 
 
 @attrs.frozen(slots=True)
+class Prebind:
+    """What a plugin needs done for an allocated task before it may be bound:
+    writes that go before the binds, and, when the gang must wait for them
+    (volumes being provisioned), why. Nothing of it is held in the session:
+    what it decided goes with the placement's own undo."""
+
+    effects: tuple[SelectClaimNode | PrebindVolume, ...]
+    job: JobKey
+    waiting: str | None = None
+
+
+@attrs.frozen(slots=True)
 class SetClaimStatus:
     """A ResourceClaim's allocation and reservations as the scheduler decided
     them. With pod set, written before that pod's bind."""
@@ -127,5 +162,5 @@ class SetClaimStatus:
     pod: PodKey | None = None
 
 
-Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetPodCondition, RecordEvent,
-               SelectClaimNode, PrebindVolume, SetClaimStatus]
+Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetQueueUsage, SetPodCondition,
+               RecordEvent, SelectClaimNode, PrebindVolume, SetClaimStatus]

@@ -35,11 +35,11 @@ class Explanation:
         resources in numbers), or None if it fits now or once room is released."""
         table = self.cluster.table
         row = np.array([table.index[node]])
-        for label, fn in self.selection.filters():
-            if fn(task, row)[0]:
+        for found in self.selection.filters():
+            if found.fn(task, row)[0]:
                 continue
-            if label != RESOURCE_FIT:
-                return label.replace("node(s)", "node")
+            if found.label != RESOURCE_FIT:
+                return found.label.replace("node(s)", "node")
             vec, room = table.vector(task.resreq), table.future[row[0]]
             short = [f"{d} (need {format_amount(d, table.amount(i, vec[i]))}, "
                      f"{format_amount(d, max(table.amount(i, room[i]), 0.0))} free)"
@@ -52,15 +52,15 @@ class Explanation:
         alive = np.ones(len(table), dtype=bool)
         parts: list[str] = []
         resource_fit = None
-        for label, fn in self.selection.filters():
-            if label == RESOURCE_FIT:
-                resource_fit = fn
+        for found in self.selection.filters():
+            if found.label == RESOURCE_FIT:
+                resource_fit = found.fn
                 continue
-            passed = fn(task, self.selection.all_rows)
+            passed = found.fn(task, self.selection.all_rows)
             rejected = int((alive & ~passed).sum())
             alive &= passed
             if rejected:
-                parts.append(f"{label} on {_nodes(rejected)}")
+                parts.append(f"{found.label} on {_nodes(rejected)}")
         if resource_fit is not None and alive.any():
             vec = table.vector(task.resreq)
             room = table.future[alive]
@@ -75,7 +75,7 @@ class Explanation:
                                  f"best node has {format_amount(name, best)} free)")
         if not len(table):
             return "no nodes in the cluster"
-        parts += [found for _, fn in self.selection.hooks.callbacks(Hook.EXPLAIN) if (found := fn(task))]
+        parts += self.selection.hooks.reasons(Hook.EXPLAIN, task)
         return "; ".join(parts) or "no node fits"
 
 

@@ -1,38 +1,34 @@
 """NonStrict holds (as Koordinator's NonStrict gangs): a NonStrict gang's placements are
 kept from one session to the next until it is ready or its waiting time ends.
 
+The scheduler carries them: it puts last session's holds back when a session
+opens (apply_holds), before any action runs, and has those that deadlock
+released before the session closes (release_deadlocks). So this module sits
+above the session and names it; the session only keeps the holds' state.
+
 Holds of several gangs can block each other — each waits for room another
 holds — which Koordinator's design leaves unsolved. Here they form a wait-for graph; a
 cycle releases its youngest gang's hold, so the older one can finish.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping
 
-import attrs
 import networkx as nx
 import numpy as np
 
 from kaisched.api.job import JobInfo
-from kaisched.api.types import GangMode, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework.statement import Statement
-
-if TYPE_CHECKING:
-    from kaisched.framework.session import Session
+from kaisched.api.types import GangMode, JobKey, TaskStatus
+from kaisched.framework.effects import Hold
+from kaisched.framework.session import Session
 
 DEFAULT_WAIT = 600.0    # seconds a NonStrict gang may hold room without starting
 
 
-@attrs.frozen(slots=True)
-class Hold:
-    tasks: tuple[tuple[PodKey, NodeName], ...]
-    since: float
-
-
-def apply_holds(ssn: Session, holds: Mapping[JobKey, Hold]) -> dict[JobKey, Statement]:
-    """Put last session's holds back before any action runs, so no other job
-    takes their room; an expired hold is dropped and may not re-hold now."""
-    held: dict[JobKey, Statement] = {}
+def apply_holds(ssn: Session, holds: Mapping[JobKey, Hold]) -> None:
+    """Put last session's holds back (ssn.held) before any action runs, so no
+    other job takes their room; an expired hold is dropped and may not re-hold now."""
+    held = ssn.held
     table = ssn.cluster.table
     for key in sorted(holds):
         hold, job = holds[key], ssn.cluster.jobs.get(key)
@@ -58,7 +54,6 @@ def apply_holds(ssn: Session, holds: Mapping[JobKey, Hold]) -> dict[JobKey, Stat
         if stmt.ops:
             held[key] = stmt
             ssn.hold_since[key] = hold.since
-    return held
 
 
 def hold_of(ssn: Session, job: JobInfo) -> Hold:
@@ -69,15 +64,18 @@ def hold_of(ssn: Session, job: JobInfo) -> Hold:
     return Hold(tasks, ssn.hold_since.get(job.key, ssn.now))
 
 
-def release_deadlocks(ssn: Session, holds: dict[JobKey, Hold]) -> dict[JobKey, Hold]:
-    """Drop the youngest gang of every cycle of gangs waiting on each other's holds."""
+def release_deadlocks(ssn: Session) -> None:
+    """Drop from the holds to carry on (ssn.holds) the youngest gang of every
+    cycle of gangs waiting on each other's holds; before the session closes,
+    so that what it says of them is written."""
+    holds = ssn.holds
     graph = wait_for_graph(ssn, holds)
     jobs = ssn.cluster.jobs
     while True:
         try:
             cycle = nx.find_cycle(graph)
         except nx.NetworkXNoCycle:
-            return holds
+            return
         members = sorted({u for u, _ in cycle})
         youngest = max(members, key=lambda k: (jobs[k].creation, k))
         others = ", ".join(m for m in members if m != youngest)

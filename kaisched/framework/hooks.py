@@ -1,14 +1,20 @@
-"""One hook registry keyed by an enum, and the few ways answers combine.
+"""The hook contract: one typed key per hook, one registry, and the few ways
+answers combine.
 
-Plugins register callbacks tier by tier; the session asks through a
-combinator, never by walking the tiers itself:
+Each hook is a key typed by its callbacks (`HookKey[C]`), declared once in
+`Hook`; mypy checks every registration against it, and every question the
+session asks through a combinator. Plugins register callbacks tier by tier
+(Session.register); the session asks through a combinator, never by walking
+the tiers itself:
 - order keys: the tuple of every callback's key in tier order, which is the
   same as "first non-zero comparison wins" and sorts in C;
 - all_true: every callback must agree (readiness, pipelined);
 - first_reason: the first callback that objects, with its reason (validity,
-  queue room);
+  queue room); reasons: every objection (explanations);
 - masks: node filters are ANDed; scores: node scores are summed;
-- victims: intersected within a tier, the first tier with an answer wins.
+- victims: intersected within a tier, the first tier with an answer wins;
+- union: every answer once (eviction groups); every: every answer (prebinds,
+  claims); notify: tell every callback.
 
 PREDICATE and NODE_ORDER answers may depend on a task only through its
 requests and placement, its pod rules aside (its equivalence class), and on a
@@ -19,117 +25,250 @@ domain (inter-pod affinity, topology spread, host ports): they change with
 every placement nearby, so the session asks them afresh each time, over all
 nodes at once, and combines them with the cached answers.
 A POD_PREDICATE or POD_ORDER may be registered with the tasks it is about
-(Session.register's `when`); when every one is, a task none is about takes
-the cached path.
+(`when`); when every one is, a task none is about takes the cached path.
+What a plugin says about a callback travels with its registration: its label
+(a filter's words in explanations), a filter's blocker class, a pod rule's when.
 """
 from __future__ import annotations
 
-import enum
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Final, Generic, Mapping, ParamSpec, Protocol, Sequence, TypeVar, TypeVarTuple
 
+import attrs
 import numpy as np
+import numpy.typing as npt
+
+from kaisched.api.dradevices import Claim
+from kaisched.api.job import JobInfo
+from kaisched.api.queue import QueueInfo
+from kaisched.api.resource import Resource
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import Blocker, QueueName
+from kaisched.framework.effects import Prebind
+
+C = TypeVar("C")
+K = TypeVar("K")
+T = TypeVar("T")
+U = TypeVar("U")
+P = ParamSpec("P")
+Ts = TypeVarTuple("Ts")
 
 
-class Hook(enum.Enum):
-    QUEUE_ORDER = "queue_order"       # (QueueInfo) -> sortable key
-    QUEUE_HEAD_ORDER = "queue_head_order"  # ((QueueInfo, head job's need Resource)) -> key
-    JOB_ORDER = "job_order"           # (JobInfo) -> sortable key
-    TASK_ORDER = "task_order"         # (TaskInfo) -> sortable key
-    JOB_VALID = "job_valid"           # (JobInfo) -> reason | None
-    ENQUEUEABLE = "enqueueable"       # (JobInfo) -> reason | None: may a not-ready job start now
-    JOB_READY = "job_ready"           # (JobInfo) -> bool
-    JOB_PIPELINED = "job_pipelined"   # (JobInfo) -> bool
-    ALLOCATABLE = "allocatable"       # (JobInfo, TaskInfo) -> reason | None
-    PREDICATE = "predicate"           # (TaskInfo, rows) -> bool array over rows
-    NODE_ORDER = "node_order"         # (TaskInfo, rows) -> float array over rows
-    POD_PREDICATE = "pod_predicate"   # (TaskInfo, rows) -> bool array | None (no rule): not cached
-    POD_ORDER = "pod_order"           # (TaskInfo, rows) -> float array | None (no rule): not cached
-    PREEMPTABLE = "preemptable"       # (preemptor TaskInfo, [victim TaskInfo]) -> victims
-    RECLAIMABLE = "reclaimable"       # (reclaimer TaskInfo, [victim TaskInfo]) -> victims
-    EVICTION_GROUP = "eviction_group" # (victim TaskInfo) -> tasks that must go with it
-    OVERUSED = "overused"             # (JobInfo, TaskInfo) -> reason | None: no reclaiming
-    RECLAIM_GATE = "reclaim_gate"     # (JobInfo, need Resource) -> reason | None: may it reclaim
-    RECLAIM_FAIR = "reclaim_fair"     # (JobInfo, need, [(victim queue, Resource)]) -> reason | None
-    VICTIM_QUEUE_ORDER = "victim_queue_order"  # ((queue, taken Amounts, need)) -> key: gives first
-    ON_ALLOCATE = "on_allocate"       # (TaskInfo) -> None: a task took room
-    ON_DEALLOCATE = "on_deallocate"   # (TaskInfo) -> None: a task gave it back
-    PREBIND = "prebind"               # (TaskInfo allocated) -> [PrebindOp]: done before its bind
-    CLAIMS = "claims"                 # (placed TaskInfo) -> [(old Claim, new Claim)]: its
-                                      # ResourceClaims allocated and reserved on its node
-    EXPLAIN = "explain"               # (TaskInfo) -> str | None: more on why no node takes it
-    POD_IDLE = "pod_idle"             # (TaskInfo, rows) -> bool array | None: where what the
-                                      # task needs beyond resources is free now (else pipelined)
+class Sortable(Protocol):
+    """An order key's answer: anything that sorts (a number, a bool, a tuple).
+    It is only ever compared with the same callback's answers."""
+
+    def __lt__(self, other: Any, /) -> bool: ...
 
 
-Callback = Callable[..., Any]
+Rows = npt.NDArray[np.intp]          # rows of the node table asked about
+Mask = npt.NDArray[np.bool_]         # one answer per row asked
+Scores = npt.NDArray[np.float64]     # one score per row asked
+TaskTest = Callable[[TaskInfo], bool]
+
+# The shapes several hooks share.
+JobCheck = Callable[[JobInfo], str | None]            # None, or why not
+JobTest = Callable[[JobInfo], bool]
+TaskCheck = Callable[[JobInfo, TaskInfo], str | None]
+NodeFilter = Callable[[TaskInfo, Rows], Mask]
+NodeScore = Callable[[TaskInfo, Rows], Scores]
+PodFilter = Callable[[TaskInfo, Rows], Mask | None]   # None: the rule leaves the task alone
+PodScore = Callable[[TaskInfo, Rows], Scores | None]
+VictimFilter = Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
+TaskEvent = Callable[[TaskInfo], None]
+Taken = Sequence[tuple[QueueName, Resource]]            # victims' queues and what they give
+
+
+class HookKey(Generic[C]):
+    """One hook; C is the type of its callbacks. Invariant in C, so a callback
+    of another shape does not register, and a combinator that asks other
+    arguments does not accept the key. Named by its attribute in Hook."""
+
+    __slots__ = ("name",)
+
+    def __init__(self) -> None:
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name.lower()
+
+    def __repr__(self) -> str:
+        return f"Hook.{self.name.upper()}"
+
+
+class FilterKey(HookKey[C]):
+    """A node filter: registered with its label (its words in explanations)
+    and the blocker class of a gang it keeps off every node."""
+
+    __slots__ = ()
+
+
+class PodRuleKey(HookKey[C]):
+    """A rule over the pods around a node, asked afresh at every placement:
+    registered with the tasks it is about (when), others skip it."""
+
+    __slots__ = ()
+
+
+class PodFilterKey(FilterKey[C], PodRuleKey[C]):
+    __slots__ = ()
+
+
+class Hook:
+    """Every hook, declared once with its callbacks' type (who asks each, and
+    how answers combine: docs/architecture.md, "Hooks, for plugin authors")."""
+
+    # -- orders: sorted by the tuple of every callback's key -------------------------
+    QUEUE_ORDER: Final[HookKey[Callable[[QueueInfo], Sortable]]] = HookKey()
+    # A queue, given what its head job needs.
+    QUEUE_HEAD_ORDER: Final[HookKey[Callable[[QueueInfo, Resource], Sortable]]] = HookKey()
+    JOB_ORDER: Final[HookKey[Callable[[JobInfo], Sortable]]] = HookKey()
+    TASK_ORDER: Final[HookKey[Callable[[TaskInfo], Sortable]]] = HookKey()
+    # A victim queue, what was taken from it so far, the reclaimer's need: the least gives first.
+    VICTIM_QUEUE_ORDER: Final[HookKey[Callable[[QueueName, Mapping[str, float], Resource], Sortable]]] = \
+        HookKey()
+
+    # -- jobs: None or why not (the first objection); tests every callback passes ----
+    JOB_VALID: Final[HookKey[JobCheck]] = HookKey()
+    ENQUEUEABLE: Final[HookKey[JobCheck]] = HookKey()       # may a not-ready job start now
+    JOB_READY: Final[HookKey[JobTest]] = HookKey()
+    JOB_PIPELINED: Final[HookKey[JobTest]] = HookKey()
+    ALLOCATABLE: Final[HookKey[TaskCheck]] = HookKey()      # room for the task in the job's queue
+    OVERUSED: Final[HookKey[TaskCheck]] = HookKey()         # ... to take by reclaiming
+    # May the job reclaim what it needs from other queues; ... from these victims.
+    RECLAIM_GATE: Final[HookKey[Callable[[JobInfo, Resource], str | None]]] = HookKey()
+    RECLAIM_FAIR: Final[HookKey[Callable[[JobInfo, Resource, Taken], str | None]]] = HookKey()
+
+    # -- nodes: a task and the rows asked about, an answer per row --------------------
+    PREDICATE: Final[FilterKey[NodeFilter]] = FilterKey()            # cached per class
+    NODE_ORDER: Final[HookKey[NodeScore]] = HookKey()                # cached per class
+    POD_PREDICATE: Final[PodFilterKey[PodFilter]] = PodFilterKey()   # asked afresh
+    POD_ORDER: Final[PodRuleKey[PodScore]] = PodRuleKey()            # asked afresh
+    # Where what the task needs beyond resources is free now (else it is pipelined).
+    POD_IDLE: Final[HookKey[PodFilter]] = HookKey()
+    # More on why no node takes the task.
+    EXPLAIN: Final[HookKey[Callable[[TaskInfo], str | None]]] = HookKey()
+
+    # -- victims: (preemptor or reclaimer, candidates) -> the ones it may evict ------
+    PREEMPTABLE: Final[HookKey[VictimFilter]] = HookKey()
+    RECLAIMABLE: Final[HookKey[VictimFilter]] = HookKey()
+    # The tasks that must be evicted with a victim.
+    EVICTION_GROUP: Final[HookKey[Callable[[TaskInfo], list[TaskInfo]]]] = HookKey()
+
+    # -- what placing does ------------------------------------------------------------
+    ON_ALLOCATE: Final[HookKey[TaskEvent]] = HookKey()      # a task took room
+    ON_DEALLOCATE: Final[HookKey[TaskEvent]] = HookKey()    # ... gave it back
+    # Done before an allocated task's bind.
+    PREBIND: Final[HookKey[Callable[[TaskInfo], list[Prebind]]]] = HookKey()
+    # A placed task's ResourceClaims allocated and reserved on its node: (old, new).
+    CLAIMS: Final[HookKey[Callable[[TaskInfo], list[tuple[Claim, Claim]]]]] = HookKey()
+
+
+@attrs.frozen(slots=True)
+class Registration(Generic[C]):
+    """A callback and what its plugin said about it."""
+
+    fn: C
+    label: str                              # the plugin's name, unless it gave words
+    blocker: Blocker = Blocker.PLACEMENT    # filters: what a gang they keep off every node waits for
+    when: TaskTest | None = None            # pod rules: the tasks they are about (None: every task)
 
 
 class HookRegistry:
+    """A session's callbacks, tier by tier; the framework asks them only
+    through the combinators below."""
+
     def __init__(self) -> None:
-        self._tiers: list[dict[Hook, list[tuple[str, Callback]]]] = []
-        self._flat: dict[Hook, list[tuple[str, Callback]]] = {}   # asked per placement: kept
+        # Per tier, per hook, its registrations; the key's C is each list's
+        # type, which a dict cannot say, hence Any.
+        self._tiers: list[dict[HookKey[Any], list[Registration[Any]]]] = []
+        self._flat: dict[HookKey[Any], list[Registration[Any]]] = {}
+        self._fns: dict[HookKey[Any], list[Any]] = {}     # asked per placement: kept
 
     def begin_tier(self) -> None:
         self._tiers.append({})
 
-    def register(self, hook: Hook, plugin: str, fn: Callback) -> None:
+    def register(self, key: HookKey[Callable[[*Ts], K]], fn: Callable[[*Ts], K], label: str,
+                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None) -> None:
+        """Session.register is the plugins' way in: it says which keys take a blocker or a when."""
         if not self._tiers:
             self.begin_tier()
-        self._tiers[-1].setdefault(hook, []).append((plugin, fn))
-        self._flat.pop(hook, None)
+        self._tiers[-1].setdefault(key, []).append(Registration(fn, label, blocker, when))
+        self._flat.pop(key, None)
+        self._fns.pop(key, None)
 
-    def callbacks(self, hook: Hook) -> list[tuple[str, Callback]]:
-        flat = self._flat.get(hook)
+    def registrations(self, key: HookKey[C]) -> list[Registration[C]]:
+        flat = self._flat.get(key)
         if flat is None:
-            flat = self._flat[hook] = [cb for tier in self._tiers for cb in tier.get(hook, ())]
+            flat = self._flat[key] = [r for tier in self._tiers for r in tier.get(key, ())]
         return flat
 
+    def callbacks(self, key: HookKey[C]) -> list[C]:
+        fns = self._fns.get(key)
+        if fns is None:
+            fns = self._fns[key] = [r.fn for r in self.registrations(key)]
+        return fns
+
+    def registered(self) -> list[str]:
+        """The names of the hooks some plugin registered a callback for."""
+        return sorted({key.name for tier in self._tiers for key, regs in tier.items() if regs})
+
     # -- combinators -------------------------------------------------------------
-    def order_key(self, hook: Hook) -> Callable[[Any], tuple[Any, ...]]:
-        fns = [fn for _, fn in self.callbacks(hook)]
-        return lambda item: tuple(fn(item) for fn in fns)
+    def order_key(self, key: HookKey[Callable[[*Ts], K]]) -> Callable[[*Ts], tuple[K, ...]]:
+        fns = self.callbacks(key)
 
-    def all_true(self, hook: Hook, *args: Any) -> bool:
-        return all(fn(*args) for _, fn in self.callbacks(hook))
+        def order(*args: *Ts) -> tuple[K, ...]:
+            return tuple(fn(*args) for fn in fns)
+        return order
 
-    def first_reason(self, hook: Hook, *args: Any) -> str | None:
-        for _, fn in self.callbacks(hook):
-            reason = fn(*args)
+    def all_true(self, key: HookKey[Callable[P, bool]], *args: P.args, **kwargs: P.kwargs) -> bool:
+        return all(fn(*args, **kwargs) for fn in self.callbacks(key))
+
+    def first_reason(self, key: HookKey[Callable[P, str | None]],
+                     *args: P.args, **kwargs: P.kwargs) -> str | None:
+        for fn in self.callbacks(key):
+            reason = fn(*args, **kwargs)
             if reason:
                 return reason
         return None
 
-    def notify(self, hook: Hook, *args: Any) -> None:
-        for _, fn in self.callbacks(hook):
-            fn(*args)
+    def reasons(self, key: HookKey[Callable[P, str | None]],
+                *args: P.args, **kwargs: P.kwargs) -> list[str]:
+        """Every callback's objection, in order (an empty one is none)."""
+        return [found for fn in self.callbacks(key) if (found := fn(*args, **kwargs))]
 
-    def mask(self, hook: Hook, task: Any, rows: np.ndarray) -> np.ndarray:
+    def notify(self, key: HookKey[Callable[P, None]], *args: P.args, **kwargs: P.kwargs) -> None:
+        for fn in self.callbacks(key):
+            fn(*args, **kwargs)
+
+    def every(self, key: HookKey[Callable[P, list[U]]], *args: P.args, **kwargs: P.kwargs) -> list[U]:
+        """Every answer of every callback, in order."""
+        return [x for fn in self.callbacks(key) for x in fn(*args, **kwargs)]
+
+    def mask(self, key: HookKey[Callable[[T, Rows], Mask]], task: T, rows: Rows) -> Mask:
         out = np.ones(len(rows), dtype=bool)
-        for _, fn in self.callbacks(hook):
+        for fn in self.callbacks(key):
             out &= fn(task, rows)
         return out
 
-    def score(self, hook: Hook, task: Any, rows: np.ndarray) -> np.ndarray:
+    def score(self, key: HookKey[Callable[[T, Rows], Scores]], task: T, rows: Rows) -> Scores:
         out = np.zeros(len(rows))
-        for _, fn in self.callbacks(hook):
+        for fn in self.callbacks(key):
             out += fn(task, rows)
         return out
 
-    def victims(self, hook: Hook, preemptor: Any, candidates: Sequence[Any]) -> list[Any]:
+    def victims(self, key: HookKey[Callable[[T, Sequence[T]], list[T]]], preemptor: T,
+                candidates: Sequence[T]) -> list[T]:
         for tier in self._tiers:
-            answers = [set(map(id, fn(preemptor, candidates))) for _, fn in tier.get(hook, ())]
+            answers = [set(map(id, r.fn(preemptor, candidates))) for r in tier.get(key, ())]
             if answers:
                 keep = set.intersection(*answers)
                 return [c for c in candidates if id(c) in keep]
         return list(candidates)
 
-    def union(self, hook: Hook, item: Any) -> list[Any]:
+    def union(self, key: HookKey[Callable[[T], list[U]]], item: T) -> list[U]:
         """Every answer of every callback, once each, in the order first given."""
-        seen: dict[int, Any] = {}
-        for _, fn in self.callbacks(hook):
+        seen: dict[int, U] = {}
+        for fn in self.callbacks(key):
             for x in fn(item):
                 seen.setdefault(id(x), x)
         return list(seen.values())
-
-    def named(self, hook: Hook) -> Iterable[tuple[str, Callback]]:
-        return self.callbacks(hook)

@@ -1,22 +1,16 @@
-"""What an action and a plugin are, and the registry that names them.
+"""What an action is, and the registry that names actions and plugins and
+builds them for a config. (What a plugin is, the session says: it is what the
+session opens and closes.)
 
 Built-ins are registered by one explicit call (kaisched.catalog), never as an
 import side effect.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
-if TYPE_CHECKING:
-    from kaisched.framework.session import Session
-
-
-class Plugin(Protocol):
-    name: str
-
-    def on_session_open(self, ssn: Session) -> None: ...
-
-    def on_session_close(self, ssn: Session) -> None: ...
+from kaisched.framework.config import SchedulerConfig
+from kaisched.framework.session import Plugin, Session
 
 
 class Action(Protocol):
@@ -41,6 +35,12 @@ class Registry:
 
     def add_plugin(self, name: str, factory: PluginFactory) -> None:
         self.plugins[name] = factory
+
+    def build_actions(self, config: SchedulerConfig) -> list[Action]:
+        return [self.actions[name]() for name in config.actions]
+
+    def build_plugins(self, config: SchedulerConfig) -> list[list[Plugin]]:
+        return [[self.plugins[p.name](p.arguments) for p in tier] for tier in config.tiers]
 
 
 class PluginBase:

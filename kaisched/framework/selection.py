@@ -7,7 +7,7 @@ afresh, but only about the rows the cached filters leave.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import attrs
 import numpy as np
@@ -15,17 +15,12 @@ import numpy as np
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.constraints import NO_RULES, Placement
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import Blocker, JobKey, NodeName
-from kaisched.framework.hooks import Hook, HookRegistry
+from kaisched.api.types import JobKey, NodeName
+from kaisched.framework.hooks import Hook, HookRegistry, Mask, NodeFilter, PodFilter, Registration, Rows, TaskTest
 
 # The label under which the predicates plugin registers its resource fit: the
 # explanations give it per resource, in numbers.
 RESOURCE_FIT = "resources"
-# The class of what blocks a gang, for node filters that are not placement rules, by
-# the label their plugin registers them under (volume binding and device claims add theirs).
-FILTER_BLOCKERS: dict[str, Blocker] = {}
-
-Filter = Callable[[TaskInfo, np.ndarray], np.ndarray]
 
 
 @attrs.define(eq=False, slots=True)
@@ -51,8 +46,7 @@ class NodeSelection:
     room held for starving gangs (rows x resources), read as it changes."""
 
     def __init__(self, cluster: ClusterInfo, hooks: HookRegistry,
-                 reserved_for: dict[JobKey, np.ndarray],
-                 when: Mapping[Callable[..., Any], Callable[[TaskInfo], bool]] | None = None) -> None:
+                 reserved_for: dict[JobKey, np.ndarray]) -> None:
         self.cluster = cluster
         self.hooks = hooks
         self.reserved_for = reserved_for
@@ -63,15 +57,15 @@ class NodeSelection:
         self._bases: dict[Placement, Placement] = {}
         self.all_rows = np.arange(len(cluster.table))
         self._rules = cluster.rules_in_play()
-        self._pod_rules = bool(hooks.callbacks(Hook.POD_PREDICATE)
-                               or hooks.callbacks(Hook.POD_ORDER))
+        # Per rule over other pods, the tasks it is about (None: every task).
+        whens = [*(r.when for r in hooks.registrations(Hook.POD_PREDICATE)),
+                 *(r.when for r in hooks.registrations(Hook.POD_ORDER))]
+        self._pod_rules = bool(whens)
         # When every such rule says which tasks it is about (volumes: pods that
         # mount claims), the others take the cached path as if there were none.
-        when = when or {}
-        rules = [fn for hook in (Hook.POD_PREDICATE, Hook.POD_ORDER)
-                 for _, fn in hooks.callbacks(hook)]
-        self._pod_when = _any_of(list(dict.fromkeys(when[fn] for fn in rules))) \
-            if rules and all(fn in when for fn in rules) else None
+        tests = [when for when in whens if when is not None]
+        self._pod_when = _any_of(list(dict.fromkeys(tests))) \
+            if whens and len(tests) == len(whens) else None
 
     def class_key(self, task: TaskInfo) -> tuple[Any, ...]:
         """The task's equivalence class: what every filter and score reads of it.
@@ -110,21 +104,22 @@ class NodeSelection:
     def static_mask(self, task: TaskInfo) -> np.ndarray:
         """Nodes passing every filter but resources: where room could be made."""
         out = np.ones(len(self.cluster.table), dtype=bool)
-        for label, fn in self.filters():
-            if label != RESOURCE_FIT:
-                out &= fn(task, self.all_rows)
+        for found in self.filters():
+            if found.label != RESOURCE_FIT:
+                out &= found.fn(task, self.all_rows)
         return out
 
-    def filters(self) -> list[tuple[str, Filter]]:
-        """Every node filter with its label, cached ones first (a POD_PREDICATE
+    def filters(self) -> list[Registration[NodeFilter]]:
+        """Every node filter as registered, cached ones first (a POD_PREDICATE
         answering None, for a task its rule leaves alone, passes every node)."""
-        def passing(fn: Callable[..., Any]) -> Filter:
-            def ask(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        def passing(fn: PodFilter) -> NodeFilter:
+            def ask(task: TaskInfo, rows: Rows) -> Mask:
                 found = fn(task, rows)
                 return np.ones(len(rows), dtype=bool) if found is None else found
             return ask
-        return [*self.hooks.named(Hook.PREDICATE),
-                *((label, passing(fn)) for label, fn in self.hooks.named(Hook.POD_PREDICATE))]
+        return [*self.hooks.registrations(Hook.PREDICATE),
+                *(Registration(passing(r.fn), r.label, r.blocker)
+                  for r in self.hooks.registrations(Hook.POD_PREDICATE))]
 
     def select(self, task: TaskInfo, idle_only: bool = False,
                within: np.ndarray | None = None) -> Choice | None:
@@ -171,7 +166,7 @@ class NodeSelection:
         if not len(rows):
             return None
         idle = idle_fit[rows]
-        for _, fn in self.hooks.callbacks(Hook.POD_IDLE):
+        for fn in self.hooks.callbacks(Hook.POD_IDLE):
             found = fn(task, rows)
             if found is not None:
                 idle = idle & found
@@ -181,10 +176,10 @@ class NodeSelection:
         if has_idle and not idle.all():
             rows = rows[idle]
         score = cache.score[rows]
-        for _, fn in self.hooks.callbacks(Hook.POD_ORDER):
-            found = fn(task, rows)
-            if found is not None:
-                score = score + found
+        for rule in self.hooks.callbacks(Hook.POD_ORDER):
+            scored = rule(task, rows)
+            if scored is not None:
+                score = score + scored
         best = int(rows[int(np.argmax(score))])     # the first best row, as over all nodes
         return Choice(self.cluster.table.names[best], not has_idle)
 
@@ -193,7 +188,7 @@ class NodeSelection:
         """The rows that every rule over other pods lets the task take (a
         POD_PREDICATE answering None leaves it alone); each rule is asked
         only about the rows the ones before it left."""
-        for _, fn in self.hooks.callbacks(Hook.POD_PREDICATE):
+        for fn in self.hooks.callbacks(Hook.POD_PREDICATE):
             if not len(rows):
                 break
             found = fn(task, rows)
@@ -267,7 +262,7 @@ class NodeSelection:
         cache.seen[rows] = table.version
 
 
-def _any_of(tests: list[Callable[[TaskInfo], bool]]) -> Callable[[TaskInfo], bool]:
+def _any_of(tests: list[TaskTest]) -> TaskTest:
     if len(tests) == 1:
         return tests[0]
     return lambda task: any(test(task) for test in tests)

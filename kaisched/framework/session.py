@@ -6,37 +6,66 @@ effects. A session does no I/O.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.api.dradevices import Claim
+from kaisched.api.gangplan import Unit, minimum_tasks, placement_units
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework.effects import Effect
+from kaisched.framework.effects import Effect, Hold, Prebind
 from kaisched.framework.explanation import Explanation
-from kaisched.framework.holds import Hold, apply_holds, release_deadlocks
-from kaisched.framework.hooks import Hook, HookRegistry
-from kaisched.framework.selection import FILTER_BLOCKERS, RESOURCE_FIT, Choice, NodeSelection
+from kaisched.framework.hooks import (
+    FilterKey,
+    Hook,
+    HookKey,
+    HookRegistry,
+    PodFilter,
+    PodFilterKey,
+    PodRuleKey,
+    Taken,
+    TaskTest,
+)
+from kaisched.framework.selection import RESOURCE_FIT, Choice, NodeSelection
 from kaisched.framework.statement import Statement
 
 if TYPE_CHECKING:
     from kaisched.framework.config import SchedulerConfig
-    from kaisched.framework.registry import Plugin
+
+
+class Plugin(Protocol):
+    """What a session asks of a plugin: to register its callbacks when it
+    opens, and to say what it has to say when it closes."""
+
+    name: str
+
+    def on_session_open(self, ssn: Session) -> None: ...
+
+    def on_session_close(self, ssn: Session) -> None: ...
+
+
+# A callback's arguments and answer: register matches them against the
+# key's callback type, so a lambda's parameters get the key's types too.
+Ts = TypeVarTuple("Ts")
+R = TypeVar("R")
+
 
 class Session:
     def __init__(self, cluster: ClusterInfo, config: SchedulerConfig,
                  plugins: Sequence[Sequence[Plugin]],
-                 holds: Mapping[JobKey, Hold] | None = None,
                  effects: list[Effect] | None = None) -> None:
         self.cluster = cluster
         self.config = config
         self.now = cluster.now
         self.now_text = to_rfc3339(cluster.now)          # for every timestamp it writes
+        # The plugins' callbacks: the framework's own. Actions ask the questions
+        # below (tests/unit/test_hook_contract.py keeps them from the registry).
         self.hooks = HookRegistry()
         self.plugins = [p for tier in plugins for p in tier]
         # Where decisions go: a plain list, or the runtime's outbox that hands
@@ -48,9 +77,13 @@ class Session:
         self.blockers: dict[JobKey, Blocker] = {}         # ... and the class of what blocks it
         self.binding_waits: dict[JobKey, str] = {}        # placed gangs not bound yet, and why
         self.stale_since: dict[JobKey, str | None] = {}   # gang below minMember since when
-        self.hold_since: dict[JobKey, float] = {}         # NonStrict holds: since when
-        self.no_hold: set[JobKey] = set()                 # holds that just expired
-        self.holds: dict[JobKey, Hold] = {}               # holds to carry to the next session
+        # NonStrict holds (kaisched.framework.holds): last session's, put back as
+        # statements before any action runs; since when each is held; those
+        # that just expired; and the holds to carry to the next session.
+        self.held: dict[JobKey, Statement] = {}
+        self.hold_since: dict[JobKey, float] = {}
+        self.no_hold: set[JobKey] = set()
+        self.holds: dict[JobKey, Hold] = {}
         # The enqueue gate: None when no enqueue action runs (nothing gated),
         # else the gangs admitted; inqueue holds the minResources of those
         # admitted that have not started, which later admissions must leave.
@@ -60,7 +93,6 @@ class Session:
         # table): other gangs may use a node's room only beyond it.
         self.reserved_for: dict[JobKey, np.ndarray] = {}
         self._current_plugin = ""
-        self._when: dict[Callable[..., Any], Callable[[TaskInfo], bool]] = {}
         # Set while room_mask asks the filters: devices evictable pods hold count as free.
         self.planning_eviction = False
         for tier in plugins:
@@ -71,22 +103,42 @@ class Session:
         self._queue_key = self.hooks.order_key(Hook.QUEUE_ORDER)
         self._job_key = self.hooks.order_key(Hook.JOB_ORDER)
         self._task_key = self.hooks.order_key(Hook.TASK_ORDER)
-        self.selection = NodeSelection(cluster, self.hooks, self.reserved_for, self._when)
+        # Order keys actions sort by as they are (asked per pick: no wrapper).
+        # A queue, given what its head job needs: where it goes among queues.
+        self.queue_head_order_key = self.hooks.order_key(Hook.QUEUE_HEAD_ORDER)
+        # A victim queue, what was taken from it so far, the reclaimer's need:
+        # the queue with the least key gives first.
+        self.victim_queue_order_key = self.hooks.order_key(Hook.VICTIM_QUEUE_ORDER)
+        self.selection = NodeSelection(cluster, self.hooks, self.reserved_for)
         self.explanation = Explanation(cluster, self.selection)
         self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
-        self.held: dict[JobKey, Statement] = apply_holds(self, holds or {})
 
     # -- registration (plugins, while the session opens) -------------------------
-    def register(self, hook: Hook, fn: Callable[..., Any], label: str | None = None,
-                 when: Callable[[TaskInfo], bool] | None = None) -> None:
-        """when (POD_PREDICATE, POD_ORDER): the tasks the rule is about; for
-        any other task fn answers None, and is not asked."""
-        self.hooks.register(hook, label or self._current_plugin, fn)
-        if when is not None:
-            self._when[fn] = when
+    @overload
+    def register(self, key: PodFilterKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None) -> None: ...
+
+    @overload
+    def register(self, key: FilterKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 blocker: Blocker = Blocker.PLACEMENT) -> None: ...
+
+    @overload
+    def register(self, key: PodRuleKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 when: TaskTest | None = None) -> None: ...
+
+    @overload
+    def register(self, key: HookKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None) -> None: ...
+
+    def register(self, key: HookKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None) -> None:
+        """Add fn, of the key's callback type, to the plugin's tier.
+        label: the words explanations give for a filter (default: the plugin's name);
+        blocker (filters): what a gang the filter keeps off every node waits for;
+        when (pod rules): the tasks the rule is about; for any other task fn
+        answers None, and is not asked."""
+        self.hooks.register(key, fn, label or self._current_plugin, blocker, when)
 
     def close(self) -> list[Effect]:
-        self.holds = release_deadlocks(self, self.holds)
         for plugin in reversed(self.plugins):
             plugin.on_session_close(self)
         return self.effects
@@ -109,23 +161,24 @@ class Session:
         return [t for t in job.tasks.values()
                 if t.status is TaskStatus.PENDING and not t.gates and t.key not in self.reservations]
 
+    def placement_units(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[Unit]:
+        """The tasks in the units a gang is placed in: what its subgroup tree
+        still needs to reach its minimum first (a subgroup a choice takes as
+        one whole unit; subgroups in declared order), then the children no
+        choice took, whole, then the extras one by one -- so no subgroup's
+        extras take the room another's minimum needs, and none is left half
+        placed (kaisched/api/gangplan.py)."""
+        return placement_units(job, sorted(tasks, key=self.task_order_key))
+
     def ordered_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
-        """Tasks in the order a gang is placed: what every subgroup still needs
-        to reach its minimum first (subgroups in declared order), then the
-        extras, so no subgroup's extras take the room another's minimum needs."""
-        ordered = sorted(tasks, key=self.task_order_key)
+        """The tasks of placement_units, in the order they are placed."""
         if not job.spec.subgroups:
-            return ordered
-        need = {sg.name: max(sg.min_member - job.ready_count(sg.name), 0)
-                for sg in job.spec.subgroups}
-        first, extras = [], []
-        for task in ordered:
-            if task.subgroup is not None and need.get(task.subgroup, 0) > 0:
-                need[task.subgroup] -= 1
-                first.append(task)
-            else:
-                extras.append(task)
-        return first + extras
+            return sorted(tasks, key=self.task_order_key)
+        return [t for unit in self.placement_units(job, tasks) for t in unit.tasks]
+
+    def minimum_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Of tasks, those that take the job to its minimum (one unit once it is there)."""
+        return minimum_tasks(job, sorted(tasks, key=self.task_order_key))
 
     def job_invalid(self, job: JobInfo) -> str | None:
         return self.hooks.first_reason(Hook.JOB_VALID, job)
@@ -167,16 +220,28 @@ class Session:
         """None when the job's queue may still take the task by reclaiming."""
         return self.hooks.first_reason(Hook.OVERUSED, job, task)
 
-    def victims(self, hook: Hook, preemptor: TaskInfo,
-                candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        """Candidates the plugins agree may be evicted for preemptor.
+    def reclaim_blocked(self, job: JobInfo, need: Resource) -> str | None:
+        """None when the job may reclaim what it needs from other queues, else why not."""
+        return self.hooks.first_reason(Hook.RECLAIM_GATE, job, need)
 
-        The conformance rule comes first and is not a plugin: kube-system and
-        critical pods, and jobs that are not preemptible, are never victims.
-        """
+    def reclaim_unfair(self, job: JobInfo, need: Resource, taken: Taken) -> str | None:
+        """None when taking these (each victim's queue and what it gives) for
+        the job's need is fair to every queue, else why not."""
+        return self.hooks.first_reason(Hook.RECLAIM_FAIR, job, need, taken)
+
+    # The conformance rule comes first and is not a plugin: kube-system and
+    # critical pods, and jobs that are not preemptible, are never victims.
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Candidates the plugins agree may be evicted for preemptor, in its queue."""
         allowed = [c for c in candidates
                    if not c.critical and self.cluster.jobs[c.job].spec.preemptible]
-        return self.hooks.victims(hook, preemptor, allowed) if allowed else []
+        return self.hooks.victims(Hook.PREEMPTABLE, preemptor, allowed) if allowed else []
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Candidates the plugins agree may be evicted for reclaimer, from other queues."""
+        allowed = [c for c in candidates
+                   if not c.critical and self.cluster.jobs[c.job].spec.preemptible]
+        return self.hooks.victims(Hook.RECLAIMABLE, reclaimer, allowed) if allowed else []
 
     def eviction_group(self, victim: TaskInfo) -> list[TaskInfo]:
         """The victim and every task that must be evicted with it (its gang)."""
@@ -210,9 +275,9 @@ class Session:
         now, not only once pods going away are gone."""
         return self._passes(Hook.POD_IDLE, task, node)
 
-    def _passes(self, hook: Hook, task: TaskInfo, node: NodeName) -> bool:
+    def _passes(self, key: HookKey[PodFilter], task: TaskInfo, node: NodeName) -> bool:
         row = np.array([self.cluster.table.index[node]])
-        for _, fn in self.hooks.callbacks(hook):
+        for fn in self.hooks.callbacks(key):
             found = fn(task, row)
             if found is not None and not found[0]:
                 return False
@@ -236,15 +301,15 @@ class Session:
     def blocker_of(self, task: TaskInfo) -> Blocker:
         """What keeps the task off every node: resources when some node passes
         every other filter but lacks room; else the class of the first filter
-        that leaves no node (placement rules, unless its plugin named another
-        class in FILTER_BLOCKERS)."""
+        that leaves no node (placement rules, unless its plugin registered it
+        with another)."""
         alive = np.ones(len(self.cluster.table), dtype=bool)
-        for label, fn in self.selection.filters():
-            if label == RESOURCE_FIT:
+        for found in self.selection.filters():
+            if found.label == RESOURCE_FIT:
                 continue
-            alive &= fn(task, self.selection.all_rows)
+            alive &= found.fn(task, self.selection.all_rows)
             if not alive.any():
-                return FILTER_BLOCKERS.get(label, Blocker.PLACEMENT)
+                return found.blocker
         return Blocker.RESOURCES
 
     def explain_task(self, task: TaskInfo) -> str:
@@ -262,12 +327,9 @@ class Session:
     def emit(self, effect: Effect) -> None:
         self.effects.append(effect)
 
-    def prebind(self, placed: TaskInfo) -> list[Any]:
-        """The plugins' PrebindOps for a task just allocated (none for most)."""
-        ops: list[Any] = []
-        for _, fn in self.prebinds:
-            ops.extend(fn(placed))
-        return ops
+    def prebind(self, placed: TaskInfo) -> list[Prebind]:
+        """What the plugins need done before a task just allocated is bound (none for most)."""
+        return self.hooks.every(Hook.PREBIND, placed)
 
     def wait_for_binding(self, job: JobKey, reason: str) -> None:
         """The gang is placed but must not be bound yet (its volumes are being
@@ -281,11 +343,11 @@ class Session:
         self.hooks.notify(Hook.ON_ALLOCATE, placed)
         return placed
 
-    def claim_moves(self, placed: TaskInfo) -> list[tuple[Any, Any]]:
+    def claim_moves(self, placed: TaskInfo) -> list[tuple[Claim, Claim]]:
         """Allocate and reserve the placed task's ResourceClaims on its node
         (the plugins decide how); the moves are made here, undone by the
         statement."""
-        moves = [move for _, fn in self.hooks.callbacks(Hook.CLAIMS) for move in fn(placed)]
+        moves = self.hooks.every(Hook.CLAIMS, placed)
         for old, new in moves:
             self.cluster.devices.put(old, new)
         return moves

@@ -5,7 +5,7 @@ Gang all-or-nothing reads as: open a statement, place tasks, then commit
 (undo everything, in reverse). checkpoint/rollback undo part of it.
 
 A placed task may need work done before its bind (its volumes bound, its
-devices allocated): plugins hand it as PrebindOps, which join the statement
+devices allocated): plugins hand it as Prebind values, which join the statement
 beside the allocation, are committed before any bind of the statement (a
 gang whose volumes are not bound yet is held, not bound in part), and are
 dropped with a reservation or a discard.
@@ -19,7 +19,7 @@ import attrs
 from kaisched.api.dradevices import Claim
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import NodeName, PodKey, TaskStatus
-from kaisched.framework.effects import Bind, Cause, Evict, Preemptor, SetClaimStatus
+from kaisched.framework.effects import Bind, Cause, Evict, Prebind, Preemptor, SetClaimStatus
 
 if TYPE_CHECKING:
     from kaisched.framework.session import Session
@@ -51,17 +51,21 @@ class AllocateOp:
         ssn.placed[self.task.key] = node
 
 
+@attrs.frozen(slots=True)
 class PrebindOp:
-    """What a plugin does for an allocated task before it may be bound.
-    commit() emits its effects (and may make the task's gang wait, with
-    Session.wait_for_binding); undo() takes back what it holds in the
-    session."""
+    """A plugin's Prebind for an allocated task: its writes go before every
+    bind of the statement, since they decide whether the gang waits."""
+
+    prebind: Prebind
 
     def undo(self, ssn: Session) -> None:
-        raise NotImplementedError
+        """Nothing held here: the decisions go with the placement's own undo."""
 
     def commit(self, ssn: Session) -> None:
-        raise NotImplementedError
+        for effect in self.prebind.effects:
+            ssn.emit(effect)
+        if self.prebind.waiting:
+            ssn.wait_for_binding(self.prebind.job, self.prebind.waiting)
 
 
 @attrs.frozen(slots=True)
@@ -128,7 +132,7 @@ class Statement:
         if self._ssn.prebinds:          # some plugin may need work done before binds
             found = self._ssn.prebind(placed)
             if found:
-                self.ops.extend(found)
+                self.ops.extend(PrebindOp(p) for p in found)
                 self._prebind = True
         return placed
 

@@ -16,11 +16,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Iterator
 
-import attrs
-
 from kaisched.api.clock import Clock
-from kaisched.api.clusterinfo import ClusterInfo
-from kaisched.api.types import Blocker, JobKey, NodeName, PodKey
+from kaisched.api.types import JobKey, PodKey
 from kaisched.cache import Cache
 from kaisched.cluster.client import ClusterClient, WatchEvent
 from kaisched.cluster.kinds import POD
@@ -30,12 +27,15 @@ from kaisched.framework.effects import (
     Bind,
     Effect,
     Evict,
+    Hold,
     RecordEvent,
     SetPodCondition,
     SetPodGroupStatus,
 )
-from kaisched.framework.holds import Hold
+from kaisched.framework.holds import apply_holds, release_deadlocks
 from kaisched.runtime.binder import Binder, BindReport
+from kaisched.runtime.cycle import CycleResult
+from kaisched.runtime.usage import UsageBook, usage_book
 
 if TYPE_CHECKING:
     from kaisched.runtime.metrics import Metrics
@@ -64,21 +64,6 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-@attrs.frozen
-class CycleResult:
-    effects: list[Effect]
-    placed: dict[PodKey, NodeName]
-    reservations: dict[PodKey, NodeName]
-    report: BindReport
-    snapshot_seconds: float
-    session_seconds: float
-    abandoned: bool = False     # stopped between actions: nothing after that was applied
-    # The snapshot the session decided on (its jobs' queues, sizes, creation times and
-    # PodGroup statuses as they were), and the class of what blocks each pending gang.
-    cluster: ClusterInfo | None = None
-    blockers: dict[JobKey, Blocker] = attrs.field(factory=dict)
-
-
 class Outbox(list[Effect]):
     """A session's effect list that hands each effect to the binder as it is
     appended: the session stays a pure producer of values."""
@@ -105,7 +90,7 @@ class Scheduler:
         self.clock = clock
         self.cache = Cache(config.scheduler_name, config.node_pool)
         self.binder = binder or Binder(client, clock.now)
-        self.actions = config.build_actions(registry)
+        self.actions = registry.build_actions(config)
         self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
         # Tools that explain a cycle (kaisched explain) keep its session to read
         # what it saw; the production loop lets each one go with its cycle.
@@ -113,6 +98,9 @@ class Scheduler:
         self.last_session: Session | None = None
         self.synced = False                     # the first sync listed everything
         self.warmed_at: float | None = None     # when a standby last prepared (follow)
+        # Fair share with memory: each queue's usage, kept by this scheduler or
+        # asked of Prometheus (None: not configured).
+        self.usage: UsageBook | None = usage_book(config.usage_db)
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""
@@ -138,8 +126,13 @@ class Scheduler:
         What would be said is never written: only the leader writes."""
         count = self.sync()
         with _cyclic_gc_paused():
-            cluster = self.cache.snapshot(self.clock.now())
-            said = Session(cluster, self.config, self.config.build_plugins(self.registry)).close()
+            now = self.clock.now()
+            cluster = self.cache.snapshot(now)
+            if self.usage is not None:
+                # The book follows the leader's records as they land, and the
+                # plugins say what the leader's session would (fair shares with memory).
+                cluster.usage = self.usage.observe(cluster, now)
+            said = Session(cluster, self.config, self.registry.build_plugins(self.config)).close()
         self.cache.reported(self._spoken_of(said))
         self.warmed_at = time.monotonic()
         return count
@@ -156,11 +149,14 @@ class Scheduler:
         for warning in self.cache.take_warnings():
             self.binder.submit(warning)
         with _cyclic_gc_paused():
-            cluster = self.cache.snapshot(self.clock.now())
+            now = self.clock.now()
+            cluster = self.cache.snapshot(now)
+            if self.usage is not None:
+                cluster.usage = self.usage.observe(cluster, now)
             snapshotted = time.perf_counter()
             outbox = Outbox(self.binder.submit) if self.binder.live else None
-            ssn = Session(cluster, self.config, self.config.build_plugins(self.registry),
-                          self.holds, outbox)
+            ssn = Session(cluster, self.config, self.registry.build_plugins(self.config), outbox)
+            apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
             abandoned = False
             for action in self.actions:
                 if not proceed():
@@ -172,8 +168,12 @@ class Scheduler:
             if abandoned or not proceed():
                 effects, abandoned = list(ssn.effects), True
             else:
+                release_deadlocks(ssn)
                 effects = ssn.close()
                 self.holds = ssn.holds
+                if self.usage is not None:
+                    for write in self.usage.writes(now):
+                        effects.append(write)       # an Outbox hands each to the binder
         decided = time.perf_counter()
         if not abandoned:
             self.cache.reported(self._spoken_of(effects))
@@ -346,6 +346,8 @@ class _LoopState:
                         metrics.observe_queue(queue.name, queue.status, None)
         if self._leading and not leads:
             scheduler.step_down()
+            if metrics is not None:
+                metrics.forget_queues()     # only the leader's figures are the cluster's
         self._leading = leads
 
     def cycled(self, result: CycleResult) -> None:

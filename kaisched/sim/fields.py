@@ -94,9 +94,6 @@ def integer(value: Any, where: str, minimum: int) -> int:
 
 
 def duration(value: Any, where: str, positive: bool = False) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0:
-        raise FieldError(f"{where}: a duration needs a unit: {value!r} could mean seconds or "
-                         f"minutes (write e.g. {value:g}s or {value:g}m)")
     try:
         seconds = parse_duration(value)
     except ValueError as exc:

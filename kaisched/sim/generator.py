@@ -11,8 +11,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from kaisched.api.resource import CPU, GPU, MEMORY
+from kaisched.api.workloadkinds import HEAD, LAUNCHER, NODE, WORKER
 from kaisched.sim.fields import FieldError, dns, duration, fields, integer, number
-from kaisched.sim.specs import JobKind, JobSpec, NodePool, RoleSpec
+from kaisched.sim.specs import WORKLOADS, JobKind, JobSpec, NodePool, RoleSpec
 
 _KEYS = ("seed", "jobs", "start", "meanInterarrival", "gpus", "gpusPerPod", "duration",
          "perGpu", "queues", "namePrefix")
@@ -83,26 +84,21 @@ def _roles(kind: JobKind, gpus: int, per_pod: int, per_gpu: Mapping[str, Any]) -
     mem = _scaled(str(per_gpu.get(MEMORY, "64Gi")), each)
     gpu_pod = ((CPU, f"{cpu:g}"), (MEMORY, mem), (GPU, str(each)))
     small = ((CPU, "1"), (MEMORY, "2Gi"))
-    if kind is JobKind.PYTORCH:
-        roles = [RoleSpec("master", 1, gpu_pod)]
-        return tuple(roles + ([RoleSpec("worker", pods - 1, gpu_pod)] if pods > 1 else []))
-    if kind is JobKind.TF:
-        roles = [RoleSpec("chief", 1, gpu_pod)]
-        return tuple(roles + ([RoleSpec("worker", pods - 1, gpu_pod)] if pods > 1 else []))
+    if kind in (JobKind.PYTORCH, JobKind.TF, JobKind.LWS):
+        # One pod of its first role (a LeaderWorkerSet: one group), the rest workers.
+        roles = [RoleSpec(WORKLOADS[kind].roles[0], 1, gpu_pod)]
+        return tuple(roles + ([RoleSpec(WORKER, pods - 1, gpu_pod)] if pods > 1 else []))
     if kind is JobKind.MPI:
-        return (RoleSpec("launcher", 1, small), RoleSpec("worker", pods, gpu_pod))
+        return (RoleSpec(LAUNCHER, 1, small), RoleSpec(WORKER, pods, gpu_pod))
     if kind in (JobKind.RAY, JobKind.RAYSERVICE):
-        return (RoleSpec("head", 1, ((CPU, "2"), (MEMORY, "8Gi"))), RoleSpec("gpu", pods, gpu_pod))
+        return (RoleSpec(HEAD, 1, ((CPU, "2"), (MEMORY, "8Gi"))), RoleSpec("gpu", pods, gpu_pod))
     if kind is JobKind.TRAINJOB:
-        return (RoleSpec("node", pods, gpu_pod),)
-    if kind is JobKind.LWS:          # one group: a leader and its workers
-        roles = [RoleSpec("leader", 1, gpu_pod)]
-        return tuple(roles + ([RoleSpec("worker", pods - 1, gpu_pod)] if pods > 1 else []))
+        return (RoleSpec(NODE, pods, gpu_pod),)
     if kind is JobKind.JOBSET:
         return (RoleSpec("trainer", pods, gpu_pod),)
     if kind is JobKind.JOB:
         return (RoleSpec("main", pods, gpu_pod),)
-    return (RoleSpec("worker", pods, gpu_pod),)
+    return (RoleSpec(WORKER, pods, gpu_pod),)
 
 
 def _scaled(quantity: str, times: int) -> str:

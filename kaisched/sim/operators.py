@@ -24,8 +24,11 @@ from typing import Any, Mapping, Sequence
 import attrs
 
 from kaisched.api import labels as L
+from kaisched.api import workloadkinds as K
+from kaisched.api.workloadkinds import HEAD, LAUNCHER, LEADER, WORKER, WorkloadKind
+from kaisched.cluster.kinds import Kind
 from kaisched.sim.draspecs import pod_claims
-from kaisched.sim.specs import JobKind, JobSpec, RoleSpec, VolumeSpec
+from kaisched.sim.specs import WORKLOADS, JobKind, JobSpec, RoleSpec, VolumeSpec
 
 Obj = dict[str, Any]
 
@@ -33,17 +36,9 @@ Obj = dict[str, Any]
 DURATION_ANNOTATION = "sim.kaisched.io/duration"
 IMAGE = "registry.example.com/sim/trainer:1.0"
 GRACE_SECONDS = 10
-_KUBEFLOW = "training.kubeflow.org"
-_CONTAINER = {JobKind.PYTORCH: "pytorch", JobKind.TF: "tensorflow", JobKind.MPI: "mpi",
-              JobKind.JOBSET: "trainer", JobKind.RAY: "ray", JobKind.JOB: "main",
-              JobKind.GANG: "main", JobKind.XGBOOST: "xgboost", JobKind.JAX: "jax",
-              JobKind.TRAINJOB: "node", JobKind.LWS: "server", JobKind.RAYSERVICE: "ray"}
-# Training operator v1 kinds: their replica specs field and the operator label.
-_TRAINING = {JobKind.PYTORCH: ("pytorchReplicaSpecs", "pytorchjob-controller"),
-             JobKind.TF: ("tfReplicaSpecs", "tfjob-controller"),
-             JobKind.XGBOOST: ("xgbReplicaSpecs", "xgboostjob-controller"),
-             JobKind.JAX: ("jaxReplicaSpecs", "jaxjob-controller")}
-_LWS = "leaderworkerset.sigs.k8s.io"
+_GANG_CONTAINER = "main"          # a plain gang's pods: no operator names their container
+_RAY_HEAD_GROUP = "headgroup"     # KubeRay's ray.io/group on the head
+WORKLOAD_GANG = "main"      # the one podGroup of a v1alpha1 Workload a PodGroup job writes
 
 
 @attrs.frozen
@@ -103,7 +98,8 @@ def pod_template(job: JobSpec, role: RoleSpec, scheduler_name: str) -> Obj:
     fixed = {name: amount for name, amount in requests.items() if not _overcommittable(name)}
     if fixed:
         resources["limits"] = fixed
-    container: Obj = {"name": _CONTAINER[job.kind], "image": IMAGE, "resources": resources}
+    name = WORKLOADS[job.kind].container if job.kind in WORKLOADS else _GANG_CONTAINER
+    container: Obj = {"name": name, "image": IMAGE, "resources": resources}
     spec: Obj = {"schedulerName": scheduler_name, "containers": [container],
                  "restartPolicy": "Never" if job.kind is JobKind.JOB else "OnFailure",
                  "terminationGracePeriodSeconds": GRACE_SECONDS}
@@ -185,30 +181,36 @@ def _replica_specs(job: JobSpec, templates: Mapping[str, Obj], restart: str) -> 
                                   "template": templates[r.name]} for r in job.roles}
 
 
+def _object(kind: WorkloadKind | Kind, metadata: Obj, spec: Obj) -> Obj:
+    return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata, "spec": spec}
+
+
 def _training(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     """PyTorchJob / TFJob / XGBoostJob / JAXJob, training operator: pods
     <job>-<role>-<index>, owned by the job."""
-    pytorch = job.kind is JobKind.PYTORCH
-    field, operator = _TRAINING[job.kind]
+    kind = WORKLOADS[job.kind]
+    naming = kind.pods
     spec: Obj = {"runPolicy": _run_policy(job, "None"),
-                 field: _replica_specs(job, templates, "OnFailure")}
-    if pytorch and job.elastic_min is not None:
-        workers = sum(r.replicas for r in job.roles if r.name == "worker")
-        spec["elasticPolicy"] = {"minReplicas": job.elastic_min, "maxReplicas": workers}
-    owner = {"apiVersion": "kubeflow.org/v1", "kind": job.kind.value, "metadata": _meta(job),
-             "spec": spec}
+                 kind.replica_specs: _replica_specs(job, templates, "OnFailure")}
+    if job.kind is JobKind.PYTORCH and job.elastic_min is not None:
+        # torchrun's --nnodes=minReplicas:maxReplicas counts every pod, the master too:
+        # "the master and elastic.minReplicas workers" is minReplicas masters + that.
+        masters = sum(r.replicas for r in job.roles if r.name != WORKER)
+        workers = sum(r.replicas for r in job.roles if r.name == WORKER)
+        spec["elasticPolicy"] = {"minReplicas": masters + job.elastic_min,
+                                 "maxReplicas": masters + workers}
+    owner = _object(kind, _meta(job), spec)
     names = {r.name for r in job.roles}
-    lead = next((n for n in ("master", "chief") if n in names), None)
+    lead = next((n for n in kind.leading if n in names), None)
     pods = []
     for role in job.roles:
         for i in range(role.replicas):
-            labels = {f"{_KUBEFLOW}/job-name": job.name, f"{_KUBEFLOW}/operator-name": operator,
-                      f"{_KUBEFLOW}/replica-type": role.name,
-                      f"{_KUBEFLOW}/replica-index": str(i)}
+            labels = {naming.job_label: job.name, **dict(naming.fixed_labels),
+                      naming.role_label: role.name, naming.index_label: str(i)}
             if role.name == lead:
-                labels[f"{_KUBEFLOW}/job-role"] = "master"
-            leader = role.name == lead if lead else (role.name == "worker" and i == 0)
-            pods.append(PodPlan(role.name, i, 0, f"{job.name}-{role.name}-{i}", "",
+                labels.update(naming.lead_labels)
+            leader = role.name == lead if lead else (role.name == WORKER and i == 0)
+            pods.append(PodPlan(role.name, i, 0, naming.pod_name(job.name, role.name, i), "",
                                 tuple(sorted(labels.items())), leader))
     return Blueprint((owner,), (None,), tuple(pods), templates)
 
@@ -218,35 +220,33 @@ def _mpi(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     the launcher is a batch Job <job>-launcher whose pod the Job controller makes.
     With launcherCreationPolicy WaitForWorkersReady the launcher's Job is made
     only once every worker runs (stage 1)."""
-    wait = job.startup_policy == "WaitForWorkersReady"
+    kind, naming, order = K.MPI_JOB, K.MPI_JOB.pods, K.MPI_JOB.start_order
+    wait = job.startup_policy == order.staged
     spec: Obj = {"slotsPerWorker": 1, "runPolicy": _run_policy(job, "Running"),
-                 "mpiReplicaSpecs": _replica_specs(job, templates, "OnFailure")}
+                 kind.replica_specs: _replica_specs(job, templates, "OnFailure")}
     if wait:
-        spec["launcherCreationPolicy"] = "WaitForWorkersReady"
-    owner = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": _meta(job),
-             "spec": spec}
+        spec.update(order.written(order.staged))
+    owner = _object(kind, _meta(job), spec)
     later = 1 if wait else 0
     objects: list[Obj] = [owner]
     parents: list[int | None] = [None]
     pods = []
-    base = {f"{_KUBEFLOW}/job-name": job.name, f"{_KUBEFLOW}/operator-name": "mpi-operator"}
+    base = {naming.job_label: job.name, **dict(naming.fixed_labels)}
     for role in job.roles:
-        if role.name == "launcher":
-            launcher = f"{job.name}-launcher"
-            objects.append({"apiVersion": "batch/v1", "kind": "Job",
-                            "metadata": _meta(job, launcher),
-                            "spec": {"backoffLimit": 6, "completions": 1, "parallelism": 1,
-                                     "template": templates["launcher"]}})
+        if role.name == LAUNCHER:
+            launcher = f"{job.name}-{LAUNCHER}"
+            objects.append(_object(K.JOB, _meta(job, launcher),
+                                   {"backoffLimit": 6, "completions": 1, "parallelism": 1,
+                                    "template": templates[LAUNCHER]}))
             parents.append(0)
-            labels = {**base, f"{_KUBEFLOW}/job-role": "launcher",
-                      "batch.kubernetes.io/job-name": launcher, "job-name": launcher}
-            pods.append(PodPlan("launcher", 0, len(objects) - 1, None, f"{launcher}-",
+            labels = {**base, naming.role_label: LAUNCHER,
+                      **{label: launcher for label in K.JOB.pods.job_labels}}
+            pods.append(PodPlan(LAUNCHER, 0, len(objects) - 1, None, K.JOB.pods.pod_name(launcher),
                                 tuple(sorted(labels.items())), True, later))
             continue
         for i in range(role.replicas):
-            labels = {**base, f"{_KUBEFLOW}/job-role": "worker",
-                      f"{_KUBEFLOW}/replica-index": str(i)}
-            pods.append(PodPlan("worker", i, 0, f"{job.name}-worker-{i}", "",
+            labels = {**base, naming.role_label: WORKER, naming.index_label: str(i)}
+            pods.append(PodPlan(WORKER, i, 0, naming.pod_name(job.name, WORKER, i), "",
                                 tuple(sorted(labels.items())), False))
     if not any(p.leader for p in pods):      # no launcher: the workers finish the job
         pods = [attrs.evolve(p, leader=True) for p in pods]
@@ -258,13 +258,13 @@ def _jobset(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     """JobSet: one indexed Job <jobset>-<replicatedJob>-0 per role, parallelism =
     completions = replicas; pods <job>-<index>-<suffix> owned by that Job. With
     startupPolicy InOrder each replicatedJob is made once the ones before it run."""
-    in_order = job.startup_policy == "InOrder"
+    order = K.JOBSET.start_order
+    in_order = job.startup_policy == order.staged
     replicated = _replicated_jobs(job, templates)
     spec: Obj = {"replicatedJobs": replicated, "successPolicy": {"operator": "All"}}
     if in_order:
-        spec["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
-    owner = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-             "metadata": _meta(job, **_min_member_annotation(job)), "spec": spec}
+        spec.update(order.written(order.staged))
+    owner = _object(K.JOBSET, _meta(job, **_min_member_annotation(job)), spec)
     objects, parents, pods = _jobset_jobs(job, job.name, replicated, 0, in_order)
     stages = (0,) + tuple(i if in_order else 0 for i in range(len(replicated)))
     first = job.roles[0].name if in_order else ""
@@ -282,24 +282,22 @@ def _replicated_jobs(job: JobSpec, templates: Mapping[str, Obj]) -> list[Obj]:
 def _jobset_jobs(job: JobSpec, jobset: str, replicated: list[Obj], parent: int, in_order: bool
                  ) -> tuple[list[Obj], list[int], list[PodPlan]]:
     """The Jobs a JobSet controller makes (owned by objects[parent]) and their pods."""
+    naming = K.JOBSET.pods
     objects: list[Obj] = []
     parents: list[int] = []
     pods = []
     for stage, (role, entry) in enumerate(zip(job.roles, replicated, strict=True)):
         child = f"{jobset}-{role.name}-0"
-        objects.append({"apiVersion": "batch/v1", "kind": "Job",
-                        "metadata": _meta(job, child, labels={
-                            L.QUEUE_LABEL: job.queue, "jobset.sigs.k8s.io/jobset-name": jobset,
-                            "jobset.sigs.k8s.io/replicatedjob-name": role.name}),
-                        "spec": entry["template"]["spec"]})
+        objects.append(_object(K.JOB, _meta(job, child, labels={
+            L.QUEUE_LABEL: job.queue, naming.job_label: jobset, naming.role_label: role.name}),
+            entry["template"]["spec"]))
         parents.append(parent)
         for i in range(role.replicas):
-            labels = {"jobset.sigs.k8s.io/jobset-name": jobset,
-                      "jobset.sigs.k8s.io/replicatedjob-name": role.name,
-                      "jobset.sigs.k8s.io/job-index": "0",
-                      "batch.kubernetes.io/job-completion-index": str(i),
-                      "batch.kubernetes.io/job-name": child, "job-name": child}
-            pods.append(PodPlan(role.name, i, parent + len(objects), None, f"{child}-{i}-",
+            labels = {naming.job_label: jobset, naming.role_label: role.name,
+                      naming.group_label: "0", K.JOB.pods.index_label: str(i),
+                      **{label: child for label in K.JOB.pods.job_labels}}
+            pods.append(PodPlan(role.name, i, parent + len(objects), None,
+                                naming.pod_name(jobset, role.name, i, group=0),
                                 tuple(sorted(labels.items())), True, stage if in_order else 0))
     return objects, parents, pods
 
@@ -310,18 +308,16 @@ def _trainjob(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     `node` of numNodes pods; the JobSet's Job owns the pods."""
     role = job.roles[0]
     resources = templates[role.name]["spec"]["containers"][0]["resources"]
-    owner = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-             "metadata": _meta(job, **_min_member_annotation(job)),
-             "spec": {"runtimeRef": {"name": "torch-distributed",
-                                     "apiGroup": "trainer.kubeflow.org",
-                                     "kind": "ClusterTrainingRuntime"},
-                      "trainer": {"numNodes": role.replicas, "image": IMAGE,
-                                  "resourcesPerNode": resources}}}
+    owner = _object(K.TRAIN_JOB, _meta(job, **_min_member_annotation(job)),
+                    {"runtimeRef": {"name": "torch-distributed",
+                                    "apiGroup": K.TRAIN_JOB.group,
+                                    "kind": "ClusterTrainingRuntime"},
+                     "trainer": {"numNodes": role.replicas, "image": IMAGE,
+                                 "resourcesPerNode": resources}})
     replicated = _replicated_jobs(job, templates)
-    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-              "metadata": _meta(job, labels={L.QUEUE_LABEL: job.queue,
-                                             "trainer.kubeflow.org/trainjob-name": job.name}),
-              "spec": {"replicatedJobs": replicated, "successPolicy": {"operator": "All"}}}
+    jobset = _object(K.JOBSET, _meta(job, labels={L.QUEUE_LABEL: job.queue,
+                                                  K.TRAIN_JOB.pods.job_label: job.name}),
+                     {"replicatedJobs": replicated, "successPolicy": {"operator": "All"}})
     objects, parents, pods = _jobset_jobs(job, job.name, replicated, 1, False)
     return Blueprint((owner, jobset, *objects), (None, 0, *parents), tuple(pods), templates)
 
@@ -336,47 +332,48 @@ def _lws(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     keeps its workers' chain (the garbage collector would otherwise remove the
     group with it). With startupPolicy LeaderReady the workers come once their
     leader runs (stage 1)."""
-    groups = next(r.replicas for r in job.roles if r.name == "leader")
-    workers = next((r.replicas for r in job.roles if r.name == "worker"), 0) // groups
+    kind, naming, order = K.LEADER_WORKER_SET, K.LEADER_WORKER_SET.pods, \
+        K.LEADER_WORKER_SET.start_order
+    groups = next(r.replicas for r in job.roles if r.name == LEADER)
+    workers = next((r.replicas for r in job.roles if r.name == WORKER), 0) // groups
     size = str(1 + workers)
-    ready = job.startup_policy == "LeaderReady"
-    spec: Obj = {"replicas": groups, "startupPolicy": "LeaderReady" if ready else "LeaderCreated",
+    ready = job.startup_policy == order.staged
+    spec: Obj = {"replicas": groups, **order.written(order.staged if ready else order.default),
                  "leaderWorkerTemplate": {"size": 1 + workers,
                                           "restartPolicy": "RecreateGroupOnPodRestart",
-                                          "leaderTemplate": templates["leader"]}}
+                                          "leaderTemplate": templates[LEADER]}}
     if workers:
-        spec["leaderWorkerTemplate"]["workerTemplate"] = templates["worker"]
-    owner = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-             "metadata": _meta(job, **_min_member_annotation(job)), "spec": spec}
-    base = {f"{_LWS}/name": job.name}
-    leaders = {"apiVersion": "apps/v1", "kind": "StatefulSet",
-               "metadata": _meta(job, labels={L.QUEUE_LABEL: job.queue, **base}),
-               "spec": _statefulset(job.name, groups, {**base, f"{_LWS}/worker-index": "0"},
-                                    templates["leader"])}
+        spec["leaderWorkerTemplate"]["workerTemplate"] = templates[WORKER]
+    owner = _object(kind, _meta(job, **_min_member_annotation(job)), spec)
+    base = {naming.job_label: job.name}
+    leaders = _object(K.STATEFUL_SET, _meta(job, labels={L.QUEUE_LABEL: job.queue, **base}),
+                      _statefulset(job.name, groups, {**base, naming.index_label: "0"},
+                                   templates[LEADER]))
     objects: list[Obj] = [owner, leaders]
     parents: list[int | None] = [None, 0]
     stages = [0, 0]
     pods = []
     for g in range(groups):
-        group = {**base, f"{_LWS}/group-index": str(g)}
-        pods.append(PodPlan("leader", g, 1, f"{job.name}-{g}", "", tuple(sorted(
-            {**group, f"{_LWS}/worker-index": "0"}.items())), True))
+        group = {**base, naming.group_label: str(g)}
+        leader = naming.pod_name(job.name, LEADER, group=g, lead=True)
+        pods.append(PodPlan(LEADER, g, 1, leader, "", tuple(sorted(
+            {**group, naming.index_label: "0"}.items())), True))
         if not workers:
             continue
-        objects.append({"apiVersion": "apps/v1", "kind": "StatefulSet",
-                        "metadata": _meta(job, f"{job.name}-{g}",
-                                          labels={L.QUEUE_LABEL: job.queue, **group}),
-                        "spec": _statefulset(job.name, workers, group, templates["worker"])})
+        # The group's worker StatefulSet is named after its leader pod.
+        objects.append(_object(K.STATEFUL_SET,
+                               _meta(job, leader, labels={L.QUEUE_LABEL: job.queue, **group}),
+                               _statefulset(job.name, workers, group, templates[WORKER])))
         parents.append(1)
         stages.append(1 if ready else 0)
         for w in range(1, workers + 1):
-            pods.append(PodPlan("worker", g * workers + w - 1, len(objects) - 1,
-                                f"{job.name}-{g}-{w}", "", tuple(sorted(
-                                    {**group, f"{_LWS}/worker-index": str(w)}.items())),
+            pods.append(PodPlan(WORKER, g * workers + w - 1, len(objects) - 1,
+                                naming.pod_name(job.name, WORKER, w, group=g), "", tuple(sorted(
+                                    {**group, naming.index_label: str(w)}.items())),
                                 True, 1 if ready else 0))
     return Blueprint(tuple(objects), tuple(parents), tuple(pods),
-                     {**templates, "leader": _annotated(templates["leader"], size),
-                      **({"worker": _annotated(templates["worker"], size)} if workers else {})},
+                     {**templates, LEADER: _annotated(templates[LEADER], size),
+                      **({WORKER: _annotated(templates[WORKER], size)} if workers else {})},
                      stages=tuple(stages), first_group=(0, "0"))
 
 
@@ -389,7 +386,7 @@ def _statefulset(service: str, replicas: int, labels: Mapping[str, str], templat
 
 def _annotated(template: Obj, size: str) -> Obj:
     return {**template, "metadata": {**template["metadata"], "annotations": {
-        **template["metadata"]["annotations"], f"{_LWS}/size": size}}}
+        **template["metadata"]["annotations"], K.LEADER_WORKER_SET.pods.size_annotation: size}}}
 
 
 def _ray(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
@@ -398,37 +395,35 @@ def _ray(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     <job>-raycluster-<suffix> made from spec.rayClusterConfig; its PodGroup is
     named after the cluster. The Ray job's (or the service's run's) end is the head's."""
     service = job.kind is JobKind.RAYSERVICE
+    kind, naming = WORKLOADS[job.kind], WORKLOADS[job.kind].pods
     cluster_name = f"{job.name}-raycluster" + ("-x7k2q" if service else "")
     workers = []
     for role in job.roles:
-        if role.name == "head":
+        if role.name == HEAD:
             continue
         low = job.elastic_min if job.elastic_min is not None else role.replicas
         workers.append({"groupName": role.name, "replicas": role.replicas,
                         "minReplicas": min(low, role.replicas), "maxReplicas": role.replicas,
                         "rayStartParams": {}, "template": templates[role.name]})
-    cluster_spec = {"headGroupSpec": {"rayStartParams": {}, "template": templates["head"]},
+    cluster_spec = {"headGroupSpec": {"rayStartParams": {}, "template": templates[HEAD]},
                     "workerGroupSpecs": workers}
     if service:
-        owner = {"apiVersion": "ray.io/v1", "kind": "RayService",
-                 "metadata": _meta(job, **_min_member_annotation(job)),
-                 "spec": {"serveConfigV2": "applications:\n  - name: app\n    import_path: app:deployment\n",
-                          "rayClusterConfig": cluster_spec}}
+        owner = _object(kind, _meta(job, **_min_member_annotation(job)),
+                        {"serveConfigV2": "applications:\n  - name: app\n    import_path: app:deployment\n",
+                         "rayClusterConfig": cluster_spec})
     else:
-        owner = {"apiVersion": "ray.io/v1", "kind": "RayJob",
-                 "metadata": _meta(job, **_min_member_annotation(job)),
-                 "spec": {"entrypoint": "python train.py", "submissionMode": "HTTPMode",
-                          "shutdownAfterJobFinishes": True, "rayClusterSpec": cluster_spec}}
-    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
-               "metadata": _meta(job, cluster_name), "spec": cluster_spec}
+        owner = _object(kind, _meta(job, **_min_member_annotation(job)),
+                        {"entrypoint": "python train.py", "submissionMode": "HTTPMode",
+                         "shutdownAfterJobFinishes": True, "rayClusterSpec": cluster_spec})
+    cluster = _object(K.RAY_CLUSTER, _meta(job, cluster_name), cluster_spec)
     pods = []
     for role in job.roles:
-        head = role.name == "head"
+        head = role.name == HEAD
         for i in range(role.replicas):
-            labels = {"ray.io/cluster": cluster_name, "ray.io/node-type": "head" if head else "worker",
-                      "ray.io/group": "headgroup" if head else role.name,
-                      "app.kubernetes.io/created-by": "kuberay-operator"}
-            prefix = f"{cluster_name}-head-" if head else f"{cluster_name}-{role.name}-worker-"
+            labels = {naming.job_label: cluster_name, naming.role_label: HEAD if head else WORKER,
+                      naming.group_label: _RAY_HEAD_GROUP if head else role.name,
+                      **dict(naming.fixed_labels)}
+            prefix = naming.pod_name(cluster_name, role.name, lead=head)
             pods.append(PodPlan(role.name, i, 1, None, prefix, tuple(sorted(labels.items())), head))
     return Blueprint((owner, cluster), (None, 0), tuple(pods), templates,
                      first_group=(1, "") if service else (0, ""))
@@ -437,36 +432,60 @@ def _ray(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
 def _batch_job(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     """batch/v1 Job: parallelism = completions = replicas, pods <job>-<suffix>."""
     role = job.roles[0]
-    owner = {"apiVersion": "batch/v1", "kind": "Job",
-             "metadata": _meta(job, **_min_member_annotation(job)),
-             "spec": {"parallelism": role.replicas, "completions": role.replicas,
-                      "backoffLimit": 6, "template": templates[role.name]}}
-    labels = tuple(sorted({"batch.kubernetes.io/job-name": job.name, "job-name": job.name}.items()))
-    pods = tuple(PodPlan(role.name, i, 0, None, f"{job.name}-", labels, True)
+    owner = _object(K.JOB, _meta(job, **_min_member_annotation(job)),
+                    {"parallelism": role.replicas, "completions": role.replicas,
+                     "backoffLimit": 6, "template": templates[role.name]})
+    labels = tuple(sorted({label: job.name for label in K.JOB.pods.job_labels}.items()))
+    pods = tuple(PodPlan(role.name, i, 0, None, K.JOB.pods.pod_name(job.name), labels, True)
                  for i in range(role.replicas))
     return Blueprint((owner,), (None,), pods, templates)
 
 
 def _gang(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
-    """A PodGroup written by hand and bare pods that name it: nobody recreates
-    an evicted bare pod."""
-    spec: Obj = {"minMember": job.gang_min(), "queue": job.queue}
-    if job.priority_class:
-        spec["priorityClassName"] = job.priority_class
-    if len(job.roles) > 1:
-        spec["subGroups"] = [{"name": r.name, "minMember": r.replicas} for r in job.roles]
-    owner = {"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "PodGroup",
-             "metadata": _meta(job), "spec": spec}
+    """A gang written by hand and bare pods that name it, in the API the job
+    says (kaisched's PodGroup by default): nobody recreates an evicted bare pod."""
+    api = job.gang_api
+    several = len(job.roles) > 1
+    if api.startswith("scheduling.k8s.io/"):
+        # The upstream Workload API has no subgroups: one gang of all the roles.
+        gang = {"gang": {"minCount": job.gang_min()}}
+        if api.endswith("/v1alpha1"):
+            owner = {"apiVersion": api, "kind": "Workload", "metadata": _meta(job),
+                     "spec": {"podGroups": [{"name": WORKLOAD_GANG, "policy": gang}]}}
+            join: Obj = {"workloadRef": {"name": job.name, "podGroup": WORKLOAD_GANG}}
+        else:
+            spec: Obj = {"schedulingPolicy": gang}
+            if job.priority_class:
+                spec["priorityClassName"] = job.priority_class
+            owner = {"apiVersion": api, "kind": "PodGroup", "metadata": _meta(job), "spec": spec}
+            join = {"schedulingGroup": {"podGroupName": job.name}}
+        named = {name: {**t, "spec": {**t["spec"], **join}} for name, t in templates.items()}
+        subgroup_label = None
+    else:
+        kai = api.startswith("scheduling.run.ai/")
+        spec = {"minMember": job.gang_min(), "queue": job.queue}
+        if job.priority_class:
+            spec["priorityClassName"] = job.priority_class
+        if several:
+            spec["subGroups"] = [{"name": r.name, "minMember": r.replicas} for r in job.roles]
+        owner = {"apiVersion": api, "kind": "PodGroup", "metadata": _meta(job), "spec": spec}
+        annotation = L.KAI_POD_GROUP_ANNOTATION if kai else L.POD_GROUP_ANNOTATION
+        named = {name: {**t, "metadata": {**t["metadata"], "annotations": {
+            **t["metadata"]["annotations"], annotation: job.name}}}
+            for name, t in templates.items()}
+        subgroup_label = L.KAI_SUBGROUP_LABEL if kai else L.SUBGROUP_LABEL
     pods = []
     for role in job.roles:
         for i in range(role.replicas):
-            labels = {L.SUBGROUP_LABEL: role.name} if len(job.roles) > 1 else {}
+            labels = {subgroup_label: role.name} if several and subgroup_label else {}
             pods.append(PodPlan(role.name, i, None, f"{job.name}-{role.name}-{i}", "",
                                 tuple(sorted(labels.items())), True))
-    annotated = {name: {**t, "metadata": {**t["metadata"], "annotations": {
-        **t["metadata"]["annotations"], L.POD_GROUP_ANNOTATION: job.name}}}
-        for name, t in templates.items()}
-    return Blueprint((owner,), (None,), tuple(pods), annotated, recreates=False)
+    return Blueprint((owner,), (None,), tuple(pods), named, recreates=False)
+
+
+def gang_name(job: JobSpec) -> str:
+    """The name of a PodGroup job's gang as the scheduler keys it."""
+    return f"{job.name}:{WORKLOAD_GANG}" if job.gang_api.endswith("k8s.io/v1alpha1") else job.name
 
 
 _BUILDERS = {JobKind.PYTORCH: _training, JobKind.TF: _training, JobKind.MPI: _mpi,

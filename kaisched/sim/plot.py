@@ -1,14 +1,15 @@
 """The picture of a simulation (matplotlib, Agg, no display needed), one
 column per run when two configs are compared, three panels sharing the time
 axis: cluster GPU and CPU utilisation with evictions marked; per queue its use
-against its fair share, with job starts marked; and the job timeline, one lane
+against its fair share, with job starts marked; with usage memory on, a
+fourth: each queue's usage over the window; and the job timeline, one lane
 per job coloured by state (waiting, running, evicted, waiting again) with each
 eviction marked and labelled by what took the pods. Legends sit beside the
 panels, never on the data. The file type follows the extension.
 """
 from __future__ import annotations
 
-import os
+import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -16,10 +17,12 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator
 
 from kaisched.api.resource import CPU, GPU
 from kaisched.catalog import register_builtins
 from kaisched.errors import InputError
+from kaisched.files import check_writable
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.sim.lanes import STATES, Lane, lanes
 from kaisched.sim.simulation import SimResult
@@ -40,13 +43,7 @@ def check_path(path: str | Path) -> str:
     if fmt is None:
         raise InputError(f"--plot {path}: the file type follows the extension: "
                          f"{', '.join(FORMATS)}")
-    folder = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise InputError(f"--plot {path}: is a directory")
-    if not folder.is_dir():
-        raise InputError(f"--plot {path}: no directory {folder}")
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise InputError(f"--plot {path}: not writable")
+    check_writable(path, "--plot")
     return fmt
 
 
@@ -58,11 +55,23 @@ def config_words(config: SchedulerConfig) -> str:
     for key, value in mine.items():
         if base.get(key) == value or key == "tiers":
             continue
+        if key == "usageDBConfig":
+            changed.append(_usage_words(value))
+            continue
         shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
         changed.append(f"{key} {_duration_words(shown)}")
     if mine.get("tiers") != base.get("tiers"):
         changed.append("its own plugin tiers")
     return "; ".join(changed) if changed else "the built-in config"
+
+
+def _usage_words(usage: dict[str, Any]) -> str:
+    params = usage.get("usageParams", {})
+    words = [f"usage memory ({usage.get('clientType')}", f"{params.get('windowType')} window "
+             f"{_duration_words(str(params.get('windowSize')))}"]
+    if params.get("halfLifePeriod"):
+        words.append(f"half-life {_duration_words(str(params['halfLifePeriod']))}")
+    return ", ".join(words) + ")"
 
 
 def _duration_words(text: str) -> str:
@@ -81,21 +90,67 @@ def draw(runs: Sequence[tuple[str, SimResult]], path: str | Path) -> Figure:
     panels = [lanes(result) for _, result in runs]
     rows = max(len(p[0]) for p in panels)
     lane_height = max(2.0, 0.28 * rows + 0.8)
-    fig = Figure(figsize=(12 * len(runs), 7 + lane_height), dpi=100, layout="constrained")
+    # With usage memory on in any run, a panel of each queue's usage over the window.
+    usage = any(result.timeline.usage for _, result in runs)
+    ratios = [3, 3, 2, lane_height] if usage else [3, 3, lane_height]
+    fig = Figure(figsize=(12 * len(runs), 7 + 2 * usage + lane_height), dpi=100,
+                 layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(3, len(runs), sharex="col", squeeze=False,
-                        gridspec_kw={"height_ratios": [3, 3, lane_height]})
+    # One time axis for every panel of every column: compared runs read side by side.
+    axes = fig.subplots(len(ratios), len(runs), sharex=True, squeeze=False,
+                        gridspec_kw={"height_ratios": ratios})
     for col, (_, result) in enumerate(runs):
-        _draw_run(axes[0][col], axes[1][col], axes[2][col], result, *panels[col])
+        _draw_run(axes[0][col], axes[1][col], axes[-1][col], result, *panels[col])
+        if usage:
+            _draw_usage(axes[2][col], result)
+    end = max(result.end for _, result in runs)
+    axes[0][0].set_xlim(-0.01 * end, end * 1.01)
+    for ax in axes.flat:
+        ax.xaxis.set_major_locator(MultipleLocator(tick_step(end)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: h_mm(x) if x >= 0 else ""))
     fig.savefig(path, format=fmt)
     return fig
+
+
+# Tick spacings a reader counts in easily, in seconds: minutes, quarter hours, hours, days.
+_STEPS = (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+
+
+def tick_step(end: float, most: int = 10) -> int:
+    """The smallest easy spacing that puts at most `most` ticks on [0, end]."""
+    return next((s for s in _STEPS if end / s <= most), 86400 * math.ceil(end / 86400 / most))
+
+
+def h_mm(seconds: float) -> str:
+    """Virtual time as the tables show it, to the minute: 1:05 is an hour and five minutes."""
+    minutes = int(round(seconds / 60))
+    sign = "-" if minutes < 0 else ""
+    return f"{sign}{abs(minutes) // 60}:{abs(minutes) % 60:02d}"
+
+
+def _draw_usage(ax: Any, result: SimResult) -> None:
+    """Each queue's usage over the window, as its status said (fair share with memory)."""
+    tl = result.timeline
+    scale = 3600.0 if result.end > 3 * 3600 else 60.0
+    times = np.array(tl.times + [result.end]) / scale
+    for i, queue in enumerate(tl.queues):
+        series = tl.usage.get(queue)
+        if series:
+            ax.step(times, np.array(series + series[-1:]), where="post", color=f"C{i % 10}",
+                    label=f"{queue} usage")
+    if not tl.usage:
+        ax.text(0.5, 0.5, "usage memory off (no usageDBConfig)", transform=ax.transAxes,
+                ha="center", va="center", color="gray")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(f"usage ({'GPU' if tl.resource == GPU else 'CPU'}-time\nover what was offered)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0) \
+        if tl.usage else None
 
 
 def _draw_run(top: Any, middle: Any, bottom: Any, result: SimResult, shown: list[Lane],
               total: int) -> None:
     tl = result.timeline
-    hours = result.end > 3 * 3600
-    scale, unit = (3600.0, "hours") if hours else (60.0, "minutes")
+    scale = 1.0         # seconds on every axis; the ticks read h:mm
     times = np.array(tl.times + [result.end]) / scale
     for name, colour in ((GPU, "tab:green"), (CPU, "tab:blue")):
         capacity = result.capacity.get(name, 0.0)
@@ -122,22 +177,31 @@ def _draw_run(top: Any, middle: Any, bottom: Any, result: SimResult, shown: list
         colour = colours[i % len(colours)]
         used = np.array(tl.queue_used.get(queue, []) + tl.queue_used.get(queue, [0.0])[-1:]) / divisor
         fair = np.array(tl.fair_share.get(queue, []) + tl.fair_share.get(queue, [0.0])[-1:]) / divisor
-        middle.step(times, fair, where="post", color=colour, linestyle="--", linewidth=3,
-                    alpha=0.45, label=f"{queue} fair share")
-        middle.step(times, used, where="post", color=colour, label=f"{queue} in use")
+        # Use is a shaded area under a pale line; the fair share a dark dashed line drawn over
+        # it, so where the two agree (most of the time) the fair share still shows.
+        middle.fill_between(times, used, step="post", color=colour, alpha=0.18, linewidth=0,
+                            zorder=1)
+        middle.step(times, used, where="post", color=colour, linewidth=2.5, alpha=0.55,
+                    label=f"{queue} in use", zorder=2)
+        middle.step(times, fair, where="post", color=colour, linestyle=(0, (4, 2)),
+                    linewidth=1.6, label=f"{queue} fair share", zorder=3)
         peak = max(peak, float(np.nanmax(used, initial=0)), float(np.nanmax(fair, initial=0)))
     for i, queue in enumerate(tl.queues):
         at = [s[0] / scale for s in tl.starts if s[1] == queue]
-        if at:
-            middle.scatter(at, [-0.04 * peak] * len(at), marker="^",
-                           color=colours[i % len(colours)], s=18, zorder=3)
-    middle.set_ylim(-0.08 * peak, peak * 1.1)
-    middle.set_ylabel(f"{res_label} (▲ a job starts)")
+        if at:      # in a strip of their own below zero, one row per queue
+            middle.scatter(at, [-(0.06 + 0.06 * i) * peak] * len(at), marker="^", s=70,
+                           color=colours[i % len(colours)], edgecolor="black", linewidth=0.6,
+                           zorder=4, label=f"{queue}: a job starts")
+    middle.axhline(0, color="0.6", linewidth=0.8, zorder=0)
+    middle.set_ylim(-(0.06 * len(tl.queues) + 0.06) * peak, peak * 1.1)
+    middle.yaxis.set_major_locator(MaxNLocator(nbins=6, integer=True, min_n_ticks=3))
+    middle.set_yticks([t for t in middle.get_yticks() if 0 <= t <= peak * 1.1])
+    middle.set_ylabel(res_label)
     middle.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
                   borderaxespad=0)
 
     _draw_lanes(bottom, shown, total, scale)
-    bottom.set_xlabel(f"virtual time ({unit})")
+    bottom.set_xlabel("virtual time (h:mm)")
 
 
 def _draw_lanes(ax: Any, shown: list[Lane], total: int, scale: float) -> None:

@@ -7,16 +7,15 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
-from rich import box
 from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
 
 from kaisched.api.resource import CPU, GPU, MEMORY
 from kaisched.sim.controllers import JobRun, JobState
 from kaisched.sim.scenario import JobKind
 from kaisched.sim.simulation import SimResult
-from kaisched.sim.timeline import hms
+from kaisched.sim.tables import Column, fitted, left_out_note
+from kaisched.sim.timeline import Timeline, hms
 
 # Rows of the per-job table in text; JSON always has every job.
 TEXT_JOBS = 40
@@ -54,6 +53,7 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
                                    if e.cause == "reclaim" and e.by_queue == q.name),
             "gpuHoursLost": _round(sum(r.gpu_hours_lost for r in result.runs
                                        if r.spec.queue == q.name), 2),
+            **_window_usage(timeline, q.name, end),
         })
     causes: dict[str, int] = {}
     for e in timeline.evictions:
@@ -80,6 +80,24 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
         "jobs": jobs,
         **_volumes(result),
     }
+
+
+def _window_usage(timeline: Timeline, queue: str, end: float) -> dict[str, Any]:
+    """With usage memory on: the queue's usage (its share of what the cluster
+    offered over the window, as its status said) over time, each change once."""
+    series = timeline.usage.get(queue)
+    if series is None:
+        return {}
+    changes: list[list[float | None]] = []
+    for at, value in zip(timeline.times, series, strict=True):
+        point = [_round(at, 1), _round(value, 4)]
+        if not changes or changes[-1][1] != point[1]:
+            changes.append(point)
+    return {"windowUsage": {"resource": timeline.resource,
+                            "avg": _round(timeline.average(series, end), 4),
+                            "peak": _round(max(series, default=0.0), 4),
+                            "end": _round(series[-1] if series else 0.0, 4),
+                            "overTime": changes}}
 
 
 def _volumes(result: SimResult) -> dict[str, Any]:
@@ -169,7 +187,9 @@ def _eviction_events(result: SimResult) -> list[dict[str, Any]]:
 
 
 def _pct(values: Sequence[float], q: float) -> float | None:
-    return _round(float(np.percentile(values, q)), 1) if values else None
+    """The nearest-rank percentile: a wait some job really had, never an interpolation
+    between two (with two gangs, p50 is the shorter wait, not their mean)."""
+    return _round(float(np.percentile(values, q, method="inverted_cdf")), 1) if values else None
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -220,14 +240,11 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
         v = report["volumeWait"]
         console.print(f"volume wait: {v['claims']} claims provisioned and bound; "
                       f"p50 {_t(v['p50'])}, p90 {_t(v['p90'])}, max {_t(v['max'])}")
+    # A terminal gets tables that fit its width without breaking a word (columns left out
+    # are named); a pipe, or --wide (a 1000-column console), every column on one line.
+    width = console.width if layout == "full" and console.is_terminal else None
     shown = _shown(report["jobs"])
-    table = _jobs_table(shown, layout)
-    if layout == "full" and console.is_terminal and _natural(console, table) > console.width:
-        layout = "narrow"
-        table = _jobs_table(shown, layout)
-        console.print(f"(a {console.width}-column terminal: the jobs table leaves out "
-                      f"{', '.join(NARROW_HIDDEN)}; --wide or --output json shows them)")
-    console.print(table)
+    _print_fitted(console, "jobs", width, *_jobs_table(shown, layout, width))
     hidden = len(report["jobs"]) - TEXT_JOBS
     if hidden > 0:
         console.print(f"... and {hidden} more jobs (the longest waits are shown; "
@@ -236,21 +253,29 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
         for j in shown:
             if j["reason"]:
                 console.print(f"  {j['name']} {j['state']}: {j['reason']}")
-    console.print(_queues_table(report["queues"]))
+    _print_fitted(console, "queues", width, *_queues_table(report["queues"], width))
+    if any("windowUsage" in q for q in report["queues"]):
+        _print_fitted(console, "usage", width,
+                      *_usage_table(report["queues"], report["virtualSeconds"], width))
     events = report["evictions"]["events"]
     if events:
-        console.print(_evictions_table(events))
+        _print_fitted(console, "evictions", width, *_evictions_table(events, width))
 
 
-_JOB_COLUMNS = ("job", "kind", "queue", "pods", "GPUs", "arrived", "started", "finished",
-                "wait", "turnaround", "starts", "evicted", "pods evicted", "GPU-h lost", "state")
-NARROW_HIDDEN = ("kind", "arrived", "finished", "turnaround", "GPU-h lost")
-_RIGHT = ("pods", "GPUs", "starts", "evicted", "pods evicted", "GPU-h lost")
+def _print_fitted(console: Console, what: str, width: int | None, table: Table,
+                  dropped: list[str]) -> None:
+    if dropped and width is not None:
+        console.print(left_out_note(what, width, dropped))
+    console.print(table)
 
 
-def _natural(console: Console, table: Table) -> int:
-    """The width the table wants, whatever the console has."""
-    return Measurement.get(console, console.options.update_width(100_000), table).maximum
+# Columns a narrow terminal drops first have the higher `drop`; the rest always show.
+_JOB_COLUMNS = (Column("job"), Column("kind", drop=5), Column("queue"),
+                Column("pods", True, drop=1), Column("GPUs", True), Column("arrived", drop=6),
+                Column("started"), Column("finished", drop=7), Column("wait"),
+                Column("turnaround", drop=8), Column("starts", True, drop=3),
+                Column("evicted", True, drop=2), Column("pods evicted", True, drop=4),
+                Column("GPU-h lost", True, drop=9), Column("state"))
 
 
 def _shown(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -271,48 +296,85 @@ def _gpus(j: dict[str, Any]) -> str:
     return _n(j["gpus"])
 
 
-def _jobs_table(jobs: list[dict[str, Any]], layout: str = "full") -> Table:
-    table = Table(title="jobs", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    columns = [c for c in _JOB_COLUMNS if layout != "narrow" or c not in NARROW_HIDDEN]
-    for col in columns:
-        # A narrow table folds what does not fit onto more lines; nothing is cut.
-        table.add_column(col, justify="right" if col in _RIGHT else "left",
-                         no_wrap=layout != "narrow", overflow="fold")
+def _jobs_table(jobs: list[dict[str, Any]], layout: str, width: int | None
+                ) -> tuple[Table, list[str]]:
+    rows = []
     for j in jobs:
         state = j["state"] + (f" ({j['reason']})" if j["reason"] and layout == "lines" else "")
-        cells = {"job": j["name"], "kind": j["kind"], "queue": j["queue"], "pods": str(j["pods"]),
-                 "GPUs": _gpus(j), "arrived": _t(j["submitted"]), "started": _t(j["started"]),
-                 "finished": _t(j["finished"]), "wait": _t(j["wait"]),
-                 "turnaround": _t(j["turnaround"]), "starts": str(j["starts"]),
-                 "evicted": str(j["evictions"]), "pods evicted": str(j["podsEvicted"]),
-                 "GPU-h lost": _n(j["gpuHoursLost"]), "state": state}
-        table.add_row(*(cells[c] for c in columns))
-    return table
+        rows.append({"job": j["name"], "kind": j["kind"], "queue": j["queue"],
+                     "pods": str(j["pods"]), "GPUs": _gpus(j), "arrived": _t(j["submitted"]),
+                     "started": _t(j["started"]), "finished": _t(j["finished"]),
+                     "wait": _t(j["wait"]), "turnaround": _t(j["turnaround"]),
+                     "starts": str(j["starts"]), "evicted": str(j["evictions"]),
+                     "pods evicted": str(j["podsEvicted"]), "GPU-h lost": _n(j["gpuHoursLost"]),
+                     "state": state})
+    return fitted("jobs", _JOB_COLUMNS, rows, width)
 
 
-def _queues_table(queues: list[dict[str, Any]]) -> Table:
+_QUEUE_COLUMNS = (Column("queue"), Column("quota", True, drop=3), Column("limit", True, drop=4),
+                  Column("fair share avg", True), Column("use avg", True),
+                  Column("use peak", True, drop=5), Column("jobs done", True, drop=2),
+                  Column("wait p50", True), Column("wait p90", True, drop=1),
+                  Column("pods evicted", True, drop=6), Column("pods it reclaimed", True, drop=7),
+                  Column("GPU-h lost", True, drop=8))
+
+
+def _queues_table(queues: list[dict[str, Any]], width: int | None) -> tuple[Table, list[str]]:
     res = queues[0]["resource"] if queues else GPU
-    table = Table(title=f"queues ({res})", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False)
-    for col in ("queue", "quota", "limit", "fair share avg", "use avg", "use peak", "jobs done",
-                "wait p50", "wait p90", "pods evicted", "pods it reclaimed", "GPU-h lost"):
-        table.add_column(col, justify="left" if col == "queue" else "right", overflow="fold")
-    for q in queues:
-        table.add_row(q["name"], _n(q["quota"]), _n(q["limit"]), _n(q["fairShareAvg"]),
-                      _n(q["usageAvg"]), _n(q["usagePeak"]), f"{q['jobsDone']}/{q['jobs']}",
-                      _t(q["waitP50"]), _t(q["waitP90"]), str(q["podsEvicted"]),
-                      str(q["podsReclaimedBy"]), _n(q["gpuHoursLost"]))
-    return table
+    rows = [{"queue": q["name"], "quota": _n(q["quota"]), "limit": _n(q["limit"]),
+             "fair share avg": _n(q["fairShareAvg"]), "use avg": _n(q["usageAvg"]),
+             "use peak": _n(q["usagePeak"]), "jobs done": f"{q['jobsDone']}/{q['jobs']}",
+             "wait p50": _t(q["waitP50"]), "wait p90": _t(q["waitP90"]),
+             "pods evicted": str(q["podsEvicted"]), "pods it reclaimed": str(q["podsReclaimedBy"]),
+             "GPU-h lost": _n(q["gpuHoursLost"])} for q in queues]
+    return fitted(f"queues ({res})", _QUEUE_COLUMNS, rows, width)
 
 
-def _evictions_table(events: list[dict[str, Any]]) -> Table:
-    table = Table(title="evictions", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    for col in ("at", "job", "queue", "pods", "cause", "for job", "of queue"):
-        table.add_column(col, justify="right" if col == "pods" else "left", overflow="fold")
-    for e in events[:TEXT_JOBS]:
-        table.add_row(_t(e["at"]), e["job"], e["queue"], str(e["pods"]), e["cause"],
-                      e["byJob"] or "-", e["byQueue"] or "-")
-    return table
+USAGE_COLUMNS = 8      # moments of the usage table
+
+
+def _usage_at(points: list[list[float]], at: float) -> float:
+    """The usage the status showed at that moment (the last change before it)."""
+    value = 0.0
+    for when, usage in points:
+        if when > at:
+            break
+        value = usage
+    return value
+
+
+def _usage_table(queues: list[dict[str, Any]], end: float, width: int | None
+                 ) -> tuple[Table, list[str]]:
+    res = next(q["windowUsage"]["resource"] for q in queues if "windowUsage" in q)
+    moments = [end * i / USAGE_COLUMNS for i in range(1, USAGE_COLUMNS + 1)]
+    # A narrow terminal drops the earlier moments first; the queue, the last moment and the
+    # average always show.
+    columns = [Column("queue"),
+               *(Column(_t(at), True, drop=USAGE_COLUMNS - i) for i, at in enumerate(moments, 1)),
+               Column("avg", True)]
+    rows = [{"queue": q["name"],
+             **{_t(at): f"{_usage_at(q['windowUsage']['overTime'], at):.2f}" for at in moments},
+             "avg": f"{q['windowUsage']['avg']:.2f}"}
+            for q in queues if "windowUsage" in q]
+    return fitted(f"usage over time ({res}: held over what the cluster offered in the window, "
+                  "recent time weighing more)", columns, rows, width)
+
+
+_EVICTION_COLUMNS = (Column("at"), Column("job"), Column("queue", drop=2),
+                     Column("pods", True, drop=3), Column("cause"), Column("for job"),
+                     Column("of queue", drop=1))
+
+
+def _evictions_table(events: list[dict[str, Any]], width: int | None) -> tuple[Table, list[str]]:
+    rows = [{"at": _t(e["at"]), "job": e["job"], "queue": e["queue"], "pods": str(e["pods"]),
+             "cause": e["cause"], "for job": e["byJob"] or "-", "of queue": e["byQueue"] or "-"}
+            for e in events[:TEXT_JOBS]]
+    return fitted("evictions", _EVICTION_COLUMNS, rows, width)
+
+
+def _usage_cell(queue: dict[str, Any]) -> str:
+    usage = queue.get("windowUsage")
+    return f"{usage['avg']:.2f} / {usage['peak']:.2f}" if usage else "-"
 
 
 def _longest(report: dict[str, Any]) -> str:
@@ -323,14 +385,15 @@ def _longest(report: dict[str, Any]) -> str:
     return f"{job['name']} ({_t(job['wait'])})"
 
 
-def render_compare(reports: Sequence[dict[str, Any]], console: Console) -> None:
-    """Two runs of one scenario, figure by figure."""
+def render_compare(reports: Sequence[dict[str, Any]], console: Console,
+                   layout: str = "full") -> None:
+    """Two runs of one scenario, figure by figure (cells wrap at spaces to fit a terminal)."""
     first = reports[0]
     console.print(f"[bold]{first['scenario']}[/bold]: {first['description']}".rstrip(": "))
-    table = Table(title="compare", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    table.add_column("figure")
-    for r in reports:
-        table.add_column(r["config"], justify="right")
+    width = console.width if layout == "full" and console.is_terminal else None
+    labels = [r["config"] for r in reports]
+    if len(set(labels)) < len(labels):      # the same config twice: columns need names
+        labels = [f"{i + 1}: {label}" for i, label in enumerate(labels)]
     rows: list[tuple[str, list[str]]] = [
         ("virtual time", [_t(r["virtualSeconds"]) for r in reports]),
         ("sessions", [str(r["sessions"]) for r in reports]),
@@ -355,6 +418,11 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console) -> None:
         rows.append((f"{name}: wait p50 / p90",
                      [f"{_t(r['queues'][i]['waitP50'])} / {_t(r['queues'][i]['waitP90'])}"
                       for r in reports]))
-    for label, values in rows:
-        table.add_row(label, *values)
+        if any("windowUsage" in r["queues"][i] for r in reports):
+            rows.append((f"{name}: usage avg / peak", [_usage_cell(r["queues"][i])
+                                                       for r in reports]))
+    columns = [Column("figure"), *(Column(label, True) for label in labels)]
+    table, _ = fitted("compare", columns,
+                      [{"figure": label, **dict(zip(labels, values, strict=True))} for label, values in rows],
+                      width)
     console.print(table)

@@ -3,7 +3,6 @@ default), run it under one config or two, show progress on stderr, print the
 report and draw the plot."""
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import TextIO
@@ -14,16 +13,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from kaisched.errors import InputError
+from kaisched.files import check_writable
 from kaisched.framework import SchedulerConfig
 from kaisched.sim.admission import refusals
+from kaisched.sim.bundled import DEMO, examples_dir, find_bundled
 from kaisched.sim.generator import DEFAULT_SEED
 from kaisched.sim.report import build_report, render, render_compare
 from kaisched.sim.scenario import MAX_OBJECTS, Scenario, base_scenario, load_scenario
-from kaisched.sim.simulation import SimResult, Simulation
+from kaisched.sim.simulation import SimResult, Simulation, node_name
 from kaisched.sim.start import DEFAULT_REMAINING, REMAINING_ANNOTATION, Adopted, Start, adopt, read_start
 from kaisched.sim.timeline import hms
 
-DEMO = "demo.yaml"
 # Text width when the output is not a terminal (or with --wide): wide enough
 # that no row wraps, and the same bytes on every run.
 PIPE_WIDTH = 1000
@@ -32,16 +32,12 @@ BAR_DELAY = 2.0
 
 
 def bundled(name: str = DEMO) -> Path:
-    """A bundled example: next to the package in a checkout (editable install),
-    else where a regular install put the data files."""
-    here = Path(__file__).resolve().parents[2] / "config" / "examples" / name
-    if here.is_file():
-        return here
-    installed = Path(sys.prefix) / "share" / "kaisched" / "examples" / name
-    if installed.is_file():
-        return installed
-    raise InputError(f"the bundled {name} is missing (looked in {here.parent} and "
-                     f"{installed.parent}); give a scenario file")
+    """A bundled example (package data, so a wheel has it as a checkout does)."""
+    found = find_bundled(name)
+    if found is None:
+        raise InputError(f"the bundled {name} is missing from {examples_dir()}; "
+                         "give a scenario file")
+    return found
 
 
 @attrs.frozen
@@ -58,9 +54,7 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
              err: TextIO, strict: bool = False, what_if: WhatIf | None = None,
              wide: bool = False, max_objects: int = MAX_OBJECTS, until: float | None = None,
              dump: str | None = None) -> None:
-    if plot:
-        from kaisched.sim.plot import check_path
-        check_path(plot)        # an unwritable path is said before the run, not after
+    check_outputs(plot, dump)
     start: Start | None = None
     adopted: list[Adopted] = []
     if what_if is not None:
@@ -70,6 +64,9 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
     else:
         path = scenario_path or bundled()
         scenario = load_scenario(path, seed, max_objects=max_objects)
+        if seed is not None and scenario.seed is None:
+            err.write(f"warning: --seed {seed} changes nothing: {path} has no generate: block "
+                      "(its jobs are listed, not drawn)\n")
     if until is not None:
         scenario = attrs.evolve(scenario, until=until)
     report_refusals(scenario, configs[0][1].scheduler_name, path, strict, err)
@@ -100,9 +97,19 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
     if len(reports) == 1:
         render(reports[0], console, "full" if tty else "lines")
     else:
-        render_compare(reports, console)
+        render_compare(reports, console, "full" if tty else "lines")
     if plot:
         console.print(f"plot written to {plot}")
+
+
+def check_outputs(plot: str | None, dump: str | None) -> None:
+    """The files a run will write: a path that cannot be written is said before the run
+    (and before a snapshot is read), not after it."""
+    if plot:
+        from kaisched.sim.plot import check_path
+        check_path(plot)
+    if dump:
+        check_writable(dump, "--dump-snapshot")
 
 
 def _what_if(what_if: WhatIf, scenario_path: str | None, config: SchedulerConfig,
@@ -112,6 +119,7 @@ def _what_if(what_if: WhatIf, scenario_path: str | None, config: SchedulerConfig
     start = read_start(what_if.objects, what_if.source, config.scheduler_name, what_if.taken)
     scenario = load_scenario(scenario_path, seed, start.base, max_objects) if scenario_path \
         else base_scenario(start.base)
+    _no_collision(scenario, scenario_path, what_if)
     adopted, defaulted = adopt(start, what_if.remaining, scenario.remaining,
                                seed if seed is not None else DEFAULT_SEED)
     running = sum(1 for a in adopted if a.running)
@@ -123,6 +131,19 @@ def _what_if(what_if: WhatIf, scenario_path: str | None, config: SchedulerConfig
                   f"({REMAINING_ANNOTATION}): {hms(DEFAULT_REMAINING)} assumed; "
                   "give --remaining or a remaining: distribution in the scenario\n")
     return scenario, start, adopted
+
+
+def _no_collision(scenario: Scenario, scenario_path: str | None, what_if: WhatIf) -> None:
+    """A what-if scenario may add nodes, but none of a name the snapshot has."""
+    taken = {str(o["metadata"]["name"]) for o in what_if.objects if o.get("kind") == "Node"}
+    for k, pool in enumerate(scenario.node_pools):
+        clash = next((node_name(pool.name, i) for i in range(pool.count)
+                      if node_name(pool.name, i) in taken), None)
+        if clash is not None:
+            raise InputError(
+                f"{scenario_path}: nodePools[{k}] ({pool.name}): node {clash} is in the snapshot "
+                f"{what_if.source} already; give the pool another name (its nodes are named "
+                f"{node_name(pool.name, 0)}, {node_name(pool.name, 1)}, ...)")
 
 
 def report_refusals(scenario: Scenario, scheduler_name: str, path: object, strict: bool,

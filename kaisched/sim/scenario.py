@@ -13,7 +13,9 @@ from typing import Any
 import yaml
 
 from kaisched.api.resource import PODS
+from kaisched.api.workloadkinds import HEAD, LAUNCHER, LEADER, MASTER, WORKER
 from kaisched.errors import InputError
+from kaisched.files import LOADER, not_a_mapping, read_text, yaml_problem
 from kaisched.sim.draspecs import claim_specs, device_specs
 from kaisched.sim.fields import (
     ALIASES,
@@ -36,9 +38,12 @@ from kaisched.sim.fields import (
 from kaisched.sim.generator import generate
 from kaisched.sim.specs import (
     ELASTIC_KINDS,
+    ELASTIC_LEADS,
+    GANG_APIS,
     MAX_JOB_NAME,
     ROLES,
     STARTUP_POLICIES,
+    WORKLOADS,
     Base,
     JobKind,
     JobSpec,
@@ -55,6 +60,8 @@ __all__ = ["MAX_OBJECTS", "Base", "ELASTIC_KINDS", "JobKind", "JobSpec", "NodePo
            "Scenario", "ScenarioError", "load_scenario", "parse_scenario"]
 
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# Roles that coordinate the others, in any simulated kind: listed first.
+_LEADING = frozenset(r for w in WORKLOADS.values() for r in w.leading)
 # The most nodes, and generated jobs, a scenario may ask for (--max-objects
 # raises it): a typo of a zero or two should not eat the machine's memory.
 MAX_OBJECTS = 20_000
@@ -75,7 +82,7 @@ _POOL = ("name", "count", "capacity", "labels", "taints", "devices")
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
 _JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
-        "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy")
+        "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy", "gangApi")
 _ROLE = ("replicas", "requests", "volumes", "claims")
 _STORAGE_CLASS = ("name", "provisioner", "bindingMode", "allowedTopologies", "provisioningDelay",
                   "failure")
@@ -85,14 +92,7 @@ _TOLERATION = ("key", "operator", "value", "effect")
 
 def load_scenario(path: str | Path, seed: int | None = None, base: Base | None = None,
                   max_objects: int = MAX_OBJECTS) -> Scenario:
-    path = Path(path)
-    try:
-        data = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such scenario file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc.__class__.__name__}") from None
-    return parse_scenario(data, str(path), seed, base, max_objects)
+    return parse_scenario(read_text(path), str(path), seed, base, max_objects)
 
 
 def parse_scenario(text: str, source: str = "scenario", seed: int | None = None,
@@ -101,14 +101,11 @@ def parse_scenario(text: str, source: str = "scenario", seed: int | None = None,
     snapshot's cluster) the scenario adds to it: nodes, queues (one named as
     the snapshot's replaces it), priority classes and jobs, all optional."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=LOADER)
     except yaml.YAMLError as exc:
         if _several_documents(text):
             raise ScenarioError(f"{source}: {_MANIFEST}") from None
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ScenarioError(f"{source}: invalid YAML{where}: {problem}") from None
+        raise ScenarioError(f"{source}: {yaml_problem(exc)}") from None
     try:
         return _scenario(data, source, seed, base, max_objects)
     except FieldError as exc:
@@ -128,6 +125,12 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
         raise FieldError("empty scenario (expected nodePools, queues and jobs or generate)")
     if isinstance(data, dict) and "kind" in data and "apiVersion" in data:
         raise FieldError(_MANIFEST)
+    if data is not None and not isinstance(data, dict):
+        raise FieldError(not_a_mapping(data, " of nodePools, queues, jobs, ..."))
+    if base is None and isinstance(data, dict) and "nodePools" not in data and (
+            "jobs" in data or "generate" in data):
+        raise FieldError("nodePools: required; a scenario of jobs alone adds them to a "
+                         "snapshot's cluster: run it with --from-snapshot FILE")
     top = fields(data if data is not None else {}, "", _TOP, () if base else ("nodePools",))
     pools = tuple(_pool(p, f"nodePools[{i}]") for i, p in enumerate(items(top, "nodePools", "")))
     if not pools and base is None:
@@ -161,7 +164,8 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
         raise FieldError("jobs: no jobs (list some, or add a generate: block)")
     for job in jobs:
         if base is not None and (job.namespace, job.name) in base.jobs:
-            raise FieldError(f"{job.where}.name: the snapshot has a job {job.namespace}/{job.name}")
+            raise FieldError(f"{job.where}.name: the snapshot has a job {job.namespace}/{job.name} "
+                             "already; give this one another name")
     scenario = Scenario(
         name=text(top.get("name", Path(source).stem), "name"),
         description=text(top.get("description", ""), "description"),
@@ -383,7 +387,7 @@ def _job(data: Any, where: str) -> JobSpec:
                        "are elastic")
         elastic = fields(f["elastic"], f"{where}.elastic", ("minReplicas",), ("minReplicas",))
         elastic_min = integer(elastic["minReplicas"], f"{where}.elastic.minReplicas", 0)
-        workers = sum(r.replicas for r in roles if r.name not in ("master", "head"))
+        workers = sum(r.replicas for r in roles if r.name not in ELASTIC_LEADS)
         if elastic_min > workers:
             raise FieldError(f"{where}.elastic.minReplicas: {elastic_min} is more than the "
                        f"{workers} worker replicas")
@@ -403,8 +407,15 @@ def _job(data: Any, where: str) -> JobSpec:
         known = "; ".join(f"{k.value}: {', '.join(v)}" for k, v in STARTUP_POLICIES.items())
         raise FieldError(f"{where}.startupPolicy: {startup!r} is not a start order of {kind.value} "
                    f"(known: {known})")
+    gang_api = f.get("gangApi", GANG_APIS[0])
+    if gang_api != GANG_APIS[0] and kind is not JobKind.GANG:
+        raise FieldError(f"{where}.gangApi: only a {JobKind.GANG.value} job names the API of its "
+                         f"gang (a {kind.value}'s gang is its PodGrouper's)")
+    if gang_api not in GANG_APIS:
+        raise FieldError(f"{where}.gangApi: {gang_api!r} is not a gang API kaisched reads "
+                         f"(known: {', '.join(GANG_APIS)})")
     return JobSpec(
-        name=name, kind=kind, queue=queue,
+        name=name, kind=kind, queue=queue, gang_api=gang_api,
         namespace=dns(f.get("namespace") or queue, f"{where}.namespace"),
         arrival=duration(f.get("arrival", 0), f"{where}.arrival"),
         duration=duration(f["duration"], f"{where}.duration", positive=True),
@@ -431,32 +442,31 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
                               claim_specs(f.get("claims"), f"{at}.claims")))
     if kind is JobKind.JOB and len(roles) != 1:
         raise FieldError(f"{where}: a Job has exactly one role (its pod template)")
-    if kind in (JobKind.RAY, JobKind.RAYSERVICE) and "head" not in {r.name for r in roles}:
-        raise FieldError(f"{where}: a {kind.value} needs a head role")
-    if kind in (JobKind.RAY, JobKind.RAYSERVICE) \
-            and next(r for r in roles if r.name == "head").replicas != 1:
-        raise FieldError(f"{where}.head.replicas: a Ray cluster has exactly one head")
-    if kind is JobKind.MPI and "launcher" in {r.name for r in roles} \
-            and next(r for r in roles if r.name == "launcher").replicas != 1:
-        raise FieldError(f"{where}.launcher.replicas: an MPIJob has exactly one launcher")
-    if kind is JobKind.PYTORCH and "master" in {r.name for r in roles} \
-            and next(r for r in roles if r.name == "master").replicas != 1:
-        raise FieldError(f"{where}.master.replicas: a PyTorchJob has at most one master")
+    by_name = {r.name: r for r in roles}
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE) and HEAD not in by_name:
+        raise FieldError(f"{where}: a {kind.value} needs a {HEAD} role")
+    if kind in (JobKind.RAY, JobKind.RAYSERVICE) and by_name[HEAD].replicas != 1:
+        raise FieldError(f"{where}.{HEAD}.replicas: a Ray cluster has exactly one {HEAD}")
+    if kind is JobKind.MPI and LAUNCHER in by_name and by_name[LAUNCHER].replicas != 1:
+        raise FieldError(f"{where}.{LAUNCHER}.replicas: an MPIJob has exactly one {LAUNCHER}")
+    if kind is JobKind.PYTORCH and MASTER in by_name and by_name[MASTER].replicas != 1:
+        raise FieldError(f"{where}.{MASTER}.replicas: a PyTorchJob has at most one {MASTER}")
     if kind is JobKind.LWS:
         _lws_roles(roles, where)
-    lead = {"master": 0, "chief": 0, "launcher": 0, "head": 0, "leader": 0}
-    return tuple(sorted(roles, key=lambda r: lead.get(r.name, 1)))
+    # The roles that lead come first (a stable sort: the others keep the file's order).
+    return tuple(sorted(roles, key=lambda r: r.name not in _LEADING))
 
 
 def _lws_roles(roles: list[RoleSpec], where: str) -> None:
     """A leader per group (leader replicas = groups); the workers split evenly over them."""
     by_name = {r.name: r for r in roles}
-    if "leader" not in by_name:
-        raise FieldError(f"{where}: a LeaderWorkerSet needs a leader role (its replicas: the groups)")
-    groups = by_name["leader"].replicas
-    workers = by_name["worker"].replicas if "worker" in by_name else 0
+    if LEADER not in by_name:
+        raise FieldError(f"{where}: a LeaderWorkerSet needs a {LEADER} role (its replicas: the "
+                         "groups)")
+    groups = by_name[LEADER].replicas
+    workers = by_name[WORKER].replicas if WORKER in by_name else 0
     if workers % groups:
-        raise FieldError(f"{where}.worker.replicas: {workers} workers do not split evenly over "
+        raise FieldError(f"{where}.{WORKER}.replicas: {workers} workers do not split evenly over "
                    f"{groups} groups")
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from kaisched.api import workloadkinds as K
+from kaisched.cluster.kinds import PODGROUP
 from kaisched.sim.fields import amount
 
 # Room left in a 63-character pod name for the suffixes the operators add.
@@ -14,42 +16,42 @@ MAX_JOB_NAME = 40
 
 
 class JobKind(str, enum.Enum):
-    PYTORCH = "PyTorchJob"
-    TF = "TFJob"
-    MPI = "MPIJob"
-    JOBSET = "JobSet"
-    RAY = "RayJob"
-    JOB = "Job"
-    GANG = "PodGroup"      # a plain gang: a PodGroup and bare pods that name it
-    XGBOOST = "XGBoostJob"
-    JAX = "JAXJob"
-    TRAINJOB = "TrainJob"          # Kubeflow Trainer v2, through its JobSet
-    LWS = "LeaderWorkerSet"        # leader replicas = groups; workers spread evenly over them
-    RAYSERVICE = "RayService"
+    """The kinds a scenario's jobs may be: each simulated kind of the table of
+    workload kinds, and a plain gang."""
+
+    PYTORCH = K.PYTORCH_JOB.kind
+    TF = K.TF_JOB.kind
+    MPI = K.MPI_JOB.kind
+    JOBSET = K.JOBSET.kind
+    RAY = K.RAY_JOB.kind
+    JOB = K.JOB.kind
+    GANG = PODGROUP.kind       # a plain gang: a PodGroup and bare pods that name it
+    XGBOOST = K.XGBOOST_JOB.kind
+    JAX = K.JAX_JOB.kind
+    TRAINJOB = K.TRAIN_JOB.kind    # Kubeflow Trainer v2, through its JobSet
+    LWS = K.LEADER_WORKER_SET.kind     # leader replicas = groups; workers spread evenly over them
+    RAYSERVICE = K.RAY_SERVICE.kind
 
 
-# Role names each kind accepts; None: any DNS label.
+_SIMULATED = {w.kind: w for w in K.KINDS if w.simulated}
+# The table's entry of each kind but the plain gang, which no operator makes.
+WORKLOADS: dict[JobKind, K.WorkloadKind] = {
+    kind: _SIMULATED[kind.value] for kind in JobKind if kind.value in _SIMULATED}
+# Role names each kind accepts; None: any DNS label (a Ray cluster's "head" among them).
 ROLES: dict[JobKind, tuple[str, ...] | None] = {
-    JobKind.PYTORCH: ("master", "worker"),
-    JobKind.TF: ("chief", "master", "ps", "worker", "evaluator"),
-    JobKind.MPI: ("launcher", "worker"),
-    JobKind.JOBSET: None,
-    JobKind.RAY: None,                  # "head" plus worker groups of any name
-    JobKind.JOB: None,
-    JobKind.GANG: None,
-    JobKind.XGBOOST: ("master", "worker"),
-    JobKind.JAX: ("worker",),
-    JobKind.TRAINJOB: ("node",),
-    JobKind.LWS: ("leader", "worker"),
-    JobKind.RAYSERVICE: None,           # "head" plus worker groups of any name
-}
+    kind: None if kind not in WORKLOADS or WORKLOADS[kind].open_roles else WORKLOADS[kind].roles
+    for kind in JobKind}
 ELASTIC_KINDS = (JobKind.PYTORCH, JobKind.RAY)
+# The roles an elastic job keeps whole: its minimum is these and elastic.minReplicas workers.
+ELASTIC_LEADS = frozenset(r for k in ELASTIC_KINDS for r in WORKLOADS[k].leading)
+# gangApi: the API a PodGroup job declares its gang in (the first is the default):
+# kaisched's, the upstream Workload API of each Kubernetes version (simulate
+# with that version's --kube-version: others refuse it), or KAI's.
+GANG_APIS = ("scheduling.kaisched.io/v1alpha1", "scheduling.k8s.io/v1alpha1",
+             "scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1", "scheduling.run.ai/v2alpha2")
 # startupPolicy: the start orders each kind's operator knows (the first is its default).
 STARTUP_POLICIES: dict[JobKind, tuple[str, ...]] = {
-    JobKind.JOBSET: ("AnyOrder", "InOrder"),
-    JobKind.MPI: ("AtStartup", "WaitForWorkersReady"),
-    JobKind.LWS: ("LeaderCreated", "LeaderReady"),
-}
+    kind: w.start.orders for kind, w in WORKLOADS.items() if w.start is not None}
 
 
 @attrs.frozen
@@ -120,6 +122,7 @@ class JobSpec:
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
     where: str = ""                    # how error messages name it: "jobs[2] (bert)"
+    gang_api: str = GANG_APIS[0]       # PodGroup jobs: the API their gang is declared in
 
     @property
     def pods(self) -> int:
@@ -151,7 +154,7 @@ class JobSpec:
         if self.kind is JobKind.LWS:
             return self.pods // self.roles[0].replicas
         if self.elastic_min is not None:
-            leaders = sum(r.replicas for r in self.roles if r.name in ("master", "head"))
+            leaders = sum(r.replicas for r in self.roles if r.name in ELASTIC_LEADS)
             return leaders + self.elastic_min
         return self.pods
 

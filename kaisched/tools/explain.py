@@ -12,6 +12,7 @@ binds; per node it asks the cycle's own session, which is what it saw.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 from typing import Any, Iterable
 
@@ -23,9 +24,10 @@ from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.resource import PODS, Resource, format_amount, format_resource
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import JobKey, QueueName, TaskStatus
+from kaisched.api.types import READY_STATUSES, JobKey, QueueName, TaskStatus
+from kaisched.cache.convert import pod_facts
 from kaisched.cache.convert.queues import queue_status
-from kaisched.cluster.kinds import POD, PODGROUP, QUEUE
+from kaisched.cluster.kinds import POD, PODGROUP, QUEUE, UPSTREAM_PODGROUPS
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, Session
@@ -37,12 +39,21 @@ from kaisched.tools.replay import load_cluster
 from podgrouper.controller import PodGrouper
 
 MAX_NODES = 20      # per task; beyond that, nodes are counted by reason
+# Gangs a pod names in another API than kaisched's PodGroup annotation.
+_OTHER_APIS = ("upstream", "workload", "kai", "x-k8s", "koord")
 
 
 def explain(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfig,
             registry: Registry) -> list[str]:
-    """Why NAME (a PodGroup, a pod or a workload) waits, as one cycle of the
-    production Scheduler on a copy of the cluster decided it."""
+    """Why NAME (a PodGroup, a pod or a workload) waits, as text lines."""
+    return text_lines(explain_data(objects, name, config, registry))
+
+
+def explain_data(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfig,
+                 registry: Registry) -> dict[str, Any]:
+    """Why NAME waits, as one cycle of the production Scheduler on a copy of the cluster
+    decided it: the content `explain --output json` prints and the text is made from
+    (each detail line kept as the text shows it, less the indentation of its section)."""
     clock = ManualClock()
     cluster = load_cluster(objects, clock)
     PodGrouper(cluster, clock, scheduler_name=config.scheduler_name).sync()
@@ -57,28 +68,52 @@ def explain(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfi
     if job is None:
         raise InputError(f"no PodGroup (or pod) {key} with pods scheduled by {config.scheduler_name}")
     placed = {e.pod: e.node for e in result.effects if isinstance(e, Bind) and e.job == job.key}
-    lines = [f"PodGroup {key}: minMember {job.min_member}, {len(job.tasks)} pod(s), "
-             f"queue {job.queue}, priority {job.priority}, mode {job.spec.mode.value}"]
-    if name != key:
-        lines[0] += f" (the PodGroup of {name})"
-    why = job.problem or _unscheduled(cluster, key)
-    if why:
-        lines.append(f"  waiting: {why}")
-    elif placed:
-        lines.append(f"  schedulable now: {len(placed)} pod(s) would bind")
-    else:
-        lines.append(f"  {job.ready_count()} pod(s) placed already; nothing waits")
-    lines.extend(_queue_lines(cluster, ssn, job.queue))
+    # A gang with no object to carry a condition (a Workload's, KAI's): the session's own word.
+    why = job.problem or _unscheduled(cluster, key) or ssn.unschedulable.get(job.key)
     gang = _gang_lines(ssn, job) if why and not placed and not job.problem else []
-    lines.extend(gang)
+    pods = []
     for task in sorted(job.tasks.values(), key=ssn.task_order_key):
         state = ("would bind to " + placed[task.key] if task.key in placed
                  else task.status.value + (f" on {task.node_name}" if task.node_name else ""))
-        lines.append(f"  pod {task.key}: {state}; requests "
-                     f"{format_resource(task.resreq - Resource.of({PODS: 1}))}")
-        if task.status is TaskStatus.PENDING and task.key not in result.reservations:
-            lines.extend(_node_lines(ssn, task, "fits on its own" if gang else "fits"))
+        nodes = _node_lines(ssn, task, "fits on its own" if gang else "fits") \
+            if task.status is TaskStatus.PENDING and task.key not in result.reservations else []
+        pods.append({"pod": task.key, "state": state,
+                     "requests": format_resource(task.resreq - Resource.of({PODS: 1})),
+                     "nodes": _dedent(nodes, 4)})
+    return {"name": name, "podGroup": key, "minMember": job.min_member, "pods": len(job.tasks),
+            "queue": job.queue, "priority": job.priority, "mode": job.spec.mode.value,
+            "waiting": why or None, "wouldBind": len(placed), "placedAlready": job.ready_count(),
+            "subgroups": _subgroup_state(job) if why else None,
+            "queueStatus": _dedent(_queue_lines(cluster, ssn, job.queue), 2),
+            "gang": _dedent(gang, 2), "tasks": pods}
+
+
+def text_lines(data: dict[str, Any]) -> list[str]:
+    """The text of `kaisched explain`, made from the same content as its JSON."""
+    key = data["podGroup"]
+    lines = [f"PodGroup {key}: minMember {data['minMember']}, {data['pods']} pod(s), "
+             f"queue {data['queue']}, priority {data['priority']}, mode {data['mode']}"]
+    if data["name"] != key:
+        lines[0] += f" (the PodGroup of {data['name']})"
+    if data["waiting"]:
+        lines.append(f"  waiting: {data['waiting']}")
+    elif data["wouldBind"]:
+        lines.append(f"  schedulable now: {data['wouldBind']} pod(s) would bind")
+    else:
+        lines.append(f"  {data['placedAlready']} pod(s) placed already; nothing waits")
+    if data.get("subgroups"):
+        lines.append(f"  subgroups: {data['subgroups']}")
+    lines.extend(f"  {line}" for line in data["queueStatus"])
+    lines.extend(f"  {line}" for line in data["gang"])
+    for pod in data["tasks"]:
+        lines.append(f"  pod {pod['pod']}: {pod['state']}; requests {pod['requests']}")
+        lines.extend(f"    {line}" for line in pod["nodes"])
     return lines
+
+
+def _dedent(lines: list[str], by: int) -> list[str]:
+    assert all(line.startswith(" " * by) for line in lines)
+    return [line[by:] for line in lines]
 
 
 def resolve(cluster: MemoryCluster, name: str, scheduler_name: str) -> str:
@@ -87,9 +122,14 @@ def resolve(cluster: MemoryCluster, name: str, scheduler_name: str) -> str:
     parts = name.split("/")
     if len(parts) == 2 and cluster.get(PODGROUP, parts[0], parts[1]) is not None:
         return name
+    if len(parts) == 2 and any(pod_facts(p).job == name for p in cluster.list(POD, parts[0])):
+        return name         # a gang of another API (an upstream or KAI PodGroup, a Workload's)
     if len(parts) == 2:
         pod = cluster.get(POD, parts[0], parts[1])
         if pod is not None:
+            facts = pod_facts(pod)
+            if facts.gang.source in _OTHER_APIS:
+                return facts.job
             group = ((pod["metadata"].get("annotations") or {}).get(L.POD_GROUP_ANNOTATION))
             if not group:
                 raise InputError(f"pod {name} belongs to no PodGroup (is it scheduled by "
@@ -111,17 +151,37 @@ def resolve(cluster: MemoryCluster, name: str, scheduler_name: str) -> str:
         raise InputError(f"{name}: a workload of that name in several namespaces "
                          f"({', '.join(found)}); say which as NAMESPACE/{parts[-2]}/{owner}")
     if len(parts) == 3:
-        raise InputError(f"no PodGroup made for {parts[-2]} {owner} in namespace {namespace}")
+        raise InputError(f"no PodGroup made for {parts[-2]} {owner} in namespace {namespace}"
+                         f"{_did_you_mean(cluster, name)}")
     raise InputError(f"no PodGroup, pod or workload {name} (a workload is KIND/NAME, "
-                     "e.g. pytorchjob/bert)")
+                     f"e.g. pytorchjob/bert){_did_you_mean(cluster, name)}")
+
+
+def _did_you_mean(cluster: MemoryCluster, name: str) -> str:
+    """The closest PodGroup, pod and workload names: a workload of the very name first
+    (`research/big-pretrain` -> `pytorchjob/big-pretrain`), then the most alike."""
+    groups = cluster.list(PODGROUP)
+    workloads = sorted({f"{str(ref.get('kind', '')).lower()}/{ref.get('name')}"
+                        for pg in groups for ref in pg["metadata"].get("ownerReferences") or ()
+                        if ref.get("kind") and ref.get("name")})
+    names = [*(f"{o['metadata'].get('namespace')}/{o['metadata']['name']}"
+               for o in (*groups, *cluster.list(POD))), *workloads]
+    same = [w for w in workloads if w.split("/")[-1] == name.split("/")[-1]]
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    picks = list(dict.fromkeys([*same, *close]))[:3]
+    return f"; did you mean {' or '.join(picks)}?" if picks else ""
 
 
 def _unscheduled(cluster: MemoryCluster, key: str) -> str | None:
-    """The reason the cycle wrote on the PodGroup, as `kubectl describe` shows it."""
+    """The reason the cycle wrote on the PodGroup (kaisched's, or an upstream
+    one's condition), as `kubectl describe` shows it."""
     ns, name = key.split("/", 1)
-    pg = cluster.get(PODGROUP, ns, name) or {}
+    pg = next((g for g in (cluster.get(k, ns, name) for k in (PODGROUP, *UPSTREAM_PODGROUPS)) if g),
+              {})
     conditions = (pg.get("status") or {}).get("conditions") or []
-    cond = next((c for c in conditions if c.get("type") == "Scheduled"), None)
+    cond = next((c for c in conditions
+                 if c.get("type") in ("Scheduled", "PodGroupScheduled", "PodGroupInitiallyScheduled")),
+                None)
     if cond is None or cond.get("status") != "False":
         return None
     return str(cond.get("message") or cond.get("reason"))
@@ -140,6 +200,10 @@ def _queue_lines(cluster: MemoryCluster, ssn: Session, queue: QueueName) -> list
         used = Resource.of(dict(status.allocated))
         lines.append(f"    fair share {format_resource(fair)}; in use (incl. this session) "
                      f"{format_resource(used - Resource.of({PODS: used.get(PODS)}))}")
+    if info.usage is not None and info.usage.normalized:
+        # Fair share with memory: what the Queue's status says it used over the window.
+        used_over = ", ".join(f"{name} {value:.2f}" for name, value in info.usage.normalized)
+        lines.append(f"    usage over the window (share of what the cluster offered): {used_over}")
     return lines
 
 
@@ -154,15 +218,26 @@ def _node_lines(ssn: Session, task: TaskInfo, fits: str = "fits") -> list[str]:
             for reason, names in sorted(reasons.items(), key=lambda kv: -len(kv[1]))]
 
 
+def _subgroup_state(job: JobInfo) -> str | None:
+    """Which subtree of the gang's subgroups is short, in numbers: pods
+    placed or running of each subgroup's minimum, and how many exist."""
+    if not job.spec.subgroups:
+        return None
+    have = job.leaf_counts(READY_STATUSES)
+    if job.tree.met(have):
+        return None
+    return job.tree.shortfall(have, job.alive_counts())
+
+
 def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
     """The pods that must be placed together (the missing part of minMember,
     in the order allocate places them), how many of them each node could hold
     on its own and what runs out there first, and the shortfall in total."""
     table = ssn.cluster.table
-    needed = job.min_member - job.ready_count()
-    waiting = sorted((t for t in job.tasks.values() if t.status is TaskStatus.PENDING),
-                     key=ssn.task_order_key)
-    tasks = waiting[:max(needed, 0)]
+    if job.minimum_met(READY_STATUSES):
+        return []
+    tasks = ssn.minimum_tasks(job, [t for t in job.tasks.values()
+                                    if t.status is TaskStatus.PENDING])
     if not tasks or not len(table):
         return []
     vectors = [table.vector(t.resreq) for t in tasks]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import attrs
 
+from kaisched.api.workloadkinds import KNATIVE_REVISION
 from podgrouper.groupers.spec import (
     NO_POD,
     GroupSpec,
@@ -30,8 +31,8 @@ _OLD_MIN_SCALE = "autoscaling.knative.dev/minScale"      # the spelling before K
 
 def knative(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     problems: list[str] = []
-    revision = lineage.nearest("serving.knative.dev", "Revision")
-    if revision is None and str(owner.get("kind")) == "Revision":
+    revision = lineage.nearest(KNATIVE_REVISION)
+    if revision is None and str(owner.get("kind")) == KNATIVE_REVISION.kind:
         revision = owner
     if revision is not None:
         annotations, where, named = owner_annotations(revision), "Revision annotation", revision

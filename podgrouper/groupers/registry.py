@@ -6,7 +6,9 @@ from collections.abc import Mapping
 import attrs
 
 from kaisched.api import labels as L
-from podgrouper.groupers import argo, jobset, knative, kubeflow, lws, ray, trainer, workload
+from kaisched.api import workloadkinds as K
+from kaisched.api.workloadkinds import GroupKind, WorkloadKind, group_kind
+from podgrouper.groupers import argo, grove, jobset, knative, kubeflow, lws, ray, trainer, workload
 from podgrouper.groupers.spec import (
     NO_POD,
     Grouper,
@@ -18,46 +20,56 @@ from podgrouper.groupers.spec import (
     positive_override,
 )
 
-# (API group, kind): the version is left out so that e.g. a kubeflow.org/v1 MPIJob
-# (training operator) and a kubeflow.org/v2beta1 one (MPI operator) share a grouper.
-GroupKind = tuple[str, str]
+# Keyed by (API group, kind): every version of a kind shares its grouper.
 Registry = dict[GroupKind, Grouper]
 
-# KubeRay's own priority label, honoured as kaisched's wherever it is set.
-RAY_PRIORITY_LABEL = "ray.io/priority-class-name"
-_PRIORITY_LABELS = (L.PRIORITY_CLASS_LABEL, RAY_PRIORITY_LABEL)
+# kaisched's priority class label, then the operators' own (KubeRay's), honoured alike.
+_PRIORITY_LABELS = (L.PRIORITY_CLASS_LABEL,
+                    *dict.fromkeys(k.priority_label for k in K.KINDS if k.priority_label))
+
+
+def registry_of(*entries: tuple[WorkloadKind, Grouper]) -> Registry:
+    """Groupers registered against the table of workload kinds: a kind the
+    table does not have, or one registered twice, is a bug in the caller."""
+    out: Registry = {}
+    for kind, grouper in entries:
+        if K.lookup(*kind.group_kind) != kind:
+            raise ValueError(f"no workload kind {kind} in kaisched.api.workloadkinds: "
+                             "add it to the table before its grouper")
+        if kind.group_kind in out:
+            raise ValueError(f"{kind} has two groupers")
+        out[kind.group_kind] = grouper
+    return out
 
 
 def builtin_groupers() -> Registry:
-    return {
-        ("trainer.kubeflow.org", "TrainJob"): trainer.train_job,
-        ("kubeflow.org", "PyTorchJob"): kubeflow.pytorch_job,
-        ("kubeflow.org", "TFJob"): kubeflow.tf_job,
-        ("kubeflow.org", "XGBoostJob"): kubeflow.xgboost_job,
-        ("kubeflow.org", "JAXJob"): kubeflow.jax_job,
-        ("kubeflow.org", "PaddleJob"): kubeflow.paddle_job,
-        ("kubeflow.org", "MPIJob"): kubeflow.mpi_job,
-        ("jobset.x-k8s.io", "JobSet"): jobset.jobset,
-        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): lws.leader_worker_set,
-        ("ray.io", "RayCluster"): ray.ray_cluster,
-        ("ray.io", "RayJob"): ray.ray_job,
-        ("ray.io", "RayService"): ray.ray_service,
-        ("serving.knative.dev", "Service"): knative.knative,
-        ("serving.knative.dev", "Configuration"): knative.knative,
-        ("serving.knative.dev", "Revision"): knative.knative,
-        ("argoproj.io", "Workflow"): argo.workflow,
-        ("argoproj.io", "CronWorkflow"): argo.workflow,
-        ("batch", "Job"): workload.job,
-        ("batch", "CronJob"): workload.cron_job,
-        ("apps", "Deployment"): workload.default_grouper,
-        ("apps", "StatefulSet"): workload.default_grouper,
-        ("apps", "ReplicaSet"): workload.default_grouper,
-        ("", "Pod"): workload.default_grouper,
-    }
-
-
-def group_kind(api_version: str, kind: str) -> GroupKind:
-    return (api_version.rpartition("/")[0], kind)
+    return registry_of(
+        (K.TRAIN_JOB, trainer.train_job),
+        (K.PYTORCH_JOB, kubeflow.pytorch_job),
+        (K.TF_JOB, kubeflow.tf_job),
+        (K.XGBOOST_JOB, kubeflow.xgboost_job),
+        (K.JAX_JOB, kubeflow.jax_job),
+        (K.PADDLE_JOB, kubeflow.paddle_job),
+        (K.MPI_JOB, kubeflow.mpi_job),
+        (K.JOBSET, jobset.jobset),
+        (K.LEADER_WORKER_SET, lws.leader_worker_set),
+        (K.RAY_CLUSTER, ray.ray_cluster),
+        (K.RAY_JOB, ray.ray_job),
+        (K.RAY_SERVICE, ray.ray_service),
+        (K.POD_CLIQUE_SET, grove.pod_clique_set),
+        (K.POD_CLIQUE, grove.pod_clique_set),
+        (K.KNATIVE_SERVICE, knative.knative),
+        (K.KNATIVE_CONFIGURATION, knative.knative),
+        (K.KNATIVE_REVISION, knative.knative),
+        (K.WORKFLOW, argo.workflow),
+        (K.CRON_WORKFLOW, argo.workflow),
+        (K.JOB, workload.job),
+        (K.CRON_JOB, workload.cron_job),
+        (K.DEPLOYMENT, workload.default_grouper),
+        (K.STATEFUL_SET, workload.default_grouper),
+        (K.REPLICA_SET, workload.default_grouper),
+        (K.POD, workload.default_grouper),
+    )
 
 
 def pick(registry: Registry, owner: Owner) -> Grouper:
@@ -77,7 +89,7 @@ def group_owner(owner: Owner, grouper: Grouper, lineage: Lineage = NO_POD) -> Gr
                                  f"annotation {L.MIN_MEMBER_ANNOTATION}", warnings)
     if override is not None:
         spec = spec.with_min_member(override)
-    queue = nearest_label(lineage, (L.QUEUE_LABEL,))
+    queue = nearest_label(lineage, L.QUEUE_LABELS)     # kaisched's, else KAI's
     pod_spec = lineage.pod.get("spec")
     own_class = pod_spec.get("priorityClassName") if isinstance(pod_spec, Mapping) else None
     priority = nearest_label(lineage, _PRIORITY_LABELS) or own_class

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import attrs
 
+from kaisched.api.workloadkinds import JOBSET
 from podgrouper.groupers.jobset import gang_of, stages
 from podgrouper.groupers.spec import (
     NO_POD,
@@ -26,7 +27,7 @@ from podgrouper.groupers.spec import (
 
 def train_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     problems: list[str] = []
-    child = lineage.nearest("jobset.x-k8s.io", "JobSet")
+    child = lineage.nearest(JOBSET)
     if child is not None:
         found = stages(child, problems)
         if problems:

@@ -16,7 +16,7 @@ from .test_properties import objects
 def open_session(cache: Cache) -> Session:
     registry = register_builtins()
     config = default_config(registry)
-    return Session(cache.snapshot(0.0), config, config.build_plugins(registry))
+    return Session(cache.snapshot(0.0), config, registry.build_plugins(config))
 
 
 def loaded() -> Cache:

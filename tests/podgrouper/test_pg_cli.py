@@ -58,13 +58,13 @@ def test_sync_with_nothing_to_group(tmp_path: Path) -> None:
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n---\napiVersion: v1\nkind: Pod\n"
      "metadata: {name: p}\n", "Pod/p: Pod default/p already exists"),
 ], ids=["missing", "bad-yaml", "not-an-object", "unknown-kind", "duplicate"])
-def test_sync_input_errors_are_one_line_and_exit_2(tmp_path: Path, content: str | None,
+def test_sync_input_errors_are_one_line_and_exit_1(tmp_path: Path, content: str | None,
                                                    message: str) -> None:
     path = tmp_path / "input.yaml"
     if content is not None:
         path.write_text(content)
     code, out, err = invoke("sync", str(path))
-    assert code == 2 and out == ""
+    assert code == 1 and out == ""
     assert err.startswith("error: ") and message in err
     assert err.count("\n") == 1 and "Traceback" not in err
 

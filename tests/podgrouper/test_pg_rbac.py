@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kaisched.cluster.kinds import kind_for
+from kaisched.api.workloadkinds import lookup
 from podgrouper.groupers import builtin_groupers
 
 RBAC = Path(__file__).resolve().parents[2] / "config" / "rbac.yaml"
@@ -22,6 +22,8 @@ def podgrouper_rules() -> list[dict]:
 
 @pytest.mark.parametrize("group, kind", sorted(builtin_groupers()))
 def test_podgrouper_may_read_every_kind_it_groups(group: str, kind: str) -> None:
-    plural = kind_for(f"{group}/v1" if group else "v1", kind).plural
+    entry = lookup(group, kind)
+    assert entry is not None
+    plural = entry.plural
     assert any(group in rule["apiGroups"] and plural in rule["resources"] and "get" in rule["verbs"]
                for rule in podgrouper_rules()), f"no get on {plural}.{group}"

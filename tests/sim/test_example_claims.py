@@ -1,4 +1,4 @@
-"""What the comments of config/examples/ say happens is what happens."""
+"""What the comments of the bundled examples (kaisched/examples/) and the README say happens is what happens."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from kaisched.cli import main
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
 
 
 def run(name: str) -> dict:
@@ -44,3 +44,18 @@ def test_demo_example() -> None:
     # team-b's next gang waits, and so do team-a's evicted gangs, until room frees up.
     assert jobs["team-b/eval"]["wait"] > 0
     assert all(jobs[n]["starts"] == 2 and jobs[n]["waits"] for n in ("team-a/bert", "team-a/resnet"))
+
+
+def test_what_the_readme_says_of_the_demo_figures() -> None:
+    """Fair share follows use, but for the time a queue waits for room it is owed; a
+    percentile is the wait of a real gang."""
+    report = run("demo.yaml")
+    queues = {q["name"]: q for q in report["queues"]}
+    jobs = {j["name"]: j for j in report["jobs"]}
+    assert queues["team-a"]["fairShareAvg"] == queues["team-a"]["usageAvg"]
+    llama = jobs["team-b/llama"]
+    owed = llama["gpus"] * llama["wait"] / report["virtualSeconds"]      # 16 GPUs for 10 s
+    gap = queues["team-b"]["fairShareAvg"] - queues["team-b"]["usageAvg"]
+    assert gap == pytest.approx(owed, abs=0.01) and gap > 0
+    waits = sorted(j["wait"] for j in report["jobs"] if j["queue"] == "team-b")
+    assert queues["team-b"]["waitP50"] == waits[0] and queues["team-b"]["waitP90"] == waits[1]

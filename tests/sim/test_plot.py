@@ -3,8 +3,10 @@ panels on one time axis, legends beside the data, the file type from the
 extension, titles in words, and a bad path said before the run."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner
 from matplotlib.figure import Figure
@@ -13,7 +15,7 @@ from kaisched.catalog import register_builtins
 from kaisched.cli import main
 from kaisched.framework import SchedulerConfig, parse_config
 from kaisched.sim.lanes import lanes
-from kaisched.sim.plot import STATE_COLOURS, config_words, draw
+from kaisched.sim.plot import STATE_COLOURS, config_words, draw, h_mm, tick_step
 from kaisched.sim.runner import bundled
 from kaisched.sim.scenario import load_scenario
 from kaisched.sim.simulation import SimResult, Simulation
@@ -92,3 +94,53 @@ def test_a_bad_plot_path_is_one_line_before_the_run(tmp_path: Path, target: str,
 
 def test_state_colours_cover_every_state() -> None:
     assert set(STATE_COLOURS) == {"waiting", "running", "evicted", "waiting again"}
+
+
+def test_fair_share_is_drawn_over_use_and_starts_are_legible(demo: SimResult, tmp_path: Path) -> None:
+    fig = draw([("built-in", demo)], tmp_path / "demo.png")
+    middle = fig.axes[1]
+    lines = {line.get_label(): line for line in middle.get_lines()}
+    for queue in ("team-a", "team-b"):
+        fair, used = lines[f"{queue} fair share"], lines[f"{queue} in use"]
+        assert fair.get_zorder() > used.get_zorder()        # on top where they agree
+        assert fair.get_linestyle() != used.get_linestyle() and fair.get_alpha() is None
+        assert used.get_alpha() is not None and used.get_alpha() < 1
+    starts = [c for c in middle.collections if c.get_label().endswith("a job starts")]
+    assert len(starts) == 2
+    for marks in starts:
+        assert min(marks.get_sizes()) >= 50 and marks.get_zorder() > 3
+        assert max(marks.get_offsets()[:, 1]) < 0           # a strip of their own, below zero
+    assert all(t >= 0 for t in middle.get_yticks())
+
+
+def test_time_axes_read_h_mm(demo: SimResult, tmp_path: Path) -> None:
+    fig = draw([("built-in", demo)], tmp_path / "demo.png")
+    fig.canvas.draw()
+    bottom = fig.axes[2]
+    labels = [t.get_text() for t in bottom.get_xticklabels() if t.get_text()]
+    assert labels and all(re.fullmatch(r"\d+:\d\d", label) for label in labels), labels
+    assert "0:10" in labels and "1:20" in labels
+    assert bottom.get_xlabel() == "virtual time (h:mm)"
+
+
+@pytest.mark.parametrize("seconds,shown", [(0, "0:00"), (59, "0:01"), (600, "0:10"),
+                                           (3600, "1:00"), (5112, "1:25"), (36000, "10:00")])
+def test_h_mm(seconds: float, shown: str) -> None:
+    assert h_mm(seconds) == shown
+
+
+@pytest.mark.parametrize("end,step", [(300, 60), (5112, 600), (4 * 3600, 1800),
+                                      (12 * 3600, 7200), (30 * 86400, 259200)])
+def test_ticks_are_easy_to_count(end: float, step: int) -> None:
+    assert tick_step(end) == step and end / step <= 10
+
+
+def test_compared_runs_share_one_time_range(demo: SimResult, tmp_path: Path) -> None:
+    """A run that ends sooner is drawn on the longer one's range, side by side."""
+    short = attrs.evolve(demo, end=demo.end / 2)
+    fig = draw([("built-in", demo), ("other", short)], tmp_path / "cmp.png")
+    panels = fig.axes[:6]
+    ranges = {tuple(round(x, 3) for x in ax.get_xlim()) for ax in panels}
+    assert len(ranges) == 1
+    (low, high), = ranges
+    assert low <= 0 and high >= demo.end

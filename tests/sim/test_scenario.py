@@ -10,7 +10,7 @@ from kaisched.api.resource import GPU
 from kaisched.sim.scenario import JobKind, ScenarioError, load_scenario, parse_scenario
 from tests.sim.conftest import SMALL
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
 
 
 def test_small_scenario_is_read() -> None:
@@ -121,10 +121,10 @@ def test_bad_generate_blocks(old: str, new: str, expected: str) -> None:
         parse_scenario(GENERATED.replace(old, new), "gen.yaml")
 
 
-def test_the_readme_scenario_example_is_valid() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = readme[readme.index("## Simulate"):].split("```yaml\n", 1)[1].split("```", 1)[0]
-    scenario = parse_scenario(block, "README.md")
+def test_the_documented_scenario_example_is_valid() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "simulate.md").read_text()
+    block = page[page.index("## Writing a scenario"):].split("```yaml\n", 1)[1].split("```", 1)[0]
+    scenario = parse_scenario(block, "docs/simulate.md")
     bert = next(j for j in scenario.jobs if j.name == "bert")
     assert bert.elastic_min == 1 and bert.min_available == 3 and bert.total(GPU) == 32
     assert len(scenario.jobs) == 501 and scenario.until == 8 * 3600

@@ -17,7 +17,7 @@ from kaisched.sim.scenario import parse_scenario
 from kaisched.sim.simulation import Simulation
 from tests.sim.conftest import SMALL
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
 
 
 def invoke(*args: str):
@@ -189,7 +189,11 @@ def test_bad_scenarios_are_one_line(tmp_path: Path, content: str, expected: str)
 
 def test_missing_scenario_and_bad_config_are_one_line(tmp_path: Path) -> None:
     result = invoke(str(tmp_path / "nope.yaml"))
-    assert result.exit_code != 0 and "no such scenario file" in result.stderr
+    assert result.exit_code != 0 and f"{tmp_path / 'nope.yaml'}: no such file\n" == result.stderr[7:]
+    named = invoke("nope")
+    assert named.stderr == ("error: nope: no such file, nor a bundled scenario or config of that "
+                            "name; bundled scenarios: demo, fair-share-memory, preemption, starvation, volumes, "
+                            "workloads-2026 (kaisched simulate --list)\n")
     config = tmp_path / "c.yaml"
     config.write_text("actionz: []\n")
     result = invoke("--config", str(config))

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from kaisched.cli import main
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "examples" / "starvation.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "kaisched" / "examples" / "starvation.yaml"
 
 
 def big_job(tmp_path: Path, config: str | None) -> dict:

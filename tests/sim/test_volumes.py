@@ -13,7 +13,7 @@ from kaisched.sim.report import build_report
 from kaisched.sim.scenario import ScenarioError, load_scenario, parse_scenario
 from kaisched.sim.simulation import Simulation
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "examples" / "volumes.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "kaisched" / "examples" / "volumes.yaml"
 
 
 def test_gang_waits_for_its_volumes_then_runs(config: SchedulerConfig) -> None:

@@ -19,7 +19,8 @@ from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig, Session, parse_config
 from kaisched.framework.effects import Bind, Effect
 from kaisched.runtime.binder import Binder
-from kaisched.runtime.scheduler import CycleResult, Scheduler
+from kaisched.runtime.cycle import CycleResult
+from kaisched.runtime.scheduler import Scheduler
 
 Obj = dict[str, Any]
 
@@ -201,7 +202,7 @@ def snapshot(objects: Iterable[Obj], now: float = 0.0) -> ClusterInfo:
 def open_session(objects: Iterable[Obj], strategy: str = "binpack") -> Session:
     """A Session over raw objects, opened with the test config's plugins (no actions run)."""
     config, registry = load_test_config(strategy)
-    return Session(snapshot(objects), config, config.build_plugins(registry))
+    return Session(snapshot(objects), config, registry.build_plugins(config))
 
 
 def pod_scheduled_message(cluster: MemoryCluster, name: str, namespace: str = "default") -> str:

@@ -96,7 +96,7 @@ GANGLESS = [
 def test_build_plugins_passes_the_arguments() -> None:
     registry = register_builtins()
     config = parse_config(config_text("spread"), registry)
-    nodeorder = config.build_plugins(registry)[1][2]
+    nodeorder = registry.build_plugins(config)[1][2]
     assert nodeorder.name == "nodeorder" and nodeorder.strategy == "spread"
 
 

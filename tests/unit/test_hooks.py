@@ -1,5 +1,5 @@
-"""HookRegistry: one registry keyed by Hook, and the combinators that merge
-the plugins' answers (kaisched.framework.hooks)."""
+"""HookRegistry: one registry keyed by typed hook keys, and the combinators
+that merge the plugins' answers (kaisched.framework.hooks)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -7,16 +7,17 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from kaisched.framework.hooks import Hook, HookRegistry
+from kaisched.api.types import Blocker
+from kaisched.framework.hooks import Hook, HookKey, HookRegistry
 
 
-def registry(*tiers: list[Callable[..., Any]], hook: Hook = Hook.JOB_ORDER) -> HookRegistry:
+def registry(*tiers: list[Callable[..., object]], hook: HookKey[Any] = Hook.JOB_ORDER) -> HookRegistry:
     """A registry with one tier per argument, each callback under hook."""
     reg = HookRegistry()
     for t, fns in enumerate(tiers):
         reg.begin_tier()
         for i, fn in enumerate(fns):
-            reg.register(hook, f"plugin-{t}-{i}", fn)
+            reg.register(hook, fn, f"plugin-{t}-{i}")
     return reg
 
 
@@ -47,14 +48,41 @@ def test_order_key_with_no_callbacks_is_empty() -> None:
 
 def test_register_before_begin_tier_opens_one() -> None:
     reg = HookRegistry()
-    reg.register(Hook.JOB_READY, "gang", lambda j: True)
+    ready = lambda j: True  # noqa: E731
+    reg.register(Hook.JOB_READY, ready, "gang")
     assert reg.callbacks(Hook.JOB_ORDER) == []
-    assert [name for name, _ in reg.callbacks(Hook.JOB_READY)] == ["gang"]
+    assert reg.callbacks(Hook.JOB_READY) == [ready]
+    assert [r.label for r in reg.registrations(Hook.JOB_READY)] == ["gang"]
+    assert reg.registered() == ["job_ready"]
 
 
 def test_callbacks_are_listed_in_tier_then_registration_order() -> None:
     reg = registry([lambda: 0, lambda: 0], [lambda: 0])
-    assert [n for n, _ in reg.named(Hook.JOB_ORDER)] == ["plugin-0-0", "plugin-0-1", "plugin-1-0"]
+    assert [r.label for r in reg.registrations(Hook.JOB_ORDER)] == ["plugin-0-0", "plugin-0-1", "plugin-1-0"]
+
+
+def test_what_a_plugin_declares_travels_with_its_registration() -> None:
+    reg = HookRegistry()
+    claims = lambda task: True  # noqa: E731
+    reg.register(Hook.POD_PREDICATE, lambda task, rows: None, "volumes", Blocker.VOLUMES, claims)
+    reg.register(Hook.POD_PREDICATE, lambda task, rows: None, "ports")
+    first, second = reg.registrations(Hook.POD_PREDICATE)
+    assert (first.label, first.blocker, first.when) == ("volumes", Blocker.VOLUMES, claims)
+    assert (second.label, second.blocker, second.when) == ("ports", Blocker.PLACEMENT, None)
+
+
+def test_registering_again_is_seen_by_the_next_question() -> None:
+    reg = registry([lambda j: 1])
+    assert reg.order_key(Hook.JOB_ORDER)("j") == (1,)
+    reg.register(Hook.JOB_ORDER, lambda j: 2, "late")
+    assert reg.order_key(Hook.JOB_ORDER)("j") == (1, 2)
+    assert [r.label for r in reg.registrations(Hook.JOB_ORDER)] == ["plugin-0-0", "late"]
+
+
+def test_an_order_key_passes_every_argument_through() -> None:
+    reg = registry([lambda queue, need: (queue, need)], [lambda queue, need: need],
+                   hook=Hook.QUEUE_HEAD_ORDER)
+    assert reg.order_key(Hook.QUEUE_HEAD_ORDER)("q", 3) == (("q", 3), 3)
 
 
 # -- all_true (readiness, pipelined) ----------------------------------------------------
@@ -196,3 +224,14 @@ def test_notify_calls_every_callback_in_order() -> None:
     reg.notify(Hook.ON_ALLOCATE, "task")
     reg.notify(Hook.ON_DEALLOCATE, "ignored")
     assert seen == [("first", "task"), ("second", "task")]
+
+
+def test_every_gives_every_answer_of_every_callback_in_order() -> None:
+    reg = registry([lambda t: [A, B]], [lambda t: []], [lambda t: [A]], hook=Hook.PREBIND)
+    assert reg.every(Hook.PREBIND, "task") == [A, B, A]
+
+
+def test_reasons_gives_every_objection_in_order() -> None:
+    reg = registry([lambda t: "one", lambda t: None], [lambda t: "", lambda t: "two"],
+                   hook=Hook.EXPLAIN)
+    assert reg.reasons(Hook.EXPLAIN, "task") == ["one", "two"]

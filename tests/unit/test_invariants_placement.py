@@ -185,7 +185,7 @@ def _same(a: list, b: list) -> bool:
 def test_rollback_leaves_no_trace(world: World, rnd: Any) -> None:
     registry = register_builtins()
     config = default_config(registry)
-    ssn = Session(snapshot(world.objects()), config, config.build_plugins(registry))
+    ssn = Session(snapshot(world.objects()), config, registry.build_plugins(config))
     pending = [t for job in ssn.cluster.jobs.values() for t in job.tasks.values()
                if t.status is TaskStatus.PENDING]
     before = _answers(ssn, pending)

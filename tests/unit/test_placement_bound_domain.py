@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from actions.common.domainchoice import DomainChoice
 from actions.common.topology import bound_domain
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
@@ -41,7 +42,7 @@ def world(workers: int, running: dict[str, str] | None = None) -> list[dict[str,
 def opened(objects: list[dict[str, Any]]) -> tuple[Session, JobInfo]:
     registry = register_builtins()
     config = default_config(registry)
-    ssn = Session(snapshot(objects), config, config.build_plugins(registry))
+    ssn = Session(snapshot(objects), config, registry.build_plugins(config))
     return ssn, ssn.cluster.jobs[next(k for k in ssn.cluster.jobs if k.endswith("/job"))]
 
 
@@ -62,23 +63,23 @@ def test_the_gang_goes_to_the_zone_whose_clique_holds_the_subgroup() -> None:
     # zone-1 has room for 5 GPUs in total, but no clique of it holds 5 workers.
     ssn, job = opened(world(5))
     room = lambda: free(ssn)     # noqa: E731
-    assert nodes(ssn, bound_domain(ssn, job, room, task(job, "launcher"))) == ["n5", "n6", "n7"]
-    assert nodes(ssn, bound_domain(ssn, job, room, task(job, "worker-0"))) == ["n5", "n6", "n7"]
+    assert nodes(ssn, bound_domain(ssn, DomainChoice(ssn), job, room, task(job, "launcher"))) == ["n5", "n6", "n7"]
+    assert nodes(ssn, bound_domain(ssn, DomainChoice(ssn), job, room, task(job, "worker-0"))) == ["n5", "n6", "n7"]
 
 
 def test_a_subgroup_is_kept_in_the_clique_its_members_sit_in() -> None:
     ssn, job = opened(world(3, running={"worker-0": "n3"}))
-    assert nodes(ssn, bound_domain(ssn, job, lambda: free(ssn), task(job, "worker-1"))) == \
+    assert nodes(ssn, bound_domain(ssn, DomainChoice(ssn), job, lambda: free(ssn), task(job, "worker-1"))) == \
         ["n3", "n4"]
     # the launcher only has to stay in the gang's zone
-    assert nodes(ssn, bound_domain(ssn, job, lambda: free(ssn), task(job, "launcher"))) == \
+    assert nodes(ssn, bound_domain(ssn, DomainChoice(ssn), job, lambda: free(ssn), task(job, "launcher"))) == \
         ["n1", "n2", "n3", "n4"]
 
 
 def test_no_domain_when_no_clique_could_hold_the_subgroup() -> None:
     ssn, job = opened(world(7))
     for name in ("launcher", "worker-0"):
-        assert nodes(ssn, bound_domain(ssn, job, lambda: free(ssn), task(job, name))) == []
+        assert nodes(ssn, bound_domain(ssn, DomainChoice(ssn), job, lambda: free(ssn), task(job, name))) == []
 
 
 def test_the_task_defaults_to_the_first_pending_in_task_order() -> None:
@@ -86,5 +87,5 @@ def test_the_task_defaults_to_the_first_pending_in_task_order() -> None:
     stmt = ssn.statement()
     stmt.pipeline(task(job, "launcher"), ssn.cluster.table.names[0])      # n1, zone-1
     # the workers come next: one clique of the launcher's zone
-    assert nodes(ssn, bound_domain(ssn, job, lambda: free(ssn))) == ["n1", "n2"]
+    assert nodes(ssn, bound_domain(ssn, DomainChoice(ssn), job, lambda: free(ssn))) == ["n1", "n2"]
     stmt.discard()

@@ -45,14 +45,14 @@ def nodes(*names: str, zones: dict[str, str] | None = None) -> list[dict[str, An
 def session(objects: list[dict[str, Any]]) -> Session:
     registry = register_builtins()
     config = default_config(registry)
-    return Session(snapshot(objects), config, config.build_plugins(registry))
+    return Session(snapshot(objects), config, registry.build_plugins(config))
 
 
 def scores(ssn: Session, pod: str) -> dict[str, float] | None:
     """The podaffinity score of a pending pod on every node (None: no opinion)."""
     task = next(t for j in ssn.cluster.jobs.values() for t in j.tasks.values()
                 if t.name == pod)
-    fn = next(fn for label, fn in ssn.hooks.callbacks(Hook.POD_ORDER) if label == "podaffinity")
+    fn = next(r.fn for r in ssn.hooks.registrations(Hook.POD_ORDER) if r.label == "podaffinity")
     found = fn(task, np.arange(len(ssn.cluster.table)))
     return None if found is None else dict(zip(ssn.cluster.table.names, found.tolist(), strict=True))
 

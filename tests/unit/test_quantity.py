@@ -57,17 +57,24 @@ def test_bad_quantity_raises_value_error(bad: object) -> None:
     ("0s", 0.0),
     ("0", 0.0),
     (".5s", 0.5),
-    (3, 3.0),
-    (2.5, 2.5),
+    (0, 0.0),
 ])
 def test_parses_duration(text: object, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("bad", [
-    "", "1", "s", "1x", "1 s", "-1s", "1s garbage", "abc", "1d", None, True, -1, [1],
+    "", "1", 3, 2.5, "60", "s", "1x", "1 s", "-1s", "1s garbage", "abc", "1d", None, True, -1, [1],
     "\u0661s",
 ])
 def test_bad_duration_raises_value_error(bad: object) -> None:
     with pytest.raises(ValueError):
         parse_duration(bad)
+
+
+@pytest.mark.parametrize("bare", [60, 60.0, "60", 2.5])
+def test_a_bare_number_is_refused_with_the_one_message(bare: object) -> None:
+    shown = "2.5" if bare == 2.5 else "60"
+    with pytest.raises(ValueError, match=rf"^a duration needs a unit: {shown} could mean seconds "
+                                         rf"or minutes \(write e.g. {shown}s or {shown}m\)$"):
+        parse_duration(bare)

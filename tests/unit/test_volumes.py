@@ -14,7 +14,7 @@ from kaisched.cache.convert.volumes import (
     volume,
 )
 from kaisched.cluster.snapshot import redact
-from kaisched.framework import Hook, Session
+from kaisched.framework import Session
 from plugins.volumebinding import VolumeBindingPlugin
 
 from .conftest import build_node, build_pod, load_test_config, snapshot
@@ -79,7 +79,7 @@ def test_pods_alike_but_for_their_claims_are_not_one_class() -> None:
         pod["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": name}}]
     cluster = snapshot([build_node("n1"), *pods])
     config, registry = load_test_config()
-    ssn = Session(cluster, config, config.build_plugins(registry))
+    ssn = Session(cluster, config, registry.build_plugins(config))
     tasks = {t.name: t for j in cluster.jobs.values() for t in j.tasks.values()}
     assert ssn.class_key(tasks["p0"]) == ssn.class_key(tasks["p2"]) != ssn.class_key(tasks["p1"])
 
@@ -89,8 +89,7 @@ def test_nothing_is_registered_where_no_pod_mounts_a_claim() -> None:
     config, _ = load_test_config()
     ssn = Session(cluster, config, [[VolumeBindingPlugin()]])
     assert not cluster.storage
-    for hook in Hook:
-        assert not ssn.hooks.callbacks(hook), hook
+    assert not ssn.hooks.registered()
 
 
 def test_redaction_keeps_claims_and_the_selected_node() -> None:

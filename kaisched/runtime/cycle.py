@@ -1,0 +1,26 @@
+"""What one scheduling cycle came to: the effects its session decided, what it
+placed and reserved, how the binder fared, and how long it took. The scheduler
+returns it; metrics, the tools and the simulator read it."""
+from __future__ import annotations
+
+import attrs
+
+from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.api.types import Blocker, JobKey, NodeName, PodKey
+from kaisched.framework.effects import Effect
+from kaisched.runtime.binder import BindReport
+
+
+@attrs.frozen
+class CycleResult:
+    effects: list[Effect]
+    placed: dict[PodKey, NodeName]
+    reservations: dict[PodKey, NodeName]
+    report: BindReport
+    snapshot_seconds: float
+    session_seconds: float
+    abandoned: bool = False     # stopped between actions: nothing after that was applied
+    # The snapshot the session decided on (its jobs' queues, sizes, creation times and
+    # PodGroup statuses as they were), and the class of what blocks each pending gang.
+    cluster: ClusterInfo | None = None
+    blockers: dict[JobKey, Blocker] = attrs.field(factory=dict)
