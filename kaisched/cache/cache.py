@@ -307,12 +307,13 @@ class Cache:
 
     def _waiting_groups(self, cluster: ClusterInfo) -> tuple[JobInfo, ...]:
         """The Pending PodGroups no pod names yet, as jobs with no tasks (a
-        shard: those whose label or queue names its pool)."""
+        shard: those no pod names at all, whose label or queue names its pool)."""
         out = []
         for key in sorted(self._pending_groups - cluster.jobs.keys()):
             group = self.groups[key]
-            if self.pools is not None and not self.pools.takes_group(group):
-                continue
+            if self.pools is not None and (key in self.pools.members
+                                           or not self.pools.takes_group(group)):
+                continue        # its pods are another shard's, or it names another pool
             out.append(JobInfo(key, group.spec if group.spec.queue else attrs.evolve(
                 group.spec, queue=DEFAULT_QUEUE), creation=group.creation, status=group.status,
                 problem=group.problem))
