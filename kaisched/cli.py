@@ -453,7 +453,7 @@ def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
 @click.option("--config", "config_path", metavar="FILE",
               help="Scheduler config YAML for the scenarios on the in-process API server "
                    "(default: built-in), e.g. to measure usage memory on.")
-@click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True),
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
               help="e2e: the admin kubeconfig of the API server to measure against.")
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True, metavar="N",
               help="e2e: how many runs of both schedulers.")
@@ -474,6 +474,8 @@ def bench(scenario: str, scale: float, profile: int, config_path: str | None,
     if scenario == "e2e":
         if kubeconfig is None:
             raise click.UsageError("e2e runs against a real API server: give --kubeconfig PATH")
+        if not Path(kubeconfig).is_file():
+            raise click.UsageError(f"--kubeconfig {kubeconfig}: no such file")
         from kaisched.bench.e2e import run_e2e
         click.echo(orjson.dumps(run_e2e(kubeconfig, runs, kube_scheduler, prefix, scale)))
         return
