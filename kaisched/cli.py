@@ -451,16 +451,16 @@ def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
               help="Add the top N entries of a profile of the measured cycle (its timings "
                    "are then the profiler's).")
 @click.option("--config", "config_path", metavar="FILE",
-              help="Scheduler config YAML for the scenarios on the in-process API server "
+              help="Scheduler config YAML for the scenarios run in this process "
                    "(default: built-in), e.g. to measure usage memory on.")
-@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), metavar="FILE",
               help="e2e: the admin kubeconfig of the API server to measure against.")
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True, metavar="N",
               help="e2e: how many runs of both schedulers.")
 @click.option("--kube-scheduler", "kube_scheduler", default="/tmp/k8s/bin/kube-scheduler",
-              show_default=True, type=click.Path(dir_okay=False),
+              show_default=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="e2e: the stock kube-scheduler binary to compare with.")
-@click.option("--prefix", default="kaisched-e2e", show_default=True,
+@click.option("--prefix", default="kaisched-e2e", show_default=True, metavar="NAME",
               help="e2e: the name of the namespace and of the nodes it creates.")
 def bench(scenario: str, scale: float, profile: int, config_path: str | None,
           kubeconfig: str | None, runs: int, kube_scheduler: str, prefix: str) -> None:
