@@ -13,7 +13,7 @@ import collections
 import functools
 import threading
 import uuid
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Callable, Concatenate, Iterable, ParamSpec, TypeVar
 
 from kaisched.api.clock import Clock, ManualClock, to_rfc3339
 from kaisched.cluster.client import Obj, WatchEvent, merge_patch
@@ -21,15 +21,19 @@ from kaisched.cluster.kinds import NODE, POD, Kind, kind_of, object_key
 from kaisched.errors import ConflictError, NotFoundError, PermanentApiError
 
 _UID_NAMESPACE = uuid.UUID("6f1b5a52-7e4c-4b8e-9a57-4b1d0c3e2a10")
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _locked(method: F) -> F:
+def _locked(method: Callable[Concatenate[MemoryCluster, P], R]
+            ) -> Callable[Concatenate[MemoryCluster, P], R]:
+    """The method under the cluster's lock (a live binder's workers write while
+    the scheduler drains its watch)."""
     @functools.wraps(method)
-    def call(self: MemoryCluster, *args: Any, **kwargs: Any) -> Any:
+    def call(self: MemoryCluster, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with self._lock:
             return method(self, *args, **kwargs)
-    return call  # type: ignore[return-value]  # the same signature, wrapped
+    return call
 
 
 class MemorySubscription:
