@@ -40,7 +40,7 @@ starvationThreshold: 10m
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
-         "starvationThreshold", "usageDBConfig", "nodePool")
+         "starvationThreshold", "usageDBConfig", "preemptionDelay", "nodePool")
 _POOL_KEYS = ("label", "value", "default")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
 # A label's name, or value: what Kubernetes accepts (a value may also be empty,
@@ -104,6 +104,8 @@ class SchedulerConfig:
     starvation_threshold: float = 600.0     # a head-of-queue gang waiting longer gets nodes reserved
     node_pool: NodePool | None = None       # one shard of the cluster; None: all of it
     usage_db: UsageDBConfig | None = None   # fair share with memory; None: off
+    # How long a job, once pending, waits before it may evict others (0: at once).
+    preemption_delay: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -117,6 +119,7 @@ class SchedulerConfig:
             "staleGangGracePeriod": f"{self.stale_gang_grace_period:g}s",
             "starvationThreshold": f"{self.starvation_threshold:g}s",
             **({"usageDBConfig": usage_db_dict(self.usage_db)} if self.usage_db else {}),
+            **({"preemptionDelay": f"{self.preemption_delay:g}s"} if self.preemption_delay else {}),
         }
         if self.node_pool is not None:
             out["nodePool"] = self.node_pool.to_dict()
@@ -144,6 +147,7 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         node_pool=_node_pool(data.get("nodePool")),
         usage_db=usage_db_config(data["usageDBConfig"]) if data.get("usageDBConfig") is not None
         else None,
+        preemption_delay=_duration(data, "preemptionDelay", 0.0),
     )
     _require_gangs(config)
     return config

@@ -186,7 +186,8 @@ class Scheduler:
         self.warmed_at = time.monotonic()       # what a snapshot needs was just built
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
                            snapshotted - started, decided - snapshotted, abandoned, cluster,
-                           blockers)
+                           blockers, dict(ssn.preemption_delay.delayed),
+                           dict(ssn.protections.protected))
 
     def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
         """The jobs the effects bind, evict or write something of."""
