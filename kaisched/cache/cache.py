@@ -10,7 +10,7 @@ from kaisched.api.job import GangSpec, PodGroupStatus
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
-from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, job_key
+from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, TaskStatus, job_key
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
@@ -36,7 +36,7 @@ from kaisched.cluster.kinds import (
     Kind,
     object_key,
 )
-from kaisched.framework.effects import RecordEvent
+from kaisched.framework.effects import Bind, RecordEvent
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
 _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
@@ -55,6 +55,7 @@ class Cache:
         self.scheduler_name = scheduler_name
         self.nodes: dict[str, NodeSpec] = {}
         self.pods: dict[PodKey, PodFacts] = {}
+        self._digests: dict[PodKey, bytes] = {}             # pending pods: see _pod_facts
         self._groups = Groups()
         self.groups = self._groups.stores["kaisched"]
         self.xk8s_groups = self._groups.stores["x-k8s"]
@@ -151,7 +152,7 @@ class Cache:
         namespace, name = object_key(obj)
         if event.kind == POD:
             key = PodKey(f"{namespace}/{name}")
-            facts = None if gone else convert.pod_facts(obj)
+            facts = None if gone else self._pod_facts(key, obj)
             self._put_pod(key, facts)
             if facts is not None and facts.warnings or key in self._warned:
                 self._note_pod(obj, facts)
@@ -196,7 +197,33 @@ class Cache:
         elif not self.storage.apply(event):
             self.devices.apply(event)
 
+    def _pod_facts(self, key: PodKey, obj: Obj) -> PodFacts:
+        """The pod converted -- or, when it differs from the version before only
+        where the scheduler's own writes change pods (its node, its status,
+        its conditions), that version's facts with those read again: the
+        echoes of binds and of PodScheduled conditions cost no conversion.
+        The digest that tells is kept for this scheduler's pending pods, those
+        such writes are about."""
+        digest = self._digests.pop(key, None)
+        if digest is not None:
+            before = self.pods.get(key)
+            fresh = convert.source_digest(obj)
+            if before is not None and fresh == digest:
+                facts = convert.echoed(obj, before)
+            else:
+                facts, digest = convert.pod_facts(obj), fresh
+        else:
+            facts = convert.pod_facts(obj)
+        if facts.status is TaskStatus.PENDING and facts.scheduler_name == self.scheduler_name:
+            if digest is None:
+                digest = convert.source_digest(obj)
+            if digest is not None:
+                self._digests[key] = digest
+        return facts
+
     def _put_pod(self, key: PodKey, facts: PodFacts | None) -> None:
+        if facts is None:
+            self._digests.pop(key, None)
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
         if facts is not None:
             self.pods[key] = facts
@@ -240,6 +267,19 @@ class Cache:
         else:
             cluster.set_claimants(False)
 
+    def assume(self, binds: Iterable[Bind]) -> None:
+        """The session over the last snapshot sent these binds: the model keeps
+        the pods where it put them (Binding) rather than undo the move and make
+        it again when the echo comes."""
+        self.model.keep({b.pod: b.node for b in binds})
+
+    def forget_binds(self, pods: Iterable[PodKey] | None = None) -> None:
+        """These binds (None: every one not echoed yet) were refused or never
+        made: the pods are what the cache last heard of them."""
+        keys = list(self.model.assumed) if pods is None else pods
+        for key in keys:
+            self.model.forget(key, self.pods.get(key))
+
     def reported(self, spoken_of: Iterable[JobKey]) -> None:
         """The session over the last snapshot closed: what it looked at need not
         be looked at again unless it changes -- but for the jobs it said
@@ -256,8 +296,9 @@ class Cache:
     def rebuilt(self, now: float) -> ClusterInfo:
         """A model made from scratch from what the cache holds: the reference
         the incremental one must equal."""
+        self.model.reclaim()
         cluster = rebuild(self.pods, self.nodes, self._groups, self.queues, self.priority_classes,
-                          self.namespaces, self.scheduler_name, now)
+                          self.namespaces, self.scheduler_name, now, self.model.assumed)
         cluster.storage = self.storage.rebuilt(self.pods.values())
         cluster.topologies = self._topologies()
         return cluster

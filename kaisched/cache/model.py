@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+import attrs
 import numpy as np
 
 from kaisched.api.clusterinfo import ClusterInfo, ForeignPod, RulesInPlay
@@ -66,25 +67,77 @@ class Model:
         self._placements: dict[Placement, tuple[Placement, int]] = {}
         self._rules: RulesInPlay | None = None
         self.claimants = 0                                # tasks naming a ResourceClaim
+        # Binds sent whose echo has not arrived: the pod shows as Binding on
+        # that node meanwhile (as the session that bound it left it).
+        self.assumed: dict[PodKey, NodeName] = {}
+        self._keeping: dict[PodKey, NodeName] = {}        # binds of the session lent out
 
     # -- events ---------------------------------------------------------------------------
 
     def reclaim(self) -> None:
-        """Take the model back from the session it was lent to."""
+        """Take the model back from the session it was lent to: its moves are
+        undone, but for the binds it sent (see keep), which stay as Binding."""
+        keeping, self._keeping = self._keeping, {}
         if self.cluster.journal:
-            self.cluster.rewind()
+            kept = self._kept(keeping) if keeping else {}
+            self.cluster.rewind(kept)
+            for key, task in kept.items():
+                binding = task.evolve(status=TaskStatus.BINDING)
+                self.cluster.settle(task, binding)
+                self.tasks[key] = binding
+                self.assumed[key] = keeping[key]
+                self.moved.add(task.job)        # its counts changed, not what it declares
+                self.revisit(task.job)
         self.cluster.devices.rewind()
+
+    def keep(self, binds: Mapping[PodKey, NodeName]) -> None:
+        """The session lent last sent these binds: when the model is taken back
+        their moves are not undone (only to be made again by their echoes).
+        The pods stay Binding on their nodes until a version of them with a
+        node arrives, or forget() says the bind was not made."""
+        self._keeping.update(binds)
+
+    def forget(self, key: PodKey, facts: PodFacts | None) -> None:
+        """The pod's bind was refused or never made: it is what facts say."""
+        self.reclaim()
+        if self.assumed.pop(key, None) is not None:
+            self.put_pod(key, facts, facts)
+
+    def _kept(self, keeping: Mapping[PodKey, NodeName]) -> dict[PodKey, TaskInfo]:
+        """Of the binds sent, the tasks the session left allocated on the node
+        bound to, from pending before it (no volumes or devices of theirs
+        moved with them: those binds go the long way, undone and echoed)."""
+        finals: dict[PodKey, TaskInfo] = {}
+        for _, new in self.cluster.journal or ():
+            if new.key in keeping:
+                finals[new.key] = new
+        out = {}
+        for key, task in finals.items():
+            before = self.tasks.get(key)
+            if (task.status is TaskStatus.ALLOCATED and task.node_name == keeping[key]
+                    and before is not None and before.status is TaskStatus.PENDING
+                    and not task.claims and not task.pvcs):
+                out[key] = task
+        return out
 
     def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None) -> None:
         """The pod changed (facts; before: what it was) or went away (None)."""
         cluster = self.cluster
+        bound_to = self.assumed.get(key)
+        if bound_to is not None:
+            if facts is not None and facts.status is TaskStatus.PENDING and facts.node_name is None \
+                    and facts.scheduler_name == self.scheduler_name:
+                facts = attrs.evolve(facts, status=TaskStatus.BINDING, node_name=bound_to)
+            else:
+                del self.assumed[key]       # bound (here or elsewhere), or gone: its echo
         old = self.tasks.pop(key, None)
         # It stays a task of the same job, declaring what it did: only counts change.
         alike = (old is not None and facts is not None and facts.status is not None
                  and facts.scheduler_name == self.scheduler_name and _declares_alike(before, facts))
         if old is not None:
             if old.node_name and old.status in OCCUPYING_STATUSES:
-                self._room(old.node_name, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
+                if not _same_room(old, facts, self.scheduler_name):     # else no change
+                    self._room(old.node_name, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
                 node = cluster.nodes.get(old.node_name)
                 if node is not None:
                     node.tasks.pop(key, None)
@@ -127,7 +180,8 @@ class Model:
             self.by_group.setdefault(gk, set()).add(task.job)
             self._group_of[task.job] = gk
         if task.node_name and task.status in OCCUPYING_STATUSES:
-            self._room(task.node_name, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
+            if old is None or not _same_room(old, facts, self.scheduler_name):
+                self._room(task.node_name, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
             node = cluster.nodes.get(task.node_name)
             if node is not None:
                 node.tasks[key] = task
@@ -162,9 +216,7 @@ class Model:
         if any(n not in table.dim_index for n in spec.allocatable.names()):
             self._relayout = True
             return
-        if node.spec.labels != spec.labels:
-            self.cluster.relabelled()
-        node.spec = spec
+        self.cluster.respec(node, spec)
         table.set_alloc(node.index, table.row_of(spec.allocatable))
 
     def put_group(self, key: JobKey) -> None:
@@ -294,6 +346,16 @@ class Model:
         if not any(p.rules for p in foreign):
             return self._rules
         return RulesInPlay.of([*(p.rules for p in self._placements), *(p.rules for p in foreign)])
+
+
+def _same_room(old: TaskInfo, facts: PodFacts | None, scheduler_name: str) -> bool:
+    """The pod's new version is a task holding the room the old task held,
+    where it held it (a bind's echo of a pod shown as Binding): nothing to
+    take or give back."""
+    return (facts is not None and facts.scheduler_name == scheduler_name
+            and facts.node_name == old.node_name and facts.status in OCCUPYING_STATUSES
+            and facts.resreq == old.resreq
+            and (facts.status is TaskStatus.RELEASING) == (old.status is TaskStatus.RELEASING))
 
 
 def _declares_alike(before: PodFacts | None, after: PodFacts | None) -> bool:

@@ -113,13 +113,13 @@ class Scheduler:
     def run_once(self, proceed: Callable[[], bool] = _always) -> CycleResult:
         """One cycle. proceed() is asked between actions: False abandons the
         rest (effects already handed over are the binder's to finish or drop)."""
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         self._catch_up(proceed)
         for warning in self.cache.take_warnings():
             self.binder.submit(warning)
         with _cyclic_gc_paused():
             cluster = self.cache.snapshot(self.clock.now())
-            snapshotted = time.perf_counter()
+            snapshotted, snapshotted_cpu = time.perf_counter(), time.process_time()
             outbox = Outbox(self.binder.submit) if self.binder.live else None
             ssn = Session(cluster, self.config, self.registry.build_plugins(self.config), outbox)
             apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
@@ -137,9 +137,10 @@ class Scheduler:
                 release_deadlocks(ssn)
                 effects = ssn.close()
                 self.holds = ssn.holds
-        decided = time.perf_counter()
+        decided, decided_cpu = time.perf_counter(), time.process_time()
         if not abandoned:
             self.cache.reported(self._spoken_of(effects))
+            self.cache.assume(e for e in effects if isinstance(e, Bind))
         if self.binder.live:
             self.binder.wait(cancel=lambda: not proceed())
             report = self.binder.take_report()
@@ -148,7 +149,7 @@ class Scheduler:
         blockers = {k: b for k, b in ssn.blockers.items() if k in ssn.unschedulable}
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
                            snapshotted - started, decided - snapshotted, abandoned, cluster,
-                           blockers)
+                           blockers, snapshotted_cpu - started_cpu, decided_cpu - snapshotted_cpu)
 
     def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
         """The jobs the effects bind, evict or write something of."""
@@ -169,6 +170,7 @@ class Scheduler:
         """This replica stopped leading: drop what it meant to do."""
         self.binder.abandon("this replica no longer holds the lease")
         self.holds = {}         # the next leader decides its own holds
+        self.cache.forget_binds()       # those dropped are not coming; the rest will echo
 
     def _catch_up(self, proceed: Callable[[], bool]) -> None:
         """The cache as fresh as it can be: the pods whose binds failed are read
@@ -176,6 +178,7 @@ class Scheduler:
         are waited for, briefly, so they are not placed a second time."""
         self.sync()
         for key in self.binder.take_resync():
+            self.cache.forget_binds([key])      # not bound by us: as last heard, until read
             ns, name = key.split("/", 1)
             try:
                 pod = self.client.get(POD, ns, name)

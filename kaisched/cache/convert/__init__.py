@@ -23,11 +23,13 @@ from kaisched.cache.convert.pods import (
     GangRef,
     PodFacts,
     broken_pod,
+    echoed,
     gang_job,
     gang_ref,
     pod_facts,
     pod_request,
     priority_class,
+    source_digest,
     task_status,
     upstream_gang_ref,
 )
@@ -36,9 +38,11 @@ from kaisched.cache.convert.rules import namespace_labels, placement, pod_rules,
 
 __all__ = [
     "DEFAULT_MAX_PODS", "GANG_OWNER_GROUPS", "KAI_TOPOLOGY_PREFERRED", "KAI_TOPOLOGY_REQUIRED",
-    "GangRef", "Obj", "PodFacts", "annotated_gang", "broken_pod", "from_rfc3339", "gang_job",
+    "GangRef", "Obj", "PodFacts", "annotated_gang", "broken_pod", "echoed", "from_rfc3339",
+    "gang_job",
     "gang_ref", "namespace_labels", "node_spec", "node_spec_and_problem", "placement", "pod_facts",
     "pod_request", "pod_rules", "podgroup", "podgroup_status", "preferred_node_affinity",
-    "priority_class", "quantity_text", "queue", "queue_status", "queue_status_dict", "status_dict",
+    "priority_class", "quantity_text", "queue", "queue_status", "queue_status_dict",
+    "source_digest", "status_dict",
     "task_status", "topology_rule", "upstream_gang_ref", "upstream_podgroup", "xk8s_podgroup",
 ]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 
 import attrs
 import orjson
@@ -205,8 +206,7 @@ def pod_facts(pod: Obj) -> PodFacts:
     namespace = meta.get("namespace") or "default"
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
-    unschedulable = next((c.get("message") for c in status.get("conditions") or ()
-                          if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
+    unschedulable = _unschedulable(status)
     pc = str(spec.get("priorityClassName") or "")
     priority = spec.get("priority")
     key = pod_key(namespace, meta.get("name", ""))
@@ -242,6 +242,46 @@ def pod_facts(pod: Obj) -> PodFacts:
         warnings=tuple(optional_settings(lambda k: _text(annotations.get(k)))[3])
         if gang.source in ("koordinator", "koord") else (),
     )
+
+
+def _unschedulable(status: Obj) -> str | None:
+    """The message of the PodScheduled=False condition, if the pod has one."""
+    return next((c.get("message") for c in status.get("conditions") or ()
+                 if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
+
+
+# What metadata says that no fact of a pod reads (or only its status reads,
+# which echoed() reads again): left out of its source digest.
+_UNREAD_METADATA = frozenset({"resourceVersion", "managedFields", "generation",
+                              "deletionTimestamp", "deletionGracePeriodSeconds"})
+
+
+def source_digest(pod: Obj) -> bytes | None:
+    """A digest of everything pod_facts reads of the pod but its status, its
+    node and whether it is being deleted: two versions with one digest differ
+    in nothing else scheduling reads. None for a pod whose facts read its
+    status further (ResourceClaims from templates) or that cannot be digested."""
+    meta, spec = pod.get("metadata"), pod.get("spec")
+    if not isinstance(meta, dict) or not isinstance(spec, dict) or spec.get("resourceClaims"):
+        return None
+    try:
+        raw = orjson.dumps(({k: v for k, v in meta.items() if k not in _UNREAD_METADATA},
+                            {k: v for k, v in spec.items() if k != "nodeName"}),
+                           option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return None
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def echoed(pod: Obj, before: PodFacts) -> PodFacts:
+    """The facts of a new version of a pod whose source digest is before's:
+    only what a bind, a condition or a deletion changes is read again (the
+    echo of the scheduler's own writes, converted without a conversion)."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    node = spec.get("nodeName")
+    return attrs.evolve(before, status=task_status(pod),
+                        node_name=NodeName(node) if node else None,
+                        unschedulable=_unschedulable(status))
 
 
 def _text(value: object) -> str | None:
