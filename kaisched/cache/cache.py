@@ -152,8 +152,8 @@ class Cache:
         namespace, name = object_key(obj)
         if event.kind == POD:
             key = PodKey(f"{namespace}/{name}")
-            facts = None if gone else self._pod_facts(key, obj)
-            self._put_pod(key, facts)
+            facts, echo = (None, False) if gone else self._pod_facts(key, obj)
+            self._put_pod(key, facts, echo)
             if facts is not None and facts.warnings or key in self._warned:
                 self._note_pod(obj, facts)
         elif event.kind == NODE:
@@ -197,19 +197,20 @@ class Cache:
         elif not self.storage.apply(event):
             self.devices.apply(event)
 
-    def _pod_facts(self, key: PodKey, obj: Obj) -> PodFacts:
+    def _pod_facts(self, key: PodKey, obj: Obj) -> tuple[PodFacts, bool]:
         """The pod converted -- or, when it differs from the version before only
         where the scheduler's own writes change pods (its node, its status,
         its conditions), that version's facts with those read again: the
         echoes of binds and of PodScheduled conditions cost no conversion.
         The digest that tells is kept for this scheduler's pending pods, those
-        such writes are about."""
+        such writes are about. True with the facts: only those changed."""
         digest = self._digests.pop(key, None)
+        echo = False
         if digest is not None:
             before = self.pods.get(key)
             fresh = convert.source_digest(obj)
             if before is not None and fresh == digest:
-                facts = convert.echoed(obj, before)
+                facts, echo = convert.echoed(obj, before), True
             else:
                 facts, digest = convert.pod_facts(obj), fresh
         else:
@@ -219,9 +220,9 @@ class Cache:
                 digest = convert.source_digest(obj)
             if digest is not None:
                 self._digests[key] = digest
-        return facts
+        return facts, echo
 
-    def _put_pod(self, key: PodKey, facts: PodFacts | None) -> None:
+    def _put_pod(self, key: PodKey, facts: PodFacts | None, echo: bool = False) -> None:
         if facts is None:
             self._digests.pop(key, None)
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
@@ -229,7 +230,7 @@ class Cache:
             self.pods[key] = facts
         if (before is not None and before.pvcs) or (facts is not None and facts.pvcs):
             self.storage.put_pod(before, facts)
-        self.model.put_pod(key, facts, before)
+        self.model.put_pod(key, facts, before, echo)
 
     def _put_node(self, name: str, spec: NodeSpec | None) -> None:
         if spec is None:

@@ -71,12 +71,16 @@ class Model:
         # that node meanwhile (as the session that bound it left it).
         self.assumed: dict[PodKey, NodeName] = {}
         self._keeping: dict[PodKey, NodeName] = {}        # binds of the session lent out
+        self._lent = False                                # to a session, not taken back yet
 
     # -- events ---------------------------------------------------------------------------
 
     def reclaim(self) -> None:
         """Take the model back from the session it was lent to: its moves are
         undone, but for the binds it sent (see keep), which stay as Binding."""
+        if not self._lent:
+            return          # taken back already (most events come with no session between)
+        self._lent = False
         keeping, self._keeping = self._keeping, {}
         if self.cluster.journal:
             kept = self._kept(keeping) if keeping else {}
@@ -120,8 +124,11 @@ class Model:
                 out[key] = task
         return out
 
-    def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None) -> None:
-        """The pod changed (facts; before: what it was) or went away (None)."""
+    def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None,
+                echo: bool = False) -> None:
+        """The pod changed (facts; before: what it was) or went away (None).
+        echo: it changed only where the scheduler's own writes change pods
+        (status, node, conditions), its declarations as they were."""
         cluster = self.cluster
         bound_to = self.assumed.get(key)
         if bound_to is not None:
@@ -131,6 +138,9 @@ class Model:
             else:
                 del self.assumed[key]       # bound (here or elsewhere), or gone: its echo
         old = self.tasks.pop(key, None)
+        if echo and old is not None and facts is not None and facts.status is not None:
+            self._moved_in_place(key, old, facts)
+            return
         # It stays a task of the same job, declaring what it did: only counts change.
         alike = (old is not None and facts is not None and facts.status is not None
                  and facts.scheduler_name == self.scheduler_name and _declares_alike(before, facts))
@@ -187,6 +197,27 @@ class Model:
                 node.tasks[key] = task
         elif any(name not in cluster.table.dim_index for name in task.resreq.names()):
             self._relayout = True           # a resource no column holds yet
+
+    def _moved_in_place(self, key: PodKey, old: TaskInfo, facts: PodFacts) -> None:
+        """A task's echo: its status, node and condition as facts say, all else
+        as it was (its job, placement, priority: nothing to count again)."""
+        task = self.tasks[key] = old.evolve(status=facts.status, node_name=facts.node_name,
+                                            unschedulable=facts.unschedulable)
+        nodes = self.cluster.nodes
+        was = old.node_name if old.status in OCCUPYING_STATUSES else None
+        now = task.node_name if task.status in OCCUPYING_STATUSES else None
+        if (was or now) and not _same_room(old, facts, self.scheduler_name):
+            if was:
+                self._room(was, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
+            if now:
+                self._room(now, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
+        if was and was in nodes:
+            nodes[was].tasks.pop(key, None)
+        if now and now in nodes:
+            nodes[now].tasks[key] = task
+        self.cluster.jobs[task.job].update_task(task)
+        self.moved.add(task.job)            # its counts changed, not what it declares
+        self.revisit(task.job)
 
     def _room(self, node: NodeName, request: Resource, releasing: bool, sign: float) -> None:
         """A pod takes (sign 1) or gives back (-1) room on its node. Summed
@@ -311,6 +342,7 @@ class Model:
         cluster.namespace_labels = namespaces
         cluster.now = now
         cluster.lend(self._rules_in_play(), self.ledger)
+        self._lent = True
         return cluster
 
     def _layout(self, nodes: Mapping[str, NodeSpec], queues: Mapping[str, QueueInfo]) -> None:
