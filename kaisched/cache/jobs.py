@@ -12,7 +12,15 @@ from kaisched.api.clusterinfo import ForeignPod
 from kaisched.api.constraints import Placement
 from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import DEFAULT_QUEUE, OCCUPYING_STATUSES, JobKey, QueueName, TaskStatus, job_key
+from kaisched.api.types import (
+    DEFAULT_QUEUE,
+    OCCUPYING_STATUSES,
+    JobKey,
+    NodeName,
+    QueueName,
+    TaskStatus,
+    job_key,
+)
 from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts
 
@@ -91,6 +99,12 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> 
         critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
         pvcs=facts.pvcs, claims=facts.claims)
+
+
+def as_bound(facts: PodFacts, node: NodeName) -> PodFacts:
+    """A pending pod whose bind to node was sent and not echoed yet, as the
+    echo will show it: bound there, its PodScheduled condition true."""
+    return attrs.evolve(facts, status=TaskStatus.BOUND, node_name=node, unschedulable=None)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:

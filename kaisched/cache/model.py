@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Mapping
 
-import attrs
 import numpy as np
 
 from kaisched.api.clusterinfo import ClusterInfo, ForeignPod, RulesInPlay
@@ -30,7 +29,7 @@ from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
-from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, group_key, make_task
+from kaisched.cache.jobs import Groups, Priorities, as_bound, describe, foreign_pod, group_key, make_task
 
 
 class Model:
@@ -72,12 +71,13 @@ class Model:
         self.assumed: dict[PodKey, NodeName] = {}
         self._keeping: dict[PodKey, NodeName] = {}        # binds of the session lent out
         self._lent = False                                # to a session, not taken back yet
+        self._settling: dict[PodKey, TaskInfo] = {}       # binds kept, still as allocated
 
     # -- events ---------------------------------------------------------------------------
 
     def reclaim(self) -> None:
         """Take the model back from the session it was lent to: its moves are
-        undone, but for the binds it sent (see keep), which stay as Binding."""
+        undone, but for the binds it sent (see keep), which stay."""
         if not self._lent:
             return          # taken back already (most events come with no session between)
         self._lent = False
@@ -86,9 +86,9 @@ class Model:
             kept = self._kept(keeping) if keeping else {}
             self.cluster.rewind(kept)
             for key, task in kept.items():
-                binding = task.evolve(status=TaskStatus.BINDING)
-                self.cluster.settle(task, binding)
-                self.tasks[key] = binding
+                # Allocated as the session left it; at the next catch-up as its
+                # echo will show it, unless the echo came first (it mostly does).
+                self.tasks[key] = self._settling[key] = task
                 self.assumed[key] = keeping[key]
                 self.moved.add(task.job)        # its counts changed, not what it declares
                 self.revisit(task.job)
@@ -97,8 +97,9 @@ class Model:
     def keep(self, binds: Mapping[PodKey, NodeName]) -> None:
         """The session lent last sent these binds: when the model is taken back
         their moves are not undone (only to be made again by their echoes).
-        The pods stay Binding on their nodes until a version of them with a
-        node arrives, or forget() says the bind was not made."""
+        Until a version of the pod with a node arrives, or forget() says the
+        bind was not made, the pod is what its echo will say: Bound there, its
+        PodScheduled condition true (see as_bound); so the echo changes nothing."""
         self._keeping.update(binds)
 
     def forget(self, key: PodKey, facts: PodFacts | None) -> None:
@@ -134,12 +135,17 @@ class Model:
         if bound_to is not None:
             if facts is not None and facts.status is TaskStatus.PENDING and facts.node_name is None \
                     and facts.scheduler_name == self.scheduler_name:
-                facts = attrs.evolve(facts, status=TaskStatus.BINDING, node_name=bound_to)
+                facts = as_bound(facts, bound_to)
             else:
                 del self.assumed[key]       # bound (here or elsewhere), or gone: its echo
         old = self.tasks.pop(key, None)
         if echo and old is not None and facts is not None and facts.status is not None:
-            self._moved_in_place(key, old, facts)
+            if (old.status, old.node_name, old.unschedulable) == \
+                    (facts.status, facts.node_name, facts.unschedulable):
+                self.tasks[key] = old       # the echo of a bind kept: as the model has it
+                self.revisit(old.job)
+            else:
+                self._moved_in_place(key, old, facts)
             return
         # It stays a task of the same job, declaring what it did: only counts change.
         alike = (old is not None and facts is not None and facts.status is not None
@@ -294,6 +300,11 @@ class Model:
         that a standby replica, which takes no snapshot, holds only the model."""
         jobs = self.cluster.jobs
         ledger = self.ledger
+        for pod, task in self._settling.items():
+            if self.tasks.get(pod) is task:         # no echo yet: as it will show it
+                bound = self.tasks[pod] = task.evolve(status=TaskStatus.BOUND, unschedulable=None)
+                self.cluster.settle(task, bound)
+        self._settling = {}
         for key in self.moved - self.changed:
             ledger.put(key, jobs[key])      # still there: a task of it moved
         for key in self.changed:

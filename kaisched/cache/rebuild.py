@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Mapping
 
-import attrs
-
 from kaisched.api.clusterinfo import ClusterInfo, ForeignPod
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
-from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, make_task
+from kaisched.cache.jobs import Groups, Priorities, as_bound, describe, foreign_pod, make_task
 
 
 def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], groups: Groups,
@@ -20,7 +18,7 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
             namespaces: Mapping[str, Mapping[str, str]], scheduler_name: str,
             now: float, assumed: Mapping[PodKey, NodeName] | None = None) -> ClusterInfo:
     """assumed: binds sent whose echo has not arrived (see Model.keep): such a
-    pod, still pending without a node, is Binding on the node bound to."""
+    pod, still pending without a node, is as its echo will show it."""
     priorities = Priorities.of(priority_classes)
     members: dict[JobKey, list[PodFacts]] = {}
     foreign: list[ForeignPod] = []
@@ -34,7 +32,7 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
             continue
         node = (assumed or {}).get(facts.key)
         if node is not None and facts.status is TaskStatus.PENDING and facts.node_name is None:
-            facts = attrs.evolve(facts, status=TaskStatus.BINDING, node_name=node)
+            facts = as_bound(facts, node)
         members.setdefault(facts.job, []).append(facts)
     jobs = []
     for key, facts_list in members.items():

@@ -270,9 +270,10 @@ def source_digest(pod: Obj) -> bytes | None:
     if not isinstance(meta, dict) or not isinstance(spec, dict) or spec.get("resourceClaims"):
         return None
     try:
+        # Keys in the order they came: an API server sends an object's fields
+        # in one order (were it not to, a digest would differ: converted again).
         raw = orjson.dumps(({k: v for k, v in meta.items() if k not in _UNREAD_METADATA},
-                            {k: v for k, v in spec.items() if k != "nodeName"}),
-                           option=orjson.OPT_SORT_KEYS)
+                            {k: v for k, v in spec.items() if k != "nodeName"}))
     except TypeError:
         return None
     return hashlib.blake2b(raw, digest_size=16).digest()
