@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 FREEZE_AFTER = 5000
 # How long a cycle waits for the watch to show the pods the last one bound.
 ECHO_WAIT = 2.0
+# How often a leader applies watch events while it waits for the next period.
+PAUSE_SYNC = 0.1
 
 
 @contextlib.contextmanager
@@ -269,7 +271,8 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
             done += 1
             if health is not None:
                 health.beat()
-            _pause(stop, elector, max(0.0, period - (time.monotonic() - started)))
+            _pause(stop, elector, max(0.0, period - (time.monotonic() - started)),
+                   scheduler.sync if state.is_leading else None)
     finally:
         binder.stop(stop_timeout)
         lease_stop.set()
@@ -280,12 +283,26 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
     return done
 
 
-def _pause(stop: threading.Event, elector: LeaderElector | None, seconds: float) -> None:
-    """Until the next period -- or at once when this replica becomes leader."""
-    if elector is None or elector.elected.is_set():
-        stop.wait(seconds)
-    else:
+def _pause(stop: threading.Event, elector: LeaderElector | None, seconds: float,
+           sync: Callable[[], int] | None = None) -> None:
+    """Until the next period -- or at once when this replica becomes leader.
+    A leader applies the watch events as they come meanwhile (sync): the
+    echoes of its binds, what finished and arrived. They are applied in the
+    same order either way, so the next cycle decides the same, but it starts
+    with few left to apply."""
+    if elector is not None and not elector.elected.is_set():
         elector.stand_by(stop, seconds)
+        return
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or stop.wait(min(left, PAUSE_SYNC)):
+            return
+        if sync is not None:
+            try:
+                sync()
+            except ApiError:
+                sync = None     # the next period's sync meets it again, and says so
 
 
 class _LoopState:
@@ -295,6 +312,10 @@ class _LoopState:
         self._leading: bool | None = None
         self._watching = True
         self._failing = ""
+
+    @property
+    def is_leading(self) -> bool:
+        return bool(self._leading)
 
     def leading(self, leads: bool, scheduler: Scheduler, metrics: Metrics | None) -> None:
         if metrics is not None:
