@@ -29,7 +29,19 @@ from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
-from kaisched.cache.jobs import Groups, Priorities, as_bound, describe, foreign_pod, group_key, make_task
+from kaisched.cache.jobs import (
+    WORKLOAD_SOURCES,
+    Groups,
+    Priorities,
+    as_bound,
+    describe,
+    foreign_pod,
+    group_key,
+    make_task,
+)
+
+# Pods that no longer count in a gang: another scheduler's are not strangers to it then.
+_DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 
 class Model:
@@ -66,12 +78,16 @@ class Model:
         self._placements: dict[Placement, tuple[Placement, int]] = {}
         self._rules: RulesInPlay | None = None
         self.claimants = 0                                # tasks naming a ResourceClaim
-        # Binds sent whose echo has not arrived: the pod shows as Binding on
+        # Binds sent whose echo has not arrived: the pod shows as Bound on
         # that node meanwhile (as the session that bound it left it).
         self.assumed: dict[PodKey, NodeName] = {}
         self._keeping: dict[PodKey, NodeName] = {}        # binds of the session lent out
         self._lent = False                                # to a session, not taken back yet
         self._settling: dict[PodKey, TaskInfo] = {}       # binds kept, still as allocated
+        # Other schedulers' pods in a gang of the upstream Workload API (whose
+        # pods must all name one scheduler): job -> pod -> its schedulerName.
+        self.strangers: dict[JobKey, dict[PodKey, str]] = {}
+        self._stranger_of: dict[PodKey, JobKey] = {}
 
     # -- events ---------------------------------------------------------------------------
 
@@ -138,6 +154,7 @@ class Model:
                 facts = as_bound(facts, bound_to)
             else:
                 del self.assumed[key]       # bound (here or elsewhere), or gone: its echo
+        self._note_stranger(key, facts)
         old = self.tasks.pop(key, None)
         if echo and old is not None and facts is not None and facts.status is not None:
             if (old.status, old.node_name, old.unschedulable) == \
@@ -178,7 +195,7 @@ class Model:
                 self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
             return
         placement = self._keep_placement(facts.placement)
-        task = self.tasks[key] = make_task(facts, self.priorities, placement)
+        task = self.tasks[key] = make_task(facts, self.priorities, placement, self.groups)
         self.claimants += bool(task.claims)
         found = cluster.jobs.get(task.job)
         if found is None:
@@ -225,6 +242,30 @@ class Model:
         self.moved.add(task.job)            # its counts changed, not what it declares
         self.revisit(task.job)
 
+    def _note_stranger(self, key: PodKey, facts: PodFacts | None) -> None:
+        """Keep track of another scheduler's pod that names a gang of the
+        Workload API: the gang's declaration reads it (a mixed group waits)."""
+        was = self._stranger_of.get(key)
+        now = None
+        if facts is not None and facts.scheduler_name != self.scheduler_name \
+                and facts.gang.source in WORKLOAD_SOURCES \
+                and facts.status is not None and facts.status not in _DONE:
+            now = facts.job
+        if was == now and (now is None or facts is None
+                           or self.strangers[now][key] == facts.scheduler_name):
+            return
+        if was is not None:
+            del self._stranger_of[key]
+            members = self.strangers[was]
+            del members[key]
+            if not members:
+                del self.strangers[was]
+            self._changed(was)
+        if now is not None and facts is not None:
+            self._stranger_of[key] = now
+            self.strangers.setdefault(now, {})[key] = facts.scheduler_name
+            self._changed(now)
+
     def _room(self, node: NodeName, request: Resource, releasing: bool, sign: float) -> None:
         """A pod takes (sign 1) or gives back (-1) room on its node. Summed
         into the table in one go at the snapshot: a row update a pod costs
@@ -256,11 +297,18 @@ class Model:
         self.cluster.respec(node, spec)
         table.set_alloc(node.index, table.row_of(spec.allocatable))
 
-    def put_group(self, key: JobKey) -> None:
-        """A PodGroup changed: the jobs that read it declare anew."""
+    def put_group(self, key: JobKey, pods: Mapping[PodKey, PodFacts]) -> None:
+        """A PodGroup changed: the jobs that read it declare anew, and its
+        pods that name claims are made again (the claims it shares may have
+        changed, or been made)."""
         self._changed(key)
         for job in self.by_group.get(key, ()):
             self._changed(job)
+        found = self.cluster.jobs.get(key)
+        for pod in list(found.tasks) if found is not None else ():
+            facts = pods.get(pod)
+            if facts is not None and facts.claim_refs:
+                self.put_pod(pod, facts, facts)
 
     def put_queues(self) -> None:
         self._queues_changed = True
@@ -313,7 +361,8 @@ class Model:
                 del jobs[key]
                 job = None
             if job is not None:
-                describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities)
+                describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities,
+                         self.strangers.get(key))
             else:
                 self._forget(key)
             ledger.put(key, job)
@@ -393,7 +442,7 @@ class Model:
 
 def _same_room(old: TaskInfo, facts: PodFacts | None, scheduler_name: str) -> bool:
     """The pod's new version is a task holding the room the old task held,
-    where it held it (a bind's echo of a pod shown as Binding): nothing to
+    where it held it (a bind's echo of a pod kept on its node): nothing to
     take or give back."""
     return (facts is not None and facts.scheduler_name == scheduler_name
             and facts.node_name == old.node_name and facts.status in OCCUPYING_STATUSES
@@ -411,4 +460,5 @@ def _declares_alike(before: PodFacts | None, after: PodFacts | None) -> bool:
             and before.queue_label == after.queue_label
             and before.annotations == after.annotations and before.problem == after.problem
             and before.creation == after.creation and before.priority == after.priority
-            and before.priority_class == after.priority_class)
+            and before.priority_class == after.priority_class
+            and before.claim_refs == after.claim_refs)

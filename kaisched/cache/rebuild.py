@@ -10,7 +10,15 @@ from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
-from kaisched.cache.jobs import Groups, Priorities, as_bound, describe, foreign_pod, make_task
+from kaisched.cache.jobs import (
+    WORKLOAD_SOURCES,
+    Groups,
+    Priorities,
+    as_bound,
+    describe,
+    foreign_pod,
+    make_task,
+)
 
 
 def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], groups: Groups,
@@ -22,6 +30,7 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
     priorities = Priorities.of(priority_classes)
     members: dict[JobKey, list[PodFacts]] = {}
     foreign: list[ForeignPod] = []
+    strangers: dict[JobKey, dict[PodKey, str]] = {}
     for facts in pods.values():
         if facts.status is None:
             continue
@@ -29,6 +38,9 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
             pod = foreign_pod(facts)
             if pod is not None:
                 foreign.append(pod)
+            if facts.gang.source in WORKLOAD_SOURCES \
+                    and facts.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                strangers.setdefault(facts.job, {})[facts.key] = facts.scheduler_name
             continue
         node = (assumed or {}).get(facts.key)
         if node is not None and facts.status is TaskStatus.PENDING and facts.node_name is None:
@@ -38,8 +50,8 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
     for key, facts_list in members.items():
         job = JobInfo(key, groups.single(None))
         for facts in facts_list:
-            job.add_task(make_task(facts, priorities, facts.placement))
-        describe(job, facts_list, groups, priorities)
+            job.add_task(make_task(facts, priorities, facts.placement, groups))
+        describe(job, facts_list, groups, priorities, strangers.get(key))
         jobs.append(job)
     foreign.sort(key=lambda p: p.key)
     return ClusterInfo.assemble(nodes.values(), jobs, queues.values(), dict(priorities.values),
