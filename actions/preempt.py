@@ -11,6 +11,7 @@ from actions.common.eviction import (
     Check,
     RoomFinder,
     elastic_jobs,
+    note_protected,
     place_by_eviction,
     place_extras_by_eviction,
     preempt_candidates,
@@ -55,8 +56,11 @@ class PreemptAction:
         for job, tasks in jobs:
             if job.queue not in any_victim or ssn.job_pipelined(job):
                 continue
-            place_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job), Cause.PREEMPT,
-                              check_of(job), order)
+            if not place_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
+                                     Cause.PREEMPT, check_of(job), order) and ssn.protects:
+                lower = {t.job for t in by_queue[job.queue]
+                         if ssn.cluster.jobs[t.job].priority < job.priority}
+                note_protected(ssn, job, Cause.PREEMPT, (ssn.cluster.jobs[k] for k in sorted(lower)))
         for job, tasks in extras:
             if job.queue in any_victim:
                 place_extras_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),

@@ -15,6 +15,7 @@ that costs nothing to make, and the cache never sees what a session did.
 """
 from __future__ import annotations
 
+import operator
 from typing import Mapping
 
 import numpy as np
@@ -42,6 +43,11 @@ from kaisched.cache.jobs import (
 
 # Pods that no longer count in a gang: another scheduler's are not strangers to it then.
 _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
+
+# What an echo of a pod changes (see convert.echoed), the same on a task.
+_ECHOED_NAMES = ("status", "node_name", "unschedulable", "unschedulable_reason", "started")
+_ECHOED = operator.attrgetter(*_ECHOED_NAMES)
 
 
 class Model:
@@ -157,8 +163,7 @@ class Model:
         self._note_stranger(key, facts)
         old = self.tasks.pop(key, None)
         if echo and old is not None and facts is not None and facts.status is not None:
-            if (old.status, old.node_name, old.unschedulable) == \
-                    (facts.status, facts.node_name, facts.unschedulable):
+            if _ECHOED(old) == _ECHOED(facts):
                 self.tasks[key] = old       # the echo of a bind kept: as the model has it
                 self.revisit(old.job)
             else:
@@ -222,10 +227,9 @@ class Model:
             self._relayout = True           # a resource no column holds yet
 
     def _moved_in_place(self, key: PodKey, old: TaskInfo, facts: PodFacts) -> None:
-        """A task's echo: its status, node and condition as facts say, all else
+        """A task's echo: its status, node, condition and start as facts say, all else
         as it was (its job, placement, priority: nothing to count again)."""
-        task = self.tasks[key] = old.evolve(status=facts.status, node_name=facts.node_name,
-                                            unschedulable=facts.unschedulable)
+        task = self.tasks[key] = old.evolve(**dict(zip(_ECHOED_NAMES, _ECHOED(facts), strict=True)))
         nodes = self.cluster.nodes
         was = old.node_name if old.status in OCCUPYING_STATUSES else None
         now = task.node_name if task.status in OCCUPYING_STATUSES else None
@@ -350,7 +354,8 @@ class Model:
         ledger = self.ledger
         for pod, task in self._settling.items():
             if self.tasks.get(pod) is task:         # no echo yet: as it will show it
-                bound = self.tasks[pod] = task.evolve(status=TaskStatus.BOUND, unschedulable=None)
+                bound = self.tasks[pod] = task.evolve(status=TaskStatus.BOUND, unschedulable=None,
+                                                      unschedulable_reason=None)
                 self.cluster.settle(task, bound)
         self._settling = {}
         for key in self.moved - self.changed:

@@ -24,6 +24,10 @@ class CycleResult:
     # PodGroup statuses as they were), and the class of what blocks each pending gang.
     cluster: ClusterInfo | None = None
     blockers: dict[JobKey, Blocker] = attrs.field(factory=dict)
+    # Gangs that would have evicted others but for their preemption delay, until when;
+    # running jobs the session found protected from eviction (min-runtime), until when.
+    delayed: dict[JobKey, float] = attrs.field(factory=dict)
+    protected: dict[JobKey, float] = attrs.field(factory=dict)
     # The snapshot's and the session's CPU time (the process's, every thread).
     snapshot_cpu_seconds: float = 0.0
     session_cpu_seconds: float = 0.0
