@@ -450,6 +450,7 @@ def _same_room(old: TaskInfo, facts: PodFacts | None, scheduler_name: str) -> bo
     where it held it (a bind's echo of a pod kept on its node): nothing to
     take or give back."""
     return (facts is not None and facts.scheduler_name == scheduler_name
+            and old.status in OCCUPYING_STATUSES       # a finished pod held none
             and facts.node_name == old.node_name and facts.status in OCCUPYING_STATUSES
             and facts.resreq == old.resreq
             and (facts.status is TaskStatus.RELEASING) == (old.status is TaskStatus.RELEASING))

@@ -96,7 +96,7 @@ DEFAULTS: dict[str, Obj] = {
             "pc": None, "node": None, "phase": "Pending", "deleting": False,
             "scheduler": "kaisched",
             "app": None, "rule": None, "refused": False, "created": 0, "bad": False,
-            "claim": None},
+            "claim": None, "started": None},
     "pg": {"min": 1, "queue": "q0", "pc": None, "phase": None, "subgroups": False,
            "preemptible": True, "min_cpu": None, "mode": "Strict", "created": 0},
     "xpg": {"min": 1, "created": 0},
@@ -158,7 +158,10 @@ FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
             "scheduler": st.sampled_from(["kaisched", "kaisched", "default-scheduler"]),
             "app": st.sampled_from([None, "web", "db"]),
             "rule": st.sampled_from([None, "anti", "spread", "zone", "port"]),
-            "refused": st.booleans(), "created": st.integers(0, 3), "bad": st.booleans(),
+            "refused": st.sampled_from([False, "Unschedulable", "SchedulerError"]),
+            "created": st.integers(0, 3), "bad": st.booleans(),
+            # the kubelet's start: what an echo reads again besides status and node
+            "started": st.sampled_from([None, 4, 5]),
             # the claims a pod mounts: who uses which claim is kept per event too
             "claim": st.sampled_from([None, None, "data", "shared"])},
     "pg": {"min": st.integers(1, 4), "queue": st.sampled_from(["", *QUEUES, "qx"]),
@@ -343,7 +346,9 @@ def render_pod(meta: Obj, namespace: str, a: Obj) -> Obj:
     status: Obj = {"phase": a["phase"]}
     if a["refused"]:
         status["conditions"] = [{"type": "PodScheduled", "status": "False",
-                                 "reason": "Unschedulable", "message": "0/6 nodes are available"}]
+                                 "reason": a["refused"], "message": "0/6 nodes are available"}]
+    if a["started"] is not None:
+        status["startTime"] = timestamp(a["started"])
     return {"metadata": meta, "spec": spec, "status": status}
 
 
