@@ -16,7 +16,7 @@ that costs nothing to make, and the cache never sees what a session did.
 from __future__ import annotations
 
 import operator
-from typing import Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from kaisched.cache.jobs import (
 # Pods that no longer count in a gang: another scheduler's are not strangers to it then.
 _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
+if TYPE_CHECKING:
+    from kaisched.cache.pools import PoolView
+
 
 # What an echo of a pod changes (see convert.echoed), the same on a task.
 _ECHOED_NAMES = ("status", "node_name", "unschedulable", "unschedulable_reason", "started")
@@ -51,9 +54,18 @@ _ECHOED = operator.attrgetter(*_ECHOED_NAMES)
 
 
 class Model:
-    def __init__(self, scheduler_name: str, groups: Groups) -> None:
+    def __init__(self, scheduler_name: str, groups: Groups, pools: PoolView | None = None,
+                 nodes: Mapping[str, NodeSpec] | None = None) -> None:
         self.scheduler_name = scheduler_name
         self.groups = groups
+        # One shard of several (None: the whole cluster): its pods are tasks,
+        # every other pod is another scheduler's; those on nodes outside the
+        # pool (the cache's nodes) wait apart until their node joins it.
+        self.pools = pools
+        self._pool_nodes: Mapping[str, NodeSpec] = nodes if nodes is not None else {}
+        self.elsewhere: dict[PodKey, ForeignPod] = {}
+        self._elsewhere_on: dict[NodeName, set[PodKey]] = {}
+        self._reown = False                               # a queue's pool changed: look at every pod
         self.cluster = ClusterInfo.assemble((), (), ())
         self.tasks: dict[PodKey, TaskInfo] = {}
         self.foreign: dict[PodKey, ForeignPod] = {}
@@ -147,6 +159,11 @@ class Model:
                 out[key] = task
         return out
 
+    def mine(self, facts: PodFacts) -> bool:
+        """Whether this scheduler (this shard) schedules the pod."""
+        return facts.scheduler_name == self.scheduler_name and (
+            self.pools is None or self.pools.takes_pod(facts))
+
     def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None,
                 echo: bool = False) -> None:
         """The pod changed (facts; before: what it was) or went away (None).
@@ -156,13 +173,14 @@ class Model:
         bound_to = self.assumed.get(key)
         if bound_to is not None:
             if facts is not None and facts.status is TaskStatus.PENDING and facts.node_name is None \
-                    and facts.scheduler_name == self.scheduler_name:
+                    and self.mine(facts):
                 facts = as_bound(facts, bound_to)
             else:
                 del self.assumed[key]       # bound (here or elsewhere), or gone: its echo
         self._note_stranger(key, facts)
         old = self.tasks.pop(key, None)
-        if echo and old is not None and facts is not None and facts.status is not None:
+        mine = facts is not None and facts.status is not None and self.mine(facts)
+        if echo and old is not None and mine and facts is not None:
             if _ECHOED(old) == _ECHOED(facts):
                 self.tasks[key] = old       # the echo of a bind kept: as the model has it
                 self.revisit(old.job)
@@ -170,11 +188,10 @@ class Model:
                 self._moved_in_place(key, old, facts)
             return
         # It stays a task of the same job, declaring what it did: only counts change.
-        alike = (old is not None and facts is not None and facts.status is not None
-                 and facts.scheduler_name == self.scheduler_name and _declares_alike(before, facts))
+        alike = old is not None and mine and _declares_alike(before, facts)
         if old is not None:
             if old.node_name and old.status in OCCUPYING_STATUSES:
-                if not _same_room(old, facts, self.scheduler_name):     # else no change
+                if not _same_room(old, facts, mine):     # else no change
                     self._room(old.node_name, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
                 node = cluster.nodes.get(old.node_name)
                 if node is not None:
@@ -190,14 +207,21 @@ class Model:
             if gone is not None:
                 self._foreign_changed = True
                 self._room(gone.node_name, gone.resreq, gone.releasing, -1.0)
+            elif self.elsewhere:
+                self._drop_elsewhere(key)
         if facts is None or facts.status is None:
             return
-        if facts.scheduler_name != self.scheduler_name:
+        if not mine:
             pod = foreign_pod(facts)
-            if pod is not None:
-                self.foreign[key] = pod
-                self._foreign_changed = True
-                self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
+            if pod is None:
+                return
+            if self.pools is not None and pod.node_name not in self._pool_nodes:
+                self.elsewhere[key] = pod
+                self._elsewhere_on.setdefault(pod.node_name, set()).add(key)
+                return
+            self.foreign[key] = pod
+            self._foreign_changed = True
+            self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
             return
         placement = self._keep_placement(facts.placement)
         task = self.tasks[key] = make_task(facts, self.priorities, placement, self.groups)
@@ -218,7 +242,7 @@ class Model:
             self.by_group.setdefault(gk, set()).add(task.job)
             self._group_of[task.job] = gk
         if task.node_name and task.status in OCCUPYING_STATUSES:
-            if old is None or not _same_room(old, facts, self.scheduler_name):
+            if old is None or not _same_room(old, facts, mine):
                 self._room(task.node_name, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
             node = cluster.nodes.get(task.node_name)
             if node is not None:
@@ -233,7 +257,7 @@ class Model:
         nodes = self.cluster.nodes
         was = old.node_name if old.status in OCCUPYING_STATUSES else None
         now = task.node_name if task.status in OCCUPYING_STATUSES else None
-        if (was or now) and not _same_room(old, facts, self.scheduler_name):
+        if (was or now) and not _same_room(old, facts, True):
             if was:
                 self._room(was, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
             if now:
@@ -301,6 +325,49 @@ class Model:
         self.cluster.respec(node, spec)
         table.set_alloc(node.index, table.row_of(spec.allocatable))
 
+    # -- shards: nodes joining and leaving the pool, pods changing hands --------------------
+
+    def node_joined(self, name: str) -> None:
+        """A node came into the pool: the other pods on it take room here now
+        (the layout it causes counts them)."""
+        for key in self._elsewhere_on.pop(NodeName(name), ()):
+            self.foreign[key] = self.elsewhere.pop(key)
+            self._foreign_changed = True
+
+    def node_left(self, name: str) -> None:
+        """A node left the pool: the other pods on it matter here no more."""
+        for key in [k for k, pod in self.foreign.items() if pod.node_name == name]:
+            pod = self.foreign.pop(key)
+            self.elsewhere[key] = pod
+            self._elsewhere_on.setdefault(pod.node_name, set()).add(key)
+            self._foreign_changed = True
+
+    def _drop_elsewhere(self, key: PodKey) -> None:
+        pod = self.elsewhere.pop(key, None)
+        if pod is not None:
+            keys = self._elsewhere_on[pod.node_name]
+            keys.discard(key)
+            if not keys:
+                del self._elsewhere_on[pod.node_name]
+
+    def reown(self, pods: Mapping[PodKey, PodFacts], keys: Iterable[PodKey]) -> None:
+        """These pods may have changed hands (their PodGroup names another pool)."""
+        for key in list(keys):
+            facts = pods.get(key)
+            if facts is not None:
+                self.put_pod(key, facts, facts)
+
+    def reown_all(self) -> None:
+        """A queue's pool changed: every pod is looked at again at the next catch-up."""
+        self._reown = True
+
+    def _reown_changed(self, pods: Mapping[PodKey, PodFacts]) -> None:
+        self._reown = False
+        for key, facts in pods.items():
+            if facts.status is not None and facts.scheduler_name == self.scheduler_name \
+                    and self.mine(facts) != (key in self.tasks):
+                self.put_pod(key, facts, facts)
+
     def put_group(self, key: JobKey, pods: Mapping[PodKey, PodFacts]) -> None:
         """A PodGroup changed: the jobs that read it declare anew, and its
         pods that name claims are made again (the claims it shares may have
@@ -350,6 +417,8 @@ class Model:
         """Finish what events left for later that grows with them: the jobs'
         declarations and sums, the room noted per node. After every sync, so
         that a standby replica, which takes no snapshot, holds only the model."""
+        if self._reown:
+            self._reown_changed(pods)
         jobs = self.cluster.jobs
         ledger = self.ledger
         for pod, task in self._settling.items():
@@ -445,11 +514,11 @@ class Model:
         return RulesInPlay.of([*(p.rules for p in self._placements), *(p.rules for p in foreign)])
 
 
-def _same_room(old: TaskInfo, facts: PodFacts | None, scheduler_name: str) -> bool:
-    """The pod's new version is a task holding the room the old task held,
-    where it held it (a bind's echo of a pod kept on its node): nothing to
-    take or give back."""
-    return (facts is not None and facts.scheduler_name == scheduler_name
+def _same_room(old: TaskInfo, facts: PodFacts | None, mine: bool) -> bool:
+    """The pod's new version (mine: still a task of this scheduler) holds the
+    room the old task held, where it held it (a bind's echo of a pod kept on
+    its node): nothing to take or give back."""
+    return (facts is not None and mine
             and old.status in OCCUPYING_STATUSES       # a finished pod held none
             and facts.node_name == old.node_name and facts.status in OCCUPYING_STATUSES
             and facts.resreq == old.resreq
