@@ -1,7 +1,7 @@
 """ClusterInfo: everything one session decides over."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 import attrs
 import networkx as nx
@@ -14,6 +14,7 @@ from kaisched.api.drainventory import Devices
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
+from kaisched.api.nodeshapes import NodeShapes
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
@@ -97,6 +98,7 @@ class ClusterInfo:
     _claimants: bool | None = None      # some task names a ResourceClaim
     # KAI Topology objects: each one's node labels, outermost level first.
     topologies: tuple[tuple[str, ...], ...] = ()
+    _shapes: NodeShapes | None = None   # what the static filters read, grouped (kept by the cache)
     # Each queue's normalised usage over its window, per resource (fair share
     # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
     usage: Mapping[QueueName, Mapping[str, float]] | None = None
@@ -185,6 +187,13 @@ class ClusterInfo:
             self._claimants = any(t.claims for job in self.jobs.values() for t in job.tasks.values())
         return self._claimants
 
+    def node_shapes(self) -> NodeShapes:
+        """Readiness, and the nodes grouped by labels and taints, in table order
+        (made once, then kept up to date by respec; see kaisched.api.nodeshapes)."""
+        if self._shapes is None:
+            self._shapes = NodeShapes([n.spec for n in self.nodes.values()])
+        return self._shapes
+
     def domains(self, key: str) -> Domains:
         """The nodes grouped by the label key, in table order."""
         found = self._domains.get(key)
@@ -222,14 +231,20 @@ class ClusterInfo:
         """Whether some task names a ResourceClaim, as the cache counted it."""
         self._claimants = some
 
-    def relabelled(self) -> None:
-        """A node's labels changed: the domains of every level are grouped anew."""
-        self._domains.clear()
+    def respec(self, node: NodeInfo, spec: NodeSpec) -> None:
+        """A node says something else now (its row stays): when its labels
+        changed, the domains of every level are grouped anew."""
+        if node.spec.labels != spec.labels:
+            self._domains.clear()
+        if self._shapes is not None:
+            self._shapes.update(node.index, spec)
+        node.spec = spec
 
     def relay(self, nodes: dict[NodeName, NodeInfo], table: NodeTable) -> None:
         """The nodes laid out again (added, removed, or a new resource column)."""
         self.nodes, self.table = nodes, table
         self._domains = {}
+        self._shapes = None
 
     def active_jobs(self) -> list[JobInfo]:
         """The jobs a cycle looks at, by key: those unsettled (something waits,
@@ -247,8 +262,7 @@ class ClusterInfo:
 
     def usable_nodes(self) -> np.ndarray:
         """Mask of nodes that are Ready and not cordoned, in table order."""
-        return np.array([n.spec.ready and not n.spec.unschedulable for n in self.nodes.values()],
-                        dtype=bool)
+        return self.node_shapes().usable()
 
     def total_allocatable(self) -> Resource:
         """What usable nodes offer: the cake fair shares are cut from."""
@@ -290,13 +304,17 @@ class ClusterInfo:
         if self.journal is not None:
             self.journal.append((old, new))
 
-    def rewind(self) -> None:
-        """Undo every journaled move, newest first. The rows' amounts are summed
-        back in one go (whole numbers: the order of the sums does not matter)."""
+    def rewind(self, keep: Collection[PodKey] = ()) -> None:
+        """Undo every journaled move, newest first, but the moves of the tasks in
+        keep (binds sent: they stay as the session left them). The rows'
+        amounts are summed back in one go (whole numbers: the order of the
+        sums does not matter)."""
         if not self.journal:
             return
         deltas = _Deltas(self.table)
         for old, new in reversed(self.journal):
+            if keep and new.key in keep:
+                continue
             node = self._node_of(new)
             if node is not None:
                 deltas.add(node.index, new, -1.0)
@@ -310,6 +328,14 @@ class ClusterInfo:
             self.moved.add(old.job)
         deltas.apply()
         self.journal = []
+
+    def settle(self, old: TaskInfo, new: TaskInfo) -> None:
+        """A task's status changes where it is, holding the same room (a bind
+        sent becomes Binding): no row changes, nothing is journaled."""
+        node = self._node_of(new)
+        if node is not None:
+            node.tasks[new.key] = new
+        self.jobs[new.job].update_task(new)
 
     def _node_of(self, task: TaskInfo) -> NodeInfo | None:
         """The node the task holds room on, if any."""
@@ -353,7 +379,8 @@ class _Deltas:
                 np.add.at(total, np.array(rows), np.array(self.vecs[kind]))
             sums[kind] = total
         self.table.add_sums(sums["used"], sums["releasing"], sums["pipelined"],
-                            np.unique(np.array([r for rows in self.rows.values() for r in rows])))
+                            np.unique(np.array([r for rows in self.rows.values() for r in rows],
+                                               dtype=np.intp)))
 
 
 def _occupy(node: NodeInfo, task: TaskInfo) -> None:

@@ -18,6 +18,7 @@ from kaisched.api.types import (
     OCCUPYING_STATUSES,
     GangRules,
     JobKey,
+    NodeName,
     PodKey,
     QueueName,
     TaskStatus,
@@ -151,6 +152,13 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
         unschedulable_reason=facts.unschedulable_reason, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
         pvcs=facts.pvcs, claims=claims, shared=shared, controlled=facts.controlled)
+
+
+def as_bound(facts: PodFacts, node: NodeName) -> PodFacts:
+    """A pending pod whose bind to node was sent and not echoed yet, as the
+    echo will show it: bound there, its PodScheduled condition true."""
+    return attrs.evolve(facts, status=TaskStatus.BOUND, node_name=node, unschedulable=None,
+                        unschedulable_reason=None)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:
