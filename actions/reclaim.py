@@ -59,7 +59,7 @@ def candidates(ssn: Session, job: JobInfo) -> list[JobInfo]:
 def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
                 surplus_only: bool = False) -> bool:
     """Evict victims from other queues and pipeline the tasks; True if done."""
-    need = sum_resources(t.resreq for t in tasks)
+    need = ssn.cluster.resolved(sum_resources(t.charge for t in tasks))
     if ssn.reclaim_blocked(job, need):
         return False
     others = candidates(ssn, job)
@@ -73,7 +73,7 @@ def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[T
         for other in others:
             for t in other.tasks.values():
                 if t.status in EVICTABLE_STATUSES and t.node_name in table.index:
-                    out[table.index[t.node_name]] += table.vector(t.resreq)
+                    out[table.index[t.node_name]] += ssn.cluster.held(t)
         return out
 
     def fair(victims: list[Unit]) -> str | None:

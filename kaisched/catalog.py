@@ -10,6 +10,7 @@ from actions.stalegangeviction import StaleGangEvictionAction
 from kaisched.framework.registry import Registry
 from plugins.dra import DraPlugin
 from plugins.gang import GangPlugin
+from plugins.gpusharing import GpuSharingPlugin
 from plugins.hostports import HostPortsPlugin
 from plugins.nodeaffinity import NodeAffinityPlugin
 from plugins.nodeorder import NodeOrderPlugin
@@ -42,4 +43,5 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_plugin("nodeaffinity", NodeAffinityPlugin)
     registry.add_plugin("volumebinding", VolumeBindingPlugin)
     registry.add_plugin("dra", DraPlugin)
+    registry.add_plugin("gpusharing", GpuSharingPlugin)
     return registry

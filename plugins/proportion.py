@@ -57,13 +57,18 @@ class ProportionPlugin(PluginBase):
         # Tasks counted by (queue, request), kept by the cache as jobs change:
         # a big cluster has few distinct ones.
         ledger = cluster.ledger()
+        # What tasks are charged (a share of a GPU counts as that share; a
+        # pending gpu-memory pod's MiB as its part of the smallest GPU).
+        resolved = cluster.resolved
+        self._charge = cluster.charge
         for (queue, res, pinned), count in ledger.holding.items():
+            res = resolved(res)
             self._add(self.allocated, queue, res, count)
             self._add(demand, queue, res, count)
             if pinned:
                 self._add(self.pinned, queue, res, count)
         for (queue, res), count in ledger.wanted.items():
-            self._add(demand, queue, res, count)
+            self._add(demand, queue, resolved(res), count)
         total = cluster.total_allocatable()
         self.deserved = self._fair_shares(total, demand)
         ssn.register(Hook.QUEUE_HEAD_ORDER, self.head_order)
@@ -174,7 +179,7 @@ class ProportionPlugin(PluginBase):
         for name in self._chain[job.queue]:
             queue = self.queues[name]
             used = self.allocated[name]
-            for res, amount in task.resreq.items:
+            for res, amount in self._charge(task).items:
                 limit = queue.limit(res)
                 if limit is not None and used[res] + amount > limit + _EPS:
                     return (f"queue {name} at limit for {res} "
@@ -194,7 +199,7 @@ class ProportionPlugin(PluginBase):
         need = job.spec.min_resources
         if need is None or job.queue not in self._chain:
             return None
-        own = job.request(READY_STATUSES - {TaskStatus.SUCCEEDED})     # counts as its room
+        own = self._ssn.cluster.resolved(job.charge(READY_STATUSES - {TaskStatus.SUCCEEDED}))
         for name in self._chain[job.queue]:
             used = self.allocated[name]
             waiting = self._ssn.inqueue_request(job, self._subtree(name))
@@ -220,7 +225,7 @@ class ProportionPlugin(PluginBase):
     def _overused(self, job: JobInfo, task: TaskInfo) -> str | None:
         """A queue may reclaim only up to its own fair share."""
         fair, used = self.deserved.get(job.queue, {}), self.allocated[job.queue]
-        for name, amount in task.resreq.items:
+        for name, amount in self._charge(task).items:
             if name != PODS and used[name] + amount > fair.get(name, 0.0) + _EPS:
                 return (f"queue {job.queue} would go over its fair share of {name} "
                         f"({format_amount(name, used[name] + amount)}/"
@@ -231,10 +236,11 @@ class ProportionPlugin(PluginBase):
         self._account(self._jobs[task.job].queue, task, sign)
 
     def _account(self, queue: QueueName, task: TaskInfo, sign: float) -> None:
-        self._add(self.allocated, queue, task.resreq, sign)
+        charge = self._charge(task)
+        self._add(self.allocated, queue, charge, sign)
         job = self._jobs.get(task.job)
         if job is not None and not job.spec.preemptible:
-            self._add(self.pinned, queue, task.resreq, sign)
+            self._add(self.pinned, queue, charge, sign)
 
     def _add(self, table: dict[QueueName, dict[str, float]], queue: QueueName, res: Resource, times: float) -> None:
         """Add res, times over, to the queue and every queue above it."""

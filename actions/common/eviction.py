@@ -17,6 +17,7 @@ from actions.common.domainchoice import DomainChoice
 from actions.common.topology import bound_domain
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
+from kaisched.api.resource import GPU
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
@@ -175,7 +176,7 @@ class RoomFinder:
         for task in candidates:
             node = task.node_name
             assert node is not None     # candidates are evictable: on a node
-            row, vec = table.index[node], table.vector(task.resreq)
+            row, vec = table.index[node], ssn.cluster.held(task)
             self.evictable[row] += vec
             if order is not None and not order(task)[0]:
                 self.surplus[row] += vec
@@ -222,18 +223,20 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
     table = ssn.cluster.table
     row, vec = table.index[node], table.vector(task.resreq)
     mark = stmt.checkpoint()
+    # Devices (ResourceClaims, a share of a GPU) the task needs beyond resources.
+    wants_devices = bool(task.claims) or task.gpu is not None
     for whole in (False, True) if gangs else (False,):
         for victim in victims:
             short = vec > table.future[row] + EPSILON
-            # Devices (ResourceClaims) the task needs, still held by pods here.
-            devices = bool(task.claims) and not ssn.pod_fits(task, node)
+            # ... still held by pods here.
+            devices = wants_devices and not ssn.pod_fits(task, node)
             if not short.any() and not devices:
                 break
             current = ssn.cluster.jobs[victim.job].tasks.get(victim.key)
             if current is None or current.status not in EVICTABLE:
                 continue        # gone already, with an earlier victim's gang
-            if not (table.vector(current.resreq)[short] > 0).any() \
-                    and not (devices and current.claims):
+            if not (ssn.cluster.held(current)[short] > 0).any() \
+                    and not (devices and _holds_devices(task, current)):
                 continue        # frees nothing the task lacks: evicting it is pure loss
             group = ssn.eviction_group(current)
             if is_surplus(ssn, current, group) == whole:
@@ -244,10 +247,18 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
             for member in group:
                 stmt.evict(member, cause, by)
     if table.fits(vec, table.future[row:row + 1])[0] \
-            and (not task.claims or ssn.pod_fits(task, node)):
+            and (not wants_devices or ssn.pod_fits(task, node)):
         return True
     stmt.rollback(mark)
     return False
+
+
+def _holds_devices(task: TaskInfo, victim: TaskInfo) -> bool:
+    """The victim holds devices of the kind the task needs: claims for
+    claims; a GPU, shared or whole, for a share of one."""
+    if task.claims and victim.claims:
+        return True
+    return task.gpu is not None and (victim.gpu is not None or victim.resreq.get(GPU) > 0)
 
 
 def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],

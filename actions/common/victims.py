@@ -35,7 +35,8 @@ class Unit:
 
     @property
     def resources(self) -> Resource:
-        return sum_resources(t.resreq for t in self.tasks)
+        """What its queue gives back (shares of GPUs as such)."""
+        return sum_resources(t.charge for t in self.tasks)
 
 
 class VictimPicker:

@@ -10,11 +10,13 @@ import numpy as np
 from kaisched.api.constraints import NO_RULES, PodRules
 from kaisched.api.domains import Domains
 from kaisched.api.drainventory import Devices
+from kaisched.api.gpushare import MEMORY_ASK, gpu_memory_label
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
 from kaisched.api.queue import QueueInfo, build_queue_tree
-from kaisched.api.resource import Resource
+from kaisched.api.resource import GPU, Resource
+from kaisched.api.sharedgpus import Change, Hold, SharedGpus
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
     OCCUPYING_STATUSES,
@@ -38,6 +40,10 @@ class ForeignPod:
     key: PodKey = PodKey("")
     labels: tuple[tuple[str, str], ...] = ()
     rules: PodRules = NO_RULES
+    # A reservation pod holding a shared GPU: its group (its GPU is counted as
+    # the device's, not in resreq), and whether KAI made it.
+    reserves: str | None = None
+    kai: bool = False
 
     @property
     def namespace(self) -> str:
@@ -96,6 +102,14 @@ class ClusterInfo:
     _claimants: bool | None = None      # some task names a ResourceClaim
     # KAI Topology objects: each one's node labels, outermost level first.
     topologies: tuple[tuple[str, ...], ...] = ()
+    # Shared GPUs: each node's devices that fractional pods share (empty: none).
+    gpus: SharedGpus = attrs.field(default=None)
+    _sharers: bool | None = None        # some task asks for part of a GPU
+    _least_gpu_memory: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.gpus is None:
+            self.gpus = SharedGpus(self.nodes)
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -128,8 +142,11 @@ class ClusterInfo:
                     table.add_releasing(idx, vec)
         # Account every placed task at once: one scatter-add, not a row update each.
         rows, vecs, releasing = [], [], []
+        sharers = []
         for job in jobs:
             for task in job.tasks.values():
+                if task.gpu is not None:
+                    sharers.append(task)
                 if task.node_name and task.status in OCCUPYING_STATUSES:
                     node = node_infos.get(task.node_name)
                     if node is not None:
@@ -139,10 +156,16 @@ class ClusterInfo:
                         releasing.append(task.status is TaskStatus.RELEASING)
         if rows:
             table.add_many(np.array(rows), np.array(vecs), np.array(releasing))
+        gpus = SharedGpus(node_infos)
+        for pod in foreign:
+            if pod.reserves is not None:
+                apply_holds(table, gpus.reserve(pod.node_name, pod.reserves, pod.key, pod.kai, True))
+        for task in sharers:
+            apply_holds(table, gpus.move(None, task))
         queue_map, tree = build_queue_tree(queues)
         return cls(node_infos, table, {j.key: j for j in jobs}, queue_map, tree,
                    dict(priority_classes or {}), now, foreign, dict(namespace_labels or {}),
-                   rules)
+                   rules, gpus=gpus, sharers=bool(sharers))
 
     def clone(self) -> ClusterInfo:
         """A copy a session may change: tasks and specs are shared (frozen),
@@ -153,7 +176,8 @@ class ClusterInfo:
         jobs = {k: j.clone() for k, j in self.jobs.items()}
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
-                            self._rules, self._domains, topologies=self.topologies)
+                            self._rules, self._domains, topologies=self.topologies,
+                            gpus=self.gpus.copy(nodes), sharers=self._sharers)
         other.storage = self.storage
         if self.devices:
             other.devices, other._claimants = self.devices.copy(), self._claimants
@@ -165,6 +189,40 @@ class ClusterInfo:
         if self._claimants is None:
             self._claimants = any(t.claims for job in self.jobs.values() for t in job.tasks.values())
         return self._claimants
+
+    def sharers(self) -> bool:
+        """Some task asks for part of a GPU (the cache counts them as pods come
+        and go; else looked for once)."""
+        if self._sharers is None:
+            self._sharers = any(t.gpu is not None for job in self.jobs.values()
+                                for t in job.tasks.values())
+        return self._sharers
+
+    def sharing(self) -> bool:
+        """GPUs are shared, or asked to be: the sharing rules have work to do."""
+        return bool(self.gpus) or self.sharers()
+
+    def charge(self, task: TaskInfo) -> Resource:
+        """What the task's queue is charged (TaskInfo.charge), a pending
+        gpu-memory pod's GPUs as its part of the smallest labelled GPU (what it
+        may be charged at most, once it lands)."""
+        return self.resolved(task.charge) if task.gpu is not None else task.resreq
+
+    def resolved(self, amount: Resource) -> Resource:
+        """An amount with the MiB pending gpu-memory pods ask counted as GPUs."""
+        mib = amount.get(MEMORY_ASK)
+        if not mib:
+            return amount
+        least = self.least_gpu_memory()
+        gpus = Resource.of({GPU: mib / least}) if least else Resource()
+        return amount - Resource.of({MEMORY_ASK: mib}) + gpus
+
+    def least_gpu_memory(self) -> float:
+        """The memory of the smallest GPU a node's label tells (0: none does)."""
+        if self._least_gpu_memory is None:
+            found = [m for m in (gpu_memory_label(n.spec.labels) for n in self.nodes.values()) if m]
+            self._least_gpu_memory = float(min(found)) if found else 0.0
+        return self._least_gpu_memory
 
     def domains(self, key: str) -> Domains:
         """The nodes grouped by the label key, in table order."""
@@ -203,14 +261,25 @@ class ClusterInfo:
         """Whether some task names a ResourceClaim, as the cache counted it."""
         self._claimants = some
 
+    def set_sharers(self, some: bool) -> None:
+        """Whether some task asks for part of a GPU, as the cache counted it."""
+        self._sharers = some
+
     def relabelled(self) -> None:
         """A node's labels changed: the domains of every level are grouped anew."""
         self._domains.clear()
+        self._least_gpu_memory = None
 
-    def relay(self, nodes: dict[NodeName, NodeInfo], table: NodeTable) -> None:
+    def relay(self, nodes: dict[NodeName, NodeInfo], table: NodeTable, gpus: SharedGpus) -> None:
         """The nodes laid out again (added, removed, or a new resource column)."""
-        self.nodes, self.table = nodes, table
+        self.nodes, self.table, self.gpus = nodes, table, gpus
         self._domains = {}
+        self._least_gpu_memory = None
+
+    def share_moved(self, old: TaskInfo | None, new: TaskInfo | None) -> list[Change]:
+        """A sharer the cache saw change: its devices follow (what their GPUs
+        change in the table is the caller's to count)."""
+        return self.gpus.move(old, new)
 
     def active_jobs(self) -> list[JobInfo]:
         """The jobs a cycle looks at, by key: those unsettled (something waits,
@@ -237,11 +306,40 @@ class ClusterInfo:
         return self.table.resource(self.table.alloc[mask].sum(axis=0)) if mask.any() else Resource()
 
     # Accounting moves: the session's statement calls these and their inverses.
-    def assign(self, task: TaskInfo, status: TaskStatus, node_name: NodeName) -> TaskInfo:
-        """Put a pending task on a node as Allocated or Pipelined."""
-        new = task.evolve(status=status, node_name=node_name)
+    def assign(self, task: TaskInfo, status: TaskStatus, node_name: NodeName,
+               gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
+        """Put a pending task on a node as Allocated or Pipelined. A sharer
+        takes the devices given, or the node's best for it (sharedgpus.py)."""
+        if task.gpu is None:
+            new = task.evolve(status=status, node_name=node_name)
+        else:
+            row = self.table.index[node_name]
+            idle, later = self.whole_gpus(row)
+            share = self.gpus.place(task, node_name, idle, later, gpu_groups)
+            new = task.evolve(status=status, node_name=node_name, gpu=share)
         self.replace(task, new)
         return new
+
+    def held(self, task: TaskInfo) -> np.ndarray:
+        """What evicting the task gives back to its node, as a table row: its
+        requests, and for a sharer its part of each device's whole GPU (all of
+        it once every sharer of the device goes), as evictions plan it."""
+        vec = self.table.vector(task.resreq)
+        if task.gpu is None or task.node_name is None:
+            return vec
+        devices = self.gpus.on(task.node_name)
+        part = sum(1.0 / max(d.sharers, 1) for g in task.gpu.groups
+                   if (d := devices.get(g)) is not None and task.key in d.tasks)
+        gpu = self.table.known_vector(ONE_GPU)
+        return vec + gpu * part if part and gpu is not None else vec
+
+    def whole_gpus(self, row: int) -> tuple[float, float]:
+        """Whole GPUs free on the node at row: now, and once pods going away are gone."""
+        col = self.table.dim_index.get(GPU)
+        if col is None:
+            return 0.0, 0.0
+        return (self.table.amount(col, self.table.idle[row, col]),
+                self.table.amount(col, self.table.future[row, col]))
 
     def unassign(self, task: TaskInfo, previous: TaskInfo) -> None:
         """Undo assign: the node gives the room back, the task returns to previous."""
@@ -265,6 +363,8 @@ class ClusterInfo:
             self.ledger()         # the sums are of the jobs before any move
         self._leave(old)
         self._take(new)
+        if old.gpu is not None or new.gpu is not None:
+            apply_holds(self.table, self.gpus.move(old, new))
         self.jobs[new.job].update_task(new)
         self.moved.add(new.job)
         if self.journal is not None:
@@ -277,6 +377,9 @@ class ClusterInfo:
             return
         deltas = _Deltas(self.table)
         for old, new in reversed(self.journal):
+            if old.gpu is not None or new.gpu is not None:
+                for change in self.gpus.move(new, old):
+                    deltas.hold(change)
             node = self._node_of(new)
             if node is not None:
                 deltas.add(node.index, new, -1.0)
@@ -324,6 +427,18 @@ class _Deltas:
             self.rows[kind].append(row)
             self.vecs[kind].append(vec)
 
+    def hold(self, change: Change) -> None:
+        """A shared device's GPU changed how it is held (see apply_holds)."""
+        node, was, now = change
+        row = self.table.index.get(node)
+        vec = self.table.known_vector(ONE_GPU)
+        if row is None or vec is None:
+            return
+        for hold, sign in ((was, -1.0), (now, 1.0)):
+            for kind in _HOLD_KINDS.get(hold, ()):
+                self.rows[kind].append(row)
+                self.vecs[kind].append(vec * sign)
+
     def apply(self) -> None:
         sums = {}
         for kind, rows in self.rows.items():
@@ -333,6 +448,34 @@ class _Deltas:
             sums[kind] = total
         self.table.add_sums(sums["used"], sums["releasing"], sums["pipelined"],
                             np.unique(np.array([r for rows in self.rows.values() for r in rows])))
+
+
+ONE_GPU = Resource.of({GPU: 1})
+# How a shared device's GPU counts in the table: like a pod in that state.
+_HOLD_KINDS: dict[Hold | None, tuple[str, ...]] = {
+    Hold.USED: ("used",), Hold.RELEASING: ("used", "releasing"), Hold.PIPELINED: ("pipelined",)}
+
+
+def apply_holds(table: NodeTable, changes: list[Change]) -> None:
+    """Shared devices whose whole GPU changed how it is held: the table counts
+    it once, as a pod holding one GPU in that state would be counted."""
+    if not changes:
+        return
+    vec = table.known_vector(ONE_GPU)
+    if vec is None:
+        return          # no GPU column: no node has GPUs to share
+    for node, was, now in changes:
+        row = table.index.get(node)
+        if row is None:
+            continue
+        for hold, sign in ((was, -1.0), (now, 1.0)):
+            kinds = _HOLD_KINDS.get(hold, ())
+            if "used" in kinds:
+                table.add_used(row, vec, sign)
+            if "releasing" in kinds:
+                table.add_releasing(row, vec, sign)
+            if "pipelined" in kinds:
+                table.add_pipelined(row, vec, sign)
 
 
 def _occupy(node: NodeInfo, task: TaskInfo) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import attrs
 
 from kaisched.api.constraints import NO_PLACEMENT, Placement
+from kaisched.api.gpushare import GpuShare
 from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.api.volumes import PodClaim
@@ -31,6 +32,7 @@ class TaskInfo:
     gates: tuple[str, ...] = ()          # spec.schedulingGates: not to be placed while any remain
     pvcs: tuple[PodClaim, ...] = ()            # PVCs it mounts (most pods: none, no volume checks)
     claims: tuple[str, ...] = ()         # the ResourceClaims it names (namespace/name)
+    gpu: GpuShare | None = None          # part of a GPU (KAI's gpu-fraction / gpu-memory)
 
     @property
     def namespace(self) -> str:
@@ -41,9 +43,16 @@ class TaskInfo:
         return self.key.split("/", 1)[1]
 
     @property
+    def charge(self) -> Resource:
+        """What its queue is charged: its requests, and its share of GPUs
+        (the node table counts a shared GPU once, as its device's)."""
+        gpu = self.gpu
+        return self.resreq if gpu is None else self.resreq + gpu.charge
+
+    @property
     def best_effort(self) -> bool:
-        """Requests nothing but a pod slot."""
-        return all(name == "pods" for name in self.resreq.names())
+        """Requests nothing but a pod slot (and no part of a GPU)."""
+        return self.gpu is None and all(name == "pods" for name in self.resreq.names())
 
     def evolve(self, **changes: Any) -> TaskInfo:
         return attrs.evolve(self, **changes)

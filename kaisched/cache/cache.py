@@ -226,6 +226,7 @@ class Cache:
         cluster = self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
         cluster.storage = self.storage.storage()
         cluster.topologies = self._topologies()
+        cluster.set_sharers(self.model.sharers > 0)
         self._lend_devices(cluster)
         return cluster
 

@@ -3,7 +3,7 @@ rules both the incremental model and the from-scratch rebuild follow, so the
 two cannot disagree on what a job is."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import attrs
 
@@ -12,7 +12,15 @@ from kaisched.api.clusterinfo import ForeignPod
 from kaisched.api.constraints import Placement
 from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import DEFAULT_QUEUE, OCCUPYING_STATUSES, JobKey, QueueName, TaskStatus, job_key
+from kaisched.api.types import (
+    DEFAULT_QUEUE,
+    OCCUPYING_STATUSES,
+    JobKey,
+    NodeName,
+    QueueName,
+    TaskStatus,
+    job_key,
+)
 from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts
 
@@ -82,15 +90,33 @@ def group_key(facts: PodFacts) -> JobKey:
     return facts.job
 
 
-def make_task(facts: PodFacts, priorities: Priorities, placement: Placement) -> TaskInfo:
+# A node's GPU memory (MiB per GPU; None: not labelled, or no such node).
+GpuMemory = Callable[[NodeName], "int | None"]
+
+
+def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
+              gpu_memory: GpuMemory | None = None) -> TaskInfo:
+    """The task of a pod. A placed gpu-memory pod's share of its GPU, as its
+    queue is charged, is read off its node's memory (gpu_memory), if known."""
     assert facts.status is not None, "a pod going away without a node is no task"
+    gpu = facts.gpu
+    if gpu is not None and gpu.portion is None and facts.node_name and gpu_memory is not None:
+        memory = gpu_memory(facts.node_name)
+        if memory:
+            gpu = attrs.evolve(gpu, portion=gpu.portion_on(memory))
     return TaskInfo(
         key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,
         resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
         priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
         critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
-        pvcs=facts.pvcs, claims=facts.claims)
+        pvcs=facts.pvcs, claims=facts.claims, gpu=gpu)
+
+
+def unresolved(task: TaskInfo) -> bool:
+    """A placed gpu-memory pod whose share of its GPU is not known (its node
+    was not, when it was read)."""
+    return (task.gpu is not None and task.gpu.portion is None and task.node_name is not None)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:
@@ -99,7 +125,8 @@ def foreign_pod(facts: PodFacts) -> ForeignPod | None:
         return None
     # Its labels and rules too: other pods' affinity and spread count it.
     return ForeignPod(facts.node_name, facts.resreq, facts.status is TaskStatus.RELEASING,
-                      facts.key, facts.labels, facts.placement.rules)
+                      facts.key, facts.labels, facts.placement.rules, facts.reserves,
+                      facts.kai_reservation)
 
 
 def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities: Priorities) -> None:

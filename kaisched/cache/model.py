@@ -19,17 +19,27 @@ from typing import Mapping
 
 import numpy as np
 
-from kaisched.api.clusterinfo import ClusterInfo, ForeignPod, RulesInPlay
+from kaisched.api.clusterinfo import ONE_GPU, ClusterInfo, ForeignPod, RulesInPlay
 from kaisched.api.constraints import Placement
+from kaisched.api.gpushare import gpu_memory_label
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo, build_queue_tree
-from kaisched.api.resource import Resource
+from kaisched.api.resource import GPU, Resource
+from kaisched.api.sharedgpus import Change, Hold
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
-from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, group_key, make_task
+from kaisched.cache.jobs import (
+    Groups,
+    Priorities,
+    describe,
+    foreign_pod,
+    group_key,
+    make_task,
+    unresolved,
+)
 
 
 class Model:
@@ -66,6 +76,10 @@ class Model:
         self._placements: dict[Placement, tuple[Placement, int]] = {}
         self._rules: RulesInPlay | None = None
         self.claimants = 0                                # tasks naming a ResourceClaim
+        self.sharers = 0                                  # tasks asking for part of a GPU
+        # Placed gpu-memory pods whose node's GPU memory was not known when
+        # they were read: made again once it is (their queue's charge needs it).
+        self.unresolved: set[PodKey] = set()
 
     # -- events ---------------------------------------------------------------------------
 
@@ -88,6 +102,10 @@ class Model:
                 node = cluster.nodes.get(old.node_name)
                 if node is not None:
                     node.tasks.pop(key, None)
+            if old.gpu is not None:
+                self.sharers -= 1
+                self.unresolved.discard(key)
+                self._holds(cluster.share_moved(old, None))
             job = cluster.jobs[old.job]
             job.remove_task(key)
             self.claimants -= bool(old.claims)
@@ -99,6 +117,9 @@ class Model:
             if gone is not None:
                 self._foreign_changed = True
                 self._room(gone.node_name, gone.resreq, gone.releasing, -1.0)
+                if gone.reserves is not None:
+                    self._holds(cluster.gpus.reserve(gone.node_name, gone.reserves, key,
+                                                     gone.kai, False))
         if facts is None or facts.status is None:
             return
         if facts.scheduler_name != self.scheduler_name:
@@ -107,10 +128,17 @@ class Model:
                 self.foreign[key] = pod
                 self._foreign_changed = True
                 self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
+                if pod.reserves is not None:
+                    self._holds(cluster.gpus.reserve(pod.node_name, pod.reserves, key,
+                                                     pod.kai, True))
             return
         placement = self._keep_placement(facts.placement)
-        task = self.tasks[key] = make_task(facts, self.priorities, placement)
+        task = self.tasks[key] = make_task(facts, self.priorities, placement, self._gpu_memory)
         self.claimants += bool(task.claims)
+        if task.gpu is not None:
+            self.sharers += 1
+            if unresolved(task) and task.node_name not in cluster.nodes:
+                self.unresolved.add(key)
         found = cluster.jobs.get(task.job)
         if found is None:
             job = cluster.jobs[task.job] = JobInfo(task.job, self.groups.single(None))
@@ -133,6 +161,20 @@ class Model:
                 node.tasks[key] = task
         elif any(name not in cluster.table.dim_index for name in task.resreq.names()):
             self._relayout = True           # a resource no column holds yet
+        if task.gpu is not None:
+            self._holds(cluster.share_moved(None, task))
+
+    def _gpu_memory(self, node: NodeName) -> int | None:
+        info = self.cluster.nodes.get(node)
+        return gpu_memory_label(info.spec.labels) if info is not None else None
+
+    def _holds(self, changes: list[Change]) -> None:
+        """Shared devices whose GPU is held otherwise now: the table counts
+        each once, as a pod holding one GPU (none is pipelined outside a session)."""
+        for node, was, now in changes:
+            for hold, sign in ((was, -1.0), (now, 1.0)):
+                if hold is not None and hold is not Hold.PIPELINED:
+                    self._room(node, ONE_GPU, hold is Hold.RELEASING, sign)
 
     def _room(self, node: NodeName, request: Resource, releasing: bool, sign: float) -> None:
         """A pod takes (sign 1) or gives back (-1) room on its node. Summed
@@ -164,6 +206,14 @@ class Model:
             return
         if node.spec.labels != spec.labels:
             self.cluster.relabelled()
+        gpus = self.cluster.gpus
+        if (gpus.on(node.name) or self.unresolved) and (
+                gpu_memory_label(node.spec.labels) != gpu_memory_label(spec.labels)
+                or node.spec.allocatable.get(GPU) != spec.allocatable.get(GPU)):
+            # Its shared devices are measured anew, and its sharers' charges.
+            self._relayout = True
+            self.unresolved.update(k for k, t in node.tasks.items() if t.gpu is not None)
+            return
         node.spec = spec
         table.set_alloc(node.index, table.row_of(spec.allocatable))
 
@@ -246,27 +296,40 @@ class Model:
         """Bring what events left for later up to date, and lend the model out."""
         self.catch_up(pods)
         cluster = self.cluster
-        # A job that changed, or was spoken of, is looked at once more: what
-        # was said of it may need saying again (or differently).
-        cluster.set_active(self.ledger.unsettled | self.unreported.keys())
-        self._lent_seq = self._seq
         if self._foreign_changed:
             cluster.foreign = tuple(self.foreign[k] for k in sorted(self.foreign))
             self._foreign_changed = False
         if self._relayout or self._queues_changed:
             self._layout(nodes, queues)
+        if self.unresolved:
+            self._resolve(pods, nodes)
+            self.catch_up(pods)
+        # A job that changed, or was spoken of, is looked at once more: what
+        # was said of it may need saying again (or differently).
+        cluster.set_active(self.ledger.unsettled | self.unreported.keys())
+        self._lent_seq = self._seq
         cluster.priority_classes = dict(self.priorities.values)
         cluster.namespace_labels = namespaces
         cluster.now = now
         cluster.lend(self._rules_in_play(), self.ledger)
         return cluster
 
+    def _resolve(self, pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec]) -> None:
+        """Placed gpu-memory pods read before their node was known (or whose
+        node's GPUs changed): made again, so their charge is of their GPU."""
+        for key in sorted(self.unresolved):
+            facts = pods.get(key)
+            if facts is None or facts.node_name is None or facts.node_name not in nodes:
+                continue
+            self.unresolved.discard(key)
+            self.put_pod(key, facts, facts)
+
     def _layout(self, nodes: Mapping[str, NodeSpec], queues: Mapping[str, QueueInfo]) -> None:
         old = self.cluster
         if self._relayout:
             fresh = ClusterInfo.assemble(nodes.values(), old.jobs.values(), queues.values(),
                                          foreign=old.foreign)
-            old.relay(fresh.nodes, fresh.table)
+            old.relay(fresh.nodes, fresh.table, fresh.gpus)
             old.queues, old.tree = fresh.queues, fresh.tree
         else:
             old.queues, old.tree = build_queue_tree(queues.values())

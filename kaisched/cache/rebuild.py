@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Mapping
 
 from kaisched.api.clusterinfo import ClusterInfo, ForeignPod
+from kaisched.api.gpushare import gpu_memory_label
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
-from kaisched.api.types import JobKey, PodKey
+from kaisched.api.types import JobKey, NodeName, PodKey
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, make_task
 
@@ -29,11 +30,15 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
                 foreign.append(pod)
             continue
         members.setdefault(facts.job, []).append(facts)
+    def gpu_memory(node: NodeName) -> int | None:
+        spec = nodes.get(node)
+        return gpu_memory_label(spec.labels) if spec is not None else None
+
     jobs = []
     for key, facts_list in members.items():
         job = JobInfo(key, groups.single(None))
         for facts in facts_list:
-            job.add_task(make_task(facts, priorities, facts.placement))
+            job.add_task(make_task(facts, priorities, facts.placement, gpu_memory))
         describe(job, facts_list, groups, priorities)
         jobs.append(job)
     foreign.sort(key=lambda p: p.key)

@@ -75,6 +75,8 @@ class NodeSelection:
         the same answers, so a failed one speaks for its twins."""
         if task.claims:
             return (*self._base_class_key(task), self._claims_class(task))
+        if task.gpu is not None:        # a share of a GPU: alike only with the same ask
+            return (*self._base_class_key(task), task.gpu.ask)
         return self._base_class_key(task)
 
     def _base_class_key(self, task: TaskInfo) -> tuple[Any, ...]:

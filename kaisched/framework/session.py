@@ -336,8 +336,9 @@ class Session:
             self.binding_waits[job] = reason
             self.unschedulable[job] = reason
 
-    def assign(self, task: TaskInfo, status: TaskStatus, node: NodeName) -> TaskInfo:
-        placed = self.cluster.assign(task, status, node)
+    def assign(self, task: TaskInfo, status: TaskStatus, node: NodeName,
+               gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
+        placed = self.cluster.assign(task, status, node, gpu_groups)
         self.hooks.notify(Hook.ON_ALLOCATE, placed)
         return placed
 

@@ -6,10 +6,12 @@ import functools
 import attrs
 import orjson
 
+from kaisched.api import gpushare as G
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.constraints import Placement
-from kaisched.api.resource import PODS, Resource
+from kaisched.api.gpushare import GpuShare
+from kaisched.api.resource import GPU, PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.api.volumes import PodClaim
 from kaisched.api.workloadkinds import KINDS
@@ -66,6 +68,9 @@ class PodFacts:
     pvcs: tuple[PodClaim, ...] = ()            # the PVCs it mounts
     claims: tuple[str, ...] = ()       # ResourceClaims it names (namespace/name)
     warnings: tuple[str, ...] = ()     # declarations ignored for their defaults, to tell once
+    gpu: GpuShare | None = None        # part of a GPU, by KAI's annotations
+    reserves: str | None = None        # a reservation pod: the shared device it holds
+    kai_reservation: bool = False      # ... made by KAI's binder
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -214,6 +219,15 @@ def pod_facts(pod: Obj) -> PodFacts:
     # which the PodGrouper may have added to a pod that already had one.
     gang = upstream_gang_ref(spec) or gang_ref(meta)
     claims = _claims(pod, problems) if spec.get("resourceClaims") else ()
+    share, reserves, kai = None, None, False
+    if G.GPU_FRACTION in annotations or G.GPU_MEMORY in annotations or G.GPU_DEVICES in annotations:
+        share, refused = G.parse_share(annotations, labels, resreq.get(GPU))
+        if refused:
+            problems.append(refused)
+    elif labels.get(G.GPU_GROUP):
+        reserves, kai = reservation(namespace, labels)
+        if reserves is not None:        # its GPU is its device's, counted once as such
+            resreq = resreq - Resource.of({GPU: resreq.get(GPU)})
     return PodFacts(
         key=key,
         uid=str(meta.get("uid", "")),
@@ -241,7 +255,21 @@ def pod_facts(pod: Obj) -> PodFacts:
         claims=claims,
         warnings=tuple(optional_settings(lambda k: _text(annotations.get(k)))[3])
         if gang.source in ("koordinator", "koord") else (),
+        gpu=share,
+        reserves=reserves,
+        kai_reservation=kai,
     )
+
+
+def reservation(namespace: str, labels: dict[str, str]) -> tuple[str | None, bool]:
+    """The shared device a reservation pod holds (kaisched's, or KAI's own,
+    recognised when taking over a cluster KAI ran), and whether it is KAI's."""
+    group = labels.get(G.GPU_GROUP)
+    if namespace == G.RESERVATION_NAMESPACE and labels.get("app") == G.RESERVATION_APP:
+        return group, False
+    if namespace == G.KAI_RESERVATION_NAMESPACE and labels.get("app") == G.KAI_RESERVATION_APP:
+        return group, True
+    return None, False
 
 
 def _text(value: object) -> str | None:
