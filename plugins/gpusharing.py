@@ -210,9 +210,9 @@ class GpuSharingPlugin(PluginBase):
                 return (f"{share.describe()}: more than any GPU has (the largest has "
                         f"{int(self.memory.max())} MiB)")
         need = self._needs(share, rows)
-        _, later = self._whole(rows)
-        wholes = int(later.sum())
         fits = need > 0
+        _, later = self._whole(rows)
+        wholes = int((later & fits).sum())
         free = np.where(fits & (self.best[1] >= 0), self.best[1], 0)
         if share.memory is not None:
             most = f"{int(free.max(initial=0))} MiB"
@@ -222,7 +222,7 @@ class GpuSharingPlugin(PluginBase):
         extra = (f"; {unlabelled} node(s) with GPUs do not label their memory "
                  f"(nvidia.com/gpu.memory)") if unlabelled else ""
         return (f"{share.describe()}: no node has it free (the most free on a shared GPU is "
-                f"{most}; {wholes} node(s) have a whole GPU free){extra}")
+                f"{most}; {wholes} node(s) that could take it have a whole GPU free){extra}")
 
 
 def _running_sharer(device: SharedDevice) -> TaskInfo | None:

@@ -45,7 +45,7 @@ def test_queue_status_goes_through_the_status_subresource(apiserver: Emulator,
     (version,) = yaml.safe_load(CRD.read_text())["spec"]["versions"]
     row = {c["name"]: column_value(stored, c["jsonPath"]) for c in version["additionalPrinterColumns"]}
     assert [row[n] for n in ("GPU Allocated", "GPU Fair Share", "GPU Quota", "Running", "Pending")] \
-        == ["2", "1500m", "4", 1, 2]
+        == ["2", "1.5", "4", 1, 2]
 
     # GPUs gone from the cluster: the next status clears them rather than leaving stale figures.
     report = binder.apply([SetQueueStatus(QueueName("team-a"), second, first)])
