@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from kaisched.api.constraints import Taint
-from kaisched.api.node import NodeSpec
 from kaisched.api.gpushare import gpu_count_label
+from kaisched.api.node import NodeSpec
 from kaisched.api.resource import GPU, PODS, Resource
 from kaisched.api.types import NodeName
 from kaisched.cache.convert.common import Obj, metadata, quantities
