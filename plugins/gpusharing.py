@@ -61,6 +61,7 @@ class GpuSharingPlugin(PluginBase):
     def on_session_open(self, ssn: Session) -> None:
         cluster = ssn.cluster
         self.ssn = ssn
+        cluster.gpus.watchers = []          # an earlier session's, if any
         self.active = cluster.sharing()
         if not self.active:
             return
@@ -112,12 +113,13 @@ class GpuSharingPlugin(PluginBase):
 
     def fits(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         """Nodes where the share fits, now or once pods going away are gone.
-        Planning evictions: nodes whose GPUs could hold it were they emptied."""
+        Resources aside (planning evictions, or every filter but resources):
+        nodes whose GPUs could hold it were they empty."""
         share = task.gpu
         if share is None:
             return None
         need = self._needs(share, rows)
-        if self.ssn.planning_eviction:
+        if self.ssn.planning_eviction or self.ssn.resources_aside:
             return (need > 0) & (self.count[rows] >= share.devices)
         if share.devices > 1:
             return self._several(share, rows, need, now=False)
@@ -183,7 +185,6 @@ class GpuSharingPlugin(PluginBase):
     def on_session_close(self, ssn: Session) -> None:
         if not self.active:
             return
-        self.gpus.watchers = []
         for node in sorted(self.gpus.devices):
             for group, device in sorted(self.gpus.devices[node].items()):
                 if device.orphaned():

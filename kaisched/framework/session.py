@@ -94,6 +94,9 @@ class Session:
         self._current_plugin = ""
         # Set while room_mask asks the filters: devices evictable pods hold count as free.
         self.planning_eviction = False
+        # Set while static_mask asks them: filters of resources beyond the table
+        # (a share of a GPU) ask only whether the node could ever hold it.
+        self.resources_aside = False
         for tier in plugins:
             self.hooks.begin_tier()
             for plugin in tier:
@@ -251,8 +254,14 @@ class Session:
         return self.selection.class_key(task)
 
     def static_mask(self, task: TaskInfo) -> np.ndarray:
-        """Nodes passing every filter but resources: where room could be made."""
-        return self.selection.static_mask(task)
+        """Nodes passing every filter but resources: where room could be made
+        (a share of a GPU counts as a resource: only whether the node's GPUs
+        could ever hold it is asked)."""
+        self.resources_aside = True
+        try:
+            return self.selection.static_mask(task)
+        finally:
+            self.resources_aside = False
 
     def room_mask(self, task: TaskInfo) -> np.ndarray:
         """static_mask, where what evictable pods hold beyond resources (their
