@@ -200,7 +200,7 @@ def _node_lines(ssn: Session, task: TaskInfo, fits: str = "fits") -> list[str]:
         shows = task.gpu is not None or bool(ssn.cluster.gpus)
         return [line for reason, names in reasons.items() for name in names
                 for line in [f"    {name}: {reason}",
-                             *(gpu_lines(ssn, name, "      ") if shows else [])]]
+                             *(gpu_lines(ssn, NodeName(name), "      ") if shows else [])]]
     return [f"    {len(names)} node(s): {reason} (e.g. {', '.join(names[:3])})"
             for reason, names in sorted(reasons.items(), key=lambda kv: -len(kv[1]))]
 
