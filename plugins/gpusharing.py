@@ -227,15 +227,12 @@ class GpuSharingPlugin(PluginBase):
 
 
 def _running_sharer(device: SharedDevice) -> TaskInfo | None:
-    """A sharer of the device that is bound (not just placed) and whose
-    labels name it: the device needs a reservation pod."""
+    """A sharer of the device that kaisched bound (not just placed) and whose
+    labels name it: the device needs a reservation pod. (Another scheduler's
+    sharers are its own to hold.)"""
     for key in sorted(device.live):
         task = device.tasks[key]
-        if task.status in _RUNNING and device.group in groups_of(dict(task.labels),
-                                                                   device_count(task)):
+        if isinstance(task, TaskInfo) and task.status in _RUNNING and task.gpu is not None \
+                and device.group in groups_of(dict(task.labels), task.gpu.devices):
             return task
     return None
-
-
-def device_count(task: TaskInfo) -> int:
-    return task.gpu.devices if task.gpu is not None else 1

@@ -10,7 +10,7 @@ import numpy as np
 from kaisched.api.constraints import NO_RULES, PodRules
 from kaisched.api.domains import Domains
 from kaisched.api.drainventory import Devices
-from kaisched.api.gpushare import MEMORY_ASK, gpu_memory_label
+from kaisched.api.gpushare import MEMORY_ASK, GpuShare, gpu_memory_label
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
@@ -44,10 +44,21 @@ class ForeignPod:
     # the device's, not in resreq), and whether KAI made it.
     reserves: str | None = None
     kai: bool = False
+    gpu: GpuShare | None = None     # the share of GPUs it holds (KAI's, another shard's)
+    uid: str = ""
 
     @property
     def namespace(self) -> str:
         return self.key.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.split("/", 1)[1]
+
+    @property
+    def status(self) -> TaskStatus:
+        """As a task on its node would be (what shared GPUs count it by)."""
+        return TaskStatus.RELEASING if self.releasing else TaskStatus.RUNNING
 
 
 @attrs.frozen(slots=True)
@@ -160,6 +171,8 @@ class ClusterInfo:
         for pod in foreign:
             if pod.reserves is not None:
                 apply_holds(table, gpus.reserve(pod.node_name, pod.reserves, pod.key, pod.kai, True))
+            elif pod.gpu is not None:
+                apply_holds(table, gpus.move(None, pod))
         for task in sharers:
             apply_holds(table, gpus.move(None, task))
         queue_map, tree = build_queue_tree(queues)

@@ -28,7 +28,7 @@ that whole-GPU pods or sharers are releasing (pipelined).
 from __future__ import annotations
 
 import enum
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Protocol
 
 import attrs
 
@@ -37,6 +37,28 @@ from kaisched.api.node import NodeInfo, NodeSpec
 from kaisched.api.resource import GPU
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, NodeName, PodKey, TaskStatus
+
+class Sharer(Protocol):
+    """A pod that shares GPUs: kaisched's task, or another scheduler's pod
+    (which holds its share all the same: KAI's, or another shard's)."""
+
+    @property
+    def key(self) -> PodKey: ...
+
+    @property
+    def uid(self) -> str: ...
+
+    @property
+    def node_name(self) -> NodeName | None: ...
+
+    @property
+    def status(self) -> TaskStatus: ...
+
+    @property
+    def gpu(self) -> GpuShare | None: ...
+
+    @property
+    def labels(self) -> tuple[tuple[str, str], ...]: ...
 
 NONE = -1           # no such device on the node (a free room of -1 fits nothing)
 
@@ -82,7 +104,7 @@ class SharedDevice:
     reservation: PodKey | None = None           # the pod holding it from the kubelet's view
     kai: bool = False                           # that pod is KAI's
     waiting: set[PodKey] = attrs.field(factory=set)     # pending pods labelled with it
-    tasks: dict[PodKey, TaskInfo] = attrs.field(factory=dict)   # every sharer, as it is
+    tasks: dict[PodKey, Sharer] = attrs.field(factory=dict)     # every sharer, as it is
     taken_now: int = 0                          # units of every holder
     taken_later: int = 0                        # units of those that stay or wait for it
 
@@ -197,7 +219,7 @@ class SharedGpus:
                 if d.orphaned()]
 
     # -- changes ------------------------------------------------------------------------
-    def move(self, old: TaskInfo | None, new: TaskInfo | None) -> list[Change]:
+    def move(self, old: Sharer | None, new: Sharer | None) -> list[Change]:
         """A sharer changed (placed, evicted, undone, gone): the devices follow."""
         before: dict[SharedDevice, Hold | None] = {}
         if old is not None and old.gpu is not None:
@@ -286,7 +308,7 @@ class SharedGpus:
         return USED_LATER if device.free_later >= units else None
 
     # -- internals --------------------------------------------------------------------
-    def _groups(self, task: TaskInfo) -> tuple[str, ...]:
+    def _groups(self, task: Sharer) -> tuple[str, ...]:
         """The devices a placed sharer holds: those its labels name, or, when
         they do not name one per device (placed by someone who did not say),
         devices of its own, so that it is counted all the same."""
@@ -297,7 +319,7 @@ class SharedGpus:
         node = task.node_name or ""
         return tuple(new_group(node, task.uid, task.key, i) for i in range(share.devices))
 
-    def _kind(self, task: TaskInfo) -> str | None:
+    def _kind(self, task: Sharer) -> str | None:
         if task.node_name is None or task.node_name not in self.nodes:
             return None
         if task.status is TaskStatus.PIPELINED:
@@ -306,7 +328,7 @@ class SharedGpus:
             return "releasing"
         return "live" if task.status in OCCUPYING_STATUSES else None
 
-    def _take(self, task: TaskInfo, before: dict[SharedDevice, Hold | None]) -> None:
+    def _take(self, task: Sharer, before: dict[SharedDevice, Hold | None]) -> None:
         kind = self._kind(task)
         share = task.gpu
         assert share is not None
@@ -331,7 +353,7 @@ class SharedGpus:
             if kind != "releasing":
                 device.taken_later += units
 
-    def _leave(self, task: TaskInfo, before: dict[SharedDevice, Hold | None]) -> None:
+    def _leave(self, task: Sharer, before: dict[SharedDevice, Hold | None]) -> None:
         kind = self._kind(task)
         share = task.gpu
         assert share is not None

@@ -126,7 +126,7 @@ def foreign_pod(facts: PodFacts) -> ForeignPod | None:
     # Its labels and rules too: other pods' affinity and spread count it.
     return ForeignPod(facts.node_name, facts.resreq, facts.status is TaskStatus.RELEASING,
                       facts.key, facts.labels, facts.placement.rules, facts.reserves,
-                      facts.kai_reservation)
+                      facts.kai_reservation, facts.gpu, facts.uid)
 
 
 def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities: Priorities) -> None:

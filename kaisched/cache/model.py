@@ -120,6 +120,8 @@ class Model:
                 if gone.reserves is not None:
                     self._holds(cluster.gpus.reserve(gone.node_name, gone.reserves, key,
                                                      gone.kai, False))
+                elif gone.gpu is not None:
+                    self._holds(cluster.gpus.move(gone, None))
         if facts is None or facts.status is None:
             return
         if facts.scheduler_name != self.scheduler_name:
@@ -131,6 +133,8 @@ class Model:
                 if pod.reserves is not None:
                     self._holds(cluster.gpus.reserve(pod.node_name, pod.reserves, key,
                                                      pod.kai, True))
+                elif pod.gpu is not None:       # another scheduler's sharer holds its share too
+                    self._holds(cluster.gpus.move(None, pod))
             return
         placement = self._keep_placement(facts.placement)
         task = self.tasks[key] = make_task(facts, self.priorities, placement, self._gpu_memory)
