@@ -38,6 +38,7 @@ from kaisched.api.resource import GPU
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, NodeName, PodKey, TaskStatus
 
+
 class Sharer(Protocol):
     """A pod that shares GPUs: kaisched's task, or another scheduler's pod
     (which holds its share all the same: KAI's, or another shard's)."""
