@@ -50,10 +50,10 @@ def test_fractions_share_gpus_each_held_by_one_reservation_pod(
     gpus = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "2"}
     admin.patch_status(NODE, "", node, {"capacity": gpus, "allocatable": gpus})
     admin.patch(NODE, "", node, {"metadata": {"labels": {"nvidia.com/gpu.memory": "40960"}}})
-    for name, annotations in (("gpushare-a", {"gpu-fraction": "0.5"}),
+    for name, asks in (("gpushare-a", {"gpu-fraction": "0.5"}),
                               ("gpushare-b", {"gpu-fraction": "0.5"}),
                               ("gpushare-c", {"gpu-memory": "20000"})):
-        admin.create(sharer(namespace, name, annotations))
+        admin.create(sharer(namespace, name, asks))
     registry = register_builtins()
     config = attrs.evolve(default_config(registry), scheduler_name=SCHEDULER)
     scheduler = Scheduler(admin, config, registry, ManualClock())
