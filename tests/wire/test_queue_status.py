@@ -39,7 +39,7 @@ def test_queue_status_goes_through_the_status_subresource(apiserver: Emulator,
 
     stored = apiserver.object(QUEUES, None, "team-a")
     assert stored["status"] == {"allocated": {"cpu": "2500m", GPU: "2"},
-                                "fairShare": {"cpu": "4", GPU: "1500m"},
+                                "fairShare": {"cpu": "4", GPU: "1.5"},
                                 "quota": {"cpu": "0", GPU: "4"}, "limit": {},
                                 "runningJobs": 1, "pendingJobs": 2}
     (version,) = yaml.safe_load(CRD.read_text())["spec"]["versions"]

@@ -36,6 +36,7 @@ def reservation_pod(r: Reservation) -> Obj:
             "annotations": {"karpenter.sh/do-not-disrupt": "true"},
         },
         "spec": spec,
+        "status": {"phase": "Pending"},     # as the API server makes it
     }
 
 
