@@ -13,9 +13,11 @@ no reservation pod gets one (a ShareGpu effect, written ahead of the bind);
 when a session closes, reservation pods no pod shares any more are deleted,
 and a device whose sharers run without one gets it back.
 
-The filter is asked afresh at each placement, only for pods that ask for a
-share (a gang mate's share changes it), over per-node figures the model keeps
-as devices change. With no sharer and no shared GPU in the cluster the plugin
+The filter, the idle test and the sharing order are cached per class of
+pods (the share asked is part of the class) and asked again only about the
+nodes that changed, like the resource fit: a node's devices change only with
+its row of the node table. They read per-node figures the model keeps as
+devices change. With no sharer and no shared GPU in the cluster the plugin
 registers nothing, and other pods never reach it.
 """
 from __future__ import annotations
@@ -39,10 +41,6 @@ DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
 # (nodeorder's scores are 0-100).
 SHARING_BONUS = 1000.0
 _RUNNING = (TaskStatus.BOUND, TaskStatus.RUNNING)
-
-
-def _sharer(task: TaskInfo) -> bool:
-    return task.gpu is not None
 
 
 class GpuSharingPlugin(PluginBase):
@@ -79,10 +77,10 @@ class GpuSharingPlugin(PluginBase):
         for node in list(self.gpus.summaries):
             self._changed(node)
         self.gpus.watchers = [self._changed]
-        ssn.register(Hook.POD_PREDICATE, self.fits, NO_ROOM, blocker=Blocker.RESOURCES,
-                     when=_sharer)
-        ssn.register(Hook.POD_IDLE, self.free_now)
-        ssn.register(Hook.POD_ORDER, self.sharing_order, when=_sharer)
+        self._need: dict[GpuShare, np.ndarray] = {}      # per ask, per row (see _needs)
+        ssn.register(Hook.PREDICATE, self.fits, NO_ROOM, blocker=Blocker.RESOURCES)
+        ssn.register(Hook.IDLE, self.free_now)
+        ssn.register(Hook.NODE_ORDER, self.sharing_order)
         ssn.register(Hook.PREBIND, self.prebind)
         ssn.register(Hook.EXPLAIN, self.explain)
 
@@ -94,13 +92,20 @@ class GpuSharingPlugin(PluginBase):
 
     # -- where a share fits -------------------------------------------------------------
     def _needs(self, share: GpuShare, rows: np.ndarray) -> np.ndarray:
-        """Units one device of each row must have free for the share (-1: none can)."""
-        if share.memory is not None:
-            mem = self.memory[rows]
-            return np.where((mem > 0) & (mem >= share.memory), share.memory, -1)
-        assert share.fraction is not None
-        need = np.ceil(share.fraction * self.units[rows] - 1e-9).astype(np.int64)
-        return np.maximum(need, 1)
+        """Units one device of each row must have free for the share (-1: none
+        can); what a node's GPUs are does not change in a session: worked out
+        once per ask."""
+        ask = share.ask
+        need = self._need.get(ask)
+        if need is None:
+            if share.memory is not None:
+                mem = self.memory
+                need = np.where((mem > 0) & (mem >= share.memory), share.memory, -1)
+            else:
+                assert share.fraction is not None
+                need = np.maximum(np.ceil(share.fraction * self.units - 1e-9).astype(np.int64), 1)
+            self._need[ask] = need
+        return need[rows]
 
     def _whole(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows with a whole GPU free now, and once pods going away are gone."""
@@ -111,13 +116,13 @@ class GpuSharingPlugin(PluginBase):
         return (self.table.idle[rows, self.col] >= scale - 1e-6,
                 self.table.future[rows, self.col] >= scale - 1e-6)
 
-    def fits(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+    def fits(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Nodes where the share fits, now or once pods going away are gone.
         Resources aside (planning evictions, or every filter but resources):
         nodes whose GPUs could hold it were they empty."""
         share = task.gpu
         if share is None:
-            return None
+            return np.ones(len(rows), dtype=bool)
         need = self._needs(share, rows)
         if self.ssn.planning_eviction or self.ssn.resources_aside:
             return (need > 0) & (self.count[rows] >= share.devices)
@@ -126,13 +131,13 @@ class GpuSharingPlugin(PluginBase):
         _, later = self._whole(rows)
         return (need > 0) & ((self.best[1, rows] >= need) | later)
 
-    def free_now(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+    def free_now(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Of those, the nodes where the share's first choice of device is free
         now (else it is pipelined: a shared GPU whose room is being released
         is preferred to opening a free one, as KAI does)."""
         share = task.gpu
         if share is None:
-            return None
+            return np.ones(len(rows), dtype=bool)
         need = self._needs(share, rows)
         if share.devices > 1:
             return self._several(share, rows, need, now=True)
@@ -152,11 +157,11 @@ class GpuSharingPlugin(PluginBase):
             out[j] = plan is not None and (not now or all(kind in NOW for _, kind in plan))
         return out
 
-    def sharing_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+    def sharing_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Nodes with a shared GPU the share fits on first (KAI's gpusharingorder)."""
         share = task.gpu
         if share is None:
-            return None
+            return np.zeros(len(rows))
         need = self._needs(share, rows)
         return np.where((need > 0) & (self.best[1, rows] >= need), SHARING_BONUS, 0.0)
 

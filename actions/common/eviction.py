@@ -229,7 +229,8 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
         for victim in victims:
             short = vec > table.future[row] + EPSILON
             # ... still held by pods here.
-            devices = wants_devices and not ssn.pod_fits(task, node)
+            devices = wants_devices and not (ssn.pod_fits(task, node)
+                                             and ssn.devices_fit(task, node))
             if not short.any() and not devices:
                 break
             current = ssn.cluster.jobs[victim.job].tasks.get(victim.key)
@@ -247,7 +248,7 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
             for member in group:
                 stmt.evict(member, cause, by)
     if table.fits(vec, table.future[row:row + 1])[0] \
-            and (not wants_devices or ssn.pod_fits(task, node)):
+            and (not wants_devices or (ssn.pod_fits(task, node) and ssn.devices_fit(task, node))):
         return True
     stmt.rollback(mark)
     return False

@@ -328,7 +328,8 @@ class ClusterInfo:
         else:
             row = self.table.index[node_name]
             idle, later = self.whole_gpus(row)
-            share = self.gpus.place(task, node_name, idle, later, gpu_groups)
+            share = self.gpus.place(task, node_name, idle, later, gpu_groups,
+                                    pipelined=status is TaskStatus.PIPELINED)
             new = task.evolve(status=status, node_name=node_name, gpu=share)
         self.replace(task, new)
         return new

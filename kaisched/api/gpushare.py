@@ -13,6 +13,7 @@ The devices themselves, per node, are kept in kaisched.api.sharedgpus.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -67,17 +68,15 @@ class GpuShare:
     @property
     def ask(self) -> GpuShare:
         """The request alone, without where it was placed: pods that ask alike."""
-        return GpuShare(self.fraction, self.memory, self.devices,
-                        portion=self.fraction)
+        if not self.groups and self.portion == self.fraction:
+            return self         # a pending pod's share is its ask (most are asked of)
+        return GpuShare(self.fraction, self.memory, self.devices, portion=self.fraction)
 
     @property
     def charge(self) -> Resource:
         """What its queue is charged in GPUs; a pending gpu-memory pod, whose
         device is not chosen yet, in MiB asked (see MEMORY_ASK)."""
-        if self.portion is not None:
-            return Resource.of({GPU: self.portion * self.devices})
-        assert self.memory is not None
-        return Resource.of({MEMORY_ASK: float(self.memory * self.devices)})
+        return _charge(self.portion, self.memory, self.devices)
 
     def units(self, memory: int | None) -> int | None:
         """What it takes of one device of this memory (MiB; None: unlabelled),
@@ -99,6 +98,21 @@ class GpuShare:
         what = f"gpu-fraction {self.fraction:g}" if self.fraction is not None \
             else f"gpu-memory {self.memory} MiB"
         return what if self.devices == 1 else f"{what} of each of {self.devices} GPUs"
+
+
+@functools.lru_cache(maxsize=4096)
+def _charge(portion: float | None, memory: int | None, devices: int) -> Resource:
+    """Charges asked for per placement: few distinct ones, made once."""
+    if portion is not None:
+        return Resource.of({GPU: portion * devices})
+    assert memory is not None
+    return Resource.of({MEMORY_ASK: float(memory * devices)})
+
+
+@functools.lru_cache(maxsize=4096)
+def charged(requests: Resource, share: Resource) -> Resource:
+    """A sharer's requests and its share of GPUs, as one amount its queue is charged."""
+    return requests + share
 
 
 def device_units(memory: int | None) -> int:

@@ -222,6 +222,8 @@ class SharedGpus:
     # -- changes ------------------------------------------------------------------------
     def move(self, old: Sharer | None, new: Sharer | None) -> list[Change]:
         """A sharer changed (placed, evicted, undone, gone): the devices follow."""
+        if _unplaced(old) and _unplaced(new):
+            return []           # a pending pod that names no device: nothing here to move
         before: dict[SharedDevice, Hold | None] = {}
         if old is not None and old.gpu is not None:
             self._leave(old, before)
@@ -243,25 +245,28 @@ class SharedGpus:
         return self._settle(before)
 
     def place(self, task: TaskInfo, node: NodeName, idle: float, later: float,
-              groups: tuple[str, ...] | None = None) -> GpuShare:
+              groups: tuple[str, ...] | None = None, pipelined: bool = False) -> GpuShare:
         """The task's share as placed on the node: the devices it takes (given,
-        or chosen in preference order) and its portion of each. idle and later:
-        whole GPUs free on the node now, and once pods going away are gone."""
+        or chosen in preference order: with room now unless pipelined) and its
+        portion of each. idle and later: whole GPUs free on the node now, and
+        once pods going away are gone."""
         share = task.gpu
         assert share is not None
         gpus = self.gpus(node)
         assert gpus is not None, f"{task.key}: placed on unknown node {node}"
         if groups is None:
-            found = self.plan(share, node, idle, later, own=share.groups, pod=(task.key, task.uid))
+            found = self.plan(share, node, idle, later, own=share.groups, pod=(task.key, task.uid),
+                              now_only=not pipelined)
             assert found is not None, f"{task.key}: no GPU of {node} takes {share.describe()}"
             groups = tuple(g for g, _ in found)
         return attrs.evolve(share, groups=groups, portion=share.portion_on(gpus.memory))
 
     def plan(self, share: GpuShare, node: NodeName, idle: float, later: float,
-             own: tuple[str, ...] = (), pod: tuple[str, str] = ("", "")
-             ) -> list[tuple[str, int]] | None:
+             own: tuple[str, ...] = (), pod: tuple[str, str] = ("", ""),
+             now_only: bool = False) -> list[tuple[str, int]] | None:
         """The devices a share would take on the node, each with the kind of
-        option it is (NOW ones fit now), or None when it does not fit."""
+        option it is (NOW ones fit now), or None when it does not fit
+        (now_only: only devices with room now, for a pod placed, not pipelined)."""
         gpus = self.gpus(node)
         if gpus is None:
             return None
@@ -271,28 +276,35 @@ class SharedGpus:
         whole_now, whole_later = int(idle + 1e-6), int(later + 1e-6)
         devices = self.on(node)
         out: list[tuple[str, int]] = []
+        taken: set[str] = set()
         for index in range(share.devices):
-            options = []
+            # The least (kind, not its own, free units, name): the preference order.
+            best: tuple[int, bool, int, str] | None = None
             for group, device in devices.items():
-                if any(group == g for g, _ in out):
+                if group in taken:
                     continue
                 kind = self._option(device, units, whole_later)
-                if kind is not None:
-                    free = device.free_now if kind in NOW else device.free_later
-                    options.append((kind, group not in own, free, group))
-            if whole_now >= 1 and whole_later >= 1:
-                options.append((FREE_NOW, True, gpus.units, ""))
-            if whole_later >= 1:
-                options.append((FREE_LATER, True, gpus.units, ""))
-            if not options:
+                if kind is None or (now_only and kind not in NOW):
+                    continue
+                free = device.free_now if kind in NOW else device.free_later
+                option = (kind, group not in own, free, group)
+                if best is None or option < best:
+                    best = option
+            if best is None or best[0] > FREE_NOW:
+                if whole_now >= 1 and whole_later >= 1:
+                    best = (FREE_NOW, True, gpus.units, "")
+                elif best is None and whole_later >= 1 and not now_only:
+                    best = (FREE_LATER, True, gpus.units, "")
+            if best is None:
                 return None
-            kind, _, _, group = min(options)
+            kind, _, _, group = best
             if kind in _WHOLE:
                 whole_later -= 1
             if kind == FREE_NOW:
                 whole_now -= 1
             if not group:
                 group = new_group(node, pod[1], pod[0], index)
+            taken.add(group)
             out.append((group, kind))
         return out
 
@@ -411,6 +423,11 @@ class SharedGpus:
             for watcher in self.watchers:
                 watcher(node)
         return changes
+
+
+def _unplaced(task: Sharer | None) -> bool:
+    """Nothing of a shared device: no pod, or a pending one whose labels name none."""
+    return task is None or task.gpu is None or (task.node_name is None and not task.gpu.groups)
 
 
 def _summary(devices: Iterable[SharedDevice]) -> Summary:

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 
 from kaisched.api.constraints import NO_PLACEMENT, Placement
-from kaisched.api.gpushare import GpuShare
+from kaisched.api.gpushare import GpuShare, charged
 from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.api.volumes import PodClaim
@@ -47,7 +47,7 @@ class TaskInfo:
         """What its queue is charged: its requests, and its share of GPUs
         (the node table counts a shared GPU once, as its device's)."""
         gpu = self.gpu
-        return self.resreq if gpu is None else self.resreq + gpu.charge
+        return self.resreq if gpu is None else charged(self.resreq, gpu.charge)
 
     @property
     def best_effort(self) -> bool:

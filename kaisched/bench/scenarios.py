@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 
 from kaisched.api.clock import ManualClock
 from kaisched.bench import dra as bench_dra
+from kaisched.bench import gpushare as bench_gpushare
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench import volumes as bench_volumes
 from kaisched.bench.objects import Obj, node, pod, podgroup
@@ -157,6 +158,7 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "affinity-5k": affinity,
     "scale-10k": bench_scale.scale_10k,
     "dra-1k": bench_dra.dra_1k,
+    "gpu-share-5k": bench_gpushare.gpu_share_5k,
     "volumes-5k": bench_volumes.volumes,
 }
 

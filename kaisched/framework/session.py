@@ -280,7 +280,18 @@ class Session:
     def free_beyond_resources(self, task: TaskInfo, node: NodeName) -> bool:
         """What the task needs beyond resources on the node (devices) is free
         now, not only once pods going away are gone."""
-        return self._passes(Hook.POD_IDLE, task, node)
+        row = np.array([self.cluster.table.index[node]])
+        return self._passes(Hook.POD_IDLE, task, node) and all(
+            fn(task, row)[0] for fn in self.hooks.callbacks(Hook.IDLE))
+
+    def devices_fit(self, task: TaskInfo, node: NodeName) -> bool:
+        """What the task needs beyond the node table's resources (devices: its
+        ResourceClaims, its share of a GPU) can be had on the node, once what
+        is releasing there is gone: every filter a plugin registered as
+        blocked by resources passes there."""
+        row = np.array([self.cluster.table.index[node]])
+        return all(found.fn(task, row)[0] for found in self.selection.filters()
+                   if found.blocker is Blocker.RESOURCES and found.label != RESOURCE_FIT)
 
     def _passes(self, key: HookKey[PodFilter], task: TaskInfo, node: NodeName) -> bool:
         row = np.array([self.cluster.table.index[node]])
