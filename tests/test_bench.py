@@ -174,3 +174,15 @@ def test_volumes_bench_places_every_pod_where_a_volume_of_its_own_is() -> None:
     assert result.exit_code == 0, result.output
     figures = orjson.loads(result.stdout)
     assert figures["placed"] == figures["pods"] == 320 and figures["nodes"] == 200
+
+
+def test_gpu_share_5k_places_every_share_with_no_nvidia_gpu_request() -> None:
+    from kaisched.bench.scenarios import run
+
+    nodes, pods = SCENARIOS["gpu-share-5k"](SCALE)
+    assert all(GPU not in requests(p) for p in pods)
+    asks = Counter(next(iter(p["metadata"]["annotations"])) for p in pods)
+    assert asks["gpu-fraction"] == 4 * asks["gpu-memory"]
+    assert all(n["metadata"]["labels"]["nvidia.com/gpu.memory"] for n in nodes)
+    figures = run("gpu-share-5k", SCALE)
+    assert figures["placed"] == figures["pods"] == len(pods)

@@ -188,6 +188,7 @@ class SharedGpus:
         # label was written), by group, whether or not the device is known yet;
         # a device's `waiting` is its group's set here (kept, never replaced).
         self.labelled: dict[str, set[PodKey]] = {}
+        self._gpus: dict[NodeName, tuple[NodeSpec, NodeGpus]] = {}
         # Told of each node whose devices changed (a session's per-row fits follow).
         self.watchers: list[Callable[[NodeName], None]] = []
 
@@ -206,8 +207,14 @@ class SharedGpus:
         return other
 
     def gpus(self, node: NodeName) -> NodeGpus | None:
+        """The node's GPUs, read off its spec once (again when the spec changes)."""
         info = self.nodes.get(node)
-        return NodeGpus.of(info.spec) if info is not None else None
+        if info is None:
+            return None
+        known = self._gpus.get(node)
+        if known is None or known[0] is not info.spec:
+            known = self._gpus[node] = (info.spec, NodeGpus.of(info.spec))
+        return known[1]
 
     def on(self, node: NodeName) -> dict[str, SharedDevice]:
         return self.devices.get(node, {})

@@ -255,3 +255,19 @@ def test_a_statement_rolls_a_gang_of_sharers_back_to_nothing() -> None:
     stmt.discard()
     assert np.array_equal(cluster.table.used, before[0]) and np.array_equal(cluster.table.future, before[1])
     assert not cluster.gpus
+
+
+def test_bad_input_is_said_with_an_event_and_stops_nothing_else() -> None:
+    from pathlib import Path
+
+    from kaisched.cluster.kinds import EVENT
+    from kaisched.cluster.snapshot import load_file
+    from kaisched.tools.replay import replay
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "gpushare-bad-input.yaml"
+    registry = register_builtins()
+    result = replay(load_file(path).objects, default_config(registry), registry, 1)
+    said = [e["message"] for e in result.cluster.list(EVENT) if e["reason"] == "FailedScheduling"]
+    assert any("annotation gpu-memory '20Gi': must be an integer number of MiB" in m for m in said)
+    assert any("annotation gpu-fraction '1.5'" in m for m in said)
+    assert result.bindings == {"default/healthy": "node0"}
