@@ -225,6 +225,8 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
     mark = stmt.checkpoint()
     # Devices (ResourceClaims, a share of a GPU) the task needs beyond resources.
     wants_devices = bool(task.claims) or task.gpu is not None
+    if task.gpu is not None:
+        victims = fewest_for_share(ssn, task, node, victims)
     for whole in (False, True) if gangs else (False,):
         for victim in victims:
             short = vec > table.future[row] + EPSILON
@@ -252,6 +254,36 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
         return True
     stmt.rollback(mark)
     return False
+
+
+def fewest_for_share(ssn: Session, task: TaskInfo, node: NodeName,
+                     victims: list[TaskInfo]) -> list[TaskInfo]:
+    """For a share of one GPU: the victims of the node's shared GPU that frees
+    room for it with the fewest of them (each GPU's taken in victim order)
+    first, then the rest in their order: room is made on one GPU, not a
+    little on each."""
+    share = task.gpu
+    gpus = ssn.cluster.gpus
+    found = gpus.gpus(node)
+    units = share.units(found.memory) if share is not None and found is not None else None
+    if units is None or share is None or share.devices != 1:
+        return victims
+    best: list[TaskInfo] | None = None
+    for device in gpus.on(node).values():
+        short = units - device.free_later
+        picked: list[TaskInfo] = []
+        for victim in victims:
+            if short <= 0:
+                break
+            if victim.key in device.live:
+                picked.append(victim)
+                short -= device.live[victim.key]
+        if short <= 0 and picked and (best is None or len(picked) < len(best)):
+            best = picked
+    if best is None:
+        return victims
+    first = {v.key for v in best}
+    return best + [v for v in victims if v.key not in first]
 
 
 def _holds_devices(task: TaskInfo, victim: TaskInfo) -> bool:
