@@ -16,7 +16,7 @@ from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import GPU, Resource
-from kaisched.api.sharedgpus import Change, Hold, SharedGpus
+from kaisched.api.sharedgpus import HOLD_KINDS, ONE_GPU, Change, SharedGpus, apply_holds
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
     OCCUPYING_STATUSES,
@@ -449,7 +449,7 @@ class _Deltas:
         if row is None or vec is None:
             return
         for hold, sign in ((was, -1.0), (now, 1.0)):
-            for kind in _HOLD_KINDS.get(hold, ()):
+            for kind in HOLD_KINDS.get(hold, ()):
                 self.rows[kind].append(row)
                 self.vecs[kind].append(vec * sign)
 
@@ -462,34 +462,6 @@ class _Deltas:
             sums[kind] = total
         self.table.add_sums(sums["used"], sums["releasing"], sums["pipelined"],
                             np.unique(np.array([r for rows in self.rows.values() for r in rows])))
-
-
-ONE_GPU = Resource.of({GPU: 1})
-# How a shared device's GPU counts in the table: like a pod in that state.
-_HOLD_KINDS: dict[Hold | None, tuple[str, ...]] = {
-    Hold.USED: ("used",), Hold.RELEASING: ("used", "releasing"), Hold.PIPELINED: ("pipelined",)}
-
-
-def apply_holds(table: NodeTable, changes: list[Change]) -> None:
-    """Shared devices whose whole GPU changed how it is held: the table counts
-    it once, as a pod holding one GPU in that state would be counted."""
-    if not changes:
-        return
-    vec = table.known_vector(ONE_GPU)
-    if vec is None:
-        return          # no GPU column: no node has GPUs to share
-    for node, was, now in changes:
-        row = table.index.get(node)
-        if row is None:
-            continue
-        for hold, sign in ((was, -1.0), (now, 1.0)):
-            kinds = _HOLD_KINDS.get(hold, ())
-            if "used" in kinds:
-                table.add_used(row, vec, sign)
-            if "releasing" in kinds:
-                table.add_releasing(row, vec, sign)
-            if "pipelined" in kinds:
-                table.add_pipelined(row, vec, sign)
 
 
 def _occupy(node: NodeInfo, task: TaskInfo) -> None:

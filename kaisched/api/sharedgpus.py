@@ -33,8 +33,8 @@ from typing import Callable, Iterable, Mapping, Protocol
 import attrs
 
 from kaisched.api.gpushare import GpuShare, device_units, gpu_memory_label, new_group
-from kaisched.api.node import NodeInfo, NodeSpec
-from kaisched.api.resource import GPU
+from kaisched.api.node import NodeInfo, NodeSpec, NodeTable
+from kaisched.api.resource import GPU, Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, NodeName, PodKey, TaskStatus
 
@@ -60,6 +60,7 @@ class Sharer(Protocol):
 
     @property
     def labels(self) -> tuple[tuple[str, str], ...]: ...
+
 
 NONE = -1           # no such device on the node (a free room of -1 fits nothing)
 
@@ -448,3 +449,31 @@ def _summary(devices: Iterable[SharedDevice]) -> Summary:
             used_now = max(used_now, device.free_now)
             used_later = max(used_later, device.free_later)
     return Summary(used_now, used_later, releasing_now, releasing_later)
+
+
+ONE_GPU = Resource.of({GPU: 1})
+# How a shared device's GPU counts in the table: like a pod in that state.
+HOLD_KINDS: dict[Hold | None, tuple[str, ...]] = {
+    Hold.USED: ("used",), Hold.RELEASING: ("used", "releasing"), Hold.PIPELINED: ("pipelined",)}
+
+
+def apply_holds(table: NodeTable, changes: list[Change]) -> None:
+    """Shared devices whose whole GPU changed how it is held: the table counts
+    it once, as a pod holding one GPU in that state would be counted."""
+    if not changes:
+        return
+    vec = table.known_vector(ONE_GPU)
+    if vec is None:
+        return          # no GPU column: no node has GPUs to share
+    for node, was, now in changes:
+        row = table.index.get(node)
+        if row is None:
+            continue
+        for hold, sign in ((was, -1.0), (now, 1.0)):
+            kinds = HOLD_KINDS.get(hold, ())
+            if "used" in kinds:
+                table.add_used(row, vec, sign)
+            if "releasing" in kinds:
+                table.add_releasing(row, vec, sign)
+            if "pipelined" in kinds:
+                table.add_pipelined(row, vec, sign)

@@ -19,7 +19,7 @@ from typing import Mapping
 
 import numpy as np
 
-from kaisched.api.clusterinfo import ONE_GPU, ClusterInfo, ForeignPod, RulesInPlay
+from kaisched.api.clusterinfo import ClusterInfo, ForeignPod, RulesInPlay
 from kaisched.api.constraints import Placement
 from kaisched.api.gpushare import gpu_memory_label
 from kaisched.api.job import JobInfo
@@ -27,7 +27,7 @@ from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import GPU, Resource
-from kaisched.api.sharedgpus import Change, Hold
+from kaisched.api.sharedgpus import ONE_GPU, Change, Hold
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
