@@ -7,6 +7,10 @@ admitted at once. Allocate then takes only admitted gangs, so a stream of
 gangs that cannot start does not churn the cluster. An Inqueue gang stays
 Inqueue until it runs. Without this action nothing is gated: allocate checks
 minResources itself, just before placing a gang.
+
+A PodGroup no pod names yet is enqueued the same way (its own minResources,
+if it has any): some controllers (Volcano's) make their pods only once their
+PodGroup is Inqueue.
 """
 from __future__ import annotations
 
@@ -28,6 +32,8 @@ class EnqueueAction:
                 ssn.admit(job)          # running, admitted before, or a bare pod
             elif job.count_of(TaskStatus.PENDING) and not ssn.job_invalid(job):
                 waiting.append(job)
+        # PodGroups whose pods are not made yet: their controller may wait for Inqueue.
+        waiting += [job for job in ssn.cluster.waiting_groups if not job.problem]
         waiting.sort(key=lambda j: (ssn.queue_order_key(queue_of(ssn, j.queue)),
                                     ssn.job_order_key(j)))
         for job in waiting:

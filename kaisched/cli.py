@@ -118,6 +118,7 @@ def _load(path: str, strict: bool) -> LoadedFile:
 @kube_version_option
 def replay(file: str, config_path: str | None, sessions: int, output: str, strict: bool) -> None:
     """Replay FILE (Snapshot, List or multi-document YAML) and print the decisions."""
+    from kaisched.cache.convert.workloads import V1ALPHA2_CONDITION, V1BETA1_CONDITION
     from kaisched.tools.replay import replay as run_replay
 
     loaded = _load(file, strict)
@@ -140,6 +141,12 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
         say(f"  {pod}  ({result.eviction_reasons.get(pod, '')})")
     say(f"podgroups ({len(result.pod_groups)}):")
     for key, pg in sorted(result.pod_groups.items()):
+        if "phase" not in pg:       # an upstream PodGroup: no phase, its own condition
+            cond = next((c for c in pg["conditions"] if c.get("type") in (V1ALPHA2_CONDITION, V1BETA1_CONDITION)), None)
+            why = f"  {cond.get('type')}={cond.get('status')} {cond.get('reason')}: " \
+                  f"{cond.get('message')}" if cond else ""
+            say(f"  {key}  {pg['apiVersion']}  minCount={pg['minMember']}{why}")
+            continue
         cond = next((c for c in pg["conditions"] if c.get("type") == "Scheduled"), None)
         why = f"  {cond.get('reason')}: {cond.get('message')}" if cond else ""
         say(f"  {key}  {pg['phase']}  minMember={pg['minMember']}{why}")
@@ -422,12 +429,19 @@ def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
 @click.option("--profile", type=click.IntRange(min=0), default=0, metavar="N",
               help="Add the top N entries of a profile of the measured cycle (its timings "
                    "are then the profiler's).")
-def bench(scenario: str, scale: float, profile: int) -> None:
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML for the scenarios on the in-process API server "
+                   "(default: built-in), e.g. to measure usage memory on.")
+def bench(scenario: str, scale: float, profile: int, config_path: str | None) -> None:
     from kaisched.bench.scenarios import run
 
-    if profile and scenario in ("binds", "simulate", "what-if-10k"):
+    in_process = scenario not in ("binds", "simulate", "what-if-10k")
+    if profile and not in_process:
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
-    click.echo(orjson.dumps(run(scenario, scale, profile)))
+    if config_path and not in_process:
+        raise click.UsageError("--config is for the scenarios on the in-process API server")
+    config = _config(config_path, register_builtins(), None) if config_path else None
+    click.echo(orjson.dumps(run(scenario, scale, profile, config)))
 
 
 if __name__ == "__main__":     # python -m kaisched.cli, for a checkout not installed

@@ -55,3 +55,8 @@ class GoneError(TransientApiError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, 410)
+
+
+class UsageDBError(KaischedError):
+    """The usage database (a Prometheus server) gave no answer, or one that
+    cannot be read: the last known usage stands."""

@@ -12,6 +12,15 @@ free for the next gang. Reservations of pods that are gone or finished are
 taken back; a claim reserved by nobody is deallocated, as the resource-claim
 controller does.
 
+A claim an upstream PodGroup shares with its pods (its spec.resourceClaims)
+is allocated for the first of them placed and reserved for the PodGroup, not
+for each pod: the gang's other pods go where that allocation lets them, and
+their going away frees nothing (the group holds it until it is gone).
+
+An allocation of devices on one node keeps the claim's pods on that node; of
+devices a slice offers to a set of nodes (its node selector: a rack's
+fabric), on those nodes; of devices offered everywhere, anywhere.
+
 The filter is asked afresh at each placement (a gang mate's allocation
 changes it), only for pods that name claims: with none in the cluster the
 plugin registers nothing, and other pods never reach it.
@@ -94,7 +103,7 @@ class DraPlugin(PluginBase):
         self.releasing: set[str] = {t.key for job in cluster.jobs.values() for t in job.tasks.values()
                                     if t.claims and t.status is TaskStatus.RELEASING}
         for key, gone in self.devices.gone.items():     # pods gone: their reservations go at close
-            self.releasing.update(f"{key.split('/', 1)[0]}/{c.name}" for c in gone)
+            self.releasing.update(f"{key.split('/', 1)[0]}/{c.name}" for c in gone if c.is_pod)
         # Pods an eviction could remove: when the session plans evictions, the
         # devices only such pods hold count as freed.
         self.evictable: set[str] = {t.key for job in cluster.jobs.values() for t in job.tasks.values()
@@ -124,7 +133,7 @@ class DraPlugin(PluginBase):
                     problem = self.eligible.problem(claim)
                     if problem:
                         return f"pod {task.key}: ResourceClaim {key}: {problem}"
-                if not claim.reserved(task.key) and len(claim.reserved_for) >= 256:
+                if key not in task.shared and not claim.reserved(task.key) and claim.pods() >= 256:
                     return f"pod {task.key}: ResourceClaim {key} is reserved for 256 pods already"
         return None
 
@@ -154,7 +163,7 @@ class DraPlugin(PluginBase):
         for i, key in self.devices.holder.items():
             claim = self.devices.claims.get(key)
             if claim is not None and claim.reserved_for and all(
-                    f"{claim.namespace}/{c.name}" in going for c in claim.reserved_for):
+                    c.is_pod and f"{claim.namespace}/{c.name}" in going for c in claim.reserved_for):
                 out[i] = False
         for held in self.promised.values():
             out[held] = True
@@ -169,9 +178,10 @@ class DraPlugin(PluginBase):
             claim = claims.get(key)
             if claim is None:
                 return np.zeros(len(rows), dtype=bool)
-            if claim.allocation is not None:
-                if claim.allocation.node is not None:
-                    out &= np.array([names[r] == claim.allocation.node for r in rows], dtype=bool)
+            found = claim.allocation
+            if found is not None:
+                if found.node is not None or found.terms:
+                    out &= np.array([found.admits(names[r], self.labels[r]) for r in rows], dtype=bool)
             else:
                 pending.append(claim)
         if not pending or not out.any():
@@ -231,8 +241,23 @@ class DraPlugin(PluginBase):
             if results is None:
                 return None
             mine.update(self.devices.index[r.key] for r in results)
-            out.append(claim.allocated(Allocation(results, name)))
+            out.append(claim.allocated(self._where(results, name)))
         return out
+
+    def _where(self, results: tuple[DeviceResult, ...], name: NodeName) -> Allocation:
+        """Where the claim's pods may run, as kube-scheduler's allocator says it:
+        the node, when a device is on it alone; else the nodes of the slice
+        selector the devices share; else anywhere. Devices of slices with
+        different selectors keep it on the node chosen."""
+        devices = [self.devices.devices[self.devices.index[r.key]] for r in results]
+        if any(d.node is not None for d in devices):
+            return Allocation(results, name)
+        selectors = {d.node_terms for d in devices if d.node_terms}
+        if not selectors:
+            return Allocation(results)
+        if len(selectors) == 1:
+            return Allocation(results, None, selectors.pop())
+        return Allocation(results, name)
 
     def _take_plain(self, claim: Claim, row: int, name: NodeName,
                     taken: np.ndarray) -> list[Claim] | None:
@@ -297,9 +322,11 @@ class DraPlugin(PluginBase):
 
     # -- placing a pod ----------------------------------------------------------------
     def claim(self, task: TaskInfo) -> list[tuple[Claim, Claim]]:
-        """The placed pod's claims allocated on its node and reserved for it."""
+        """The placed pod's claims allocated on its node and reserved for it
+        (its PodGroup's shared claims: for the PodGroup)."""
         claims = self.devices.claims
         consumer = Consumer(task.name, task.uid)
+        holder = self.ssn.cluster.jobs[task.job].spec.claim_holder if task.shared else None
         found = [claims[key] for key in task.claims]
         row = self.ssn.cluster.table.index[task.node_name]  # type: ignore[index]  # placed: on a node
         waits = task.status is TaskStatus.PIPELINED
@@ -314,7 +341,10 @@ class DraPlugin(PluginBase):
         moves = []
         for claim in found:
             new = allocated.get(claim.key, claim)
-            if not claim.reserved(task.key):
+            if holder is not None and claim.key in task.shared:
+                if holder not in claim.reserved_for:
+                    new = new.reserved_by((*new.reserved_for, holder))
+            elif not claim.reserved(task.key):
                 new = new.reserved_by((*new.reserved_for, consumer))
             if new != claim:
                 moves.append((claim, new))

@@ -1,16 +1,19 @@
 """gang: a job is placed only when at least minMember of its tasks (and each
 subgroup's minimum) can be; not-ready jobs go first; a gang at or below its
-minimum is evicted whole. The podgroupstatus plugin tells why a gang waits."""
+minimum is evicted whole, unless its declaration says otherwise (the upstream
+Workload API's disruption modes: pod by pod, or only all together). What
+counts toward the minimum is the job's to say (under the upstream rules a
+completed pod does not). The podgroupstatus plugin tells why a gang waits."""
 from __future__ import annotations
 
 from kaisched.api.job import JobInfo
 from kaisched.api.resource import Resource, format_amount
+from kaisched.api.subgroups import ROOT
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, Disruption, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
-_PIPELINED_READY = READY_STATUSES | {TaskStatus.PIPELINED}
 _PLACED = EVICTABLE_STATUSES | {TaskStatus.ALLOCATED, TaskStatus.PIPELINED}
 _HOLDING = READY_STATUSES - {TaskStatus.SUCCEEDED}
 
@@ -25,9 +28,10 @@ class GangPlugin(PluginBase):
         self.usable = ssn.cluster.usable_nodes()
         ssn.register(Hook.JOB_VALID, job_invalid_reason)
         ssn.register(Hook.ENQUEUEABLE, self.min_resources_fit)
-        ssn.register(Hook.JOB_READY, lambda job: job.minimum_met(READY_STATUSES))
-        ssn.register(Hook.JOB_PIPELINED, lambda job: job.minimum_met(_PIPELINED_READY))
-        ssn.register(Hook.JOB_ORDER, lambda job: 1 if job.minimum_met(READY_STATUSES) else 0)
+        ssn.register(Hook.JOB_READY, lambda job: job.minimum_met(job.ready_statuses))
+        ssn.register(Hook.JOB_PIPELINED, lambda job: job.minimum_met(
+            job.ready_statuses | {TaskStatus.PIPELINED}))
+        ssn.register(Hook.JOB_ORDER, lambda job: 1 if job.minimum_met(job.ready_statuses) else 0)
         ssn.register(Hook.EVICTION_GROUP, self.eviction_group)
 
     def min_resources_fit(self, job: JobInfo) -> str | None:
@@ -55,13 +59,17 @@ class GangPlugin(PluginBase):
         return f"minResources {name} {amount} does not fit the free cluster ({spare})"
 
     def eviction_group(self, victim: TaskInfo) -> list[TaskInfo]:
-        """Above its minimum a gang loses single tasks; at or below it, a
-        partial gang is useless, so all of it goes."""
+        """Above its minimum a gang loses single tasks, or a whole subgroup
+        its tree can do without; at or below it, a partial gang is useless,
+        so all of it goes (no subgroup is ever left below its own minimum).
+        A declared disruption mode overrides: any pod alone, or only all of it."""
         job = self.jobs[victim.job]
-        if job.ready_count() - 1 >= job.min_member and all(
-                job.ready_count(sg.name) - (victim.subgroup == sg.name) >= sg.min_member
-                for sg in job.spec.subgroups):
+        if job.spec.disruption is Disruption.SINGLE:
             return [victim]
+        if job.spec.disruption is not Disruption.ALL:
+            unit = job.eviction_unit(victim)
+            if unit is not None:
+                return unit
         # All of it, including tasks placed this session: those cannot be
         # evicted, which keeps the gang from being broken up at all.
         return [t for t in job.tasks.values() if t.status in _PLACED]
@@ -77,21 +85,43 @@ def job_invalid_reason(job: JobInfo) -> str | None:
         return job.problem
     if job.timed_out():
         return "timed out; change the PodGroup spec to retry"
-    alive = READY_STATUSES | set(_WAITING)
+    alive = job.ready_statuses | set(_WAITING)
     gated = [t for t in job.tasks.values() if t.gates and t.status is TaskStatus.PENDING]
     have = job.count(alive) - len(gated)
     if have < job.min_member:
         if gated:
             return _gated(job.min_member, have, gated)
         return f"minMember is {job.min_member} but only {have} pod(s) exist"
-    for sg in job.spec.subgroups:
-        mine = [t for t in gated if t.subgroup == sg.name]
-        have = job.count(alive, sg.name) - len(mine)
-        if have < sg.min_member:
-            if mine:
-                return f"subgroup {sg.name}: " + _gated(sg.min_member, have, mine)
-            return f"subgroup {sg.name} needs {sg.min_member} pod(s), only {have} exist"
+    if job.spec.subgroups:
+        return _tree_invalid(job, gated)
     return None
+
+
+def _tree_invalid(job: JobInfo, gated: list[TaskInfo]) -> str | None:
+    """Pods that name an inner subgroup, or too few pods (ungated) in the
+    subgroups for the tree to be met, say which subtree is short."""
+    tree = job.tree
+    inner = sorted({str(t.subgroup) for t in job.tasks.values()
+                    if t.subgroup is not None and t.subgroup in tree.children})
+    if inner:
+        return (f"pods name subgroup(s) {', '.join(inner)}, which hold subgroups; a pod belongs "
+                "to a subgroup with none under it")
+    alive = job.alive_counts()
+    if tree.met(alive):
+        return None
+    if not tree.choices and all(tree.parent[n] == ROOT for n in tree.parent):
+        for sg in job.spec.subgroups:       # one level, every subgroup needed
+            mine = [t for t in gated if t.subgroup == sg.name]
+            have = alive.get(sg.name, 0)
+            if have < sg.min_member:
+                if mine:
+                    return f"subgroup {sg.name}: " + _gated(sg.min_member, have, mine)
+                return f"subgroup {sg.name} needs {sg.min_member} pod(s), only {have} exist"
+    why = "too few pods for the subgroup tree: " + tree.shortfall(alive)
+    if gated:
+        names = sorted({g for t in gated for g in t.gates})
+        why += f"; {len(gated)} pod(s) wait for scheduling gates ({', '.join(names)})"
+    return why
 
 
 def _gated(minimum: int, have: int, gated: list[TaskInfo]) -> str:

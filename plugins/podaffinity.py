@@ -5,7 +5,7 @@ Filters: a node is refused when
   topologyKey that matches every required affinity term of the pod (only
   such pods count, as in kube-scheduler), unless no pod anywhere matches them
   all yet and the pod matches them itself: the first pod of a group may go
-  anywhere;
+  to any node that has every term's topology key;
 - a required podAntiAffinity term finds a selected pod in the node's domain;
 - a pod already there (of any scheduler) holds a required anti-affinity term
   that selects this pod, within its topologyKey (the symmetric rule).
@@ -111,7 +111,13 @@ class PodAffinityPlugin(PluginBase):
         index = self.index
         counted = terms[0].matcher if len(terms) == 1 else _all_of(terms)
         if index.totals[counted] == 0 and all(index.matches(t.matcher, task) for t in terms):
-            return None             # the first of its group: anywhere
+            # The first of its group: anywhere with every term's topology key
+            # (kube-scheduler: "the node has all the requested topologies").
+            out = None
+            for term in terms:
+                has = self.cluster.domains(term.topology_key).has[rows]
+                out = has if out is None else out & has
+            return out
         out = None
         for term in terms:
             found = self._in_domain(index.counts[counted], term.topology_key, rows)

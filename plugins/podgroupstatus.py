@@ -1,18 +1,25 @@
 """podgroupstatus: at session close, write each PodGroup's status (counts,
 phase, the Scheduled condition, timers), its pods' PodScheduled condition and
-an Event, where they changed; the message says in numbers why a gang waits."""
+an Event, where they changed; the message says in numbers why a gang waits.
+A PodGroup of the upstream Workload API gets its own condition instead
+(PodGroupScheduled, or v1beta1's PodGroupInitiallyScheduled), in the words its
+API allows: Unschedulable, or SchedulerError for a group kaisched cannot use."""
 from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from kaisched.api.clock import from_rfc3339
-from kaisched.api.job import Condition, JobInfo, PodGroupStatus
+from kaisched.api.job import Condition, JobInfo, PodGroupStatus, StatusTarget
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, PodGroupPhase, Reason, TaskStatus
 from kaisched.framework import PluginBase, Session
 from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroupStatus
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+# How a gang ended: the upstream API's condition has no word for it.
+_ENDED = (Reason.SUCCEEDED.value, Reason.FAILED.value)
 
 
 class PodGroupStatusPlugin(PluginBase):
@@ -25,6 +32,25 @@ class PodGroupStatusPlugin(PluginBase):
         # A settled job that did not change has nothing new to say.
         for job in ssn.cluster.active_jobs():
             _report(ssn, job)
+        for job in ssn.cluster.waiting_groups:
+            _enqueued(ssn, job)
+
+
+def _enqueued(ssn: Session, job: JobInfo) -> None:
+    """A PodGroup no pod names yet: Inqueue once admitted (at once, with no
+    enqueue action to gate it), so a controller waiting for that makes its
+    pods; else Pending, saying why when enqueue said so."""
+    admitted = ssn.admitted is None or job.key in ssn.admitted
+    why = job.problem or ssn.unschedulable.get(job.key)
+    cond = None if admitted or not why else _condition(
+        job.status, "False", (Reason.INVALID if job.problem else Reason.UNSCHEDULABLE).value,
+        why, ssn.now_text)
+    new = attrs.evolve(job.status, phase=PodGroupPhase.INQUEUE if admitted and not job.problem
+                       else PodGroupPhase.PENDING, conditions=tuple(
+                           c for c in job.status.conditions if c.type != "Scheduled")
+                       + ((cond,) if cond else ()))
+    if new != job.status:
+        ssn.emit(SetPodGroupStatus(job.key, new))
 
 
 def _report(ssn: Session, job: JobInfo) -> None:
@@ -39,14 +65,17 @@ def _report(ssn: Session, job: JobInfo) -> None:
     if job.timed_out():
         return          # the verdict stands until the spec changes
     extras = _waiting_extras(ssn, job)
-    if not job.spec.declared and job.key not in ssn.unschedulable and not job.problem \
-            and not extras:
+    target = job.spec.status_target
+    if not job.spec.declared and target is None and job.key not in ssn.unschedulable \
+            and not job.problem and not extras:
         return          # no PodGroup to write, nothing to tell its pods
     old = job.status
     new = _status(ssn, job, extras)
     if job.spec.declared and new != old:
         ssn.emit(SetPodGroupStatus(job.key, new))
     cond = new.condition("Scheduled")
+    if target is not None and cond is not None:
+        _upstream(ssn, job, target, cond)
     if cond is None:
         return
     now = ssn.now_text
@@ -72,6 +101,30 @@ def _report(ssn: Session, job: JobInfo) -> None:
     if changed:
         kind, key = ("PodGroup", job.key) if job.spec.declared else ("Pod", min(job.tasks, default=job.key))
         ssn.emit(RecordEvent(kind, key, "Warning", Reason.FAILED_SCHEDULING.value, cond.message))
+
+
+def _upstream(ssn: Session, job: JobInfo, target: StatusTarget, said: Condition) -> None:
+    """Write the condition of an upstream PodGroup where it changed. Its other
+    conditions are kept; v1beta1's, once True, is never written again."""
+    if said.reason in _ENDED:
+        return
+    # In the words its API allows: waiting for room, quota or order is Unschedulable; a
+    # group that cannot be used as it is, SchedulerError.
+    reason = "Scheduled" if said.status == "True" else \
+        "SchedulerError" if said.reason == Reason.INVALID.value else Reason.UNSCHEDULABLE.value
+    old = job.status.condition(target.condition)
+    if target.terminal and old is not None and old.status == "True":
+        return
+    generation = job.spec.generation or None
+    if old is not None and (old.status, old.reason, old.message, old.observed_generation) \
+            == (said.status, reason, said.message, generation):
+        return
+    since = old.last_transition_time if old is not None and old.status == said.status \
+        else ssn.now_text
+    cond = Condition(target.condition, said.status, reason, said.message, since, generation)
+    kept = tuple(c for c in job.status.conditions if c.type != target.condition)
+    ssn.emit(SetPodGroupStatus(job.key, PodGroupStatus(conditions=(*kept, cond)),
+                               target.api_version))
 
 
 def _waiting_extras(ssn: Session, job: JobInfo) -> list[tuple[TaskInfo, str]]:

@@ -4,10 +4,17 @@ share, queue limits, and who may reclaim from whom (plugins/reclaimrules.py).
 Fair share is cut level by level: each child first gets min(quota, demand);
 what is left of the parent's share goes to children with unmet demand in
 proportion to overQuotaWeight, capped by demand and limit (water-filling).
+
+With fair share with memory configured (usageDBConfig), the snapshot carries
+each queue's normalised usage and what is left after quotas is split as KAI
+splits it (plugins/usagedivision.py): higher priority first, then by weights
+lowered for queues that used much, as strongly as the argument kValue says;
+and among otherwise equal queues the one that used less goes first.
 """
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any, Mapping
 
 import networkx as nx
 
@@ -17,11 +24,14 @@ from kaisched.api.queue_status import job_states, queue_statuses
 from kaisched.api.resource import PODS, Resource, format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, QueueName, TaskStatus
+from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetQueueStatus
 from plugins.reclaimrules import ReclaimRules
+from plugins.usagedivision import divide_with_usage
 
 _EPS = 1e-9
+DEFAULT_K_VALUE = 1.0
 
 
 def water_fill(capacity: float, quotas: list[float], caps: list[float],
@@ -43,8 +53,24 @@ def water_fill(capacity: float, quotas: list[float], caps: list[float],
 class ProportionPlugin(PluginBase):
     name = "proportion"
 
+    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+        arguments = dict(arguments or {})
+        unknown = sorted(set(arguments) - {"kValue"})
+        if unknown:
+            raise ConfigError(f"unknown argument {unknown[0]!r} (known: kValue)")
+        k_value = arguments.get("kValue", DEFAULT_K_VALUE)
+        if isinstance(k_value, str):        # KAI's arguments are strings ("1.5")
+            try:
+                k_value = float(k_value)
+            except ValueError:
+                pass
+        if isinstance(k_value, bool) or not isinstance(k_value, (int, float)) or k_value < 0:
+            raise ConfigError(f"kValue: expected a number >= 0, not {k_value!r}")
+        self.k_value = float(k_value)
+
     def on_session_open(self, ssn: Session) -> None:
         cluster = ssn.cluster
+        self.usage = cluster.usage      # None: fair share without memory, as ever
         self.queues = cluster.queues
         self.tree: nx.DiGraph = cluster.tree
         # A queue and its ancestors, bottom up: whose usage and limits a task
@@ -75,6 +101,8 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.QUEUE_ORDER, self.at_quota)     # below quota first
         ssn.register(Hook.QUEUE_ORDER, self.share)
         ssn.register(Hook.QUEUE_ORDER, lambda queue: -queue.priority)   # ties: higher first
+        if self.usage is not None:
+            ssn.register(Hook.QUEUE_ORDER, self.used)     # still equal: who used less first
         ssn.register(Hook.JOB_VALID, self._job_invalid)
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
         ssn.register(Hook.ENQUEUEABLE, self._min_resources_room)
@@ -121,9 +149,14 @@ class ProportionPlugin(PluginBase):
                     cap = demand[q.name][name]
                     limit = q.limit(name)
                     caps.append(min(cap, limit) if limit is not None else cap)
-                got = water_fill(deserved[parent].get(name, 0.0),
-                                 [q.quota.get(name) for q in infos], caps,
-                                 [q.weight(name) for q in infos])
+                quotas, weights = [q.quota.get(name) for q in infos], [q.weight(name) for q in infos]
+                if self.usage is None:
+                    got = water_fill(deserved[parent].get(name, 0.0), quotas, caps, weights)
+                else:
+                    got = divide_with_usage(
+                        deserved[parent].get(name, 0.0), quotas, caps, weights,
+                        [q.priority for q in infos],
+                        [self.usage.get(q.name, {}).get(name, 0.0) for q in infos], self.k_value)
                 for c, value in zip(children, got, strict=True):
                     shares[c][name] = value
             deserved.update(shares)
@@ -150,6 +183,10 @@ class ProportionPlugin(PluginBase):
         over_quota = not quotas or any(used[n] + v > queue.quota.get(n) + _EPS for n, v in quotas)
         over_share = any(used[n] + v > fair.get(n, 0.0) + _EPS for n, v in asked)
         return over_quota, over_share
+
+    def used(self, queue: QueueInfo) -> float:
+        """The queue's largest normalised usage over the window."""
+        return max((self.usage or {}).get(queue.name, {}).values(), default=0.0)
 
     def share(self, queue: QueueInfo) -> float:
         """Dominant share: the largest fraction of its fair share a queue uses."""

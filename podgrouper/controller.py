@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kaisched.api import labels as L
 from kaisched.api.clock import Clock
 from kaisched.api.types import DEFAULT_QUEUE
+from kaisched.api.workloadkinds import KINDS, of_object
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.events import event_object, object_reference
 from kaisched.cluster.kinds import POD, PODGROUP, Kind, kind_for, object_key
@@ -55,6 +56,7 @@ OVERRIDE_IGNORED = "PodGroupOverrideIgnored"  # a bad min-member / minAvailable 
 NOT_GROUPED = "PodGroupFailed"                # the API refused the PodGroup or the pod patch
 
 Key = tuple[str, str]                         # namespace, name
+_JOB_LABELS = frozenset(k.pods.job_label for k in KINDS if k.pods.job_label)
 
 
 class PodGrouper:
@@ -77,12 +79,14 @@ class PodGrouper:
         self._owner_versions: dict[Key, str] = {}  # PodGroup -> owner resourceVersion grouped
         self._writes = 0
         self._forbidden: set[Kind] = set()         # owner kinds the role may not read
+        self._by_job: dict[tuple[str, str, str], list[Obj]] | None = None   # a sync's pods by job
 
     def sync(self) -> int:
         """Handle what the watch reported since the last call (the first call
         sees everything); return how many objects were created or patched."""
         before = self._writes
         self._drain()
+        self._by_job = None
         owners = _OwnerCache(self.client, self._forbidden)
         fresh: set[Key] = set()                    # PodGroups already made or checked this sync
         for key in sorted(self._pending):
@@ -238,7 +242,7 @@ class PodGrouper:
 
     def _group(self, key: Key, pod: Obj, owners: _OwnerCache, fresh: set[Key]) -> None:
         walk = top_owner(pod, owners.read)
-        spec = self._spec(walk, pod)
+        spec = self._spec(walk, pod, owners)
         named = _annotations(pod).get(L.POD_GROUP_ANNOTATION)
         if named and named != spec.name:
             # Its PodGroup was deleted, and its owners now lead elsewhere: leave it be.
@@ -246,9 +250,9 @@ class PodGrouper:
                      *key, named, spec.name)
             return
         self._ensure_group(key[0], spec, walk, pod, fresh)
-        # Only a role the PodGroup has a subgroup for: the scheduler counts pods per subgroup.
-        role = pod_role(_labels(pod))
-        if role not in {sg.name for sg in spec.subgroups}:
+        # Only a leaf subgroup the PodGroup has: the scheduler counts pods per leaf.
+        role = spec.pod_subgroup or pod_role(_labels(pod))
+        if role not in spec.leaves():
             role = None
         patch = pod_patch(pod, spec.name, role)
         if patch is not None:
@@ -256,9 +260,28 @@ class PodGrouper:
         self._warn(pod, DEFAULTED, walk.problems + spec.problems)
         self._warn(pod, OVERRIDE_IGNORED, spec.warnings)
 
-    def _spec(self, walk: OwnerWalk, pod: Obj) -> GroupSpec:
+    def _spec(self, walk: OwnerWalk, pod: Obj, owners: _OwnerCache) -> GroupSpec:
         grouper = default_grouper if walk.broken else pick(self.groupers, walk.top)
-        return group_owner(walk.top, grouper, Lineage(pod, walk.owners))
+        lineage = Lineage(pod, walk.owners, self._siblings(walk, pod), _gang_object(walk, pod, owners))
+        return group_owner(walk.top, grouper, lineage)
+
+    def _siblings(self, walk: OwnerWalk, pod: Obj) -> tuple[Obj, ...]:
+        """The other pods of the pod's job that exist: same namespace, same value
+        of the job label the top owner's operator puts on its pods."""
+        kind = of_object(walk.top.get("apiVersion"), walk.top.get("kind"))
+        label = kind.pods.job_label if kind is not None else ""
+        value = _labels(pod).get(label) if label else None
+        if not value:
+            return ()
+        if self._by_job is None:
+            self._by_job = {}
+            for key, other in self._pods.items():
+                for name, text in _labels(other).items():
+                    if name in _JOB_LABELS:
+                        self._by_job.setdefault((key[0], name, str(text)), []).append(other)
+        me = object_key(pod)
+        return tuple(p for p in self._by_job.get((object_key(pod)[0], label, str(value)), ())
+                     if object_key(p) != me)
 
     def _ensure_group(self, namespace: str, spec: GroupSpec, walk: OwnerWalk, pod: Obj,
                       fresh: set[Key]) -> None:
@@ -304,7 +327,7 @@ class PodGrouper:
                     continue
                 walk = top_owner(self._pods[member], owners.read)
                 if _uid(walk.top) == ref.uid:
-                    self._refresh(key, group, self._spec(walk, self._pods[member]), walk)
+                    self._refresh(key, group, self._spec(walk, self._pods[member], owners), walk)
                     self._owner_versions[key] = _version(walk.top)
             except UnreachableError:
                 self._checked.pop(key, None)
@@ -367,6 +390,24 @@ class _OwnerCache:
         if isinstance(found, PermanentApiError):
             raise found
         return found
+
+
+def _gang_object(walk: OwnerWalk, pod: Obj, owners: _OwnerCache) -> Obj | None:
+    """The object holding the pod's gang, when its top owner's operator names
+    one by a label on the pod (Grove's PodGang). Not there yet: the pod waits
+    for it (retried next sync), as it would be grouped wrongly without it."""
+    kind = of_object(walk.top.get("apiVersion"), walk.top.get("kind"))
+    label = kind.pods.gang_label if kind is not None else ""
+    name = _labels(pod).get(label) if label and kind is not None else None
+    if not name or kind is None:
+        return None
+    api_version, gang_kind = kind.pods.gang_object
+    namespace = object_key(pod)[0]
+    found = owners.read(namespace, OwnerRef(api_version, gang_kind, str(name)))
+    if found is None:
+        raise NotFoundError(f"{gang_kind} {namespace}/{name}, named by the pod's label "
+                            f"{label}, does not exist yet")
+    return found
 
 
 def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:

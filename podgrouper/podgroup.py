@@ -92,4 +92,17 @@ def pod_patch(pod: Mapping[str, Any], group: str, role: str | None) -> Obj | Non
 
 
 def _subgroups(spec: GroupSpec) -> list[Obj]:
-    return [{"name": sg.name, "minMember": sg.min_member} for sg in spec.subgroups]
+    """Leaves with their minMember; a subgroup that holds others with its
+    minSubGroup when it needs only some of them; each with its parent."""
+    leaves = spec.leaves()
+    out = []
+    for sg in spec.subgroups:
+        entry: Obj = {"name": sg.name}
+        if sg.name in leaves:
+            entry["minMember"] = sg.min_member
+        elif sg.min_sub_group is not None:
+            entry["minSubGroup"] = sg.min_sub_group
+        if sg.parent:
+            entry["parent"] = sg.parent
+        out.append(entry)
+    return out

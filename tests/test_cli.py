@@ -34,6 +34,17 @@ def test_replay_example_text() -> None:
     assert "research/llm  Pending" in result.output
 
 
+def test_replay_text_shows_an_upstream_podgroups_condition() -> None:
+    """An upstream PodGroup has no phase: its own condition is printed."""
+    path = ROOT / "tests" / "scenarios" / "upstream-podgroup-claims.yaml"
+    result = invoke("replay", str(path), "--kube-version", "1.37")
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "default/train  scheduling.k8s.io/v1beta1  minCount=4  " \
+           "PodGroupInitiallyScheduled=True Scheduled: 4/4 tasks scheduled" in result.output
+    assert "default/wide  scheduling.k8s.io/v1beta1  minCount=3  " \
+           "PodGroupInitiallyScheduled=False Unschedulable: 2/3 tasks placed" in result.output
+
+
 def test_replay_json_shape() -> None:
     result = invoke("replay", str(EXAMPLE), "--output", "json")
     assert result.exit_code == 0, result.output

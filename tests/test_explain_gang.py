@@ -3,6 +3,7 @@ per node how many of its pods the node could hold and what runs out first,
 then the shortfall in total, in numbers."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -135,3 +136,18 @@ def test_a_gang_that_can_be_placed_gets_no_gang_section(tmp_path: Path) -> None:
                                *[pod(f"train-{i}", group="train") for i in range(2)]])
     assert not any("the gang as the scheduler tried it" in line for line in lines)
     assert "  schedulable now: 2 pod(s) would bind" in lines
+
+
+def test_explain_names_the_short_subtree_of_a_subgroup_tree() -> None:
+    """A two-level subgroup tree that does not fit: explain says which subtree
+    is short, in numbers (text and JSON alike)."""
+    scenario = Path(__file__).parent / "scenarios" / "subgroups-tree-short.yaml"
+    result = CliRunner().invoke(main, ["explain", "default/serve", "--snapshot", str(scenario)])
+    assert result.exit_code == 0, result.output
+    assert ("subgroups: the PodGroup needs all of its 2 subgroups met, has 0: [decode needs all "
+            "of its 2 subgroups met, has 0: [decode-leader 0/1, decode-workers 0/2], prefill "
+            "needs all of its 2 subgroups met, has 0: [prefill-leader 0/1, prefill-workers 0/2]]"
+            ) in result.output
+    data = CliRunner().invoke(main, ["explain", "default/serve", "--snapshot", str(scenario),
+                                     "--output", "json"])
+    assert "prefill-workers 0/2" in json.loads(data.output)["subgroups"]

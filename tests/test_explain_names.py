@@ -134,3 +134,20 @@ def test_explain_takes_a_kube_version() -> None:
     bad = CliRunner().invoke(main, ["explain", "research/llm", "--snapshot", str(GANG),
                                     "--kube-version", "0.1"])
     assert bad.exit_code == 2 and bad.stderr.startswith("error: ")
+
+
+def test_gangs_of_the_workload_api_are_explained_by_their_key_or_a_pod() -> None:
+    """A 1.35 Workload's gang has no object of its own: it is named by its key
+    (Workload:podGroup[replica]) or by one of its pods, and explained in the
+    session's words; a 1.37 PodGroup's by the condition the cycle wrote."""
+    scenarios = ROOT / "tests" / "scenarios"
+    for name in ("default/training:train[r0]", "default/train-r0-1"):
+        result = CliRunner().invoke(main, ["explain", name, "--kube-version", "1.35", "--snapshot",
+                                           str(scenarios / "upstream-gang.yaml")])
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith("PodGroup default/training:train[r0]: minMember 2")
+        assert "waiting: 1/2 tasks placed, minMember 2" in result.output
+    result = CliRunner().invoke(main, ["explain", "default/big", "--kube-version", "1.37",
+                                       "--snapshot", str(scenarios / "upstream-gang-v1beta1.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "waiting: 1/2 tasks placed, minMember 2" in result.output

@@ -1,7 +1,8 @@
 """--kube-version: replay checks objects against the schemas of the chosen
-Kubernetes version (default: the newest kubernetes-validate bundles). The
-upstream gang API's PodGroup is read in every version the scheduler knows,
-served or not by the chosen one."""
+Kubernetes version (default: the newest kubernetes-validate bundles), so the
+upstream Workload API is what that version serves: 1.35's Workload and
+workloadRef, 1.36's v1alpha2 PodGroups, 1.37's v1beta1 ones; each version
+refuses the others'."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,7 +20,8 @@ from kaisched.validation import (
     use_kube_version,
 )
 
-SCENARIO = Path(__file__).parent / "scenarios" / "upstream-gang-v1alpha2.yaml"
+SCENARIOS = Path(__file__).parent / "scenarios"
+SCENARIO = SCENARIOS / "upstream-gang-v1beta1.yaml"
 
 
 @pytest.fixture(autouse=True)
@@ -51,12 +53,11 @@ spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
 
 def test_an_older_version_refuses_what_it_does_not_serve(tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
-    path.write_text(SCENARIO.read_text() + "---" + DEVICE_CLASS)
+    path.write_text((SCENARIOS / "gang-insufficient.yaml").read_text() + "---" + DEVICE_CLASS)
     old = CliRunner().invoke(main, ["replay", str(path), "--output", "json",
                                     "--kube-version", "1.32"])
     assert old.exit_code == 0, old.output
     assert "unknown kind DeviceClass in resource.k8s.io/v1: Kubernetes 1.32" in old.stderr
-    assert orjson.loads(old.stdout)["bindings"] == {"default/t-0": "n1", "default/t-1": "n1"}
     new = CliRunner().invoke(main, ["replay", str(path), "--output", "json"])
     assert "skipped" not in new.stderr
     assert kube_version() == KUBERNETES_VERSION      # each command starts from the default
@@ -75,3 +76,33 @@ def test_simulate_takes_the_flag_too() -> None:
                                       "--output", "json"])
     assert older.exit_code == 0, older.output
     assert kube_version() == available_versions()[0]
+
+
+# Each scenario is written for one version: the Workload API of the others is refused.
+@pytest.mark.parametrize("scenario, served", [
+    ("upstream-gang.yaml", "1.35"),
+    ("upstream-gang-v1alpha2.yaml", "1.36"),
+    ("upstream-gang-v1beta1.yaml", "1.37"),
+])
+def test_each_workload_api_version_only_where_served(scenario: str, served: str) -> None:
+    for version in ("1.35", "1.36", "1.37"):
+        result = CliRunner().invoke(main, ["replay", str(SCENARIOS / scenario), "--output", "json",
+                                           "--kube-version", version])
+        assert result.exit_code == 0, result.output
+        bound = orjson.loads(result.stdout)["bindings"]
+        if version == served:
+            assert "skipped" not in result.stderr and bound, (version, result.stderr)
+        else:
+            assert f"Kubernetes {version} serves no such kind" in result.stderr, version
+            assert not bound, (version, bound)      # their pods name groups that are not there
+
+
+def test_replay_json_reports_upstream_conditions() -> None:
+    result = CliRunner().invoke(main, ["replay", str(SCENARIO), "--output", "json",
+                                       "--kube-version", "1.37"])
+    groups = orjson.loads(result.stdout)["podGroups"]
+    train = groups["default/train"]
+    assert train["apiVersion"] == "scheduling.k8s.io/v1beta1" and train["minMember"] == 2
+    assert [(c["type"], c["status"], c["reason"]) for c in train["conditions"]] == \
+        [("PodGroupInitiallyScheduled", "True", "Scheduled")]
+    assert groups["default/big"]["conditions"][0]["reason"] == "Unschedulable"

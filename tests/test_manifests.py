@@ -107,7 +107,13 @@ def test_crd_identity(plural: str, kind: str, scope: str) -> None:
 def test_podgroup_contract() -> None:
     root = schema("podgroups")
     spec = root["properties"]["spec"]
-    assert "minMember" in spec["required"]
+    # minMember or (for a tree) minSubGroup: one of them, by a CEL rule.
+    assert "required" not in spec
+    rules = [r["rule"] for r in spec["x-kubernetes-validations"]]
+    assert "has(self.minMember) != has(self.minSubGroup)" in rules
+    assert spec["properties"]["minSubGroup"]["minimum"] == 1
+    item = spec["properties"]["subGroups"]["items"]["properties"]
+    assert {"name", "minMember", "parent", "minSubGroup", "topology"} <= set(item)
     assert spec["properties"]["minMember"]["type"] == "integer"
     assert spec["properties"]["minMember"]["minimum"] == 1
     assert spec["properties"]["mode"]["enum"] == ["Strict", "NonStrict"]
@@ -273,13 +279,62 @@ def test_podgroup_schema_accepts_the_contract_example() -> None:
     ids=repr,
 )
 def test_podgroup_schema_rejects(bad: dict) -> None:
-    assert list(validator("podgroups").iter_errors(podgroup(**bad)))
+    assert podgroup_errors(podgroup(**bad))
+
+
+def podgroup_errors(obj: dict) -> list[str]:
+    """What an API server with the CRD says: its schema, then its CEL rules."""
+    from kaisched.validation.celrules import rule_errors
+    found = [e.message for e in validator("podgroups").iter_errors(obj)]
+    return found or [message for _, message in rule_errors(schema("podgroups"), obj)]
 
 
 def test_podgroup_schema_requires_min_member() -> None:
     obj = podgroup()
     del obj["spec"]["minMember"]
-    assert list(validator("podgroups").iter_errors(obj))
+    assert podgroup_errors(obj) == [
+        "give minMember (pods) or minSubGroup (top-level subgroups), one of them"]
+
+
+STAGES = [{"name": f"stage-{i}", "minMember": 2} for i in range(4)]
+
+
+@pytest.mark.parametrize("spec", [
+    {"minSubGroup": 2, "subGroups": STAGES},
+    {"minMember": 10, "subGroups": [
+        {"name": "decode", "minSubGroup": 2},
+        {"name": "decode-leader", "parent": "decode", "minMember": 1},
+        {"name": "decode-workers", "parent": "decode", "minMember": 4},
+        {"name": "prefill"},
+        {"name": "prefill-leader", "parent": "prefill", "minMember": 1},
+        {"name": "prefill-workers", "parent": "prefill", "minMember": 4}]},
+], ids=["two-of-four-stages", "two-levels"])
+def test_podgroup_schema_accepts_subgroup_trees(spec: dict) -> None:
+    obj = podgroup()
+    obj["spec"] = {k: v for k, v in obj["spec"].items() if k not in ("minMember", "subGroups")}
+    obj["spec"].update(spec)
+    assert podgroup_errors(obj) == []
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"minMember": 2, "minSubGroup": 2, "subGroups": STAGES}, "one of them"),
+    ({"minSubGroup": 5, "subGroups": STAGES}, "minSubGroup exceeds the top-level"),
+    ({"minMember": 2, "subGroups": [{"name": "w", "minMember": 1, "parent": "nowhere"}]},
+     "parent must be another subgroup"),
+    ({"minMember": 2, "subGroups": [{"name": "w", "minSubGroup": 1}]}, "not minSubGroup"),
+    ({"minMember": 2, "subGroups": [{"name": "s", "minMember": 2},
+                                    {"name": "w", "minMember": 1, "parent": "s"}]}, "not minMember"),
+    ({"minMember": 2, "subGroups": [{"name": "s", "minSubGroup": 2},
+                                    {"name": "w", "minMember": 1, "parent": "s"}]},
+     "at most as many"),
+], ids=["both-minimums", "too-many-stages", "no-parent", "leaf-min-subgroup",
+        "inner-min-member", "inner-too-many"])
+def test_podgroup_schema_refuses_bad_trees(spec: dict, message: str) -> None:
+    obj = podgroup()
+    obj["spec"] = {k: v for k, v in obj["spec"].items() if k not in ("minMember", "subGroups")}
+    obj["spec"].update(spec)
+    errors = podgroup_errors(obj)
+    assert any(message in e for e in errors), errors
 
 
 def test_kaisched_objects_in_config_validate_against_their_crd() -> None:

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from kaisched.api.clock import ManualClock
@@ -87,6 +88,47 @@ def test_job_scheduling_latency_is_per_queue_from_podgroup_creation_to_its_minim
     assert value(metrics, "kaisched_job_scheduling_seconds_sum", queue="train") == 42.0
     assert value(metrics, "kaisched_job_scheduling_seconds_bucket", queue="train", le="30.0") == 0
     assert value(metrics, "kaisched_job_scheduling_seconds_bucket", queue="train", le="60.0") == 1
+
+
+def upstream_gang(cluster: MemoryCluster, name: str, size: int, queue: str,
+                  api: str = "scheduling.k8s.io/v1beta1") -> None:
+    """A gang of the upstream Workload API: a PodGroup (v1alpha1: a Workload)
+    and pods naming it, in the queue their label gives."""
+    if api.endswith("/v1alpha1"):
+        cluster.create({"apiVersion": api, "kind": "Workload",
+                        "metadata": {"name": name, "namespace": "default"},
+                        "spec": {"podGroups": [{"name": "g", "policy": {"gang": {"minCount": size}}}]}})
+        join: dict[str, Any] = {"workloadRef": {"name": name, "podGroup": "g"}}
+    else:
+        cluster.create({"apiVersion": api, "kind": "PodGroup",
+                        "metadata": {"name": name, "namespace": "default"},
+                        "spec": {"schedulingPolicy": {"gang": {"minCount": size}}}})
+        join = {"schedulingGroup": {"podGroupName": name}}
+    cluster.clock.advance(10.0)        # its pods come 10 s after it
+    for i in range(size):
+        cluster.create({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": f"{name}-{i}", "namespace": "default",
+                                     "labels": {"kaisched.io/queue": queue}},
+                        "spec": {"schedulerName": "kaisched", **join, "containers": [
+                            {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
+
+
+def test_job_scheduling_latency_of_upstream_gangs_from_their_pods_to_their_minimum_bound() -> None:
+    """An upstream PodGroup's status has no counts: the cycle whose binds
+    reach the gang's minimum is the one measured, from when its pods made up
+    the minimum (upstream holds a gang back until then), once per gang."""
+    cluster = MemoryCluster(ManualClock())
+    for name in ("default", "train", "infer"):
+        queue(cluster, name)
+    upstream_gang(cluster, "beta", 3, "train")
+    upstream_gang(cluster, "alpha", 2, "infer", api="scheduling.k8s.io/v1alpha1")
+    cluster.clock.advance(42.0)         # nodes arrive 42 s after the last pods
+    node(cluster, "n1", cpu="8")
+    metrics = run(cluster, cycles=4)
+    assert value(metrics, "kaisched_job_scheduling_seconds_count", queue="train") == 1
+    assert value(metrics, "kaisched_job_scheduling_seconds_sum", queue="train") == 52.0
+    assert value(metrics, "kaisched_job_scheduling_seconds_count", queue="infer") == 1
+    assert value(metrics, "kaisched_job_scheduling_seconds_sum", queue="infer") == 42.0
 
 
 def test_session_duration_and_bind_latency_are_histograms() -> None:
@@ -183,3 +225,40 @@ def test_default_config_runs_with_metrics() -> None:
     metrics = Metrics()
     serve(scheduler, threading.Event(), None, metrics, cycles=1)
     assert value(metrics, "kaisched_binds_total") == 2
+
+
+def test_queue_usage_and_cluster_capacity_are_exported_and_a_standby_forgets_them() -> None:
+    """Fair share with memory: each queue's usage per resource, and what the
+    cluster offers (Prometheus-sourced usage reads it back); a replica that
+    stops leading exports no queue figures, so only the leader's count."""
+    from kaisched.api.clock import ManualClock
+    from kaisched.catalog import register_builtins
+    from kaisched.cluster.memory import MemoryCluster
+    from kaisched.framework import parse_config
+    from kaisched.runtime.binder import Binder
+    from kaisched.runtime.metrics import Metrics
+    from kaisched.runtime.scheduler import Scheduler
+    from tests.unit.conftest import build_node, build_pod, build_queue
+
+    clock = ManualClock()
+    cluster = MemoryCluster(clock)
+    for obj in [build_node("gpu-1", cpu=16, gpu=8), build_queue("team-a"),
+                *[build_pod(f"a-{i}", cpu=1, gpu=1, queue="team-a", node="gpu-1") for i in range(4)]]:
+        cluster.create(obj)
+    registry = register_builtins()
+    config = parse_config("usageDBConfig: {usageParams: {windowSize: 4800s}}", registry)
+    scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
+    metrics = Metrics()
+    for _ in range(30):
+        metrics.observe(scheduler.run_once(), clock.now())
+        clock.advance(1.0)
+    value = metrics.registry.get_sample_value
+    assert value("kaisched_cluster_capacity", {"resource": "nvidia.com/gpu"}) == 8
+    assert value("kaisched_cluster_capacity", {"resource": "cpu"}) == 16
+    assert value("kaisched_queue_usage", {"queue": "team-a", "resource": "nvidia.com/gpu"}) == \
+        pytest.approx(0.5)
+    assert value("kaisched_queue_allocated", {"queue": "team-a", "resource": "nvidia.com/gpu"}) == 4
+    metrics.forget_queues()
+    assert value("kaisched_queue_usage", {"queue": "team-a", "resource": "nvidia.com/gpu"}) is None
+    assert value("kaisched_queue_allocated", {"queue": "team-a", "resource": "nvidia.com/gpu"}) is None
+    assert value("kaisched_cluster_capacity", {"resource": "nvidia.com/gpu"}) is None

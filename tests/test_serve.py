@@ -75,9 +75,9 @@ def test_metrics_and_health_over_http() -> None:
     server = metrics.serve(0, host="127.0.0.1")
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        with urllib.request.urlopen(f"{base}/healthz", timeout=5) as resp:
+        with urllib.request.urlopen(f"{base}/healthz", timeout=60) as resp:
             assert resp.status == 200 and resp.read() == b"ok\n"
-        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as resp:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=60) as resp:
             assert b"kaisched_binds_total 2.0" in resp.read()
     finally:
         server.shutdown()

@@ -18,7 +18,13 @@ from kaisched.cluster.kinds import SCHEDULING_KINDS
 from kaisched.cluster.snapshot import build_snapshot, load_file, load_text
 from kaisched.framework import default_config
 from kaisched.tools.replay import replay
-from kaisched.validation import KUBERNETES_VERSION, check_object, partition, summarize
+from kaisched.validation import (
+    KUBERNETES_VERSION,
+    check_object,
+    partition,
+    summarize,
+    use_kube_version,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 GANG = ROOT / "config" / "examples" / "gang.yaml"
@@ -121,12 +127,31 @@ def test_the_shipped_files_are_found() -> None:
     assert {file for file, _ in DELIBERATE} <= names
 
 
+def scenario_version(path: Path) -> tuple[str, list[str]]:
+    """The Kubernetes version a scenario is written for (its expectations'
+    kubeVersion, else the default) and the refusals it expects of it."""
+    expect = path.with_name(path.stem + ".expect.yaml")
+    if "scenarios" not in path.parts or not expect.exists():
+        return KUBERNETES_VERSION, []
+    want = yaml.safe_load(expect.read_text(encoding="utf-8")) or {}
+    return str(want.get("kubeVersion", KUBERNETES_VERSION)), list(want.get("refused") or [])
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_shipped_yaml_is_what_a_cluster_accepts(path: Path) -> None:
     rel = str(path.relative_to(ROOT))
-    kept, problems = partition(objects_of(path))
-    flagged = {p.object: str(p) for p in problems}
+    version, refused = scenario_version(path)
+    use_kube_version(version)
+    try:
+        kept, problems = partition(objects_of(path))
+    finally:
+        use_kube_version(KUBERNETES_VERSION)
+    # What is refused of each object, in one line (as replay reports it).
+    flagged = {line.split(": ", 1)[0]: line for line in summarize(problems)}
     expected = {obj: rule for (file, obj), rule in DELIBERATE.items() if file == rel}
+    # A scenario that shows what its version refuses says so in its expectations.
+    expected.update({obj: line for obj, line in flagged.items()
+                     if any(part in line for part in refused)})
     unexpected = [line for obj, line in flagged.items() if obj not in expected]
     assert unexpected == [], f"{rel}: a cluster would refuse: {unexpected}"
     for obj, rule in expected.items():

@@ -142,9 +142,9 @@ class DomainChoice:
         """Every subgroup of inner could have its minimum inside one domain of
         its level among these rows."""
         for sg in inner:
-            members = [t for t in job.tasks.values() if t.subgroup == sg.name]
+            members = job.members_of(sg.name)
             waiting = [t for t in members if t.status is TaskStatus.PENDING]
-            need = need_of(self.ssn, job, waiting, sg.min_member, members)
+            need = need_of(self.ssn, job, waiting, job.tree.min_pods(sg.name), members)
             mine = np.zeros_like(possible)
             mine[rows] = possible[rows]
             if not (self.cluster.domains(level_of(sg.topology)).totals(mine)
@@ -156,12 +156,39 @@ class DomainChoice:
                    need: np.ndarray, minimum: int, idle_only: bool,
                    within: np.ndarray | None) -> Iterable[np.ndarray]:
         """Masks of the domains of level (inside within) that could hold need,
-        least stranded room first. Members with pods on nodes already keep the
-        rest in their domain."""
+        in KAI's packing order (_packed). Members with pods on nodes already
+        keep the rest in their domain."""
         w = self._weigh(members, tasks, level, need, minimum, idle_only, within)
         fits = w.allowed & (w.free >= need[w.cols] - 1e-6).all(axis=1) & (w.slots >= w.count)
-        for d in _least_stranded(w.free, need[w.cols], fits, self.capacity[w.cols]):
+        for d in self._packed(w, need[w.cols], fits, level, idle_only, within):
             yield self._mask(w.domains, d, within)
+
+    def _packed(self, w: _Weighed, need: np.ndarray, fits: np.ndarray, level: str,
+                idle_only: bool, within: np.ndarray | None) -> list[int]:
+        """Fitting domains in KAI's packing order, at every level at once: by
+        the fullness (the gang's need over the free room, its dominant
+        resource) of the domain they sit in at each outer level, outermost
+        first, then by their own, fullest first -- among racks that fit, the
+        one inside the fullest spine that fits; then the least room stranded,
+        then the name."""
+        found = np.flatnonzero(fits)
+        if not len(found):
+            return []
+        first = np.array([w.domains.rows[d][0] for d in found])     # a node of each domain
+        keys: list[np.ndarray] = []
+        for outer in reversed(self.wider(level)):
+            domains = self.cluster.domains(outer)
+            room = self._view(idle_only).totals(domains) if within is None \
+                else domains.totals(self.room(idle_only) * within[:, None])
+            ratio = _fullness(need, room[:, w.cols])
+            ids = domains.ids[first]
+            keys.append(-np.where(ids >= 0, ratio[np.maximum(ids, 0)], 0.0))
+        keys.append(-_fullness(need, w.free[found]))
+        asked = (need > 0) & (self.capacity[w.cols] > 0)
+        scale = np.where(self.capacity[w.cols] > 0, self.capacity[w.cols], 1.0)
+        keys.append(np.where(asked, (w.free[found] - need) / scale, 0.0).sum(axis=1))
+        order = np.lexsort((found, *reversed(keys)))
+        return [int(found[i]) for i in order]
 
     def partial(self, members: list[TaskInfo], tasks: list[TaskInfo], level: str,
                 need: np.ndarray, minimum: int, within: np.ndarray | None) -> np.ndarray | None:
@@ -278,25 +305,25 @@ def need_of(ssn: Session, job: JobInfo, tasks: list[TaskInfo], minimum: int | No
     minimum: the first tasks in task order (one, once the minimum is met)."""
     table = ssn.cluster.table
     if minimum is None or members is None:
-        minimum, members = job.min_member, list(job.tasks.values())
-    missing = minimum - sum(1 for t in members if t.status in MET)
-    ordered = ssn.ordered_tasks(job, tasks)
-    chosen = ordered[:missing] if missing > 0 else ordered[:1]
+        chosen = ssn.minimum_tasks(job, tasks)
+    else:
+        missing = minimum - sum(1 for t in members if t.status in MET)
+        ordered = ssn.ordered_tasks(job, tasks)
+        chosen = ordered[:missing] if missing > 0 else ordered[:1]
     return np.sum([table.vector(t.resreq) for t in chosen], axis=0) if chosen else \
         np.zeros(len(table.dims))
 
 
-def _least_stranded(free: np.ndarray, need: np.ndarray, fits: np.ndarray,
-                    capacity: np.ndarray) -> list[int]:
-    """Fitting domains by the room they would leave, scaled per resource by
-    the cluster's capacity, counting only resources the gang asks for."""
-    rows = np.flatnonzero(fits)
-    if not len(rows):
-        return []
-    asked = (need > 0) & (capacity > 0)
-    left = np.where(asked, (free[rows] - need) / np.where(capacity > 0, capacity, 1.0), 0.0)
-    order = np.lexsort((rows, left.sum(axis=1)))
-    return [int(rows[i]) for i in order]
+def _fullness(need: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """Per domain: need over free room in its dominant resource (KAI's ratio:
+    the higher, the fuller the domain once the gang is in it; over 1 it does
+    not fit; a resource the domain has none of counts as very full)."""
+    asked = need > 0
+    if not asked.any():
+        return np.zeros(len(free))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(free[:, asked] > 0, need[asked] / free[:, asked], 1e9)
+    return ratio.max(axis=1)
 
 
 def _nests(inner: Domains, outer: Domains) -> bool:

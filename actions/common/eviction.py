@@ -137,10 +137,9 @@ def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo]
     rank: dict[PodKey, int] = {}
     for job_key, running in by_job.items():
         info = jobs[job_key]
-        surplus = info.ready_count() - info.min_member
-        if surplus > 0:
+        if info.ready_count() - info.min_member > 0:
             running.sort(key=lambda t: (-t.creation, t.key))
-            for i, task in enumerate(running[:surplus]):
+            for i, task in enumerate(surplus_tasks(info, running)):
                 rank[task.key] = i
 
     def key(t: TaskInfo) -> tuple[Any, ...]:
@@ -150,11 +149,28 @@ def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo]
     return key
 
 
+def surplus_tasks(job: JobInfo, running: list[TaskInfo]) -> list[TaskInfo]:
+    """Of running (newest first), the tasks that could go one after another,
+    each alone, with the job keeping its minimum and every subgroup its own."""
+    if not job.spec.subgroups:
+        return running[:max(job.ready_count() - job.min_member, 0)]
+    out: list[TaskInfo] = []
+    for task in running:
+        if job.eviction_unit(task, out) == [task]:
+            out.append(task)
+    return out
+
+
 def is_surplus(ssn: Session, victim: TaskInfo, group: list[TaskInfo]) -> bool:
-    """The victim goes alone and its job keeps its minimum (and, by the gang
-    plugin's eviction group, every subgroup's): a gang of one is no surplus."""
+    """The victim's eviction group leaves its job running at its minimum (and,
+    by the gang plugin's eviction group, every subgroup at its own): a single
+    surplus task, or a subgroup the tree can do without. A gang of one is no
+    surplus."""
     job = ssn.cluster.jobs[victim.job]
-    return len(group) == 1 and group[0].key == victim.key and job.ready_count() > job.min_member
+    if not any(t.key == victim.key for t in group) or job.ready_count() <= job.min_member:
+        return False
+    unit = job.eviction_unit(victim)
+    return unit is not None and {t.key for t in unit} == {t.key for t in group}
 
 
 class RoomFinder:
@@ -173,19 +189,36 @@ class RoomFinder:
         self.evictable = np.zeros_like(table.alloc)
         self.surplus = np.zeros_like(table.alloc)      # what surplus victims alone hold
         self.by_node: dict[NodeName, list[TaskInfo]] = {}
+        first: dict[int, tuple[Any, ...]] = {}          # per row, its first gang victim's key
         for task in candidates:
             node = task.node_name
             assert node is not None     # candidates are evictable: on a node
             row, vec = table.index[node], ssn.cluster.held(task)
             self.evictable[row] += vec
-            if order is not None and not order(task)[0]:
+            key = order(task) if order is not None else None
+            if key is not None and not key[0]:
                 self.surplus[row] += vec
+            elif key is not None and (row not in first or key < first[row]):
+                first[row] = key
             self.by_node.setdefault(node, []).append(task)
         self.releasing_at_start = releasing_at_start
+        place = {k: i for i, k in enumerate(sorted(set(first.values())))}
+        self.first_rank = np.full(len(table), float(len(place)))
+        for row, key in first.items():
+            self.first_rank[row] = place[key]
 
     def room(self) -> np.ndarray:
         table = self.ssn.cluster.table
         return table.future + self.evictable - (table.releasing - self.releasing_at_start)
+
+    def _first_victims(self, rows: np.ndarray) -> np.ndarray:
+        """Per row: the rank, in the victim order, of the first victim there
+        that is no surplus -- of nodes that need as much eviction, the one
+        whose gang comes first (lowest priority, most recently started) is
+        tried first, so the order holds across nodes, not only on each.
+        Ranked once, over the candidates as listed (the order is the
+        action's, fixed before its first eviction)."""
+        return self.first_rank[rows]
 
     def nodes(self, task: TaskInfo) -> Iterator[NodeName]:
         """Nodes where room could be made: first those where other jobs'
@@ -206,7 +239,8 @@ class RoomFinder:
                                np.clip(vec - table.future[rows], 0, None) / table.alloc[rows], 0)
         released = (table.releasing - self.releasing_at_start)[rows]
         gang_needed = ~table.fits(vec, table.future[rows] + self.surplus[rows] - released)
-        order = np.lexsort((rows, missing.sum(axis=1), gang_needed))
+        first = self._first_victims(rows)
+        order = np.lexsort((rows, first, missing.sum(axis=1), gang_needed))
         names = table.names
         return (names[row] for row in rows[order])
 

@@ -41,24 +41,10 @@ def placeable(ssn: Session, job: JobInfo) -> bool:
 
 def still_needed(ssn: Session, job: JobInfo, tasks: list[TaskInfo] | None = None
                  ) -> list[TaskInfo]:
-    """The first pending tasks, in task order, that take the job to its
-    minimum and every subgroup's; one task once it is there."""
-    tasks = ssn.ordered_tasks(job, ssn.pending(job)) if tasks is None else tasks
-    total = job.count(_HELD)
-    mins = {sg.name: sg.min_member for sg in job.spec.subgroups}
-    per_sg = {name: job.count(_HELD, name) for name in mins}
-    out = []
-    for task in tasks:
-        if total >= job.min_member and all(per_sg[n] >= m for n, m in mins.items()):
-            break
-        sg = task.subgroup
-        if total >= job.min_member and (sg not in mins or per_sg[sg] >= mins[sg]):
-            continue        # only another subgroup's minimum is missing
-        out.append(task)
-        total += 1
-        if sg in per_sg:
-            per_sg[sg] += 1
-    return out or tasks[:1]
+    """The first pending tasks, in placement order, that take the job to its
+    minimum and every subgroup to the minimum its tree needs; the next unit
+    (one task, or a whole subgroup) once it is there."""
+    return ssn.minimum_tasks(job, ssn.pending(job) if tasks is None else tasks)
 
 
 def need_of(ssn: Session, job: JobInfo) -> Resource:
@@ -151,9 +137,20 @@ def place_group(ssn: Session, domains: DomainChoice, members: list[JobInfo]) -> 
 
 def shortfall_message(job: JobInfo, attempt: Attempt, kept: bool = False) -> str:
     # Kept placements are in the job already; discarded ones only in the attempt.
-    placed = job.count(_HELD) if kept else job.ready_count() + attempt.placed
-    return (f"{placed}/{len(job.tasks)} tasks placed, "
-            f"minMember {job.min_member}; {attempt.failure or 'the gang is not complete'}")
+    # Pods that no longer count toward the minimum (completed, under the
+    # upstream rules) are left out of both numbers.
+    counted = job.ready_statuses
+    gone = 0 if TaskStatus.SUCCEEDED in counted else job.count_of(TaskStatus.SUCCEEDED)
+    placed = job.count(_HELD) - gone if kept else job.count(counted) + attempt.placed
+    text = f"{placed}/{len(job.tasks) - gone} tasks placed, minMember {job.min_member}"
+    if job.spec.subgroups:
+        have = job.leaf_counts(_HELD if kept else counted)
+        if not kept:
+            for leaf, n in attempt.placed_in.items():
+                have[leaf] = have.get(leaf, 0) + n
+        if not job.tree.met(have):
+            text += "; " + job.tree.shortfall(have, job.alive_counts())
+    return f"{text}; {attempt.failure or 'the gang is not complete'}"
 
 
 def pipelined_message(job: JobInfo, placed: int) -> str:

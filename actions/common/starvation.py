@@ -47,15 +47,13 @@ def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
     """Room (rows x resources) for the gang's minimum on the nodes it would
     use, or None if it would not fit even on empty nodes."""
     table = ssn.cluster.table
-    # The minimum: what the gang and each subgroup still lack (subgroups'
-    # shortfalls come first in the order).
-    needed = max(job.min_member - job.ready_count(),
-                 sum(max(g.min_member - job.ready_count(g.name), 0) for g in job.spec.subgroups))
+    # The minimum: what the gang and its subgroup tree still lack.
+    needed = ssn.minimum_tasks(job, ssn.pending(job))
     room = np.zeros_like(table.alloc)
     held = sum(ssn.reserved_for.values(), np.zeros_like(table.alloc))
     static: dict[tuple[Any, ...], np.ndarray] = {}        # alike tasks pass the same filters
     with np.errstate(divide="ignore", invalid="ignore"):
-        for task in ssn.ordered_tasks(job, ssn.pending(job))[:needed]:
+        for task in needed:
             vec = table.vector(task.resreq)
             key = ssn.class_key(task)
             if key not in static:

@@ -7,9 +7,11 @@ NVLink clique (`nvidia.com/gpu.clique`).
 - preferred level: the tightest fitting domain, widening level by level to
   the levels whose domains hold its domains whole (up to the required level,
   else to the whole cluster);
-- among the domains that fit, the one that would leave the least room
-  stranded goes first (domains are binpacked, not only nodes), so large gangs
-  keep finding whole racks.
+- among the domains that fit, KAI's packing at every level: the one inside
+  the fullest domain of each outer level goes first (among racks that fit,
+  one in the fullest spine that fits), then the fullest itself, then the one
+  leaving the least room stranded -- domains are binpacked, not only nodes,
+  so large gangs keep finding whole racks and spines.
 
 A domain is tried by placing the gang's tasks restricted to its nodes under
 a checkpoint of the job's statement; a domain that does not take the gang is
@@ -65,35 +67,31 @@ def _subgroups(ssn: Session, domains: DomainChoice, stmt: Statement, job: JobInf
     rest (a NonStrict gang goes on past a subgroup short of its minimum)."""
     total: Attempt | None = None
     for sg in ruled:
-        mine = [t for t in tasks if t.subgroup == sg.name]
+        members = job.members_of(sg.name)
+        keys = {t.key for t in members}
+        mine = [t for t in tasks if t.key in keys]
         if not mine:
             continue
-        members = [t for t in job.tasks.values() if t.subgroup == sg.name]
 
         def met(sg: SubGroup = sg) -> bool:
-            return job.count(MET if idle_only else MET | {TaskStatus.PIPELINED}, sg.name) \
-                >= max(sg.min_member, 1)
+            statuses = MET if idle_only else MET | {TaskStatus.PIPELINED}
+            placed = sum(1 for t in job.members_of(sg.name) if t.status in statuses)
+            return placed >= 1 and job.subgroup_met(sg.name, statuses)
 
         def place(rows: np.ndarray | None, mine: list[TaskInfo] = mine) -> Attempt:
             return place_tasks(ssn, stmt, job, mine, idle_only, rows)
 
-        outcome = _in_one_domain(ssn, domains, stmt, job, sg.topology, members, mine, sg.min_member,
+        outcome = _in_one_domain(ssn, domains, stmt, job, sg.topology, members, mine,
+                                 job.tree.min_pods(sg.name),
                                  idle_only, place, met, within,
                                  f"subgroup {sg.name}: ", partial)
-        if total is None:
-            total = outcome
-        else:
-            total.placed += outcome.placed
-            total.failure = total.failure or outcome.failure
+        total = outcome if total is None else total.merged(outcome)
         if not met() and not partial:
             return total
-    rest = [t for t in tasks if t.subgroup not in {sg.name for sg in ruled}]
+    ruled_keys = {t.key for sg in ruled for t in job.members_of(sg.name)}
+    rest = [t for t in tasks if t.key not in ruled_keys]
     outcome = place_tasks(ssn, stmt, job, rest, idle_only, within)
-    if total is None:
-        return outcome
-    total.placed += outcome.placed
-    total.failure = total.failure or outcome.failure
-    return total
+    return outcome if total is None else total.merged(outcome)
 
 
 def _in_one_domain(ssn: Session, domains: DomainChoice, stmt: Statement, job: JobInfo,
@@ -153,8 +151,8 @@ def bound_domain(ssn: Session, domains: DomainChoice, job: JobInfo,
     if task is None:
         pending = ssn.pending(job)
         task = ssn.ordered_tasks(job, pending)[0] if pending else None
-    sub = next((sg for sg in job.spec.subgroups
-                if sg.topology and task is not None and sg.name == task.subgroup), None)
+    sub = next((sg for sg in job.spec.subgroups if sg.topology and task is not None
+                and task.key in {t.key for t in job.members_of(sg.name)}), None)
     if not job.spec.topology and sub is None:
         return None
     possible = None if room is None else np.maximum(room(), 0.0) * domains.usable[:, None]
@@ -165,5 +163,5 @@ def bound_domain(ssn: Session, domains: DomainChoice, job: JobInfo,
                            job.min_member, possible, None, ruled)
     if sub is None:
         return gang
-    members = [t for t in job.tasks.values() if t.subgroup == sub.name]
-    return domains.bound(job, level_of(sub.topology), members, sub.min_member, possible, gang, [])
+    return domains.bound(job, level_of(sub.topology), job.members_of(sub.name),
+                         job.tree.min_pods(sub.name), possible, gang, [])

@@ -1,9 +1,10 @@
 """Victims for reclaim, one unit at a time, in the order they give.
 
 A unit is what goes together: a job running more tasks than its minimum
-gives one task at a time (its newest that keeps every subgroup's minimum) and
-stays a candidate; otherwise all its running tasks go together, on every
-node (a partial gang is useless). The order is re-evaluated after each pick,
+gives one task at a time (its newest that keeps every subgroup's minimum), or
+a whole subgroup its tree can do without ("2 of my 4 stages": a third stage
+goes whole), and stays a candidate; otherwise all its running tasks go
+together, on every node (a partial gang is useless). The order is re-evaluated after each pick,
 walking the queue tree from the root: the plugins rank the queues (over fair
 share, over quota, priority, saturation after what was already taken,
 newer); inside a leaf, lower job priority first, then jobs above their
@@ -19,7 +20,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.queue import ROOT
 from kaisched.api.resource import Resource, sum_resources
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, JobKey, QueueName, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, Disruption, JobKey, QueueName, TaskStatus
 from kaisched.framework import Session
 
 _PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
@@ -79,27 +80,44 @@ class VictimPicker:
         return [t for t in job.tasks.values() if t.status in EVICTABLE_STATUSES and t.key not in gone]
 
     def _above_min(self, job: JobInfo) -> bool:
-        return job.ready_count() - len(self.gone.get(job.key, ())) > job.min_member
+        return self._spare(job) is not None
 
-    def _surplus_task(self, job: JobInfo) -> TaskInfo | None:
-        """The newest running task whose leaving keeps the job's and every
-        subgroup's minimum, if any."""
-        if not self._above_min(job):
-            return None
+    def _spare(self, job: JobInfo) -> list[TaskInfo] | None:
+        """What the job can give and keep its minimum (its tree's, every
+        subgroup left at its own or gone whole): its newest running task that
+        may go alone, else the newest subgroup it can do without; None."""
         gone = self.gone.get(job.key, set())
+        if job.count(job.ready_statuses) - len(gone) <= job.min_member:
+            return None
+        taken = [t for t in job.tasks.values() if t.key in gone]
+        subtree: list[TaskInfo] | None = None
+        tried: set[str | None] = set()
         for task in sorted(self._running(job), key=lambda t: (-t.creation, t.key)):
-            sg = next((s for s in job.spec.subgroups if s.name == task.subgroup), None)
-            if sg is None or sum(1 for t in job.tasks.values() if t.subgroup == sg.name
-                                 and t.status in READY_STATUSES and t.key not in gone) > sg.min_member:
-                return task
-        return None
+            if task.subgroup in tried:
+                continue        # its subgroup's answer is known: the same for every task
+            unit = job.eviction_unit(task, taken)
+            if unit is None or any(t.status not in EVICTABLE_STATUSES for t in unit):
+                tried.add(task.subgroup)
+                continue
+            if len(unit) == 1:
+                return unit
+            tried.add(task.subgroup)
+            subtree = subtree or unit
+        return subtree
 
     def _unit(self, job: JobInfo) -> tuple[Unit | None, bool]:
-        """The job's next unit, and whether it stays a candidate after it."""
+        """The job's next unit, and whether it stays a candidate after it. A
+        declared disruption mode overrides the gang rule: pod by pod (its
+        newest first), or only all of it."""
         job = self.ssn.cluster.jobs[job.key]        # as it is now
-        task = self._surplus_task(job)
-        if task is not None:
-            tasks: list[TaskInfo] = [task]
+        mode = job.spec.disruption
+        if mode is Disruption.SINGLE and not self.surplus_only:
+            newest = min(self._running(job), key=lambda t: (-t.creation, t.key), default=None)
+            spare = [newest] if newest is not None else None
+        else:
+            spare = None if mode is Disruption.ALL else self._spare(job)
+        if spare is not None:
+            tasks: list[TaskInfo] = spare
         elif self.surplus_only:
             return None, False
         else:
@@ -110,7 +128,7 @@ class VictimPicker:
         allowed = self.ssn.reclaimable(self.reclaimer, tasks)
         if len(allowed) < len(tasks):
             return None, False
-        stays = task is not None and len(self._running(job)) > 1
+        stays = spare is not None and len(self._running(job)) > len(spare)
         return Unit(job.key, job.queue, tuple(tasks)), stays
 
     def next(self) -> Unit | None:

@@ -87,7 +87,7 @@ class RulesInPlay:
         return cls(frozenset(keys), any_rule, ports)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class ClusterInfo:
     nodes: dict[NodeName, NodeInfo]
     table: NodeTable
@@ -117,10 +117,24 @@ class ClusterInfo:
     gpus: SharedGpus = attrs.field(default=None)
     _sharers: bool | None = None        # some task asks for part of a GPU
     _least_gpu_memory: float | None = None
+    # Each queue's normalised usage over its window, per resource (fair share
+    # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
+    usage: Mapping[QueueName, Mapping[str, float]] | None = None
+
+    # kaisched PodGroups still Pending that no pod names yet (jobs with no tasks):
+    # enqueued all the same, so a controller that makes its pods only once its
+    # PodGroup is Inqueue (Volcano's) goes on.
+    waiting_groups: tuple[JobInfo, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if self.gpus is None:
             self.gpus = SharedGpus(self.nodes)
+
+    def __repr__(self) -> str:
+        # A summary: the whole graph (every node, job and task, the numpy tables) ran
+        # to tens of megabytes, and a failing test's report printed it.
+        return (f"<ClusterInfo: {len(self.nodes)} nodes, {len(self.jobs)} jobs, "
+                f"{len(self.queues)} queues>")
 
     @classmethod
     def assemble(cls, nodes: Iterable[NodeSpec], jobs: Iterable[JobInfo],
@@ -190,7 +204,8 @@ class ClusterInfo:
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
                             self._rules, self._domains, topologies=self.topologies,
-                            gpus=self.gpus.copy(nodes), sharers=self._sharers)
+                            gpus=self.gpus.copy(nodes), sharers=self._sharers,
+                            usage=self.usage, waiting_groups=self.waiting_groups)
         other.storage = self.storage
         if self.devices:
             other.devices, other._claimants = self.devices.copy(), self._claimants

@@ -26,6 +26,9 @@ class Eligibility:
         # By identity first: alike requests of many claims are equal but not
         # the same object, and comparing them field by field costs more.
         self._by_id: dict[int, tuple[DeviceRequest, np.ndarray]] = {}
+        # A selector that failed while it ran on some device: the request's
+        # allocation fails with it (where, which selector, what went wrong).
+        self._errors: dict[DeviceRequest, str] = {}
 
     def mask(self, request: DeviceRequest) -> np.ndarray:
         known = self._by_id.get(id(request))
@@ -46,8 +49,19 @@ class Eligibility:
         selectors = (*cls.selectors, *request.selectors)
         if any(s.error for s in selectors):
             return out
+        own = len(cls.selectors)
         for i, device in enumerate(devices):
-            out[i] = all(s.matches(device)[0] for s in selectors)
+            for k, selector in enumerate(selectors):
+                matches, error = selector.matches(device)
+                if error is not None and request not in self._errors:
+                    where = f"DeviceClass {cls.name} selector #{k}" if k < own \
+                        else f"selector #{k - own}"
+                    self._errors[request] = (f"{where}: CEL runtime error on device "
+                                             f"{device.driver}/{device.pool}/{device.name}: {error}")
+                if not matches:
+                    break
+            else:
+                out[i] = True
         return out
 
     def problem(self, claim: Claim) -> str | None:
@@ -70,6 +84,10 @@ class Eligibility:
                     if bad is not None:
                         return (f"{where}: selector {bad.expression!r} does not compile "
                                 f"({bad.error})")
+                self.mask(leaf)
+                if leaf in self._errors:
+                    # As upstream's allocator: an error, not "no device matches".
+                    return f"request {name}: {self._errors[leaf]}"
         return None
 
 

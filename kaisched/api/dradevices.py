@@ -109,16 +109,70 @@ class DeviceResult:
 
 @attrs.frozen(slots=True)
 class Allocation:
+    """Devices given to a claim, and where pods that use it may run: on one
+    node (node-local devices), on the nodes of a slice's node selector
+    (terms: a device reachable from a rack, say), or anywhere."""
+
     results: tuple[DeviceResult, ...]
-    node: NodeName | None = None      # where the devices are (None: any node)
+    node: NodeName | None = None
+    terms: tuple[SelectorTerm, ...] = ()
+
+    def admits(self, name: NodeName, labels: Mapping[str, str]) -> bool:
+        if self.node is not None:
+            return self.node == name
+        return not self.terms or any(t.matches(labels, name) for t in self.terms)
+
+
+PODS = "pods"
+PODGROUPS = "podgroups"         # of scheduling.k8s.io: a claim its PodGroup shares
 
 
 @attrs.frozen(slots=True)
 class Consumer:
-    """A pod a claim is reserved for."""
+    """What a claim is reserved for: a pod, or (a claim its pods share) a
+    PodGroup of the upstream Workload API."""
 
     name: str
     uid: str
+    resource: str = PODS
+    api_group: str = ""
+
+    @property
+    def is_pod(self) -> bool:
+        return self.resource == PODS
+
+
+@attrs.frozen(slots=True)
+class PodClaimRef:
+    """One entry of a pod's spec.resourceClaims, and the claim made for it
+    from a template (its status.resourceClaimStatuses), if one was."""
+
+    name: str
+    claim_name: str | None = None
+    template_name: str | None = None
+    made: str | None = None
+
+
+@attrs.frozen(slots=True)
+class GroupClaim:
+    """One entry of a PodGroup's spec.resourceClaims: a claim its pods share.
+    A pod uses it by naming the same claim in its own spec.resourceClaims
+    (name, and the same claim or template); a template's claim is made once
+    for the group (status.resourceClaimStatuses names it)."""
+
+    name: str
+    claim_name: str | None = None
+    template_name: str | None = None
+    made: str | None = None
+
+    def matches(self, ref: PodClaimRef) -> bool:
+        return (ref.name, ref.claim_name, ref.template_name) == \
+            (self.name, self.claim_name, self.template_name)
+
+    @property
+    def claim(self) -> str | None:
+        """The ResourceClaim's name (None: made from a template, not yet)."""
+        return self.claim_name or self.made
 
 
 @attrs.frozen(slots=True)
@@ -139,7 +193,11 @@ class Claim:
 
     def reserved(self, pod: str) -> bool:
         name = pod.split("/", 1)[1]
-        return any(c.name == name for c in self.reserved_for)
+        return any(c.name == name and c.is_pod for c in self.reserved_for)
+
+    def pods(self) -> int:
+        """How many pods it is reserved for (a PodGroup counts none)."""
+        return sum(1 for c in self.reserved_for if c.is_pod)
 
     def allocated(self, allocation: Allocation | None) -> Claim:
         """The claim with this allocation (made directly: evolve is slow on a hot path)."""

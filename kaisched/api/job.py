@@ -5,11 +5,20 @@ from typing import Iterable, Iterator
 
 import attrs
 
+from kaisched.api.dradevices import Consumer, GroupClaim
 from kaisched.api.resource import Resource, sum_resources
+from kaisched.api.subgroups import NO_TOPOLOGY as NO_TOPOLOGY
+from kaisched.api.subgroups import SubGroup as SubGroup
+from kaisched.api.subgroups import SubGroupTree, tree_of
+from kaisched.api.subgroups import TopologyRule as TopologyRule
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
+    EVICTABLE_STATUSES,
+    LIVE_READY_STATUSES,
     READY_STATUSES,
+    Disruption,
     GangMode,
+    GangRules,
     JobKey,
     PodGroupPhase,
     PodKey,
@@ -18,27 +27,9 @@ from kaisched.api.types import (
     TaskStatus,
 )
 
-
-@attrs.frozen(slots=True)
-class TopologyRule:
-    """Where a gang (or a subgroup) must or would like to sit whole: inside one
-    domain of a node label (a rack, a block, a zone, an NVLink clique)."""
-
-    required: str | None = None     # no domain of this level fits: the gang waits
-    preferred: str | None = None    # the tightest fitting domain, widening level by level
-
-    def __bool__(self) -> bool:
-        return bool(self.required or self.preferred)
-
-
-NO_TOPOLOGY = TopologyRule()
-
-
-@attrs.frozen(slots=True)
-class SubGroup:
-    name: str
-    min_member: int
-    topology: TopologyRule = NO_TOPOLOGY
+_ALIVE = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+_HOLDING = READY_STATUSES - {TaskStatus.SUCCEEDED}       # on a node
+_PLACED = EVICTABLE_STATUSES | {TaskStatus.ALLOCATED, TaskStatus.PIPELINED}
 
 
 @attrs.frozen(slots=True)
@@ -48,6 +39,7 @@ class Condition:
     reason: str = ""
     message: str = ""
     last_transition_time: str | None = None
+    observed_generation: int | None = None      # metav1.Condition's, where the object has it
 
 
 @attrs.frozen(slots=True)
@@ -69,6 +61,16 @@ class PodGroupStatus:
 
 
 @attrs.frozen(slots=True)
+class StatusTarget:
+    """Where the condition of a PodGroup of another API is written: its
+    apiVersion (the status subresource of that version) and condition type."""
+
+    api_version: str
+    condition: str
+    terminal: bool = False          # once True it is never written again (v1beta1's)
+
+
+@attrs.frozen(slots=True)
 class GangSpec:
     """What the PodGroup (or the pods' gang annotations) declare."""
 
@@ -80,6 +82,7 @@ class GangSpec:
     mode: GangMode = GangMode.STRICT
     gang_group: tuple[JobKey, ...] = ()
     subgroups: tuple[SubGroup, ...] = ()
+    min_sub_group: int | None = None    # the PodGroup's own: top-level subgroups to meet (None: all)
     preemptible: bool = True
     stale_grace: float | None = None
     wait_time: float | None = None  # NonStrict: how long placements may be held
@@ -87,6 +90,15 @@ class GangSpec:
     declared: bool = False          # a PodGroup object exists for it
     topology: TopologyRule = NO_TOPOLOGY
     generation: int = 0
+    priority: int | None = None     # the group's own priority value: wins over its class's
+    disruption: Disruption = Disruption.GANG
+    rules: GangRules = GangRules.KAISCHED
+    status_target: StatusTarget | None = None   # a PodGroup of another API whose condition is written
+    preemptible_below: int | None = None        # KAI: unset preemptibility follows the priority
+    # An upstream PodGroup's spec.resourceClaims: claims its pods share, reserved
+    # for the group itself (claim_holder) rather than for each pod.
+    claims: tuple[GroupClaim, ...] = ()
+    claim_holder: Consumer | None = None
 
 
 @attrs.define(eq=False, slots=True)
@@ -117,6 +129,12 @@ class JobInfo:
     @property
     def min_member(self) -> int:
         return self.spec.min_member
+
+    @property
+    def ready_statuses(self) -> frozenset[TaskStatus]:
+        """What counts toward its minimum: under the upstream Workload API's
+        rules a completed pod no longer does."""
+        return READY_STATUSES if self.spec.rules is GangRules.KAISCHED else LIVE_READY_STATUSES
 
     def add_task(self, task: TaskInfo) -> None:
         old = self.tasks.get(task.key)
@@ -154,11 +172,83 @@ class JobInfo:
     def ready_count(self, subgroup: str | None | object = ...) -> int:
         return self.count(READY_STATUSES, subgroup)
 
+    @property
+    def tree(self) -> SubGroupTree:
+        return tree_of(self.spec.subgroups, self.spec.min_sub_group)
+
+    def leaf_counts(self, statuses: Iterable[TaskStatus]) -> dict[str, int]:
+        """Tasks in statuses per subgroup they name (None: those naming none)."""
+        wanted = statuses if isinstance(statuses, (set, frozenset)) else set(statuses)
+        out: dict[str, int] = {}
+        for (sg, st), n in self._counts.items():
+            if n and sg is not None and st in wanted:
+                out[sg] = out.get(sg, 0) + n
+        return out
+
+    def alive_counts(self) -> dict[str, int]:
+        """Per subgroup, the tasks that exist to meet a minimum: placed,
+        running, done, or waiting to be placed -- not those held by gates."""
+        out = self.leaf_counts(_ALIVE)
+        for task in self.tasks.values():
+            if task.gates and task.status is TaskStatus.PENDING and task.subgroup is not None:
+                out[task.subgroup] -= 1
+        return out
+
     def minimum_met(self, statuses: Iterable[TaskStatus] = READY_STATUSES) -> bool:
-        """minMember and every subgroup minimum are met by tasks in statuses."""
+        """minMember and the subgroup tree (every subgroup's minimum, or as
+        many of a subgroup's children as it needs) are met by tasks in statuses."""
         if len(self.tasks) < self.min_member or self.count(statuses) < self.min_member:
             return False
-        return all(self.count(statuses, sg.name) >= sg.min_member for sg in self.spec.subgroups)
+        if not self.spec.subgroups:
+            return True
+        return self.tree.met(self.leaf_counts(statuses))
+
+    def members_of(self, subgroup: str) -> list[TaskInfo]:
+        """The tasks in a subgroup: its own pods, or those of the leaves under it."""
+        if self.tree.is_leaf(subgroup):
+            return [t for t in self.tasks.values() if t.subgroup == subgroup]
+        leaves = set(self.tree.leaves_under(subgroup)) if subgroup in self.tree.parent else set()
+        return [t for t in self.tasks.values() if t.subgroup in leaves]
+
+    def subgroup_met(self, subgroup: str, statuses: Iterable[TaskStatus]) -> bool:
+        return self.tree.met_nodes(self.leaf_counts(statuses)).get(subgroup, False)
+
+    def eviction_unit(self, victim: TaskInfo, gone: Iterable[TaskInfo] = ()) -> list[TaskInfo] | None:
+        """The fewest of the job's placed tasks that may go with victim while
+        the job keeps its minimum and no subgroup is left below its own (with
+        `gone` already taken): victim alone, else all of the subgroup it is
+        in, else of one above it. None: only the whole gang may go."""
+        taken = {t.key for t in gone}
+        ready = self.ready_statuses
+        if self.count(ready) - len(taken) - 1 < self.min_member:
+            return None
+        if not self.spec.subgroups:
+            return [victim]
+        tree = self.tree
+        have = self.leaf_counts(ready)
+        holding = self.leaf_counts(_HOLDING)
+        for t in gone:
+            if t.subgroup in have and t.status in ready:
+                have[t.subgroup] -= 1
+                holding[t.subgroup] -= t.status in _HOLDING
+        if not tree.met(have):
+            return None
+        if victim.subgroup is None or not tree.is_leaf(victim.subgroup):
+            return [victim]
+        if tree.keeps(have, {victim.subgroup: 1}, holding):
+            return [victim]
+        for node in tree.units_for(victim.subgroup):
+            leaves = set(tree.leaves_under(node))
+            tasks = [t for t in self.tasks.values() if t.subgroup in leaves
+                     and t.status in _PLACED and t.key not in taken]
+            remove: dict[str, int] = {}
+            for t in tasks:
+                if t.status in ready:
+                    remove[str(t.subgroup)] = remove.get(str(t.subgroup), 0) + 1
+            if self.count(ready) - len(taken) - sum(remove.values()) >= self.min_member \
+                    and tree.keeps(have, remove, holding):
+                return tasks
+        return None
 
     def timed_out(self) -> bool:
         """Failed on Timeout for the spec as it is: not retried until it changes."""

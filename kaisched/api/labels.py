@@ -24,8 +24,19 @@ KOORD_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
 VOLCANO_GROUP_NAME = "scheduling.k8s.io/group-name"
 VOLCANO_GROUP_POD_NUM = "scheduling.k8s.io/group-pod-num"
 
-GANG_ANNOTATIONS = (POD_GROUP_ANNOTATION, KOORD_NAME, VOLCANO_GROUP_NAME)
+# KAI Scheduler: the PodGroup a pod joins (a bare annotation name), and its queue.
+KAI_POD_GROUP_ANNOTATION = "pod-group-name"
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+KAI_SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
+
+GANG_ANNOTATIONS = (POD_GROUP_ANNOTATION, KOORD_NAME, VOLCANO_GROUP_NAME, KAI_POD_GROUP_ANNOTATION)
+QUEUE_LABELS = (QUEUE_LABEL, KAI_QUEUE_LABEL)     # kaisched's first
 GANG_LABELS = (XK8S_POD_GROUP_LABEL, KOORD_POD_GROUP_LABEL)
+
+
+def queue_label(labels: Mapping[str, str]) -> str | None:
+    """The queue a pod (or an owner) names by label: kaisched's, else KAI's."""
+    return next((labels[k] for k in QUEUE_LABELS if labels.get(k)), None)
 
 
 def declares_gang(labels: Mapping[str, str], annotations: Mapping[str, str],

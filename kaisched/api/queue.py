@@ -33,6 +33,24 @@ class QueueStatus:
 
 
 @attrs.frozen(slots=True)
+class Bucket:
+    start: float                 # on the grid: a multiple of the bucket's length
+    seconds: float               # how much of it was accounted
+    held: Amounts = ()           # resource x seconds the queue held
+    offered: Amounts = ()        # resource x seconds the cluster offered
+
+
+@attrs.frozen(slots=True)
+class UsageRecord:
+    """A queue's usage as its status keeps it: the buckets, what they come to
+    and when they were last added to."""
+
+    buckets: tuple[Bucket, ...] = ()
+    normalized: Amounts = ()
+    updated: float = 0.0
+
+
+@attrs.frozen(slots=True)
 class QueueInfo:
     name: QueueName
     parent: QueueName | None = None
@@ -44,6 +62,7 @@ class QueueInfo:
     problem: str | None = None
     declared: bool = False              # a Queue object exists (the implicit default has none)
     status: QueueStatus | None = None   # as last written to the object
+    usage: UsageRecord | None = None    # status.usage, as last written (kaisched.api.usage)
 
     def limit(self, name: str) -> float | None:
         return next((v for k, v in self.limits if k == name), None)

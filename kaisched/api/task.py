@@ -32,6 +32,7 @@ class TaskInfo:
     gates: tuple[str, ...] = ()          # spec.schedulingGates: not to be placed while any remain
     pvcs: tuple[PodClaim, ...] = ()            # PVCs it mounts (most pods: none, no volume checks)
     claims: tuple[str, ...] = ()         # the ResourceClaims it names (namespace/name)
+    shared: tuple[str, ...] = ()         # of those, its PodGroup's: reserved for the group
     gpu: GpuShare | None = None          # part of a GPU (KAI's gpu-fraction / gpu-memory)
 
     @property

@@ -31,6 +31,9 @@ READY_STATUSES = frozenset({
     TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND,
     TaskStatus.RUNNING, TaskStatus.SUCCEEDED,
 })
+# What counts toward a gang of the upstream Workload API: a completed pod drops
+# out of the count, as kube-scheduler forgets terminated pods.
+LIVE_READY_STATUSES = READY_STATUSES - {TaskStatus.SUCCEEDED}
 # Statuses whose pod occupies a node.
 OCCUPYING_STATUSES = frozenset({
     TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND,
@@ -44,6 +47,22 @@ EVICTABLE_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus
 class GangMode(str, enum.Enum):
     STRICT = "Strict"
     NON_STRICT = "NonStrict"
+
+
+class GangRules(str, enum.Enum):
+    """Whose rules a gang declaration follows where gang schedulers differ."""
+    KAISCHED = "kaisched"   # Succeeded pods keep counting toward the minimum; a gang is as
+                            # old as its oldest part (its PodGroup or its first pod)
+    WORKLOAD = "workload"   # the upstream Workload API: completed pods drop out of the count,
+                            # every pod names one schedulerName, and a gang queues from the
+                            # moment its pods first make up its minimum
+
+
+class Disruption(str, enum.Enum):
+    """How a running gang may be taken apart by preempt and reclaim."""
+    GANG = "gang"           # kaisched's rule: pods above the minimum one at a time, else whole
+    SINGLE = "single"       # any pod on its own (upstream v1alpha2 `Pod`, v1beta1 `single`)
+    ALL = "all"             # only all of it together (upstream `PodGroup`, `all`)
 
 
 class PodGroupPhase(str, enum.Enum):

@@ -63,6 +63,10 @@ class PodNaming:
     lead_labels: tuple[tuple[str, str], ...] = ()   # what the leading role's pods carry besides
     fixed_labels: tuple[tuple[str, str], ...] = ()  # what every pod carries: the operator's name
     size_annotation: str = ""                    # the size of the pod's group
+    # An object (apiVersion, kind) in the pod's namespace, named by the pod's label
+    # gang_label, that holds the gang the operator asks for (Grove's PodGang).
+    gang_label: str = ""
+    gang_object: tuple[str, str] = ("", "")
 
     @property
     def job_label(self) -> str:
@@ -246,6 +250,16 @@ LEADER_WORKER_SET = WorkloadKind(
                    size_annotation=f"{_LWS}/size"),
     container="server", gang_owner=True, gang_by_label=True,
     start=StartOrder("startupPolicy", "LeaderCreated", "LeaderReady"), simulated=True)
+# Grove (NVIDIA Dynamo's): a PodCliqueSet makes PodCliques, which make the pods;
+# the gangs are PodGangs (scheduler.grove.io) that name their pods, and each pod
+# names its PodGang by a label.
+_GROVE_PODS = PodNaming(job_labels=("grove.io/podgang",), role_label="grove.io/podclique",
+                        gang_label="grove.io/podgang",
+                        gang_object=("scheduler.grove.io/v1alpha1", "PodGang"))
+POD_CLIQUE_SET = WorkloadKind("grove.io/v1alpha1", "PodCliqueSet", "podcliquesets",
+                              open_roles=True, pods=_GROVE_PODS, gang_owner=True)
+POD_CLIQUE = WorkloadKind("grove.io/v1alpha1", "PodClique", "podcliques", open_roles=True,
+                          pods=_GROVE_PODS, gang_owner=True)
 KNATIVE_SERVICE = WorkloadKind("serving.knative.dev/v1", "Service", "services",
                                pods=PodNaming(job_labels=(f"{_KNATIVE}/service",)))
 KNATIVE_CONFIGURATION = WorkloadKind("serving.knative.dev/v1", "Configuration", "configurations",
@@ -274,7 +288,7 @@ POD = _plain("v1", "Pod", "pods")
 # PodGrouper's registry is listed.
 KINDS: tuple[WorkloadKind, ...] = (
     TRAIN_JOB, PYTORCH_JOB, TF_JOB, XGBOOST_JOB, JAX_JOB, PADDLE_JOB, MPI_JOB, JOBSET,
-    RAY_CLUSTER, RAY_JOB, RAY_SERVICE, LEADER_WORKER_SET,
+    RAY_CLUSTER, RAY_JOB, RAY_SERVICE, LEADER_WORKER_SET, POD_CLIQUE_SET, POD_CLIQUE,
     KNATIVE_SERVICE, KNATIVE_CONFIGURATION, KNATIVE_REVISION, WORKFLOW, CRON_WORKFLOW,
     JOB, CRON_JOB, DEPLOYMENT, STATEFUL_SET, REPLICA_SET, POD,
 )

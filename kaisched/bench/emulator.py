@@ -65,11 +65,70 @@ RESOURCES = {
     "resource.k8s.io/v1beta1/resourceclaims": kmock.ResourceInfo(kind="ResourceClaim", namespaced=True,
                                                                  subresources={"status"}),
 }
-WAIT = 5.0          # the longest a caller waits for the emulator's loop
+# The gang APIs of others a cluster may serve, by what serves them (left out
+# of RESOURCES: tests and benches serve the ones they are about): each
+# Kubernetes version's Workload API, and KAI Scheduler's CRDs.
+GANG_APIS: dict[str, dict[str, kmock.ResourceInfo]] = {
+    "1.35": {"scheduling.k8s.io/v1alpha1/workloads": kmock.ResourceInfo(
+        kind="Workload", namespaced=True)},
+    **{version: {f"scheduling.k8s.io/{api}/workloads": kmock.ResourceInfo(
+        kind="Workload", namespaced=True),
+        f"scheduling.k8s.io/{api}/podgroups": kmock.ResourceInfo(
+        kind="PodGroup", namespaced=True, subresources={"status"})}
+        for version, api in (("1.36", "v1alpha2"), ("1.37", "v1beta1"))},
+    "kai": {"scheduling.run.ai/v2alpha2/podgroups": kmock.ResourceInfo(
+        kind="PodGroup", namespaced=True, subresources={"status"}),
+        "scheduling.run.ai/v2/queues": kmock.ResourceInfo(
+        kind="Queue", namespaced=False, subresources={"status"})},
+}
+# How long a caller waits for the emulator's loop before it gives up: patience
+# that only bounds a hang (a loaded machine may be slow), never a measure.
+PATIENCE = 120.0
 
 
 @attrs.define(kw_only=True)
-class ApiServer(kmock.KubernetesEmulator):
+class _PromptReactions(kmock.RawHandler):
+    """kmock picks the reaction that serves a request by asking each reaction's
+    view whether the request is in it, and a view answers by walking every
+    request served so far: each answer slows as the history grows, and a wire
+    test of a minute (thousands of requests: watches, relists, binds) got its
+    answers after seconds. For the views the emulator and most tests build --
+    filters and priorities over this server -- the request is in the view when
+    every filter's criteria accept it, a look at this one request; any other
+    view (a slice such as `[:1]`, a group, a stream) is asked as before."""
+
+    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        # kmock's own order (RawHandler._handle): highest priority first, the
+        # first reaction that sees the request and does not decline serves it.
+        priorities = [payload.priorities for payload in self._payloads]
+        width = max((len(p) for p in priorities), default=0)
+        ranks = [tuple(-p for p in prio) + (0,) * (width - len(prio)) for prio in priorities]
+        for index in sorted(range(len(ranks)), key=ranks.__getitem__):
+            payload = self._payloads[index]
+            if payload._disabled.is_set() or not self._sees(payload._source, request):
+                continue
+            try:
+                return await payload(request)
+            except kmock.ReactionMismatchError:     # declined or used up
+                payload._disabled.set()
+            except NotImplementedError:             # matched, but nothing to answer with
+                pass
+        raise NotImplementedError(f"no reaction serves {request}")
+
+    def _sees(self, view: kmock.View, request: kmock.Request) -> bool:
+        node = view
+        while node is not self:
+            if type(node) is kmock.Filter:
+                if not node.criteria(request):
+                    return False
+            elif type(node) is not kmock.Priority:
+                return request in view             # kmock's walk, for what it alone can judge
+            node = node._source
+        return True
+
+
+@attrs.define(kw_only=True)
+class ApiServer(kmock.KubernetesEmulator, _PromptReactions):
     """KubernetesEmulator that stamps objects as an API server does."""
 
     _versions: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
@@ -204,14 +263,15 @@ def install_subresources(emu: ApiServer) -> None:
 class Emulator:
     """An ApiServer on 127.0.0.1 (an ephemeral port), served from its own thread."""
 
-    def __init__(self, forgetful: bool = False) -> None:
+    def __init__(self, forgetful: bool = False, patience: float = PATIENCE) -> None:
         self.forgetful = forgetful
+        self.patience = patience
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, name="apiserver", daemon=True)
         self._thread.start()
-        if not self._ready.wait(10) or self._failure is not None:
+        if not self._ready.wait(self.patience) or self._failure is not None:
             raise RuntimeError(f"the emulator did not start: {self._failure!r}")
 
     def _serve(self) -> None:
@@ -245,7 +305,7 @@ class Emulator:
         return self.run(run())
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(WAIT)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(self.patience)
 
     def stop(self) -> None:
         def release() -> None:
@@ -253,7 +313,7 @@ class Emulator:
                 gate.set()
         self.call(release)
         self.loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)
+        self._thread.join(self.patience)
 
     def preload(self, objects: list[Obj]) -> None:
         """Hold these objects as if created (uids and versions stamped here)."""
@@ -268,6 +328,13 @@ class Emulator:
                 meta["resourceVersion"] = str(next(self.emu._versions))
                 self.emu.objects[kmock.resource(plural), meta.get("namespace"), meta["name"]] = obj
         self.call(put)
+
+    def serve(self, *apis: str) -> None:
+        """Serve the gang APIs named (keys of GANG_APIS) from now on."""
+        def add() -> None:
+            for api in apis:
+                self.emu.resources.update(GANG_APIS[api])
+        self.call(add)
 
     def hold(self, subresource: str) -> None:
         """Requests to the subresource wait from now on, until release()."""
@@ -294,7 +361,7 @@ class Emulator:
         only what happens after that (and no resourceVersion resumes it), so a
         test that changes objects behind a watch must wait for it."""
         keys = [kmock.resource(r) for r in resources]
-        deadline = time.monotonic() + WAIT
+        deadline = time.monotonic() + self.patience
         def watchers(key: Any) -> int:
             return self.call(lambda: self.buses[key].consumer_count)
         while not all(watchers(k) for k in keys):

@@ -21,7 +21,7 @@ from kaisched.bench.objects import Obj, node, pod, podgroup
 from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
-from kaisched.framework import default_config
+from kaisched.framework import SchedulerConfig, default_config
 from kaisched.framework.effects import Evict
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
@@ -163,7 +163,8 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
 }
 
 
-def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
+def run(name: str, scale: float = 1.0, profile: int = 0,
+        config: SchedulerConfig | None = None) -> dict[str, Any]:
     """The scenario's figures; profile > 0 adds the top entries (by own time)
     of a cProfile of the measured cycle, to see where it goes before optimising."""
     if name == "binds":         # over HTTP to kmock's emulator, not the memory backend
@@ -186,7 +187,7 @@ def run(name: str, scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
         # would only count against the peak.
         nodes, others = [], []
     registry = register_builtins()
-    config = default_config(registry)
+    config = config or default_config(registry)
     started = time.perf_counter()       # a scheduler starting against a full API server
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     steady = name in ("churn", "scale-10k")

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
+import attrs
+
 from kaisched.api.clusterinfo import ClusterInfo
-from kaisched.api.job import GangSpec, PodGroupStatus
+from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
-from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, job_key
+from kaisched.api.types import DEFAULT_QUEUE, JobKey, NodeName, PodGroupPhase, PodKey, QueueName, job_key
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
@@ -22,6 +24,8 @@ from kaisched.cache.rebuild import rebuild
 from kaisched.cache.volumestore import VolumeStore
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.kinds import (
+    KAI_PODGROUP,
+    KAI_QUEUE,
     KAI_TOPOLOGY,
     KOORD_PODGROUP,
     NAMESPACE,
@@ -32,6 +36,7 @@ from kaisched.cluster.kinds import (
     QUEUE,
     SCHEDULING_KINDS,
     UPSTREAM_PODGROUPS,
+    WORKLOAD_V1ALPHA1,
     XK8S_PODGROUP,
     Kind,
     object_key,
@@ -40,10 +45,11 @@ from kaisched.framework.effects import RecordEvent
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
 _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
-                  KOORD_PODGROUP: convert.xk8s_podgroup,
-                  **{k: convert.upstream_podgroup for k in UPSTREAM_PODGROUPS}}
+                  KOORD_PODGROUP: convert.koord_podgroup, KAI_PODGROUP: convert.kai_podgroup,
+                  **{k: convert.podgroup_v1alpha2 if k.version == "v1alpha2" else convert.podgroup_v1beta1
+                     for k in UPSTREAM_PODGROUPS}}
 _GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", KOORD_PODGROUP: "koord",
-                 **{k: "upstream" for k in UPSTREAM_PODGROUPS}}
+                 KAI_PODGROUP: "kai", **{k: f"upstream {k.version}" for k in UPSTREAM_PODGROUPS}}
 
 NODE_NOT_USABLE = "NodeNotUsable"       # the reason of the warning Event about such a node
 IGNORED_DECLARATION = "IgnoredGangAnnotation"   # an optional gang setting fell back to its default
@@ -58,16 +64,18 @@ class Cache:
         self._groups = Groups()
         self.groups = self._groups.stores["kaisched"]
         self.xk8s_groups = self._groups.stores["x-k8s"]
-        self.upstream_groups = self._groups.stores["upstream"]
         self.namespaces: dict[str, dict[str, str]] = {}     # name -> labels
         self.topologies: dict[str, tuple[str, ...]] = {}    # KAI Topology -> levels, outermost first
-        self.queues: dict[str, QueueInfo] = {}
+        self.queues: dict[str, QueueInfo] = {}              # kaisched's, and KAI's of other names
+        self._own_queues: dict[str, QueueInfo] = {}
+        self._kai_queues: dict[str, QueueInfo] = {}
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups)
         self.storage = VolumeStore()                        # claims, volumes, classes
         self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
+        self._pending_groups: set[JobKey] = set()           # kaisched PodGroups still Pending
         self._untold: dict[str, RecordEvent] = {}           # node -> its warning, not yet sent
         self._warned: dict[PodKey, tuple[str, ...]] = {}     # pod -> warnings, told once
         self._unwarned: dict[PodKey, RecordEvent] = {}      # pod -> its warning, not yet sent
@@ -140,9 +148,10 @@ class Cache:
         elif event.kind in _GROUP_READERS:
             self._put_group(event.kind, job_key(namespace, name), Group(
                 GangSpec(declared=event.kind == PODGROUP), PodGroupStatus(), problem, 0.0))
-        elif event.kind == QUEUE:
-            self.queues[name] = QueueInfo(QueueName(name), problem=problem)
-            self.model.put_queues()
+        elif event.kind == WORKLOAD_V1ALPHA1:
+            self._put_workload(job_key(namespace, name), convert.Workload((), problem, 0.0))
+        elif event.kind in (QUEUE, KAI_QUEUE):
+            self._put_queue(event.kind, name, QueueInfo(QueueName(name), problem=problem))
         else:
             self.storage.broken(event, problem)
 
@@ -170,12 +179,13 @@ class Cache:
                 creation = convert.from_rfc3339((obj.get("metadata") or {}).get("creationTimestamp"))
                 group = Group(gang, status, problem, creation or 0.0)
             self._put_group(event.kind, job_key(namespace, name), group)
+        elif event.kind == WORKLOAD_V1ALPHA1:
+            self._put_workload(job_key(namespace, name),
+                               None if gone else convert.workload_v1alpha1(obj))
         elif event.kind == QUEUE:
-            if gone:
-                self.queues.pop(name, None)
-            else:
-                self.queues[name] = convert.queue(obj)
-            self.model.put_queues()
+            self._put_queue(QUEUE, name, None if gone else convert.queue(obj))
+        elif event.kind == KAI_QUEUE:
+            self._put_queue(KAI_QUEUE, name, None if gone else convert.kai_queue(obj))
         elif event.kind == PRIORITY_CLASS:
             if gone:
                 self.priority_classes.pop(name, None)
@@ -217,7 +227,43 @@ class Cache:
             store.pop(key, None)
         else:
             store[key] = group
-        self.model.put_group(key)
+        if kind == PODGROUP:
+            if group is not None and group.status.phase is PodGroupPhase.PENDING:
+                self._pending_groups.add(key)
+            else:
+                self._pending_groups.discard(key)
+        self.model.put_group(key, self.pods)
+
+    def _put_workload(self, key: JobKey, workload: convert.Workload | None) -> None:
+        if workload is None:
+            self._groups.workloads.pop(key, None)
+        else:
+            self._groups.workloads[key] = workload
+        self.model.put_group(key, self.pods)
+
+    def _put_queue(self, kind: Kind, name: str, queue: QueueInfo | None) -> None:
+        """kaisched's Queue and KAI's are one tree; where both name a queue, kaisched's is read."""
+        store = self._own_queues if kind == QUEUE else self._kai_queues
+        if queue is None:
+            store.pop(name, None)
+        else:
+            store[name] = queue
+        chosen = self._own_queues.get(name) or self._kai_queues.get(name)
+        if chosen is None:
+            self.queues.pop(name, None)
+        else:
+            self.queues[name] = chosen
+        self.model.put_queues()
+
+    def _waiting_groups(self, cluster: ClusterInfo) -> tuple[JobInfo, ...]:
+        """The Pending PodGroups no pod names yet, as jobs with no tasks."""
+        out = []
+        for key in sorted(self._pending_groups - cluster.jobs.keys()):
+            group = self.groups[key]
+            out.append(JobInfo(key, group.spec if group.spec.queue else attrs.evolve(
+                group.spec, queue=DEFAULT_QUEUE), creation=group.creation, status=group.status,
+                problem=group.problem))
+        return tuple(out)
 
     def snapshot(self, now: float) -> ClusterInfo:
         """The model, up to date, lent to one session until the next event or
@@ -227,6 +273,7 @@ class Cache:
         cluster.storage = self.storage.storage()
         cluster.topologies = self._topologies()
         cluster.set_sharers(self.model.sharers > 0)
+        cluster.waiting_groups = self._waiting_groups(cluster)
         self._lend_devices(cluster)
         return cluster
 
@@ -236,10 +283,16 @@ class Cache:
     def _lend_devices(self, cluster: ClusterInfo) -> None:
         """The device inventory and claims, when any pod or object of DRA is in play."""
         if self.model.claimants or self.devices.devices or self.devices.claims:
-            cluster.devices = self.devices.lend(self.pods)
+            cluster.devices = self.devices.lend(self.pods, self._group_uid)
             cluster.set_claimants(self.model.claimants > 0)
         else:
             cluster.set_claimants(False)
+
+    def _group_uid(self, key: str) -> str | None:
+        """The uid of the upstream PodGroup a claim may be reserved for (None: gone)."""
+        group = self._groups.group("upstream", JobKey(key))
+        holder = group.spec.claim_holder if group is not None else None
+        return holder.uid if holder is not None else None
 
     def reported(self, spoken_of: Iterable[JobKey]) -> None:
         """The session over the last snapshot closed: what it looked at need not
@@ -261,6 +314,7 @@ class Cache:
                           self.namespaces, self.scheduler_name, now)
         cluster.storage = self.storage.rebuilt(self.pods.values())
         cluster.topologies = self._topologies()
+        cluster.waiting_groups = self._waiting_groups(cluster)
         return cluster
 
     def check(self, now: float) -> list[str]:

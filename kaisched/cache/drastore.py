@@ -9,7 +9,7 @@ only when a slice or class changes; claims are taken anew when one changes.
 """
 from __future__ import annotations
 
-from typing import Mapping, TypeVar
+from typing import Callable, Mapping, TypeVar
 
 from kaisched.api.dradevices import Claim, Consumer, Device, DeviceClass
 from kaisched.api.drainventory import Devices
@@ -64,8 +64,11 @@ class DeviceStore:
         claim = _newest(versions)
         return claim.allocation == allocation and claim.reserved_for == reserved_for
 
-    def lend(self, pods: Mapping[PodKey, convert.PodFacts]) -> Devices:
-        """The inventory for the next session, brought up to date."""
+    def lend(self, pods: Mapping[PodKey, convert.PodFacts],
+             group_uid: Callable[[str], str | None] = lambda key: None) -> Devices:
+        """The inventory for the next session, brought up to date. group_uid:
+        the uid of an upstream PodGroup by namespace/name (None: there is none),
+        for claims reserved for a group, which hold them until it is gone."""
         if self._inventory_changed:
             self.devices = Devices(self._devices(), {n: _newest(v) for n, v in self.classes.items()},
                                    self.devices.claims)
@@ -79,7 +82,8 @@ class DeviceStore:
             if not claim.reserved_for:
                 continue
             namespace = claim.namespace
-            gone = tuple(c for c in claim.reserved_for if not _alive(pods, f"{namespace}/{c.name}", c))
+            gone = tuple(c for c in claim.reserved_for
+                         if not _alive(pods, group_uid, f"{namespace}/{c.name}", c))
             if gone:
                 devices.gone[claim.key] = gone
         devices.journal = []
@@ -95,7 +99,11 @@ class DeviceStore:
                 if newest[(driver, pool)] == generation for d in found]
 
 
-def _alive(pods: Mapping[PodKey, convert.PodFacts], key: str, consumer: Consumer) -> bool:
+def _alive(pods: Mapping[PodKey, convert.PodFacts], group_uid: Callable[[str], str | None],
+           key: str, consumer: Consumer) -> bool:
+    if not consumer.is_pod:
+        uid = group_uid(key)
+        return uid is not None and (not consumer.uid or not uid or uid == consumer.uid)
     facts = pods.get(PodKey(key))
     return (facts is not None and (not consumer.uid or facts.uid == consumer.uid)
             and facts.status not in _DONE and facts.status is not None)

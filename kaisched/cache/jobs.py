@@ -10,25 +10,35 @@ import attrs
 from kaisched.api import labels as L
 from kaisched.api.clusterinfo import ForeignPod
 from kaisched.api.constraints import Placement
+from kaisched.api.dradevices import GroupClaim
 from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
     DEFAULT_QUEUE,
     OCCUPYING_STATUSES,
+    GangRules,
     JobKey,
     NodeName,
+    PodKey,
     QueueName,
     TaskStatus,
     job_key,
 )
 from kaisched.cache import convert
-from kaisched.cache.convert import PodFacts
+from kaisched.cache.convert import PodFacts, Workload
+from kaisched.cache.convert.draobjects import resolve_claims
+from kaisched.cache.convert.koordinator import min_available
+from kaisched.cluster.kinds import UPSTREAM_PODGROUPS
 
 NO_STATUS = PodGroupStatus()
 # The PodGroup kinds a pod can name, and how a missing one is called.
 GROUP_KINDS = {"kaisched": "PodGroup", "x-k8s": "PodGroup (scheduling.x-k8s.io)",
-               "koord": "PodGroup (scheduling.sigs.k8s.io)",
+               "koord": "PodGroup (scheduling.sigs.k8s.io)", "kai": "PodGroup (scheduling.run.ai)",
                "upstream": "PodGroup (scheduling.k8s.io)"}
+# An upstream PodGroup is kept per version it is served in; the first found is read.
+UPSTREAM_STORES = tuple(f"upstream {kind.version}" for kind in UPSTREAM_PODGROUPS)
+# Gangs of the upstream Workload API: all their pods must name one scheduler.
+WORKLOAD_SOURCES = ("upstream", "workload")
 
 
 @attrs.frozen(slots=True)
@@ -69,9 +79,16 @@ class Groups:
     """The PodGroups of each kind, by key, and the shared specs of gangs of one."""
 
     def __init__(self) -> None:
-        self.stores: dict[str, dict[JobKey, Group]] = {"kaisched": {}, "x-k8s": {}, "koord": {},
-                                                       "upstream": {}}
+        self.stores: dict[str, dict[JobKey, Group]] = {
+            "kaisched": {}, "x-k8s": {}, "koord": {}, "kai": {}, **{s: {} for s in UPSTREAM_STORES}}
+        self.workloads: dict[JobKey, Workload] = {}     # v1alpha1 Workloads: their podGroups
         self._singles: dict[QueueName, GangSpec] = {}
+
+    def group(self, source: str, key: JobKey) -> Group | None:
+        if source == "upstream":
+            return next((g for s in UPSTREAM_STORES if (g := self.stores[s].get(key)) is not None),
+                        None)
+        return self.stores[source].get(key)
 
     def single(self, queue_label: str | None) -> GangSpec:
         """The spec of a gang of one, shared by all such gangs of a queue."""
@@ -83,9 +100,9 @@ class Groups:
 
 
 def group_key(facts: PodFacts) -> JobKey:
-    """The PodGroup a pod's job reads its declaration from (an upstream
-    replica's gang is keyed apart from its PodGroup)."""
-    if facts.gang.source == "upstream":
+    """The object a pod's job reads its declaration from: for the gangs of a
+    v1alpha1 Workload (each podGroup and replica a job of its own), the Workload."""
+    if facts.gang.source == "workload":
         return job_key(facts.key.split("/", 1)[0], facts.gang.name)
     return facts.job
 
@@ -94,11 +111,29 @@ def group_key(facts: PodFacts) -> JobKey:
 GpuMemory = Callable[[NodeName], "int | None"]
 
 
+def shared_claims(facts: PodFacts, groups: Groups) -> tuple[GroupClaim, ...]:
+    """The claims the pod's upstream PodGroup shares with its pods, when the
+    pod names claims ((): no such group, or it shares none)."""
+    if not facts.claim_refs:
+        return ()
+    group = groups.group("upstream", facts.job)
+    return group.spec.claims if group is not None else ()
+
+
+def pod_claims(facts: PodFacts, shared: tuple[GroupClaim, ...]
+               ) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+    """The claims a pod uses, those of them its group's, and why it waits for one."""
+    if not facts.claim_refs:
+        return facts.claims, (), None
+    return resolve_claims(facts.claim_refs, facts.key.split("/", 1)[0], shared)
+
+
 def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
-              gpu_memory: GpuMemory | None = None) -> TaskInfo:
+              groups: Groups | None = None, gpu_memory: GpuMemory | None = None) -> TaskInfo:
     """The task of a pod. A placed gpu-memory pod's share of its GPU, as its
     queue is charged, is read off its node's memory (gpu_memory), if known."""
     assert facts.status is not None, "a pod going away without a node is no task"
+    claims, shared, _ = pod_claims(facts, shared_claims(facts, groups) if groups else ())
     gpu = facts.gpu
     if gpu is not None and gpu.portion is None and facts.node_name and gpu_memory is not None:
         memory = gpu_memory(facts.node_name)
@@ -110,7 +145,7 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
         priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
         critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
-        pvcs=facts.pvcs, claims=facts.claims, gpu=gpu)
+        pvcs=facts.pvcs, claims=claims, shared=shared, gpu=gpu)
 
 
 def unresolved(task: TaskInfo) -> bool:
@@ -129,25 +164,57 @@ def foreign_pod(facts: PodFacts) -> ForeignPod | None:
                       facts.kai_reservation, facts.gpu, facts.uid)
 
 
-def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities: Priorities) -> None:
+def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities: Priorities,
+             strangers: Mapping[PodKey, str] | None = None) -> None:
     """Fill the job's declaration, status, problem, age and priority from its
     PodGroup and its pods. Order-free: the pod the job's declaration comes from
-    (for gangs its pods annotate, and gangs of one) is the one with the least key."""
+    (for gangs its pods annotate, and gangs of one) is the one with the least key
+    (for Koordinator's, the least whose min-available parses).
+    strangers: pods of the same gang that name another scheduler, and which."""
     pods = sorted(pods, key=lambda f: f.key)
     first = pods[0]
+    if first.gang.source in ("koordinator", "koord"):
+        # Koordinator's gang takes its settings from the first pod whose
+        # min-available parses; the others belong to it all the same.
+        first = next((f for f in pods if min_available(
+            f.annotation(L.KOORD_MIN_AVAILABLE) or "1") is not None), first)
     spec, status, problem, creation = _declaration(first, groups)
     if problem is None:
         problem = next((f"pod {f.key}: {f.problem}" for f in pods if f.problem), None)
+    if problem is None and spec.claim_holder is not None:
+        # Its pods' claims that wait to be made, their group's among them.
+        problem = next((f"pod {f.key}: {waits}" for f in pods if f.claim_refs
+                        and (waits := pod_claims(f, spec.claims)[2])), None)
+    if problem is None and strangers and first.gang.source in WORKLOAD_SOURCES:
+        problem = _mixed(first.scheduler_name, len(pods), strangers)
     if not spec.queue:
         spec = attrs.evolve(spec, queue=QueueName(first.queue_label or DEFAULT_QUEUE))
-    job.spec, job.status, job.problem = spec, status, problem
-    # A job is as old as its oldest part: a PodGroup made for pods that
-    # already waited does not send them to the back of the line.
-    job.creation = min((c for c in (creation, *(f.creation for f in pods)) if c), default=0.0)
-    if spec.priority_class:
+    if spec.rules is GangRules.WORKLOAD:
+        # Upstream queues a gang once its pods make up the minimum: competing
+        # gangs go in the order their pods arrived, not their PodGroups.
+        times = sorted(f.creation for f in pods)
+        job.creation = times[min(spec.min_member, len(times)) - 1]
+    else:
+        # A job is as old as its oldest part: a PodGroup made for pods that
+        # already waited does not send them to the back of the line.
+        job.creation = min((c for c in (creation, *(f.creation for f in pods)) if c), default=0.0)
+    if spec.priority is not None:
+        job.priority = spec.priority
+    elif spec.priority_class:
         job.priority = priorities.values.get(spec.priority_class, 0)
     else:
         job.priority = max((t.priority for t in job.tasks.values()), default=0)
+    if spec.preemptible_below is not None:      # KAI: preemptible below a priority, unless it says
+        spec = attrs.evolve(spec, preemptible=job.priority < spec.preemptible_below)
+    job.spec, job.status, job.problem = spec, status, problem
+
+
+def _mixed(mine: str, count: int, strangers: Mapping[PodKey, str]) -> str:
+    names = {mine: count}
+    for name in strangers.values():
+        names[name] = names.get(name, 0) + 1
+    said = ", ".join(f"{n} ({c} pod{'s' if c > 1 else ''})" for n, c in sorted(names.items()))
+    return f"its pods name more than one scheduler: {said}; all pods of a group must name one"
 
 
 def _declaration(facts: PodFacts, groups: Groups) -> tuple[GangSpec, PodGroupStatus, str | None, float]:
@@ -156,10 +223,20 @@ def _declaration(facts: PodFacts, groups: Groups) -> tuple[GangSpec, PodGroupSta
             and facts.annotation(L.KOORD_MIN_AVAILABLE):
         source = "koordinator"      # no PodGroup object, but the gang annotations declare it
     if source in GROUP_KINDS:
-        group = groups.stores[source].get(group_key(facts))
+        group = groups.group(source, group_key(facts))
         if group is None:
             return GangSpec(), NO_STATUS, f"{GROUP_KINDS[source]} {group_key(facts)} does not exist", 0.0
         return group.spec, group.status, group.problem, group.creation
+    if source == "workload":
+        workload = groups.workloads.get(group_key(facts))
+        if workload is None:
+            return (GangSpec(), NO_STATUS,
+                    f"Workload (scheduling.k8s.io) {group_key(facts)} does not exist", 0.0)
+        spec = workload.gang(facts.gang.member)
+        if spec is None:
+            return (GangSpec(), NO_STATUS, f"Workload {group_key(facts)} has no podGroup "
+                    f"{facts.gang.member!r}", workload.creation)
+        return spec, NO_STATUS, workload.problem, workload.creation
     if source in ("koordinator", "volcano"):
         own = groups.stores["kaisched"].get(facts.job)
         if own is not None:

@@ -32,6 +32,7 @@ from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import (
+    WORKLOAD_SOURCES,
     Groups,
     Priorities,
     describe,
@@ -40,6 +41,9 @@ from kaisched.cache.jobs import (
     make_task,
     unresolved,
 )
+
+# Pods that no longer count in a gang: another scheduler's are not strangers to it then.
+_DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 
 class Model:
@@ -80,6 +84,10 @@ class Model:
         # Placed gpu-memory pods whose node's GPU memory was not known when
         # they were read: made again once it is (their queue's charge needs it).
         self.unresolved: set[PodKey] = set()
+        # Other schedulers' pods in a gang of the upstream Workload API (whose
+        # pods must all name one scheduler): job -> pod -> its schedulerName.
+        self.strangers: dict[JobKey, dict[PodKey, str]] = {}
+        self._stranger_of: dict[PodKey, JobKey] = {}
 
     # -- events ---------------------------------------------------------------------------
 
@@ -92,6 +100,7 @@ class Model:
     def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None) -> None:
         """The pod changed (facts; before: what it was) or went away (None)."""
         cluster = self.cluster
+        self._note_stranger(key, facts)
         old = self.tasks.pop(key, None)
         # It stays a task of the same job, declaring what it did: only counts change.
         alike = (old is not None and facts is not None and facts.status is not None
@@ -137,7 +146,8 @@ class Model:
                     self._holds(cluster.gpus.move(None, pod))
             return
         placement = self._keep_placement(facts.placement)
-        task = self.tasks[key] = make_task(facts, self.priorities, placement, self._gpu_memory)
+        task = self.tasks[key] = make_task(facts, self.priorities, placement, self.groups,
+                                           self._gpu_memory)
         self.claimants += bool(task.claims)
         if task.gpu is not None:
             self.sharers += 1
@@ -180,6 +190,30 @@ class Model:
                 if hold is not None and hold is not Hold.PIPELINED:
                     self._room(node, ONE_GPU, hold is Hold.RELEASING, sign)
 
+    def _note_stranger(self, key: PodKey, facts: PodFacts | None) -> None:
+        """Keep track of another scheduler's pod that names a gang of the
+        Workload API: the gang's declaration reads it (a mixed group waits)."""
+        was = self._stranger_of.get(key)
+        now = None
+        if facts is not None and facts.scheduler_name != self.scheduler_name \
+                and facts.gang.source in WORKLOAD_SOURCES \
+                and facts.status is not None and facts.status not in _DONE:
+            now = facts.job
+        if was == now and (now is None or facts is None
+                           or self.strangers[now][key] == facts.scheduler_name):
+            return
+        if was is not None:
+            del self._stranger_of[key]
+            members = self.strangers[was]
+            del members[key]
+            if not members:
+                del self.strangers[was]
+            self._changed(was)
+        if now is not None and facts is not None:
+            self._stranger_of[key] = now
+            self.strangers.setdefault(now, {})[key] = facts.scheduler_name
+            self._changed(now)
+
     def _room(self, node: NodeName, request: Resource, releasing: bool, sign: float) -> None:
         """A pod takes (sign 1) or gives back (-1) room on its node. Summed
         into the table in one go at the snapshot: a row update a pod costs
@@ -221,11 +255,18 @@ class Model:
         node.spec = spec
         table.set_alloc(node.index, table.row_of(spec.allocatable))
 
-    def put_group(self, key: JobKey) -> None:
-        """A PodGroup changed: the jobs that read it declare anew."""
+    def put_group(self, key: JobKey, pods: Mapping[PodKey, PodFacts]) -> None:
+        """A PodGroup changed: the jobs that read it declare anew, and its
+        pods that name claims are made again (the claims it shares may have
+        changed, or been made)."""
         self._changed(key)
         for job in self.by_group.get(key, ()):
             self._changed(job)
+        found = self.cluster.jobs.get(key)
+        for pod in list(found.tasks) if found is not None else ():
+            facts = pods.get(pod)
+            if facts is not None and facts.claim_refs:
+                self.put_pod(pod, facts, facts)
 
     def put_queues(self) -> None:
         self._queues_changed = True
@@ -273,7 +314,8 @@ class Model:
                 del jobs[key]
                 job = None
             if job is not None:
-                describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities)
+                describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities,
+                         self.strangers.get(key))
             else:
                 self._forget(key)
             ledger.put(key, job)
@@ -373,4 +415,5 @@ def _declares_alike(before: PodFacts | None, after: PodFacts | None) -> bool:
             and before.queue_label == after.queue_label
             and before.annotations == after.annotations and before.problem == after.problem
             and before.creation == after.creation and before.priority == after.priority
-            and before.priority_class == after.priority_class)
+            and before.priority_class == after.priority_class
+            and before.claim_refs == after.claim_refs)

@@ -9,9 +9,9 @@ from kaisched.api.gpushare import gpu_memory_label
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
-from kaisched.api.types import JobKey, NodeName, PodKey
+from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
-from kaisched.cache.jobs import Groups, Priorities, describe, foreign_pod, make_task
+from kaisched.cache.jobs import WORKLOAD_SOURCES, Groups, Priorities, describe, foreign_pod, make_task
 
 
 def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], groups: Groups,
@@ -21,6 +21,7 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
     priorities = Priorities.of(priority_classes)
     members: dict[JobKey, list[PodFacts]] = {}
     foreign: list[ForeignPod] = []
+    strangers: dict[JobKey, dict[PodKey, str]] = {}
     for facts in pods.values():
         if facts.status is None:
             continue
@@ -28,6 +29,9 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
             pod = foreign_pod(facts)
             if pod is not None:
                 foreign.append(pod)
+            if facts.gang.source in WORKLOAD_SOURCES \
+                    and facts.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                strangers.setdefault(facts.job, {})[facts.key] = facts.scheduler_name
             continue
         members.setdefault(facts.job, []).append(facts)
     def gpu_memory(node: NodeName) -> int | None:
@@ -38,8 +42,8 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
     for key, facts_list in members.items():
         job = JobInfo(key, groups.single(None))
         for facts in facts_list:
-            job.add_task(make_task(facts, priorities, facts.placement, gpu_memory))
-        describe(job, facts_list, groups, priorities)
+            job.add_task(make_task(facts, priorities, facts.placement, groups, gpu_memory))
+        describe(job, facts_list, groups, priorities, strangers.get(key))
         jobs.append(job)
     foreign.sort(key=lambda p: p.key)
     return ClusterInfo.assemble(nodes.values(), jobs, queues.values(), dict(priorities.values),

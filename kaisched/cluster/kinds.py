@@ -40,12 +40,22 @@ QUEUE = Kind("scheduling.kaisched.io/v1alpha1", "Queue", "queues", namespaced=Fa
 XK8S_PODGROUP = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
 # Koordinator's PodGroup (read like scheduler-plugins'): watched only where served.
 KOORD_PODGROUP = Kind("scheduling.sigs.k8s.io/v1alpha1", "PodGroup", "podgroups")
-# The upstream Workload API's gang (Kubernetes 1.35+, alpha): watched only where served.
-UPSTREAM_PODGROUP = Kind("scheduling.k8s.io/v1alpha1", "PodGroup", "podgroups")
-# Its later versions (the same gang, spec.schedulingPolicy.gang.minCount), each
-# watched where served.
-UPSTREAM_PODGROUPS = (UPSTREAM_PODGROUP, *(Kind(f"scheduling.k8s.io/{v}", "PodGroup", "podgroups")
-                                           for v in ("v1alpha2", "v1alpha3", "v1beta1")))
+# The upstream Workload API (KEP-4671), each version watched only where served.
+# Kubernetes 1.35 (v1alpha1): a Workload whose spec.podGroups are the gangs, named
+# by pods' spec.workloadRef. 1.36 (v1alpha2) and 1.37 (v1beta1, with v1alpha3
+# beside it behind a gate): runtime PodGroup objects, named by pods'
+# spec.schedulingGroup; later versions' Workloads only hold the templates those
+# PodGroups are copied from, which the scheduler has no need to read. A cluster
+# serving two PodGroup versions shows each object in both: the first version
+# here is the one read.
+WORKLOAD_V1ALPHA1 = Kind("scheduling.k8s.io/v1alpha1", "Workload", "workloads")
+UPSTREAM_PODGROUPS = tuple(Kind(f"scheduling.k8s.io/{v}", "PodGroup", "podgroups")
+                           for v in ("v1beta1", "v1alpha3", "v1alpha2"))
+UPSTREAM_KINDS = (WORKLOAD_V1ALPHA1, *UPSTREAM_PODGROUPS)
+# KAI Scheduler's own PodGroup and Queue, read so that a KAI user's objects
+# schedule unchanged: watched only where served.
+KAI_PODGROUP = Kind("scheduling.run.ai/v2alpha2", "PodGroup", "podgroups")
+KAI_QUEUE = Kind("scheduling.run.ai/v2", "Queue", "queues", namespaced=False)
 LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
 # Storage: what volume binding reads (and writes: a claim's selected node, a volume's claimRef).
 PVC = Kind("v1", "PersistentVolumeClaim", "persistentvolumeclaims")
@@ -72,11 +82,13 @@ KAI_TOPOLOGY = Kind("kai.scheduler/v1alpha1", "Topology", "topologies", namespac
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
-    KOORD_PODGROUP, *UPSTREAM_PODGROUPS, LEASE, KAI_TOPOLOGY, *STORAGE_KINDS, *DRA_KINDS,
+    KOORD_PODGROUP, *UPSTREAM_KINDS, KAI_PODGROUP, KAI_QUEUE, LEASE, KAI_TOPOLOGY, *STORAGE_KINDS,
+    *DRA_KINDS,
     *RESOURCE_CLAIM_TEMPLATES)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
-SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, KOORD_PODGROUP, *UPSTREAM_PODGROUPS, QUEUE,
-                    PRIORITY_CLASS, NAMESPACE, KAI_TOPOLOGY, *STORAGE_KINDS, PVC_EVENTS, *DRA_KINDS)
+SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, KOORD_PODGROUP, *UPSTREAM_KINDS, KAI_PODGROUP,
+                    QUEUE, KAI_QUEUE, PRIORITY_CLASS, NAMESPACE, KAI_TOPOLOGY, *STORAGE_KINDS,
+                    PVC_EVENTS, *DRA_KINDS)
 _CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "Topology", "ClusterRole",
                    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
                    "StorageClass", "CSINode", "DeviceClass", "ResourceSlice"}

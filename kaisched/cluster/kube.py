@@ -99,7 +99,8 @@ def _check_kubeconfig(path: str) -> None:
 class KubeCluster:
     """Implements ClusterClient against an API server.
 
-    timeout: seconds for one request; watch_timeout: the timeoutSeconds of one
+    timeout: seconds for one request to be answered; connect_timeout: seconds
+    to open a connection; watch_timeout: the timeoutSeconds of one
     watch (the server ends it, the thread re-watches); backoff/max_backoff:
     the delays between failed watches; missing_retry: how often a kind the
     server does not serve (a CRD not installed) is looked for again;
@@ -108,7 +109,8 @@ class KubeCluster:
     """
 
     def __init__(self, kubeconfig: str | None = None, *, context: str | None = None,
-                 api_client: k8s_client.ApiClient | None = None, timeout: float = 30.0, watch_timeout: int = 60,
+                 api_client: k8s_client.ApiClient | None = None, timeout: float = 30.0,
+                 connect_timeout: float = CONNECT_TIMEOUT, watch_timeout: int = 60,
                  backoff: float = 0.5, max_backoff: float = 8.0,
                  missing_retry: float = 300.0, workers: int = 8,
                  health: Reachability | None = None) -> None:
@@ -120,6 +122,7 @@ class KubeCluster:
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
         self.api = api_client
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
         self.health = health or Reachability()
         self.watch_options = WatchOptions(watch_timeout=watch_timeout, backoff=backoff,
                                           max_backoff=max_backoff, missing_retry=missing_retry)
@@ -135,7 +138,8 @@ class KubeCluster:
     def with_timeout(self, timeout: float) -> "KubeCluster":
         """The same connection pool and health, with another request timeout (the
         Lease's renewals must give up well within the renew deadline)."""
-        other = KubeCluster(api_client=self.api, timeout=timeout, health=self.health)
+        other = KubeCluster(api_client=self.api, timeout=timeout,
+                            connect_timeout=self.connect_timeout, health=self.health)
         other.watch_options = self.watch_options
         return other
 
@@ -257,7 +261,7 @@ class KubeCluster:
               content_type: str, timeout: float) -> Any:
         """The urllib3 response, body unread (_preload_content=False)."""
         headers = {"Accept": JSON, "Content-Type": content_type}
-        limits = (CONNECT_TIMEOUT, timeout)
+        limits = (self.connect_timeout, timeout)
         try:
             # The body is not handed to param_serialize: it would walk it for
             # model objects; the REST layer encodes the plain dict itself.

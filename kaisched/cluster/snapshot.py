@@ -21,7 +21,7 @@ _CORE_KINDS = {"Pod", "Node", "Namespace", "Event", "ConfigMap", "Secret", "Serv
 _KNOWN_GROUP_KINDS = {
     "apps": {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ControllerRevision"},
     "batch": {"Job", "CronJob"},
-    "scheduling.k8s.io": {"PriorityClass", "PodGroup"},     # PodGroup: the Workload API
+    "scheduling.k8s.io": {"PriorityClass", "PodGroup", "Workload"},     # the Workload API too
     "scheduling.kaisched.io": {"PodGroup", "Queue"},
     "storage.k8s.io": {"StorageClass", "CSINode"},
 }
@@ -123,7 +123,8 @@ def redact(obj: dict[str, Any]) -> dict[str, Any]:
     meta = dict(obj.get("metadata") or {})
     meta.pop("managedFields", None)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
-                   if k.startswith(_KEEP_ANNOTATION_PREFIXES) or k == L.VOLCANO_GROUP_NAME}
+                   if k.startswith(_KEEP_ANNOTATION_PREFIXES)
+                   or k in (L.VOLCANO_GROUP_NAME, L.KAI_POD_GROUP_ANNOTATION)}
     meta["annotations"] = annotations
     if not annotations:
         del meta["annotations"]

@@ -71,11 +71,17 @@ class KubeSubscription:
         if len(self._watches) > 1:
             # In parallel: start-up waits for the slowest list, not for their sum.
             with concurrent.futures.ThreadPoolExecutor(len(self._watches)) as pool:
-                for done in [pool.submit(w.relist) for w in self._watches]:
+                for done in [pool.submit(w.relist, True) for w in self._watches]:
                     done.result()
         else:
             for watch in self._watches:
-                watch.relist()
+                watch.relist(True)
+        # What the cluster does not serve at start (optional CRDs, the Workload
+        # API's versions but one), in one line rather than one per kind.
+        unserved = [str(w.kind) for w in self._watches if w.missing and not w.forbidden]
+        if unserved:
+            log.info("%s %s not served by this cluster; not watching %s", ", ".join(unserved),
+                     "is" if len(unserved) == 1 else "are", "it" if len(unserved) == 1 else "them")
         for watch in self._watches:
             watch.thread.start()
 
@@ -118,6 +124,7 @@ class _KindWatch:
         self.known: dict[Key, str] = {}
         self.resource_version = ""
         self.missing = False
+        self.forbidden = False                  # missing because the role may not list it
         self.need_list = False                  # a 410 or 404 asks for a relist
         self.progress = False                   # an event arrived since the last relist
         self.reconnected = False                # connected again after being down
@@ -126,15 +133,16 @@ class _KindWatch:
         self.stream: WatchStream | None = None
         self.thread = threading.Thread(target=self._run, name=f"watch-{kind.plural}", daemon=True)
 
-    def relist(self) -> None:
+    def relist(self, starting: bool = False) -> None:
+        """starting: the subscription's first list, which says at once what is not served."""
         try:
             items, version = self.sub.source.list_with_version(self.kind)
         except NotFoundError:
             # The resource is not served (an optional CRD is not installed):
             # say so once, report what it held as gone, and look again rarely.
-            if not self.missing:
+            if not self.missing and not starting:
                 log.info("%s is not served by this cluster; not watching it", self.kind)
-            self.missing = True
+            self.missing, self.forbidden = True, False
             items, version = [], ""
         except PermanentApiError as exc:
             if exc.status != 403:
@@ -147,12 +155,12 @@ class _KindWatch:
                 log.warning("not allowed to list and watch %s (%s): grant list and watch on "
                             "%s to this service account; not watching it", self.kind,
                             exc, resource)
-            self.missing = True
+            self.missing, self.forbidden = True, True
             items, version = [], ""
         else:
             if self.missing:
                 log.info("%s is served now; watching it", self.kind)
-            self.missing = False
+            self.missing = self.forbidden = False
         seen: set[Key] = set()
         for obj in items:
             key = object_key(obj)

@@ -14,7 +14,9 @@ import attrs
 import yaml
 
 from kaisched.api.quantity import parse_duration
+from kaisched.api.usage import UsageDBConfig
 from kaisched.errors import ConfigError
+from kaisched.framework.usageconfig import usage_db_config, usage_db_dict
 
 DEFAULT_CONFIG_YAML = """\
 schedulerName: kaisched
@@ -38,7 +40,7 @@ starvationThreshold: 10m
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
-         "starvationThreshold")
+         "starvationThreshold", "usageDBConfig")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
 # Without these nothing is placed as a gang: placement all or nothing is allocate's
 # statement and gang's readiness rule together.
@@ -75,6 +77,7 @@ class SchedulerConfig:
     tiers: tuple[tuple[PluginOption, ...], ...] = ()
     stale_gang_grace_period: float = 60.0
     starvation_threshold: float = 600.0     # a head-of-queue gang waiting longer gets nodes reserved
+    usage_db: UsageDBConfig | None = None   # fair share with memory; None: off
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -87,6 +90,7 @@ class SchedulerConfig:
                       for tier in self.tiers],
             "staleGangGracePeriod": f"{self.stale_gang_grace_period:g}s",
             "starvationThreshold": f"{self.starvation_threshold:g}s",
+            **({"usageDBConfig": usage_db_dict(self.usage_db)} if self.usage_db else {}),
         }
 
 
@@ -108,6 +112,8 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         tiers=_with_status(_tiers(data["tiers"], registry)),
         stale_gang_grace_period=_duration(data, "staleGangGracePeriod", 60.0),
         starvation_threshold=_duration(data, "starvationThreshold", 600.0),
+        usage_db=usage_db_config(data["usageDBConfig"]) if data.get("usageDBConfig") is not None
+        else None,
     )
     _require_gangs(config)
     return config

@@ -11,7 +11,7 @@ import attrs
 from kaisched.api.constraints import Toleration
 from kaisched.api.dradevices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
-from kaisched.api.queue import QueueStatus
+from kaisched.api.queue import QueueStatus, UsageRecord
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
 
 
@@ -75,6 +75,9 @@ class Evict:
 class SetPodGroupStatus:
     job: JobKey
     status: PodGroupStatus
+    # A PodGroup of another API (the upstream Workload API's): its apiVersion,
+    # whose status subresource takes the conditions. Empty: kaisched's own.
+    api_version: str = ""
 
 
 @attrs.frozen(slots=True)
@@ -82,6 +85,16 @@ class SetQueueStatus:
     queue: QueueName
     status: QueueStatus
     previous: QueueStatus | None    # what the object holds: amounts it no longer has are cleared
+
+
+@attrs.frozen(slots=True)
+class SetQueueUsage:
+    """A Queue's status.usage: what it used over the window (the buckets the
+    leader keeps, when usage is built in) and what that comes to. Written by
+    the runtime at most once a minute per queue, not by a session."""
+    queue: QueueName
+    usage: UsageRecord
+    previous: UsageRecord | None    # what the object holds: resources it no longer has are cleared
 
 
 @attrs.frozen(slots=True)
@@ -193,5 +206,6 @@ class SetClaimStatus:
     pod: PodKey | None = None
 
 
-Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetPodCondition, RecordEvent,
-               SelectClaimNode, PrebindVolume, SetClaimStatus, ShareGpu, ReserveGpu, ReleaseGpu]
+Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetQueueUsage, SetPodCondition,
+               RecordEvent, SelectClaimNode, PrebindVolume, SetClaimStatus, ShareGpu, ReserveGpu,
+               ReleaseGpu]

@@ -13,6 +13,7 @@ import numpy as np
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.dradevices import Claim
+from kaisched.api.gangplan import Unit, minimum_tasks, placement_units
 from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
@@ -163,23 +164,24 @@ class Session:
         return [t for t in job.tasks.values()
                 if t.status is TaskStatus.PENDING and not t.gates and t.key not in self.reservations]
 
+    def placement_units(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[Unit]:
+        """The tasks in the units a gang is placed in: what its subgroup tree
+        still needs to reach its minimum first (a subgroup a choice takes as
+        one whole unit; subgroups in declared order), then the children no
+        choice took, whole, then the extras one by one -- so no subgroup's
+        extras take the room another's minimum needs, and none is left half
+        placed (kaisched/api/gangplan.py)."""
+        return placement_units(job, sorted(tasks, key=self.task_order_key))
+
     def ordered_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
-        """Tasks in the order a gang is placed: what every subgroup still needs
-        to reach its minimum first (subgroups in declared order), then the
-        extras, so no subgroup's extras take the room another's minimum needs."""
-        ordered = sorted(tasks, key=self.task_order_key)
+        """The tasks of placement_units, in the order they are placed."""
         if not job.spec.subgroups:
-            return ordered
-        need = {sg.name: max(sg.min_member - job.ready_count(sg.name), 0)
-                for sg in job.spec.subgroups}
-        first, extras = [], []
-        for task in ordered:
-            if task.subgroup is not None and need.get(task.subgroup, 0) > 0:
-                need[task.subgroup] -= 1
-                first.append(task)
-            else:
-                extras.append(task)
-        return first + extras
+            return sorted(tasks, key=self.task_order_key)
+        return [t for unit in self.placement_units(job, tasks) for t in unit.tasks]
+
+    def minimum_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Of tasks, those that take the job to its minimum (one unit once it is there)."""
+        return minimum_tasks(job, sorted(tasks, key=self.task_order_key))
 
     def job_invalid(self, job: JobInfo) -> str | None:
         return self.hooks.first_reason(Hook.JOB_VALID, job)

@@ -26,7 +26,12 @@ import attrs
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.types import JobKey, PodKey, Reason
 from kaisched.api.volumes import SELECTED_NODE
-from kaisched.cache.convert import queue_status_dict, status_dict
+from kaisched.cache.convert import (
+    queue_status_dict,
+    status_dict,
+    upstream_status_dict,
+    usage_status_dict,
+)
 from kaisched.cache.convert.draobjects import allocation_dict, reserved_dict
 from kaisched.cache.convert.reservations import reservation_pod, sharer_patch
 from kaisched.cluster.client import ClusterClient
@@ -54,6 +59,7 @@ from kaisched.framework.effects import (
     SetPodCondition,
     SetPodGroupStatus,
     SetQueueStatus,
+    SetQueueUsage,
     ShareGpu,
 )
 from kaisched.runtime.throttle import Admission, Verdict, WriteThrottle
@@ -418,10 +424,17 @@ class Binder:
             self.client.evict(ns, name)
         elif isinstance(effect, SetPodGroupStatus):
             ns, name = effect.job.split("/", 1)
-            self.client.patch_status(PODGROUP, ns, name, status_dict(effect.status))
+            if effect.api_version:      # the status subresource of the version it was read in
+                self.client.patch_status(kind_for(effect.api_version, "PodGroup"), ns, name,
+                                         upstream_status_dict(effect.status))
+            else:
+                self.client.patch_status(PODGROUP, ns, name, status_dict(effect.status))
         elif isinstance(effect, SetQueueStatus):
             self.client.patch_status(QUEUE, "", effect.queue,
                                      queue_status_dict(effect.status, effect.previous))
+        elif isinstance(effect, SetQueueUsage):
+            self.client.patch_status(QUEUE, "", effect.queue,
+                                     {"usage": usage_status_dict(effect.usage, effect.previous)})
         elif isinstance(effect, SetPodCondition):
             ns, name = effect.pod.split("/", 1)
             pod = self.client.get(POD, ns, name)
@@ -582,6 +595,8 @@ def _target(write: _Write) -> Hashable:
         return ("status", effect.job)
     if isinstance(effect, SetQueueStatus):
         return ("queue status", effect.queue)
+    if isinstance(effect, SetQueueUsage):
+        return ("queue usage", effect.queue)
     if isinstance(effect, SetClaimStatus):
         return ("claim status", effect.claim)
     if isinstance(effect, ReleaseGpu):

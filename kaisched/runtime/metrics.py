@@ -7,7 +7,11 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueStatus
+from kaisched.api.resource import CPU, PODS
+from kaisched.api.types import GangRules, JobKey, PodKey, TaskStatus
 from kaisched.framework.effects import Bind, Evict, SetPodGroupStatus, SetQueueStatus
 from kaisched.service.health import Health
 from kaisched.service.health import serve as serve_endpoints
@@ -46,7 +50,9 @@ class Metrics:
                                  "(same queue), reclaim (for another queue), stale-gang.",
                                  ["queue", "cause"], registry=r)
         self.job_seconds = Histogram("kaisched_job_scheduling_seconds",
-                                     "From a PodGroup's creation to its minimum of pods bound.",
+                                     "From a PodGroup's creation to its minimum of pods bound "
+                                     "(a gang of the upstream Workload API: from when its pods "
+                                     "first made up its minimum).",
                                      ["queue"], buckets=_JOB_BUCKETS, registry=r)
         self.pending_gangs = Gauge("kaisched_pending_gangs",
                                    "Gangs left pending by the last cycle, by queue and by the "
@@ -65,8 +71,19 @@ class Metrics:
                                 ("fair_share", "The queue's fair share, last cycle."),
                                 ("quota", "The queue's quota."),
                                 ("limit", "The queue's limit, where it has one."))}
+        self._usage_seen: set[tuple[str, str]] = set()
+        self._capacity_seen: set[tuple[str]] = set()
         self.queue_jobs = Gauge("kaisched_queue_jobs", "The queue's jobs by state.",
                                 ["queue", "state"], registry=r)
+        # Fair share with memory reads these two back from Prometheus (clientType: prometheus).
+        self.queue_usage = Gauge("kaisched_queue_usage",
+                                 "The queue's usage over the usage window: what it held over "
+                                 "what the cluster offered, recent time weighted more (0 to 1; "
+                                 "only with usageDBConfig).", ["queue", "resource"], registry=r)
+        self.capacity = Gauge("kaisched_cluster_capacity",
+                              "What the cluster's usable nodes offer, the cake fair shares are "
+                              "cut from (cpu in cores, memory in bytes).", ["resource"],
+                              registry=r)
 
     def observe(self, result: CycleResult, now: float | None = None) -> None:
         """Record one cycle: its timings, the gangs whose minimum it bound (now is
@@ -76,14 +93,24 @@ class Metrics:
         self.session_seconds.observe(result.session_seconds)
         self.pipelined.set(len(result.reservations))
         jobs = result.cluster.jobs if result.cluster is not None else {}
+        bound: dict[JobKey, set[PodKey]] = {}
         for effect in result.effects:
             if isinstance(effect, SetQueueStatus):
                 self.observe_queue(effect.queue, effect.status, effect.previous)
-            elif isinstance(effect, SetPodGroupStatus) and now is not None:
+            elif isinstance(effect, SetPodGroupStatus) and now is not None and not effect.api_version:
                 job = jobs.get(effect.job)
                 # The status that first counts the minimum as scheduled: the gang is bound.
                 if job is not None and job.creation and \
                         job.status.scheduled < job.min_member <= effect.status.scheduled:
+                    self.job_seconds.labels(job.queue).observe(max(0.0, now - job.creation))
+            elif isinstance(effect, Bind):
+                bound.setdefault(effect.job, set()).add(effect.pod)
+        if now is not None:
+            # An upstream group's status has no counts: its pods bound this cycle say it.
+            for key, pods in bound.items():
+                job = jobs.get(key)
+                if job is not None and job.spec.rules is GangRules.WORKLOAD and job.creation \
+                        and _binds_minimum(job, pods):
                     self.job_seconds.labels(job.queue).observe(max(0.0, now - job.creation))
         for effect in result.report.applied:
             if isinstance(effect, Evict):
@@ -92,6 +119,7 @@ class Metrics:
                                       effect.cause.value).inc()
         if result.abandoned or result.cluster is None:
             return
+        self._observe_cluster(result.cluster)
         pending: dict[tuple[str, str], int] = {}
         for key, blocker in result.blockers.items():
             job = jobs.get(key)
@@ -101,6 +129,34 @@ class Metrics:
         self.pending_gangs.clear()          # a class no gang is blocked by any more is 0
         for (queue, reason), count in pending.items():
             self.pending_gangs.labels(queue, reason).set(count)
+
+    def _observe_cluster(self, cluster: ClusterInfo) -> None:
+        """What the cluster offers, and each queue's usage, as this cycle saw them."""
+        offered = {n: v for n, v in cluster.total_allocatable().items if n != PODS}
+        for (name,) in self._capacity_seen - {(n,) for n in offered}:
+            with contextlib.suppress(KeyError):
+                self.capacity.remove(name)
+        for name, value in offered.items():
+            self.capacity.labels(name).set(value / 1000 if name == CPU else value)
+        self._capacity_seen = {(n,) for n in offered}
+        if cluster.usage is None:
+            return
+        seen: set[tuple[str, str]] = set()
+        for queue, values in cluster.usage.items():
+            for name, value in values.items():
+                self.queue_usage.labels(queue, name).set(value)
+                seen.add((queue, name))
+        for gone_queue, gone_name in self._usage_seen - seen:
+            with contextlib.suppress(KeyError):
+                self.queue_usage.remove(gone_queue, gone_name)
+        self._usage_seen = seen
+
+    def forget_queues(self) -> None:
+        """This replica stopped leading: the cluster's figures are the new leader's to give."""
+        for gauge in (*self.queue_amounts.values(), self.queue_jobs, self.queue_usage,
+                      self.capacity):
+            gauge.clear()
+        self._usage_seen, self._capacity_seen = set(), set()
 
     # The binder tells of each outcome as it happens (kaisched.runtime.binder.BindObserver).
     def applied(self, effect: object, seconds: float = 0.0) -> None:
@@ -132,3 +188,11 @@ class Metrics:
               health: Health | None = None) -> ThreadingHTTPServer:
         """/metrics, /healthz and /readyz in a daemon thread (kaisched.service.health)."""
         return serve_endpoints(self.registry, health, port, host)
+
+
+def _binds_minimum(job: JobInfo, bound: set[PodKey]) -> bool:
+    """This cycle's binds (bound) take the job from below its minimum to it:
+    the pods it held before them (as its rules count them) were fewer."""
+    held = sum(1 for t in job.tasks.values() if t.key not in bound
+               and t.status in job.ready_statuses and t.status is not TaskStatus.ALLOCATED)
+    return held < job.min_member <= held + len(bound)

@@ -35,6 +35,7 @@ from kaisched.framework.effects import (
 from kaisched.framework.holds import apply_holds, release_deadlocks
 from kaisched.runtime.binder import Binder, BindReport
 from kaisched.runtime.cycle import CycleResult
+from kaisched.runtime.usage import UsageBook, usage_book
 
 if TYPE_CHECKING:
     from kaisched.runtime.metrics import Metrics
@@ -96,6 +97,9 @@ class Scheduler:
         self.keep_session = False
         self.last_session: Session | None = None
         self.synced = False                     # the first sync listed everything
+        # Fair share with memory: each queue's usage, kept by this scheduler or
+        # asked of Prometheus (None: not configured).
+        self.usage: UsageBook | None = usage_book(config.usage_db)
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""
@@ -118,7 +122,10 @@ class Scheduler:
         for warning in self.cache.take_warnings():
             self.binder.submit(warning)
         with _cyclic_gc_paused():
-            cluster = self.cache.snapshot(self.clock.now())
+            now = self.clock.now()
+            cluster = self.cache.snapshot(now)
+            if self.usage is not None:
+                cluster.usage = self.usage.observe(cluster, now)
             snapshotted = time.perf_counter()
             outbox = Outbox(self.binder.submit) if self.binder.live else None
             ssn = Session(cluster, self.config, self.registry.build_plugins(self.config), outbox)
@@ -137,6 +144,9 @@ class Scheduler:
                 release_deadlocks(ssn)
                 effects = ssn.close()
                 self.holds = ssn.holds
+                if self.usage is not None:
+                    for write in self.usage.writes(now):
+                        effects.append(write)       # an Outbox hands each to the binder
         decided = time.perf_counter()
         if not abandoned:
             self.cache.reported(self._spoken_of(effects))
@@ -304,6 +314,8 @@ class _LoopState:
                         metrics.observe_queue(queue.name, queue.status, None)
         if self._leading and not leads:
             scheduler.step_down()
+            if metrics is not None:
+                metrics.forget_queues()     # only the leader's figures are the cluster's
         self._leading = leads
 
     def watches(self, up: bool) -> bool:

@@ -19,7 +19,7 @@ from kaisched.api.types import PodKey, pod_key
 from kaisched.cluster.kinds import POD, PODGROUP, kind_of
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.sim.admission import refusals
-from kaisched.sim.operators import Blueprint, PodPlan, blueprint, owner_reference, pod_object
+from kaisched.sim.operators import Blueprint, PodPlan, blueprint, gang_name, owner_reference, pod_object
 from kaisched.sim.scenario import JobKind, JobSpec
 from podgrouper.groupers.spec import podgroup_name
 
@@ -95,7 +95,7 @@ class Controllers:
         run.plan = plan
         self._make_stage(run, 0)
         named, part = plan.first_group
-        run.pod_group = run.spec.name if run.spec.kind is JobKind.GANG \
+        run.pod_group = gang_name(run.spec) if run.spec.kind is JobKind.GANG \
             else podgroup_name(run.objects[named], part)
         run.state, run.submitted = JobState.SUBMITTED, now
         run.history.append((now, "waiting"))

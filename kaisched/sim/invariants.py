@@ -118,10 +118,10 @@ class Invariants:
             short = []
             if alive < gang.min_member:
                 short.append(f"{alive}/{gang.min_member} pods alive")
-            for name, minimum in gang.subgroups:
-                have = meter.alive_in.get((job, name), 0)
-                if have < minimum:
-                    short.append(f"subgroup {name} {have}/{minimum}")
+            if gang.tree is not None:
+                have = {leaf: meter.alive_in.get((job, leaf), 0) for leaf in gang.tree.leaves}
+                if not gang.tree.met(have):
+                    short.append(gang.tree.shortfall(have))
             if short:
                 pods = sorted(k for k, u in meter.pods.items() if u.job == job and u.alive)
                 raise InvariantViolation(

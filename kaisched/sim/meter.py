@@ -23,11 +23,30 @@ from kaisched.api.gpushare import (
     groups_of,
     parse_share,
 )
+from kaisched.api.job import GangSpec
 from kaisched.api.resource import GPU, PODS, Resource
-from kaisched.api.types import JobKey, PodKey, job_key, pod_key
-from kaisched.cache.convert import pod_request
-from kaisched.cluster.kinds import NODE, POD, PODGROUP
+from kaisched.api.subgroups import SubGroupTree, tree_of
+from kaisched.api.types import Disruption, GangMode, JobKey, PodKey, job_key, pod_key
+from kaisched.cache import convert
+from kaisched.cluster.kinds import (
+    KAI_PODGROUP,
+    NODE,
+    POD,
+    PODGROUP,
+    UPSTREAM_PODGROUPS,
+    WORKLOAD_V1ALPHA1,
+    Kind,
+    object_key,
+)
 from kaisched.cluster.memory import MemoryCluster
+
+# Where gangs are declared (the scheduler's readers say what each declares),
+# and the pods' references that name them.
+_READERS = {PODGROUP: convert.podgroup, KAI_PODGROUP: convert.kai_podgroup,
+            **{k: convert.podgroup_v1alpha2 if k.version == "v1alpha2" else convert.podgroup_v1beta1
+               for k in UPSTREAM_PODGROUPS}}
+_GANG_KINDS = (*_READERS, WORKLOAD_V1ALPHA1)
+_NAMED = ("kaisched", "upstream", "workload", "kai")
 
 _EPS = 1e-6
 SHARED_GPUS = "kaisched.io/shared-gpus"     # GPUs reservation pods hold for their sharers
@@ -52,7 +71,7 @@ class PodUse:
 @attrs.frozen(slots=True)
 class Gang:
     min_member: int
-    subgroups: tuple[tuple[str, int], ...]
+    tree: SubGroupTree | None       # its subgroups, if it has any
     strict: bool
 
 
@@ -75,9 +94,10 @@ class Meter:
         self.alive: dict[JobKey, int] = defaultdict(int)
         self.alive_in: dict[tuple[JobKey, str], int] = defaultdict(int)
         self.gangs: dict[JobKey, Gang] = {}
+        self._gangs_of: dict[tuple[Kind, str, str], tuple[JobKey, ...]] = {}
         self.pods: dict[PodKey, PodUse] = {}
         self.dirty_nodes: set[str] = set()
-        self._subscription = cluster.subscribe((POD, PODGROUP))
+        self._subscription = cluster.subscribe((POD, *_GANG_KINDS))
 
     def capacity(self, resource: str) -> float:
         return sum(a.get(resource, 0.0) for a in self.allocatable.values())
@@ -85,17 +105,14 @@ class Meter:
     def update(self) -> None:
         for event in self._subscription.drain():
             meta = event.obj["metadata"]
-            if event.kind == PODGROUP:
-                key = job_key(meta["namespace"], meta["name"])
-                if event.type == "DELETED":
+            if event.kind in _GANG_KINDS:
+                where = (event.kind, *object_key(event.obj))
+                for key in self._gangs_of.pop(where, ()):
                     self.gangs.pop(key, None)
-                else:
-                    spec = event.obj.get("spec") or {}
-                    self.gangs[key] = Gang(
-                        int(spec.get("minMember", 1)),
-                        tuple((sg["name"], int(sg.get("minMember", 0)))
-                              for sg in spec.get("subGroups") or ()),
-                        spec.get("mode", "Strict") != "NonStrict")
+                if event.type != "DELETED":
+                    gangs = _gangs(event.kind, event.obj)
+                    self.gangs.update(gangs)
+                    self._gangs_of[where] = tuple(gangs)
                 continue
             pod = pod_key(meta["namespace"], meta["name"])
             old = self.pods.pop(pod, None)
@@ -136,7 +153,7 @@ def _use(pod: dict, old: PodUse | None, gpu_memory: dict[str, int | None]) -> Po
     if old is not None and old.request:
         request = old.request          # a pod's requests never change
     else:
-        request = tuple((k, v) for k, v in pod_request(spec, []).items if k != PODS)
+        request = tuple((k, v) for k, v in convert.pod_request(spec, []).items if k != PODS)
     labels = meta.get("labels") or {}
     reserves = meta.get("namespace") == RESERVATION_NAMESPACE \
         and labels.get("app") == RESERVATION_APP and bool(labels.get(GPU_GROUP))
@@ -154,11 +171,28 @@ def _use(pod: dict, old: PodUse | None, gpu_memory: dict[str, int | None]) -> Po
     finished = phase in ("Succeeded", "Failed")
     leaving = bool(meta.get("deletionTimestamp"))
     on_node = bool(node) and not finished
-    group = annotations.get(L.POD_GROUP_ANNOTATION)
+    gang = convert.upstream_gang_ref(spec) or convert.gang_ref(meta)
+    key = pod_key(meta["namespace"], meta["name"])
     return PodUse(
-        node=node, queue=str(labels.get(L.QUEUE_LABEL) or "default"),
-        job=job_key(meta["namespace"], group) if group else None,
-        subgroup=labels.get(L.SUBGROUP_LABEL), request=request,
+        node=node, queue=str(L.queue_label(labels) or "default"),
+        job=convert.gang_job(key, meta["namespace"], gang) if gang.source in _NAMED else None,
+        subgroup=labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL), request=request,
         on_node=on_node, counted=on_node and not leaving and not reserves,
         alive=(on_node and not leaving) or phase == "Succeeded",
         share=share, reserves=reserves, groups=groups_of(labels) if share else ())
+
+
+def _gangs(kind: Kind, obj: dict) -> dict[JobKey, Gang]:
+    """The gangs an object declares, by the key its pods' job has."""
+    ns, name = object_key(obj)
+    if kind == WORKLOAD_V1ALPHA1:
+        return {job_key(ns, f"{name}:{group}"): _gang(spec)
+                for group, spec in convert.workload_v1alpha1(obj).gangs}
+    return {job_key(ns, name): _gang(_READERS[kind](obj)[0])}
+
+
+def _gang(spec: GangSpec) -> Gang:
+    # A gang that may be disrupted pod by pod is not kept whole: no Strict invariant.
+    strict = spec.mode is GangMode.STRICT and spec.disruption is not Disruption.SINGLE
+    return Gang(spec.min_member,
+                tree_of(spec.subgroups, spec.min_sub_group) if spec.subgroups else None, strict)

@@ -26,7 +26,7 @@ import attrs
 from kaisched.api import labels as L
 from kaisched.api import workloadkinds as K
 from kaisched.api.workloadkinds import HEAD, LAUNCHER, LEADER, WORKER, WorkloadKind
-from kaisched.cluster.kinds import PODGROUP, Kind
+from kaisched.cluster.kinds import Kind
 from kaisched.sim.draspecs import pod_claims
 from kaisched.sim.specs import WORKLOADS, JobKind, JobSpec, RoleSpec, VolumeSpec
 
@@ -38,6 +38,7 @@ IMAGE = "registry.example.com/sim/trainer:1.0"
 GRACE_SECONDS = 10
 _GANG_CONTAINER = "main"          # a plain gang's pods: no operator names their container
 _RAY_HEAD_GROUP = "headgroup"     # KubeRay's ray.io/group on the head
+WORKLOAD_GANG = "main"      # the one podGroup of a v1alpha1 Workload a PodGroup job writes
 
 
 @attrs.frozen
@@ -194,8 +195,12 @@ def _training(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
     spec: Obj = {"runPolicy": _run_policy(job, "None"),
                  kind.replica_specs: _replica_specs(job, templates, "OnFailure")}
     if job.kind is JobKind.PYTORCH and job.elastic_min is not None:
+        # torchrun's --nnodes=minReplicas:maxReplicas counts every pod, the master too:
+        # "the master and elastic.minReplicas workers" is minReplicas masters + that.
+        masters = sum(r.replicas for r in job.roles if r.name != WORKER)
         workers = sum(r.replicas for r in job.roles if r.name == WORKER)
-        spec["elasticPolicy"] = {"minReplicas": job.elastic_min, "maxReplicas": workers}
+        spec["elasticPolicy"] = {"minReplicas": masters + job.elastic_min,
+                                 "maxReplicas": masters + workers}
     owner = _object(kind, _meta(job), spec)
     names = {r.name for r in job.roles}
     lead = next((n for n in kind.leading if n in names), None)
@@ -439,24 +444,50 @@ def _batch_job(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
 
 
 def _gang(job: JobSpec, templates: Mapping[str, Obj]) -> Blueprint:
-    """A PodGroup written by hand and bare pods that name it: nobody recreates
-    an evicted bare pod."""
-    spec: Obj = {"minMember": job.gang_min(), "queue": job.queue}
-    if job.priority_class:
-        spec["priorityClassName"] = job.priority_class
-    if len(job.roles) > 1:
-        spec["subGroups"] = [{"name": r.name, "minMember": r.replicas} for r in job.roles]
-    owner = _object(PODGROUP, _meta(job), spec)
+    """A gang written by hand and bare pods that name it, in the API the job
+    says (kaisched's PodGroup by default): nobody recreates an evicted bare pod."""
+    api = job.gang_api
+    several = len(job.roles) > 1
+    if api.startswith("scheduling.k8s.io/"):
+        # The upstream Workload API has no subgroups: one gang of all the roles.
+        gang = {"gang": {"minCount": job.gang_min()}}
+        if api.endswith("/v1alpha1"):
+            owner = {"apiVersion": api, "kind": "Workload", "metadata": _meta(job),
+                     "spec": {"podGroups": [{"name": WORKLOAD_GANG, "policy": gang}]}}
+            join: Obj = {"workloadRef": {"name": job.name, "podGroup": WORKLOAD_GANG}}
+        else:
+            spec: Obj = {"schedulingPolicy": gang}
+            if job.priority_class:
+                spec["priorityClassName"] = job.priority_class
+            owner = {"apiVersion": api, "kind": "PodGroup", "metadata": _meta(job), "spec": spec}
+            join = {"schedulingGroup": {"podGroupName": job.name}}
+        named = {name: {**t, "spec": {**t["spec"], **join}} for name, t in templates.items()}
+        subgroup_label = None
+    else:
+        kai = api.startswith("scheduling.run.ai/")
+        spec = {"minMember": job.gang_min(), "queue": job.queue}
+        if job.priority_class:
+            spec["priorityClassName"] = job.priority_class
+        if several:
+            spec["subGroups"] = [{"name": r.name, "minMember": r.replicas} for r in job.roles]
+        owner = {"apiVersion": api, "kind": "PodGroup", "metadata": _meta(job), "spec": spec}
+        annotation = L.KAI_POD_GROUP_ANNOTATION if kai else L.POD_GROUP_ANNOTATION
+        named = {name: {**t, "metadata": {**t["metadata"], "annotations": {
+            **t["metadata"]["annotations"], annotation: job.name}}}
+            for name, t in templates.items()}
+        subgroup_label = L.KAI_SUBGROUP_LABEL if kai else L.SUBGROUP_LABEL
     pods = []
     for role in job.roles:
         for i in range(role.replicas):
-            labels = {L.SUBGROUP_LABEL: role.name} if len(job.roles) > 1 else {}
+            labels = {subgroup_label: role.name} if several and subgroup_label else {}
             pods.append(PodPlan(role.name, i, None, f"{job.name}-{role.name}-{i}", "",
                                 tuple(sorted(labels.items())), True))
-    annotated = {name: {**t, "metadata": {**t["metadata"], "annotations": {
-        **t["metadata"]["annotations"], L.POD_GROUP_ANNOTATION: job.name}}}
-        for name, t in templates.items()}
-    return Blueprint((owner,), (None,), tuple(pods), annotated, recreates=False)
+    return Blueprint((owner,), (None,), tuple(pods), named, recreates=False)
+
+
+def gang_name(job: JobSpec) -> str:
+    """The name of a PodGroup job's gang as the scheduler keys it."""
+    return f"{job.name}:{WORKLOAD_GANG}" if job.gang_api.endswith("k8s.io/v1alpha1") else job.name
 
 
 _BUILDERS = {JobKind.PYTORCH: _training, JobKind.TF: _training, JobKind.MPI: _mpi,

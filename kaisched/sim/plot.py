@@ -1,7 +1,8 @@
 """The picture of a simulation (matplotlib, Agg, no display needed), one
 column per run when two configs are compared, three panels sharing the time
 axis: cluster GPU and CPU utilisation with evictions marked; per queue its use
-against its fair share, with job starts marked; and the job timeline, one lane
+against its fair share, with job starts marked; with usage memory on, a
+fourth: each queue's usage over the window; and the job timeline, one lane
 per job coloured by state (waiting, running, evicted, waiting again) with each
 eviction marked and labelled by what took the pods. Legends sit beside the
 panels, never on the data. The file type follows the extension.
@@ -54,11 +55,23 @@ def config_words(config: SchedulerConfig) -> str:
     for key, value in mine.items():
         if base.get(key) == value or key == "tiers":
             continue
+        if key == "usageDBConfig":
+            changed.append(_usage_words(value))
+            continue
         shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
         changed.append(f"{key} {_duration_words(shown)}")
     if mine.get("tiers") != base.get("tiers"):
         changed.append("its own plugin tiers")
     return "; ".join(changed) if changed else "the built-in config"
+
+
+def _usage_words(usage: dict[str, Any]) -> str:
+    params = usage.get("usageParams", {})
+    words = [f"usage memory ({usage.get('clientType')}", f"{params.get('windowType')} window "
+             f"{_duration_words(str(params.get('windowSize')))}"]
+    if params.get("halfLifePeriod"):
+        words.append(f"half-life {_duration_words(str(params['halfLifePeriod']))}")
+    return ", ".join(words) + ")"
 
 
 def _duration_words(text: str) -> str:
@@ -77,13 +90,19 @@ def draw(runs: Sequence[tuple[str, SimResult]], path: str | Path) -> Figure:
     panels = [lanes(result) for _, result in runs]
     rows = max(len(p[0]) for p in panels)
     lane_height = max(2.0, 0.28 * rows + 0.8)
-    fig = Figure(figsize=(12 * len(runs), 7 + lane_height), dpi=100, layout="constrained")
+    # With usage memory on in any run, a panel of each queue's usage over the window.
+    usage = any(result.timeline.usage for _, result in runs)
+    ratios = [3, 3, 2, lane_height] if usage else [3, 3, lane_height]
+    fig = Figure(figsize=(12 * len(runs), 7 + 2 * usage + lane_height), dpi=100,
+                 layout="constrained")
     FigureCanvasAgg(fig)
     # One time axis for every panel of every column: compared runs read side by side.
-    axes = fig.subplots(3, len(runs), sharex=True, squeeze=False,
-                        gridspec_kw={"height_ratios": [3, 3, lane_height]})
+    axes = fig.subplots(len(ratios), len(runs), sharex=True, squeeze=False,
+                        gridspec_kw={"height_ratios": ratios})
     for col, (_, result) in enumerate(runs):
-        _draw_run(axes[0][col], axes[1][col], axes[2][col], result, *panels[col])
+        _draw_run(axes[0][col], axes[1][col], axes[-1][col], result, *panels[col])
+        if usage:
+            _draw_usage(axes[2][col], result)
     end = max(result.end for _, result in runs)
     axes[0][0].set_xlim(-0.01 * end, end * 1.01)
     for ax in axes.flat:
@@ -107,6 +126,25 @@ def h_mm(seconds: float) -> str:
     minutes = int(round(seconds / 60))
     sign = "-" if minutes < 0 else ""
     return f"{sign}{abs(minutes) // 60}:{abs(minutes) % 60:02d}"
+
+
+def _draw_usage(ax: Any, result: SimResult) -> None:
+    """Each queue's usage over the window, as its status said (fair share with memory)."""
+    tl = result.timeline
+    scale = 3600.0 if result.end > 3 * 3600 else 60.0
+    times = np.array(tl.times + [result.end]) / scale
+    for i, queue in enumerate(tl.queues):
+        series = tl.usage.get(queue)
+        if series:
+            ax.step(times, np.array(series + series[-1:]), where="post", color=f"C{i % 10}",
+                    label=f"{queue} usage")
+    if not tl.usage:
+        ax.text(0.5, 0.5, "usage memory off (no usageDBConfig)", transform=ax.transAxes,
+                ha="center", va="center", color="gray")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(f"usage ({'GPU' if tl.resource == GPU else 'CPU'}-time\nover what was offered)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0) \
+        if tl.usage else None
 
 
 def _draw_run(top: Any, middle: Any, bottom: Any, result: SimResult, shown: list[Lane],

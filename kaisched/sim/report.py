@@ -16,7 +16,7 @@ from kaisched.sim.meter import GPU_SHARES, SHARED_GPUS
 from kaisched.sim.scenario import JobKind
 from kaisched.sim.simulation import SimResult
 from kaisched.sim.tables import Column, fitted, left_out_note
-from kaisched.sim.timeline import hms
+from kaisched.sim.timeline import Timeline, hms
 
 # Rows of the per-job table in text; JSON always has every job.
 TEXT_JOBS = 40
@@ -54,6 +54,7 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
                                    if e.cause == "reclaim" and e.by_queue == q.name),
             "gpuHoursLost": _round(sum(r.gpu_hours_lost for r in result.runs
                                        if r.spec.queue == q.name), 2),
+            **_window_usage(timeline, q.name, end),
         })
     causes: dict[str, int] = {}
     for e in timeline.evictions:
@@ -99,6 +100,22 @@ def _shared(result: SimResult) -> dict[str, Any]:
                            "sharesAvg": _round(used_avg, 2),
                            "fill": _round(used_avg / held_avg, 3) if held_avg else None,
                            "gpuInUse": _round(in_use / capacity, 3) if capacity else None}}
+def _window_usage(timeline: Timeline, queue: str, end: float) -> dict[str, Any]:
+    """With usage memory on: the queue's usage (its share of what the cluster
+    offered over the window, as its status said) over time, each change once."""
+    series = timeline.usage.get(queue)
+    if series is None:
+        return {}
+    changes: list[list[float | None]] = []
+    for at, value in zip(timeline.times, series, strict=True):
+        point = [_round(at, 1), _round(value, 4)]
+        if not changes or changes[-1][1] != point[1]:
+            changes.append(point)
+    return {"windowUsage": {"resource": timeline.resource,
+                            "avg": _round(timeline.average(series, end), 4),
+                            "peak": _round(max(series, default=0.0), 4),
+                            "end": _round(series[-1] if series else 0.0, 4),
+                            "overTime": changes}}
 
 
 def _volumes(result: SimResult) -> dict[str, Any]:
@@ -261,6 +278,9 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
             if j["reason"]:
                 console.print(f"  {j['name']} {j['state']}: {j['reason']}")
     _print_fitted(console, "queues", width, *_queues_table(report["queues"], width))
+    if any("windowUsage" in q for q in report["queues"]):
+        _print_fitted(console, "usage", width,
+                      *_usage_table(report["queues"], report["virtualSeconds"], width))
     events = report["evictions"]["events"]
     if events:
         _print_fitted(console, "evictions", width, *_evictions_table(events, width))
@@ -344,6 +364,36 @@ def _queues_table(queues: list[dict[str, Any]], width: int | None) -> tuple[Tabl
     return fitted(f"queues ({res})", _QUEUE_COLUMNS, rows, width)
 
 
+USAGE_COLUMNS = 8      # moments of the usage table
+
+
+def _usage_at(points: list[list[float]], at: float) -> float:
+    """The usage the status showed at that moment (the last change before it)."""
+    value = 0.0
+    for when, usage in points:
+        if when > at:
+            break
+        value = usage
+    return value
+
+
+def _usage_table(queues: list[dict[str, Any]], end: float, width: int | None
+                 ) -> tuple[Table, list[str]]:
+    res = next(q["windowUsage"]["resource"] for q in queues if "windowUsage" in q)
+    moments = [end * i / USAGE_COLUMNS for i in range(1, USAGE_COLUMNS + 1)]
+    # A narrow terminal drops the earlier moments first; the queue, the last moment and the
+    # average always show.
+    columns = [Column("queue"),
+               *(Column(_t(at), True, drop=USAGE_COLUMNS - i) for i, at in enumerate(moments, 1)),
+               Column("avg", True)]
+    rows = [{"queue": q["name"],
+             **{_t(at): f"{_usage_at(q['windowUsage']['overTime'], at):.2f}" for at in moments},
+             "avg": f"{q['windowUsage']['avg']:.2f}"}
+            for q in queues if "windowUsage" in q]
+    return fitted(f"usage over time ({res}: held over what the cluster offered in the window, "
+                  "recent time weighing more)", columns, rows, width)
+
+
 _EVICTION_COLUMNS = (Column("at"), Column("job"), Column("queue", drop=2),
                      Column("pods", True, drop=3), Column("cause"), Column("for job"),
                      Column("of queue", drop=1))
@@ -354,6 +404,11 @@ def _evictions_table(events: list[dict[str, Any]], width: int | None) -> tuple[T
              "cause": e["cause"], "for job": e["byJob"] or "-", "of queue": e["byQueue"] or "-"}
             for e in events[:TEXT_JOBS]]
     return fitted("evictions", _EVICTION_COLUMNS, rows, width)
+
+
+def _usage_cell(queue: dict[str, Any]) -> str:
+    usage = queue.get("windowUsage")
+    return f"{usage['avg']:.2f} / {usage['peak']:.2f}" if usage else "-"
 
 
 def _longest(report: dict[str, Any]) -> str:
@@ -403,6 +458,9 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console,
         rows.append((f"{name}: wait p50 / p90",
                      [f"{_t(r['queues'][i]['waitP50'])} / {_t(r['queues'][i]['waitP90'])}"
                       for r in reports]))
+        if any("windowUsage" in r["queues"][i] for r in reports):
+            rows.append((f"{name}: usage avg / peak", [_usage_cell(r["queues"][i])
+                                                       for r in reports]))
     columns = [Column("figure"), *(Column(label, True) for label in labels)]
     table, _ = fitted("compare", columns,
                       [{"figure": label, **dict(zip(labels, values, strict=True))} for label, values in rows],

@@ -40,6 +40,7 @@ from kaisched.sim.generator import generate
 from kaisched.sim.specs import (
     ELASTIC_KINDS,
     ELASTIC_LEADS,
+    GANG_APIS,
     MAX_JOB_NAME,
     ROLES,
     STARTUP_POLICIES,
@@ -82,7 +83,7 @@ _POOL = ("name", "count", "capacity", "labels", "taints", "devices")
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
 _JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
-        "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy")
+        "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy", "gangApi")
 _ROLE = ("replicas", "requests", "volumes", "claims", "gpuFraction", "gpuMemory", "gpuDevices")
 _STORAGE_CLASS = ("name", "provisioner", "bindingMode", "allowedTopologies", "provisioningDelay",
                   "failure")
@@ -443,8 +444,15 @@ def _job(data: Any, where: str) -> JobSpec:
         known = "; ".join(f"{k.value}: {', '.join(v)}" for k, v in STARTUP_POLICIES.items())
         raise FieldError(f"{where}.startupPolicy: {startup!r} is not a start order of {kind.value} "
                    f"(known: {known})")
+    gang_api = f.get("gangApi", GANG_APIS[0])
+    if gang_api != GANG_APIS[0] and kind is not JobKind.GANG:
+        raise FieldError(f"{where}.gangApi: only a {JobKind.GANG.value} job names the API of its "
+                         f"gang (a {kind.value}'s gang is its PodGrouper's)")
+    if gang_api not in GANG_APIS:
+        raise FieldError(f"{where}.gangApi: {gang_api!r} is not a gang API kaisched reads "
+                         f"(known: {', '.join(GANG_APIS)})")
     return JobSpec(
-        name=name, kind=kind, queue=queue,
+        name=name, kind=kind, queue=queue, gang_api=gang_api,
         namespace=dns(f.get("namespace") or queue, f"{where}.namespace"),
         arrival=duration(f.get("arrival", 0), f"{where}.arrival"),
         duration=duration(f["duration"], f"{where}.duration", positive=True),

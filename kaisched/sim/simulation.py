@@ -18,7 +18,11 @@ container exit, or a PodGroup timer (stale-gang grace, scheduleTimeoutSeconds,
 the starvation threshold). Room pipelined for a gang is decided again, the
 same, by every session until then, so it is no reason to run one. Any other
 session is followed by one a period later. The results equal those of a
-session every period (tests/sim checks it).
+session every period (tests/sim checks it). With usage memory on
+(usageDBConfig), time alone moves each queue's usage and so its fair share:
+while jobs wait, a session also runs at each bucket boundary of the usage
+window (its 48th part), so decisions follow usage at that grain; a config
+that asks Prometheus for usage keeps it built in here (virtual time has none).
 """
 from __future__ import annotations
 
@@ -28,11 +32,21 @@ from typing import Callable, Mapping, Sequence
 import attrs
 
 from kaisched.api.clock import ManualClock, from_rfc3339
-from kaisched.api.queue import QueueStatus
+from kaisched.api.queue import QueueStatus, UsageRecord
 from kaisched.api.resource import CPU, GPU
 from kaisched.api.types import PodKey, job_key, pod_key
+from kaisched.api.usage import UsageSource
 from kaisched.catalog import register_builtins
-from kaisched.cluster.kinds import NAMESPACE, NODE, POD, PODGROUP, PRIORITY_CLASS, QUEUE, SCHEDULING_KINDS
+from kaisched.cluster.kinds import (
+    NAMESPACE,
+    NODE,
+    POD,
+    PODGROUP,
+    PRIORITY_CLASS,
+    QUEUE,
+    SCHEDULING_KINDS,
+    kind_for,
+)
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.cluster.snapshot import build_snapshot
 from kaisched.framework import SchedulerConfig
@@ -44,6 +58,7 @@ from kaisched.framework.effects import (
     SetPodCondition,
     SetPodGroupStatus,
     SetQueueStatus,
+    SetQueueUsage,
 )
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.cycle import CycleResult
@@ -56,7 +71,7 @@ from kaisched.sim.invariants import Invariants
 from kaisched.sim.kubelet import Kubelet
 from kaisched.sim.meter import Meter
 from kaisched.sim.provisioner import StorageControllers, storage_class_object
-from kaisched.sim.scenario import Scenario
+from kaisched.sim.scenario import JobKind, Scenario
 from kaisched.sim.start import Adopted, Start
 from kaisched.sim.timeline import Eviction, Timeline
 from podgrouper.controller import PodGrouper
@@ -67,7 +82,9 @@ OWNER_RESYNC = 60.0
 
 # Effects that change nothing a later session decides on (see above): a Queue's
 # status is only compared with the next one, to write it when it changes.
-_QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus)
+_QUIET = (RecordEvent, SetPodCondition, SetPodGroupStatus, SetQueueStatus, SetQueueUsage)
+# The condition that says whether a gang was placed, in each API that has one.
+_SCHEDULED = ("Scheduled", "PodGroupScheduled", "PodGroupInitiallyScheduled")
 
 Progress = Callable[[float, int, int], None]      # elapsed, jobs finished, jobs to finish
 
@@ -93,11 +110,21 @@ class QueueShares:
 
     def __init__(self) -> None:
         self.statuses: dict[str, QueueStatus] = {}
+        self.usages: dict[str, UsageRecord] = {}       # status.usage, with usage memory on
 
     def update(self, effects: list[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, SetQueueStatus):
                 self.statuses[effect.queue] = effect.status
+            elif isinstance(effect, SetQueueUsage):
+                self.usages[effect.queue] = effect.usage
+
+    def usage(self, resource: str) -> dict[str, float] | None:
+        """Each queue's normalised usage of the resource, as its status last said."""
+        if not self.usages:
+            return None
+        return {queue: dict(record.normalized).get(resource, 0.0)
+                for queue, record in self.usages.items()}
 
     def fair(self, resource: str) -> dict[str, float] | None:
         if not self.statuses:
@@ -111,6 +138,10 @@ class Simulation:
                  every_period: bool = False, progress: Progress | None = None,
                  start: Start | None = None, adopted: Sequence[Adopted] = ()) -> None:
         self.scenario = scenario
+        if config.usage_db is not None and config.usage_db.client_type is not UsageSource.BUILTIN:
+            # Virtual time has no Prometheus: the scheduler keeps the usage itself.
+            config = attrs.evolve(config, usage_db=attrs.evolve(
+                config.usage_db, client_type=UsageSource.BUILTIN, connection_string=None))
         self.config = config
         self.every_period = every_period
         self.progress = progress
@@ -198,7 +229,7 @@ class Simulation:
             self.shares.update(result.effects)
             self.invariants.check(elapsed, sessions, bound, evicted)
             self.timeline.sample(elapsed, dict(self.meter.total_used), self._queue_use(),
-                                 self.shares.fair(self.resource))
+                                 self.shares.fair(self.resource), self.shares.usage(self.resource))
             if self.progress is not None:
                 self.progress(elapsed, finished, to_finish)
             if finished >= to_finish and not arrivals:
@@ -370,6 +401,10 @@ class Simulation:
         if busy or self.every_period:
             return 1
         events = [self.kubelet.next_event(), self.storage.next_event(now)]
+        if self.scheduler.usage is not None and result.blockers:
+            # Usage moves as time passes, fair shares with it: for the jobs that
+            # wait, a session is due when it has moved a bucket on.
+            events.append(self.scheduler.usage.next_change(now))
         if arrivals:
             events.append(self.start + arrivals[0].spec.arrival)
         events.extend(self._timers(now))
@@ -413,9 +448,12 @@ class Simulation:
         for run in self.runs:
             if run.state is not JobState.SUBMITTED or run.started is not None or run.failure:
                 continue
-            pg = self.cluster.get(PODGROUP, run.spec.namespace, run.pod_group)
+            kind = kind_for(run.spec.gang_api, "PodGroup") if run.spec.kind is JobKind.GANG \
+                else PODGROUP
+            pg = self.cluster.get(kind, run.spec.namespace, run.pod_group)
             conditions = ((pg or {}).get("status") or {}).get("conditions") or []
-            scheduled = next((c for c in conditions if c.get("type") == "Scheduled"), None)
+            # kaisched's condition, or an upstream PodGroup's (KAI's and 1.35's gangs have none).
+            scheduled = next((c for c in conditions if c.get("type") in _SCHEDULED), None)
             if scheduled and scheduled.get("status") == "False":
                 run.failure = str(scheduled.get("message") or scheduled.get("reason"))
 

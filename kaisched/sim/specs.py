@@ -44,6 +44,11 @@ ROLES: dict[JobKind, tuple[str, ...] | None] = {
 ELASTIC_KINDS = (JobKind.PYTORCH, JobKind.RAY)
 # The roles an elastic job keeps whole: its minimum is these and elastic.minReplicas workers.
 ELASTIC_LEADS = frozenset(r for k in ELASTIC_KINDS for r in WORKLOADS[k].leading)
+# gangApi: the API a PodGroup job declares its gang in (the first is the default):
+# kaisched's, the upstream Workload API of each Kubernetes version (simulate
+# with that version's --kube-version: others refuse it), or KAI's.
+GANG_APIS = ("scheduling.kaisched.io/v1alpha1", "scheduling.k8s.io/v1alpha1",
+             "scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1", "scheduling.run.ai/v2alpha2")
 # startupPolicy: the start orders each kind's operator knows (the first is its default).
 STARTUP_POLICIES: dict[JobKind, tuple[str, ...]] = {
     kind: w.start.orders for kind, w in WORKLOADS.items() if w.start is not None}
@@ -128,6 +133,7 @@ class JobSpec:
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
     where: str = ""                    # how error messages name it: "jobs[2] (bert)"
+    gang_api: str = GANG_APIS[0]       # PodGroup jobs: the API their gang is declared in
 
     @property
     def pods(self) -> int:

@@ -10,6 +10,14 @@ controller) has its evicted pods made again, as that operator would; any
 other is a set of bare pods, which nobody makes again. Pods of other
 schedulers (DaemonSets, system pods) keep their room and never finish.
 
+A job's gang is the one its pods name, in whichever API they name it:
+kaisched's PodGroup, the upstream Workload API's (a v1alpha2/v1beta1 PodGroup
+named by spec.schedulingGroup, a podGroup of a v1alpha1 Workload named by
+spec.workloadRef) or KAI's PodGroup (the pod-group-name annotation); its
+minimum, queue and priority class are read from that object as the
+scheduler reads them. Pods that name no gang (or one of another scheduler's
+annotations) are jobs of one pod each.
+
 How long each job still runs: the `sim.kaisched.io/remaining` annotation of
 its pods; else, for a snapshot of a simulated cluster, the duration its pods
 carry less the time they have run; else `--remaining`; else the scenario's
@@ -29,12 +37,15 @@ from kaisched.api import labels as L
 from kaisched.api import workloadkinds as K
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.gpushare import GPU_GROUP, GPU_GROUP_PREFIX, RECEIVED_TYPE
+from kaisched.api.job import GangSpec
 from kaisched.api.quantity import parse_duration
 from kaisched.api.resource import CPU, PODS
-from kaisched.cache.convert.pods import pod_request
+from kaisched.api.types import pod_key
+from kaisched.cache import convert
+from kaisched.cache.convert.pods import gang_job, gang_ref, pod_request, upstream_gang_ref
 from kaisched.errors import InputError
 from kaisched.sim.operators import DURATION_ANNOTATION, Blueprint, PodPlan
-from kaisched.sim.specs import Base, JobKind, JobSpec, NodePool, QueueSpec, Remaining, RoleSpec
+from kaisched.sim.specs import GANG_APIS, Base, JobKind, JobSpec, NodePool, QueueSpec, Remaining, RoleSpec
 from podgrouper.roles import pod_role
 
 Obj = dict[str, Any]
@@ -54,6 +65,15 @@ _LEADERS = tuple(dict.fromkeys(r for w, _ in _ADOPTED for r in w.leading))
 _JOBSET_LABEL = K.JOBSET.pods.job_label
 _DROP_POD_META = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                   "generateName", "managedFields", "name")
+# The gangs a pod may name by an object, and that object's API group and kind.
+_GANG_OBJECTS = {"kaisched": ("scheduling.kaisched.io", "PodGroup"),
+                 "upstream": ("scheduling.k8s.io", "PodGroup"),
+                 "workload": ("scheduling.k8s.io", "Workload"),
+                 "kai": ("scheduling.run.ai", "PodGroup")}
+_UPSTREAM_READERS = {"scheduling.k8s.io/v1alpha2": convert.podgroup_v1alpha2,
+                     "scheduling.k8s.io/v1alpha3": convert.podgroup_v1beta1,
+                     "scheduling.k8s.io/v1beta1": convert.podgroup_v1beta1}
+GroupKey = tuple[str, str, str, str]        # API group, kind, namespace, name
 
 
 @attrs.frozen
@@ -89,10 +109,16 @@ def read_start(objects: Iterable[Obj], source: str, scheduler_name: str,
     queues = tuple(_queue(o) for o in objs if o.get("kind") == "Queue")
     classes = tuple(sorted((o["metadata"]["name"], int(o.get("value", 0)))
                            for o in objs if o.get("kind") == "PriorityClass"))
-    groups = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
-              for o in objs if o.get("kind") == "PodGroup"}
+    groups: dict[GroupKey, Obj] = {}
+    for o in objs:
+        if o.get("kind") in ("PodGroup", "Workload"):
+            group = str(o.get("apiVersion", "")).rpartition("/")[0]
+            # An object served in two versions is read once: in the first one seen.
+            groups.setdefault((group, o["kind"], o["metadata"].get("namespace", ""),
+                               o["metadata"]["name"]), o)
     kept: list[Obj] = []
     jobs: dict[tuple[str, str], list[Obj]] = {}
+    named: dict[tuple[str, str], GroupKey | None] = {}
     for obj in objs:
         kind = obj.get("kind")
         if kind in ("Queue", "PriorityClass", "Event", "Lease"):
@@ -103,16 +129,42 @@ def read_start(objects: Iterable[Obj], source: str, scheduler_name: str,
         phase = (obj.get("status") or {}).get("phase", "Pending")
         if phase in ("Succeeded", "Failed"):
             continue            # done: holds nothing
-        spec, meta = obj.get("spec") or {}, obj["metadata"]
-        if spec.get("schedulerName") != scheduler_name:
+        if (obj.get("spec") or {}).get("schedulerName") != scheduler_name:
             kept.append(obj)
             continue
-        group = (meta.get("annotations") or {}).get(L.POD_GROUP_ANNOTATION) or meta["name"]
-        jobs.setdefault((meta["namespace"], group), []).append(obj)
+        key, declared = _gang(obj)
+        jobs.setdefault(key, []).append(obj)
+        named[key] = declared
     names = frozenset(_job_name(key, pods) for key, pods in jobs.items())
     base = Base(Path(source).stem, _pools(nodes), queues, classes, names)
     return Start(source, taken if taken is not None else _moment(objs), base, tuple(kept),
-                 tuple((key, tuple(pods), groups.get(key)) for key, pods in sorted(jobs.items())))
+                 tuple((key, tuple(pods), groups.get(found) if (found := named[key]) else None)
+                       for key, pods in sorted(jobs.items())))
+
+
+def _gang(pod: Obj) -> tuple[tuple[str, str], GroupKey | None]:
+    """The job a pod belongs to, keyed as the scheduler keys its gang
+    (namespace, name), and the object that declares that gang, if any."""
+    meta, spec = pod["metadata"], pod.get("spec") or {}
+    namespace = meta["namespace"]
+    ref = upstream_gang_ref(spec) or gang_ref(meta)
+    declared = _GANG_OBJECTS.get(ref.source)
+    if declared is None:
+        return (namespace, meta["name"]), None      # a job of one pod
+    job = gang_job(pod_key(namespace, meta["name"]), namespace, ref).split("/", 1)[1]
+    return (namespace, job), (*declared, namespace, ref.name)
+
+
+def _declared(group: Obj, pods: tuple[Obj, ...]) -> GangSpec | None:
+    """The gang an upstream or KAI object declares, as the scheduler reads it."""
+    api = str(group.get("apiVersion", ""))
+    if api.startswith("scheduling.run.ai/"):
+        return convert.kai_podgroup(group)[0]
+    if group.get("kind") == "Workload":
+        member = str(((pods[0].get("spec") or {}).get("workloadRef") or {}).get("podGroup", ""))
+        return convert.workload_v1alpha1(group).gang(member)
+    reader = _UPSTREAM_READERS.get(api)
+    return reader(group)[0] if reader is not None else None
 
 
 def adopt(start: Start, remaining: float | None, distribution: Remaining | None,
@@ -178,13 +230,23 @@ def _adopted(key: tuple[str, str], pods: tuple[Obj, ...], group: Obj | None, lef
                            "namespace": namespace}} if owner_ref else None)
     g_spec = (group or {}).get("spec") or {}
     first_labels = pods[0]["metadata"].get("labels") or {}
+    pod_class = (pods[0].get("spec") or {}).get("priorityClassName") or None
+    own = str((group or {}).get("apiVersion", "")).startswith("scheduling.kaisched.io/")
+    gang = _declared(group, pods) if group is not None and not own else None
+    if gang is not None:
+        queue = str(gang.queue or L.queue_label(first_labels) or "default")
+        minimum: int | None = gang.min_member
+        priority_class = gang.priority_class or pod_class
+        gang_api = str(group.get("apiVersion")) if group is not None else GANG_APIS[0]
+    else:
+        queue = str(g_spec.get("queue") or first_labels.get(L.QUEUE_LABEL) or "default")
+        minimum = int(g_spec["minMember"]) if g_spec.get("minMember") else None
+        priority_class, gang_api = pod_class, GANG_APIS[0]
     spec = JobSpec(
-        name=_job_name(key, pods)[1], kind=kind,
-        queue=str(g_spec.get("queue") or first_labels.get(L.QUEUE_LABEL) or "default"),
+        name=_job_name(key, pods)[1], kind=kind, queue=queue,
         namespace=namespace, arrival=0.0, duration=left,
         roles=tuple(RoleSpec(role, counts[role], request) for role, request in shapes.items()),
-        priority_class=(pods[0].get("spec") or {}).get("priorityClassName") or None,
-        min_available=int(g_spec["minMember"]) if g_spec.get("minMember") else None,
+        priority_class=priority_class, min_available=minimum, gang_api=gang_api,
         where=f"snapshot job {namespace}/{pg}")
     plan = Blueprint(objects=(owner,) if owner else (), parents=(None,) if owner else (),
                      pods=tuple(plans), templates=templates,
@@ -236,7 +298,8 @@ def _job_name(key: tuple[str, str], pods: Iterable[Obj]) -> tuple[str, str]:
 
 def _role(pod: Obj) -> str:
     labels = pod["metadata"].get("labels") or {}
-    return str(labels.get(L.SUBGROUP_LABEL) or pod_role(labels) or "main")
+    return str(labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL)
+               or pod_role(labels) or "main")
 
 
 def _requests(pod: Obj) -> tuple[tuple[str, str], ...]:
@@ -279,6 +342,8 @@ def _pools(nodes: list[Obj]) -> tuple[NodePool, ...]:
 
 
 def _queue(obj: Obj) -> QueueSpec:
+    if str(obj.get("apiVersion", "")).startswith("scheduling.run.ai/"):
+        return _kai_queue(obj)
     spec = obj.get("spec") or {}
     resources = []
     for name, entry in sorted((spec.get("resources") or {}).items()):
@@ -300,3 +365,27 @@ def _moment(objs: list[Obj]) -> float:
             if moment is not None and moment > latest:
                 latest = moment
     return latest or 1_767_225_600.0
+
+
+def _kai_queue(obj: Obj) -> QueueSpec:
+    """A KAI Queue as the scheduler reads it (its gpu, cpu in millicores and
+    memory in megabytes, -1 for all of it), in the scenario's terms: the
+    simulated cluster has it as a kaisched Queue of the same meaning."""
+    found = convert.kai_queue(obj)
+    limits, weights = dict(found.limits), dict(found.weights)
+    names = sorted(set(found.quota.names()) | set(limits) | set(weights))
+
+    def text(name: str, value: float) -> str:
+        return f"{int(value)}m" if name == CPU else str(int(value)) if value.is_integer() else f"{value:g}"
+
+    resources = []
+    for name in names:
+        fields: list[tuple[str, Any]] = []
+        if name in found.quota.names():
+            fields.append(("quota", text(name, found.quota.get(name))))
+        if name in limits:
+            fields.append(("limit", text(name, limits[name])))
+        if name in weights:
+            fields.append(("overQuotaWeight", weights[name]))
+        resources.append((name, tuple(fields)))
+    return QueueSpec(found.name, found.parent, found.priority, tuple(resources))

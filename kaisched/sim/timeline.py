@@ -32,15 +32,17 @@ class Timeline:
     used: dict[str, list[float]] = attrs.field(factory=dict)          # resource -> series
     queue_used: dict[str, list[float]] = attrs.field(factory=dict)    # queue -> series
     fair_share: dict[str, list[float]] = attrs.field(factory=dict)    # queue -> series
+    # queue -> normalised usage over the window (fair share with memory; else empty)
+    usage: dict[str, list[float]] = attrs.field(factory=dict)
     starts: list[tuple[float, str, str]] = attrs.field(factory=list)  # at, queue, job
     evictions: list[Eviction] = attrs.field(factory=list)
 
     def sample(self, at: float, used: dict[str, float], queue_used: dict[str, dict[str, float]],
-               fair: dict[str, float] | None) -> None:
+               fair: dict[str, float] | None, usage: dict[str, float] | None = None) -> None:
         if self.times and self.times[-1] == at:
             self.times.pop()
             for series in (*self.used.values(), *self.queue_used.values(),
-                           *self.fair_share.values()):
+                           *self.fair_share.values(), *self.usage.values()):
                 series.pop()
         self.times.append(at)
         for name, amount in used.items():
@@ -53,6 +55,9 @@ class Timeline:
                 max(queue_used.get(queue, {}).get(self.resource, 0.0), 0.0))
             share = (fair or {}).get(queue)
             self.fair_share.setdefault(queue, []).append(share if share is not None else float("nan"))
+            if usage is not None or self.usage:
+                self.usage.setdefault(queue, [0.0] * (len(self.times) - 1)).append(
+                    (usage or {}).get(queue, 0.0))
 
     def average(self, series: list[float], end: float) -> float:
         """Time-weighted mean over [first sample, end]."""

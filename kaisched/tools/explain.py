@@ -25,9 +25,10 @@ from kaisched.api.node import EPSILON
 from kaisched.api.resource import GPU, PODS, Resource, format_amount, format_resource
 from kaisched.api.sharedgpus import Hold, NodeGpus
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import JobKey, NodeName, QueueName, TaskStatus
+from kaisched.api.types import READY_STATUSES, JobKey, NodeName, QueueName, TaskStatus
+from kaisched.cache.convert import pod_facts
 from kaisched.cache.convert.queues import queue_status
-from kaisched.cluster.kinds import POD, PODGROUP, QUEUE
+from kaisched.cluster.kinds import POD, PODGROUP, QUEUE, UPSTREAM_PODGROUPS
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, Session
@@ -39,6 +40,8 @@ from kaisched.tools.replay import load_cluster
 from podgrouper.controller import PodGrouper
 
 MAX_NODES = 20      # per task; beyond that, nodes are counted by reason
+# Gangs a pod names in another API than kaisched's PodGroup annotation.
+_OTHER_APIS = ("upstream", "workload", "kai", "x-k8s", "koord")
 
 
 def explain(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfig,
@@ -66,7 +69,8 @@ def explain_data(objects: Iterable[dict[str, Any]], name: str, config: Scheduler
     if job is None:
         raise InputError(f"no PodGroup (or pod) {key} with pods scheduled by {config.scheduler_name}")
     placed = {e.pod: e.node for e in result.effects if isinstance(e, Bind) and e.job == job.key}
-    why = job.problem or _unscheduled(cluster, key)
+    # A gang with no object to carry a condition (a Workload's, KAI's): the session's own word.
+    why = job.problem or _unscheduled(cluster, key) or ssn.unschedulable.get(job.key)
     gang = _gang_lines(ssn, job) if why and not placed and not job.problem else []
     pods = []
     for task in sorted(job.tasks.values(), key=ssn.task_order_key):
@@ -82,6 +86,7 @@ def explain_data(objects: Iterable[dict[str, Any]], name: str, config: Scheduler
     return {"name": name, "podGroup": key, "minMember": job.min_member, "pods": len(job.tasks),
             "queue": job.queue, "priority": job.priority, "mode": job.spec.mode.value,
             "waiting": why or None, "wouldBind": len(placed), "placedAlready": job.ready_count(),
+            "subgroups": _subgroup_state(job) if why else None,
             "queueStatus": _dedent(_queue_lines(cluster, ssn, job.queue), 2),
             "gang": _dedent(gang, 2), "tasks": pods}
 
@@ -99,6 +104,8 @@ def text_lines(data: dict[str, Any]) -> list[str]:
         lines.append(f"  schedulable now: {data['wouldBind']} pod(s) would bind")
     else:
         lines.append(f"  {data['placedAlready']} pod(s) placed already; nothing waits")
+    if data.get("subgroups"):
+        lines.append(f"  subgroups: {data['subgroups']}")
     lines.extend(f"  {line}" for line in data["queueStatus"])
     lines.extend(f"  {line}" for line in data["gang"])
     for pod in data["tasks"]:
@@ -118,9 +125,14 @@ def resolve(cluster: MemoryCluster, name: str, scheduler_name: str) -> str:
     parts = name.split("/")
     if len(parts) == 2 and cluster.get(PODGROUP, parts[0], parts[1]) is not None:
         return name
+    if len(parts) == 2 and any(pod_facts(p).job == name for p in cluster.list(POD, parts[0])):
+        return name         # a gang of another API (an upstream or KAI PodGroup, a Workload's)
     if len(parts) == 2:
         pod = cluster.get(POD, parts[0], parts[1])
         if pod is not None:
+            facts = pod_facts(pod)
+            if facts.gang.source in _OTHER_APIS:
+                return facts.job
             group = ((pod["metadata"].get("annotations") or {}).get(L.POD_GROUP_ANNOTATION))
             if not group:
                 raise InputError(f"pod {name} belongs to no PodGroup (is it scheduled by "
@@ -164,11 +176,15 @@ def _did_you_mean(cluster: MemoryCluster, name: str) -> str:
 
 
 def _unscheduled(cluster: MemoryCluster, key: str) -> str | None:
-    """The reason the cycle wrote on the PodGroup, as `kubectl describe` shows it."""
+    """The reason the cycle wrote on the PodGroup (kaisched's, or an upstream
+    one's condition), as `kubectl describe` shows it."""
     ns, name = key.split("/", 1)
-    pg = cluster.get(PODGROUP, ns, name) or {}
+    pg = next((g for g in (cluster.get(k, ns, name) for k in (PODGROUP, *UPSTREAM_PODGROUPS)) if g),
+              {})
     conditions = (pg.get("status") or {}).get("conditions") or []
-    cond = next((c for c in conditions if c.get("type") == "Scheduled"), None)
+    cond = next((c for c in conditions
+                 if c.get("type") in ("Scheduled", "PodGroupScheduled", "PodGroupInitiallyScheduled")),
+                None)
     if cond is None or cond.get("status") != "False":
         return None
     return str(cond.get("message") or cond.get("reason"))
@@ -187,6 +203,10 @@ def _queue_lines(cluster: MemoryCluster, ssn: Session, queue: QueueName) -> list
         used = Resource.of(dict(status.allocated))
         lines.append(f"    fair share {format_resource(fair)}; in use (incl. this session) "
                      f"{format_resource(used - Resource.of({PODS: used.get(PODS)}))}")
+    if info.usage is not None and info.usage.normalized:
+        # Fair share with memory: what the Queue's status says it used over the window.
+        used_over = ", ".join(f"{name} {value:.2f}" for name, value in info.usage.normalized)
+        lines.append(f"    usage over the window (share of what the cluster offered): {used_over}")
     return lines
 
 
@@ -247,6 +267,15 @@ def gpu_lines(ssn: Session, node: NodeName, indent: str) -> list[str]:
 
 def _span(first: int, count: int) -> str:
     return f"gpu-{first}" if count == 1 else f"gpu-{first}..{first + count - 1}"
+def _subgroup_state(job: JobInfo) -> str | None:
+    """Which subtree of the gang's subgroups is short, in numbers: pods
+    placed or running of each subgroup's minimum, and how many exist."""
+    if not job.spec.subgroups:
+        return None
+    have = job.leaf_counts(READY_STATUSES)
+    if job.tree.met(have):
+        return None
+    return job.tree.shortfall(have, job.alive_counts())
 
 
 def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
@@ -254,10 +283,10 @@ def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
     in the order allocate places them), how many of them each node could hold
     on its own and what runs out there first, and the shortfall in total."""
     table = ssn.cluster.table
-    needed = job.min_member - job.ready_count()
-    waiting = sorted((t for t in job.tasks.values() if t.status is TaskStatus.PENDING),
-                     key=ssn.task_order_key)
-    tasks = waiting[:max(needed, 0)]
+    if job.minimum_met(READY_STATUSES):
+        return []
+    tasks = ssn.minimum_tasks(job, [t for t in job.tasks.values()
+                                    if t.status is TaskStatus.PENDING])
     if not tasks or not len(table):
         return []
     vectors = [table.vector(t.resreq) for t in tasks]

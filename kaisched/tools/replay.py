@@ -14,7 +14,8 @@ import attrs
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.types import NodeName, PodKey
-from kaisched.cluster.kinds import POD, PODGROUP
+from kaisched.cache.convert.groups import podgroup
+from kaisched.cluster.kinds import POD, PODGROUP, UPSTREAM_PODGROUPS
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig
 from kaisched.framework.effects import Evict
@@ -26,7 +27,8 @@ from podgrouper.controller import PodGrouper
 
 # Objects are created owners first, so a reader sees a consistent cluster.
 _CREATE_ORDER = {"Namespace": 0, "PriorityClass": 1, "Queue": 2, "Node": 3, "StorageClass": 4,
-                 "PersistentVolume": 4, "PersistentVolumeClaim": 5, "PodGroup": 5, "Pod": 9,
+                 "PersistentVolume": 4, "PersistentVolumeClaim": 5, "PodGroup": 5, "Workload": 5,
+                 "Pod": 9,
                  "Event": 10}
 
 
@@ -101,15 +103,36 @@ def _kubelet(cluster: MemoryCluster) -> None:
 
 
 def _pod_groups(cluster: MemoryCluster) -> dict[str, dict[str, Any]]:
-    out = {}
+    """kaisched's PodGroups, then the upstream Workload API's (keyed the same,
+    with their apiVersion, minCount as minMember and no phase: their status
+    holds conditions only); a key two kinds share gets the apiVersion after it."""
+    out: dict[str, dict[str, Any]] = {}
     for pg in cluster.list(PODGROUP):
         meta, status = pg["metadata"], _section(pg, "status")
         out[f"{meta['namespace']}/{meta['name']}"] = {
             "phase": status.get("phase", "Pending"),
-            "minMember": _section(pg, "spec").get("minMember"),
+            "minMember": _min_member(_section(pg, "spec")),
             "conditions": status.get("conditions") or [],
         }
+    for kind in UPSTREAM_PODGROUPS:
+        for pg in cluster.list(kind):
+            meta, status = pg["metadata"], _section(pg, "status")
+            policy = _section(_section(pg, "spec"), "schedulingPolicy")
+            key = f"{meta['namespace']}/{meta['name']}"
+            out[key if key not in out else f"{key} ({pg['apiVersion']})"] = {
+                "apiVersion": pg["apiVersion"],
+                "minMember": _section(policy, "gang").get("minCount", 1),
+                "conditions": status.get("conditions") or [],
+            }
     return out
+
+
+def _min_member(spec: dict[str, Any]) -> Any:
+    """minMember as written; a subgroup tree's PodGroup may give minSubGroup
+    instead: then the fewest pods that meet its tree."""
+    if "minMember" in spec or spec.get("minSubGroup") is None:
+        return spec.get("minMember")
+    return podgroup({"spec": spec})[0].min_member
 
 
 def _section(obj: dict[str, Any], name: str) -> dict[str, Any]:

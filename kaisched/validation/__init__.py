@@ -7,11 +7,14 @@ checks, the ones a kube-apiserver makes on create:
 - built-in kinds against the OpenAPI schemas of one pinned Kubernetes version
   (bundled by `kubernetes-validate`), unknown fields refused as
   `kubectl apply`'s strict field validation does;
-- kaisched's own kinds against the CRD schemas in config/crds;
+- kaisched's own kinds against the CRD schemas in config/crds, and their
+  CEL rules (x-kubernetes-validations: a subgroup tree's shape);
 - the semantic rules no schema states and scheduling depends on: extended
   resources (nvidia.com/gpu) and hugepages need limits equal to their
   requests, whole numbers, requests within limits, names that are DNS-1123,
-  labels and tolerations the API accepts, priority values in range.
+  labels and tolerations the API accepts, priority values in range; the gang
+  APIs' rules (the Workload API's minCount, unions, disruption modes and
+  topology constraints; KAI's subGroup tree), in kaisched.validation.workloads.
 
 An object of a kind neither Kubernetes nor kaisched serves is a problem too
 (a cluster has nowhere to put it), unless another object of the input names it
@@ -28,11 +31,13 @@ from typing import Any, Iterable, Mapping, Sequence, TypeVar
 import attrs
 
 from kaisched.cluster.kinds import kind_for
+from kaisched.validation.celrules import rule_errors
 from kaisched.validation.rules import semantic
 from kaisched.validation.schemas import (
     KUBERNETES_VERSION,
     available_versions,
     builtin,
+    crd_schemas,
     crds,
     is_builtin_group,
     kube_version,
@@ -40,8 +45,8 @@ from kaisched.validation.schemas import (
     read_without_schema,
     schema_errors,
     use_kube_version,
-    without_newer_fields,
 )
+from kaisched.validation.workloads import workload_rules
 
 __all__ = ["KUBERNETES_VERSION", "Problem", "available_versions", "check_object", "describe",
            "kube_version", "partition", "summarize", "use_kube_version"]
@@ -81,13 +86,15 @@ def check_object(raw: Obj, owns_others: bool = False) -> list[Problem]:
             return [Problem(label, "apiVersion",
                             f"{group} serves no {kind} in {api.rpartition('/')[2]} (it serves {served})")]
         found += schema_errors(crd[(api, kind)], raw)
+        if not found:       # the CRD's CEL rules, on an object its schema accepts
+            found += rule_errors(crd_schemas()[(api, kind)], raw)
         found += schema_errors(object_meta(), raw.get("metadata"), "metadata")
     elif is_builtin_group(group):
         validator = builtin(api, kind)
         if validator is None:
             return [Problem(label, "kind", f"unknown kind {kind} in {api}: "
                                            f"Kubernetes {kube_version()} serves no such kind")]
-        found += schema_errors(validator, without_newer_fields(raw, group, kind))
+        found += schema_errors(validator, raw)
     elif owns_others:
         found += schema_errors(object_meta(), raw.get("metadata"), "metadata")
     else:
@@ -95,6 +102,7 @@ def check_object(raw: Obj, owns_others: bool = False) -> list[Problem]:
                         f"unknown kind {kind} in {api}: neither Kubernetes {kube_version()} "
                         "nor kaisched serves it")]
     found += semantic(raw, kind, group)
+    found += workload_rules(raw, kind, group)
     return [Problem(label, f, r) for f, r in found]
 
 

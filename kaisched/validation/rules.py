@@ -80,7 +80,7 @@ def _name_rule(group: str, kind: str) -> Callable[[object], str | None]:
     return dns_subdomain
 
 
-def _qualified_name(key: object) -> str | None:
+def qualified_name(key: object) -> str | None:
     if not isinstance(key, str):
         return "must be a string"
     prefix, slash, name = key.rpartition("/")
@@ -103,7 +103,7 @@ def _label_map(values: object, where: str, annotations: bool = False) -> Found:
         return []           # the schema says what is wrong with its type
     out: Found = []
     for key, value in values.items():
-        why = _qualified_name(key.lower() if annotations and isinstance(key, str) else key)
+        why = qualified_name(key.lower() if annotations and isinstance(key, str) else key)
         if why:
             out.append((f"{where}[{key}]", f"key {why}"))
         if not annotations and not _is_label_value(value):
@@ -199,7 +199,7 @@ def is_native(name: str) -> bool:
 def is_extended(name: str) -> bool:
     """A resource a device plugin or operator advertises (nvidia.com/gpu)."""
     return not is_native(name) and not name.startswith("requests.") \
-        and _qualified_name(f"requests.{name}") is None
+        and qualified_name(f"requests.{name}") is None
 
 
 def overcommit_allowed(name: str) -> bool:
@@ -270,7 +270,7 @@ def _toleration(t: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     if not all(isinstance(v, str) for v in (key, operator, value, effect)):
         return              # the schema says which is not a string
     if key:
-        why = _qualified_name(key)
+        why = qualified_name(key)
         if why:
             yield ".key", why
     elif operator != "Exists":

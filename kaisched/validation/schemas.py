@@ -1,8 +1,11 @@
 """The schemas objects are checked against: the OpenAPI schemas of one
 Kubernetes version bundled by `kubernetes-validate` (the newest it bundles,
-unless another is chosen with use_kube_version), and kaisched's CRDs in
-config/crds, both refusing unknown fields as `kubectl apply`'s strict field
-validation does."""
+unless another is chosen with use_kube_version; each version's own kinds and
+pod fields, the Workload API's included: 1.35's Workload and workloadRef,
+1.36's and 1.37's PodGroups and schedulingGroup), kaisched's CRDs in
+config/crds, and the CRDs of other schedulers whose objects kaisched reads
+(kaisched/validation/crds: KAI's, each file saying where it came from), all
+refusing unknown fields as `kubectl apply`'s strict field validation does."""
 from __future__ import annotations
 
 import functools
@@ -10,7 +13,7 @@ import importlib.resources
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import jsonschema
 import orjson
@@ -18,7 +21,7 @@ import yaml
 from referencing import Registry, Resource
 
 from kaisched.api import workloadkinds
-from kaisched.cluster.kinds import KAI_TOPOLOGY, KOORD_PODGROUP, UPSTREAM_PODGROUPS, XK8S_PODGROUP
+from kaisched.cluster.kinds import KAI_TOPOLOGY, KOORD_PODGROUP, XK8S_PODGROUP
 from kaisched.errors import InputError
 
 
@@ -198,23 +201,44 @@ def crd_dir() -> Path:
     raise InputError("cannot check kaisched objects: the CRD manifests (config/crds) are not installed")
 
 
-@functools.cache
-def crds() -> dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]]:
-    """Per API group, a validator per (apiVersion, kind) served by the CRDs."""
-    out: dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]] = {}
+def _crd_texts() -> Iterable[str]:
+    """kaisched's CRD manifests, then the other schedulers' bundled here."""
     for path in sorted(crd_dir().glob("*.yaml")):
-        for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader):
+        yield path.read_text(encoding="utf-8")
+    bundled = importlib.resources.files("kaisched.validation") / "crds"
+    for entry in sorted(bundled.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            yield entry.read_text(encoding="utf-8")
+
+
+def _crd_versions() -> Iterator[tuple[tuple[str, str], str, Any]]:
+    """(apiVersion, kind), API group and openAPIV3Schema (as written, with its
+    x-kubernetes-validations rules) of every version the CRDs serve."""
+    for text in _crd_texts():
+        for doc in yaml.load_all(text, Loader=_Loader):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue
             spec = doc["spec"]
             for version in spec["versions"]:
-                if not version.get("served", True):
-                    continue
-                schema = _closed(version["schema"]["openAPIV3Schema"])
-                out.setdefault(spec["group"], {})[(f"{spec['group']}/{version['name']}",
-                                                   spec["names"]["kind"])] = \
-                    jsonschema.Draft4Validator(schema)
+                if version.get("served", True):
+                    yield ((f"{spec['group']}/{version['name']}", spec["names"]["kind"]),
+                           spec["group"], version["schema"]["openAPIV3Schema"])
+
+
+@functools.cache
+def crds() -> dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]]:
+    """Per API group, a validator per (apiVersion, kind) served by the CRDs."""
+    out: dict[str, dict[tuple[str, str], jsonschema.protocols.Validator]] = {}
+    for key, group, schema in _crd_versions():
+        out.setdefault(group, {})[key] = jsonschema.Draft4Validator(_closed(schema))
     return out
+
+
+@functools.cache
+def crd_schemas() -> dict[tuple[str, str], Any]:
+    """The openAPIV3Schema of each (apiVersion, kind) the CRDs serve, as written
+    (with their x-kubernetes-validations rules)."""
+    return {key: schema for key, _, schema in _crd_versions()}
 
 
 def _closed(node: Any) -> Any:
@@ -233,27 +257,13 @@ def _closed(node: Any) -> Any:
 
 @functools.cache
 def read_without_schema(api: str, kind: str) -> bool:
-    """Kinds kaisched reads whose schema is not at hand: other schedulers' gangs, the
-    upstream Workload API's PodGroup in the versions the chosen Kubernetes does not
-    serve (alpha ones come and go) and the owners the PodGrouper groups (any
-    version). Only their metadata is checked."""
+    """Kinds kaisched reads whose schema is not at hand: other schedulers' gangs
+    and the owners the PodGrouper groups (any version). Only their metadata is
+    checked. (The upstream Workload API's kinds are Kubernetes' own: a version
+    serves them, with its schema, or refuses them.)"""
     if (api, kind) in {(k.api_version, k.kind) for k in (XK8S_PODGROUP, KOORD_PODGROUP, KAI_TOPOLOGY)}:
         return True
-    if (api, kind) in {(k.api_version, k.kind) for k in UPSTREAM_PODGROUPS}:
-        return builtin(api, kind) is None
+    if (api, kind) in {k.pods.gang_object for k in workloadkinds.KINDS if k.pods.gang_label}:
+        return True         # an operator's gang the PodGrouper reads (Grove's PodGang)
     group = api.rpartition("/")[0]
     return not is_builtin_group(group) and workloadkinds.lookup(group, kind) is not None
-
-
-
-# Pod fields of the upstream Workload API (alpha, Kubernetes 1.35+) that kaisched reads
-# and the pinned schema does not know yet.
-_NEWER_POD_FIELDS = ("schedulingGroup", "workloadRef")
-
-
-def without_newer_fields(raw: Obj, group: str, kind: str) -> Obj:
-    spec = raw.get("spec")
-    if (group, kind) != ("", "Pod") or not isinstance(spec, Mapping) \
-            or not any(f in spec for f in _NEWER_POD_FIELDS):
-        return raw
-    return {**raw, "spec": {k: v for k, v in spec.items() if k not in _NEWER_POD_FIELDS}}

@@ -3,7 +3,11 @@ the JobSet controller starts them.
 
 Each replicatedJob runs `replicas` Jobs, each with min(parallelism, completions)
 pods at once; the replicatedJob name is the role (pod label
-jobset.sigs.k8s.io/replicatedjob-name). With startupPolicy InOrder the
+jobset.sigs.k8s.io/replicatedjob-name), the Job's index its replica (label
+jobset.sigs.k8s.io/job-index). The PodGroup's subgroups have two levels, as
+KAI gives them: a subgroup per replicatedJob, holding a subgroup per Job
+(`<replicatedJob>-<index>`, the pods of that Job, its own minimum), so every
+Job of every replicatedJob starts whole. With startupPolicy InOrder the
 controller creates each replicatedJob only once the one before it is ready, and
 a replicatedJob with `dependsOn` only once those it names are ready or
 complete: a gang counting pods not yet created would wait forever, so each of
@@ -33,8 +37,22 @@ from podgrouper.groupers.spec import (
     start_order,
 )
 
-# The pod's replicatedJob: the role, and the stage when they start in turn.
+# The pod's replicatedJob: the role, and the stage when they start in turn; its Job's index.
 REPLICATED_JOB_LABEL = JOBSET.pods.role_label
+JOB_INDEX_LABEL = JOBSET.pods.group_label
+
+
+@attrs.frozen(slots=True)
+class Role:
+    """One replicatedJob: its Jobs, and the pods each runs at once."""
+
+    name: str
+    replicas: int
+    per_job: int
+
+    @property
+    def min_member(self) -> int:
+        return self.replicas * self.per_job
 
 
 @attrs.frozen(slots=True)
@@ -43,7 +61,7 @@ class Stage:
     those started at once, else the replicatedJob started in turn."""
 
     part: str
-    roles: tuple[SubGroup, ...]
+    roles: tuple[Role, ...]
 
 
 def jobset(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
@@ -63,7 +81,7 @@ def stages(obj: Owner, problems: list[str]) -> tuple[Stage, ...]:
             problems.append("spec.replicatedJobs must be a non-empty list")
         jobs = []
     order = start_order(spec, JOBSET.start_order, problems)
-    together: list[SubGroup] = []
+    together: list[Role] = []
     in_turn: list[Stage] = []
     for i, job in enumerate(jobs):
         role = _replicated_job(job, i, problems)
@@ -82,24 +100,39 @@ def gang_of(named_by: Owner, found: tuple[Stage, ...], lineage: Lineage) -> Grou
     """The PodGroup of the pod's stage, named after `named_by` (the JobSet, or the
     TrainJob above it); one stage is the whole JobSet, named as such."""
     if len(found) == 1 and not found[0].part:
-        return _spec(named_by, found[0], "")
+        return _spec(named_by, found[0], "", lineage)
     role = lineage.pod_labels().get(REPLICATED_JOB_LABEL)
     for stage in found:
         if any(sg.name == str(role).lower() for sg in stage.roles):
-            return _spec(named_by, stage, dns_part(stage.part) if stage.part else "")
+            return _spec(named_by, stage, dns_part(stage.part) if stage.part else "", lineage)
     return defaulted(named_by, [f"the pod's label {REPLICATED_JOB_LABEL}={role!r} names no "
                                 "replicatedJob of the JobSet" if role else
                                 f"the pod has no label {REPLICATED_JOB_LABEL}, and the JobSet "
                                 "starts its replicatedJobs in turn"])
 
 
-def _spec(named_by: Owner, stage: Stage, part: str) -> GroupSpec:
+def _spec(named_by: Owner, stage: Stage, part: str, lineage: Lineage) -> GroupSpec:
+    tree: list[SubGroup] = []
+    for role in stage.roles:
+        tree.append(SubGroup(role.name))
+        tree += [SubGroup(job_leaf(role.name, i), role.per_job, parent=role.name)
+                 for i in range(role.replicas)]
+    labels = lineage.pod_labels()
+    role_of_pod, index = labels.get(REPLICATED_JOB_LABEL), labels.get(JOB_INDEX_LABEL)
+    leaf = job_leaf(str(role_of_pod).lower(), str(index)) if role_of_pod and index else None
     return attrs.evolve(base(named_by), name=podgroup_name(named_by, part),
                         min_member=max(1, sum(sg.min_member for sg in stage.roles)),
-                        subgroups=stage.roles)
+                        subgroups=tuple(sg for sg in tree if sg.parent or any(
+                            t.parent == sg.name for t in tree)),
+                        pod_subgroup=leaf)
 
 
-def _replicated_job(job: object, index: int, problems: list[str]) -> SubGroup | None:
+def job_leaf(replicated_job: str, index: int | str) -> str:
+    """The subgroup of one Job of a replicatedJob."""
+    return dns_part(f"{replicated_job}-{index}")
+
+
+def _replicated_job(job: object, index: int, problems: list[str]) -> Role | None:
     path = f"spec.replicatedJobs[{index}]"
     if not isinstance(job, Mapping):
         problems.append(f"{path} must be an object")
@@ -116,4 +149,4 @@ def _replicated_job(job: object, index: int, problems: list[str]) -> SubGroup | 
     # Without completions a Job runs `parallelism` pods until one succeeds: no cap.
     completions = count(job_spec.get("completions"), f"{path}.template.spec.completions",
                         parallelism, problems)
-    return SubGroup(name.lower(), replicas * min(parallelism, completions))
+    return Role(name.lower(), replicas, min(parallelism, completions))

@@ -25,6 +25,8 @@ from podgrouper.groupers.spec import (
     count,
     defaulted,
     in_role_order,
+    metadata,
+    owner_labels,
     positive_override,
     section,
     start_order,
@@ -32,7 +34,8 @@ from podgrouper.groupers.spec import (
 
 
 def pytorch_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
-    """Master + Workers; with elasticPolicy.minReplicas the gang is master + minReplicas."""
+    """Master + Workers; with elasticPolicy.minReplicas the gang is minReplicas
+    pods in all, the master among them (master 1, workers minReplicas - 1)."""
     return _elastic_job(owner, K.PYTORCH_JOB.replica_specs)
 
 
@@ -67,16 +70,23 @@ def _elastic_job(owner: Owner, field: str) -> GroupSpec:
     if problems:
         return defaulted(owner, problems)
     group = _gang(owner, spec, roles)
+    replicas = {sg.name: sg.min_member for sg in roles}
     warnings: list[str] = []
     elastic = section(spec, "elasticPolicy", "spec.elasticPolicy", warnings)
     min_replicas = _non_negative(elastic.get("minReplicas"), "spec.elasticPolicy.minReplicas",
                                  warnings)
     if min_replicas is not None:
+        # minReplicas counts the whole gang, master included (the training
+        # operator's rendezvous and KAI read it so).
         masters = sum(sg.min_member for sg in group.subgroups if sg.name == MASTER)
-        subgroups = tuple(attrs.evolve(sg, min_member=min_replicas) if sg.name == WORKER else sg
-                          for sg in group.subgroups)
-        group = attrs.evolve(group, min_member=max(1, masters + min_replicas), subgroups=subgroups)
-    return _overridden(group, spec, warnings)
+        group = attrs.evolve(group, min_member=max(1, min_replicas, masters))
+    group = _overridden(group, spec, warnings)
+    # The master's subgroup is its replicas; the workers make up the rest of the
+    # minimum (minReplicas, or minAvailable over it), as KAI builds them.
+    masters = sum(sg.min_member for sg in group.subgroups if sg.name == MASTER)
+    return attrs.evolve(group, subgroups=tuple(
+        attrs.evolve(sg, min_member=min(max(group.min_member - masters, 0), replicas[sg.name]))
+        if sg.name == WORKER else sg for sg in group.subgroups))
 
 
 def tf_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
@@ -95,8 +105,10 @@ def mpi_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """Launcher + Workers (the operator defaults Launcher to 1 replica, Worker to 0).
 
     With launcherCreationPolicy WaitForWorkersReady the operator creates the
-    launcher only once every worker is ready: the gang is the workers, and the
-    launcher joins the same PodGroup later (its subgroup's minimum is 0)."""
+    launcher only once every worker is ready: until the launcher pod exists
+    the gang is the workers (the launcher's subgroup asks for 0), then it is
+    launcher + workers, as KAI reads it -- the launcher is part of the gang
+    once there is one to place."""
     problems: list[str] = []
     spec = section(owner, "spec", "spec", problems, required=True)
     roles = _replica_roles(spec, K.MPI_JOB.replica_specs, {LAUNCHER.capitalize(): 1}, 0,
@@ -104,10 +116,19 @@ def mpi_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     policy = start_order(spec, K.MPI_JOB.start_order, problems)
     if problems:
         return defaulted(owner, problems)
-    if policy == K.MPI_JOB.start_order.staged:
+    if policy == K.MPI_JOB.start_order.staged and not _launcher_exists(lineage):
         roles = tuple(attrs.evolve(sg, min_member=0) if sg.name == LAUNCHER else sg
                       for sg in roles)
     return _overridden(_gang(owner, spec, roles), spec, [])
+
+
+def _launcher_exists(lineage: Lineage) -> bool:
+    """The pod being grouped is the launcher, or the job has a launcher pod
+    that is not being deleted."""
+    label = K.MPI_JOB.pods.role_label
+    return any(owner_labels(pod).get(label) == LAUNCHER
+               and not metadata(pod).get("deletionTimestamp")
+               for pod in (lineage.pod, *lineage.siblings))
 
 
 def _replica_roles(spec: Mapping[str, object], field: str, defaults: Mapping[str, int],

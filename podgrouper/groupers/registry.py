@@ -8,7 +8,7 @@ import attrs
 from kaisched.api import labels as L
 from kaisched.api import workloadkinds as K
 from kaisched.api.workloadkinds import GroupKind, WorkloadKind, group_kind
-from podgrouper.groupers import argo, jobset, knative, kubeflow, lws, ray, trainer, workload
+from podgrouper.groupers import argo, grove, jobset, knative, kubeflow, lws, ray, trainer, workload
 from podgrouper.groupers.spec import (
     NO_POD,
     Grouper,
@@ -56,6 +56,8 @@ def builtin_groupers() -> Registry:
         (K.RAY_CLUSTER, ray.ray_cluster),
         (K.RAY_JOB, ray.ray_job),
         (K.RAY_SERVICE, ray.ray_service),
+        (K.POD_CLIQUE_SET, grove.pod_clique_set),
+        (K.POD_CLIQUE, grove.pod_clique_set),
         (K.KNATIVE_SERVICE, knative.knative),
         (K.KNATIVE_CONFIGURATION, knative.knative),
         (K.KNATIVE_REVISION, knative.knative),
@@ -87,7 +89,7 @@ def group_owner(owner: Owner, grouper: Grouper, lineage: Lineage = NO_POD) -> Gr
                                  f"annotation {L.MIN_MEMBER_ANNOTATION}", warnings)
     if override is not None:
         spec = spec.with_min_member(override)
-    queue = nearest_label(lineage, (L.QUEUE_LABEL,))
+    queue = nearest_label(lineage, L.QUEUE_LABELS)     # kaisched's, else KAI's
     pod_spec = lineage.pod.get("spec")
     own_class = pod_spec.get("priorityClassName") if isinstance(pod_spec, Mapping) else None
     priority = nearest_label(lineage, _PRIORITY_LABELS) or own_class

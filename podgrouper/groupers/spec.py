@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -46,19 +46,31 @@ class GroupSpec:
     min_member: int = 1
     queue: str | None = None
     priority_class_name: str | None = None
-    subgroups: tuple[SubGroup, ...] = ()
+    subgroups: tuple[SubGroup, ...] = ()    # a tree: inner ones are named as others' parent
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    pod_subgroup: str | None = None         # the leaf the grouped pod belongs to, when the
+    #                                         grouper knows it (else its role, read from labels)
 
     def with_min_member(self, min_member: int) -> GroupSpec:
-        """Override the gang size; subgroup minima are trimmed in role order so
-        that they never ask for more than the whole gang (leading roles keep theirs)."""
+        """Override the gang size; leaf subgroup minima are trimmed in role order
+        so that they never ask for more than the whole gang (leading roles keep
+        theirs); subgroups that hold subgroups keep asking for all of them."""
+        parents = {sg.parent for sg in self.subgroups}
         left, subgroups = min_member, []
         for sg in self.subgroups:
+            if sg.name in parents:
+                subgroups.append(sg)
+                continue
             take = min(sg.min_member, left)
             subgroups.append(attrs.evolve(sg, min_member=take))
             left -= take
         return attrs.evolve(self, min_member=min_member, subgroups=tuple(subgroups))
+
+    def leaves(self) -> frozenset[str]:
+        """The subgroups pods belong to (those no other subgroup names as parent)."""
+        parents = {sg.parent for sg in self.subgroups}
+        return frozenset(sg.name for sg in self.subgroups if sg.name not in parents)
 
     def warn(self, *messages: str) -> GroupSpec:
         return attrs.evolve(self, warnings=self.warnings + messages)
@@ -73,6 +85,11 @@ class Lineage:
 
     pod: Owner = attrs.field(factory=dict, repr=False)
     owners: tuple[Owner, ...] = attrs.field(default=(), repr=False)
+    # The other pods of the same job that exist (same namespace, same job label
+    # of the top owner's kind): what an operator that starts pods in steps has made.
+    siblings: tuple[Owner, ...] = attrs.field(default=(), repr=False)
+    # The object the pod names by its kind's gang label (Grove's PodGang), as read.
+    gang: Owner | None = attrs.field(default=None, repr=False)
 
     def pod_labels(self) -> Mapping[str, Any]:
         return owner_labels(self.pod)
@@ -127,7 +144,7 @@ def owner_annotations(owner: Owner) -> Mapping[str, Any]:
 
 def base(owner: Owner) -> GroupSpec:
     """The default grouping: one PodGroup for the owner, minMember 1, its queue label."""
-    queue = owner_labels(owner).get(L.QUEUE_LABEL)
+    queue = L.queue_label(owner_labels(owner))
     return GroupSpec(name=podgroup_name(owner), queue=str(queue) if queue else None)
 
 
@@ -192,11 +209,18 @@ def positive_override(value: object, path: str, warnings: list[str]) -> int | No
     return number
 
 
-def in_role_order(subgroups: Iterable[SubGroup],
-                  rank: tuple[str, ...] = LEADING_ROLES) -> tuple[SubGroup, ...]:
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+R = TypeVar("R", bound=Named)
+
+
+def in_role_order(subgroups: Iterable[R], rank: tuple[str, ...] = LEADING_ROLES) -> tuple[R, ...]:
     """Ranked roles first in rank order, the others after them in their given order."""
     listed = list(subgroups)
-    def key(item: tuple[int, SubGroup]) -> tuple[int, int]:
+    def key(item: tuple[int, R]) -> tuple[int, int]:
         index, sg = item
         return (rank.index(sg.name), index) if sg.name in rank else (len(rank), index)
     return tuple(sg for _, sg in sorted(enumerate(listed), key=key))

@@ -39,8 +39,9 @@ def test_elastic_pytorchjob(kit: Any, name_of: Callable[[Obj], str]) -> None:
     job = kit.load("pytorchjob-elastic.yaml")[0]
     kit.sync()
     spec = kit.podgroup(name_of(job))["spec"]
-    assert spec["minMember"] == 3
-    assert spec["subGroups"] == [{"name": "master", "minMember": 1}, {"name": "worker", "minMember": 2}]
+    # minReplicas 2 counts the master too: master 1, worker 1 (KAI's reading)
+    assert spec["minMember"] == 2
+    assert spec["subGroups"] == [{"name": "master", "minMember": 1}, {"name": "worker", "minMember": 1}]
 
 
 def test_mpijob_launcher_job_and_workers_share_one_podgroup(kit: Any, name_of: Callable[[Obj], str]) -> None:
@@ -95,8 +96,9 @@ def test_deployment_through_replicaset(kit: Any, name_of: Callable[[Obj], str]) 
 
 
 @pytest.mark.parametrize("file, owner_index, min_member, pod_roles", [
-    ("jobset.yaml", 0, 9, {"paralleljobs-driver-0-0-b5l8f": "driver",
-                           "paralleljobs-workers-0-0-h2x9q": "workers"}),
+    # a pod's subgroup is its Job's: the replicatedJob's subgroup holds one per Job
+    ("jobset.yaml", 0, 9, {"paralleljobs-driver-0-0-b5l8f": "driver-0",
+                           "paralleljobs-workers-0-0-h2x9q": "workers-0"}),
     ("raycluster.yaml", 0, 3, {"raycluster-kuberay-head-v8m2k": "head",
                                "raycluster-kuberay-workergroup-worker-7qz4x": "workergroup"}),
     ("rayjob.yaml", 0, 2, {"rayjob-sample-raycluster-6mj28-head-9fx2c": "head"}),

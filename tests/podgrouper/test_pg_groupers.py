@@ -22,7 +22,7 @@ from podgrouper.groupers import (
     trainer,
     workload,
 )
-from podgrouper.groupers.spec import in_role_order, podgroup_name
+from podgrouper.groupers.spec import Lineage, in_role_order, podgroup_name
 
 UID = "0f3c2a9e-6b1d-4c8e-9a57-4b1d0c3e2a10"
 
@@ -37,6 +37,15 @@ def subgroups(spec: GroupSpec) -> list[tuple[str, int]]:
     return [(sg.name, sg.min_member) for sg in spec.subgroups]
 
 
+def tree(spec: GroupSpec) -> list[tuple[str, ...]]:
+    """Subgroups as (name, minimum, parent): a leaf's minimum is its pods
+    ("4"), an inner subgroup's its children ("all", or "2 of")."""
+    parents = {sg.parent for sg in spec.subgroups}
+    return [(sg.name, ("all" if sg.min_sub_group is None else f"{sg.min_sub_group} of")
+             if sg.name in parents else str(sg.min_member), sg.parent or "")
+            for sg in spec.subgroups]
+
+
 def first_owner(manifest: Any, name: str) -> dict[str, Any]:
     doc = manifest(name)[0]
     doc["metadata"]["uid"] = UID
@@ -46,10 +55,13 @@ def first_owner(manifest: Any, name: str) -> dict[str, Any]:
 # -- the owners of the manifests, through the registry --------------------------
 @pytest.mark.parametrize("file, min_member, roles", [
     ("pytorchjob.yaml", 4, [("master", 1), ("worker", 3)]),
-    ("pytorchjob-elastic.yaml", 3, [("master", 1), ("worker", 2)]),
+    # elasticPolicy.minReplicas 2 is the whole gang, the master among them (as KAI reads it)
+    ("pytorchjob-elastic.yaml", 2, [("master", 1), ("worker", 1)]),
     ("mpijob.yaml", 5, [("launcher", 1), ("worker", 4)]),
     ("tfjob.yaml", 7, [("chief", 1), ("ps", 2), ("worker", 4)]),
-    ("jobset.yaml", 9, [("driver", 1), ("workers", 8)]),
+    # two levels: a subgroup per replicatedJob holding one per Job (see test_jobset_two_levels)
+    ("jobset.yaml", 9, [("driver", 0), ("driver-0", 1), ("workers", 0), ("workers-0", 4),
+                        ("workers-1", 4)]),
     ("raycluster.yaml", 3, [("head", 1), ("workergroup", 2)]),
     ("rayjob.yaml", 2, [("head", 1), ("small-group", 1)]),
     ("job.yaml", 1, []),
@@ -91,13 +103,13 @@ spec:
 
 @pytest.mark.parametrize("extra, min_member, roles", [
     ({}, 4, [("master", 1), ("worker", 3)]),
-    ({"elasticPolicy": {"minReplicas": 2, "maxReplicas": 3}}, 3, [("master", 1), ("worker", 2)]),
+    ({"elasticPolicy": {"minReplicas": 2, "maxReplicas": 3}}, 2, [("master", 1), ("worker", 1)]),
     ({"elasticPolicy": {"minReplicas": 0}}, 1, [("master", 1), ("worker", 0)]),
     ({"elasticPolicy": {"maxReplicas": 3}}, 4, [("master", 1), ("worker", 3)]),
     ({"runPolicy": {"schedulingPolicy": {"minAvailable": 2}}}, 2, [("master", 1), ("worker", 1)]),
     ({"runPolicy": {"schedulingPolicy": {"minAvailable": 6}}}, 6, [("master", 1), ("worker", 3)]),
     ({"elasticPolicy": {"minReplicas": 1},
-      "runPolicy": {"schedulingPolicy": {"minAvailable": 4}}}, 4, [("master", 1), ("worker", 1)]),
+      "runPolicy": {"schedulingPolicy": {"minAvailable": 4}}}, 4, [("master", 1), ("worker", 3)]),
 ])
 def test_pytorch(extra: dict[str, Any], min_member: int, roles: list[tuple[str, int]]) -> None:
     obj = owner(PYTORCH)
@@ -260,7 +272,24 @@ def test_jobset_sizes(template: dict[str, Any], replicas: int | None, expected: 
     obj = owner(JOBSET)
     obj["spec"]["replicatedJobs"] = [job]
     spec = jobset.jobset(obj)
-    assert (spec.min_member, subgroups(spec)) == (expected, [("workers", expected)])
+    jobs = replicas or 1
+    assert (spec.min_member, tree(spec)) == (expected, [("workers", "all", "")] + [
+        (f"workers-{i}", str(expected // jobs), "workers") for i in range(jobs)])
+
+
+def test_jobset_two_levels(manifest: Any) -> None:
+    """As KAI v0.16 gives a JobSet: a subgroup per replicatedJob (the leading
+    driver first), each holding one subgroup per Job replica with that Job's
+    pods at once; a pod's subgroup is its Job's (replicatedJob and job index)."""
+    docs = manifest("jobset.yaml")
+    pod = next(d for d in docs if d["kind"] == "Pod"
+               and d["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "workers")
+    spec = jobset.jobset(docs[0], Lineage(pod, ()))
+    assert tree(spec) == [("driver", "all", ""), ("driver-0", "1", "driver"),
+                          ("workers", "all", ""), ("workers-0", "4", "workers"),
+                          ("workers-1", "4", "workers")]
+    index = pod["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"]
+    assert spec.pod_subgroup == f"workers-{index}"
 
 
 @pytest.mark.parametrize("groups, min_member, roles", [

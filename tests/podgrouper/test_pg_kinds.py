@@ -51,7 +51,9 @@ def named(docs: list[Obj], kind: str, name: str | None = None) -> Obj:
 
 # -- the pure groupers on each manifest -------------------------------------------
 @pytest.mark.parametrize("file, pod, by_kind, by_name, min_member, subgroups", [
-    ("trainjob.yaml", "pytorch-mnist-node-0-1-m4q9z", "TrainJob", None, 2, [("node", 2)]),
+    # the JobSet's two levels: the replicatedJob, then its Job (one, of 2 pods)
+    ("trainjob.yaml", "pytorch-mnist-node-0-1-m4q9z", "TrainJob", None, 2,
+     [("node", 0), ("node-0", 2)]),
     ("leaderworkerset.yaml", "vllm-0", "LeaderWorkerSet", "0", 3, [("leader", 1), ("worker", 2)]),
     ("leaderworkerset.yaml", "vllm-1-2", "LeaderWorkerSet", "1", 3, [("leader", 1), ("worker", 2)]),
     ("xgboostjob.yaml", "xgboost-dist-iris-test-train-worker-1", "XGBoostJob", None, 3,
@@ -62,7 +64,7 @@ def named(docs: list[Obj], kind: str, name: str | None = None) -> Obj:
      None, 3, [("head", 1), ("gpu-group", 2)]),
     ("knative-service.yaml", "hello-00001-deployment-5d4f8b7c9-x2kq4", "Revision", None, 2, []),
     ("jobset-inorder.yaml", "startup-in-order-leader-0-0-vq8rt", "JobSet", "leader", 1,
-     [("leader", 1)]),
+     [("leader", 0), ("leader-0", 1)]),
     ("mpijob-wait.yaml", "pi-wait-worker-1", "MPIJob", None, 2, [("launcher", 0), ("worker", 2)]),
     ("argo-workflow.yaml", "steps-8fq2d-print-message-2781563408", "Pod",
      "steps-8fq2d-print-message-2781563408", 1, []),
@@ -101,7 +103,8 @@ def test_trainjob_initializers_start_before_the_nodes(manifest: Callable[[str], 
                                        init("model-initializer", "dataset-initializer"), node]
     owners = (lineage.owners[0], child, top)
     spec = trainer.train_job(top, Lineage(lineage.pod, owners))
-    assert (spec.name, spec.min_member, roles(spec)) == (podgroup_name(top, "node"), 2, [("node", 2)])
+    assert (spec.name, spec.min_member, roles(spec)) == (podgroup_name(top, "node"), 2,
+                                                         [("node", 0), ("node-0", 2)])
     first = {**lineage.pod, "metadata": {**lineage.pod["metadata"], "labels": {
         "jobset.sigs.k8s.io/replicatedjob-name": "dataset-initializer"}}}
     spec = trainer.train_job(top, Lineage(first, owners))
@@ -179,12 +182,44 @@ def lws_pod(group: str | None, worker: str = "0") -> Lineage:
 
 
 def test_lws_leader_ready_starts_the_leader_alone(manifest: Callable[[str], list[Obj]]) -> None:
+    """LeaderReady: the LWS controller makes the workers once the leader is
+    ready. Until the leader has a node its group's gang is the leader alone;
+    from then on (a worker, or the placed leader, grouped) the same PodGroup
+    needs the whole group, `size` pods, leader included -- as KAI reads it."""
     obj = named(manifest("leaderworkerset.yaml"), "LeaderWorkerSet")
     obj["spec"]["startupPolicy"] = "LeaderReady"
     leader = lws.leader_worker_set(obj, lws_pod("1"))
     worker = lws.leader_worker_set(obj, lws_pod("1", "2"))
-    assert (leader.name, leader.min_member) == (podgroup_name(obj, "1"), 1)
-    assert (worker.name, worker.min_member) == (podgroup_name(obj, "1-workers"), 2)
+    placed = lws_pod("1")
+    placed = Lineage({**placed.pod, "spec": {"nodeName": "gpu-a"}})
+    assert (leader.name, leader.min_member, roles(leader)) == (podgroup_name(obj, "1"), 1,
+                                                               [("leader", 1)])
+    for later in (worker, lws.leader_worker_set(obj, placed)):
+        assert (later.name, later.min_member, roles(later)) == (
+            podgroup_name(obj, "1"), 3, [("leader", 1), ("worker", 2)])
+    assert (leader.pod_subgroup, worker.pod_subgroup) == ("leader", "worker")
+
+
+@pytest.mark.parametrize("size, every, kind, leaves, pods", [
+    # LWS numbers subgroups of subGroupSize; the leader in the first
+    (8, 4, None, [("subgroup-0", 4), ("subgroup-1", 4)], ["subgroup-0", "subgroup-1", "subgroup-1"]),
+    # the leader is the one pod beyond whole subgroups: it joins the first
+    (9, 4, None, [("subgroup-0", 5), ("subgroup-1", 4)], ["subgroup-0", "subgroup-0", "subgroup-1"]),
+    # LeaderExcluded: the leader on its own, the workers in subgroups
+    (9, 4, "LeaderExcluded", [("leader", 1), ("subgroup-0", 4), ("subgroup-1", 4)],
+     ["leader", "subgroup-0", "subgroup-1"]),
+])
+def test_lws_subgroup_policy_gives_the_groups_subgroups(
+        manifest: Callable[[str], list[Obj]], size: int, every: int, kind: str | None,
+        leaves: list[tuple[str, int]], pods: list[str]) -> None:
+    obj = named(manifest("leaderworkerset.yaml"), "LeaderWorkerSet")
+    template = obj["spec"]["leaderWorkerTemplate"]
+    template["size"] = size
+    template["subGroupPolicy"] = {"subGroupSize": every,
+                                  **({"subGroupPolicyType": kind} if kind else {})}
+    specs = [lws.leader_worker_set(obj, lws_pod("0", str(i))) for i in (0, 4, 5)]
+    assert [(s.min_member, roles(s)) for s in specs] == [(size, leaves)] * 3
+    assert [s.pod_subgroup for s in specs] == pods
 
 
 @pytest.mark.parametrize("path, value, pod, message", [
@@ -275,8 +310,8 @@ def test_priority_and_queue_labels_nearest_first(manifest: Callable[[str], list[
 
 # -- on a cluster: the controller makes these PodGroups and names them on the pods -------------
 @pytest.mark.parametrize("file, groups", [
-    ("trainjob.yaml", {("TrainJob", ""): (2, {"pytorch-mnist-node-0-0-7xk2p": "node",
-                                             "pytorch-mnist-node-0-1-m4q9z": "node"})}),
+    ("trainjob.yaml", {("TrainJob", ""): (2, {"pytorch-mnist-node-0-0-7xk2p": "node-0",
+                                             "pytorch-mnist-node-0-1-m4q9z": "node-0"})}),
     ("leaderworkerset.yaml", {
         ("LeaderWorkerSet", "0"): (3, {"vllm-0": "leader", "vllm-0-1": "worker", "vllm-0-2": "worker"}),
         ("LeaderWorkerSet", "1"): (3, {"vllm-1": "leader", "vllm-1-1": "worker", "vllm-1-2": "worker"})}),
@@ -285,7 +320,7 @@ def test_priority_and_queue_labels_nearest_first(manifest: Callable[[str], list[
         "rayservice-sample-raycluster-6mj28-gpu-group-worker-t8m4w": "gpu-group"})}),
     ("knative-service.yaml", {("Revision", ""): (2, {"hello-00001-deployment-5d4f8b7c9-x2kq4": None,
                                                      "hello-00001-deployment-5d4f8b7c9-p9wz7": None})}),
-    ("jobset-inorder.yaml", {("JobSet", "leader"): (1, {"startup-in-order-leader-0-0-vq8rt": "leader"})}),
+    ("jobset-inorder.yaml", {("JobSet", "leader"): (1, {"startup-in-order-leader-0-0-vq8rt": "leader-0"})}),
     ("mpijob-wait.yaml", {("MPIJob", ""): (2, {"pi-wait-worker-0": "worker", "pi-wait-worker-1": "worker"})}),
     ("xgboostjob.yaml", {("XGBoostJob", ""): (3, {"xgboost-dist-iris-test-train-master-0": "master"})}),
     ("jaxjob.yaml", {("JAXJob", ""): (2, {"jaxjob-simple-worker-1": "worker"})}),

@@ -72,7 +72,7 @@ SYSTEM = "kaisched-system"
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions",
            namespaced=False)
 SERVICE_ACCOUNT = Kind("v1", "ServiceAccount", "serviceaccounts")
-PATIENCE = 30.0
+PATIENCE = 120.0
 # The loopback kube-apiserver these tests were written against is a fork that keeps
 # pods in per-Node storage shards: a Node created without this label, while any
 # pods watch has ever been open, makes it dial a shard that does not exist and
@@ -184,7 +184,7 @@ def admin_kubeconfig() -> str:
 
 @pytest.fixture(scope="session")
 def admin(admin_kubeconfig: str) -> Iterator[KubeCluster]:
-    client = KubeCluster(admin_kubeconfig, timeout=10.0)
+    client = KubeCluster(admin_kubeconfig, timeout=60.0, connect_timeout=60.0)
     yield client
     client.close()
 

@@ -46,13 +46,15 @@ EXPECTED = {
     "PyTorchJob": ("kubeflow.org/v1", 3, {"master": 1, "worker": 2}, True),
     "TFJob": ("kubeflow.org/v1", 3, {"chief": 1, "ps": 1, "worker": 1}, True),
     "MPIJob": ("kubeflow.org/v2beta1", 3, {"launcher": 1, "worker": 2}, True),
-    "JobSet": ("jobset.x-k8s.io/v1alpha2", 3, {"trainer": 2, "sidecar": 1}, False),
+    # two levels: a replicatedJob (None: it holds subgroups) with a subgroup per Job
+    "JobSet": ("jobset.x-k8s.io/v1alpha2", 3, {"trainer": None, "trainer-0": 2, "sidecar": None,
+                                               "sidecar-0": 1}, False),
     "RayJob": ("ray.io/v1", 3, {"head": 1, "gpus": 2}, False),
     "Job": ("batch/v1", 1, {}, False),
     "PodGroup": ("scheduling.kaisched.io/v1alpha1", 3, {"leader": 1, "member": 2}, None),
     "XGBoostJob": ("kubeflow.org/v1", 3, {"master": 1, "worker": 2}, True),
     "JAXJob": ("kubeflow.org/v1", 2, {"worker": 2}, True),
-    "TrainJob": ("trainer.kubeflow.org/v1alpha1", 2, {"node": 2}, False),
+    "TrainJob": ("trainer.kubeflow.org/v1alpha1", 2, {"node": None, "node-0": 2}, False),
     "LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1", 3, {"leader": 1, "worker": 2}, True),
     "RayService": ("ray.io/v1", 3, {"head": 1, "gpus": 2}, False),
 }
@@ -122,7 +124,7 @@ def test_operator_objects_and_the_podgroup(kind: str) -> None:
     group = cluster.get(PODGROUP, "team-a", run.pod_group)
     assert group is not None
     assert group["spec"]["minMember"] == min_member
-    assert {sg["name"]: sg["minMember"] for sg in group["spec"].get("subGroups", [])} == subgroups
+    assert {sg["name"]: sg.get("minMember") for sg in group["spec"].get("subGroups", [])} == subgroups
     assert group["spec"]["queue"] == "team-a"
 
 

@@ -157,6 +157,81 @@ def test_without_a_run_time_the_default_is_said(tmp_path: Path) -> None:
     assert "note: 2 job(s) say nothing of their run time" in result.stderr
 
 
+def gang_api_snapshot() -> dict:
+    """A node of 4 GPUs; a v1beta1 PodGroup gang of 2 running (10 minutes left)
+    and a KAI PodGroup gang of 3 waiting in a KAI Queue, each pod asking for a
+    GPU: the KAI gang fits only once the upstream one is done."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-0"},
+            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110",
+                                       "nvidia.com/gpu": "4"}}}
+
+    def pod(name: str, bound: bool, join: dict, annotations: dict, labels: dict) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}",
+                             "annotations": {"sim.kaisched.io/remaining": "10m", **annotations},
+                             "labels": labels},
+                "spec": {"schedulerName": "kaisched", **join,
+                         **({"nodeName": "gpu-0"} if bound else {}),
+                         "containers": [{"name": "main", "image": "x", "resources": {
+                             "requests": {"cpu": "1", "nvidia.com/gpu": "1"},
+                             "limits": {"nvidia.com/gpu": "1"}}}]},
+                "status": {"phase": "Running" if bound else "Pending",
+                           **({"startTime": "2026-01-01T00:50:00Z"} if bound else {})}}
+
+    upstream = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                "metadata": {"name": "train", "namespace": "default", "uid": "pg-train"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    kai = {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+           "metadata": {"name": "tune", "namespace": "default", "uid": "pg-tune"},
+           "spec": {"minMember": 3, "queue": "team-a",
+                    "subGroups": [{"name": "leader", "minMember": 1}, {"name": "worker", "minMember": 2}]}}
+    queue = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "team-a"},
+             "spec": {"resources": {"gpu": {"quota": 0, "limit": 16, "overQuotaWeight": 1},
+                                    "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
+                                    "memory": {"quota": 1024, "limit": -1, "overQuotaWeight": 1}}}}
+    train = [pod(f"train-{i}", True, {"schedulingGroup": {"podGroupName": "train"}}, {}, {})
+             for i in range(2)]
+    tune = [pod(f"tune-{i}", False, {}, {"pod-group-name": "tune"},
+                {"kai.scheduler/subgroup-name": "leader" if i == 0 else "worker"})
+            for i in range(3)]
+    return {"apiVersion": "kaisched.io/v1alpha1", "kind": "Snapshot",
+            "metadata": {"creationTimestamp": "2026-01-01T01:00:00Z"}, "config": {},
+            "items": [node, queue, upstream, kai, *train, *tune]}
+
+
+def test_upstream_and_kai_gangs_are_adopted_as_gangs(tmp_path: Path) -> None:
+    """Each gang of the snapshot is one job, named after its PodGroup, with
+    its pods, its minimum and its queue as the scheduler reads them from the
+    API it is declared in; the KAI gang starts whole when the upstream one
+    finishes."""
+    path = tmp_path / "snap.json"
+    path.write_bytes(orjson.dumps(gang_api_snapshot()))
+    result = CliRunner().invoke(main, ["simulate", "--from-snapshot", str(path),
+                                       "--kube-version", "1.37", "--output", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert "2 job(s) of the snapshot, 1 running and 1 waiting" in result.stderr
+    jobs = {j["name"]: j for j in orjson.loads(result.stdout)["jobs"]}
+    assert set(jobs) == {"default/train", "default/tune"}
+    train, tune = jobs["default/train"], jobs["default/tune"]
+    assert (train["pods"], train["minMember"], train["queue"]) == (2, 2, "default")
+    assert (tune["pods"], tune["minMember"], tune["queue"]) == (3, 3, "team-a")
+    assert train["started"] == 0.0 and train["finished"] == pytest.approx(600, abs=2)
+    assert tune["started"] == pytest.approx(600, abs=2) and tune["placedWhole"]
+    assert {j["state"] for j in jobs.values()} == {"succeeded"}
+
+
+def test_a_kai_queue_of_the_snapshot_is_read_in_kais_units() -> None:
+    """KAI's Queue counts cpu in millicores and memory in megabytes, -1 for all
+    of it: the what-if's queue means what the scheduler reads it to mean."""
+    from kaisched.sim.start import read_start
+
+    queue = read_start(gang_api_snapshot()["items"], "snap.json", "kaisched").base.queues[0]
+    assert queue.name == "team-a"
+    assert (queue.quota("nvidia.com/gpu"), queue.limit("nvidia.com/gpu")) == (0, 16)
+    assert queue.quota("memory") == 1024e6 and queue.limit("memory") is None
+    assert queue.quota("cpu") >= 1e18 and queue.limit("cpu") is None
+
+
 def test_a_snapshot_without_nodes_is_one_line(tmp_path: Path) -> None:
     snap = bare_pod_snapshot()
     snap["items"] = snap["items"][1:]

@@ -103,7 +103,10 @@ def test_mpi_launcher_comes_once_the_workers_run_and_joins_their_gang() -> None:
     assert [o["kind"] for o in world.run.objects] == ["MPIJob", "Job"]
 
 
-def test_leader_ready_lws_starts_each_leader_alone_then_its_workers() -> None:
+def test_leader_ready_lws_starts_each_leader_alone_then_the_whole_group() -> None:
+    """LeaderReady: a group's gang is its leader alone until the leader runs;
+    its workers, made then, join the same PodGroup, which needs the whole
+    group from then on (size pods, leader included), as KAI reads it."""
     world = World(scenario("LeaderWorkerSet", "LeaderReady",
                            "leader: {replicas: 2, requests: {cpu: 1, gpu: 1}}\n"
                            "      worker: {replicas: 4, requests: {cpu: 1, gpu: 1}}"))
@@ -113,8 +116,8 @@ def test_leader_ready_lws_starts_each_leader_alone_then_its_workers() -> None:
     world.start("job-1-0", "job-1-1")
     assert sorted(world.pods()) == ["job-1-0", "job-1-0-1", "job-1-0-2", "job-1-1", "job-1-1-1",
                                     "job-1-1-2"]
-    assert group_of(world.pods()["job-1-1-2"]) == podgroup_name(owner, "1-workers")
-    assert world.groups()[podgroup_name(owner, "0-workers")] == 2
+    assert group_of(world.pods()["job-1-1-2"]) == podgroup_name(owner, "1")
+    assert world.groups() == {podgroup_name(owner, "0"): 3, podgroup_name(owner, "1"): 3}
 
 
 def test_startup_policy_must_be_one_of_the_kinds_orders() -> None:

@@ -24,13 +24,16 @@ from kaisched.cache.consistency import differences
 from kaisched.catalog import register_builtins
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import (
+    KAI_PODGROUP,
+    KAI_QUEUE,
     NAMESPACE,
     NODE,
     POD,
     PODGROUP,
     PRIORITY_CLASS,
     QUEUE,
-    UPSTREAM_PODGROUP,
+    UPSTREAM_PODGROUPS,
+    WORKLOAD_V1ALPHA1,
     XK8S_PODGROUP,
     Kind,
     object_key,
@@ -59,11 +62,13 @@ PODS = 40
 GANGS = ("g0", "g1", "g2")      # kaisched PodGroups, in each namespace
 
 KINDS: dict[str, Kind] = {"node": NODE, "pod": POD, "pg": PODGROUP, "xpg": XK8S_PODGROUP,
-                          "upg": UPSTREAM_PODGROUP, "queue": QUEUE, "pc": PRIORITY_CLASS,
-                          "ns": NAMESPACE}
+                          "upg": UPSTREAM_PODGROUPS[0], "wl": WORKLOAD_V1ALPHA1,
+                          "kpg": KAI_PODGROUP, "queue": QUEUE, "kq": KAI_QUEUE,
+                          "pc": PRIORITY_CLASS, "ns": NAMESPACE}
 # How many objects of each kind the sequences may name (index -> namespace, name below).
-COUNTS = {"node": len(NODES), "pod": PODS, "pg": len(GANGS) * 2, "xpg": 2, "upg": 2,
-          "queue": len(QUEUES), "pc": len(CLASSES), "ns": len(NAMESPACES)}
+COUNTS = {"node": len(NODES), "pod": PODS, "pg": len(GANGS) * 2, "xpg": 2, "upg": 2, "wl": 2,
+          "kpg": 2, "queue": len(QUEUES), "kq": len(QUEUES) + 1, "pc": len(CLASSES),
+          "ns": len(NAMESPACES)}
 
 
 def object_name(kind: str, index: int) -> tuple[str, str]:
@@ -74,9 +79,10 @@ def object_name(kind: str, index: int) -> tuple[str, str]:
         return NAMESPACES[index % 2], f"p{index}"
     if kind == "pg":
         return NAMESPACES[index % 2], GANGS[index // 2]
-    if kind in ("xpg", "upg"):
-        return NAMESPACES[index % 2], "x0" if kind == "xpg" else "u0"
-    return "", {"queue": QUEUES, "pc": CLASSES, "ns": NAMESPACES}[kind][index]
+    if kind in ("xpg", "upg", "wl", "kpg"):
+        return NAMESPACES[index % 2], {"xpg": "x0", "upg": "u0", "wl": "w", "kpg": "k0"}[kind]
+    # KAI's queues share names with kaisched's (kaisched's is read) and have one of their own.
+    return "", {"queue": QUEUES, "kq": (*QUEUES, "kq0"), "pc": CLASSES, "ns": NAMESPACES}[kind][index]
 
 
 # -- what each kind's objects say, as small dicts of attributes ---------------------------
@@ -92,7 +98,10 @@ DEFAULTS: dict[str, Obj] = {
     "pg": {"min": 1, "queue": "q0", "pc": None, "phase": None, "subgroups": False,
            "preemptible": True, "min_cpu": None, "mode": "Strict", "created": 0},
     "xpg": {"min": 1, "created": 0},
-    "upg": {"min": 1},
+    "upg": {"min": 1, "pc": None, "priority": None, "all": False},
+    "wl": {"min": 1, "listed": True},
+    "kpg": {"min": 1, "queue": "q0", "preemptibility": None, "subgroups": False},
+    "kq": {"parent": None, "quota": None, "limit": None, "priority": None},
     "queue": {"parent": None, "quota": None, "limit": None, "priority": None, "weight": None},
     "pc": {"value": 10, "default": False},
     "ns": {"team": None},
@@ -100,10 +109,10 @@ DEFAULTS: dict[str, Obj] = {
 
 GANGS_BY_INDEX: tuple[Any, ...] = (
     None, ("kaisched", "g0"), ("kaisched", "g1"), ("x-k8s", "x0"), ("volcano", "v0", "2"),
-    ("upstream", "u0", ""), ("kaisched", "g2"))
+    ("upstream", "u0"), ("kaisched", "g2"), ("workload", "u0", ""), ("kai", "k0"))
 GANG_REFS = st.sampled_from([
-    *GANGS_BY_INDEX, ("kaisched", "nope"), ("volcano", "v0", "x"), ("upstream", "u0", "r1"),
-    ("owner", "PyTorchJob"),
+    *GANGS_BY_INDEX, ("kaisched", "nope"), ("volcano", "v0", "x"), ("workload", "u0", "r1"),
+    ("workload", "nope", ""), ("owner", "PyTorchJob"),
 ])
 
 
@@ -157,7 +166,14 @@ FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
            "min_cpu": st.sampled_from([None, "1", "64"]),
            "mode": st.sampled_from(["Strict", "NonStrict"]), "created": st.integers(0, 3)},
     "xpg": {"min": st.integers(1, 4), "created": st.integers(0, 3)},
-    "upg": {"min": st.integers(1, 3)},
+    "upg": {"min": st.integers(1, 3), "pc": st.sampled_from([None, *CLASSES]),
+            "priority": st.sampled_from([None, 50]), "all": st.booleans()},
+    "wl": {"min": st.integers(1, 3), "listed": st.booleans()},
+    "kpg": {"min": st.integers(0, 3), "queue": st.sampled_from(["", *QUEUES, "kq0"]),
+            "preemptibility": st.sampled_from([None, "preemptible", "non-preemptible"]),
+            "subgroups": st.booleans()},
+    "kq": {"parent": st.sampled_from([None, *QUEUES]), "quota": st.sampled_from([None, -1, 1000]),
+           "limit": st.sampled_from([None, -1, 2000]), "priority": st.sampled_from([None, 50])},
     "queue": {"parent": st.sampled_from([None, *QUEUES]),
               "quota": st.sampled_from([None, "1", "4"]),
               "limit": st.sampled_from([None, "2", "8"]),
@@ -217,6 +233,33 @@ def render(kind: str, index: int, a: Obj, uid: str, rv: int) -> Obj:
         obj["spec"] = {"minMember": a["min"]}
     elif kind == "upg":
         obj["spec"] = {"schedulingPolicy": {"gang": {"minCount": a["min"]}}}
+        if a["pc"]:
+            obj["spec"]["priorityClassName"] = a["pc"]
+        if a["priority"] is not None:
+            obj["spec"]["priority"] = a["priority"]
+        if a["all"]:
+            obj["spec"]["disruptionMode"] = {"all": {}}
+    elif kind == "wl":
+        groups = [{"name": "other", "policy": {"basic": {}}}]
+        if a["listed"]:
+            groups.append({"name": "u0", "policy": {"gang": {"minCount": a["min"]}}})
+        obj["spec"] = {"podGroups": groups}
+    elif kind == "kpg":
+        spec = {"minMember": a["min"], "queue": a["queue"]}
+        if a["preemptibility"]:
+            spec["preemptibility"] = a["preemptibility"]
+        if a["subgroups"]:
+            spec["subGroups"] = [{"name": "master", "minMember": 1}, {"name": "workers"},
+                                 {"name": "worker", "parent": "workers", "minMember": 1}]
+        obj["spec"] = spec
+    elif kind == "kq":
+        cpu = {k: v for k, v in (("quota", a["quota"]), ("limit", a["limit"])) if v is not None}
+        spec = {"resources": {"cpu": cpu}}
+        if a["parent"] and a["parent"] != name:
+            spec["parentQueue"] = a["parent"]
+        if a["priority"] is not None:
+            spec["priority"] = a["priority"]
+        obj["spec"] = spec
     elif kind == "queue":
         resources: Obj = {}
         if a["quota"] or a["limit"] or a["weight"]:
@@ -252,7 +295,11 @@ def render_pod(meta: Obj, namespace: str, a: Obj) -> Obj:
             annotations["scheduling.k8s.io/group-name"] = name
             annotations["scheduling.k8s.io/group-pod-num"] = gang[2]
         elif source == "upstream":
+            spec["schedulingGroup"] = {"podGroupName": name}
+        elif source == "workload":
             spec["workloadRef"] = {"name": "w", "podGroup": name, "podGroupReplicaKey": gang[2]}
+        elif source == "kai":
+            annotations["pod-group-name"] = name
         else:
             meta["ownerReferences"] = [{"apiVersion": "kubeflow.org/v1", "kind": name,
                                         "name": "trainer", "uid": "u-trainer", "controller": True}]
@@ -372,8 +419,8 @@ def changes(draw: st.DrawFn, kind: str) -> Obj:
 
 @st.composite
 def puts(draw: st.DrawFn) -> Put:
-    kind = draw(st.sampled_from([*["pod"] * 6, *["node"] * 2, "pg", "pg", "xpg", "upg",
-                                 "queue", "pc", "ns"]))
+    kind = draw(st.sampled_from([*["pod"] * 6, *["node"] * 2, "pg", "pg", "xpg", "upg", "wl",
+                                 "kpg", "queue", "kq", "pc", "ns"]))
     index = draw(indexes(kind))
     how = draw(st.sampled_from(["auto"] * 6 + ["ADDED", "MODIFIED", "lost"]))
     return Put(kind, index, draw(changes(kind)), how)
@@ -381,8 +428,8 @@ def puts(draw: st.DrawFn) -> Put:
 
 @st.composite
 def deletes(draw: st.DrawFn) -> Delete:
-    kind = draw(st.sampled_from(["pod", "pod", "pod", "node", "pg", "xpg", "upg", "queue", "pc",
-                                 "ns"]))
+    kind = draw(st.sampled_from(["pod", "pod", "pod", "node", "pg", "xpg", "upg", "wl", "kpg",
+                                 "queue", "kq", "pc", "ns"]))
     return Delete(kind, draw(indexes(kind)),
                   draw(st.sampled_from(["current", "current", "stale", "unknown", "lost"])))
 
@@ -545,8 +592,8 @@ class World:
         """A cache that heard only ADDED for what this one holds now (pods
         first: gangs arrive before their PodGroups)."""
         cache = Cache()
-        order = [POD, NODE, PODGROUP, XK8S_PODGROUP, UPSTREAM_PODGROUP, QUEUE, PRIORITY_CLASS,
-                 NAMESPACE]
+        order = [POD, NODE, PODGROUP, XK8S_PODGROUP, UPSTREAM_PODGROUPS[0], WORKLOAD_V1ALPHA1,
+                 KAI_PODGROUP, QUEUE, KAI_QUEUE, PRIORITY_CLASS, NAMESPACE]
         for kind, obj in sorted(self.held.values(),
                                 key=lambda ko: (order.index(ko[0]), object_key(ko[1]))):
             cache.apply(WatchEvent("ADDED", kind, obj))

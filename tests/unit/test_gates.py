@@ -1,6 +1,8 @@
 """Scheduling gates on the memory backend: a gated pod is never bound (the
 backend refuses such a bind, as the API server does), the gang waits with a
-condition naming the gates, and proceeds once they are removed."""
+condition naming the gates, and proceeds once they are removed. A gang whose
+ungated pods meet its minimum starts without the gated one, which is neither
+placed nor sent to the API."""
 from __future__ import annotations
 
 import pytest
@@ -17,10 +19,10 @@ from .conftest import build_node, build_pod, build_podgroup, load_cluster, load_
 GATE = {"schedulingGates": [{"name": "example.com/quota"}]}
 
 
-def _gang() -> list[dict]:
+def _gang(min_member: int = 3) -> list[dict]:
     pods = [build_pod(f"t-{i}", gpu=1, group="train") for i in range(3)]
     pods[2]["spec"].update(GATE)
-    return [build_node("gpu-a", cpu=8, gpu=8), build_podgroup("train", 3), *pods]
+    return [build_node("gpu-a", cpu=8, gpu=8), build_podgroup("train", min_member), *pods]
 
 
 def test_gang_waits_for_gates_then_proceeds() -> None:
@@ -49,3 +51,17 @@ def test_memory_backend_refuses_a_gated_bind() -> None:
     cluster = load_cluster(_gang())
     with pytest.raises(ConflictError, match="scheduling gates"):
         cluster.bind("default", "t-2", "", "gpu-a")
+
+
+def test_a_gang_that_starts_leaves_its_gated_pod_alone() -> None:
+    clock = ManualClock()
+    cluster = load_cluster(_gang(min_member=2), clock)      # room for all three
+    config, registry = load_test_config()
+    scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
+    first = scheduler.run_once()
+    assert sorted(first.placed) == ["default/t-0", "default/t-1"]
+    assert not first.report.failed                          # no bind of t-2 was tried
+    assert cluster.get(POD, "default", "t-2")["spec"].get("nodeName") is None
+    cluster.patch(POD, "default", "t-2", {"spec": {"schedulingGates": None}})
+    clock.advance(1.0)
+    assert sorted(scheduler.run_once().placed) == ["default/t-2"]

@@ -9,7 +9,8 @@ bound pods start. After EVERY session, for EVERY gang and node:
 - a job refused for a reason no eviction can fix (minResources larger than
   the cluster, gated pods, an incomplete gang group, a node selector no node
   meets, preemptionPolicy Never) never evicts anyone and holds nothing;
-- a gated pod is never bound (nor a bind of one attempted);
+- a gated pod is never bound (nor a bind of one attempted), also in a gang
+  whose ungated pods meet its minimum and start;
 and the same input gives the same decisions.
 
 The generators fill nodes with running jobs of two queues and bring pending
@@ -60,6 +61,7 @@ class Job:
     gpu: int                        # per pod
     pods: tuple[str | None, ...]    # per pod: the node it runs on, or None (pending)
     doom: str | None = None         # how it is refused for a reason eviction cannot fix
+    gated: int = 0                  # its last pods carry a scheduling gate
 
 
 @attrs.frozen
@@ -92,7 +94,7 @@ class Contended:
                                 queue=job.queue, node=node,
                                 priority=None if job.doom == "never" else job.priority,
                                 node_selector={"zone": "nowhere"} if job.doom == "selector" else None)
-                if job.doom == "gated" and i:
+                if (job.doom == "gated" and i) or i >= len(job.pods) - job.gated:
                     pod["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
                 if job.doom == "never":
                     pod["spec"]["priorityClassName"] = "non-preempting"
@@ -100,8 +102,8 @@ class Contended:
         return out
 
     def gated_pods(self) -> set[str]:
-        return {f"default/{j.name}-{i}" for j in self.jobs if j.doom == "gated"
-                for i in range(1, len(j.pods))}
+        return {f"default/{j.name}-{i}" for j in self.jobs
+                for i in range(1 if j.doom == "gated" else len(j.pods) - j.gated, len(j.pods))}
 
 
 @st.composite
@@ -135,8 +137,12 @@ def contended(draw: st.DrawFn) -> Contended:
                             draw(st.integers(0, 1)), gpu, tuple(spots)))
     for j in range(draw(st.integers(1, 4))):            # pending, wanting room
         size = draw(st.integers(1, 3))
-        jobs.append(Job(f"want{j}", draw(st.sampled_from(leaves)), draw(st.integers(1, size)),
-                        draw(st.integers(0, 2)), draw(st.sampled_from([1, 1, 2])), (None,) * size))
+        min_member = draw(st.integers(1, size))
+        # Gated pods beyond the minimum: the gang may start without them, never with them.
+        gated = draw(st.integers(0, size - min_member))
+        jobs.append(Job(f"want{j}", draw(st.sampled_from(leaves)), min_member,
+                        draw(st.integers(0, 2)), draw(st.sampled_from([1, 1, 2])), (None,) * size,
+                        gated=gated))
     if draw(st.booleans()):                             # refused for a non-room reason
         doom = draw(st.sampled_from(DOOMS))
         size = 2 if doom in ("gated", "min-resources") else draw(st.integers(1, 2))

@@ -111,25 +111,18 @@ def test_subgroup_topology() -> None:
     assert gang.subgroups[0].topology.required == "clique"
 
 
-@pytest.mark.parametrize("spec, gang", [
-    ({"schedulingGroup": {"podGroupName": "pg"}}, ("upstream", "pg", "")),
+@pytest.mark.parametrize("spec, gang, job", [
+    ({"schedulingGroup": {"podGroupName": "pg"}}, ("upstream", "pg", "", ""), "default/pg"),
     ({"workloadRef": {"name": "w", "podGroup": "pg", "podGroupReplicaKey": "3"}},
-     ("upstream", "pg", "3")),
+     ("workload", "w", "3", "pg"), "default/w:pg[3]"),
+    ({"workloadRef": {"name": "w", "podGroup": "pg"}}, ("workload", "w", "", "pg"), "default/w:pg"),
 ])
-def test_upstream_gang_references(spec: dict, gang: tuple) -> None:
+def test_upstream_gang_references(spec: dict, gang: tuple, job: str) -> None:
+    """1.36+ pods name a PodGroup object; 1.35 pods a podGroup of a Workload,
+    each replica key a gang of its own."""
     facts = convert.pod_facts(pod_with(spec))
-    assert (facts.gang.source, facts.gang.name, facts.gang.replica) == gang
-    assert facts.job == ("default/pg[3]" if gang[2] else "default/pg")
-
-
-def test_upstream_podgroup_min_count() -> None:
-    raw = {"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "PodGroup",
-           "metadata": {"name": "pg", "namespace": "default"},
-           "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}}}
-    gang, _, problem = convert.upstream_podgroup(raw)
-    assert (gang.min_member, problem) == (4, None)
-    raw["spec"]["schedulingPolicy"]["gang"]["minCount"] = 0
-    assert "minCount" in (convert.upstream_podgroup(raw)[2] or "")
+    assert (facts.gang.source, facts.gang.name, facts.gang.replica, facts.gang.member) == gang
+    assert facts.job == job
 
 
 # -- domains ----------------------------------------------------------------------------

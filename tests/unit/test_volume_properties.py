@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from kaisched.api.clock import ManualClock
 from kaisched.api.volumes import SELECTED_NODE
 from kaisched.cache.convert.volumes import claim as read_claim
-from kaisched.cache.convert.volumes import volume as read_volume
 from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import NODE, POD, PV, PVC
 from kaisched.framework import default_config
@@ -103,12 +102,33 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 
 def _reach(volume: Obj | None, node: Obj) -> bool:
+    """A pod on node can use the volume: its required node affinity holds there.
+    Read from the objects themselves, as the API defines it (terms ORed, a term's
+    expressions and fields ANDed), not through kaisched's converter and selector
+    terms: those are what is under test."""
     if volume is None:
         return False
-    labels = {"kubernetes.io/hostname": node["metadata"]["name"],
-              **(node["metadata"].get("labels") or {})}
-    terms = read_volume(volume).node_affinity
-    return not terms or any(t.matches(labels, node["metadata"]["name"]) for t in terms)
+    required = (volume["spec"].get("nodeAffinity") or {}).get("required") or {}
+    terms = required.get("nodeSelectorTerms")
+    if not terms:
+        return True                     # no affinity: every node reaches it
+    labels = node["metadata"].get("labels") or {}
+    fields = {"metadata.name": node["metadata"]["name"]}
+    return any((term.get("matchExpressions") or term.get("matchFields"))
+               and all(_holds(e, labels) for e in term.get("matchExpressions") or ())
+               and all(_holds(f, fields) for f in term.get("matchFields") or ())
+               for term in terms)
+
+
+def _holds(requirement: Obj, labels: dict[str, str]) -> bool:
+    key, op, values = requirement["key"], requirement["operator"], requirement.get("values") or []
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op in ("Exists", "DoesNotExist"):
+        return (key in labels) == (op == "Exists")
+    raise AssertionError(f"the oracle does not read operator {op}")
 
 
 @settings(max_examples=80, deadline=None)

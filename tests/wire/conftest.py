@@ -1,25 +1,27 @@
 """Wire tests: KubeCluster drives the real `kubernetes` client over loopback
-HTTP to kmock's KubernetesEmulator (kaisched/emulator.py: an API server's
+HTTP to kmock's KubernetesEmulator (kaisched/bench/emulator.py: an API server's
 stamping, the binding and eviction subresources); nothing of the client is
 patched. Tests change the emulator through `apiserver.call(fn)`, which runs
 fn on its event loop.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import pytest
 from kubernetes import client as k8s_client
 
 from kaisched.bench.emulator import (  # noqa: F401 - re-exported for the wire tests
+    GANG_APIS,
+    PATIENCE,
     PG_API,
     PODGROUPS,
     PODS,
     QUEUES,
     RESOURCES,
-    WAIT,
     ApiServer,
     Emulator,
     install_subresources,
@@ -28,6 +30,13 @@ from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kube import KubeCluster
 
 Obj = dict[str, Any]
+K = TypeVar("K", bound=KubeCluster)
+
+
+# The client's request timeout in the wire suite: long, so that a loaded machine
+# (the emulator shares two cores with the tests and whatever else runs) is slow,
+# not unreachable. Tests of timeouts themselves pass their own.
+REQUEST_TIMEOUT = 60.0
 
 
 @pytest.fixture
@@ -43,31 +52,75 @@ def api_client(url: str) -> k8s_client.ApiClient:
     return k8s_client.ApiClient(cfg)
 
 
+def kube(client: k8s_client.ApiClient, factory: Callable[..., K] = KubeCluster,
+         **options: Any) -> K:
+    """The wire suite's KubeCluster: long request timeouts; short backoff, so a
+    failed watch resumes at once; kinds the emulator does not serve looked for
+    again rarely, as in production (every look is a request the emulator keeps)."""
+    settings: dict[str, Any] = dict(timeout=REQUEST_TIMEOUT, connect_timeout=REQUEST_TIMEOUT,
+                                    watch_timeout=60, backoff=0.05, max_backoff=0.2,
+                                    missing_retry=60.0)
+    return factory(api_client=client, **{**settings, **options})
+
+
+def watch_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("watch-")}
+
+
+@contextlib.contextmanager
+def connected(apiserver: Emulator, **options: Any) -> Iterator[KubeCluster]:
+    """kube() to the emulator, closed on the way out, its watch threads with it."""
+    client = api_client(apiserver.url)
+    before = watch_threads()
+    cluster = kube(client, **options)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+        client.close()
+    # Only this client's threads: one that outlived an earlier test is that test's failure.
+    eventually(lambda: not watch_threads() - before,
+               what=lambda: f"watch threads outlived close(): "
+                            f"{sorted(t.name for t in watch_threads() - before)}")
+
+
 @pytest.fixture
 def cluster(apiserver: Emulator) -> Iterator[KubeCluster]:
-    client = api_client(apiserver.url)
-    # Short delays so that backoff and re-watches fit the wire suite's time budget.
-    cluster = KubeCluster(api_client=client, timeout=5.0, watch_timeout=5, backoff=0.05,
-                          max_backoff=0.2, missing_retry=0.5)
-    yield cluster
-    cluster.close()
-    client.close()
-    left = [t.name for t in threading.enumerate() if t.name.startswith("watch-")]
-    assert not left, f"watch threads outlived close(): {left}"
+    with connected(apiserver) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def looking(apiserver: Emulator) -> Iterator[KubeCluster]:
+    """A client that looks for the kinds the server does not serve twice a
+    second: for the tests of that look."""
+    with connected(apiserver, missing_retry=0.5) as cluster:
+        yield cluster
+
+
+def eventually(check: Callable[[], Any], timeout: float = PATIENCE,
+               what: str | Callable[[], str] = "gave up waiting") -> Any:
+    """check()'s first truthy answer, asked every 20 ms. The timeout is patience:
+    it only keeps a test that would wait forever from hanging the suite."""
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(what() if callable(what) else what)
+        time.sleep(0.02)
+    return result
 
 
 def collect(sub: Any, done: Callable[[list[WatchEvent]], bool],
-            timeout: float = WAIT) -> list[WatchEvent]:
+            timeout: float = PATIENCE) -> list[WatchEvent]:
     """Drain sub until done(all events so far) holds; fail after timeout."""
     events: list[WatchEvent] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        events += sub.drain()
-        if done(events):
-            return events
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting; got {[(e.type, name(e.obj)) for e in events]}")
-        time.sleep(0.02)
+
+    def more() -> bool:
+        events.extend(sub.drain())
+        return done(events)
+    eventually(more, timeout,
+               what=lambda: f"gave up waiting; got {[(e.type, name(e.obj)) for e in events]}")
+    return events
 
 
 def name(obj: Obj) -> str:

@@ -4,8 +4,11 @@ The scheduler, with the production Lease timings (15 s lease, 10 s renew
 deadline, 2 s retry) and watch backoff, talks to the emulator through a TCP
 proxy the test can take down: while it is down every connection is refused and
 every open one is cut, as when an API server restarts. After 20 s down, the
-Lease must be written again and the waiting gang bound within 5 s of the API
-answering: no backoff grown during the outage may carry over.
+Lease must be written again and the waiting gang bound before the shortest
+backoff the outage grew (the watches', 8 s) could have run out: later than that
+means a backoff carried over. The yardstick is the scheduler's own delay, not a
+budget for this machine (recovery takes a retry period, 2 s, when nothing
+carried over); the figures are printed.
 """
 from __future__ import annotations
 
@@ -24,12 +27,11 @@ from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler, serve
 from kaisched.service.leader import LeaderElector
 
-from .conftest import PODS, Emulator, api_client, build_node, build_pod, build_podgroup
+from .conftest import PATIENCE, PODS, Emulator, api_client, build_node, build_pod, build_podgroup
 
 CONFIG = ("schedulePeriod: 1s\nactions: [allocate]\n"
           "tiers: [{plugins: [{name: priority}, {name: gang}, {name: predicates}]}]\n")
 DOWN = 20.0
-BACK_WITHIN = 5.0
 
 
 class Proxy:
@@ -117,7 +119,7 @@ def test_scheduling_resumes_within_seconds_of_a_20s_outage(
     thread = threading.Thread(target=serve, args=(scheduler, stop, elector), daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + PATIENCE
         while not all(cluster.get(POD, "default", f"before-{i}")["spec"].get("nodeName")
                       for i in range(2)):
             assert time.monotonic() < deadline, "the first gang was not bound"
@@ -127,7 +129,7 @@ def test_scheduling_resumes_within_seconds_of_a_20s_outage(
         cluster.create(build_podgroup("after", min_member=2))
         for i in range(2):
             cluster.create(build_pod(f"after-{i}", group="after"))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + PATIENCE
         while apiserver.count(kmock.resource(PODS), kmock.subresource("binding")) < 3:
             assert time.monotonic() < deadline, "no bind of the second gang was sent"
             time.sleep(0.05)
@@ -141,7 +143,7 @@ def test_scheduling_resumes_within_seconds_of_a_20s_outage(
         lease_back = bound = None
         while lease_back is None or bound is None:
             now = time.monotonic() - answered
-            assert now < 30, f"not back: lease after {lease_back}, gang after {bound}"
+            assert now < PATIENCE, f"not back: lease after {lease_back}, gang after {bound}"
             if lease_back is None and (cluster.get(LEASE, "default", "kaisched") or {}).get(
                     "spec", {}).get("renewTime") != renewed_before:
                 lease_back = now
@@ -150,13 +152,16 @@ def test_scheduling_resumes_within_seconds_of_a_20s_outage(
                 bound = now
             time.sleep(0.05)
         print(f"outage {DOWN:.0f}s: Lease written again {lease_back:.1f}s and the gang bound {bound:.1f}s after the API answered")
-        assert lease_back < BACK_WITHIN, f"the Lease was written again {lease_back:.1f}s late"
+        # A backoff carried over would have held the Lease and the watches (whose
+        # events the binds wait for) until it ran out.
+        grown = client.watch_options["max_backoff"]
+        assert lease_back < grown, f"the Lease was written again {lease_back:.1f}s late"
         # Bound may mean it landed during the cut; then it was bound before the outage.
-        assert bound < BACK_WITHIN, f"scheduling resumed {bound:.1f}s after the API answered"
+        assert bound < grown, f"scheduling resumed {bound:.1f}s after the API answered"
         assert elector.is_leading()
     finally:
         stop.set()
-        thread.join(15)
+        thread.join(PATIENCE)
         proxy.down()
         client.close()
     assert not thread.is_alive()

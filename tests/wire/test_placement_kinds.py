@@ -1,19 +1,12 @@
 """The kinds placement reads, through the real client: namespace labels (for
-namespaceSelector) and the upstream Workload API's PodGroups, read where the
-server serves them and skipped quietly where it does not."""
+namespaceSelector), beside the upstream Workload API's PodGroups (the gang
+APIs themselves: test_gang_apis.py)."""
 from __future__ import annotations
-
-import logging
-
-import kmock
-import pytest
 
 from kaisched.cache import Cache
 from kaisched.cluster.kube import KubeCluster
 
 from .conftest import Emulator, Obj, build_pod
-
-UPSTREAM = "scheduling.k8s.io/v1alpha1/podgroups"
 
 
 def member(name: str) -> Obj:
@@ -30,11 +23,10 @@ def synced(cluster: KubeCluster) -> Cache:
 
 def test_upstream_gangs_and_namespace_labels_reach_the_cache(apiserver: Emulator,
                                                              cluster: KubeCluster) -> None:
-    apiserver.call(lambda: apiserver.emu.resources.__setitem__(
-        UPSTREAM, kmock.ResourceInfo(kind="PodGroup", namespaced=True)))
+    apiserver.serve("1.37")
     # The emulator serves the namespace list itself (kmock cannot route it).
     apiserver.call(lambda: apiserver.emu.namespaces.__setitem__("ml", {"team": "a"}))
-    cluster.create({"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "PodGroup",
+    cluster.create({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
                     "metadata": {"name": "train", "namespace": "ml"},
                     "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
     cluster.create(member("w0"))
@@ -44,12 +36,3 @@ def test_upstream_gangs_and_namespace_labels_reach_the_cache(apiserver: Emulator
     job = cache.snapshot(0.0).jobs["ml/train"]
     assert (job.min_member, sorted(job.tasks), job.problem) == (2, ["ml/w0", "ml/w1"], None)
 
-
-def test_where_the_workload_api_is_not_served_its_pods_wait_saying_why(
-        apiserver: Emulator, cluster: KubeCluster, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="kaisched.cluster.watch")
-    cluster.create(member("w0"))
-    job = synced(cluster).snapshot(0.0).jobs["ml/train"]
-    assert job.problem == "PodGroup (scheduling.k8s.io) ml/train does not exist"
-    assert any("scheduling.k8s.io/v1alpha1 is not served" in r.getMessage()
-               for r in caplog.records)

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import yaml
 
-from kaisched.api.queue import QueueStatus
+from kaisched.api.queue import Bucket, QueueStatus, UsageRecord
 from kaisched.api.types import QueueName
+from kaisched.cache.convert import queue as convert_queue
+from kaisched.cluster.kinds import QUEUE
 from kaisched.cluster.kube import KubeCluster
-from kaisched.framework.effects import SetQueueStatus
+from kaisched.framework.effects import SetQueueStatus, SetQueueUsage
 from kaisched.runtime.binder import Binder
 
 from .conftest import QUEUES, Emulator, build_queue
@@ -54,3 +56,34 @@ def test_queue_status_goes_through_the_status_subresource(apiserver: Emulator,
     assert stored["status"]["allocated"] == {"cpu": "1"}
     assert GPU not in stored["status"]["fairShare"]
     assert stored["spec"] == {"priority": 100}
+
+
+def test_queue_usage_goes_through_the_status_subresource_and_reads_back_equal(
+        apiserver: Emulator, cluster: KubeCluster) -> None:
+    """status.usage (fair share with memory) through the real client: the record
+    reads back as written (cpu in cores on the wire), the printer column finds
+    the GPU figure, the other status fields are left alone, and clearing it
+    (the documented reset) leaves no usage."""
+    cluster.create(build_queue("team-a"))
+    binder = Binder(cluster, lambda: 0.0)
+    assert binder.apply([SetQueueStatus(QueueName("team-a"), QueueStatus(running_jobs=1),
+                                        None)]).failed == []
+    record = UsageRecord(
+        (Bucket(1767225000.0, 100.0, (("cpu", 150000.0), (GPU, 600.0)),
+                (("cpu", 1600000.0), (GPU, 800.0))),
+         Bucket(1767225100.0, 40.5, ((GPU, 243.0),), (("cpu", 648000.0), (GPU, 324.0)))),
+        (("cpu", 0.0938), (GPU, 0.75)), 1767225140.0)
+    assert binder.apply([SetQueueUsage(QueueName("team-a"), record, None)]).failed == []
+
+    stored = apiserver.object(QUEUES, None, "team-a")
+    assert stored["status"]["runningJobs"] == 1
+    assert stored["status"]["usage"]["buckets"][0]["held"] == {"cpu": 150.0, GPU: 600.0}
+    assert convert_queue(stored).usage == record
+    (version,) = yaml.safe_load(CRD.read_text())["spec"]["versions"]
+    row = {c["name"]: column_value(stored, c["jsonPath"]) for c in version["additionalPrinterColumns"]}
+    assert row["GPU Usage"] == 0.75
+
+    cluster.patch_status(QUEUE, "", "team-a", {"usage": None})
+    stored = apiserver.object(QUEUES, None, "team-a")
+    assert "usage" not in stored["status"] and convert_queue(stored).usage is None
+    assert stored["status"]["runningJobs"] == 1

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import attrs
 import kmock
@@ -34,7 +33,16 @@ from kaisched.service.leader import LeaderElector
 from podgrouper.controller import PodGrouper
 from podgrouper.groupers import builtin_groupers, group_owner, pick
 
-from .conftest import WAIT, Emulator, api_client, build_node, build_pod, build_podgroup
+from .conftest import (
+    PATIENCE,
+    Emulator,
+    api_client,
+    build_node,
+    build_pod,
+    build_podgroup,
+    eventually,
+    kube,
+)
 from .test_volumes import _claim, _class, _volume, _with_volume
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,20 +148,9 @@ def granted(rules: list[tuple[str, dict]]) -> set[tuple[str, str, str, str]]:
 # -- running the components -------------------------------------------------------------
 
 def recording(apiserver: Emulator) -> RecordingCluster:
-    return RecordingCluster(api_client=api_client(apiserver.url), timeout=5.0, watch_timeout=5,
-                            backoff=0.05, max_backoff=0.2,
-                            # Every kind it serves is served before the components start; the
-                            # others (DRA v1, later PodGroup versions) are asked for again rarely,
-                            # as in production, not twice a second against a loaded emulator.
-                            missing_retry=60.0)
-
-
-def eventually(check: Callable[[], Any], timeout: float = 6 * WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        assert time.monotonic() < deadline, "gave up waiting"
-        time.sleep(0.05)
-    return result
+    # Every kind it serves is served before the components start; the others (DRA
+    # v1, later PodGroup versions) are asked for again rarely, as kube() does.
+    return kube(api_client(apiserver.url), factory=RecordingCluster)
 
 
 def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
@@ -185,15 +182,16 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
     cluster.create(build_pod("orphan", cpu="100m", owner={
         "apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "u", "controller": True}))
 
-    # The other schedulers' PodGroups, served here so that they are watched.
+    # The other schedulers' gangs, served here so that they are watched: every
+    # version of the Workload API at once (no real cluster serves them all), KAI's objects.
     def serve_other_podgroups() -> None:
-        for api in ("scheduling.x-k8s.io/v1alpha1", "scheduling.k8s.io/v1alpha1",
-                    "scheduling.sigs.k8s.io/v1alpha1"):
+        for api in ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1"):
             apiserver.emu.resources[f"{api}/podgroups"] = kmock.ResourceInfo(
                 kind="PodGroup", namespaced=True, subresources={"status"})
         apiserver.emu.resources["kai.scheduler/v1alpha1/topologies"] = kmock.ResourceInfo(
             kind="Topology", namespaced=False)
     apiserver.call(serve_other_podgroups)
+    apiserver.serve("1.35", "1.36", "1.37", "kai")
 
     registry = register_builtins()
     clock = WallClock()
@@ -223,9 +221,18 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
         cluster.create(build_podgroup("huge", min_member=2))
         for i in range(2):
             cluster.create(build_pod(f"huge-{i}", cpu="64", group="huge"))
+        # An upstream PodGroup that never fits: its condition is written (podgroups/status).
+        cluster.create({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                        "metadata": {"name": "upstream", "namespace": "default"},
+                        "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}})
+        wide = build_pod("upstream-0", cpu="64")
+        wide["spec"]["schedulingGroup"] = {"podGroupName": "upstream"}
+        cluster.create(wide)
         eventually(lambda: all(cluster.get(POD, "default", f"high-{i}")["spec"].get("nodeName")
                                for i in range(2)))
         eventually(lambda: Request("create", "", "events", "default") in scheduler_client.sent)
+        eventually(lambda: Request("patch", "scheduling.k8s.io", "podgroups/status", "default")
+                   in scheduler_client.sent)
         # Volumes and devices: a WaitForFirstConsumer claim (its selected node is written), a
         # static volume (pre-bound to its claim), a ResourceClaim (allocated in its status).
         cluster.create(build_node("n-vol", cpu="2"))     # made once n1 is full: theirs alone
@@ -278,7 +285,7 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
     finally:
         stop.set()
         for thread in threads:
-            thread.join(WAIT)
+            thread.join(PATIENCE)
     # A PodGroup made behind the PodGrouper's watch (the emulator holds it without telling
     # the watch): its create conflicts, and it reads the one that is there.
     late = cluster.create({"apiVersion": "batch/v1", "kind": "Job",
@@ -297,6 +304,8 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
     said = RecordEvent("Pod", "default/huge-0", "Warning", "FailedScheduling", "no room")
     binder.submit(said)
     binder.submit(said)
+    binder.wait(writes=True)
+    binder.stop()
     sent = {"kaisched": set(scheduler_client.sent), "kaisched-podgrouper": set(grouper_client.sent)}
     for client in (scheduler_client, grouper_client):
         client.close()
@@ -343,15 +352,15 @@ def forbidden(request: kmock.Request) -> Any:
 
 
 def test_a_watched_kind_the_role_cannot_list_is_one_line_and_the_rest_is_watched(
-        apiserver: Emulator, cluster: KubeCluster, caplog: pytest.LogCaptureFixture) -> None:
+        apiserver: Emulator, looking: KubeCluster, caplog: pytest.LogCaptureFixture) -> None:
     from kaisched.cluster.kinds import NODE, PRIORITY_CLASS
 
-    apiserver.call(lambda: apiserver.emu.override[
-        kmock.resource("scheduling.k8s.io/v1/priorityclasses")] << forbidden)
-    cluster.create(build_node("n1"))
+    classes = kmock.resource("scheduling.k8s.io/v1/priorityclasses")
+    apiserver.call(lambda: apiserver.emu.override[classes] << forbidden)
+    looking.create(build_node("n1"))
     with caplog.at_level(logging.INFO, logger="kaisched.cluster.watch"):
-        sub = cluster.subscribe([NODE, PRIORITY_CLASS])
-        time.sleep(1.0)                 # several rare retries (missing_retry=0.5s)
+        sub = looking.subscribe([NODE, PRIORITY_CLASS])
+        eventually(lambda: apiserver.count("list", classes) >= 3)     # refused thrice
         events = sub.drain()
     assert [e.obj["metadata"]["name"] for e in events] == ["n1"]
     lines = [r.getMessage() for r in caplog.records if "not allowed" in r.getMessage()]

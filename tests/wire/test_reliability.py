@@ -13,7 +13,7 @@ import contextlib
 import logging
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import kmock
 import pytest
@@ -31,7 +31,15 @@ from kaisched.runtime.scheduler import Scheduler, serve
 from kaisched.runtime.throttle import WriteThrottle
 from kaisched.service.leader import LeaderElector, micro_time
 
-from .conftest import PODS, WAIT, Emulator, build_node, build_pod, build_podgroup
+from .conftest import (
+    PATIENCE,
+    PODS,
+    Emulator,
+    build_node,
+    build_pod,
+    build_podgroup,
+    eventually,
+)
 
 CONFIG = ("schedulePeriod: 20ms\nactions: [allocate]\n"
           "tiers: [{plugins: [{name: priority}, {name: gang}, {name: predicates}]}]\n")
@@ -53,15 +61,6 @@ def elector(cluster: KubeCluster, identity: str, lease: float = 30.0) -> LeaderE
                          retry_period=0.1)
 
 
-# Patience, not a time limit under test: a loaded machine may take a while.
-def eventually(check: Callable[[], Any], timeout: float = 6 * WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        assert time.monotonic() < deadline, "gave up waiting"
-        time.sleep(0.02)
-    return result
-
-
 @contextlib.contextmanager
 def serving(sched: Scheduler, lead: LeaderElector | None = None,
             metrics: Metrics | None = None) -> Iterator[threading.Event]:
@@ -73,7 +72,7 @@ def serving(sched: Scheduler, lead: LeaderElector | None = None,
         yield stop
     finally:
         stop.set()
-        thread.join(WAIT)
+        thread.join(PATIENCE)
         assert not thread.is_alive(), "serve() did not return after stop"
 
 
@@ -267,7 +266,7 @@ def test_a_killed_leader_hands_over_and_no_pod_is_bound_twice(
     b = elector(cluster, "b", lease=2.0)
     later = gang(cluster, "late", 3)
     with serving(scheduler(cluster), b):
-        eventually(lambda: all(node_of(cluster, p) for p in later), timeout=WAIT + 2)
+        eventually(lambda: all(node_of(cluster, p) for p in later))
     assert cluster.get(LEASE, "default", "kaisched")["spec"]["leaseTransitions"] == 1
     bound = apiserver.call(lambda: [r.name for r in apiserver.emu[BINDS]])
     assert sorted(bound) == sorted(first + later)             # each pod bound once
@@ -323,7 +322,7 @@ def test_an_api_server_restart_is_survived_with_every_gang_whole(
     with serving(scheduler(cluster, workers=4)):
         eventually(lambda: apiserver.count(kmock.resource(PODS)) >= 6)  # it tried, and failed
         down[0] = False
-        eventually(lambda: all(node_of(cluster, p) for g in gangs for p in g), timeout=WAIT + 5)
+        eventually(lambda: all(node_of(cluster, p) for g in gangs for p in g))
     for g in gangs:
         assert len({node_of(cluster, p) for p in g}) == 1
 

@@ -11,7 +11,7 @@ from kaisched.cli import main
 from kaisched.cluster.kinds import LEASE, POD
 from kaisched.cluster.kube import KubeCluster
 
-from .conftest import Emulator, build_node, build_pod
+from .conftest import PATIENCE, Emulator, build_node, build_pod
 
 
 def kubeconfig(tmp_path: Path, url: str) -> Path:
@@ -108,13 +108,13 @@ def test_sigterm_during_a_long_binder_queue_ends_the_process(
                              "--lease-namespace", "default", "--binders", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + PATIENCE
         while apiserver.count(*binds) < 1:          # the first gang began binding, held
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
             time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
         apiserver.release("binding")
-        assert proc.wait(20) == 0
+        assert proc.wait(PATIENCE) == 0
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -21,7 +21,7 @@ from kaisched.runtime.binder import write_volume
 from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.scheduler import Scheduler
 
-from .conftest import WAIT, Emulator, build_node, build_pod, build_podgroup
+from .conftest import PATIENCE, Emulator, build_node, build_pod, build_podgroup
 
 Obj = dict
 
@@ -56,7 +56,7 @@ def _with_volume(pod: Obj, claim: str) -> Obj:
 
 def _until(scheduler: Scheduler, done: "callable") -> CycleResult:  # type: ignore[valid-type]
     """Cycles until done(result) holds: watch events land in their own time."""
-    deadline = time.monotonic() + WAIT
+    deadline = time.monotonic() + PATIENCE
     while True:
         result = scheduler.run_once()
         if done(result):

@@ -10,13 +10,14 @@ from kaisched.cache.convert.groups import (
     KAI_TOPOLOGY_PREFERRED,
     KAI_TOPOLOGY_REQUIRED,
     annotated_gang,
+    koord_podgroup,
     podgroup,
     podgroup_status,
     status_dict,
     topology_rule,
-    upstream_podgroup,
     xk8s_podgroup,
 )
+from kaisched.cache.convert.kai import kai_podgroup, kai_queue
 from kaisched.cache.convert.nodes import DEFAULT_MAX_PODS, node_spec, node_spec_and_problem
 from kaisched.cache.convert.pods import (
     GANG_OWNER_GROUPS,
@@ -31,14 +32,30 @@ from kaisched.cache.convert.pods import (
     task_status,
     upstream_gang_ref,
 )
-from kaisched.cache.convert.queues import quantity_text, queue, queue_status, queue_status_dict
+from kaisched.cache.convert.queues import (
+    quantity_text,
+    queue,
+    queue_status,
+    queue_status_dict,
+    usage_record,
+    usage_status_dict,
+)
 from kaisched.cache.convert.rules import namespace_labels, placement, pod_rules, preferred_node_affinity
+from kaisched.cache.convert.workloads import (
+    Workload,
+    podgroup_v1alpha2,
+    podgroup_v1beta1,
+    upstream_status_dict,
+    workload_v1alpha1,
+)
 
 __all__ = [
     "DEFAULT_MAX_PODS", "GANG_OWNER_GROUPS", "KAI_TOPOLOGY_PREFERRED", "KAI_TOPOLOGY_REQUIRED",
-    "GangRef", "Obj", "PodFacts", "annotated_gang", "broken_pod", "from_rfc3339", "gang_job",
-    "gang_ref", "namespace_labels", "node_spec", "node_spec_and_problem", "placement", "pod_facts",
-    "pod_request", "pod_rules", "podgroup", "podgroup_status", "preferred_node_affinity",
+    "GangRef", "Obj", "PodFacts", "Workload", "annotated_gang", "broken_pod", "koord_podgroup", "from_rfc3339",
+    "gang_job", "gang_ref", "kai_podgroup", "kai_queue", "namespace_labels", "node_spec",
+    "node_spec_and_problem", "placement", "pod_facts", "pod_request", "pod_rules", "podgroup",
+    "podgroup_status", "podgroup_v1alpha2", "podgroup_v1beta1", "preferred_node_affinity",
     "priority_class", "quantity_text", "queue", "queue_status", "queue_status_dict", "status_dict",
-    "task_status", "topology_rule", "upstream_gang_ref", "upstream_podgroup", "xk8s_podgroup",
+    "task_status", "topology_rule", "upstream_gang_ref", "upstream_status_dict", "usage_record",
+    "usage_status_dict", "workload_v1alpha1", "xk8s_podgroup",
 ]

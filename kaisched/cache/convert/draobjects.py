@@ -14,9 +14,11 @@ from typing import Any
 
 import attrs
 
-from kaisched.api.cel import Selector
+from kaisched.api.cel import Selector, Version
 from kaisched.api.constraints import Requirement, SelectorTerm
 from kaisched.api.dradevices import (
+    PODGROUPS,
+    PODS,
     Allocation,
     AttrValue,
     Claim,
@@ -26,12 +28,17 @@ from kaisched.api.dradevices import (
     DeviceClass,
     DeviceRequest,
     DeviceResult,
+    GroupClaim,
+    PodClaimRef,
 )
 from kaisched.api.quantity import parse_quantity
 from kaisched.api.types import NodeName
 from kaisched.cache.convert.common import Obj, metadata
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+# On a claim the resource-claim controller made from a template for a PodGroup.
+PODGROUP_CLAIM_ANNOTATION = "resource.kubernetes.io/podgroup-claim-name"
+WORKLOAD_GROUP = "scheduling.k8s.io"       # the API group of a PodGroup a claim is reserved for
 
 
 def _list(value: Any) -> list[Any]:
@@ -61,9 +68,10 @@ def device_class(obj: Obj) -> DeviceClass:
 
 def _attribute(value: Any) -> AttrValue | None:
     value = _dict(value)
-    for field in ("string", "version"):
-        if isinstance(value.get(field), str):
-            return value[field]
+    if isinstance(value.get("string"), str):
+        return value["string"]
+    if isinstance(value.get("version"), str):
+        return Version(value["version"])        # a semver value to selectors
     if isinstance(value.get("bool"), bool):
         return value["bool"]
     if isinstance(value.get("int"), int):
@@ -162,10 +170,25 @@ def claim(obj: Obj) -> Claim:
         api_version=str(obj.get("apiVersion") or "resource.k8s.io/v1"),
         requests=tuple(requests), constraints=constraints,
         allocation=allocation(_dict(status.get("allocation"))),
-        reserved_for=tuple(Consumer(str(r.get("name", "")), str(r.get("uid", "")))
-                           for r in map(_dict, _list(status.get("reservedFor")))
-                           if r.get("resource", "pods") == "pods"),
+        reserved_for=tuple(consumer(r) for r in map(_dict, _list(status.get("reservedFor")))
+                           if _consumer_kind(r) is not None),
         owner_pod=owner, problem="; ".join(problems) or None)
+
+
+def _consumer_kind(raw: Obj) -> str | None:
+    """pods, or podgroups (the Workload API's); None: a consumer kaisched does not know."""
+    resource = raw.get("resource", PODS)
+    if resource == PODS and not raw.get("apiGroup"):
+        return PODS
+    if resource == PODGROUPS and raw.get("apiGroup") == WORKLOAD_GROUP:
+        return PODGROUPS
+    return None
+
+
+def consumer(raw: Obj) -> Consumer:
+    kind = _consumer_kind(raw) or PODS
+    return Consumer(str(raw.get("name", "")), str(raw.get("uid", "")), kind,
+                    WORKLOAD_GROUP if kind == PODGROUPS else "")
 
 
 def allocation(raw: Obj) -> Allocation | None:
@@ -174,12 +197,17 @@ def allocation(raw: Obj) -> Allocation | None:
     results = tuple(DeviceResult(str(r.get("request", "")), str(r.get("driver", "")),
                                  str(r.get("pool", "")), str(r.get("device", "")))
                     for r in map(_dict, _list(_dict(raw.get("devices")).get("results"))))
-    node = None
-    for term in node_terms(raw.get("nodeSelector")):
-        for field in term.fields:
-            if field.key == "metadata.name" and field.operator == "In" and len(field.values) == 1:
-                node = NodeName(field.values[0])
-    return Allocation(results, node)
+    terms = node_terms(raw.get("nodeSelector"))
+    if len(terms) == 1 and not terms[0].expressions and len(terms[0].fields) == 1:
+        field = terms[0].fields[0]
+        if field.key == "metadata.name" and field.operator == "In" and len(field.values) == 1:
+            return Allocation(results, NodeName(field.values[0]))
+    return Allocation(results, None, terms)
+
+
+def _requirements(found: tuple[Requirement, ...]) -> list[Obj]:
+    return [{"key": r.key, "operator": r.operator, **({"values": list(r.values)} if r.values else {})}
+            for r in found]
 
 
 def allocation_dict(found: Allocation | None) -> Obj | None:
@@ -192,33 +220,85 @@ def allocation_dict(found: Allocation | None) -> Obj | None:
     if found.node is not None:
         out["nodeSelector"] = {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": [found.node]}]}]}
+    elif found.terms:
+        out["nodeSelector"] = {"nodeSelectorTerms": [
+            {k: v for k, v in (("matchExpressions", _requirements(t.expressions)),
+                               ("matchFields", _requirements(t.fields))) if v}
+            for t in found.terms]}
     return out
 
 
 def reserved_dict(consumers: tuple[Consumer, ...]) -> list[Obj]:
-    return [{"resource": "pods", "name": c.name, "uid": c.uid} for c in consumers]
+    return [{**({"apiGroup": c.api_group} if c.api_group else {}), "resource": c.resource,
+             "name": c.name, "uid": c.uid} for c in consumers]
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+def pod_claim_refs(pod: Obj) -> tuple[PodClaimRef, ...]:
+    """The entries of a pod's spec.resourceClaims, with the claims made for
+    its templates (status.resourceClaimStatuses; "" where none was needed)."""
+    spec, status = _dict(pod.get("spec")), _dict(pod.get("status"))
+    made = {str(s.get("name")): str(s.get("resourceClaimName") or "")
+            for s in map(_dict, _list(status.get("resourceClaimStatuses")))}
+    return tuple(PodClaimRef(str(e.get("name", "")), _text(e.get("resourceClaimName")),
+                             _text(e.get("resourceClaimTemplateName")), made.get(str(e.get("name", ""))))
+                 for e in map(_dict, _list(spec.get("resourceClaims"))))
+
+
+def group_claims(spec: Obj, status: Obj, problems: list[str]) -> tuple[GroupClaim, ...]:
+    """A PodGroup's spec.resourceClaims, with the claims made for its templates
+    (status.resourceClaimStatuses)."""
+    made = {str(s.get("name")): str(s.get("resourceClaimName") or "")
+            for s in map(_dict, _list(status.get("resourceClaimStatuses")))}
+    out = []
+    for i, entry in enumerate(_list(spec.get("resourceClaims"))):
+        entry = _dict(entry)
+        name, claim_name = str(entry.get("name") or ""), _text(entry.get("resourceClaimName"))
+        template = _text(entry.get("resourceClaimTemplateName"))
+        if not name or (claim_name is None) == (template is None):
+            problems.append(f"spec.resourceClaims[{i}] needs a name and exactly one of "
+                            "resourceClaimName, resourceClaimTemplateName")
+            continue
+        out.append(GroupClaim(name, claim_name, template, made.get(name) if template else None))
+    return tuple(out)
+
+
+def resolve_claims(refs: tuple[PodClaimRef, ...], namespace: str,
+                   shared: tuple[GroupClaim, ...] = ()
+                   ) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+    """The claims a pod uses (namespace/name); of those, its PodGroup's (an
+    entry equal to one of shared, which then stands for the group's claim,
+    never one of the pod's own); and why it must wait, if it must: a claim
+    from a template that is not made yet."""
+    keys: list[str] = []
+    group: list[str] = []
+    waiting = []
+    for ref in refs:
+        match = next((g for g in shared if g.matches(ref)), None)
+        if match is not None:
+            if match.claim:
+                keys.append(f"{namespace}/{match.claim}")
+                group.append(keys[-1])
+            elif match.made is None:
+                waiting.append(f"{ref.name} (its PodGroup's, template {ref.template_name})")
+        elif ref.claim_name:
+            keys.append(f"{namespace}/{ref.claim_name}")
+        elif ref.template_name:
+            if ref.made is None:
+                waiting.append(f"{ref.name} (template {ref.template_name})")
+            elif ref.made:
+                keys.append(f"{namespace}/{ref.made}")
+    problem = ("waiting for the ResourceClaim of resourceClaims " + ", ".join(waiting)
+               + " to be created") if waiting else None
+    return tuple(keys), tuple(group), problem
 
 
 def pod_claims(pod: Obj) -> tuple[tuple[str, ...], str | None]:
-    """The claims a pod names (namespace/name), and why it must wait, if it
-    must: a claim from a template that is not made yet."""
-    spec, status = _dict(pod.get("spec")), _dict(pod.get("status"))
-    wanted = _list(spec.get("resourceClaims"))
-    if not wanted:
-        return (), None
+    """The claims a pod names (namespace/name), read without its PodGroup, and
+    why it must wait, if it must."""
     namespace = str(metadata(pod).get("namespace") or "default")
-    made = {str(s.get("name")): s.get("resourceClaimName")
-            for s in map(_dict, _list(status.get("resourceClaimStatuses")))}
-    keys, waiting = [], []
-    for entry in map(_dict, wanted):
-        name = str(entry.get("name", ""))
-        if entry.get("resourceClaimName"):
-            keys.append(f"{namespace}/{entry['resourceClaimName']}")
-        elif entry.get("resourceClaimTemplateName"):
-            if name not in made:
-                waiting.append(f"{name} (template {entry['resourceClaimTemplateName']})")
-            elif made[name]:
-                keys.append(f"{namespace}/{made[name]}")
-    problem = ("waiting for the ResourceClaim of resourceClaims " + ", ".join(waiting)
-               + " to be created") if waiting else None
-    return tuple(keys), problem
+    keys, _, problem = resolve_claims(pod_claim_refs(pod), namespace)
+    return keys, problem

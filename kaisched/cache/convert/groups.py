@@ -1,14 +1,18 @@
-"""PodGroups (kaisched, scheduler-plugins, upstream) and annotated gangs: spec, status, problems."""
+"""PodGroups (kaisched, scheduler-plugins) and annotated gangs: spec, status, problems.
+The upstream Workload API's are read in workloads.py, KAI's in kai.py."""
 from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from kaisched.api import labels as L
 from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup, TopologyRule
 from kaisched.api.resource import Resource
+from kaisched.api.subgroups import tree_of, tree_problems
 from kaisched.api.types import GangMode, JobKey, PodGroupPhase, QueueName, job_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
-from kaisched.cache.convert.koordinator import optional_settings
+from kaisched.cache.convert.koordinator import min_available, optional_settings
 from kaisched.cache.convert.pods import PodFacts
 
 # KAI's topology annotations on a PodGroup: node labels naming a topology level.
@@ -52,22 +56,54 @@ def topology_rule(raw: Any, annotations: Obj | None = None) -> TopologyRule:
     return TopologyRule(str(required) if required else None, str(preferred) if preferred else None)
 
 
-def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
-    """A scheduling.kaisched.io PodGroup: its spec, status and any problem."""
-    spec = obj.get("spec") or {}
-    problems: list[str] = []
-    min_member = _int(spec.get("minMember", 1), "spec.minMember", 1, problems) or 1
-    mode = spec.get("mode", "Strict")
-    if mode not in ("Strict", "NonStrict"):
-        problems.append(f"spec.mode must be Strict or NonStrict, got {mode!r}")
-        mode = "Strict"
+def subgroup_tree(spec: Obj, problems: list[str]) -> tuple[tuple[SubGroup, ...], int | None]:
+    """spec.subGroups (each a leaf with minMember, or an inner subgroup with
+    minSubGroup that others name as parent) and the root's spec.minSubGroup."""
+    root_sub = None
+    if spec.get("minSubGroup") is not None:
+        root_sub = _int(spec["minSubGroup"], "spec.minSubGroup", 1, problems)
     subgroups = []
     for i, sg in enumerate(spec.get("subGroups") or ()):
         if not isinstance(sg, dict) or not sg.get("name"):
             problems.append(f"spec.subGroups[{i}] needs a name")
             continue
-        sub_min = _int(sg.get("minMember", 0), f"spec.subGroups[{i}].minMember", 0, problems)
-        subgroups.append(SubGroup(str(sg["name"]), sub_min or 0, topology_rule(sg.get("topology"))))
+        where = f"spec.subGroups[{i}]"
+        sub_min = _int(sg.get("minMember", 0), f"{where}.minMember", 0, problems)
+        need = None
+        if sg.get("minSubGroup") is not None:
+            need = _int(sg["minSubGroup"], f"{where}.minSubGroup", 0, problems)
+        parent = sg.get("parent")
+        subgroups.append(SubGroup(str(sg["name"]), sub_min or 0, topology_rule(sg.get("topology")),
+                                  str(parent) if parent else None, need))
+    problems.extend(tree_problems(subgroups, root_sub))
+    parents = {sg.parent for sg in subgroups}
+    for i, (sg, raw) in enumerate(zip(subgroups, _named(spec.get("subGroups")), strict=True)):
+        if sg.name not in parents and "minMember" not in raw:
+            problems.append(f"spec.subGroups[{i}] ({sg.name}) has no subgroups under it: "
+                            "it needs minMember")
+    return tuple(subgroups), root_sub
+
+
+def _named(items: Any) -> list[Obj]:
+    return [sg for sg in items or () if isinstance(sg, dict) and sg.get("name")]
+
+
+def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
+    """A scheduling.kaisched.io PodGroup: its spec, status and any problem."""
+    spec = obj.get("spec") or {}
+    problems: list[str] = []
+    mode = spec.get("mode", "Strict")
+    if mode not in ("Strict", "NonStrict"):
+        problems.append(f"spec.mode must be Strict or NonStrict, got {mode!r}")
+        mode = "Strict"
+    subgroups, root_sub = subgroup_tree(spec, problems)
+    if root_sub is not None and "minMember" in spec:
+        problems.append("spec gives both minMember and minSubGroup: give one")
+    if root_sub is not None and "minMember" not in spec:
+        # The fewest pods that meet the tree: what "minMember" means for it.
+        min_member = max(tree_of(subgroups, root_sub).min_pods(), 1)
+    else:
+        min_member = _int(spec.get("minMember", 1), "spec.minMember", 1, problems) or 1
     gang_group = tuple(JobKey(str(g)) if "/" in str(g) else job_key(metadata(obj).get("namespace") or "default", str(g))
                        for g in spec.get("gangGroup") or ())
     preemptible = spec.get("preemptible", True)
@@ -79,7 +115,8 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         schedule_timeout=_seconds(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", problems),
         mode=GangMode(mode),
         gang_group=gang_group,
-        subgroups=tuple(subgroups),
+        subgroups=subgroups,
+        min_sub_group=root_sub,
         preemptible=preemptible if isinstance(preemptible, bool) else True,
         stale_grace=_seconds(spec.get("staleGangGracePeriodSeconds"), "spec.staleGangGracePeriodSeconds", problems),
         wait_time=_seconds(spec.get("waitTimeSeconds"), "spec.waitTimeSeconds", problems),
@@ -105,32 +142,37 @@ def xk8s_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
     return gang, PodGroupStatus(), "; ".join(problems) or None
 
 
-def upstream_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
-    """A scheduling.k8s.io PodGroup: spec.schedulingPolicy.gang.minCount (a
-    basic policy, or none, is a gang of one)."""
-    policy = (obj.get("spec") or {}).get("schedulingPolicy") or {}
-    problems: list[str] = []
-    gang = policy.get("gang") if isinstance(policy, dict) else None
-    min_count = 1
-    if isinstance(gang, dict):
-        min_count = _int(gang.get("minCount", 1), "spec.schedulingPolicy.gang.minCount", 1,
-                         problems) or 1
-    return GangSpec(min_member=min_count, declared=False), PodGroupStatus(), "; ".join(problems) or None
-
-
 def annotated_gang(facts: PodFacts) -> tuple[GangSpec, str | None]:
     """A gang declared by Koordinator or Volcano annotations on its pods."""
     problems: list[str] = []
     if facts.gang.source in ("koordinator", "koord"):
         raw = facts.annotation(L.KOORD_MIN_AVAILABLE) or "1"
+        size = min_available(raw)
+        if size is None:
+            problems.append(f"{L.KOORD_MIN_AVAILABLE} must be an integer, got {raw!r}")
         # The optional ones fall back to defaults (the pod's warnings say so).
         mode, group_keys, wait, _ = optional_settings(facts.annotation)
-        gang = GangSpec(min_member=_int(raw, L.KOORD_MIN_AVAILABLE, 1, problems) or 1,
-                        mode=mode, gang_group=group_keys, wait_time=wait)
+        gang = GangSpec(min_member=size or 1, mode=mode, gang_group=group_keys, wait_time=wait)
     else:
         raw = facts.annotation(L.VOLCANO_GROUP_POD_NUM) or "1"
         gang = GangSpec(min_member=_int(raw, L.VOLCANO_GROUP_POD_NUM, 1, problems) or 1)
     return gang, "; ".join(problems) or None
+
+
+def koord_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
+    """Koordinator's PodGroup (scheduling.sigs.k8s.io): scheduler-plugins'
+    fields, and Koordinator's optional gang annotations on the object (mode,
+    gang groups), each falling back to its default when it does not parse."""
+    gang, status, problem = xk8s_podgroup(obj)
+    notes = metadata(obj).get("annotations") or {}
+    mode, group_keys, _, _ = optional_settings(lambda k: _text(notes.get(k)))
+    namespace = str(metadata(obj).get("namespace") or "default")
+    group_keys = tuple(k if "/" in k else job_key(namespace, k) for k in group_keys)
+    return attrs.evolve(gang, mode=mode, gang_group=group_keys), status, problem
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def podgroup_status(status: Obj) -> PodGroupStatus:

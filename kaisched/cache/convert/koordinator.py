@@ -1,6 +1,10 @@
 """Koordinator's gang annotations: the optional ones fall back to their
 defaults when they do not parse, as Koordinator does, with a warning naming
-the bad value; min-available is required to parse (the caller refuses it)."""
+the bad value (a waiting-time of 0 or below, too); min-available must parse
+(an integer, 0 included), on at least one pod of the gang: the gang takes its
+settings from the first such pod, by name, and the others belong to it all
+the same (Koordinator's gang cache tests). A Koordinator PodGroup carries the
+same optional annotations, read alike."""
 from __future__ import annotations
 
 from typing import Callable
@@ -12,6 +16,17 @@ from kaisched.api.quantity import parse_duration
 from kaisched.api.types import GangMode, JobKey
 
 Get = Callable[[str], "str | None"]
+
+
+def min_available(raw: str | None) -> int | None:
+    """min-available as Koordinator parses it (strconv.ParseInt): any integer;
+    0 or below asks for no gang at all, a gang of one here. None: it does not parse."""
+    if raw is None:
+        return None
+    try:
+        return max(int(raw.strip()), 1)
+    except ValueError:
+        return None
 
 
 def optional_settings(get: Get) -> tuple[GangMode, tuple[JobKey, ...], float | None, list[str]]:
@@ -42,6 +57,10 @@ def optional_settings(get: Get) -> tuple[GangMode, tuple[JobKey, ...], float | N
         except ValueError:
             warnings.append(f"{L.KOORD_WAITING_TIME} {raw_wait!r} is not a duration; "
                             f"using the default")
+        if wait is not None and wait < 0:
+            warnings.append(f"{L.KOORD_WAITING_TIME} {raw_wait!r} is negative; using the default")
+        if wait is not None and wait <= 0:
+            wait = None         # 0 asks for the default, as in Koordinator
     raw_total = get(L.KOORD_TOTAL)
     if raw_total:
         try:

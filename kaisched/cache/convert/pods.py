@@ -10,13 +10,14 @@ from kaisched.api import gpushare as G
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.constraints import Placement
+from kaisched.api.dradevices import PodClaimRef
 from kaisched.api.gpushare import GpuShare
 from kaisched.api.resource import GPU, PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.api.volumes import PodClaim
 from kaisched.api.workloadkinds import KINDS
 from kaisched.cache.convert.common import Obj, metadata, quantities
-from kaisched.cache.convert.draobjects import pod_claims
+from kaisched.cache.convert.draobjects import pod_claim_refs, resolve_claims
 from kaisched.cache.convert.koordinator import optional_settings
 from kaisched.cache.convert.rules import placement
 from kaisched.cache.convert.volumes import pod_pvcs
@@ -35,9 +36,12 @@ GANG_POD_LABELS = tuple(k.pods.job_label for k in KINDS if k.gang_by_label)
 class GangRef:
     """Which gang a pod names, and how."""
 
-    source: str            # kaisched | x-k8s | koord | upstream | koordinator | volcano | owner | none
-    name: str = ""
-    replica: str = ""      # upstream workloadRef.podGroupReplicaKey: one gang per replica
+    # kaisched | x-k8s | koord | kai | upstream (a PodGroup of the Workload API) |
+    # workload (a podGroup of a v1alpha1 Workload) | koordinator | volcano | owner | none
+    source: str
+    name: str = ""         # the object it names: a PodGroup, or (workload) the Workload
+    replica: str = ""      # workloadRef.podGroupReplicaKey: one gang per replica
+    member: str = ""       # workloadRef.podGroup: the gang within the Workload
 
 
 @attrs.frozen(slots=True)
@@ -67,6 +71,9 @@ class PodFacts:
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
     pvcs: tuple[PodClaim, ...] = ()            # the PVCs it mounts
     claims: tuple[str, ...] = ()       # ResourceClaims it names (namespace/name)
+    # Its spec.resourceClaims as written, for a pod of an upstream PodGroup: those
+    # equal to one of the group's claims stand for the group's (see jobs.make_task).
+    claim_refs: tuple[PodClaimRef, ...] = ()
     warnings: tuple[str, ...] = ()     # declarations ignored for their defaults, to tell once
     gpu: GpuShare | None = None        # part of a GPU, by KAI's annotations
     reserves: str | None = None        # a reservation pod: the shared device it holds
@@ -164,6 +171,8 @@ def gang_ref(meta: Obj) -> GangRef:
         return GangRef("kaisched", annotations[L.POD_GROUP_ANNOTATION])
     if labels.get(L.XK8S_POD_GROUP_LABEL):
         return GangRef("x-k8s", labels[L.XK8S_POD_GROUP_LABEL])
+    if annotations.get(L.KAI_POD_GROUP_ANNOTATION):
+        return GangRef("kai", annotations[L.KAI_POD_GROUP_ANNOTATION])
     if annotations.get(L.KOORD_NAME):
         return GangRef("koordinator", annotations[L.KOORD_NAME])
     if labels.get(L.KOORD_POD_GROUP_LABEL):      # Koordinator's PodGroup object
@@ -182,24 +191,28 @@ def gang_ref(meta: Obj) -> GangRef:
 
 
 def upstream_gang_ref(spec: Obj) -> GangRef | None:
-    """The Workload API: spec.schedulingGroup.podGroupName, or spec.workloadRef
-    {podGroup, podGroupReplicaKey} (each replica is a gang of its own)."""
+    """The Workload API: spec.schedulingGroup.podGroupName names a PodGroup
+    object (Kubernetes 1.36+); spec.workloadRef {name, podGroup,
+    podGroupReplicaKey} names a podGroup of a v1alpha1 Workload (1.35), each
+    replica key a gang of its own."""
     group = spec.get("schedulingGroup")
     if isinstance(group, dict) and group.get("podGroupName"):
         return GangRef("upstream", str(group["podGroupName"]))
     ref = spec.get("workloadRef")
-    if isinstance(ref, dict) and (ref.get("podGroup") or ref.get("name")):
-        return GangRef("upstream", str(ref.get("podGroup") or ref.get("name")),
-                       str(ref.get("podGroupReplicaKey") or ""))
+    if isinstance(ref, dict) and ref.get("name") and ref.get("podGroup"):
+        return GangRef("workload", str(ref["name"]), str(ref.get("podGroupReplicaKey") or ""),
+                       str(ref["podGroup"]))
     return None
 
 
 def gang_job(key: PodKey, namespace: str, gang: GangRef) -> JobKey:
     if gang.source in ("none", "owner"):
         return JobKey(key)         # a gang of one (or one waiting for its PodGroup)
+    # A Workload's gangs are its podGroups (a DNS label, so ':' cannot clash).
+    name = f"{gang.name}:{gang.member}" if gang.source == "workload" else gang.name
     if gang.replica:
-        return job_key(namespace, f"{gang.name}[{gang.replica}]")
-    return job_key(namespace, gang.name)
+        return job_key(namespace, f"{name}[{gang.replica}]")
+    return job_key(namespace, name)
 
 
 def pod_facts(pod: Obj) -> PodFacts:
@@ -218,7 +231,14 @@ def pod_facts(pod: Obj) -> PodFacts:
     # A gang named in the pod's spec (the upstream API) wins over annotations,
     # which the PodGrouper may have added to a pod that already had one.
     gang = upstream_gang_ref(spec) or gang_ref(meta)
-    claims = _claims(pod, problems) if spec.get("resourceClaims") else ()
+    refs = pod_claim_refs(pod) if spec.get("resourceClaims") else ()
+    claims: tuple[str, ...] = ()
+    if refs:
+        claims, _, waiting = resolve_claims(refs, namespace)
+        # A pod of an upstream PodGroup may wait for its group's claim instead:
+        # its job says so, knowing the group (kaisched.cache.jobs).
+        if waiting and gang.source != "upstream":
+            problems.append(waiting)
     share, reserves, kai = None, None, False
     if G.GPU_FRACTION in annotations or G.GPU_MEMORY in annotations or G.GPU_DEVICES in annotations:
         share, refused = G.parse_share(annotations, labels, resreq.get(GPU))
@@ -238,8 +258,8 @@ def pod_facts(pod: Obj) -> PodFacts:
         resreq=resreq,
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
         priority_class=pc,
-        queue_label=labels.get(L.QUEUE_LABEL),
-        subgroup=labels.get(L.SUBGROUP_LABEL),
+        queue_label=L.queue_label(labels),
+        subgroup=labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL),
         gang=gang,
         annotations=tuple(sorted((k, str(v)) for k, v in annotations.items()
                                  if k.startswith(("gang.scheduling", "scheduling.k8s.io")))),
@@ -253,6 +273,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         gates=scheduling_gates(spec),
         pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
         claims=claims,
+        claim_refs=refs if gang.source == "upstream" else (),
         warnings=tuple(optional_settings(lambda k: _text(annotations.get(k)))[3])
         if gang.source in ("koordinator", "koord") else (),
         gpu=share,
@@ -283,14 +304,6 @@ def scheduling_gates(spec: Obj) -> tuple[str, ...]:
         return ()
     return tuple(str(g.get("name") or "(unnamed)") if isinstance(g, dict) else str(g)
                  for g in gates)
-
-
-def _claims(pod: Obj, problems: list[str]) -> tuple[str, ...]:
-    """The ResourceClaims the pod names; one from a template not made yet is a wait."""
-    claims, waiting = pod_claims(pod)
-    if waiting:
-        problems.append(waiting)
-    return claims
 
 
 def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:

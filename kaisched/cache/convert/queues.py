@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kaisched.api.clock import from_rfc3339
+from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.quantity import parse_quantity
-from kaisched.api.queue import Amounts, QueueInfo, QueueStatus
+from kaisched.api.queue import Amounts, Bucket, QueueInfo, QueueStatus, UsageRecord
 from kaisched.api.queue_status import canonical
 from kaisched.api.types import QueueName
 from kaisched.cache.convert.common import Obj, metadata, quantities
@@ -51,6 +51,7 @@ def queue(obj: Obj) -> QueueInfo:
         problem="; ".join(problems) or None,
         declared=True,
         status=queue_status(obj.get("status")),
+        usage=usage_record((obj.get("status") or {}).get("usage")),
     )
 
 
@@ -106,3 +107,51 @@ def queue_status_dict(status: QueueStatus, previous: QueueStatus | None) -> Obj:
     out["runningJobs"] = status.running_jobs
     out["pendingJobs"] = status.pending_jobs
     return out
+
+
+# status.usage holds cpu in cores (as the metrics do), everything else in its own unit.
+def _to_status(name: str, value: float) -> float:
+    return value / 1000 if name == "cpu" else value
+
+
+def _from_status(name: str, value: float) -> float:
+    return value * 1000 if name == "cpu" else value
+
+
+def usage_record(raw: Any) -> UsageRecord | None:
+    """status.usage as kaisched wrote it; None when absent or not of its shape
+    (a queue's usage then starts afresh, which is also how it is reset)."""
+    if not isinstance(raw, dict) or not raw:
+        return None
+    try:
+        updated = from_rfc3339(raw.get("updated"))
+        buckets = tuple(
+            Bucket(float(b["start"]), float(b["seconds"]), _amounts(b.get("held")),
+                   _amounts(b.get("capacity")))
+            for b in raw.get("buckets") or ())
+        normalized = tuple(sorted((str(n), float(v)) for n, v in
+                                  (raw.get("normalized") or {}).items()))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    if updated is None:
+        return None
+    return UsageRecord(buckets, normalized, updated)
+
+
+def _amounts(raw: Any) -> Amounts:
+    return tuple(sorted((str(n), _from_status(str(n), float(v))) for n, v in (raw or {}).items()))
+
+
+def usage_status_dict(usage: UsageRecord, previous: UsageRecord | None) -> Obj:
+    """status.usage as written back (a merge patch: the bucket list is
+    replaced whole, resources no longer normalised are cleared)."""
+    normalized: Obj = {name: None for name, _ in (previous.normalized if previous else ())}
+    normalized.update({name: value for name, value in usage.normalized})
+    return {
+        "updated": to_rfc3339(usage.updated),
+        "normalized": normalized,
+        "buckets": [{"start": round(b.start, 3), "seconds": round(b.seconds, 3),
+                     "held": {n: _to_status(n, v) for n, v in b.held},
+                     "capacity": {n: _to_status(n, v) for n, v in b.offered}}
+                    for b in usage.buckets],
+    }
