@@ -18,7 +18,7 @@ from kaisched.framework.config import default_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 
-from .conftest import WAIT, Emulator, Obj, build_node, build_pod
+from .conftest import PATIENCE, Emulator, Obj, build_node, build_pod
 
 SYSTEM = "kaisched-system"
 
@@ -52,7 +52,7 @@ def _requests(apiserver: Emulator) -> list[tuple[str, str | None, str | None, st
 def cycles_until(scheduler: Scheduler, done: Callable[[], bool]) -> None:
     """Run cycles until done() holds: the watch may bring a change a moment
     after it was written (the timeout only bounds a hang)."""
-    deadline = time.monotonic() + WAIT
+    deadline = time.monotonic() + PATIENCE
     while True:
         result = scheduler.run_once()
         assert not result.report.failed, result.report.failed
