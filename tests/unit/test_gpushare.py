@@ -23,8 +23,9 @@ from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Session, default_config
 from kaisched.framework.effects import ReleaseGpu, Reservation, ShareGpu
 from kaisched.runtime.binder import Binder
+from kaisched.runtime.scheduler import Scheduler
 
-from .conftest import build_node, build_pod, load_cluster
+from .conftest import build_node, build_pod, load_cluster, taint
 
 
 @pytest.mark.parametrize(("annotations", "gpu", "share", "problem"), [
@@ -230,6 +231,21 @@ def test_the_binder_makes_the_reservation_pod_before_recording_the_sharer() -> N
     assert sharer["metadata"]["annotations"]["received-resource-type"] == "Fraction"
     binder.apply([ReleaseGpu(PodKey("kaisched-system/gpu-reservation-g"), NodeName("n"), "g")])
     assert cluster.get(POD, "kaisched-system", "gpu-reservation-g") is None
+
+
+def test_a_reservation_pod_tolerates_what_its_sharer_tolerates() -> None:
+    """On a tainted GPU node the kubelet admits the reservation pod too: it
+    carries the tolerations of the sharer it is made for."""
+    tolerations = [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+    pod = _sharer_pod("a", "0.5")
+    pod["spec"]["tolerations"] = tolerations
+    cluster = load_cluster([build_node("n", gpu=1, taints=[taint("dedicated", "gpu")]), pod])
+    registry, clock = register_builtins(), ManualClock()
+    result = Scheduler(cluster, default_config(registry), registry, clock,
+                       Binder(cluster, clock.now)).run_once()
+    assert not result.report.failed and cluster.get(POD, "default", "a")["spec"]["nodeName"] == "n"
+    [made] = cluster.list(POD, "kaisched-system")
+    assert made["spec"]["nodeName"] == "n" and made["spec"]["tolerations"] == tolerations
 
 
 def test_kais_orphaned_reservation_pods_are_evicted_not_deleted() -> None:
