@@ -37,8 +37,12 @@ class EnqueueAction:
         waiting.sort(key=lambda j: (ssn.queue_order_key(queue_of(ssn, j.queue)),
                                     ssn.job_order_key(j)))
         for job in waiting:
-            reason = ssn.enqueueable(job)
-            if reason:
-                ssn.record_unschedulable(job, f"not enqueued: {reason}", Blocker.GATES)
+            refused = ssn.enqueue_refusal(job)
+            if refused:
+                reason, blocker = refused
+                # Its queue's room taken (by running and admitted gangs) is a
+                # wait for quota; too little free cluster, the gate's own.
+                ssn.record_unschedulable(job, f"not enqueued: {reason}",
+                                         Blocker.QUOTA if blocker is Blocker.QUOTA else Blocker.GATES)
             else:
                 ssn.admit(job)

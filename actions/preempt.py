@@ -12,6 +12,7 @@ from actions.common.eviction import (
     RoomFinder,
     elastic_jobs,
     evictable_tasks,
+    note_protected,
     place_by_eviction,
     place_extras_by_eviction,
     starving_jobs,
@@ -55,8 +56,11 @@ class PreemptAction:
         for job, tasks in jobs:
             if not by_queue.get(job.queue) or ssn.job_pipelined(job):
                 continue
-            place_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job), Cause.PREEMPT,
-                              check_of(job), order)
+            if not place_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
+                                     Cause.PREEMPT, check_of(job), order) and ssn.protects:
+                lower = {t.job for t in by_queue[job.queue]
+                         if ssn.cluster.jobs[t.job].priority < job.priority}
+                note_protected(ssn, job, Cause.PREEMPT, (ssn.cluster.jobs[k] for k in sorted(lower)))
         for job, tasks in extras:
             if by_queue.get(job.queue):
                 place_extras_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),

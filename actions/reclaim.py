@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from actions.common.domainchoice import DomainChoice
-from actions.common.eviction import elastic_jobs, starving_jobs
+from actions.common.eviction import elastic_jobs, note_protected, starving_jobs
 from actions.common.placement import still_needed
 from actions.common.solver import ReclaimSolver
 from actions.common.topology import bound_domain
@@ -28,7 +28,7 @@ from kaisched.api.resource import sum_resources
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES
 from kaisched.framework import Session
-from kaisched.framework.effects import Preemptor
+from kaisched.framework.effects import Cause, Preemptor
 
 
 class ReclaimAction:
@@ -40,8 +40,9 @@ class ReclaimAction:
             return
         domains = DomainChoice(ssn)
         for job, tasks in jobs:
-            if not ssn.job_pipelined(job):
-                reclaim_for(ssn, domains, job, still_needed(ssn, job, tasks))
+            if not ssn.job_pipelined(job) and not reclaim_for(
+                    ssn, domains, job, still_needed(ssn, job, tasks)) and ssn.protects:
+                note_protected(ssn, job, Cause.RECLAIM, candidates(ssn, job))
         for job, tasks in extras:
             for task in tasks:
                 if not reclaim_for(ssn, domains, job, [task], surplus_only=True):
@@ -59,7 +60,7 @@ def candidates(ssn: Session, job: JobInfo) -> list[JobInfo]:
 def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],
                 surplus_only: bool = False) -> bool:
     """Evict victims from other queues and pipeline the tasks; True if done."""
-    need = ssn.cluster.resolved(sum_resources(t.charge for t in tasks))
+    need = sum_resources(ssn.quota_request(t) for t in tasks)
     if ssn.reclaim_blocked(job, need):
         return False
     others = candidates(ssn, job)

@@ -2,8 +2,13 @@
 (Succeeded count as alive) stay below minMember for longer than the grace
 period is evicted whole: a partial gang holds room and does no work.
 
-A gang still starting is not stale: what it lacks are pods waiting to be
-placed in subgroups none of whose pods has run yet -- the launcher an MPI
+A gang some of whose pods Succeeded is finishing, not stale (KAI's rule): its
+pods exit one by one, and the ones still running are its last work. This
+holds when the Succeeded pods are gone too: the PodGroup status's succeeded
+count, which never goes down, remembers them.
+
+A gang still starting is not stale either: what it lacks are pods waiting to
+be placed in subgroups none of whose pods has run yet -- the launcher an MPI
 operator makes once its workers are ready, the workers a LeaderWorkerSet
 makes once its leader is. Those running first wait for them.
 
@@ -50,7 +55,7 @@ class StaleGangEvictionAction:
             # (the upstream Workload API's): a finishing gang is not stale; nor is
             # one still starting.
             if not on_nodes or ssn.job_ready(job) or job.minimum_met(READY_STATUSES) \
-                    or starting(job):
+                    or finishing(job) or starting(job):
                 if job.status.stale_since:
                     ssn.stale_since[job.key] = None
                 continue
@@ -71,3 +76,9 @@ class StaleGangEvictionAction:
                 stmt.evict(task, Cause.STALE_GANG, detail=message)
             stmt.commit()
             ssn.stale_since[job.key] = None
+
+
+def finishing(job: JobInfo) -> bool:
+    """Some pod of the gang Succeeded: seen now, or counted in its status
+    before it was deleted."""
+    return job.count_of(TaskStatus.SUCCEEDED) > 0 or job.status.succeeded > 0

@@ -12,6 +12,7 @@ from plugins.dra import DraPlugin
 from plugins.gang import GangPlugin
 from plugins.gpusharing import GpuSharingPlugin
 from plugins.hostports import HostPortsPlugin
+from plugins.minruntime import MinRuntimePlugin
 from plugins.nodeaffinity import NodeAffinityPlugin
 from plugins.nodeorder import NodeOrderPlugin
 from plugins.podaffinity import PodAffinityPlugin
@@ -44,4 +45,5 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_plugin("volumebinding", VolumeBindingPlugin)
     registry.add_plugin("dra", DraPlugin)
     registry.add_plugin("gpusharing", GpuSharingPlugin)
+    registry.add_plugin("minruntime", MinRuntimePlugin)
     return registry

@@ -10,7 +10,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.resource import Resource, format_amount
 from kaisched.api.subgroups import ROOT
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, Disruption, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, Blocker, Disruption, TaskStatus
 from kaisched.framework import Hook, PluginBase, Session
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
@@ -27,7 +27,8 @@ class GangPlugin(PluginBase):
         self.table = ssn.cluster.table
         self.usable = ssn.cluster.usable_nodes()
         ssn.register(Hook.JOB_VALID, job_invalid_reason)
-        ssn.register(Hook.ENQUEUEABLE, self.min_resources_fit)
+        # The free cluster is short: room, which new nodes would give.
+        ssn.register(Hook.ENQUEUEABLE, self.min_resources_fit, blocker=Blocker.RESOURCES)
         ssn.register(Hook.JOB_READY, lambda job: job.minimum_met(job.ready_statuses))
         ssn.register(Hook.JOB_PIPELINED, lambda job: job.minimum_met(
             job.ready_statuses | {TaskStatus.PIPELINED}))

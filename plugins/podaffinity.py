@@ -18,7 +18,11 @@ are scaled to 0..100 over the nodes being weighed (lowest 0, highest 100),
 times the plugin's `weight` argument.
 
 Pods placed earlier in the same session count at once, and an undone
-placement is forgotten (ON_ALLOCATE / ON_DEALLOCATE keep the counts). The
+placement is forgotten (ON_ALLOCATE / ON_DEALLOCATE keep the counts); so is a
+pod evicted this session, so a preemptor that evicts the pods its
+anti-affinity conflicts with is placed as if they were gone. While the session
+plans evictions (which nodes room could be made on), the anti-affinity rules
+count only pods no eviction could remove. The
 answers read pods across whole domains, so they are POD_PREDICATE/POD_ORDER
 hooks, asked afresh over the nodes in question: a count per node (of
 selected pods, or of pods holding a term) and one bincount per topology key,
@@ -31,7 +35,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from kaisched.api.constraints import AllOf, Matcher, PodAffinityTerm
-from kaisched.api.podindex import Held, PodIndex, present
+from kaisched.api.podindex import Held, PodIndex, evictable, left
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.registry import weight_argument
@@ -73,13 +77,15 @@ class PodAffinityPlugin(PluginBase):
                 self.keys_of.setdefault(_all_of(r.affinity), set()).update(
                     t.topology_key for t in r.affinity)
         self.index = PodIndex(cluster, self.keys_of, held=Held)
+        self.ssn = ssn
+        self._fixed: PodIndex | None = None     # pods no eviction could remove, when asked
         ssn.register(Hook.POD_PREDICATE, self.affinity, "node(s) didn't match pod affinity rules")
         ssn.register(Hook.POD_PREDICATE, self.anti_affinity,
                      "node(s) didn't match pod anti-affinity rules")
         ssn.register(Hook.POD_PREDICATE, self.symmetric,
                      "node(s) didn't satisfy existing pods' anti-affinity rules")
         ssn.register(Hook.POD_ORDER, self.score)
-        ssn.register(Hook.ON_ALLOCATE, self.index.add)
+        ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
 
     # -- filters and score -------------------------------------------------------------
@@ -126,23 +132,36 @@ class PodAffinityPlugin(PluginBase):
 
     def anti_affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         out = None
+        index = self._conflicting()
         for term in task.placement.rules.anti_affinity:
-            if self.index.totals[term.matcher]:
-                found = self._in_domain(self.index.counts[term.matcher], term.topology_key, rows,
+            if index.totals[term.matcher]:
+                found = self._in_domain(index.counts[term.matcher], term.topology_key, rows,
                                         absent=True)
                 out = found if out is None else out & found
         return out
 
     def symmetric(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
-        if not self.index.holds(Held.ANTI_AFFINITY):
+        index = self._conflicting()
+        if not index.holds(Held.ANTI_AFFINITY):
             return None
         out = None
-        for held in self.index.held_against_task(task):
-            if self.index.held_totals[held]:
-                found = self._in_domain(self.index.held[held], held.term.topology_key, rows,
+        for held in index.held_against_task(task):
+            if index.held_totals[held]:
+                found = self._in_domain(index.held[held], held.term.topology_key, rows,
                                         absent=True)
                 out = found if out is None else out & found
         return out
+
+    def _conflicting(self) -> PodIndex:
+        """The pods an anti-affinity rule counts: all of them, or while the
+        session plans evictions only those no eviction could remove."""
+        if not self.ssn.planning_eviction:
+            return self.index
+        if self._fixed is None:
+            cluster = self.cluster
+            self._fixed = PodIndex(cluster, self.keys_of, held=Held,
+                                   keep=lambda t: not evictable(cluster, t))
+        return self._fixed
 
     def score(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         if not self.weight or len(rows) < 2:
@@ -170,6 +189,13 @@ class PodAffinityPlugin(PluginBase):
         return (raw - low) * (100.0 * self.weight / (high - low))
 
     # -- keeping up with the session ---------------------------------------------------
+    def _allocated(self, task: TaskInfo) -> None:
+        self.index.add(task)
+        if self._fixed is not None:
+            self._fixed.add(task)
+
     def _deallocated(self, task: TaskInfo) -> None:
-        if not present(self.cluster, task):      # an eviction leaves it there, releasing
+        if left(self.cluster, task):
             self.index.remove(task.key)
+            if self._fixed is not None:
+                self._fixed.remove(task.key)

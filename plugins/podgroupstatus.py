@@ -10,10 +10,10 @@ from typing import Any
 
 import attrs
 
-from kaisched.api.clock import from_rfc3339
+from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.job import Condition, JobInfo, PodGroupStatus, StatusTarget
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import READY_STATUSES, PodGroupPhase, Reason, TaskStatus
+from kaisched.api.types import READY_STATUSES, Blocker, PodGroupPhase, Reason, TaskStatus
 from kaisched.framework import PluginBase, Session
 from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroupStatus
 
@@ -82,21 +82,25 @@ def _report(ssn: Session, job: JobInfo) -> None:
     if cond.status != "False":
         # A gang that runs, with pods beyond its minimum that fit nowhere: each
         # of those is told why, as a pod alone would be.
-        for task, reason in extras:
+        for task, reason, said_of in extras:
             why = f"beyond minMember {job.min_member} of {job.key}, not placed: {reason}"
-            if task.unschedulable != why:
+            if task.unschedulable != why or task.unschedulable_reason != said_of.value:
                 ssn.emit(SetPodCondition(task.key, Condition(
-                    "PodScheduled", "False", Reason.UNSCHEDULABLE.value, why, now)))
+                    "PodScheduled", "False", said_of.value, why, now)))
                 ssn.emit(RecordEvent("Pod", task.key, "Warning",
                                      Reason.FAILED_SCHEDULING.value, why))
         return
     changed = job.spec.declared and old.condition("Scheduled") != cond
+    # Its pods say Unschedulable (which cluster autoscalers act on) unless
+    # they wait only for their queue.
+    said = Reason.WAITING_FOR_QUOTA.value if cond.reason == Reason.WAITING_FOR_QUOTA.value \
+        else Reason.UNSCHEDULABLE.value
     for task in job.tasks.values():
         waiting = task.status in _WAITING or (
             task.status is TaskStatus.ALLOCATED and task.key not in ssn.placed)
-        if waiting and task.unschedulable != cond.message:
+        if waiting and (task.unschedulable != cond.message or task.unschedulable_reason != said):
             ssn.emit(SetPodCondition(task.key, Condition(
-                "PodScheduled", "False", Reason.UNSCHEDULABLE.value, cond.message, now)))
+                "PodScheduled", "False", said, cond.message, now)))
             changed = changed or not job.spec.declared
     if changed:
         kind, key = ("PodGroup", job.key) if job.spec.declared else ("Pod", min(job.tasks, default=job.key))
@@ -127,31 +131,46 @@ def _upstream(ssn: Session, job: JobInfo, target: StatusTarget, said: Condition)
                                target.api_version))
 
 
-def _waiting_extras(ssn: Session, job: JobInfo) -> list[tuple[TaskInfo, str]]:
+Extra = tuple[TaskInfo, str, Reason]
+
+
+def _waiting_extras(ssn: Session, job: JobInfo) -> list[Extra]:
     """The job's pods beyond its minimum that this session could not place,
-    and why: its queue's limit, else the filters that refuse it on every node,
-    in numbers. Only for a gang that otherwise runs; alike pods share one
+    why, and the reason their condition gives: its queue's limit (waiting for
+    quota), else the filters that refuse it on every node, in numbers
+    (unschedulable). Only for a gang that otherwise runs; alike pods share one
     explanation."""
     if not job.minimum_met(READY_STATUSES):
         return []
-    why: dict[tuple[Any, ...], str] = {}
-    out: list[tuple[TaskInfo, str]] = []
+    why: dict[tuple[Any, ...], tuple[str, Reason]] = {}
+    out: list[Extra] = []
     for task in ssn.pending(job):
         like = ssn.class_key(task)
         if like not in why:
-            why[like] = ssn.allocatable(job, task) or ssn.explain_task(task)
-        out.append((task, why[like]))
+            refusal = ssn.allocatable(job, task)
+            why[like] = (refusal, Reason.WAITING_FOR_QUOTA) if refusal \
+                else (ssn.explain_task(task), Reason.UNSCHEDULABLE)
+        out.append((task, *why[like]))
     return out
 
 
-def _status(ssn: Session, job: JobInfo,
-            extras: list[tuple[TaskInfo, str]] | None = None) -> PodGroupStatus:
+def _waiting_reason(ssn: Session, job: JobInfo) -> Reason:
+    """Unschedulable, unless the gang waits only for its queue's quota,
+    limit or order: then no node would help, and autoscalers must not add one."""
+    return Reason.WAITING_FOR_QUOTA if ssn.blockers.get(job.key) is Blocker.QUOTA \
+        else Reason.UNSCHEDULABLE
+
+
+def _status(ssn: Session, job: JobInfo, extras: list[Extra] | None = None) -> PodGroupStatus:
     """The PodGroup status this session leaves: counts, phase, Scheduled condition, timers."""
     old, now = job.status, ssn.now_text
     placed = sum(1 for key in job.tasks if key in ssn.placed) if ssn.placed else 0
     counts = dict.fromkeys(TaskStatus, 0) | job.totals()
+    # Succeeded pods may be deleted while their gang finishes: the count they
+    # leave in the status stays (stale-gang eviction reads it).
+    succeeded = max(counts[TaskStatus.SUCCEEDED], old.succeeded)
     scheduled = (counts[TaskStatus.BINDING] + counts[TaskStatus.BOUND]
-                 + counts[TaskStatus.RUNNING] + counts[TaskStatus.SUCCEEDED] + placed)
+                 + counts[TaskStatus.RUNNING] + succeeded + placed)
     started = scheduled >= job.min_member and scheduled > 0
     problem = job.problem or ssn.unschedulable.get(job.key)
     since = (old.unschedulable_since or now) if problem else None
@@ -164,7 +183,7 @@ def _status(ssn: Session, job: JobInfo,
             f"unschedulable for {elapsed:.0f}s, past scheduleTimeoutSeconds {timeout:.0f}: {problem}",
             now)
     elif problem:
-        reason = Reason.INVALID if job.problem else Reason.UNSCHEDULABLE
+        reason = Reason.INVALID if job.problem else _waiting_reason(ssn, job)
         cond = _condition(old, "False", reason.value, problem, now)
     elif started:
         message = f"{scheduled}/{len(job.tasks)} tasks scheduled"
@@ -189,13 +208,14 @@ def _status(ssn: Session, job: JobInfo,
         conditions=tuple(c for c in old.conditions if c.type != "Scheduled") + ((cond,) if cond else ()),
         scheduled=scheduled,
         running=counts[TaskStatus.RUNNING],
-        succeeded=counts[TaskStatus.SUCCEEDED],
+        succeeded=succeeded,
         failed=counts[TaskStatus.FAILED],
         pending=counts[TaskStatus.PENDING] + counts[TaskStatus.PIPELINED]
         + counts[TaskStatus.ALLOCATED] - placed,
         last_schedule_time=now if placed else old.last_schedule_time,
         stale_since=ssn.stale_since.get(job.key, old.stale_since),
         unschedulable_since=since,
+        pending_since=to_rfc3339(ssn.pending_since(job)),
         observed_generation=job.spec.generation if expired else old.observed_generation,
     )
 

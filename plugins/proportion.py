@@ -18,12 +18,15 @@ from typing import Any, Mapping
 
 import networkx as nx
 
+from kaisched.api.claimquota import claim_charge, quota_totals
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import JobInfo
+from kaisched.api.ledger import HOLDING
 from kaisched.api.queue import ROOT, QueueInfo
 from kaisched.api.queue_status import job_states, queue_statuses
 from kaisched.api.resource import PODS, Resource, format_amount
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import READY_STATUSES, QueueName, TaskStatus
+from kaisched.api.types import READY_STATUSES, Blocker, PodKey, QueueName, TaskStatus
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetQueueStatus
@@ -95,7 +98,14 @@ class ProportionPlugin(PluginBase):
                 self._add(self.pinned, queue, res, count)
         for (queue, res), count in ledger.wanted.items():
             self._add(demand, queue, resolved(res), count)
+        self._jobs = cluster.jobs
+        # Devices of ResourceClaims count against the queue too (what each
+        # task's accounting added, to take back the same).
+        self.charged: dict[PodKey, Resource] = {}
         total = cluster.total_allocatable()
+        if cluster.devices and cluster.claimants():
+            self._claimed(cluster, demand)
+            total = total + quota_totals(cluster.devices)
         self.deserved = self._fair_shares(total, demand)
         ssn.register(Hook.QUEUE_HEAD_ORDER, self.head_order)
         ssn.register(Hook.QUEUE_ORDER, self.at_quota)     # below quota first
@@ -105,7 +115,7 @@ class ProportionPlugin(PluginBase):
             ssn.register(Hook.QUEUE_ORDER, self.used)     # still equal: who used less first
         ssn.register(Hook.JOB_VALID, self._job_invalid)
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
-        ssn.register(Hook.ENQUEUEABLE, self._min_resources_room)
+        ssn.register(Hook.ENQUEUEABLE, self._min_resources_room, blocker=Blocker.QUOTA)
         ssn.register(Hook.OVERUSED, self._overused)
         rules = ReclaimRules(self.queues, self._parent, self._chain, lambda q: self.allocated[q],
                              lambda q: self.pinned[q], self.deserved)
@@ -117,9 +127,26 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.VICTIM_QUEUE_ORDER, rules.victim_key)
         ssn.register(Hook.ON_ALLOCATE, lambda task: self._account_task(task, 1.0))
         ssn.register(Hook.ON_DEALLOCATE, lambda task: self._account_task(task, -1.0))
-        self._jobs = cluster.jobs
         self.table = cluster.table
         self._ssn = ssn
+
+    def _claimed(self, cluster: ClusterInfo, demand: dict[QueueName, dict[str, float]]) -> None:
+        """The devices claims hold for their queues' pods (and those pending
+        pods ask for), in use and demand."""
+        for job in cluster.jobs.values():
+            for task in job.tasks.values():
+                if not task.claims:
+                    continue
+                holding = task.status in HOLDING
+                if not holding and (task.status is not TaskStatus.PENDING or job.problem):
+                    continue
+                charge = claim_charge(task, cluster.devices)
+                self._add(demand, job.queue, charge, 1.0)
+                if holding:
+                    self.charged[task.key] = charge
+                    self._add(self.allocated, job.queue, charge, 1.0)
+                    if not job.spec.preemptible:
+                        self._add(self.pinned, job.queue, charge, 1.0)
 
     def on_session_close(self, ssn: Session) -> None:
         """Write each Queue's status (use, fair share, quota, limit, jobs) where it changed."""
@@ -213,10 +240,11 @@ class ProportionPlugin(PluginBase):
     def _allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
         if job.queue not in self._chain:
             return self._job_invalid(job)       # a queue that does not exist takes nothing
+        request = self._ssn.quota_request(task)
         for name in self._chain[job.queue]:
             queue = self.queues[name]
             used = self.allocated[name]
-            for res, amount in self._charge(task).items:
+            for res, amount in request.items:
                 limit = queue.limit(res)
                 if limit is not None and used[res] + amount > limit + _EPS:
                     return (f"queue {name} at limit for {res} "
@@ -262,7 +290,7 @@ class ProportionPlugin(PluginBase):
     def _overused(self, job: JobInfo, task: TaskInfo) -> str | None:
         """A queue may reclaim only up to its own fair share."""
         fair, used = self.deserved.get(job.queue, {}), self.allocated[job.queue]
-        for name, amount in self._charge(task).items:
+        for name, amount in self._ssn.quota_request(task).items:
             if name != PODS and used[name] + amount > fair.get(name, 0.0) + _EPS:
                 return (f"queue {job.queue} would go over its fair share of {name} "
                         f"({format_amount(name, used[name] + amount)}/"
@@ -273,11 +301,18 @@ class ProportionPlugin(PluginBase):
         self._account(self._jobs[task.job].queue, task, sign)
 
     def _account(self, queue: QueueName, task: TaskInfo, sign: float) -> None:
-        charge = self._charge(task)
-        self._add(self.allocated, queue, charge, sign)
+        request = self._charge(task)        # a share of a GPU as that part of one
+        if task.claims:         # its devices: as counted when it took them, given back alike
+            charge = self.charged.pop(task.key, None) if sign < 0 else None
+            if charge is None:
+                charge = claim_charge(task, self._ssn.cluster.devices)
+            if sign > 0:
+                self.charged[task.key] = charge
+            request = request + charge
+        self._add(self.allocated, queue, request, sign)
         job = self._jobs.get(task.job)
         if job is not None and not job.spec.preemptible:
-            self._add(self.pinned, queue, charge, sign)
+            self._add(self.pinned, queue, request, sign)
 
     def _add(self, table: dict[QueueName, dict[str, float]], queue: QueueName, res: Resource, times: float) -> None:
         """Add res, times over, to the queue and every queue above it."""

@@ -11,9 +11,11 @@ DoNotSchedule refuses the others and nodes without K; ScheduleAnyway only
 scores, more for emptier domains.
 
 A pod placed earlier in the session counts at once, an undone one is
-forgotten. The answers read whole domains, so they are POD_PREDICATE /
-POD_ORDER hooks, asked afresh: per-node counts summed per domain in one
-bincount.
+forgotten, and so is one evicted this session (a preemptor that evicts pods to
+even the spread is placed as if they were gone). While the session plans
+evictions, the hard constraints count only pods no eviction could remove.
+The answers read whole domains, so they are POD_PREDICATE / POD_ORDER hooks,
+asked afresh: per-node counts summed per domain in one bincount.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import attrs
 import numpy as np
 
 from kaisched.api.constraints import Placement, SpreadConstraint
-from kaisched.api.podindex import PodIndex, present
+from kaisched.api.podindex import PodIndex, evictable, left
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.registry import weight_argument
@@ -60,18 +62,21 @@ class TopologySpreadPlugin(PluginBase):
         self.cluster, self.table = cluster, cluster.table
         self.specs = [n.spec for n in cluster.nodes.values()]
         self.index = PodIndex(cluster, {c.matcher for c in constraints})
+        self.ssn = ssn
+        self._fixed: PodIndex | None = None     # pods no eviction could remove, when asked
         self.considered: dict[tuple[Placement, SpreadConstraint], _Considered] = {}
         ssn.register(Hook.POD_PREDICATE, self.filter,
                      "node(s) didn't match pod topology spread constraints")
         ssn.register(Hook.POD_ORDER, self.score)
-        ssn.register(Hook.ON_ALLOCATE, self.index.add)
+        ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
 
     # -- filter and score --------------------------------------------------------------
-    def _skew(self, task: TaskInfo, c: SpreadConstraint) -> tuple[np.ndarray, _Considered]:
+    def _skew(self, task: TaskInfo, c: SpreadConstraint,
+              index: PodIndex | None = None) -> tuple[np.ndarray, _Considered]:
         """Per domain: count + self - min, over the nodes the constraint considers."""
         seen = self._considered(task.placement, c)
-        counts = self.index.counts[c.matcher]
+        counts = (index or self.index).counts[c.matcher]
         if seen.every:
             per_domain = self.cluster.domains(c.topology_key).sums(counts)
         else:
@@ -83,9 +88,10 @@ class TopologySpreadPlugin(PluginBase):
     # None: no constraint concerns the task (the session skips it).
     def filter(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         out = None
+        index = self._counted()
         for c in task.placement.rules.spread:
             if c.hard:
-                skew, seen = self._skew(task, c)
+                skew, seen = self._skew(task, c, index)
                 # Per domain, then to rows in one lookup (a node without the key: last, refused).
                 allowed = np.append(skew <= c.max_skew, False)
                 found = allowed[seen.lookup if len(rows) == len(seen.lookup) else seen.lookup[rows]]
@@ -126,9 +132,27 @@ class TopologySpreadPlugin(PluginBase):
         return seen
 
     # -- keeping up with the session ---------------------------------------------------
+    def _counted(self) -> PodIndex:
+        """The pods the hard constraints count: all of them, or while the
+        session plans evictions only those no eviction could remove."""
+        if not self.ssn.planning_eviction:
+            return self.index
+        if self._fixed is None:
+            cluster = self.cluster
+            self._fixed = PodIndex(cluster, set(self.index.counts),
+                                   keep=lambda t: not evictable(cluster, t))
+        return self._fixed
+
+    def _allocated(self, task: TaskInfo) -> None:
+        self.index.add(task)
+        if self._fixed is not None:
+            self._fixed.add(task)
+
     def _deallocated(self, task: TaskInfo) -> None:
-        if not present(self.cluster, task):
+        if left(self.cluster, task):
             self.index.remove(task.key)
+            if self._fixed is not None:
+                self._fixed.remove(task.key)
 
 
 def _low(counts: np.ndarray, seen: _Considered) -> float:

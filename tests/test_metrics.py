@@ -156,6 +156,26 @@ def test_evictions_are_counted_by_queue_and_cause() -> None:
     assert value(metrics, "kaisched_evictions_total", queue="default", cause="preempt") == 2
 
 
+def test_preemptions_held_back_by_the_delay_are_counted_by_queue() -> None:
+    cluster = MemoryCluster(ManualClock())
+    queue(cluster, "default")
+    for name, prio in (("low", 10), ("high", 1000)):
+        cluster.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                        "metadata": {"name": name}, "value": prio})
+    node(cluster, "n1", cpu="2")
+    gang(cluster, "old", 2, priority="low")
+    run(cluster, cycles=1)
+    gang(cluster, "new", 2, priority="high")
+    delayed = CONFIG + "preemptionDelay: 60s\n"
+    metrics = run(cluster, cycles=2, config=delayed)
+    assert value(metrics, "kaisched_preemption_delayed_gangs", queue="default") == 1
+    assert value(metrics, "kaisched_evictions_total", queue="default", cause="preempt") == 0
+    cluster.clock.advance(61)           # the delay has run: it preempts, and is held back no more
+    metrics = run(cluster, cycles=1, config=delayed)
+    assert value(metrics, "kaisched_preemption_delayed_gangs", queue="default") == 0
+    assert value(metrics, "kaisched_evictions_total", queue="default", cause="preempt") == 2
+
+
 def test_pending_gangs_are_counted_by_queue_and_what_blocks_them() -> None:
     cluster = MemoryCluster(ManualClock())
     queue(cluster, "default")

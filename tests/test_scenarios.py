@@ -7,10 +7,12 @@ as `kaisched replay --kube-version` does, against that version's API: what it
 would refuse is skipped), refused (substrings, one per object that version
 refuses; none may be refused otherwise), sessions, bindings (exact map),
 evictions (exact set), pipelined (exact map), podGroups (per PodGroup: phase,
-minMember, `message`: substrings of the Scheduled condition's message, and
-`condition`: the condition of that type -- an upstream PodGroup's -- with its
-status and reason, and substrings of its message),
+minMember, `reason` of the Scheduled condition, `message`: substrings of its
+message, `status`: fields of the status, each exactly, and `condition`: the
+condition of that type -- an upstream PodGroup's -- with its status and
+reason, and substrings of its message),
 podMessages (per pod: substrings of its PodScheduled=False message),
+podReasons (per pod: the reason of its PodScheduled=False condition),
 evictionReasons (per pod: substring of the eviction message), staleSince
 (per PodGroup: the status timer), volumeClaims (per PVC: selectedNode, its
 volume.kubernetes.io/selected-node annotation, and volumeName; null: unset),
@@ -78,7 +80,9 @@ def test_scenario(path: Path) -> None:
         for part in wanted:
             assert any(part in line for line in refused), (part, refused)
         registry = register_builtins()
-        result = replay(objects, default_config(registry), registry, expect.get("sessions", 1))
+        own = load_file(path, check_kinds=False).config     # a Snapshot's config, if it has one
+        config = load_config(own, registry) if own else default_config(registry)
+        result = replay(objects, config, registry, expect.get("sessions", 1))
     else:
         result = run(path, expect.get("sessions", 1))
     if "bindings" in expect:
@@ -94,8 +98,14 @@ def test_scenario(path: Path) -> None:
             if field in want:
                 assert got[field] == want[field], f"{key}.{field}"
         cond = next((c for c in got["conditions"] if c["type"] == "Scheduled"), {})
+        if "reason" in want:
+            assert cond.get("reason") == want["reason"], f"{key}: {cond}"
         for part in _substrings(want.get("message", [])):
             assert part in cond.get("message", ""), f"{key}: {cond}"
+        if "status" in want:
+            ns, name = key.split("/")
+            status = result.cluster.get(PODGROUP, ns, name).get("status") or {}
+            assert {k: status.get(k) for k in want["status"]} == want["status"], f"{key}: {status}"
         if "condition" in want:
             said = want["condition"]
             cond = next((c for c in got["conditions"] if c["type"] == said["type"]), {})
@@ -112,6 +122,12 @@ def test_scenario(path: Path) -> None:
         assert cond.get("status") == "False", f"{key}: {cond}"
         for part in _substrings(parts):
             assert part in cond.get("message", ""), f"{key}: {cond}"
+    for key, reason in (expect.get("podReasons") or {}).items():
+        ns, name = key.split("/")
+        pod = result.cluster.get(POD, ns, name)
+        cond = next((c for c in (pod.get("status") or {}).get("conditions", [])
+                     if c["type"] == "PodScheduled"), {})
+        assert (cond.get("status"), cond.get("reason")) == ("False", reason), f"{key}: {cond}"
     for key, part in (expect.get("evictionReasons") or {}).items():
         assert part in result.eviction_reasons[key], result.eviction_reasons
     for key, want in (expect.get("volumeClaims") or {}).items():

@@ -48,9 +48,9 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInf
     attempt = Attempt()
     # An admitted gang passed the minResources check when it was enqueued.
     gated = ssn.admitted is not None
-    refusal = None if ssn.job_ready(job) or gated else ssn.enqueueable(job)
-    if refusal:
-        attempt.failure, attempt.blocker = refusal, Blocker.QUOTA
+    refused = None if ssn.job_ready(job) or gated else ssn.enqueue_refusal(job)
+    if refused:
+        attempt.failure, attempt.blocker = refused
         return attempt
     failed_classes: set[tuple[Any, ...]] = set()
     undone: set[str | None] = set()     # subgroups whose whole unit did not fit

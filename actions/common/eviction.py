@@ -9,15 +9,16 @@ task by task instead: actions/common/victims.py and solver.py.)
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from actions.common.domainchoice import DomainChoice
 from actions.common.topology import bound_domain
+from kaisched.api.conflicts import stands_in_way
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
-from kaisched.api.resource import GPU
+from kaisched.api.resource import GPU, PODS
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
@@ -26,6 +27,7 @@ from kaisched.framework.effects import Cause, Preemptor
 from kaisched.framework.statement import EvictOp
 
 VERBS = {Cause.PREEMPT: "preempted", Cause.RECLAIM: "reclaimed"}
+VERB_BASE = {Cause.PREEMPT: "preempt", Cause.RECLAIM: "reclaim"}
 
 Check = Callable[[TaskInfo], str | None]
 # The candidates the plugins let a preemptor evict (Session.preemptable).
@@ -54,7 +56,7 @@ def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     waiting = []
     for job in ssn.cluster.active_jobs():
         if not job.count_of(TaskStatus.PENDING) or job.queue not in queues \
-                or not ssn.job_ready(job) or refused(ssn, job):
+                or not ssn.job_ready(job) or refused(ssn, job) or delayed(ssn, job):
             continue
         extras = ssn.pending(job)
         if extras and not never_preempts(extras):
@@ -75,9 +77,20 @@ def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:
     task order; empty when the job is not starving, or when what keeps it
     waiting is no lack of room."""
     pending = ssn.pending(job)
-    if not pending or ssn.job_pipelined(job) or refused(ssn, job) or never_preempts(pending):
+    if not pending or ssn.job_pipelined(job) or refused(ssn, job) or never_preempts(pending) \
+            or delayed(ssn, job):
         return []
     return ssn.ordered_tasks(job, pending)
+
+
+def delayed(ssn: Session, job: JobInfo) -> bool:
+    """The job's preemption delay runs: it evicts nobody yet, and its
+    condition says from when it may (it stays Unschedulable, so a cluster
+    autoscaler can add room meanwhile)."""
+    reason = ssn.may_evict_for(job)
+    if reason:
+        ssn.note_unschedulable(job, reason)
+    return bool(reason)
 
 
 def never_preempts(tasks: list[TaskInfo]) -> bool:
@@ -116,6 +129,21 @@ def refused(ssn: Session, job: JobInfo) -> str | None:
             if not ssn.room_mask(task).any():     # devices evictable pods hold count as free
                 return f"pod {task.key}: no node meets its placement rules"
     return None
+
+
+def note_protected(ssn: Session, job: JobInfo, kind: Cause, others: Iterable[JobInfo]) -> None:
+    """The job evicted nobody: say which job it could have evicted is
+    protected (min-runtime), and until when (the one free soonest)."""
+    if not ssn.protects:
+        return
+    found = sorted(((p.until, other.key, p) for other in others
+                    if (p := ssn.protected_until(other, kind, job)) is not None),
+                   key=lambda x: (x[0], x[1]))
+    if found:
+        _, key, first = found[0]
+        more = f" (and {len(found) - 1} more job(s))" if len(found) > 1 else ""
+        ssn.note_unschedulable(job, f"may not {VERB_BASE[kind]} {key}: "
+                                    f"{first.describe(ssn.now)}{more}")
 
 
 def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
@@ -188,6 +216,7 @@ class RoomFinder:
         self.domains = domains
         self.evictable = np.zeros_like(table.alloc)
         self.surplus = np.zeros_like(table.alloc)      # what surplus victims alone hold
+        self.candidates = candidates
         self.by_node: dict[NodeName, list[TaskInfo]] = {}
         first: dict[int, tuple[Any, ...]] = {}          # per row, its first gang victim's key
         for task in candidates:
@@ -247,15 +276,20 @@ class RoomFinder:
 
 def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, allowed: Allowed,
               victims: list[TaskInfo], cause: Cause, by: Preemptor,
-              gangs: bool = True) -> bool:
+              gangs: bool = True, others: Callable[[], list[TaskInfo]] | None = None) -> bool:
     """Evict victims on node until task fits; all or nothing.
 
     Single surplus tasks go first; a candidate whose eviction would take its
     job or a subgroup below the minimum is passed over for the next one, and
     only when surplus is not enough do whole gangs go (never, if not gangs).
+    Then, where a required rule of the task (anti-affinity, hard spread, an
+    existing pod's anti-affinity) is broken on the node by pods it may evict
+    (others: every candidate, in victim order, wherever it runs), those go
+    too, and the rules are asked again with them gone.
     """
     table = ssn.cluster.table
     row, vec = table.index[node], table.vector(task.resreq)
+    rules = ssn.cluster.rules_in_play().any_rule
     mark = stmt.checkpoint()
     # Devices (ResourceClaims, a share of a GPU) the task needs beyond resources.
     wants_devices = bool(task.claims) or task.gpu is not None
@@ -275,16 +309,70 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
             if not (ssn.cluster.held(current)[short] > 0).any() \
                     and not (devices and _holds_devices(task, current)):
                 continue        # frees nothing the task lacks: evicting it is pure loss
-            group = ssn.eviction_group(current)
-            if is_surplus(ssn, current, group) == whole:
-                continue        # surplus first; a gang only once surplus is not enough
-            if any(t.status not in EVICTABLE for t in group) \
-                    or len(allowed(task, group)) < len(group):
-                continue        # part of its gang cannot go: the gang stays whole
-            for member in group:
-                stmt.evict(member, cause, by)
+            _evict_gang(ssn, stmt, task, current, allowed, cause, by, whole)
+    if rules and others is not None and not ssn.pod_fits(task, node):
+        clear_rules(ssn, stmt, task, node, allowed, others(), cause, by, gangs)
     if table.fits(vec, table.future[row:row + 1])[0] \
-            and (not wants_devices or (ssn.pod_fits(task, node) and ssn.devices_fit(task, node))):
+            and (not (wants_devices or rules) or ssn.pod_fits(task, node)) \
+            and (not wants_devices or ssn.devices_fit(task, node)):
+        return True
+    stmt.rollback(mark)
+    return False
+
+
+def _evict_gang(ssn: Session, stmt: Statement, task: TaskInfo, victim: TaskInfo, allowed: Allowed,
+                cause: Cause, by: Preemptor, whole: bool | None) -> bool:
+    """Evict the victim with everything that must go with it, if all of it may
+    go; whole: only a single surplus task (False), only a whole gang (True),
+    either (None). True if evicted."""
+    group = ssn.eviction_group(victim)
+    if whole is not None and is_surplus(ssn, victim, group) == whole:
+        return False        # surplus first; a gang only once surplus is not enough
+    if any(t.status not in EVICTABLE for t in group) \
+            or len(allowed(task, group)) < len(group):
+        return False        # part of its gang cannot go: the gang stays whole
+    for member in group:
+        stmt.evict(member, cause, by)
+    return True
+
+
+def clear_rules(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, allowed: Allowed,
+                victims: list[TaskInfo], cause: Cause, by: Preemptor, gangs: bool) -> None:
+    """Evict the victims that stand in the way of the task's required rules
+    on node (in the same domain of the rule's key), gang-wise, until the
+    rules let the task take the node."""
+    cluster = ssn.cluster
+    row = cluster.table.index[node]
+
+    def same_domain_of(victim: TaskInfo) -> Callable[[str], bool]:
+        other = cluster.table.index[victim.node_name]   # type: ignore[index]  # victims are on a node
+        return lambda key: other == row or cluster.domains(key).ids[other] == \
+            cluster.domains(key).ids[row] >= 0
+    for victim in still_evictable(ssn, victims):
+        if ssn.pod_fits(task, node):
+            return
+        if stands_in_way(task, victim, same_domain_of(victim), cluster.namespace_labels):
+            _evict_gang(ssn, stmt, task, victim, allowed, cause, by, None if gangs else False)
+
+
+def free_quota(ssn: Session, stmt: Statement, task: TaskInfo, allowed: Allowed,
+               victims: list[TaskInfo], cause: Cause, by: Preemptor, check: Check,
+               gangs: bool = True) -> bool:
+    """Evict victims of the task's own queue (wherever they run) until its
+    queue has room for it under its limits: the room they free counts against
+    the limit as well as on their nodes. Surplus tasks before whole gangs, in
+    victim order; only victims holding what the task asks for. All or
+    nothing: True once the queue takes the task."""
+    # As the queue counts them: a share of a GPU is GPU asked for, and held.
+    asked = {n for n, v in ssn.cluster.charge(task).items if v > 0 and n != PODS}
+    mark = stmt.checkpoint()
+    for whole in (False, True) if gangs else (False,):
+        for victim in still_evictable(ssn, victims):
+            if not check(task):
+                return True
+            if any(ssn.cluster.charge(victim).get(n) > 0 for n in asked):
+                _evict_gang(ssn, stmt, task, victim, allowed, cause, by, whole)
+    if not check(task):
         return True
     stmt.rollback(mark)
     return False
@@ -338,26 +426,21 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
 
     A job already pipelined-ready (an elastic job's extras) places one task
     per call, and with gangs=False takes only other jobs' surplus tasks.
-    order is the action's victim order, fixed before its first eviction."""
+    order is the action's victim order, fixed before its first eviction.
+    A task its queue has no room for under its limits frees that room too,
+    from the victims it may evict (check: the queue's answer)."""
     stmt = ssn.statement()
     for task in tasks:
-        if check(task):
+        mark = stmt.checkpoint()
+        by = Preemptor(task.key, job.key, job.priority, job.queue)
+        candidates = _candidates(ssn, task, allowed, finder, order)
+        node = _room_for(ssn, stmt, domains, job, task, allowed, finder, cause, by, order, gangs,
+                         candidates)
+        if node is None or (check(task) and not free_quota(
+                ssn, stmt, task, allowed, candidates(), cause, by, check, gangs)):
+            stmt.rollback(mark)
             break
-        choice = ssn.select_node(task, within=bound_domain(
-            ssn, domains, job, _room_of(finder, task), task))
-        if choice is not None:
-            stmt.pipeline(task, choice.node)
-        else:
-            rooms = finder(task)
-            for node in rooms.nodes(task):
-                here = still_evictable(ssn, rooms.by_node.get(node, []))
-                victims = sorted(allowed(task, here), key=order)
-                by = Preemptor(task.key, job.key, job.priority, job.queue)
-                if make_room(ssn, stmt, task, node, allowed, victims, cause, by, gangs):
-                    stmt.pipeline(task, node)
-                    break
-            else:
-                break
+        stmt.pipeline(task, node)
         if ssn.job_pipelined(job):
             break
     evicted = sum(1 for op in stmt.ops if isinstance(op, EvictOp))
@@ -371,6 +454,33 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
         return True
     stmt.discard()
     return False
+
+
+def _room_for(ssn: Session, stmt: Statement, domains: DomainChoice, job: JobInfo, task: TaskInfo,
+              allowed: Allowed, finder: Callable[[TaskInfo], RoomFinder], cause: Cause, by: Preemptor,
+              order: Callable[[TaskInfo], tuple[Any, ...]], gangs: bool,
+              candidates: Callable[[], list[TaskInfo]]) -> NodeName | None:
+    """A node for the task: one with room now (or once releasing pods are
+    gone), else one where evicting victims makes room; None when there is none."""
+    choice = ssn.select_node(task, within=bound_domain(
+        ssn, domains, job, _room_of(finder, task), task))
+    if choice is not None:
+        return choice.node
+    rooms = finder(task)
+    for node in rooms.nodes(task):
+        here = still_evictable(ssn, rooms.by_node.get(node, []))
+        victims = sorted(allowed(task, here), key=order)
+        if make_room(ssn, stmt, task, node, allowed, victims, cause, by, gangs, candidates):
+            return node
+    return None
+
+
+def _candidates(ssn: Session, task: TaskInfo, allowed: Allowed, finder: Callable[[TaskInfo], RoomFinder],
+                order: Callable[[TaskInfo], tuple[Any, ...]]) -> Callable[[], list[TaskInfo]]:
+    """Every victim the task may take, wherever it runs, in victim order,
+    worked out only when asked for."""
+    return lambda: sorted(allowed(task, still_evictable(ssn, finder(task).candidates)),
+                          key=order)
 
 
 def _room_of(finder: Callable[[TaskInfo], RoomFinder], task: TaskInfo) -> Callable[[], np.ndarray]:

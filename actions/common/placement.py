@@ -48,8 +48,8 @@ def still_needed(ssn: Session, job: JobInfo, tasks: list[TaskInfo] | None = None
 
 
 def need_of(ssn: Session, job: JobInfo) -> Resource:
-    """What the job still needs (see still_needed), as its queue is charged."""
-    return ssn.cluster.resolved(sum_resources(t.charge for t in still_needed(ssn, job)))
+    """What the job still needs (see still_needed), as its queue counts it."""
+    return sum_resources(ssn.quota_request(t) for t in still_needed(ssn, job))
 
 
 def place_job(ssn: Session, domains: DomainChoice, job: JobInfo, idle_only: bool = False,

@@ -16,11 +16,13 @@ from typing import Callable
 import numpy as np
 
 from actions.common.victims import Unit, VictimPicker
+from kaisched.api.dradevices import DeviceKey
 from kaisched.api.node import EPSILON
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES
 from kaisched.framework import Session, Statement
 from kaisched.framework.effects import Cause, Preemptor
+from kaisched.framework.statement import ClaimOp
 
 Within = Callable[[TaskInfo], "np.ndarray | None"]
 Fair = Callable[[list[Unit]], "str | None"]
@@ -121,6 +123,19 @@ class ReclaimSolver:
             stmt.pipeline(task, choice.node)
         return True
 
+    @staticmethod
+    def _devices_taken(stmt: Statement) -> set[DeviceKey]:
+        """The devices the statement's placed tasks' ResourceClaims were given."""
+        return {r.key for op in stmt.ops if isinstance(op, ClaimOp) and op.new.allocation
+                for r in op.new.allocation.results if op.old.allocation is None}
+
+    def _holds(self, units: list[Unit], devices: set[DeviceKey]) -> bool:
+        """Some task of the units holds one of these devices through a claim."""
+        claims = self.ssn.cluster.devices.claims
+        return any(claim.allocation is not None and any(r.key in devices for r in claim.allocation.results)
+                   for u in units for t in u.tasks for key in t.claims
+                   if (claim := claims.get(key)) is not None)
+
     def _attempt(self, chosen: list[Unit], want: list[TaskInfo]) -> list[Unit] | None:
         """The victims that placing want with every chosen unit gone needs:
         the chosen, less those that still fit where they run; None when want
@@ -139,11 +154,14 @@ class ReclaimSolver:
         for unit in chosen:
             by_job.setdefault(unit.job, []).append(unit)
         kept: set[str] = set()
+        promised = self._devices_taken(stmt)
         for job, units in by_job.items():
             back: dict[int, np.ndarray] = {}
             for task in (t for u in units for t in u.tasks):
                 row = table.index[task.node_name]     # type: ignore[index]  # victims are on a node
                 back[row] = back.get(row, 0) + self.ssn.cluster.held(task)
+            if promised and self._holds(units, promised):
+                continue        # the placed tasks took its devices: it cannot come back
             if all(table.fits(vec, room[row:row + 1])[0] for row, vec in back.items()):
                 for row, vec in back.items():
                     room[row] -= vec

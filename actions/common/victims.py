@@ -33,11 +33,7 @@ class Unit:
     job: JobKey
     queue: QueueName
     tasks: tuple[TaskInfo, ...]
-
-    @property
-    def resources(self) -> Resource:
-        """What its queue gives back (shares of GPUs as such)."""
-        return sum_resources(t.charge for t in self.tasks)
+    resources: Resource         # what they count against their queue (devices of claims too)
 
 
 class VictimPicker:
@@ -125,11 +121,16 @@ class VictimPicker:
             # Tasks placed this session cannot be evicted: the gang stays whole.
             if not tasks or any(t.status in _PLACED_NOW for t in job.tasks.values()):
                 return None, False
-        allowed = self.ssn.reclaimable(self.reclaimer, tasks)
-        if len(allowed) < len(tasks):
+        # Asked with what was handed out of the job already: the plugins judge
+        # everything the job would lose (a protected job gives only its surplus).
+        gone = self.gone.get(job.key, ())
+        considered = [*(t for t in job.tasks.values() if t.key in gone), *tasks]
+        allowed = self.ssn.reclaimable(self.reclaimer, considered)
+        if len(allowed) < len(considered):
             return None, False
         stays = spare is not None and len(self._running(job)) > len(spare)
-        return Unit(job.key, job.queue, tuple(tasks)), stays
+        held = sum_resources(self.ssn.quota_request(t) for t in tasks)
+        return Unit(job.key, job.queue, tuple(tasks), held), stays
 
     def next(self) -> Unit | None:
         while True:

@@ -35,6 +35,15 @@ def to_rfc3339(ts: float) -> str:
     return _dt.datetime.fromtimestamp(int(ts), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def clock_text(ts: float, now: float) -> str:
+    """A moment as a person reads it beside now: "10:42" (UTC), "10:42:30"
+    when not on the minute, with the date when it is another day."""
+    when = _dt.datetime.fromtimestamp(int(ts), _dt.timezone.utc)
+    text = when.strftime("%H:%M" if when.second == 0 else "%H:%M:%S")
+    today = _dt.datetime.fromtimestamp(int(now), _dt.timezone.utc).date()
+    return text if when.date() == today else f"{when.date().isoformat()} {text}"
+
+
 def from_rfc3339(text: str | None) -> float | None:
     if not text:
         return None

@@ -70,6 +70,7 @@ class DeviceClass:
     name: str
     selectors: tuple[Selector, ...] = ()
     problem: str | None = None
+    quota_resource: str | None = None   # its kaisched.io/quota-resource annotation
 
 
 @attrs.frozen(slots=True, cache_hash=True)

@@ -13,6 +13,7 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 
 from kaisched.api.dradevices import Claim, Consumer, Device, DeviceClass, DeviceKey
+from kaisched.api.resource import Resource
 from kaisched.api.types import NodeName
 
 
@@ -32,6 +33,9 @@ class Devices:
             else:
                 self.anywhere.append(i)
         self.classes: dict[str, DeviceClass] = dict(classes or {})
+        # Per class the quota resource its devices count as, and per such
+        # resource how many there are (kaisched.api.claimquota, worked out once).
+        self.quota_map: tuple[dict[str, str], Resource] | None = None
         self.claims: dict[str, Claim] = {}
         self.holder: dict[int, str] = {}       # device -> the claim allocated it
         self.taken = np.zeros(len(self.devices), dtype=bool)    # the same, as a mask

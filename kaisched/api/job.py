@@ -30,6 +30,8 @@ from kaisched.api.types import (
 _ALIVE = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
 _HOLDING = READY_STATUSES - {TaskStatus.SUCCEEDED}       # on a node
 _PLACED = EVICTABLE_STATUSES | {TaskStatus.ALLOCATED, TaskStatus.PIPELINED}
+# Pods that ran (or run) on a node: what a job's start is read from.
+_STARTED = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED})
 
 
 @attrs.frozen(slots=True)
@@ -54,6 +56,9 @@ class PodGroupStatus:
     last_schedule_time: str | None = None
     stale_since: str | None = None
     unschedulable_since: str | None = None
+    # When the gang last became pending (created, or evicted), moved on each
+    # time it evicts others: its preemption delay counts from here.
+    pending_since: str | None = None
     observed_generation: int = 0        # the spec generation a Timeout verdict is about
 
     def condition(self, type_: str) -> Condition | None:
@@ -95,6 +100,8 @@ class GangSpec:
     rules: GangRules = GangRules.KAISCHED
     status_target: StatusTarget | None = None   # a PodGroup of another API whose condition is written
     preemptible_below: int | None = None        # KAI: unset preemptibility follows the priority
+    last_start: float | None = None     # KAI's kai.scheduler/last-start-timestamp annotation
+    preemption_delay: float | None = None   # override of the config's preemptionDelay
     # An upstream PodGroup's spec.resourceClaims: claims its pods share, reserved
     # for the group itself (claim_holder) rather than for each pod.
     claims: tuple[GroupClaim, ...] = ()
@@ -256,6 +263,20 @@ class JobInfo:
         return (self.status.phase is PodGroupPhase.FAILED and cond is not None
                 and cond.reason == Reason.TIMEOUT.value
                 and self.status.observed_generation == self.spec.generation)
+
+    def started(self, now: float) -> float | None:
+        """When the job last started: when its minimum last came to be on
+        nodes (the minMember-th earliest start among its pods there; a pod
+        bound but not started yet starts now), or KAI's annotation if later.
+        None when it does not run."""
+        starts = sorted(now if t.started is None else t.started
+                        for t in self.tasks.values() if t.status in _STARTED)
+        if not starts:
+            return None
+        from_pods = starts[min(self.min_member, len(starts)) - 1]
+        if self.spec.last_start is not None:
+            return max(from_pods, self.spec.last_start)
+        return from_pods
 
     def tasks_with(self, *statuses: TaskStatus) -> Iterator[TaskInfo]:
         wanted = set(statuses)

@@ -24,6 +24,9 @@ KOORD_POD_GROUP_LABEL = "pod-group.scheduling.sigs.k8s.io"
 VOLCANO_GROUP_NAME = "scheduling.k8s.io/group-name"
 VOLCANO_GROUP_POD_NUM = "scheduling.k8s.io/group-pod-num"
 
+# KAI: how long a pending job waits before it may evict (on its PodGroup or pods).
+KAI_PREEMPTION_DELAY = "kai.scheduler/preemption-delay"
+
 # KAI Scheduler: the PodGroup a pod joins (a bare annotation name), and its queue.
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"

@@ -14,7 +14,7 @@ needs, so a new pod finds the terms selecting it without a loop over pods.
 from __future__ import annotations
 
 import enum
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import attrs
 import numpy as np
@@ -22,7 +22,7 @@ import numpy as np
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.constraints import Matcher, PodAffinityTerm, PodMatcher, PodRules
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import OCCUPYING_STATUSES, PodKey, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, OCCUPYING_STATUSES, PodKey, TaskStatus
 
 # A pipelined task will run where it is pipelined: rules count it already.
 PRESENT = OCCUPYING_STATUSES | {TaskStatus.PIPELINED}
@@ -70,8 +70,10 @@ class Occupant:
 
 class PodIndex:
     def __init__(self, cluster: ClusterInfo, matchers: Iterable[Matcher],
-                 held: Iterable[Held] = ()) -> None:
+                 held: Iterable[Held] = (), keep: Callable[[TaskInfo], bool] | None = None) -> None:
+        """keep: the tasks it counts (default: every one on a node)."""
         self.cluster = cluster
+        self.keep = keep
         self.ns_labels = cluster.namespace_labels
         self.kinds = frozenset(held)      # the kinds of terms present pods hold that are counted
         rows = len(cluster.table)
@@ -102,7 +104,8 @@ class PodIndex:
         index = cluster.table.index
         for job in cluster.jobs.values():
             for task in job.tasks.values():
-                if task.node_name in index and task.status in PRESENT:
+                if task.node_name in index and task.status in PRESENT \
+                        and (keep is None or keep(task)):
                     self.add(task)
         for pod in cluster.foreign:
             row = index.get(pod.node_name)
@@ -147,7 +150,8 @@ class PodIndex:
     def add(self, task: TaskInfo) -> None:
         """Count a task that is now on a node (once: an undone eviction
         announces a task that never left)."""
-        if task.key in self.pods or task.node_name is None:
+        if task.key in self.pods or task.node_name is None \
+                or (self.keep is not None and not self.keep(task)):
             return
         if not self._generic and not self._holding(task.placement.rules) \
                 and not any(kv in self._anchored for kv in task.labels):
@@ -190,6 +194,24 @@ class PodIndex:
                         self._held_anchored[term.kind].setdefault(anchor, []).append(term)
             held[pod.row] += delta
             self.held_totals[term] += delta
+
+
+def left(cluster: ClusterInfo, task: TaskInfo) -> bool:
+    """The task, as the session has it now, is no longer on a node, or it was
+    evicted this session: placement rules stop counting it (a preemptor that
+    clears a conflict is placed as if its victims were gone, and binds once
+    they are). A pod that was leaving before the session still counts."""
+    current = cluster.jobs[task.job].tasks.get(task.key)
+    return current is None or current.node_name is None or current.status not in PRESENT \
+        or (current.status is TaskStatus.RELEASING and task.status is not TaskStatus.RELEASING)
+
+
+def evictable(cluster: ClusterInfo, task: TaskInfo) -> bool:
+    """An eviction could remove the task: it runs, is not critical, and its job
+    is preemptible. Rules that eviction may clear count only the others when
+    the session plans evictions."""
+    return task.status in EVICTABLE_STATUSES and not task.critical \
+        and cluster.jobs[task.job].spec.preemptible
 
 
 def present(cluster: ClusterInfo, task: TaskInfo) -> bool:

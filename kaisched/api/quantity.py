@@ -35,6 +35,18 @@ def parse_quantity(value: object) -> Decimal:
         raise ValueError(f"not a quantity: {value!r}") from exc
 
 
+def format_duration(seconds: float) -> str:
+    """Seconds as a Go duration, shortest first: 600 -> "10m", 5400 -> "1h30m", 0.5 -> "500ms"."""
+    if seconds < 1 and seconds > 0:
+        return f"{round(seconds * 1000)}ms"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + \
+        (f"{secs}s" if secs else "")
+    return text or "0s"
+
+
 def parse_duration(value: object) -> float:
     """A Go duration ("1s", "1m30s", "500ms") as seconds. A number without a unit is
     refused with one message wherever a duration is read (config, scenario, flags,

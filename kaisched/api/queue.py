@@ -62,6 +62,10 @@ class QueueInfo:
     problem: str | None = None
     declared: bool = False              # a Queue object exists (the implicit default has none)
     status: QueueStatus | None = None   # as last written to the object
+    # Its own spec.preemptMinRuntime and spec.reclaimMinRuntime, in seconds
+    # (None: unset, its parent's count; the minruntime plugin resolves them).
+    preempt_min_runtime: float | None = None
+    reclaim_min_runtime: float | None = None
     usage: UsageRecord | None = None    # status.usage, as last written (kaisched.api.usage)
 
     def limit(self, name: str) -> float | None:

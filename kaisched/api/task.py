@@ -24,9 +24,11 @@ class TaskInfo:
     subgroup: str | None = None
     priority: int = 0
     creation: float = 0.0
+    started: float | None = None         # status.startTime: when its node's kubelet took it
     placement: Placement = NO_PLACEMENT
     critical: bool = False               # kube-system or a system-* priority class
     unschedulable: str | None = None     # the PodScheduled=False message it carries
+    unschedulable_reason: str | None = None   # ... and that condition's reason
     labels: tuple[tuple[str, str], ...] = ()   # sorted; what other pods' selectors read
     never_preempts: bool = False         # preemptionPolicy Never: waits for room, evicts no one
     gates: tuple[str, ...] = ()          # spec.schedulingGates: not to be placed while any remain

@@ -87,6 +87,9 @@ class Blocker(str, enum.Enum):
 class Reason(str, enum.Enum):
     """Reasons written into conditions and Events."""
     UNSCHEDULABLE = "Unschedulable"
+    # Waits for its queue's quota, limit or order, not for a node: cluster
+    # autoscalers add nodes only for Unschedulable pods.
+    WAITING_FOR_QUOTA = "WaitingForQuota"
     SCHEDULED = "Scheduled"
     FAILED_SCHEDULING = "FailedScheduling"
     INVALID = "InvalidPodGroup"

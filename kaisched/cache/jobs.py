@@ -28,6 +28,7 @@ from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts, Workload
 from kaisched.cache.convert.draobjects import resolve_claims
 from kaisched.cache.convert.koordinator import min_available
+from kaisched.cache.convert.pods import preemption_delay
 from kaisched.cluster.kinds import UPSTREAM_PODGROUPS
 
 NO_STATUS = PodGroupStatus()
@@ -142,8 +143,10 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
     return TaskInfo(
         key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,
         resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
-        priority=priorities.of_pod(facts), creation=facts.creation, placement=placement,
-        critical=facts.critical, unschedulable=facts.unschedulable, labels=facts.labels,
+        priority=priorities.of_pod(facts), creation=facts.creation, started=facts.started,
+        placement=placement,
+        critical=facts.critical, unschedulable=facts.unschedulable,
+        unschedulable_reason=facts.unschedulable_reason, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
         pvcs=facts.pvcs, claims=claims, shared=shared, gpu=gpu)
 
@@ -189,6 +192,11 @@ def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities:
         problem = _mixed(first.scheduler_name, len(pods), strangers)
     if not spec.queue:
         spec = attrs.evolve(spec, queue=QueueName(first.queue_label or DEFAULT_QUEUE))
+    if spec.preemption_delay is None:     # KAI's annotation on a pod, when the PodGroup has none
+        delay = next((d for f in pods if (d := preemption_delay(f.annotation(L.KAI_PREEMPTION_DELAY)))
+                      is not None), None)
+        if delay is not None:
+            spec = attrs.evolve(spec, preemption_delay=delay)
     if spec.rules is GangRules.WORKLOAD:
         # Upstream queues a gang once its pods make up the minimum: competing
         # gangs go in the order their pods arrived, not their PodGroups.

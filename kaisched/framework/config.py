@@ -40,7 +40,7 @@ starvationThreshold: 10m
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
-         "starvationThreshold", "usageDBConfig")
+         "starvationThreshold", "usageDBConfig", "preemptionDelay")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
 # Without these nothing is placed as a gang: placement all or nothing is allocate's
 # statement and gang's readiness rule together.
@@ -78,6 +78,8 @@ class SchedulerConfig:
     stale_gang_grace_period: float = 60.0
     starvation_threshold: float = 600.0     # a head-of-queue gang waiting longer gets nodes reserved
     usage_db: UsageDBConfig | None = None   # fair share with memory; None: off
+    # How long a job, once pending, waits before it may evict others (0: at once).
+    preemption_delay: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -91,6 +93,7 @@ class SchedulerConfig:
             "staleGangGracePeriod": f"{self.stale_gang_grace_period:g}s",
             "starvationThreshold": f"{self.starvation_threshold:g}s",
             **({"usageDBConfig": usage_db_dict(self.usage_db)} if self.usage_db else {}),
+            **({"preemptionDelay": f"{self.preemption_delay:g}s"} if self.preemption_delay else {}),
         }
 
 
@@ -114,6 +117,7 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         starvation_threshold=_duration(data, "starvationThreshold", 600.0),
         usage_db=usage_db_config(data["usageDBConfig"]) if data.get("usageDBConfig") is not None
         else None,
+        preemption_delay=_duration(data, "preemptionDelay", 0.0),
     )
     _require_gangs(config)
     return config

@@ -43,7 +43,8 @@ from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, QueueName
-from kaisched.framework.effects import Prebind
+from kaisched.framework.effects import Cause, Prebind
+from kaisched.framework.protection import Protection
 
 C = TypeVar("C")
 K = TypeVar("K")
@@ -102,6 +103,13 @@ class FilterKey(HookKey[C]):
     __slots__ = ()
 
 
+class CheckKey(HookKey[C]):
+    """A check of a job: registered with the blocker class of a job it
+    refuses (what that job waits for: its queue's room, or the cluster's)."""
+
+    __slots__ = ()
+
+
 class PodRuleKey(HookKey[C]):
     """A rule over the pods around a node, asked afresh at every placement:
     registered with the tasks it is about (when), others skip it."""
@@ -129,7 +137,7 @@ class Hook:
 
     # -- jobs: None or why not (the first objection); tests every callback passes ----
     JOB_VALID: Final[HookKey[JobCheck]] = HookKey()
-    ENQUEUEABLE: Final[HookKey[JobCheck]] = HookKey()       # may a not-ready job start now
+    ENQUEUEABLE: Final[CheckKey[JobCheck]] = CheckKey()     # may a not-ready job start now
     JOB_READY: Final[HookKey[JobTest]] = HookKey()
     JOB_PIPELINED: Final[HookKey[JobTest]] = HookKey()
     ALLOCATABLE: Final[HookKey[TaskCheck]] = HookKey()      # room for the task in the job's queue
@@ -155,6 +163,10 @@ class Hook:
     RECLAIMABLE: Final[HookKey[VictimFilter]] = HookKey()
     # The tasks that must be evicted with a victim.
     EVICTION_GROUP: Final[HookKey[Callable[[TaskInfo], list[TaskInfo]]]] = HookKey()
+    # A running job, a kind of eviction, the job it would be for: until when it
+    # is no victim of that kind (min-runtime); the latest answer counts.
+    PROTECTION: Final[HookKey[Callable[[JobInfo, Cause, JobInfo | None], Protection | None]]] = \
+        HookKey()
 
     # -- what placing does ------------------------------------------------------------
     ON_ALLOCATE: Final[HookKey[TaskEvent]] = HookKey()      # a task took room
@@ -171,7 +183,7 @@ class Registration(Generic[C]):
 
     fn: C
     label: str                              # the plugin's name, unless it gave words
-    blocker: Blocker = Blocker.PLACEMENT    # filters: what a gang they keep off every node waits for
+    blocker: Blocker = Blocker.PLACEMENT    # filters, checks: what a gang they refuse waits for
     when: TaskTest | None = None            # pod rules: the tasks they are about (None: every task)
 
 
@@ -231,6 +243,16 @@ class HookRegistry:
             reason = fn(*args, **kwargs)
             if reason:
                 return reason
+        return None
+
+    def first_objection(self, key: CheckKey[Callable[P, str | None]],
+                        *args: P.args, **kwargs: P.kwargs) -> tuple[str, Blocker] | None:
+        """The first callback's objection, with what its plugin said a refused
+        job waits for."""
+        for r in self.registrations(key):
+            reason = r.fn(*args, **kwargs)
+            if reason:
+                return reason, r.blocker
         return None
 
     def reasons(self, key: HookKey[Callable[P, str | None]],

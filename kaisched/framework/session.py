@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypeVar, Ty
 
 import numpy as np
 
+from kaisched.api.claimquota import claim_charge
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.dradevices import Claim
@@ -19,9 +20,10 @@ from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework.effects import Effect, Hold, Prebind
+from kaisched.framework.effects import Cause, Effect, Hold, Prebind
 from kaisched.framework.explanation import Explanation
 from kaisched.framework.hooks import (
+    CheckKey,
     FilterKey,
     Hook,
     HookKey,
@@ -32,6 +34,8 @@ from kaisched.framework.hooks import (
     Taken,
     TaskTest,
 )
+from kaisched.framework.preemptiondelay import PreemptionDelay
+from kaisched.framework.protection import Protection, Protections
 from kaisched.framework.selection import RESOURCE_FIT, Choice, NodeSelection
 from kaisched.framework.statement import Statement
 
@@ -93,6 +97,7 @@ class Session:
         # table): other gangs may use a node's room only beyond it.
         self.reserved_for: dict[JobKey, np.ndarray] = {}
         self._current_plugin = ""
+        self.preemption_delay = PreemptionDelay(config.preemption_delay, self.now, self.job_ready)
         # Set while room_mask asks the filters: devices evictable pods hold count as free.
         self.planning_eviction = False
         # Set while static_mask asks them: filters of resources beyond the table
@@ -113,6 +118,7 @@ class Session:
         # the queue with the least key gives first.
         self.victim_queue_order_key = self.hooks.order_key(Hook.VICTIM_QUEUE_ORDER)
         self.selection = NodeSelection(cluster, self.hooks, self.reserved_for)
+        self.protections = Protections(self.hooks.callbacks(Hook.PROTECTION), cluster.jobs, self.now)
         self.explanation = Explanation(cluster, self.selection)
         self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
 
@@ -130,13 +136,18 @@ class Session:
                  when: TaskTest | None = None) -> None: ...
 
     @overload
+    def register(self, key: CheckKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 blocker: Blocker) -> None: ...
+
+    @overload
     def register(self, key: HookKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None) -> None: ...
 
     def register(self, key: HookKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
                  blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None) -> None:
         """Add fn, of the key's callback type, to the plugin's tier.
         label: the words explanations give for a filter (default: the plugin's name);
-        blocker (filters): what a gang the filter keeps off every node waits for;
+        blocker (filters, checks): what a gang the filter keeps off every node,
+        or the check refuses, waits for;
         when (pod rules): the tasks the rule is about; for any other task fn
         answers None, and is not asked."""
         self.hooks.register(key, fn, label or self._current_plugin, blocker, when)
@@ -188,7 +199,14 @@ class Session:
 
     def enqueueable(self, job: JobInfo) -> str | None:
         """None when a not-ready job may try to start now (minResources fits)."""
-        return self.hooks.first_reason(Hook.ENQUEUEABLE, job)
+        refusal = self.enqueue_refusal(job)
+        return refusal[0] if refusal else None
+
+    def enqueue_refusal(self, job: JobInfo) -> tuple[str, Blocker] | None:
+        """Why a not-ready job may not try to start now, and what it waits
+        for (what the refusing plugin registered): its queue's room (quota),
+        or the cluster's (resources)."""
+        return self.hooks.first_objection(Hook.ENQUEUEABLE, job)
 
     def admits(self, job: JobInfo) -> bool:
         """The enqueue gate lets the job be placed (always, with no gate)."""
@@ -215,6 +233,15 @@ class Session:
     def job_pipelined(self, job: JobInfo) -> bool:
         return self.hooks.all_true(Hook.JOB_PIPELINED, job)
 
+    def quota_request(self, task: TaskInfo) -> Resource:
+        """What the task counts against its queue: its requests (a share of a
+        GPU as that part of one, see ClusterInfo.charge), and the devices its
+        ResourceClaims hold or ask for (kaisched.api.claimquota)."""
+        request = self.cluster.charge(task)
+        if not task.claims:
+            return request
+        return request + claim_charge(task, self.cluster.devices)
+
     def allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
         """None when the job's queue has room for the task, else why not."""
         return self.hooks.first_reason(Hook.ALLOCATABLE, job, task)
@@ -233,18 +260,51 @@ class Session:
         return self.hooks.first_reason(Hook.RECLAIM_FAIR, job, need, taken)
 
     # The conformance rule comes first and is not a plugin: kube-system and
-    # critical pods, and jobs that are not preemptible, are never victims.
+    # critical pods, and jobs that are not preemptible, are never victims. Then
+    # protection (min-runtime): a protected job gives only its pods beyond its
+    # minimum, whatever tier the plugin that protects it is in. The candidates
+    # are what would go together: a job's surplus is counted against all of them.
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Candidates the plugins agree may be evicted for preemptor, in its queue."""
-        allowed = [c for c in candidates
-                   if not c.critical and self.cluster.jobs[c.job].spec.preemptible]
+        allowed = self._unprotected(Cause.PREEMPT, preemptor, candidates)
         return self.hooks.victims(Hook.PREEMPTABLE, preemptor, allowed) if allowed else []
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Candidates the plugins agree may be evicted for reclaimer, from other queues."""
+        allowed = self._unprotected(Cause.RECLAIM, reclaimer, candidates)
+        return self.hooks.victims(Hook.RECLAIMABLE, reclaimer, allowed) if allowed else []
+
+    def _unprotected(self, kind: Cause, preemptor: TaskInfo,
+                     candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         allowed = [c for c in candidates
                    if not c.critical and self.cluster.jobs[c.job].spec.preemptible]
-        return self.hooks.victims(Hook.RECLAIMABLE, reclaimer, allowed) if allowed else []
+        return self.protections.unprotected(kind, self.cluster.jobs[preemptor.job], allowed)
+
+    # -- what holds evictions back (framework/protection.py, preemptiondelay.py) ------
+    @property
+    def protects(self) -> bool:
+        """Some plugin protects running jobs (min-runtime)."""
+        return bool(self.protections)
+
+    def protected_until(self, job: JobInfo, kind: Cause, by: JobInfo | None = None) -> Protection | None:
+        """Why the running job may not be a victim of this kind of eviction
+        now (for the job by: a reclaim's min-runtime may depend on its queue),
+        and until when; None when it may be. A move (consolidation) asks for
+        both kinds. Answered as the job was when the session opened."""
+        return self.protections.of(job, kind, by)
+
+    def may_evict_for(self, job: JobInfo) -> str | None:
+        """None when the job may evict others now (preempt, reclaim, or a move
+        that makes room for it); else when it may: its preemption delay runs."""
+        return self.preemption_delay.holds_back(job)
+
+    def pending_since(self, job: JobInfo) -> float:
+        """When the job last became pending; its preemption delay counts from here."""
+        return self.preemption_delay.pending_since(job)
+
+    def evicted_for(self, job: JobKey) -> None:
+        """The job evicted others (a statement committed): its delay counts again from now."""
+        self.preemption_delay.rearm(job)
 
     def eviction_group(self, victim: TaskInfo) -> list[TaskInfo]:
         """The victim and every task that must be evicted with it (its gang)."""
@@ -317,6 +377,13 @@ class Session:
             self.blockers[job.key] = blocker
         else:
             self.blockers.setdefault(job.key, Blocker.RESOURCES)
+
+    def note_unschedulable(self, job: JobInfo, note: str) -> None:
+        """Add to why the job was not placed (what an eviction it could not
+        make was held back by), keeping the class of what blocks it."""
+        said = self.unschedulable.get(job.key)
+        if said is not None and note not in said:
+            self.unschedulable[job.key] = f"{said}; {note}"
 
     def blocker_of(self, task: TaskInfo) -> Blocker:
         """What keeps the task off every node: resources when some node passes

@@ -96,6 +96,8 @@ class EvictOp:
     def commit(self, ssn: Session) -> None:
         ssn.emit(Evict(self.task.key, self.task.uid, self.task.node_name, self.task.job,
                        self.cause, self.by, self.detail))
+        if self.by is not None:
+            ssn.evicted_for(self.by.job)
 
 
 @attrs.frozen(slots=True)

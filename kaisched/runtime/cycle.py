@@ -24,3 +24,7 @@ class CycleResult:
     # PodGroup statuses as they were), and the class of what blocks each pending gang.
     cluster: ClusterInfo | None = None
     blockers: dict[JobKey, Blocker] = attrs.field(factory=dict)
+    # Gangs that would have evicted others but for their preemption delay, until when;
+    # running jobs the session found protected from eviction (min-runtime), until when.
+    delayed: dict[JobKey, float] = attrs.field(factory=dict)
+    protected: dict[JobKey, float] = attrs.field(factory=dict)

@@ -59,6 +59,10 @@ class Metrics:
                                    "class of what blocks them (resources, quota, gates, "
                                    "volumes, placement, invalid).",
                                    ["queue", "reason"], registry=r)
+        self.delayed = Gauge("kaisched_preemption_delayed_gangs",
+                             "Gangs the last cycle held back from evicting others (preempt, "
+                             "reclaim) because their preemption delay runs, by queue.",
+                             ["queue"], registry=r)
         self.pipelined = Gauge("kaisched_pipelined_pods",
                                "Pods waiting for room being released, last cycle.", registry=r)
         self.leader = Gauge("kaisched_is_leader", "1 while this replica schedules.", registry=r)
@@ -129,6 +133,14 @@ class Metrics:
         self.pending_gangs.clear()          # a class no gang is blocked by any more is 0
         for (queue, reason), count in pending.items():
             self.pending_gangs.labels(queue, reason).set(count)
+        delayed: dict[str, int] = {}
+        for key in result.delayed:
+            job = jobs.get(key)
+            if job is not None:
+                delayed[job.queue] = delayed.get(job.queue, 0) + 1
+        self.delayed.clear()
+        for queue, count in delayed.items():
+            self.delayed.labels(queue).set(count)
 
     def _observe_cluster(self, cluster: ClusterInfo) -> None:
         """What the cluster offers, and each queue's usage, as this cycle saw them."""

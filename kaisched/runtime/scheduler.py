@@ -158,7 +158,8 @@ class Scheduler:
         blockers = {k: b for k, b in ssn.blockers.items() if k in ssn.unschedulable}
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
                            snapshotted - started, decided - snapshotted, abandoned, cluster,
-                           blockers)
+                           blockers, dict(ssn.preemption_delay.delayed),
+                           dict(ssn.protections.protected))
 
     def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
         """The jobs the effects bind, evict or write something of."""

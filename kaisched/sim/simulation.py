@@ -14,8 +14,9 @@ nothing a later session decides on), holds nothing, the PodGrouper wrote nothing
 is waiting to start or is on its way out (evictions in flight) — the next
 sessions would decide exactly the same until something happens. So the clock
 jumps to the next grid tick at or after the next event: an arrival, a
-container exit, or a PodGroup timer (stale-gang grace, scheduleTimeoutSeconds,
-the starvation threshold). Room pipelined for a gang is decided again, the
+container exit, a PodGroup timer (stale-gang grace, scheduleTimeoutSeconds,
+the starvation threshold), or, while gangs wait, the end of a preemption delay
+or of a min-runtime the session met (the cycle's result says when). Room pipelined for a gang is decided again, the
 same, by every session until then, so it is no reason to run one. Any other
 session is followed by one a period later. The results equal those of a
 session every period (tests/sim checks it). With usage memory on
@@ -408,6 +409,11 @@ class Simulation:
         if arrivals:
             events.append(self.start + arrivals[0].spec.arrival)
         events.extend(self._timers(now))
+        if result.blockers:
+            # A gang held back by its preemption delay may evict once it runs
+            # out; a job protected by its min-runtime may be a victim once it does.
+            events.extend(result.delayed.values())
+            events.extend(result.protected.values())
         future = [e for e in events if e is not None]
         if not future:
             return None

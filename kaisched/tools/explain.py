@@ -32,7 +32,7 @@ from kaisched.cluster.kinds import POD, PODGROUP, QUEUE, UPSTREAM_PODGROUPS
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, Session
-from kaisched.framework.effects import Bind
+from kaisched.framework.effects import Bind, Cause
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.sim.claims import make_claims
@@ -71,7 +71,9 @@ def explain_data(objects: Iterable[dict[str, Any]], name: str, config: Scheduler
     placed = {e.pod: e.node for e in result.effects if isinstance(e, Bind) and e.job == job.key}
     # A gang with no object to carry a condition (a Workload's, KAI's): the session's own word.
     why = job.problem or _unscheduled(cluster, key) or ssn.unschedulable.get(job.key)
-    gang = _gang_lines(ssn, job) if why and not placed and not job.problem else []
+    waits = bool(why and not placed and not job.problem)
+    gang = _gang_lines(ssn, job) if waits else []
+    protected = _protection_lines(ssn, job) if waits else []
     pods = []
     for task in sorted(job.tasks.values(), key=ssn.task_order_key):
         state = ("would bind to " + placed[task.key] if task.key in placed
@@ -88,7 +90,7 @@ def explain_data(objects: Iterable[dict[str, Any]], name: str, config: Scheduler
             "waiting": why or None, "wouldBind": len(placed), "placedAlready": job.ready_count(),
             "subgroups": _subgroup_state(job) if why else None,
             "queueStatus": _dedent(_queue_lines(cluster, ssn, job.queue), 2),
-            "gang": _dedent(gang, 2), "tasks": pods}
+            "protected": _dedent(protected, 2), "gang": _dedent(gang, 2), "tasks": pods}
 
 
 def text_lines(data: dict[str, Any]) -> list[str]:
@@ -107,6 +109,7 @@ def text_lines(data: dict[str, Any]) -> list[str]:
     if data.get("subgroups"):
         lines.append(f"  subgroups: {data['subgroups']}")
     lines.extend(f"  {line}" for line in data["queueStatus"])
+    lines.extend(f"  {line}" for line in data["protected"])
     lines.extend(f"  {line}" for line in data["gang"])
     for pod in data["tasks"]:
         lines.append(f"  pod {pod['pod']}: {pod['state']}; requests {pod['requests']}")
@@ -207,6 +210,34 @@ def _queue_lines(cluster: MemoryCluster, ssn: Session, queue: QueueName) -> list
         # Fair share with memory: what the Queue's status says it used over the window.
         used_over = ", ".join(f"{name} {value:.2f}" for name, value in info.usage.normalized)
         lines.append(f"    usage over the window (share of what the cluster offered): {used_over}")
+    return lines
+
+
+def _protection_lines(ssn: Session, job: JobInfo, most: int = 5) -> list[str]:
+    """Running jobs the waiting job could evict but for their min-runtime:
+    lower-priority ones of its queue (preempt), those of other queues (reclaim)."""
+    if not ssn.protects:
+        return []
+    found = []
+    for other in ssn.cluster.jobs.values():
+        if other.key == job.key or not other.spec.preemptible:
+            continue
+        if other.queue == job.queue:
+            if other.priority >= job.priority:
+                continue
+            kind, where = Cause.PREEMPT, "preempt"
+        else:
+            kind, where = Cause.RECLAIM, f"reclaim from queue {other.queue}"
+        protection = ssn.protected_until(other, kind, job)
+        if protection is not None:
+            found.append((protection.until, other.key,
+                          f"    {other.key} ({where}): {protection.describe(ssn.now)}"))
+    if not found:
+        return []
+    found.sort()
+    lines = ["  running jobs it may not evict yet:", *(line for _, _, line in found[:most])]
+    if len(found) > most:
+        lines.append(f"    ... and {len(found) - most} more")
     return lines
 
 

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from kaisched.api.clock import ManualClock
+from kaisched.api.clock import ManualClock, to_rfc3339
 from kaisched.api.types import NodeName, PodKey
 from kaisched.cache.convert.groups import podgroup
 from kaisched.cluster.kinds import POD, PODGROUP, UPSTREAM_PODGROUPS
@@ -70,7 +70,7 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
     pipelined: dict[PodKey, NodeName] = {}
     for number in range(sessions):
         if number:
-            _kubelet(cluster)
+            _kubelet(cluster, clock.now())
             storage.step(clock.now())
             clock.advance(config.schedule_period)
         grouper.sync()
@@ -92,14 +92,15 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
                         dict(sorted(reasons.items())), cluster)
 
 
-def _kubelet(cluster: MemoryCluster) -> None:
-    """Bound pods start; pods being deleted are gone."""
+def _kubelet(cluster: MemoryCluster, now: float) -> None:
+    """Bound pods start (now: their startTime); pods being deleted are gone."""
     for pod in cluster.list(POD):
         meta, spec, status = pod["metadata"], _section(pod, "spec"), _section(pod, "status")
         if meta.get("deletionTimestamp"):
             cluster.delete(POD, meta["namespace"], meta["name"])
         elif spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
-            cluster.replace({**pod, "status": {**status, "phase": "Running"}})
+            cluster.replace({**pod, "status": {"startTime": to_rfc3339(now), **status,
+                                               "phase": "Running"}})
 
 
 def _pod_groups(cluster: MemoryCluster) -> dict[str, dict[str, Any]]:

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from kaisched.api.cel import Selector, Version
+from kaisched.api.claimquota import QUOTA_RESOURCE_ANNOTATION
 from kaisched.api.constraints import Requirement, SelectorTerm
 from kaisched.api.dradevices import (
     PODGROUPS,
@@ -63,7 +64,9 @@ def selectors(raw: Any, problems: list[str]) -> tuple[Selector, ...]:
 def device_class(obj: Obj) -> DeviceClass:
     problems: list[str] = []
     found = selectors(_dict(obj.get("spec")).get("selectors"), problems)
-    return DeviceClass(str(metadata(obj).get("name", "")), found, "; ".join(problems) or None)
+    quota = _dict(metadata(obj).get("annotations")).get(QUOTA_RESOURCE_ANNOTATION)
+    return DeviceClass(str(metadata(obj).get("name", "")), found, "; ".join(problems) or None,
+                       str(quota) if quota else None)
 
 
 def _attribute(value: Any) -> AttrValue | None:

@@ -7,17 +7,20 @@ from typing import Any
 import attrs
 
 from kaisched.api import labels as L
+from kaisched.api.clock import from_rfc3339
 from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup, TopologyRule
 from kaisched.api.resource import Resource
 from kaisched.api.subgroups import tree_of, tree_problems
 from kaisched.api.types import GangMode, JobKey, PodGroupPhase, QueueName, job_key
 from kaisched.cache.convert.common import Obj, metadata, quantities
 from kaisched.cache.convert.koordinator import min_available, optional_settings
-from kaisched.cache.convert.pods import PodFacts
+from kaisched.cache.convert.pods import PodFacts, preemption_delay
 
 # KAI's topology annotations on a PodGroup: node labels naming a topology level.
 KAI_TOPOLOGY_REQUIRED = "kai.scheduler/topology-required-placement"
 KAI_TOPOLOGY_PREFERRED = "kai.scheduler/topology-preferred-placement"
+# When KAI last saw the gang start (its min-runtime counts from there).
+KAI_LAST_START = "kai.scheduler/last-start-timestamp"
 
 
 def _declared(res: Resource) -> Resource | None:
@@ -40,11 +43,20 @@ def _int(value: Any, where: str, minimum: int, problems: list[str]) -> int | Non
     return number
 
 
-def _seconds(value: Any, where: str, problems: list[str]) -> float | None:
+def _seconds(value: Any, where: str, problems: list[str], minimum: int = 1) -> float | None:
     if value is None:
         return None
-    got = _int(value, where, 1, problems)
+    got = _int(value, where, minimum, problems)
     return float(got) if got is not None else None
+
+
+def _delay(spec: Obj, annotations: Obj, problems: list[str]) -> float | None:
+    """spec.preemptionDelaySeconds, else KAI's annotation on the PodGroup (one
+    that is not a duration is ignored, as KAI does)."""
+    if spec.get("preemptionDelaySeconds") is not None:
+        return _seconds(spec["preemptionDelaySeconds"], "spec.preemptionDelaySeconds", problems, 0)
+    raw = annotations.get(L.KAI_PREEMPTION_DELAY)
+    return preemption_delay(str(raw)) if raw is not None else None
 
 
 def topology_rule(raw: Any, annotations: Obj | None = None) -> TopologyRule:
@@ -125,6 +137,8 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         declared=True,
         generation=int(metadata(obj).get("generation") or 0),
         topology=topology_rule(spec.get("topology"), metadata(obj).get("annotations")),
+        last_start=from_rfc3339((metadata(obj).get("annotations") or {}).get(KAI_LAST_START)),
+        preemption_delay=_delay(spec, metadata(obj).get("annotations") or {}, problems),
     )
     return gang, podgroup_status(obj.get("status") or {}), "; ".join(problems) or None
 
@@ -191,6 +205,7 @@ def podgroup_status(status: Obj) -> PodGroupStatus:
     return PodGroupStatus(parsed, conditions, last_schedule_time=status.get("lastScheduleTime"),
                           stale_since=status.get("staleSince"),
                           unschedulable_since=status.get("unschedulableSince"),
+                          pending_since=status.get("pendingSince"),
                           observed_generation=observed if isinstance(observed, int) else 0,
                           **counts)
 
@@ -207,5 +222,6 @@ def status_dict(status: PodGroupStatus) -> Obj:
         "succeeded": status.succeeded, "failed": status.failed, "pending": status.pending,
         "lastScheduleTime": status.last_schedule_time, "staleSince": status.stale_since,
         "unschedulableSince": status.unschedulable_since,
+        "pendingSince": status.pending_since,
         "observedGeneration": status.observed_generation or None,
     }

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.job import NO_TOPOLOGY, GangSpec, PodGroupStatus, SubGroup, TopologyRule
 from kaisched.api.quantity import parse_duration
@@ -21,6 +22,9 @@ from kaisched.api.resource import GPU, Resource
 from kaisched.api.subgroups import tree_of, tree_problems
 from kaisched.api.types import QueueName
 from kaisched.cache.convert.common import Obj, metadata
+from kaisched.cache.convert.groups import KAI_LAST_START
+from kaisched.cache.convert.pods import preemption_delay
+from kaisched.cache.convert.queues import min_runtime
 
 # KAI: a PodGroup that does not say is preemptible when its priority is below this.
 NON_PREEMPTIBLE_FROM = 100
@@ -45,6 +49,7 @@ class KaiSubGroup:
 
 def kai_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
     spec = obj.get("spec") or {}
+    annotations = metadata(obj).get("annotations") or {}
     problems: list[str] = []
     min_member = _count(spec.get("minMember"), "spec.minMember", problems)
     min_sub_group = _count(spec.get("minSubGroup"), "spec.minSubGroup", problems)
@@ -81,8 +86,23 @@ def kai_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         stale_grace=_grace(spec.get("stalenessGracePeriod"), problems),
         topology=_topology(spec.get("topologyConstraint")),
         generation=int(metadata(obj).get("generation") or 0),
+        last_start=from_rfc3339(annotations.get(KAI_LAST_START)),
+        preemption_delay=_delay(spec.get("preemptionDelay"), annotations.get(L.KAI_PREEMPTION_DELAY),
+                                problems),
     )
     return gang, PodGroupStatus(), "; ".join(problems) or None
+
+
+def _delay(field: Any, annotation: Any, problems: list[str]) -> float | None:
+    """spec.preemptionDelay (a duration), else the kai.scheduler/preemption-delay
+    annotation (one that is not a duration is ignored, as KAI does)."""
+    if field is not None:
+        try:
+            return parse_duration(field)
+        except ValueError as exc:
+            problems.append(f"spec.preemptionDelay: {exc}")
+            return None
+    return preemption_delay(str(annotation)) if annotation is not None else None
 
 
 def subgroup_tree(raw: Any, problems: list[str]) -> tuple[KaiSubGroup, ...]:
@@ -177,6 +197,8 @@ def kai_queue(obj: Obj) -> QueueInfo:
         if values["overQuotaWeight"] is not None:
             weights.append((name, max(values["overQuotaWeight"], 0.0)))
     priority = spec.get("priority", 100)
+    preempt_min, reclaim_min = (min_runtime(spec, key, problems)
+                                for key in ("preemptMinRuntime", "reclaimMinRuntime"))
     return QueueInfo(
         name=QueueName(meta.get("name", "")),
         parent=QueueName(spec["parentQueue"]) if spec.get("parentQueue") else None,
@@ -184,6 +206,7 @@ def kai_queue(obj: Obj) -> QueueInfo:
         quota=Resource.of(quota), limits=tuple(limits), weights=tuple(weights),
         creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
         problem="; ".join(problems) or None,
+        preempt_min_runtime=preempt_min, reclaim_min_runtime=reclaim_min,
     )
 
 

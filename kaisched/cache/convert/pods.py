@@ -12,6 +12,7 @@ from kaisched.api.clock import from_rfc3339
 from kaisched.api.constraints import Placement
 from kaisched.api.dradevices import PodClaimRef
 from kaisched.api.gpushare import GpuShare
+from kaisched.api.quantity import parse_duration
 from kaisched.api.resource import GPU, PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.api.volumes import PodClaim
@@ -66,6 +67,8 @@ class PodFacts:
     critical: bool
     unschedulable: str | None
     problem: str | None = None
+    unschedulable_reason: str | None = None
+    started: float | None = None       # status.startTime
     labels: tuple[tuple[str, str], ...] = ()
     never_preempts: bool = False       # its own spec.preemptionPolicy (admission copies the class's)
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
@@ -223,8 +226,10 @@ def pod_facts(pod: Obj) -> PodFacts:
     namespace = meta.get("namespace") or "default"
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
-    unschedulable = next((c.get("message") for c in status.get("conditions") or ()
-                          if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
+    scheduled_false = next((c for c in status.get("conditions") or ()
+                            if isinstance(c, dict) and c.get("type") == "PodScheduled"
+                            and c.get("status") == "False"), None)
+    unschedulable = scheduled_false.get("message") if scheduled_false else None
     pc = str(spec.get("priorityClassName") or "")
     priority = spec.get("priority")
     key = pod_key(namespace, meta.get("name", ""))
@@ -262,11 +267,14 @@ def pod_facts(pod: Obj) -> PodFacts:
         subgroup=labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL),
         gang=gang,
         annotations=tuple(sorted((k, str(v)) for k, v in annotations.items()
-                                 if k.startswith(("gang.scheduling", "scheduling.k8s.io")))),
+                                 if k.startswith(("gang.scheduling", "scheduling.k8s.io"))
+                                 or k == L.KAI_PREEMPTION_DELAY)),
         creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
         placement=placement(spec, namespace, labels),
         critical=namespace == "kube-system" or pc in _CRITICAL_CLASSES,
         unschedulable=unschedulable,
+        unschedulable_reason=scheduled_false.get("reason") if scheduled_false else None,
+        started=from_rfc3339(status.get("startTime")),
         problem="; ".join(problems) or None,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
         never_preempts=spec.get("preemptionPolicy") == "Never",
@@ -274,8 +282,9 @@ def pod_facts(pod: Obj) -> PodFacts:
         pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
         claims=claims,
         claim_refs=refs if gang.source == "upstream" else (),
-        warnings=tuple(optional_settings(lambda k: _text(annotations.get(k)))[3])
-        if gang.source in ("koordinator", "koord") else (),
+        warnings=(*(optional_settings(lambda k: _text(annotations.get(k)))[3]
+                    if gang.source in ("koordinator", "koord") else ()),
+                  *delay_warnings(_text(annotations.get(L.KAI_PREEMPTION_DELAY)))),
         gpu=share,
         reserves=reserves,
         kai_reservation=kai,
@@ -291,6 +300,23 @@ def reservation(namespace: str, labels: dict[str, str]) -> tuple[str | None, boo
     if namespace == G.KAI_RESERVATION_NAMESPACE and labels.get("app") == G.KAI_RESERVATION_APP:
         return group, True
     return None, False
+
+
+def preemption_delay(raw: str | None) -> float | None:
+    """KAI's preemption-delay annotation as seconds; None when absent or not a
+    duration (ignored, as KAI does, with a warning: delay_warnings)."""
+    if raw is None:
+        return None
+    try:
+        return parse_duration(raw)
+    except ValueError:
+        return None
+
+
+def delay_warnings(raw: str | None) -> tuple[str, ...]:
+    if raw is None or preemption_delay(raw) is not None:
+        return ()
+    return (f"{L.KAI_PREEMPTION_DELAY} {raw!r} is not a duration (e.g. 5m); ignored",)
 
 
 def _text(value: object) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kaisched.api.clock import from_rfc3339, to_rfc3339
-from kaisched.api.quantity import parse_quantity
+from kaisched.api.quantity import parse_duration, parse_quantity
 from kaisched.api.queue import Amounts, Bucket, QueueInfo, QueueStatus, UsageRecord
 from kaisched.api.queue_status import canonical
 from kaisched.api.types import QueueName
@@ -41,6 +41,8 @@ def queue(obj: Obj) -> QueueInfo:
             else:
                 weights.append((name, float(weight)))
     priority = spec.get("priority", 100)
+    preempt_min, reclaim_min = (min_runtime(spec, key, problems)
+                                for key in ("preemptMinRuntime", "reclaimMinRuntime"))
     return QueueInfo(
         name=QueueName(meta.get("name", "")),
         parent=QueueName(spec["parentQueue"]) if spec.get("parentQueue") else None,
@@ -52,7 +54,20 @@ def queue(obj: Obj) -> QueueInfo:
         declared=True,
         status=queue_status(obj.get("status")),
         usage=usage_record((obj.get("status") or {}).get("usage")),
+        preempt_min_runtime=preempt_min,
+        reclaim_min_runtime=reclaim_min,
     )
+
+
+def min_runtime(spec: Obj, key: str, problems: list[str]) -> float | None:
+    """spec.preemptMinRuntime / reclaimMinRuntime: a duration ("10m"); absent, None."""
+    if spec.get(key) is None:
+        return None
+    try:
+        return parse_duration(spec[key])
+    except ValueError as exc:
+        problems.append(f"spec.{key}: {exc}")
+        return None
 
 
 def queue_status(raw: Any) -> QueueStatus | None:
