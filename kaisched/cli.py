@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -164,14 +165,17 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
 @click.option("--lease-namespace", metavar="NAMESPACE",
               default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
               show_default="$POD_NAMESPACE, else the namespace kaisched-system",
-              help="Namespace of the Lease `kaisched` that elects the leader.")
+              help="Namespace of the Lease that elects the leader.")
 @click.option("--identity", metavar="NAME",
               default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
               show_default="$POD_NAME or the host name",
               help="This replica's name on the Lease (unique among the replicas).")
+@click.option("--lease-name", metavar="NAME",
+              help="The Lease its replicas elect a leader on (default: kaisched; with a "
+                   "nodePool in the config, kaisched-<pool>: one per shard).")
 @click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
               help="Run a single replica without a Lease (never run two like this).")
-@click.option("--binders", type=click.IntRange(1, 64), default=8, show_default=True, metavar="N",
+@click.option("--binders", type=click.IntRange(1, 64), default=32, show_default=True, metavar="N",
               help="Requests in flight at once (binds first, then status and Events).")
 @click.option("--api-qps", type=click.FloatRange(min=0), default=1000.0, show_default=True,
               metavar="N",
@@ -182,8 +186,8 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
 @click.option("--cycles", type=click.IntRange(min=1), metavar="N",
               help="Stop after this many cycles (default: run until SIGTERM).")
 def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
-        lease_namespace: str, identity: str, no_leader_elect: bool, binders: int,
-        api_qps: float, api_burst: int, cycles: int | None) -> None:
+        lease_namespace: str, identity: str, lease_name: str | None, no_leader_elect: bool,
+        binders: int, api_qps: float, api_burst: int, cycles: int | None) -> None:
     """The scheduler against a cluster: leader election, /metrics, /healthz."""
     from kaisched.api.clock import WallClock
     from kaisched.cluster.kube import KubeCluster
@@ -199,16 +203,19 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     config = _config(config_path, registry, None)
     client = KubeCluster(kubeconfig, workers=binders)
     clock = WallClock()
+    pool = config.node_pool
     elector = None if no_leader_elect else LeaderElector(
-        client.with_timeout(5.0), clock, identity, lease_namespace)
+        client.with_timeout(5.0), clock, identity, lease_namespace,
+        lease_name or shard_lease(pool.value if pool is not None else None))
     binder = Binder(client, clock.now, workers=binders, qps=api_qps, burst=api_burst,
                     throttle=WriteThrottle(),
                     leading=elector.is_leading if elector is not None else None)
     scheduler = Scheduler(client, config, registry, clock, binder)
-    metrics = Metrics()
+    metrics = Metrics(pool.value if pool is not None else None)
     health = Health(config.schedule_period,
                     leading=elector.is_leading if elector is not None else lambda: True,
-                    synced=lambda: scheduler.synced, watching=client.watching)
+                    synced=lambda: scheduler.synced, watching=client.watching,
+                    warmed_at=lambda: scheduler.warmed_at)
     server = metrics.serve(metrics_port, health=health) if metrics_port else None
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -216,12 +223,26 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     if elector is None:
         logging.getLogger("kaisched").info("leader election is off (--no-leader-elect): "
                                            "this replica schedules alone")
+    if pool is not None:
+        logging.getLogger("kaisched").info(
+            "one shard of the cluster: the nodes labelled %s=%s%s, and the pods and queues "
+            "naming that pool%s", pool.label, pool.value,
+            " or none" if pool.default else "", " or none" if pool.default else "")
     try:
         serve(scheduler, stop, elector, metrics, cycles, health=health)
     finally:
         client.close()
         if server is not None:
             server.shutdown()
+
+
+def shard_lease(pool: str | None) -> str:
+    """The Lease of a shard's replicas: kaisched, or kaisched-<pool> (a pool's
+    value made a valid object name)."""
+    if pool is None:
+        return "kaisched"
+    name = re.sub(r"[^a-z0-9.-]+", "-", pool.lower()).strip("-.")
+    return f"kaisched-{name}"[:253]
 
 
 @main.command("snapshot-dump")
@@ -430,16 +451,34 @@ def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
               help="Add the top N entries of a profile of the measured cycle (its timings "
                    "are then the profiler's).")
 @click.option("--config", "config_path", metavar="FILE",
-              help="Scheduler config YAML for the scenarios on the in-process API server "
+              help="Scheduler config YAML for the scenarios run in this process "
                    "(default: built-in), e.g. to measure usage memory on.")
-def bench(scenario: str, scale: float, profile: int, config_path: str | None) -> None:
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), metavar="FILE",
+              help="e2e: the admin kubeconfig of the API server to measure against.")
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True, metavar="N",
+              help="e2e: how many runs of both schedulers.")
+@click.option("--kube-scheduler", "kube_scheduler", default="/tmp/k8s/bin/kube-scheduler",
+              show_default=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="e2e: the stock kube-scheduler binary to compare with.")
+@click.option("--prefix", default="kaisched-e2e", show_default=True, metavar="NAME",
+              help="e2e: the name of the namespace and of the nodes it creates.")
+def bench(scenario: str, scale: float, profile: int, config_path: str | None,
+          kubeconfig: str | None, runs: int, kube_scheduler: str, prefix: str) -> None:
     from kaisched.bench.scenarios import run
 
-    in_process = scenario not in ("binds", "simulate", "what-if-10k")
+    in_process = scenario not in ("binds", "simulate", "what-if-10k", "e2e")
     if profile and not in_process:
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
     if config_path and not in_process:
         raise click.UsageError("--config is for the scenarios on the in-process API server")
+    if scenario == "e2e":
+        if kubeconfig is None:
+            raise click.UsageError("e2e runs against a real API server: give --kubeconfig PATH")
+        if not Path(kubeconfig).is_file():
+            raise click.UsageError(f"--kubeconfig {kubeconfig}: no such file")
+        from kaisched.bench.e2e import run_e2e
+        click.echo(orjson.dumps(run_e2e(kubeconfig, runs, kube_scheduler, prefix, scale)))
+        return
     config = _config(config_path, register_builtins(), None) if config_path else None
     click.echo(orjson.dumps(run(scenario, scale, profile, config)))
 

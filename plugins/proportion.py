@@ -154,7 +154,7 @@ class ProportionPlugin(PluginBase):
                                   self.deserved, self.allocated)
         for name, status in sorted(statuses.items()):
             queue = self.queues[name]
-            if queue.declared and status != queue.status:
+            if queue.declared and queue.owned and status != queue.status:
                 ssn.emit(SetQueueStatus(name, status, queue.status))
 
     # -- fair share ------------------------------------------------------------------

@@ -186,3 +186,21 @@ def test_gpu_share_5k_places_every_share_with_no_nvidia_gpu_request() -> None:
     assert all(n["metadata"]["labels"]["nvidia.com/gpu.memory"] for n in nodes)
     figures = run("gpu-share-5k", SCALE)
     assert figures["placed"] == figures["pods"] == len(pods)
+def test_failover_bench_reports_the_takeover_and_where_it_went() -> None:
+    # scale-10k's mix five times over, at 1/500th: 100 nodes, 3,000 pods.
+    result = CliRunner().invoke(main, ["bench", "failover-50k", "--scale", str(SCALE / 5)])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.output)
+    assert (figures["nodes"], figures["pods"]) == (100, 3000)
+    assert figures["placed"] > 0                    # the new leader decided something
+    parts = (figures["sync_seconds"] + figures["snapshot_seconds"]
+             + figures["first_decision_in_session_seconds"])
+    assert abs(parts - figures["failover_seconds"]) < 0.01
+    assert figures["first_bind_landed_seconds"] >= figures["failover_seconds"]
+    assert figures["replica_memory_mib"] > 0
+
+
+def test_the_end_to_end_bench_needs_a_real_api_server() -> None:
+    result = CliRunner().invoke(main, ["bench", "e2e"])
+    assert result.exit_code == 2
+    assert "give --kubeconfig PATH" in result.output

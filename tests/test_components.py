@@ -1,5 +1,5 @@
-"""What a platform team opts into: config/components/monitoring and config/components/ha,
-kustomize Components included from an overlay of config/. Each renders with
+"""What a platform team opts into: config/components/monitoring, config/components/ha
+and config/components/shard-b, kustomize Components included from an overlay of config/. Each renders with
 `kubectl kustomize` (where kubectl is on PATH) on top of config/, and holds what it
 promises; without kubectl, the component files are checked as they are."""
 from __future__ import annotations
@@ -9,8 +9,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import attrs
 import pytest
 import yaml
+
+from kaisched.catalog import register_builtins
+from kaisched.framework import parse_config
+from kaisched.framework.config import NodePool
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config"
@@ -100,3 +105,43 @@ def test_ha_renders_on_top_of_config(tmp_path: Path) -> None:
 def test_both_render_together(tmp_path: Path) -> None:
     rendered = kinds(overlay(tmp_path, ["monitoring", "ha"]))
     assert {"ServiceMonitor", "PodDisruptionBudget", "Service"} <= set(rendered)
+
+
+# -- a second shard: config/components/shard-b -------------------------------------------
+
+def test_shard_b_renders_a_scheduler_per_pool_on_top_of_config(tmp_path: Path) -> None:
+    registry = register_builtins()
+    rendered = kinds(overlay(tmp_path, ["shard-b"]))
+    shards = {d["metadata"]["name"]: d for d in rendered["Deployment"]
+              if d["metadata"]["labels"]["app.kubernetes.io/component"] == "scheduler"}
+    assert set(shards) == {"kaisched", "kaisched-b"}
+    configs = {c["metadata"]["name"]: parse_config(c["data"]["scheduler.yaml"], registry)
+               for c in rendered["ConfigMap"] if "scheduler.yaml" in c.get("data", {})}
+    pool_of = {}
+    for name, deployment in shards.items():
+        (volume,) = [v for v in deployment["spec"]["template"]["spec"]["volumes"]
+                     if v["name"] == "config"]
+        pool_of[name] = configs[volume["configMap"]["name"]].node_pool
+    assert pool_of == {"kaisched": NodePool("kaisched.io/pool", "a", default=True),
+                       "kaisched-b": NodePool("kaisched.io/pool", "b")}
+    # Both schedule with the default configuration otherwise.
+    base = parse_config((CONFIG / "scheduler.yaml").read_text(), registry)
+    for config in configs.values():
+        assert attrs.evolve(config, node_pool=None) == base
+
+
+def test_shard_b_is_the_scheduler_deployment_under_another_name() -> None:
+    objects = kinds(component_objects("shard-b"))
+    (shard,) = objects["Deployment"]
+    base = deployments()["kaisched"]
+
+    def without_names(deployment: dict) -> dict:
+        text = yaml.safe_dump(deployment)
+        for name in ("kaisched-config-b", "kaisched-b"):
+            text = text.replace(name, name[:-2])
+        out = yaml.safe_load(text)
+        for meta in (out["metadata"], out["spec"]["template"]["metadata"]):
+            meta["labels"].pop("kaisched.io/pool", None)
+        return out
+
+    assert without_names(shard) == without_names(base)

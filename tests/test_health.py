@@ -69,6 +69,23 @@ def test_ready_once_synced_and_watching() -> None:
     assert not health.ready()[0]
 
 
+def test_ready_tells_a_warm_standby_from_a_cold_one() -> None:
+    clock, leading, warmed = Clock(), [False], [None]
+    health = Health(1.0, leading=lambda: leading[0], synced=lambda: True, monotonic=clock,
+                    min_stall=30.0, warmed_at=lambda: warmed[0])
+    good, why = health.ready()
+    assert not good and why.startswith("cold standby: its cache has listed the cluster")
+    warmed[0] = 0.0
+    assert health.ready() == (True, "ok: warm standby (its cache follows the cluster; a "
+                                    "takeover adds only the last events)")
+    clock.now = 31.0            # its loop stopped following
+    good, why = health.ready()
+    assert not good and why == ("cold standby: its cache has not followed the cluster for "
+                                "31s (limit 30s)")
+    leading[0] = True
+    assert health.ready() == (True, "ok: leading")
+
+
 def get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=PATIENCE) as resp:

@@ -14,6 +14,7 @@ from kaisched.framework import parse_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler, serve
+from kaisched.service.health import Health
 from kaisched.service.leader import LeaderElector
 
 FAST = "schedulePeriod: 1ms\nactions: [allocate]\ntiers: [{plugins: [{name: gang}, {name: predicates}]}]\n"
@@ -101,3 +102,21 @@ def test_a_new_leader_shows_the_queues_as_their_status_says() -> None:
     assert value(metrics, "kaisched_queue_quota", queue="team-a", resource="nvidia.com/gpu") == 4
     assert metrics.registry.get_sample_value(
         "kaisched_queue_jobs", {"queue": "team-a", "state": "pending"}) == 0
+
+
+def test_a_standby_keeps_what_a_takeover_needs_built_and_takes_over() -> None:
+    cluster = cluster_with_pods(2)
+    old = LeaderElector(cluster, cluster.clock, "old")
+    assert old.lead()
+    standby = scheduler(cluster)
+    health = Health(1.0, leading=lambda: False, synced=lambda: standby.synced,
+                    warmed_at=lambda: standby.warmed_at)
+    assert not health.ready()[0]            # not listed yet
+    serve(standby, threading.Event(), LeaderElector(cluster, cluster.clock, "me"), cycles=2)
+    assert standby.warmed_at is not None
+    assert health.ready() == (True, "ok: warm standby (its cache follows the cluster; a "
+                                    "takeover adds only the last events)")
+    assert not any(cluster.get(POD, "default", f"p{i}")["spec"].get("nodeName") for i in range(2))
+    old.release()                           # the leader goes: the standby leads at its next try
+    serve(standby, threading.Event(), LeaderElector(cluster, cluster.clock, "me"), cycles=1)
+    assert all(cluster.get(POD, "default", f"p{i}")["spec"].get("nodeName") for i in range(2))

@@ -67,6 +67,9 @@ class QueueInfo:
     preempt_min_runtime: float | None = None
     reclaim_min_runtime: float | None = None
     usage: UsageRecord | None = None    # status.usage, as last written (kaisched.api.usage)
+    # False: the queue of another node pool's scheduler, here only to give the
+    # tree its shape; that scheduler writes its status.
+    owned: bool = True
 
     def limit(self, name: str) -> float | None:
         return next((v for k, v in self.limits if k == name), None)

@@ -16,4 +16,6 @@ BENCHES: dict[str, str] = {
     "simulate": "kaisched simulate on 1,000 nodes and 2,000 generated jobs",
     "what-if-10k": "simulate --from-snapshot on the scale-10k cluster for an hour",
     "binds": "binds a second over HTTP to kmock's emulator, 1 to 64 binders",
+    "failover-50k": "a standby following 50,000 nodes takes over (failover_seconds)",
+    "e2e": "kube-scheduler vs kaisched run on a real API server, 5,000 pods",
 }

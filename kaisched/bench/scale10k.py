@@ -305,20 +305,22 @@ def pending_gangs(rng: random.Random, build: _Builder, prefix: str, total: int) 
             yield build.pod(f"{name}-{k}", shared, spec, build.pending_status)
 
 
-def churn_step(cluster: MemoryCluster, scale: float) -> None:
+def churn_step(cluster: MemoryCluster, scale: float, step: int = 1) -> None:
     """Between cycles: whole running gangs finish (pods and PodGroup gone, as
-    with ttlSecondsAfterFinished: 0), as many pods arrive in new gangs."""
+    with ttlSecondsAfterFinished: 0), as many pods arrive in new gangs. Each
+    step (1, 2, ...) ends other gangs and names its new ones apart."""
     target = int(RUNNING * scale * CHURN_SHARE)
     finished = 0
     for n, group in enumerate(cluster.list(PODGROUP)):
         if finished >= target:
             break
         meta = group["metadata"]
-        if not meta["name"].startswith("run-") or n % 10:
+        if not meta["name"].startswith("run-") or (n + step - 1) % 10:
             continue
         for k in range(group["spec"]["minMember"]):
             cluster.delete(POD, meta["namespace"], f"{meta['name']}-{k}")
         cluster.delete(PODGROUP, meta["namespace"], meta["name"])
         finished += group["spec"]["minMember"]
-    for obj in pending_gangs(random.Random(SEED + 1), _Builder(), "new", finished):
+    prefix = "new" if step == 1 else f"new{step}"
+    for obj in pending_gangs(random.Random(SEED + step), _Builder(), prefix, finished):
         cluster.create(obj)

@@ -5,12 +5,9 @@ snapshot (watch events -> cache -> ClusterInfo) and session (actions).
 """
 from __future__ import annotations
 
-import contextlib
-import cProfile
-import pstats
 import resource
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from kaisched.api.clock import ManualClock
 from kaisched.bench import dra as bench_dra
@@ -18,6 +15,7 @@ from kaisched.bench import gpushare as bench_gpushare
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench import volumes as bench_volumes
 from kaisched.bench.objects import Obj, node, pod, podgroup
+from kaisched.bench.profiling import profiled
 from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
@@ -173,6 +171,9 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
     if name == "simulate":      # a whole generated workload through `kaisched simulate`
         from kaisched.bench.simulate import bench as run_simulate
         return run_simulate(scale)
+    if name == "failover-50k":  # a standby that followed a 50,000-node cluster takes over
+        from kaisched.bench.failover import run_failover
+        return run_failover(scale, profile)
     if name == "what-if-10k":   # `kaisched simulate --from-snapshot` on the scale-10k cluster
         from kaisched.bench.simulate import bench_what_if
         return bench_what_if(scale)
@@ -192,13 +193,13 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     steady = name in ("churn", "scale-10k")
     figures: dict[str, Any] = {}
-    with _profiled(0 if steady else profile, figures):
+    with profiled(0 if steady else profile, figures):
         result = scheduler.run_once()
     first_cycle = time.perf_counter() - started
     if steady:                  # the steady state: measure the cycle after the first
         (churn_step if name == "churn" else bench_scale.churn_step)(cluster, scale)
         clock.advance(config.schedule_period)
-        with _profiled(profile, figures):
+        with profiled(profile, figures):
             result = scheduler.run_once()
     placed = len(result.placed) + len(result.reservations)
     evicted = sum(1 for e in result.effects if isinstance(e, Evict))
@@ -215,35 +216,3 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
     if "profile" in figures:
         figures["profile"] = figures.pop("profile")     # last: the figures first
     return figures
-
-
-@contextlib.contextmanager
-def _profiled(top: int, figures: dict[str, Any]) -> Iterator[None]:
-    """Profile what runs inside (when top > 0) and put its top entries, by own
-    time, in figures["profile"]: "seconds calls function" lines. Timings taken
-    inside are then the profiler's, slower than without it."""
-    if top <= 0:
-        yield
-        return
-    profiler = cProfile.Profile()
-    profiler.enable()
-    try:
-        yield
-    finally:
-        profiler.disable()
-    stats = pstats.Stats(profiler)
-    rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:top]     # type: ignore[attr-defined]  # not in typeshed
-    figures["profile"] = [f"{tottime:.3f} s {calls} {_where(func)}"
-                          for func, (_, calls, tottime, _, _) in rows]
-
-
-def _where(func: tuple[str, int, str]) -> str:
-    path, line, name = func
-    if path == "~":
-        return name             # a built-in
-    path = path.replace("\\", "/")
-    for root in ("kaisched/", "plugins/", "actions/", "podgrouper/"):
-        at = path.rfind("/" + root)
-        if at >= 0:
-            return f"{path[at + 1:]}:{line}({name})"
-    return f"{path.rsplit('/', 1)[-1]}:{line}({name})"

@@ -20,6 +20,7 @@ from kaisched.cache.convert.topologies import topology_levels
 from kaisched.cache.drastore import DeviceStore
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
+from kaisched.cache.pools import PoolView
 from kaisched.cache.rebuild import rebuild
 from kaisched.cache.volumestore import VolumeStore
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
@@ -41,6 +42,7 @@ from kaisched.cluster.kinds import (
     Kind,
     object_key,
 )
+from kaisched.framework.config import NodePool
 from kaisched.framework.effects import RecordEvent
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
@@ -57,11 +59,15 @@ IGNORED_DECLARATION = "IgnoredGangAnnotation"   # an optional gang setting fell 
 
 
 class Cache:
-    def __init__(self, scheduler_name: str = "kaisched") -> None:
+    """pool: the node pool of this scheduler when it is one shard of several
+    (kaisched.cache.pools); None: the whole cluster."""
+
+    def __init__(self, scheduler_name: str = "kaisched", pool: NodePool | None = None) -> None:
         self.scheduler_name = scheduler_name
         self.nodes: dict[str, NodeSpec] = {}
         self.pods: dict[PodKey, PodFacts] = {}
         self._groups = Groups()
+        self.pools = PoolView(pool, self._groups) if pool is not None else None
         self.groups = self._groups.stores["kaisched"]
         self.xk8s_groups = self._groups.stores["x-k8s"]
         self.namespaces: dict[str, dict[str, str]] = {}     # name -> labels
@@ -69,8 +75,10 @@ class Cache:
         self.queues: dict[str, QueueInfo] = {}              # kaisched's, and KAI's of other names
         self._own_queues: dict[str, QueueInfo] = {}
         self._kai_queues: dict[str, QueueInfo] = {}
+        self._own_queue_pools: dict[str, str | None] = {}   # name -> the pool its label names
+        self._kai_queue_pools: dict[str, str | None] = {}
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
-        self.model = Model(scheduler_name, self._groups)
+        self.model = Model(scheduler_name, self._groups, self.pools, self.nodes)
         self.storage = VolumeStore()                        # claims, volumes, classes
         self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
@@ -89,6 +97,12 @@ class Cache:
             self.apply(event)
         self.model.catch_up(self.pods)
         return len(events)
+
+    def close(self) -> None:
+        """Stop following the cluster."""
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
 
     def _note_pod(self, obj: Obj, facts: PodFacts | None) -> None:
         """Remember a pod whose gang declaration fell back to defaults, to say
@@ -143,6 +157,9 @@ class Cache:
             meta, spec = meta if isinstance(meta, dict) else {}, spec if isinstance(spec, dict) else {}
             self._put_pod(PodKey(f"{namespace}/{name}"), convert.broken_pod(meta, spec, problem))
         elif event.kind == NODE:
+            if self.pools is not None and not self.pools.pool.default:
+                self._put_node(name, None)      # no pool can be read: the default shard's
+                return
             self._put_node(name, NodeSpec(NodeName(name), Resource(), ready=False))
             self._note_node(event.obj, problem)
         elif event.kind in _GROUP_READERS:
@@ -163,29 +180,30 @@ class Cache:
             facts = None if gone else convert.pod_facts(obj)
             self._put_pod(key, facts)
             if facts is not None and facts.warnings or key in self._warned:
-                self._note_pod(obj, facts)
+                self._note_pod(obj, facts if facts is None or self.model.mine(facts) else None)
         elif event.kind == NODE:
-            if gone:
-                self._put_node(name, None)
-                self._note_node(obj, None)
-            else:
-                spec, problem = convert.node_spec_and_problem(obj)
-                self._put_node(name, spec)
-                self._note_node(obj, problem)
+            spec, problem = (None, None) if gone else convert.node_spec_and_problem(obj)
+            if spec is not None and self.pools is not None and not self.pools.takes_node(spec):
+                spec, problem = None, None      # another pool's node: as if it did not exist
+            self._put_node(name, spec)
+            self._note_node(obj, problem)
         elif event.kind in _GROUP_READERS:
             group = None
             if not gone:
                 gang, status, problem = _GROUP_READERS[event.kind](obj)
                 creation = convert.from_rfc3339((obj.get("metadata") or {}).get("creationTimestamp"))
-                group = Group(gang, status, problem, creation or 0.0)
+                pool = convert.label(obj, self.pools.pool.label) if self.pools is not None else None
+                group = Group(gang, status, problem, creation or 0.0, pool)
             self._put_group(event.kind, job_key(namespace, name), group)
         elif event.kind == WORKLOAD_V1ALPHA1:
             self._put_workload(job_key(namespace, name),
                                None if gone else convert.workload_v1alpha1(obj))
         elif event.kind == QUEUE:
-            self._put_queue(QUEUE, name, None if gone else convert.queue(obj))
+            pool = None if gone or self.pools is None else convert.label(obj, self.pools.pool.label)
+            self._put_queue(QUEUE, name, None if gone else convert.queue(obj), pool)
         elif event.kind == KAI_QUEUE:
-            self._put_queue(KAI_QUEUE, name, None if gone else convert.kai_queue(obj))
+            pool = None if gone or self.pools is None else convert.label(obj, self.pools.pool.label)
+            self._put_queue(KAI_QUEUE, name, None if gone else convert.kai_queue(obj), pool)
         elif event.kind == PRIORITY_CLASS:
             if gone:
                 self.priority_classes.pop(name, None)
@@ -212,20 +230,29 @@ class Cache:
             self.pods[key] = facts
         if (before is not None and before.pvcs) or (facts is not None and facts.pvcs):
             self.storage.put_pod(before, facts)
+        if self.pools is not None:
+            self.pools.track(key, before, facts)
         self.model.put_pod(key, facts, before)
 
     def _put_node(self, name: str, spec: NodeSpec | None) -> None:
+        known = name in self.nodes
         if spec is None:
-            self.nodes.pop(name, None)
+            if not known:
+                return          # nothing to take away (a node of another pool, or never seen)
+            del self.nodes[name]
         else:
             self.nodes[name] = spec
         self.model.put_node(name, spec)
+        if self.pools is not None and known != (spec is not None):
+            if spec is not None:
+                self.model.node_joined(name)
+            else:
+                self.model.node_left(name)
 
     def _put_group(self, kind: Kind, key: JobKey, group: Group | None) -> None:
         store = self._groups.stores[_GROUP_STORES[kind]]
-        if group is None:
-            store.pop(key, None)
-        else:
+        before = store.pop(key, None) if group is None else store.get(key)
+        if group is not None:
             store[key] = group
         if kind == PODGROUP:
             if group is not None and group.status.phase is PodGroupPhase.PENDING:
@@ -233,6 +260,19 @@ class Cache:
             else:
                 self._pending_groups.discard(key)
         self.model.put_group(key, self.pods)
+        if self.pools is not None and self.pools.group_moved(before, group):
+            self.model.reown(self.pods, self.pools.members.get(key, ()))
+
+    def owns_queue(self, name: str) -> bool:
+        """Whether this scheduler writes the queue's status (a shard: its pool's queues)."""
+        return self.pools is None or self.pools.takes_queue(name)
+
+    def _queue_infos(self) -> dict[str, QueueInfo]:
+        """The queues, each saying whether it is this shard's to write."""
+        if self.pools is None:
+            return self.queues
+        return {name: q if self.pools.takes_queue(name) else attrs.evolve(q, owned=False)
+                for name, q in self.queues.items()}
 
     def _put_workload(self, key: JobKey, workload: convert.Workload | None) -> None:
         if workload is None:
@@ -241,25 +281,39 @@ class Cache:
             self._groups.workloads[key] = workload
         self.model.put_group(key, self.pods)
 
-    def _put_queue(self, kind: Kind, name: str, queue: QueueInfo | None) -> None:
-        """kaisched's Queue and KAI's are one tree; where both name a queue, kaisched's is read."""
+    def _put_queue(self, kind: Kind, name: str, queue: QueueInfo | None,
+                   pool: str | None = None) -> None:
+        """kaisched's Queue and KAI's are one tree; where both name a queue, kaisched's is read.
+        pool: the node pool the object's label names (read by a shard only)."""
         store = self._own_queues if kind == QUEUE else self._kai_queues
+        pools = self._own_queue_pools if kind == QUEUE else self._kai_queue_pools
         if queue is None:
             store.pop(name, None)
+            pools.pop(name, None)
         else:
             store[name] = queue
+            pools[name] = pool
         chosen = self._own_queues.get(name) or self._kai_queues.get(name)
         if chosen is None:
             self.queues.pop(name, None)
         else:
             self.queues[name] = chosen
+        if self.pools is not None:
+            label = (self._own_queue_pools if name in self._own_queues
+                     else self._kai_queue_pools).get(name)
+            if self.pools.put_queue(name, label, chosen.parent if chosen is not None else None):
+                self.model.reown_all()
         self.model.put_queues()
 
     def _waiting_groups(self, cluster: ClusterInfo) -> tuple[JobInfo, ...]:
-        """The Pending PodGroups no pod names yet, as jobs with no tasks."""
+        """The Pending PodGroups no pod names yet, as jobs with no tasks (a
+        shard: those no pod names at all, whose label or queue names its pool)."""
         out = []
         for key in sorted(self._pending_groups - cluster.jobs.keys()):
             group = self.groups[key]
+            if self.pools is not None and (key in self.pools.members
+                                           or not self.pools.takes_group(group)):
+                continue        # its pods are another shard's, or it names another pool
             out.append(JobInfo(key, group.spec if group.spec.queue else attrs.evolve(
                 group.spec, queue=DEFAULT_QUEUE), creation=group.creation, status=group.status,
                 problem=group.problem))
@@ -269,7 +323,8 @@ class Cache:
         """The model, up to date, lent to one session until the next event or
         snapshot takes it back (undoing what the session did)."""
         self.model.reclaim()
-        cluster = self.model.refresh(self.pods, self.nodes, self.queues, self.namespaces, now)
+        cluster = self.model.refresh(self.pods, self.nodes, self._queue_infos(), self.namespaces,
+                                     now)
         cluster.storage = self.storage.storage()
         cluster.topologies = self._topologies()
         cluster.set_sharers(self.model.sharers > 0)
@@ -310,8 +365,9 @@ class Cache:
     def rebuilt(self, now: float) -> ClusterInfo:
         """A model made from scratch from what the cache holds: the reference
         the incremental one must equal."""
-        cluster = rebuild(self.pods, self.nodes, self._groups, self.queues, self.priority_classes,
-                          self.namespaces, self.scheduler_name, now)
+        cluster = rebuild(self.pods, self.nodes, self._groups, self._queue_infos(),
+                          self.priority_classes, self.namespaces, self.scheduler_name, now,
+                          self.model.mine if self.pools is not None else None)
         cluster.storage = self.storage.rebuilt(self.pods.values())
         cluster.topologies = self._topologies()
         cluster.waiting_groups = self._waiting_groups(cluster)

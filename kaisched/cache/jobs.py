@@ -51,6 +51,7 @@ class Group:
     status: PodGroupStatus
     problem: str | None
     creation: float
+    pool: str | None = None         # the node pool its label names (only read by a shard)
 
 
 @attrs.frozen(slots=True)
@@ -110,6 +111,17 @@ def group_key(facts: PodFacts) -> JobKey:
 
 # A node's GPU memory (MiB per GPU; None: not labelled, or no such node).
 GpuMemory = Callable[[NodeName], "int | None"]
+def declared_group(facts: PodFacts, groups: Groups) -> Group | None:
+    """The PodGroup object the pod's job reads its declaration from, if one exists."""
+    source = facts.gang.source
+    if source in GROUP_KINDS:
+        found = groups.group(source, group_key(facts))
+        if found is not None or source != "koord":
+            return found
+        source = "koordinator"      # no PodGroup object: the gang annotations declare it
+    if source in ("koordinator", "volcano"):
+        return groups.stores["kaisched"].get(facts.job)
+    return None
 
 
 def shared_claims(facts: PodFacts, groups: Groups) -> tuple[GroupClaim, ...]:

@@ -15,7 +15,7 @@ that costs nothing to make, and the cache never sees what a session did.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import numpy as np
 
@@ -45,11 +45,23 @@ from kaisched.cache.jobs import (
 # Pods that no longer count in a gang: another scheduler's are not strangers to it then.
 _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
+if TYPE_CHECKING:
+    from kaisched.cache.pools import PoolView
+
 
 class Model:
-    def __init__(self, scheduler_name: str, groups: Groups) -> None:
+    def __init__(self, scheduler_name: str, groups: Groups, pools: PoolView | None = None,
+                 nodes: Mapping[str, NodeSpec] | None = None) -> None:
         self.scheduler_name = scheduler_name
         self.groups = groups
+        # One shard of several (None: the whole cluster): its pods are tasks,
+        # every other pod is another scheduler's; those on nodes outside the
+        # pool (the cache's nodes) wait apart until their node joins it.
+        self.pools = pools
+        self._pool_nodes: Mapping[str, NodeSpec] = nodes if nodes is not None else {}
+        self.elsewhere: dict[PodKey, ForeignPod] = {}
+        self._elsewhere_on: dict[NodeName, set[PodKey]] = {}
+        self._reown = False                               # a queue's pool changed: look at every pod
         self.cluster = ClusterInfo.assemble((), (), ())
         self.tasks: dict[PodKey, TaskInfo] = {}
         self.foreign: dict[PodKey, ForeignPod] = {}
@@ -97,14 +109,19 @@ class Model:
             self.cluster.rewind()
         self.cluster.devices.rewind()
 
+    def mine(self, facts: PodFacts) -> bool:
+        """Whether this scheduler (this shard) schedules the pod."""
+        return facts.scheduler_name == self.scheduler_name and (
+            self.pools is None or self.pools.takes_pod(facts))
+
     def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None) -> None:
         """The pod changed (facts; before: what it was) or went away (None)."""
         cluster = self.cluster
         self._note_stranger(key, facts)
         old = self.tasks.pop(key, None)
+        mine = facts is not None and facts.status is not None and self.mine(facts)
         # It stays a task of the same job, declaring what it did: only counts change.
-        alike = (old is not None and facts is not None and facts.status is not None
-                 and facts.scheduler_name == self.scheduler_name and _declares_alike(before, facts))
+        alike = old is not None and mine and _declares_alike(before, facts)
         if old is not None:
             if old.node_name and old.status in OCCUPYING_STATUSES:
                 self._room(old.node_name, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
@@ -131,19 +148,25 @@ class Model:
                                                      gone.kai, False))
                 elif gone.gpu is not None:
                     self._holds(cluster.gpus.move(gone, None))
+            elif self.elsewhere:
+                self._drop_elsewhere(key)
         if facts is None or facts.status is None:
             return
-        if facts.scheduler_name != self.scheduler_name:
+        if not mine:
             pod = foreign_pod(facts)
-            if pod is not None:
-                self.foreign[key] = pod
-                self._foreign_changed = True
-                self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
-                if pod.reserves is not None:
-                    self._holds(cluster.gpus.reserve(pod.node_name, pod.reserves, key,
-                                                     pod.kai, True))
-                elif pod.gpu is not None:       # another scheduler's sharer holds its share too
-                    self._holds(cluster.gpus.move(None, pod))
+            if pod is None:
+                return
+            if self.pools is not None and pod.node_name not in self._pool_nodes:
+                self.elsewhere[key] = pod
+                self._elsewhere_on.setdefault(pod.node_name, set()).add(key)
+                return
+            self.foreign[key] = pod
+            self._foreign_changed = True
+            self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
+            if pod.reserves is not None:
+                self._holds(cluster.gpus.reserve(pod.node_name, pod.reserves, key, pod.kai, True))
+            elif pod.gpu is not None:       # another scheduler's sharer holds its share too
+                self._holds(cluster.gpus.move(None, pod))
             return
         placement = self._keep_placement(facts.placement)
         task = self.tasks[key] = make_task(facts, self.priorities, placement, self.groups,
@@ -255,6 +278,49 @@ class Model:
         node.spec = spec
         table.set_alloc(node.index, table.row_of(spec.allocatable))
 
+    # -- shards: nodes joining and leaving the pool, pods changing hands --------------------
+
+    def node_joined(self, name: str) -> None:
+        """A node came into the pool: the other pods on it take room here now
+        (the layout it causes counts them)."""
+        for key in self._elsewhere_on.pop(NodeName(name), ()):
+            self.foreign[key] = self.elsewhere.pop(key)
+            self._foreign_changed = True
+
+    def node_left(self, name: str) -> None:
+        """A node left the pool: the other pods on it matter here no more."""
+        for key in [k for k, pod in self.foreign.items() if pod.node_name == name]:
+            pod = self.foreign.pop(key)
+            self.elsewhere[key] = pod
+            self._elsewhere_on.setdefault(pod.node_name, set()).add(key)
+            self._foreign_changed = True
+
+    def _drop_elsewhere(self, key: PodKey) -> None:
+        pod = self.elsewhere.pop(key, None)
+        if pod is not None:
+            keys = self._elsewhere_on[pod.node_name]
+            keys.discard(key)
+            if not keys:
+                del self._elsewhere_on[pod.node_name]
+
+    def reown(self, pods: Mapping[PodKey, PodFacts], keys: Iterable[PodKey]) -> None:
+        """These pods may have changed hands (their PodGroup names another pool)."""
+        for key in list(keys):
+            facts = pods.get(key)
+            if facts is not None:
+                self.put_pod(key, facts, facts)
+
+    def reown_all(self) -> None:
+        """A queue's pool changed: every pod is looked at again at the next catch-up."""
+        self._reown = True
+
+    def _reown_changed(self, pods: Mapping[PodKey, PodFacts]) -> None:
+        self._reown = False
+        for key, facts in pods.items():
+            if facts.status is not None and facts.scheduler_name == self.scheduler_name \
+                    and self.mine(facts) != (key in self.tasks):
+                self.put_pod(key, facts, facts)
+
     def put_group(self, key: JobKey, pods: Mapping[PodKey, PodFacts]) -> None:
         """A PodGroup changed: the jobs that read it declare anew, and its
         pods that name claims are made again (the claims it shares may have
@@ -304,6 +370,8 @@ class Model:
         """Finish what events left for later that grows with them: the jobs'
         declarations and sums, the room noted per node. After every sync, so
         that a standby replica, which takes no snapshot, holds only the model."""
+        if self._reown:
+            self._reown_changed(pods)
         jobs = self.cluster.jobs
         ledger = self.ledger
         for key in self.moved - self.changed:

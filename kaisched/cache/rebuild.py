@@ -2,7 +2,7 @@
 reference the incremental model is checked against."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 from kaisched.api.clusterinfo import ClusterInfo, ForeignPod
 from kaisched.api.gpushare import gpu_memory_label
@@ -17,7 +17,9 @@ from kaisched.cache.jobs import WORKLOAD_SOURCES, Groups, Priorities, describe, 
 def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], groups: Groups,
             queues: Mapping[str, QueueInfo], priority_classes: Mapping[str, tuple[int, bool, bool]],
             namespaces: Mapping[str, Mapping[str, str]], scheduler_name: str,
-            now: float) -> ClusterInfo:
+            now: float, mine: Callable[[PodFacts], bool] | None = None) -> ClusterInfo:
+    """mine: which pods a shard schedules (None: every pod of scheduler_name);
+    a shard counts other pods only on its own nodes."""
     priorities = Priorities.of(priority_classes)
     members: dict[JobKey, list[PodFacts]] = {}
     foreign: list[ForeignPod] = []
@@ -25,9 +27,9 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
     for facts in pods.values():
         if facts.status is None:
             continue
-        if facts.scheduler_name != scheduler_name:
+        if facts.scheduler_name != scheduler_name or (mine is not None and not mine(facts)):
             pod = foreign_pod(facts)
-            if pod is not None:
+            if pod is not None and (mine is None or pod.node_name in nodes):
                 foreign.append(pod)
             if facts.gang.source in WORKLOAD_SOURCES \
                     and facts.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):

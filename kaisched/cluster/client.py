@@ -26,6 +26,10 @@ class Subscription(Protocol):
         """Every event since the last drain; the first drain lists what exists."""
         ...
 
+    def close(self) -> None:
+        """Stop following: no more events."""
+        ...
+
 
 class ClusterClient(Protocol):
     def list(self, kind: Kind, namespace: str | None = None) -> list[Obj]: ...

@@ -158,13 +158,17 @@ class KubeCluster:
         items, _ = self.list_with_version(kind, namespace)
         return sorted(items, key=object_key)
 
-    def list_with_version(self, kind: Kind, namespace: str | None = None
+    def list_with_version(self, kind: Kind, namespace: str | None = None, *, cached: bool = False
                           ) -> tuple[builtins.list[Obj], str]:   # list: the method above
-        """Every object (page by page) and the resourceVersion to watch from."""
+        """Every object (page by page) and the resourceVersion to watch from.
+        cached: from the API server's watch cache (resourceVersion 0, as an
+        informer's first list), not a quorum read of etcd page by page."""
         items: list[Obj] = []
         token = ""
         while True:
             query = [("limit", str(PAGE_SIZE))] + ([("continue", token)] if token else [])
+            if cached and not token:
+                query.append(("resourceVersion", "0"))
             query += _selected(kind)
             page = self._call("list", kind, f"in {namespace}" if namespace else "", "GET",
                               _path(kind, namespace), query=query)
@@ -205,6 +209,17 @@ class KubeCluster:
     def delete(self, kind: Kind, namespace: str, name: str) -> None:
         self._call("delete", kind, _where(kind, namespace, name), "DELETE",
                    _path(kind, namespace, name))
+
+    def delete_all(self, kind: Kind, namespace: str | None = None, label_selector: str = "",
+                   grace_seconds: int | None = None) -> None:
+        """Delete every object of the kind (in the namespace, with the labels):
+        one request. grace_seconds 0 deletes pods at once, as where no kubelet
+        would confirm a graceful delete."""
+        query = [("labelSelector", label_selector)] if label_selector else []
+        body = {"apiVersion": "v1", "kind": "DeleteOptions",
+                **({"gracePeriodSeconds": grace_seconds} if grace_seconds is not None else {})}
+        self._call("delete all", kind, f"in {namespace}" if namespace else "", "DELETE",
+                   _path(kind, namespace), query=query, body=body)
 
     # -- subresources ----------------------------------------------------------
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:

@@ -3,13 +3,17 @@ events, and the binding / status / eviction subresources.
 
 Stored objects are never mutated in place (every write builds a new dict), so
 they are handed out without copying; callers must not mutate them either.
+Writes and drains take one lock, so a live binder's worker threads may write
+while the scheduler's thread drains its watch.
 """
 from __future__ import annotations
 
 import builtins
 import collections
+import functools
+import threading
 import uuid
-from typing import Iterable
+from typing import Callable, Concatenate, Iterable, ParamSpec, TypeVar
 
 from kaisched.api.clock import Clock, ManualClock, to_rfc3339
 from kaisched.cluster.client import Obj, WatchEvent, merge_patch
@@ -17,11 +21,26 @@ from kaisched.cluster.kinds import NODE, POD, Kind, kind_of, object_key
 from kaisched.errors import ConflictError, NotFoundError, PermanentApiError
 
 _UID_NAMESPACE = uuid.UUID("6f1b5a52-7e4c-4b8e-9a57-4b1d0c3e2a10")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _locked(method: Callable[Concatenate[MemoryCluster, P], R]
+            ) -> Callable[Concatenate[MemoryCluster, P], R]:
+    """The method under the cluster's lock (a live binder's workers write while
+    the scheduler drains its watch)."""
+    @functools.wraps(method)
+    def call(self: MemoryCluster, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return call
 
 
 class MemorySubscription:
-    def __init__(self, kinds: frozenset[Kind]) -> None:
+    def __init__(self, kinds: frozenset[Kind], lock: threading.RLock | None = None) -> None:
         self.kinds = kinds
+        self.lock = lock or threading.RLock()
+        self.closed = False
         self.events: collections.deque[WatchEvent] = collections.deque()
         # Kinds watched through a fieldSelector get only what it selects, as from
         # an API server (a watch of ProvisioningFailed Events sees no other Event).
@@ -39,9 +58,16 @@ class MemorySubscription:
         return True
 
     def drain(self) -> list[WatchEvent]:
-        out = list(self.events)
-        self.events.clear()
+        with self.lock:
+            out = list(self.events)
+            self.events.clear()
         return out
+
+    def close(self) -> None:
+        """Stop following: the cluster drops it at its next write."""
+        with self.lock:
+            self.closed = True
+            self.events.clear()
 
 
 class MemoryCluster:
@@ -53,8 +79,10 @@ class MemoryCluster:
         self._version = 0
         self._subscriptions: list[MemorySubscription] = []
         self._serial = 0
+        self._lock = threading.RLock()
 
     # -- reading ---------------------------------------------------------------
+    @_locked
     def list(self, kind: Kind, namespace: str | None = None) -> list[Obj]:
         objs = self._objects.get(kind, {})
         return [o for (ns, _), o in sorted(objs.items()) if namespace is None or ns == namespace]
@@ -66,6 +94,7 @@ class MemoryCluster:
         return [k for k, objs in self._objects.items() if objs]
 
     # -- writing ---------------------------------------------------------------
+    @_locked
     def create(self, obj: Obj) -> Obj:
         kind = kind_of(obj)
         meta = dict(obj.get("metadata") or {})
@@ -86,6 +115,7 @@ class MemoryCluster:
         meta["generation"] = 1
         return self._store(kind, key, {**obj, "metadata": meta}, "ADDED")
 
+    @_locked
     def patch(self, kind: Kind, namespace: str, name: str, patch: Obj) -> Obj:
         current = self._require(kind, namespace, name)
         expected = (patch.get("metadata") or {}).get("resourceVersion")
@@ -99,11 +129,13 @@ class MemoryCluster:
                                    "generation": current["metadata"].get("generation", 1) + 1}
         return self._store(kind, object_key(current), updated, "MODIFIED")
 
+    @_locked
     def patch_status(self, kind: Kind, namespace: str, name: str, status: Obj) -> Obj:
         current = self._require(kind, namespace, name)
         updated = {**current, "status": merge_patch(current.get("status") or {}, status)}
         return self._store(kind, object_key(current), updated, "MODIFIED")
 
+    @_locked
     def replace(self, obj: Obj) -> Obj:
         """A whole-object update, as kubelet-like simulators need (phase changes)."""
         kind = kind_of(obj)
@@ -111,6 +143,7 @@ class MemoryCluster:
         meta = {**obj["metadata"], "uid": current["metadata"]["uid"]}
         return self._store(kind, object_key(current), {**obj, "metadata": meta}, "MODIFIED")
 
+    @_locked
     def delete(self, kind: Kind, namespace: str, name: str) -> None:
         current = self._require(kind, namespace, name)
         key = object_key(current)
@@ -120,6 +153,7 @@ class MemoryCluster:
         self._publish(WatchEvent("DELETED", kind, gone))
 
     # -- subresources ----------------------------------------------------------
+    @_locked
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
         pod = self._require(POD, namespace, name)
         if uid and pod["metadata"].get("uid") != uid:
@@ -140,6 +174,7 @@ class MemoryCluster:
         updated = {**pod, "spec": {**pod.get("spec", {}), "nodeName": node}, "status": status}
         self._store(POD, (namespace, name), updated, "MODIFIED")
 
+    @_locked
     def evict(self, namespace: str, name: str) -> None:
         pod = self._require(POD, namespace, name)
         if pod["metadata"].get("deletionTimestamp"):
@@ -150,8 +185,9 @@ class MemoryCluster:
             return
         self._store(POD, (namespace, name), {**pod, "metadata": meta}, "MODIFIED")
 
+    @_locked
     def subscribe(self, kinds: Iterable[Kind]) -> MemorySubscription:
-        sub = MemorySubscription(frozenset(kinds))
+        sub = MemorySubscription(frozenset(kinds), self._lock)
         for kind in sub.kinds:
             selected = kind.plural in sub.filtered
             for obj in self.list(kind):
@@ -180,6 +216,8 @@ class MemoryCluster:
         return obj
 
     def _publish(self, event: WatchEvent) -> None:
+        if any(sub.closed for sub in self._subscriptions):
+            self._subscriptions = [sub for sub in self._subscriptions if not sub.closed]
         for sub in self._subscriptions:
             if event.kind in sub.kinds and (event.kind.plural not in sub.filtered
                                             or sub.selected(event)):

@@ -46,7 +46,10 @@ class WatchStream(Protocol):
 
 
 class WatchSource(Protocol):
-    def list_with_version(self, kind: Kind) -> tuple[list[Obj], str]: ...
+    def list_with_version(self, kind: Kind, *, cached: bool = False) -> tuple[list[Obj], str]:
+        """cached: as the server's cache has it, which may trail the newest by a
+        moment (an informer's first list: the watch from its version catches up)."""
+        ...
 
     def watch_stream(self, kind: Kind, resource_version: str, timeout: int) -> WatchStream: ...
 
@@ -134,9 +137,12 @@ class _KindWatch:
         self.thread = threading.Thread(target=self._run, name=f"watch-{kind.plural}", daemon=True)
 
     def relist(self, starting: bool = False) -> None:
-        """starting: the subscription's first list, which says at once what is not served."""
+        """List what exists and tell what changed. starting: the subscription's
+        first list, which says at once what is not served, and may come from the
+        server's cache (nothing was told yet that it could take back); a relist
+        reads the newest, so no object goes back to an older version."""
         try:
-            items, version = self.sub.source.list_with_version(self.kind)
+            items, version = self.sub.source.list_with_version(self.kind, cached=starting)
         except NotFoundError:
             # The resource is not served (an optional CRD is not installed):
             # say so once, report what it held as gone, and look again rarely.

@@ -8,6 +8,7 @@ every gang promise depends on both.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Mapping, Protocol
 
 import attrs
@@ -40,8 +41,13 @@ starvationThreshold: 10m
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
-         "starvationThreshold", "usageDBConfig", "preemptionDelay")
+         "starvationThreshold", "usageDBConfig", "preemptionDelay", "nodePool")
+_POOL_KEYS = ("label", "value", "default")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
+# A label's name, or value: what Kubernetes accepts (a value may also be empty,
+# but a pool needs a name).
+_LABEL_TEXT = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # Without these nothing is placed as a gang: placement all or nothing is allocate's
 # statement and gang's readiness rule together.
 REQUIRED_ACTION = "allocate"
@@ -70,6 +76,26 @@ class PluginOption:
 
 
 @attrs.frozen
+class NodePool:
+    """One shard of a cluster: this scheduler sees only the nodes labelled
+    label=value, and schedules only the pods that name the pool (the same
+    label on the pod, its PodGroup or its queue). The default shard also takes
+    the nodes, pods and queues that name no pool."""
+
+    label: str
+    value: str
+    default: bool = False
+
+    def takes(self, pool: str | None) -> bool:
+        """Whether what names this pool (None: names none) is this shard's."""
+        return pool == self.value if pool else self.default
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "value": self.value,
+                **({"default": True} if self.default else {})}
+
+
+@attrs.frozen
 class SchedulerConfig:
     scheduler_name: str = "kaisched"
     schedule_period: float = 1.0
@@ -77,13 +103,14 @@ class SchedulerConfig:
     tiers: tuple[tuple[PluginOption, ...], ...] = ()
     stale_gang_grace_period: float = 60.0
     starvation_threshold: float = 600.0     # a head-of-queue gang waiting longer gets nodes reserved
+    node_pool: NodePool | None = None       # one shard of the cluster; None: all of it
     usage_db: UsageDBConfig | None = None   # fair share with memory; None: off
     # How long a job, once pending, waits before it may evict others (0: at once).
     preemption_delay: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
-        return {
+        out: dict[str, Any] = {
             "schedulerName": self.scheduler_name,
             "schedulePeriod": f"{self.schedule_period:g}s",
             "actions": list(self.actions),
@@ -95,6 +122,9 @@ class SchedulerConfig:
             **({"usageDBConfig": usage_db_dict(self.usage_db)} if self.usage_db else {}),
             **({"preemptionDelay": f"{self.preemption_delay:g}s"} if self.preemption_delay else {}),
         }
+        if self.node_pool is not None:
+            out["nodePool"] = self.node_pool.to_dict()
+        return out
 
 
 def load_config(data: Any, registry: Names) -> SchedulerConfig:
@@ -115,6 +145,7 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         tiers=_with_status(_tiers(data["tiers"], registry)),
         stale_gang_grace_period=_duration(data, "staleGangGracePeriod", 60.0),
         starvation_threshold=_duration(data, "starvationThreshold", 600.0),
+        node_pool=_node_pool(data.get("nodePool")),
         usage_db=usage_db_config(data["usageDBConfig"]) if data.get("usageDBConfig") is not None
         else None,
         preemption_delay=_duration(data, "preemptionDelay", 0.0),
@@ -160,6 +191,33 @@ def _duration(data: Mapping[str, Any], key: str, default: float, positive: bool 
     if positive and value <= 0:
         raise ConfigError(f"config: {key}: must be more than zero")
     return value
+
+
+def _node_pool(raw: Any) -> NodePool | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError("config: nodePool: expected {label: <node label key>, value: <pool>, "
+                          "default: true|false}")
+    unknown = sorted(set(raw) - set(_POOL_KEYS))
+    if unknown:
+        raise ConfigError(f"config: nodePool: unknown key {unknown[0]!r} "
+                          f"(known: {', '.join(_POOL_KEYS)})")
+    for key in ("label", "value"):
+        text = raw.get(key)
+        name = text.rpartition("/")[2] if key == "label" and isinstance(text, str) else text
+        if not isinstance(name, str) or not _LABEL_TEXT.fullmatch(name):
+            raise ConfigError(f"config: nodePool.{key}: must be a label {key} "
+                              "(letters, digits, '-', '_', '.'; up to 63 characters)")
+    label = raw["label"]
+    prefix = label.rpartition("/")[0]
+    if label.count("/") > 1 or (prefix and not _DNS_NAME.fullmatch(prefix)):
+        raise ConfigError(f"config: nodePool.label: {label!r} is not a label key "
+                          "(an optional DNS prefix, '/', and a name)")
+    default = raw.get("default", False)
+    if not isinstance(default, bool):
+        raise ConfigError("config: nodePool.default: must be true or false")
+    return NodePool(label, raw["value"], default)
 
 
 def _actions(raw: Any, registry: Names) -> tuple[str, ...]:

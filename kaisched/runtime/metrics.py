@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import contextlib
 from http.server import ThreadingHTTPServer
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
+from prometheus_client import Counter as _Counter
+from prometheus_client import Gauge as _Gauge
+from prometheus_client import Histogram as _Histogram
 
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import JobInfo
@@ -24,70 +27,122 @@ _BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30)
 _JOB_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600)
 
 
+class _Series:
+    """A metric family whose every series carries the shard's pool first (or,
+    with no pool, the family itself): used as the family is, labels and all."""
+
+    def __init__(self, family: Any, pool: str | None) -> None:
+        self._family = family
+        self._first = (pool,) if pool is not None else ()
+
+    def labels(self, *values: str) -> Any:
+        return self._family.labels(*self._first, *values)
+
+    def remove(self, *values: str) -> None:
+        self._family.remove(*self._first, *values)
+
+    def clear(self) -> None:
+        self._family.clear()
+
+    def _one(self) -> Any:
+        return self._family.labels(*self._first) if self._first else self._family
+
+    def inc(self, amount: float = 1.0) -> None:
+        self._one().inc(amount)
+
+    def set(self, value: float) -> None:
+        self._one().set(value)
+
+    def observe(self, value: float) -> None:
+        self._one().observe(value)
+
+
+class _Families:
+    """Makes the families of one registry, with the label `pool` first where
+    there is a pool."""
+
+    def __init__(self, registry: CollectorRegistry, pool: str | None) -> None:
+        self.registry = registry
+        self.pool = pool
+
+    def _make(self, cls: Any, name: str, text: str, labels: Sequence[str] = (),
+              **options: Any) -> _Series:
+        names = (("pool",) if self.pool is not None else ()) + tuple(labels)
+        return _Series(cls(name, text, names, registry=self.registry, **options), self.pool)
+
+    def counter(self, name: str, text: str, labels: Sequence[str] = ()) -> _Series:
+        return self._make(_Counter, name, text, labels)
+
+    def gauge(self, name: str, text: str, labels: Sequence[str] = ()) -> _Series:
+        return self._make(_Gauge, name, text, labels)
+
+    def histogram(self, name: str, text: str, labels: Sequence[str] = (),
+                  buckets: Sequence[float] = _BUCKETS) -> _Series:
+        return self._make(_Histogram, name, text, labels, buckets=buckets)
+
+
 class Metrics:
-    def __init__(self) -> None:
+    """pool: the node pool of a shard; every series then carries it as the
+    label `pool`, so that the shards of one cluster add up on one dashboard."""
+
+    def __init__(self, pool: str | None = None) -> None:
         self.registry = CollectorRegistry()
-        r = self.registry
-        self.snapshot_seconds = Histogram("kaisched_snapshot_seconds",
-                                          "Time to build a cycle's snapshot.", buckets=_BUCKETS,
-                                          registry=r)
-        self.session_seconds = Histogram("kaisched_session_seconds",
-                                         "Time to decide a cycle (actions and plugins).",
-                                         buckets=_BUCKETS, registry=r)
-        self.binds = Counter("kaisched_binds", "Pods bound.", registry=r)
-        self.bind_seconds = Histogram("kaisched_bind_seconds",
-                                      "From the session's decision to the API accepting the "
-                                      "binding (queueing, the request, its retries).",
-                                      buckets=_BUCKETS, registry=r)
-        self.bind_failures = Counter("kaisched_bind_failures",
-                                     "Binds the API refused, or that ran out of retries.",
-                                     registry=r)
-        self.write_failures = Counter("kaisched_write_failures",
-                                      "Evictions, status, condition and Event writes that failed.",
-                                      ["effect"], registry=r)
-        self.evictions = Counter("kaisched_evictions",
-                                 "Pods evicted, by the queue of their job and why: preempt "
-                                 "(same queue), reclaim (for another queue), stale-gang.",
-                                 ["queue", "cause"], registry=r)
-        self.job_seconds = Histogram("kaisched_job_scheduling_seconds",
-                                     "From a PodGroup's creation to its minimum of pods bound "
-                                     "(a gang of the upstream Workload API: from when its pods "
-                                     "first made up its minimum).",
-                                     ["queue"], buckets=_JOB_BUCKETS, registry=r)
-        self.pending_gangs = Gauge("kaisched_pending_gangs",
-                                   "Gangs left pending by the last cycle, by queue and by the "
-                                   "class of what blocks them (resources, quota, gates, "
-                                   "volumes, placement, invalid).",
-                                   ["queue", "reason"], registry=r)
-        self.delayed = Gauge("kaisched_preemption_delayed_gangs",
-                             "Gangs the last cycle held back from evicting others (preempt, "
-                             "reclaim) because their preemption delay runs, by queue.",
-                             ["queue"], registry=r)
-        self.pipelined = Gauge("kaisched_pipelined_pods",
-                               "Pods waiting for room being released, last cycle.", registry=r)
-        self.leader = Gauge("kaisched_is_leader", "1 while this replica schedules.", registry=r)
-        self.cycle_errors = Counter("kaisched_cycle_errors",
-                                    "Cycles that could not reach the API.", registry=r)
+        self.pool = pool
+        r = _Families(self.registry, pool)
+        self.snapshot_seconds = r.histogram("kaisched_snapshot_seconds",
+                                            "Time to build a cycle's snapshot.")
+        self.session_seconds = r.histogram("kaisched_session_seconds",
+                                           "Time to decide a cycle (actions and plugins).")
+        self.binds = r.counter("kaisched_binds", "Pods bound.")
+        self.bind_seconds = r.histogram("kaisched_bind_seconds",
+                                        "From the session's decision to the API accepting the "
+                                        "binding (queueing, the request, its retries).")
+        self.bind_failures = r.counter("kaisched_bind_failures",
+                                       "Binds the API refused, or that ran out of retries.")
+        self.write_failures = r.counter("kaisched_write_failures",
+                                        "Evictions, status, condition and Event writes that "
+                                        "failed.", ["effect"])
+        self.evictions = r.counter("kaisched_evictions",
+                                   "Pods evicted, by the queue of their job and why: preempt "
+                                   "(same queue), reclaim (for another queue), stale-gang.",
+                                   ["queue", "cause"])
+        self.job_seconds = r.histogram("kaisched_job_scheduling_seconds",
+                                       "From a PodGroup's creation to its minimum of pods bound "
+                                       "(a gang of the upstream Workload API: from when its pods "
+                                       "first made up its minimum).",
+                                       ["queue"], buckets=_JOB_BUCKETS)
+        self.pending_gangs = r.gauge("kaisched_pending_gangs",
+                                     "Gangs left pending by the last cycle, by queue and by the "
+                                     "class of what blocks them (resources, quota, gates, "
+                                     "volumes, placement, invalid).", ["queue", "reason"])
+        self.delayed = r.gauge("kaisched_preemption_delayed_gangs",
+                               "Gangs the last cycle held back from evicting others (preempt, "
+                               "reclaim) because their preemption delay runs, by queue.",
+                               ["queue"])
+        self.pipelined = r.gauge("kaisched_pipelined_pods",
+                                 "Pods waiting for room being released, last cycle.")
+        self.leader = r.gauge("kaisched_is_leader", "1 while this replica schedules.")
+        self.cycle_errors = r.counter("kaisched_cycle_errors",
+                                      "Cycles that could not reach the API.")
         # The numbers of each Queue's status, per resource (cpu in cores, memory in bytes).
         self.queue_amounts = {
-            field: Gauge(f"kaisched_queue_{field}", text, ["queue", "resource"], registry=r)
+            field: r.gauge(f"kaisched_queue_{field}", text, ["queue", "resource"])
             for field, text in (("allocated", "What the queue's pods hold."),
                                 ("fair_share", "The queue's fair share, last cycle."),
                                 ("quota", "The queue's quota."),
                                 ("limit", "The queue's limit, where it has one."))}
         self._usage_seen: set[tuple[str, str]] = set()
         self._capacity_seen: set[tuple[str]] = set()
-        self.queue_jobs = Gauge("kaisched_queue_jobs", "The queue's jobs by state.",
-                                ["queue", "state"], registry=r)
+        self.queue_jobs = r.gauge("kaisched_queue_jobs", "The queue's jobs by state.",
+                                  ["queue", "state"])
         # Fair share with memory reads these two back from Prometheus (clientType: prometheus).
-        self.queue_usage = Gauge("kaisched_queue_usage",
-                                 "The queue's usage over the usage window: what it held over "
-                                 "what the cluster offered, recent time weighted more (0 to 1; "
-                                 "only with usageDBConfig).", ["queue", "resource"], registry=r)
-        self.capacity = Gauge("kaisched_cluster_capacity",
-                              "What the cluster's usable nodes offer, the cake fair shares are "
-                              "cut from (cpu in cores, memory in bytes).", ["resource"],
-                              registry=r)
+        self.queue_usage = r.gauge("kaisched_queue_usage",
+                                   "The queue's usage over the usage window: what it held over "
+                                   "what the cluster offered, recent time weighted more (0 to 1; "
+                                   "only with usageDBConfig).", ["queue", "resource"])
+        self.capacity = r.gauge("kaisched_cluster_capacity",
+                                "What the cluster's usable nodes offer, the cake fair shares are "
+                                "cut from (cpu in cores, memory in bytes).", ["resource"])
 
     def observe(self, result: CycleResult, now: float | None = None) -> None:
         """Record one cycle: its timings, the gangs whose minimum it bound (now is

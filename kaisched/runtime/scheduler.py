@@ -88,7 +88,7 @@ class Scheduler:
         self.config = config
         self.registry = registry
         self.clock = clock
-        self.cache = Cache(config.scheduler_name)
+        self.cache = Cache(config.scheduler_name, config.node_pool)
         self.binder = binder or Binder(client, clock.now)
         self.actions = registry.build_actions(config)
         self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
@@ -97,6 +97,7 @@ class Scheduler:
         self.keep_session = False
         self.last_session: Session | None = None
         self.synced = False                     # the first sync listed everything
+        self.warmed_at: float | None = None     # when a standby last prepared (follow)
         # Fair share with memory: each queue's usage, kept by this scheduler or
         # asked of Prometheus (None: not configured).
         self.usage: UsageBook | None = usage_book(config.usage_db)
@@ -113,6 +114,32 @@ class Scheduler:
             gc.collect()
             gc.freeze()
         return count
+
+    def follow(self) -> int:
+        """A standby's period: apply what the watches saw, as the leader does;
+        take a snapshot, so that the node table, the queue tree and the rest
+        are built before a takeover needs them; and let the plugins say what
+        a session would write of the jobs that changed, with no action run.
+        A job of which nothing would be said is settled as the leader left it
+        (its PodGroup status says what a session would write): the first
+        session after a takeover need not look at it again, unless it changes.
+        What would be said is never written: only the leader writes."""
+        count = self.sync()
+        with _cyclic_gc_paused():
+            now = self.clock.now()
+            cluster = self.cache.snapshot(now)
+            if self.usage is not None:
+                # The book follows the leader's records as they land, and the
+                # plugins say what the leader's session would (fair shares with memory).
+                cluster.usage = self.usage.observe(cluster, now)
+            said = Session(cluster, self.config, self.registry.build_plugins(self.config)).close()
+        self.cache.reported(self._spoken_of(said))
+        self.warmed_at = time.monotonic()
+        return count
+
+    def close(self) -> None:
+        """Stop following the cluster (the binder is stopped apart)."""
+        self.cache.close()
 
     def run_once(self, proceed: Callable[[], bool] = _always) -> CycleResult:
         """One cycle. proceed() is asked between actions: False abandons the
@@ -156,6 +183,7 @@ class Scheduler:
         else:
             report = self.binder.apply(effects) if not abandoned else BindReport()
         blockers = {k: b for k, b in ssn.blockers.items() if k in ssn.unschedulable}
+        self.warmed_at = time.monotonic()       # what a snapshot needs was just built
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
                            snapshotted - started, decided - snapshotted, abandoned, cluster,
                            blockers, dict(ssn.preemption_delay.delayed),
@@ -259,7 +287,7 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
                 leads = leading()
                 state.leading(leads, scheduler, metrics)
                 if not leads:
-                    scheduler.sync()        # a standby keeps up, to take over fast
+                    scheduler.follow()      # a standby keeps up, to take over fast
                 else:
                     scheduler.sync()
                     if state.watches(scheduler.client.watching()):
@@ -267,6 +295,7 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
                             lambda: not stop.is_set() and leading())
                         if metrics is not None:
                             metrics.observe(result, scheduler.clock.now())
+                        state.cycled(result)
                         if result.abandoned and not stop.is_set():
                             scheduler.step_down()
                 state.reached()
@@ -303,21 +332,33 @@ class _LoopState:
         self._leading: bool | None = None
         self._watching = True
         self._failing = ""
+        self._led_since: float | None = None    # leading, and no cycle has ended since
 
     def leading(self, leads: bool, scheduler: Scheduler, metrics: Metrics | None) -> None:
+        if leads and not self._leading:
+            self._led_since = time.monotonic()
         if metrics is not None:
             metrics.leader.set(1 if leads else 0)
             if leads and not self._leading:
                 # Cycles report only the queues whose status changed: a new
                 # leader starts from what the Queue objects say.
                 for queue in scheduler.cache.queues.values():
-                    if queue.status is not None:
+                    if queue.status is not None and scheduler.cache.owns_queue(queue.name):
                         metrics.observe_queue(queue.name, queue.status, None)
         if self._leading and not leads:
             scheduler.step_down()
             if metrics is not None:
                 metrics.forget_queues()     # only the leader's figures are the cluster's
         self._leading = leads
+
+    def cycled(self, result: CycleResult) -> None:
+        """Say how the first cycle of a new leader went: what a takeover cost."""
+        if self._led_since is None or result.abandoned:
+            return
+        log.info("leading: the first cycle ended %.2fs after taking the lead (snapshot %.2fs, "
+                 "session %.2fs); %d pods placed", time.monotonic() - self._led_since,
+                 result.snapshot_seconds, result.session_seconds, len(result.placed))
+        self._led_since = None
 
     def watches(self, up: bool) -> bool:
         if up != self._watching:

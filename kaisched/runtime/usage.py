@@ -77,10 +77,14 @@ class _Statuses:
         self.ours: dict[QueueName, list[UsageRecord]] = {}
         self.written: dict[QueueName, float] = {}
         self.current: dict[QueueName, UsageRecord] = {}     # to write, per queue
+        # Another node pool's queues (a shard): their scheduler writes their
+        # usage; this one only reads it.
+        self.foreign: set[QueueName] = set()
 
     def news(self, cluster: ClusterInfo) -> dict[QueueName, UsageRecord | None]:
         """The queues whose status.usage changed to a record not of ours."""
         out: dict[QueueName, UsageRecord | None] = {}
+        self.foreign = {QueueName(n) for n, q in cluster.queues.items() if not q.owned}
         for name, queue in cluster.queues.items():
             if not queue.declared:
                 continue
@@ -98,8 +102,8 @@ class _Statuses:
 
     def due(self, now: float) -> list[QueueName]:
         """The queues whose status.usage may be written now (once a minute each)."""
-        return [name for name in sorted(self.current)
-                if now - self.written.get(name, -math.inf) >= WRITE_EVERY]
+        return [name for name in sorted(self.current) if name not in self.foreign
+                and now - self.written.get(name, -math.inf) >= WRITE_EVERY]
 
     def writes(self, now: float) -> list[SetQueueUsage]:
         out = []
@@ -149,7 +153,7 @@ class BuiltinBook:
         # What was offered since the last cycle: what is offered now, the first time.
         self.offered = self.offered or offers
         for name, queue in cluster.queues.items():
-            if not queue.declared:
+            if not queue.declared or not queue.owned:   # another shard's: read from its status
                 continue
             rate = held.get(name, {})
             if everything or name in stale or name not in self.since or rate != self.rates.get(name):

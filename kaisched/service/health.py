@@ -6,7 +6,12 @@ several periods: a loop stuck in a request or a deadlock is restarted by the
 kubelet. A standby is healthy (its loop only keeps its cache warm), and so is
 a loop that finishes its periods while the API is away: restarting it would
 not bring the API back. /readyz (readiness) says whether the caches have
-listed what exists, and whether every watch is connected.
+listed what exists, and whether every watch is connected; for the scheduler
+it also tells a warm standby (its cache follows the cluster and what the next
+snapshot needs is built, so a takeover adds only the last events) from a cold
+one (still laying out what it listed, or its loop has stopped following): a
+cold standby is not ready, so a rolling update waits for it before it stops
+the leader.
 """
 from __future__ import annotations
 
@@ -32,17 +37,20 @@ def _always() -> bool:
 class Health:
     """period: the loop's period. leading: whether this replica leads now;
     synced: whether its caches listed everything; watching: whether every
-    watch is connected."""
+    watch is connected; warmed_at: when a standby last got ready to take over
+    (monotonic; None: not yet), for a component that has standbys to tell apart."""
 
     def __init__(self, period: float, leading: Callable[[], bool] = _always,
                  synced: Callable[[], bool] = _never, watching: Callable[[], bool] = _always,
                  stall_periods: int = STALL_PERIODS, min_stall: float = MIN_STALL,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 warmed_at: Callable[[], float | None] | None = None) -> None:
         self.stall = max(stall_periods * period, min_stall)
         self.leading = leading
         self.synced = synced
         self.watching = watching
         self.monotonic = monotonic
+        self.warmed_at = warmed_at
         self._beat = monotonic()
 
     def beat(self) -> None:
@@ -61,7 +69,20 @@ class Health:
             return False, "caches not synced yet"
         if not self.watching():
             return False, "a watch is down; it relists when the API answers"
-        return True, "ok"
+        if self.warmed_at is None:
+            return True, "ok"
+        if self.leading():
+            return True, "ok: leading"
+        at = self.warmed_at()
+        if at is None:
+            return False, ("cold standby: its cache has listed the cluster; what a takeover "
+                           "needs is still being built")
+        quiet = self.monotonic() - at
+        if quiet > self.stall:
+            return False, (f"cold standby: its cache has not followed the cluster for "
+                           f"{quiet:.0f}s (limit {self.stall:.0f}s)")
+        return True, "ok: warm standby (its cache follows the cluster; a takeover adds only " \
+                     "the last events)"
 
 
 def serve(registry: CollectorRegistry, health: Health | None, port: int,

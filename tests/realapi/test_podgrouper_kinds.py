@@ -109,7 +109,9 @@ def test_trainjob_chain_is_one_gang_named_after_the_trainjob(
     assert sorted(placed.values()) == sorted(set(placed.values()))
     group = admin.get(PODGROUP, namespace, expected)
     assert group is not None and group["spec"]["minMember"] == 2
-    assert group["spec"]["subGroups"] == [{"name": "node", "minMember": 2}]
+    # two levels, as the JobSet declares them: the replicatedJob, then its Job of 2 pods
+    assert group["spec"]["subGroups"] == [{"name": "node"},
+                                          {"name": "node-0", "minMember": 2, "parent": "node"}]
     assert group["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
     assert {group_of(admin, namespace, n) for n in names} == {expected}
 

@@ -39,6 +39,7 @@ from kaisched.cluster.kinds import (
     object_key,
 )
 from kaisched.framework import Session, default_config
+from kaisched.framework.config import NodePool
 from kaisched.framework.effects import Effect
 
 Obj = dict[str, Any]
@@ -60,6 +61,10 @@ CLASSES = ("low", "high")
 NODES = tuple(f"n{i}" for i in range(6))
 PODS = 40
 GANGS = ("g0", "g1", "g2")      # kaisched PodGroups, in each namespace
+# Node pools: objects name one by this label (or none); a shard schedules one.
+POOL_LABEL = "kaisched.io/pool"
+POOLS = (None, None, "a", "b")
+SHARDS = (NodePool(POOL_LABEL, "a", default=True), NodePool(POOL_LABEL, "b"))
 
 KINDS: dict[str, Kind] = {"node": NODE, "pod": POD, "pg": PODGROUP, "xpg": XK8S_PODGROUP,
                           "upg": UPSTREAM_PODGROUPS[0], "wl": WORKLOAD_V1ALPHA1,
@@ -89,20 +94,21 @@ def object_name(kind: str, index: int) -> tuple[str, str]:
 
 DEFAULTS: dict[str, Obj] = {
     "node": {"cpu": 4, "gpu": 0, "pods": None, "zone": "z0", "taint": False, "ready": True,
-             "cordoned": False, "bad": False},
+             "cordoned": False, "bad": False, "pool": None},
     "pod": {"cpu": "1", "gpu": 0, "gang": None, "subgroup": None, "queue": None, "priority": None,
             "pc": None, "node": None, "phase": "Pending", "deleting": False,
             "scheduler": "kaisched",
             "app": None, "rule": None, "refused": False, "created": 0, "bad": False,
-            "claim": None},
+            "claim": None, "pool": None},
     "pg": {"min": 1, "queue": "q0", "pc": None, "phase": None, "subgroups": False,
-           "preemptible": True, "min_cpu": None, "mode": "Strict", "created": 0},
+           "preemptible": True, "min_cpu": None, "mode": "Strict", "created": 0, "pool": None},
     "xpg": {"min": 1, "created": 0},
     "upg": {"min": 1, "pc": None, "priority": None, "all": False},
     "wl": {"min": 1, "listed": True},
     "kpg": {"min": 1, "queue": "q0", "preemptibility": None, "subgroups": False},
     "kq": {"parent": None, "quota": None, "limit": None, "priority": None},
-    "queue": {"parent": None, "quota": None, "limit": None, "priority": None, "weight": None},
+    "queue": {"parent": None, "quota": None, "limit": None, "priority": None, "weight": None,
+              "pool": None},
     "pc": {"value": 10, "default": False},
     "ns": {"team": None},
 }
@@ -129,7 +135,8 @@ def defaults(kind: str, index: int) -> Obj:
                    scheduler="default-scheduler" if index % 5 == 4 else "kaisched",
                    app=("web", None, "db")[index % 3], gpu=1 if index % 4 == 3 else 0)
     elif kind == "node":
-        out.update(gpu=8 if index % 3 == 2 else 0, zone=f"z{index % 2}")
+        out.update(gpu=8 if index % 3 == 2 else 0, zone=f"z{index % 2}",
+                   pool=POOLS[index % len(POOLS)])
     elif kind == "pg":
         out.update(min=1 + index % 3, queue=QUEUES[index % 2])
     elif kind == "pc":
@@ -142,7 +149,7 @@ FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "node": {"cpu": st.integers(1, 8), "gpu": st.sampled_from([0, 1, 2, 8]),
              "pods": st.sampled_from([None, 1, 2]), "zone": st.sampled_from([None, "z0", "z1"]),
              "taint": st.booleans(), "ready": st.sampled_from([True, False, None]),
-             "cordoned": st.booleans(), "bad": st.booleans()},
+             "cordoned": st.booleans(), "bad": st.booleans(), "pool": st.sampled_from(POOLS)},
     "pod": {"cpu": st.sampled_from(["0", "500m", "1", "2", "4"]), "gpu": st.sampled_from([0, 1, 2]),
             "gang": GANG_REFS, "subgroup": st.sampled_from([None, "master", "worker"]),
             "queue": st.sampled_from([None, *QUEUES, "qx"]),
@@ -158,13 +165,15 @@ FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
             "rule": st.sampled_from([None, "anti", "spread", "zone", "port"]),
             "refused": st.booleans(), "created": st.integers(0, 3), "bad": st.booleans(),
             # the claims a pod mounts: who uses which claim is kept per event too
-            "claim": st.sampled_from([None, None, "data", "shared"])},
+            "claim": st.sampled_from([None, None, "data", "shared"]),
+            "pool": st.sampled_from(POOLS)},
     "pg": {"min": st.integers(1, 4), "queue": st.sampled_from(["", *QUEUES, "qx"]),
            "pc": st.sampled_from([None, *CLASSES, "missing"]),
            "phase": st.sampled_from([None, "Pending", "Inqueue", "Running"]),
            "subgroups": st.booleans(), "preemptible": st.booleans(),
            "min_cpu": st.sampled_from([None, "1", "64"]),
-           "mode": st.sampled_from(["Strict", "NonStrict"]), "created": st.integers(0, 3)},
+           "mode": st.sampled_from(["Strict", "NonStrict"]), "created": st.integers(0, 3),
+           "pool": st.sampled_from(POOLS)},
     "xpg": {"min": st.integers(1, 4), "created": st.integers(0, 3)},
     "upg": {"min": st.integers(1, 3), "pc": st.sampled_from([None, *CLASSES]),
             "priority": st.sampled_from([None, 50]), "all": st.booleans()},
@@ -178,7 +187,7 @@ FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
               "quota": st.sampled_from([None, "1", "4"]),
               "limit": st.sampled_from([None, "2", "8"]),
               "priority": st.sampled_from([None, 50, 150]),
-              "weight": st.sampled_from([None, 1, 3])},
+              "weight": st.sampled_from([None, 1, 3]), "pool": st.sampled_from(POOLS)},
     "pc": {"value": st.sampled_from([0, 10, 1000]), "default": st.booleans()},
     "ns": {"team": st.sampled_from([None, "a", "b"])},
 }
@@ -203,6 +212,8 @@ def render(kind: str, index: int, a: Obj, uid: str, rv: int) -> Obj:
         if a["pods"] is not None:
             alloc["pods"] = str(a["pods"])
         meta["labels"] = {"kubernetes.io/hostname": name}
+        if a["pool"]:
+            meta["labels"][POOL_LABEL] = a["pool"]
         if a["zone"]:
             meta["labels"][ZONE] = a["zone"]
         obj["spec"] = {"unschedulable": True} if a["cordoned"] else {}
@@ -225,6 +236,8 @@ def render(kind: str, index: int, a: Obj, uid: str, rv: int) -> Obj:
         if a["min_cpu"]:
             spec["minResources"] = {"cpu": a["min_cpu"]}
         meta["creationTimestamp"] = timestamp(a["created"])
+        if a["pool"]:
+            meta["labels"] = {POOL_LABEL: a["pool"]}
         obj["spec"] = spec
         if a["phase"]:
             obj["status"] = {"phase": a["phase"]}
@@ -271,6 +284,8 @@ def render(kind: str, index: int, a: Obj, uid: str, rv: int) -> Obj:
             spec["parentQueue"] = a["parent"]
         if a["priority"] is not None:
             spec["priority"] = a["priority"]
+        if a["pool"]:
+            meta["labels"] = {POOL_LABEL: a["pool"]}
         obj["spec"] = spec
     elif kind == "pc":
         obj["value"] = a["value"]
@@ -309,6 +324,8 @@ def render_pod(meta: Obj, namespace: str, a: Obj) -> Obj:
         labels["kaisched.io/queue"] = a["queue"]
     if a["app"]:
         labels["app"] = a["app"]
+    if a["pool"]:
+        labels[POOL_LABEL] = a["pool"]
     meta.update(labels=labels, annotations=annotations, creationTimestamp=timestamp(a["created"]))
     if a["deleting"]:
         meta["deletionTimestamp"] = timestamp(5)
@@ -464,8 +481,9 @@ Key = tuple[str, int]
 
 
 class World:
-    def __init__(self) -> None:
-        self.cache = Cache()
+    def __init__(self, pool: NodePool | None = None) -> None:
+        self.pool = pool
+        self.cache = Cache(pool=pool)
         self.now = START + 600
         self.rv = 0
         self.attrs: dict[Key, Obj] = {}
@@ -591,7 +609,7 @@ class World:
     def fresh(self) -> Cache:
         """A cache that heard only ADDED for what this one holds now (pods
         first: gangs arrive before their PodGroups)."""
-        cache = Cache()
+        cache = Cache(pool=self.pool)
         order = [POD, NODE, PODGROUP, XK8S_PODGROUP, UPSTREAM_PODGROUPS[0], WORKLOAD_V1ALPHA1,
                  KAI_PODGROUP, QUEUE, KAI_QUEUE, PRIORITY_CLASS, NAMESPACE]
         for kind, obj in sorted(self.held.values(),
@@ -607,8 +625,9 @@ def session_effects(cluster: ClusterInfo) -> list[Effect]:
     return ssn.close()
 
 
-def run(steps: list[Step], final: Callable[[World], None] | None = None) -> World:
-    world = World()
+def run(steps: list[Step], final: Callable[[World], None] | None = None,
+        pool: NodePool | None = None) -> World:
+    world = World(pool)
     for step in steps:
         world.step(step)
     world.check()
@@ -642,3 +661,22 @@ def test_a_session_never_changes_the_cache_model(before: list[Step], after: list
     for step in after:
         world.step(step)
     world.check()
+
+
+# -- one shard of several: only its pool's nodes, and the pods that name its pool -----------
+
+@CONSISTENCY
+@given(st.sampled_from(SHARDS), sequences(80))
+def test_a_shard_model_equals_a_rebuild_after_any_events(pool: NodePool, steps: list[Step]) -> None:
+    run(steps, pool=pool)
+
+
+@CONSISTENCY
+@given(st.sampled_from(SHARDS), sequences(80))
+def test_a_fresh_shard_cache_of_the_final_objects_agrees(pool: NodePool,
+                                                         steps: list[Step]) -> None:
+    def compare(world: World) -> None:
+        found = differences(world.cache.snapshot(world.now), world.fresh().snapshot(world.now))
+        assert found == [], world.failure("incremental cache != fresh cache", found)
+
+    run(steps, compare, pool)

@@ -144,3 +144,32 @@ def test_the_written_usage_validates_against_the_crd_and_fills_the_column() -> N
     value = queue["status"]["usage"]["normalized"]["nvidia.com/gpu"]
     assert column["jsonPath"] == ".status.usage.normalized.nvidia\\.com/gpu"
     assert isinstance(value, float) and value == pytest.approx(6 / 8)
+
+
+def test_each_shard_writes_the_usage_of_its_own_queues_only() -> None:
+    """Two node-pool shards on one cluster: each accounts and writes its own
+    pool's queues, and only reads the other's (were both to write every queue,
+    each would take the other's record for a reset)."""
+    clock = ManualClock()
+    cluster = MemoryCluster(clock)
+    label = "kaisched.io/pool"
+    for obj in (build_node("gpu-a", cpu=16, gpu=8, labels={label: "a"}),
+                build_node("gpu-b", cpu=16, gpu=8, labels={label: "b"}),
+                build_queue("team-a"), build_queue("team-b"),
+                *[build_pod(f"a-{i}", cpu=1, gpu=1, queue="team-a", node="gpu-a")
+                  for i in range(6)],
+                build_pod("b-0", cpu=1, gpu=1, queue="team-b", node="gpu-b")):
+        cluster.create(obj)
+    for name, pool in (("team-a", "a"), ("team-b", "b")):
+        cluster.patch(QUEUE, "", name, {"metadata": {"labels": {label: pool}}})
+    shards = {pool: Setup(USAGE + f"nodePool: {{label: {label}, value: {pool}}}\n",
+                          cluster, clock) for pool in "ab"}
+    written: dict[str, set[str]] = {"a": set(), "b": set()}
+    for _ in range(130):
+        for pool, shard in shards.items():
+            written[pool].update(usage_writes(shard.scheduler.run_once()))
+        clock.advance(1.0)
+    assert written == {"a": {"team-a"}, "b": {"team-b"}}
+    setup = shards["a"]
+    assert setup.status_usage("team-a")["normalized"][GPU] == pytest.approx(6 / 8)
+    assert setup.status_usage("team-b")["normalized"][GPU] == pytest.approx(1 / 8)

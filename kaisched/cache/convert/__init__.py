@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # The cache reads timestamps through this package (convert.from_rfc3339).
 from kaisched.api.clock import from_rfc3339
-from kaisched.cache.convert.common import Obj
+from kaisched.cache.convert.common import Obj, label
 from kaisched.cache.convert.groups import (
     KAI_TOPOLOGY_PREFERRED,
     KAI_TOPOLOGY_REQUIRED,
@@ -52,7 +52,7 @@ from kaisched.cache.convert.workloads import (
 __all__ = [
     "DEFAULT_MAX_PODS", "GANG_OWNER_GROUPS", "KAI_TOPOLOGY_PREFERRED", "KAI_TOPOLOGY_REQUIRED",
     "GangRef", "Obj", "PodFacts", "Workload", "annotated_gang", "broken_pod", "koord_podgroup", "from_rfc3339",
-    "gang_job", "gang_ref", "kai_podgroup", "kai_queue", "namespace_labels", "node_spec",
+    "gang_job", "gang_ref", "label", "kai_podgroup", "kai_queue", "namespace_labels", "node_spec",
     "node_spec_and_problem", "placement", "pod_facts", "pod_request", "pod_rules", "podgroup",
     "podgroup_status", "podgroup_v1alpha2", "podgroup_v1beta1", "preferred_node_affinity",
     "priority_class", "quantity_text", "queue", "queue_status", "queue_status_dict", "status_dict",

@@ -12,6 +12,13 @@ def metadata(obj: Obj) -> Obj:
     return obj.get("metadata") or {}
 
 
+def label(obj: Obj, key: str) -> str | None:
+    """The value of one of the object's labels (None: absent or empty)."""
+    labels = metadata(obj).get("labels")
+    value = labels.get(key) if isinstance(labels, dict) else None
+    return str(value) if value else None
+
+
 def quantities(raw: Any, where: str, problems: list[str]) -> Resource:
     """A map of resource name to quantity; a bad one adds a problem and counts as empty."""
     if not raw:

@@ -1,0 +1,129 @@
+"""A warm standby takes over on a real kube-apiserver: two replicas of
+`kaisched run` (the kaisched ServiceAccount's token, a Lease of their own);
+the standby says it is warm on /readyz; the leader is killed (SIGKILL: no
+Lease released, so the standby waits out the lease duration, as after a
+crash); the standby takes the Lease and binds a gang that arrived meanwhile.
+How long each step took is reported (pytest -s, and the test's properties),
+never asserted: this machine's load decides it.
+
+The replicas run under a scheduler name of their own, so other schedulers on
+the same server leave this test's pods alone.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+from kubernetes import client as k8s_client
+
+from kaisched.cluster.client import Obj
+from kaisched.cluster.kinds import LEASE, POD, PODGROUP
+from kaisched.cluster.kube import KubeCluster
+
+from .conftest import (
+    CONFIG,
+    SYSTEM,
+    Process,
+    account_kubeconfig,
+    delete_quietly,
+    describe,
+    eventually,
+    free_port,
+    mint_token,
+)
+
+OWNER = "shards"
+PATIENCE = 120.0
+
+
+def gang(admin: KubeCluster, namespace: str, scheduler: str, name: str, size: int) -> list[str]:
+    admin.create({"apiVersion": PODGROUP.api_version, "kind": "PodGroup",
+                  "metadata": {"name": name, "namespace": namespace},
+                  "spec": {"minMember": size}})
+    pods = [f"{name}-{i}" for i in range(size)]
+    for pod in pods:
+        admin.create({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": pod, "namespace": namespace,
+                                   "annotations": {"kaisched.io/pod-group": name}},
+                      "spec": {"schedulerName": scheduler, "containers": [{
+                          "name": "main", "image": "trainer:1",
+                          "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}})
+    return pods
+
+
+def bound(admin: KubeCluster, namespace: str, pods: list[str]) -> bool:
+    return all(((admin.get(POD, namespace, p) or {}).get("spec") or {}).get("nodeName")
+               for p in pods)
+
+
+def holder(admin: KubeCluster, lease: str) -> str | None:
+    found = admin.get(LEASE, SYSTEM, lease)
+    return ((found or {}).get("spec") or {}).get("holderIdentity")
+
+
+def test_the_standby_takes_over_when_the_leader_is_killed(
+        request: pytest.FixtureRequest, record_property: Callable[[str, Any], None],
+        admin: KubeCluster, admin_api: k8s_client.ApiClient, admin_kubeconfig: str,
+        installed: list[Obj], namespace: str, fake_nodes: Callable[..., list[str]],
+        tmp_path: Path) -> None:
+    suffix = namespace.rsplit("-", 1)[1]
+    scheduler = f"shards-failover-{suffix}"
+    lease = f"shards-failover-{suffix}"
+    fake_nodes(2, cpu="8")
+    settings = yaml.safe_load((CONFIG / "scheduler.yaml").read_text())
+    settings["schedulerName"] = scheduler
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    kubeconfig = account_kubeconfig(admin_kubeconfig, mint_token(admin_api, SYSTEM, "kaisched"),
+                                    tmp_path / "kaisched.kubeconfig")
+
+    def replica(name: str) -> Process:
+        port = free_port()
+        return Process(name, "kaisched.cli", [
+            "run", "--kubeconfig", str(kubeconfig), "--config", str(config),
+            "--metrics-port", str(port), "--identity", f"{scheduler}-{name}",
+            "--lease-name", lease], tmp_path / f"{name}.log", port)
+
+    leader, standby = replica("first"), replica("second")
+    try:
+        leader.start()
+        eventually(lambda: holder(admin, lease) == f"{scheduler}-first", PATIENCE,
+                   "the first replica leads")
+        standby.start()
+        warm = eventually(lambda: (got := standby.get("/readyz"))[0] == 200 and got[1],
+                          PATIENCE, "the standby is ready")
+        assert warm.startswith("ok: warm standby"), warm
+        assert leader.get("/readyz") == (200, "ok: leading\n")
+
+        before = gang(admin, namespace, scheduler, "before", 2)
+        eventually(lambda: bound(admin, namespace, before), PATIENCE, "the leader binds a gang")
+
+        assert leader.proc is not None
+        killed = time.monotonic()
+        leader.proc.kill()                      # no Lease released: as a crash
+        leader.proc.wait(30)
+        after = gang(admin, namespace, scheduler, "after", 2)
+        eventually(lambda: holder(admin, lease) == f"{scheduler}-second", PATIENCE,
+                   "the standby takes the Lease")
+        taken = time.monotonic()
+        eventually(lambda: bound(admin, namespace, after), PATIENCE,
+                   "the new leader binds the gang that arrived meanwhile")
+        first_bind = time.monotonic()
+        assert standby.get("/readyz") == (200, "ok: leading\n")
+
+        figures = {"killed_to_lease_taken_seconds": round(taken - killed, 2),
+                   "lease_taken_to_gang_bound_seconds": round(first_bind - taken, 2)}
+        for key, value in figures.items():
+            record_property(key, value)
+        print(f"\nfailover on a real API server: {figures}")
+    except AssertionError:
+        print(describe(admin, namespace))
+        print(f"--- first ---\n{leader.log()}\n--- second ---\n{standby.log()}"[-20000:])
+        raise
+    finally:
+        leader.stop()
+        standby.stop()
+        delete_quietly(admin, LEASE, SYSTEM, lease)
