@@ -11,10 +11,10 @@ from actions.common.eviction import (
     Check,
     RoomFinder,
     elastic_jobs,
-    evictable_tasks,
     note_protected,
     place_by_eviction,
     place_extras_by_eviction,
+    preempt_candidates,
     starving_jobs,
     victim_order,
 )
@@ -34,11 +34,11 @@ class PreemptAction:
             return
         releasing_at_start = ssn.cluster.table.releasing.copy()
         domains = DomainChoice(ssn)
-        by_queue: dict[QueueName, list[TaskInfo]] = {}
-        evictable = evictable_tasks(ssn)
-        order = victim_order(ssn, evictable)
-        for task in sorted(evictable, key=order):
-            by_queue.setdefault(ssn.cluster.jobs[task.job].queue, []).append(task)
+        # Only the queues with jobs waiting, and there only the jobs they could
+        # evict. The candidates are in no particular order: whoever takes them
+        # sorts them by the victim order.
+        by_queue, any_victim = preempt_candidates(ssn, [*jobs, *extras])
+        order = victim_order(ssn, [t for tasks in by_queue.values() for t in tasks])
         finders: dict[tuple[QueueName, int], RoomFinder] = {}
 
         def finder_of(job: JobInfo) -> Callable[[TaskInfo], RoomFinder]:
@@ -54,7 +54,7 @@ class PreemptAction:
             return lambda t: ssn.allocatable(job, t)
 
         for job, tasks in jobs:
-            if not by_queue.get(job.queue) or ssn.job_pipelined(job):
+            if job.queue not in any_victim or ssn.job_pipelined(job):
                 continue
             if not place_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
                                      Cause.PREEMPT, check_of(job), order) and ssn.protects:
@@ -62,6 +62,6 @@ class PreemptAction:
                          if ssn.cluster.jobs[t.job].priority < job.priority}
                 note_protected(ssn, job, Cause.PREEMPT, (ssn.cluster.jobs[k] for k in sorted(lower)))
         for job, tasks in extras:
-            if by_queue.get(job.queue):
+            if job.queue in any_victim:
                 place_extras_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
                                          check_of(job), Cause.PREEMPT, order)

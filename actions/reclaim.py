@@ -50,11 +50,21 @@ class ReclaimAction:
 
 
 def candidates(ssn: Session, job: JobInfo) -> list[JobInfo]:
-    """Preemptible jobs running in every other leaf queue."""
-    return [j for j in ssn.cluster.jobs.values()
-            if j.queue != job.queue and j.spec.preemptible and j.queue in ssn.cluster.queues
-            and any(t.status in EVICTABLE_STATUSES and t.node_name in ssn.cluster.nodes
-                    for t in j.tasks.values())]
+    """Preemptible jobs running in every other leaf queue (found through the
+    ledger's index of jobs with tasks to evict, read as they are now)."""
+    cluster = ssn.cluster
+    ledger = cluster.ledger()
+    out = []
+    for queue in sorted(ledger.evictable):
+        if queue == job.queue or queue not in cluster.queues:
+            continue
+        for key in ledger.evictable_jobs(queue):
+            other = cluster.jobs[key]
+            if other.spec.preemptible and any(
+                    t.status in EVICTABLE_STATUSES and t.node_name in cluster.nodes
+                    for t in other.tasks.values()):
+                out.append(other)
+    return out
 
 
 def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],

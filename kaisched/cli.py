@@ -22,6 +22,7 @@ from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config
 
 if TYPE_CHECKING:
+    from kaisched.cluster.kube import KubeCluster
     from kaisched.cluster.snapshot import LoadedFile
 
 
@@ -185,9 +186,13 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
               help="Writes at once above --api-qps.")
 @click.option("--cycles", type=click.IntRange(min=1), metavar="N",
               help="Stop after this many cycles (default: run until SIGTERM).")
+@click.option("--memory-limit", metavar="SIZE",
+              help="Check the cluster at start against this much memory (6Gi; 0: no check) "
+                   "instead of the container's limit.")
 def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         lease_namespace: str, identity: str, lease_name: str | None, no_leader_elect: bool,
-        binders: int, api_qps: float, api_burst: int, cycles: int | None) -> None:
+        binders: int, api_qps: float, api_burst: int, cycles: int | None,
+        memory_limit: str | None) -> None:
     """The scheduler against a cluster: leader election, /metrics, /healthz."""
     from kaisched.api.clock import WallClock
     from kaisched.cluster.kube import KubeCluster
@@ -202,6 +207,7 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     registry = register_builtins()
     config = _config(config_path, registry, None)
     client = KubeCluster(kubeconfig, workers=binders)
+    _check_memory(client, memory_limit)
     clock = WallClock()
     pool = config.node_pool
     elector = None if no_leader_elect else LeaderElector(
@@ -234,6 +240,29 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         client.close()
         if server is not None:
             server.shutdown()
+
+
+def _check_memory(client: KubeCluster, flag: str | None) -> None:
+    """Refuse, in one line, a cluster too big for the memory given, before
+    the first lists fill it (the counts come from lists of one object)."""
+    from kaisched.cluster.kinds import NODE, POD
+    from kaisched.service import memory
+
+    if flag is not None:
+        limit: int | None = memory.parse_limit(flag)
+        source = f"--memory-limit {flag}"
+    else:
+        limit, source = memory.cgroup_limit(), "the container's limit (cgroup)"
+    if not limit:
+        return
+    nodes, pods = client.count(NODE), client.count(POD)
+    if nodes is None or pods is None:
+        logging.getLogger("kaisched").info(
+            "the API server did not say how many nodes and pods there are: memory not checked")
+        return
+    found = memory.shortfall(nodes, pods, limit, source)
+    if found is not None:
+        raise click.ClickException(found)
 
 
 def shard_lease(pool: str | None) -> str:

@@ -4,7 +4,7 @@ A node scores the weights of the preferred terms it matches, over the sum of
 all the pod's weights, scaled to 0..100 and times the plugin's `weight`
 argument, so it adds to nodeorder's binpack/spread score (also 0..100) in a
 proportion the config sets. Terms depend only on node labels: computed once
-per placement.
+per placement and group of alike nodes.
 """
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ class NodeAffinityPlugin(PluginBase):
         self.weight = weight_argument(arguments)
 
     def on_session_open(self, ssn: Session) -> None:
-        specs = [n.spec for n in ssn.cluster.nodes.values()]
+        shapes = ssn.cluster.node_shapes()       # the weights matched, per group of alike nodes
         cache: dict[Placement, np.ndarray] = {}
-        zeros = np.zeros(len(specs))
+        zeros = np.zeros(len(ssn.cluster.table))
 
         def score(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
             placement = task.placement
@@ -36,9 +36,7 @@ class NodeAffinityPlugin(PluginBase):
             found = cache.get(placement)
             if found is None:
                 total = sum(abs(w) for w, _ in placement.preferred) or 1
-                found = np.array([sum(w for w, term in placement.preferred
-                                      if term.matches(s.labels, s.name)) for s in specs],
-                                 dtype=float) * (100.0 * self.weight / total)
+                found = shapes.preferred(placement) * (100.0 * self.weight / total)
                 cache[placement] = found
             return found[rows]
 

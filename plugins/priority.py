@@ -22,6 +22,8 @@ class PriorityPlugin(PluginBase):
             return [c for c in candidates if jobs[c.job].priority < mine]
 
         ssn.register(Hook.PREEMPTABLE, lower)
+        # ... which preempt may ask up front, to look only at jobs below it.
+        ssn.register(Hook.PREEMPT_BELOW, lambda preemptor: jobs[preemptor.job].priority)
 
 
 def _job_key(job: JobInfo) -> int:

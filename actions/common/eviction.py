@@ -21,7 +21,7 @@ from kaisched.api.node import EPSILON
 from kaisched.api.resource import GPU, PODS
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
-from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
+from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, TaskStatus
 from kaisched.framework import Session, Statement
 from kaisched.framework.effects import Cause, Preemptor
 from kaisched.framework.statement import EvictOp
@@ -34,10 +34,39 @@ Check = Callable[[TaskInfo], str | None]
 Allowed = Callable[[TaskInfo, Sequence[TaskInfo]], list[TaskInfo]]
 
 
-def evictable_tasks(ssn: Session) -> list[TaskInfo]:
-    """Every task on a node that an eviction could remove, in a stable order."""
-    return [t for job in ssn.cluster.jobs.values() for t in job.tasks.values()
-            if t.status in EVICTABLE and t.node_name in ssn.cluster.nodes]
+def evictable_tasks(ssn: Session, queue: QueueName, below: int | None = None) -> list[TaskInfo]:
+    """The tasks of the queue's jobs (of a priority below `below`, if given)
+    on a node that an eviction could remove, in a stable order. Found through
+    the ledger's index of jobs with such tasks, not by walking every task."""
+    jobs, nodes = ssn.cluster.jobs, ssn.cluster.nodes
+    return [t for key in ssn.cluster.ledger().evictable_jobs(queue, below)
+            for t in jobs[key].tasks.values() if t.status in EVICTABLE and t.node_name in nodes]
+
+
+def preempt_candidates(ssn: Session, waiting: Sequence[tuple[JobInfo, list[TaskInfo]]]
+                       ) -> tuple[dict[QueueName, list[TaskInfo]], set[QueueName]]:
+    """The tasks each queue with jobs waiting could lose to them, and the
+    queues with any task eviction could remove at all. Jobs at or above the
+    priority bound of every preemptor of a queue are left out (preemptable()
+    would refuse them)."""
+    bounds: dict[QueueName, int | None] = {}
+    for job, tasks in waiting:
+        for task in tasks:
+            below = ssn.preempt_below(task)
+            if job.queue in bounds:
+                known = bounds[job.queue]
+                below = None if below is None or known is None else max(below, known)
+            bounds[job.queue] = below
+    by_queue = {queue: evictable_tasks(ssn, queue, below) for queue, below in bounds.items()}
+    some = {queue for queue, tasks in by_queue.items() if tasks or _any_evictable(ssn, queue)}
+    return by_queue, some
+
+
+def _any_evictable(ssn: Session, queue: QueueName) -> bool:
+    jobs, nodes = ssn.cluster.jobs, ssn.cluster.nodes
+    return any(t.status in EVICTABLE and t.node_name in nodes
+               for key in ssn.cluster.ledger().evictable_jobs(queue)
+               for t in jobs[key].tasks.values())
 
 
 def starving_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
@@ -157,7 +186,8 @@ def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo]
     """Surplus tasks (those above their job's minimum) before whole gangs,
     spread over jobs: the newest surplus task of every job before the second
     of any. Then lowest priority first, most recently started, fewest pods.
-    An action computes it once, over evictable_tasks(), before its first eviction."""
+    An action computes it once, before its first eviction, over the evictable
+    tasks of every job whose tasks it may evict (a job's ranks read only its own)."""
     jobs = ssn.cluster.jobs
     by_job: dict[JobKey, list[TaskInfo]] = {}
     for task in evictable:

@@ -1,7 +1,7 @@
 """ClusterInfo: everything one session decides over."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 import attrs
 import networkx as nx
@@ -14,6 +14,7 @@ from kaisched.api.gpushare import MEMORY_ASK, GpuShare, gpu_memory_label
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
+from kaisched.api.nodeshapes import NodeShapes
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import GPU, Resource
 from kaisched.api.sharedgpus import HOLD_KINDS, ONE_GPU, Change, SharedGpus, apply_holds
@@ -117,6 +118,7 @@ class ClusterInfo:
     gpus: SharedGpus = attrs.field(default=None)
     _sharers: bool | None = None        # some task asks for part of a GPU
     _least_gpu_memory: float | None = None
+    _shapes: NodeShapes | None = None   # what the static filters read, grouped (kept by the cache)
     # Each queue's normalised usage over its window, per resource (fair share
     # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
     usage: Mapping[QueueName, Mapping[str, float]] | None = None
@@ -251,6 +253,12 @@ class ClusterInfo:
             found = [m for m in (gpu_memory_label(n.spec.labels) for n in self.nodes.values()) if m]
             self._least_gpu_memory = float(min(found)) if found else 0.0
         return self._least_gpu_memory
+    def node_shapes(self) -> NodeShapes:
+        """Readiness, and the nodes grouped by labels and taints, in table order
+        (made once, then kept up to date by respec; see kaisched.api.nodeshapes)."""
+        if self._shapes is None:
+            self._shapes = NodeShapes([n.spec for n in self.nodes.values()])
+        return self._shapes
 
     def domains(self, key: str) -> Domains:
         """The nodes grouped by the label key, in table order."""
@@ -293,15 +301,22 @@ class ClusterInfo:
         """Whether some task asks for part of a GPU, as the cache counted it."""
         self._sharers = some
 
-    def relabelled(self) -> None:
-        """A node's labels changed: the domains of every level are grouped anew."""
-        self._domains.clear()
-        self._least_gpu_memory = None
+    def respec(self, node: NodeInfo, spec: NodeSpec) -> None:
+        """A node says something else now (its row stays): when its labels
+        changed, the domains of every level are grouped anew (and the least
+        GPU memory a label tells is looked for again)."""
+        if node.spec.labels != spec.labels:
+            self._domains.clear()
+            self._least_gpu_memory = None
+        if self._shapes is not None:
+            self._shapes.update(node.index, spec)
+        node.spec = spec
 
     def relay(self, nodes: dict[NodeName, NodeInfo], table: NodeTable, gpus: SharedGpus) -> None:
         """The nodes laid out again (added, removed, or a new resource column)."""
         self.nodes, self.table, self.gpus = nodes, table, gpus
         self._domains = {}
+        self._shapes = None
         self._least_gpu_memory = None
 
     def share_moved(self, old: TaskInfo | None, new: TaskInfo | None) -> list[Change]:
@@ -325,8 +340,7 @@ class ClusterInfo:
 
     def usable_nodes(self) -> np.ndarray:
         """Mask of nodes that are Ready and not cordoned, in table order."""
-        return np.array([n.spec.ready and not n.spec.unschedulable for n in self.nodes.values()],
-                        dtype=bool)
+        return self.node_shapes().usable()
 
     def total_allocatable(self) -> Resource:
         """What usable nodes offer: the cake fair shares are cut from."""
@@ -399,13 +413,17 @@ class ClusterInfo:
         if self.journal is not None:
             self.journal.append((old, new))
 
-    def rewind(self) -> None:
-        """Undo every journaled move, newest first. The rows' amounts are summed
-        back in one go (whole numbers: the order of the sums does not matter)."""
+    def rewind(self, keep: Collection[PodKey] = ()) -> None:
+        """Undo every journaled move, newest first, but the moves of the tasks in
+        keep (binds sent: they stay as the session left them). The rows'
+        amounts are summed back in one go (whole numbers: the order of the
+        sums does not matter)."""
         if not self.journal:
             return
         deltas = _Deltas(self.table)
         for old, new in reversed(self.journal):
+            if keep and new.key in keep:
+                continue
             if old.gpu is not None or new.gpu is not None:
                 for change in self.gpus.move(new, old):
                     deltas.hold(change)
@@ -421,6 +439,14 @@ class ClusterInfo:
             self.moved.add(old.job)
         deltas.apply()
         self.journal = []
+
+    def settle(self, old: TaskInfo, new: TaskInfo) -> None:
+        """A task's status changes where it is, holding the same room (a bind
+        sent becomes Binding): no row changes, nothing is journaled."""
+        node = self._node_of(new)
+        if node is not None:
+            node.tasks[new.key] = new
+        self.jobs[new.job].update_task(new)
 
     def _node_of(self, task: TaskInfo) -> NodeInfo | None:
         """The node the task holds room on, if any."""
@@ -476,7 +502,8 @@ class _Deltas:
                 np.add.at(total, np.array(rows), np.array(self.vecs[kind]))
             sums[kind] = total
         self.table.add_sums(sums["used"], sums["releasing"], sums["pipelined"],
-                            np.unique(np.array([r for rows in self.rows.values() for r in rows])))
+                            np.unique(np.array([r for rows in self.rows.values() for r in rows],
+                                               dtype=np.intp)))
 
 
 def _occupy(node: NodeInfo, task: TaskInfo) -> None:

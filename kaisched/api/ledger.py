@@ -15,7 +15,7 @@ import attrs
 
 from kaisched.api.job import JobInfo
 from kaisched.api.resource import Resource
-from kaisched.api.types import OCCUPYING_STATUSES, JobKey, QueueName, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, OCCUPYING_STATUSES, JobKey, QueueName, TaskStatus
 
 # What counts as a queue's use: on a node, or about to be (not on its way out).
 HOLDING = (OCCUPYING_STATUSES - {TaskStatus.UNKNOWN, TaskStatus.RELEASING}) | {TaskStatus.PIPELINED}
@@ -55,12 +55,15 @@ class Entry:
     unsettled: bool
     holding: tuple[tuple[Holding, int], ...]
     wanted: tuple[tuple[Wanted, int], ...]
+    priority: int = 0
+    evictable: bool = False     # some task of it is on a node, in a status eviction removes
 
     @classmethod
     def of(cls, job: JobInfo) -> Entry:
         pinned = not job.spec.preemptible
         holding: dict[Holding, int] = {}
         wanted: dict[Wanted, int] = {}
+        evictable = False
         for task in job.tasks.values():
             if task.status in HOLDING:
                 key = (job.queue, task.charge, pinned)
@@ -68,8 +71,10 @@ class Entry:
             elif task.status is TaskStatus.PENDING and job.problem is None:
                 want = (job.queue, task.charge)
                 wanted[want] = wanted.get(want, 0) + 1
+            if task.status in EVICTABLE_STATUSES and task.node_name:
+                evictable = True
         return cls(job.queue, job_state(job), unsettled(job), tuple(holding.items()),
-                   tuple(wanted.items()))
+                   tuple(wanted.items()), job.priority, evictable)
 
 
 class Ledger:
@@ -79,6 +84,9 @@ class Ledger:
         self.wanted: dict[Wanted, int] = {}
         self.states: dict[tuple[QueueName, str | None], int] = {}
         self.unsettled: set[JobKey] = set()
+        # The jobs with tasks eviction could remove, per queue and job priority:
+        # where preempt and reclaim look for victims, rather than at every task.
+        self.evictable: dict[QueueName, dict[int, set[JobKey]]] = {}
 
     @classmethod
     def of(cls, jobs: Iterable[JobInfo]) -> Ledger:
@@ -92,11 +100,15 @@ class Ledger:
         old = self.entries.pop(key, None)
         if old is not None:
             self._add(old, -1)
+            if old.evictable:
+                self._unindex(key, old)
         if job is None:
             self.unsettled.discard(key)
             return
         new = self.entries[key] = Entry.of(job)
         self._add(new, 1)
+        if new.evictable:
+            self.evictable.setdefault(new.queue, {}).setdefault(new.priority, set()).add(key)
         if new.unsettled:
             self.unsettled.add(key)
         else:
@@ -109,9 +121,29 @@ class Ledger:
         for wkey, count in entry.wanted:
             _bump(self.wanted, wkey, sign * count)
 
-    def sums(self) -> tuple[dict[Any, int], dict[Any, int], dict[Any, int], set[JobKey]]:
+    def _unindex(self, key: JobKey, entry: Entry) -> None:
+        by_priority = self.evictable[entry.queue]
+        jobs = by_priority[entry.priority]
+        jobs.discard(key)
+        if not jobs:
+            del by_priority[entry.priority]
+            if not by_priority:
+                del self.evictable[entry.queue]
+
+    def evictable_jobs(self, queue: QueueName, below: int | None = None) -> list[JobKey]:
+        """The jobs of the queue that had tasks eviction could remove when the
+        ledger was last told of them (of a priority below `below`, if given),
+        by key. A session's moves only make tasks less evictable (what it
+        placed is not; what it evicted is releasing): the caller reads the
+        tasks as they are now."""
+        by_priority = self.evictable.get(queue, {})
+        return sorted(key for priority, jobs in by_priority.items()
+                      if below is None or priority < below for key in jobs)
+
+    def sums(self) -> tuple[dict[Any, int], dict[Any, int], dict[Any, int], set[JobKey],
+                            dict[QueueName, dict[int, set[JobKey]]]]:
         """What two ledgers must agree on."""
-        return self.holding, self.wanted, self.states, self.unsettled
+        return self.holding, self.wanted, self.states, self.unsettled, self.evictable
 
 
 def _bump(counts: dict[Any, int], key: object, by: int) -> None:

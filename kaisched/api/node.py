@@ -59,6 +59,11 @@ class NodeTable:
         # Which rows changed when: caches of per-node answers refresh only those.
         self.version = 0
         self.row_version = np.zeros(len(specs), dtype=np.int64)
+        # And in what order: the rows touched, one entry a touch, so that a cache
+        # catching up reads the few rows changed since it last looked, not a
+        # version per node. Bounded (see _touch): log_start counts what was cut.
+        self.log: list[int] = []
+        self.log_start = 0
 
     def __len__(self) -> int:
         return len(self.names)
@@ -68,6 +73,7 @@ class NodeTable:
         other.dims, other.dim_index, other.scale = self.dims, self.dim_index, self.scale
         other.names, other.index = self.names, self.index     # never mutated
         other.version = self.version
+        other.log, other.log_start = [], self.log_end()
         for name in ("alloc", "used", "releasing", "pipelined", "idle", "future", "row_version"):
             setattr(other, name, getattr(self, name).copy())
         other._vectors = self._vectors
@@ -108,6 +114,30 @@ class NodeTable:
     def _touch(self, i: int) -> None:
         self.version += 1
         self.row_version[i] = self.version
+        self.log.append(i)
+        if len(self.log) > self._log_limit():
+            self.trim_log()
+
+    def _log_limit(self) -> int:
+        return max(4 * len(self.names), 4096)
+
+    def log_end(self) -> int:
+        """The position after the last touch logged (counting the ones cut)."""
+        return self.log_start + len(self.log)
+
+    def touched_since(self, pos: int) -> list[int] | None:
+        """The rows touched since log position pos (repeats included), or None
+        when the log no longer reaches back that far."""
+        if pos < self.log_start:
+            return None
+        return self.log[pos - self.log_start:]
+
+    def trim_log(self) -> None:
+        """Forget the touches logged so far: a reader from before them falls back
+        to comparing row versions."""
+        self.log_start += len(self.log)
+        self.log = []
+
     def row_of(self, allocatable: Resource) -> np.ndarray:
         """What a node offers, as its alloc row (laid out as __init__ does)."""
         return np.array([allocatable.get(d) for d in self.dims], dtype=np.float64) * self.scale
@@ -151,8 +181,16 @@ class NodeTable:
         self.idle -= used
         self.releasing += back
         self.future += back - used
+        self._touch_many(np.unique(rows))
+
+    def _touch_many(self, rows: np.ndarray) -> None:
         self.version += 1
-        self.row_version[np.unique(rows)] = self.version
+        self.row_version[rows] = self.version
+        if len(self.log) + len(rows) > self._log_limit():
+            self.log_start += len(self.log) + 1     # past this touch too: not logged
+            self.log = []
+        else:
+            self.log.extend(rows.tolist())
 
     def add_sums(self, used: np.ndarray, releasing: np.ndarray, pipelined: np.ndarray,
                  rows: np.ndarray) -> None:
@@ -162,8 +200,7 @@ class NodeTable:
         self.releasing += releasing
         self.pipelined += pipelined
         self.future += releasing - used - pipelined
-        self.version += 1
-        self.row_version[rows] = self.version
+        self._touch_many(rows)
 
     def fits(self, vec: np.ndarray, room: np.ndarray) -> np.ndarray:
         """Mask of nodes whose room holds vec in every requested resource."""

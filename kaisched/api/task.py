@@ -2,6 +2,7 @@
 task by replacing it, so snapshots share tasks with the cache for free."""
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import attrs
@@ -58,4 +59,15 @@ class TaskInfo:
         return self.gpu is None and all(name == "pods" for name in self.resreq.names())
 
     def evolve(self, **changes: Any) -> TaskInfo:
-        return attrs.evolve(self, **changes)
+        """A copy with changes: attrs.evolve, field by position (a session and
+        the cache make one per placement and per echo; evolve's per-field
+        lookups cost more than the task)."""
+        values = list(_FIELDS(self))
+        for name, value in changes.items():
+            values[_POSITION[name]] = value
+        return TaskInfo(*values)
+
+
+_NAMES = tuple(a.name for a in attrs.fields(TaskInfo))
+_FIELDS = operator.attrgetter(*_NAMES)
+_POSITION = {name: i for i, name in enumerate(_NAMES)}

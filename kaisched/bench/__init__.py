@@ -10,6 +10,7 @@ BENCHES: dict[str, str] = {
     "churn": "4,000 nodes, 140,000 pods: 1,000 finish, 1,000 arrive",
     "affinity-5k": "5,000 nodes in racks, gangs apart per host, pods spread",
     "scale-10k": "10,000 nodes, 300,000 pods: a steady cycle and the first one",
+    "scale-50k": "50,000 nodes, 1,500,000 pods: scale-10k's mix five times over",
     "volumes-5k": "5,000 nodes with local PVs, 1,000 gangs of 8 claiming one each",
     "dra-1k": "1,000 nodes of 8 DRA GPUs, 1,000 gangs claiming them by CEL",
     "gpu-share-5k": "5,000 nodes of 8 GPUs, 40,000 pods asking for part of one",

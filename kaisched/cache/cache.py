@@ -12,7 +12,16 @@ from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
-from kaisched.api.types import DEFAULT_QUEUE, JobKey, NodeName, PodGroupPhase, PodKey, QueueName, job_key
+from kaisched.api.types import (
+    DEFAULT_QUEUE,
+    JobKey,
+    NodeName,
+    PodGroupPhase,
+    PodKey,
+    QueueName,
+    TaskStatus,
+    job_key,
+)
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
@@ -43,7 +52,7 @@ from kaisched.cluster.kinds import (
     object_key,
 )
 from kaisched.framework.config import NodePool
-from kaisched.framework.effects import RecordEvent
+from kaisched.framework.effects import Bind, RecordEvent
 
 # The gang declarations read from each PodGroup kind, and where each is kept.
 _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgroup,
@@ -66,6 +75,7 @@ class Cache:
         self.scheduler_name = scheduler_name
         self.nodes: dict[str, NodeSpec] = {}
         self.pods: dict[PodKey, PodFacts] = {}
+        self._digests: dict[PodKey, bytes] = {}             # pending pods: see _pod_facts
         self._groups = Groups()
         self.pools = PoolView(pool, self._groups) if pool is not None else None
         self.groups = self._groups.stores["kaisched"]
@@ -177,8 +187,8 @@ class Cache:
         namespace, name = object_key(obj)
         if event.kind == POD:
             key = PodKey(f"{namespace}/{name}")
-            facts = None if gone else convert.pod_facts(obj)
-            self._put_pod(key, facts)
+            facts, echo = (None, False) if gone else self._pod_facts(key, obj)
+            self._put_pod(key, facts, echo)
             if facts is not None and facts.warnings or key in self._warned:
                 self._note_pod(obj, facts if facts is None or self.model.mine(facts) else None)
         elif event.kind == NODE:
@@ -224,7 +234,34 @@ class Cache:
         elif not self.storage.apply(event):
             self.devices.apply(event)
 
-    def _put_pod(self, key: PodKey, facts: PodFacts | None) -> None:
+    def _pod_facts(self, key: PodKey, obj: Obj) -> tuple[PodFacts, bool]:
+        """The pod converted -- or, when it differs from the version before only
+        where the scheduler's own writes change pods (its node, its status,
+        its conditions), that version's facts with those read again: the
+        echoes of binds and of PodScheduled conditions cost no conversion.
+        The digest that tells is kept for this scheduler's pending pods, those
+        such writes are about. True with the facts: only those changed."""
+        digest = self._digests.pop(key, None)
+        echo = False
+        if digest is not None:
+            before = self.pods.get(key)
+            fresh = convert.source_digest(obj)
+            if before is not None and fresh == digest:
+                facts, echo = convert.echoed(obj, before), True
+            else:
+                facts, digest = convert.pod_facts(obj), fresh
+        else:
+            facts = convert.pod_facts(obj)
+        if facts.status is TaskStatus.PENDING and facts.scheduler_name == self.scheduler_name:
+            if digest is None:
+                digest = convert.source_digest(obj)
+            if digest is not None:
+                self._digests[key] = digest
+        return facts, echo
+
+    def _put_pod(self, key: PodKey, facts: PodFacts | None, echo: bool = False) -> None:
+        if facts is None:
+            self._digests.pop(key, None)
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
         if facts is not None:
             self.pods[key] = facts
@@ -232,7 +269,7 @@ class Cache:
             self.storage.put_pod(before, facts)
         if self.pools is not None:
             self.pools.track(key, before, facts)
-        self.model.put_pod(key, facts, before)
+        self.model.put_pod(key, facts, before, echo)
 
     def _put_node(self, name: str, spec: NodeSpec | None) -> None:
         known = name in self.nodes
@@ -343,6 +380,19 @@ class Cache:
         else:
             cluster.set_claimants(False)
 
+    def assume(self, binds: Iterable[Bind]) -> None:
+        """The session over the last snapshot sent these binds: the model keeps
+        the pods where it put them (as their echoes will show them) rather than
+        undo the move and make it again when the echo comes."""
+        self.model.keep({b.pod: b.node for b in binds})
+
+    def forget_binds(self, pods: Iterable[PodKey] | None = None) -> None:
+        """These binds (None: every one not echoed yet) were refused or never
+        made: the pods are what the cache last heard of them."""
+        keys = list(self.model.assumed) if pods is None else pods
+        for key in keys:
+            self.model.forget(key, self.pods.get(key))
+
     def _group_uid(self, key: str) -> str | None:
         """The uid of the upstream PodGroup a claim may be reserved for (None: gone)."""
         group = self._groups.group("upstream", JobKey(key))
@@ -365,9 +415,11 @@ class Cache:
     def rebuilt(self, now: float) -> ClusterInfo:
         """A model made from scratch from what the cache holds: the reference
         the incremental one must equal."""
+        self.model.reclaim()
         cluster = rebuild(self.pods, self.nodes, self._groups, self._queue_infos(),
                           self.priority_classes, self.namespaces, self.scheduler_name, now,
-                          self.model.mine if self.pools is not None else None)
+                          self.model.mine if self.pools is not None else None,
+                          self.model.assumed)
         cluster.storage = self.storage.rebuilt(self.pods.values())
         cluster.topologies = self._topologies()
         cluster.waiting_groups = self._waiting_groups(cluster)

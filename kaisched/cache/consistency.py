@@ -23,6 +23,7 @@ def differences(a: ClusterInfo, b: ClusterInfo) -> list[str]:
             _same(found, f"job {key} {field}", getattr(ja, field), getattr(jb, field))
         _same(found, f"job {key} counts", _nonzero(ja._counts), _nonzero(jb._counts))
         _same(found, f"job {key} totals", _nonzero(ja.totals()), _nonzero(jb.totals()))
+    _same(found, "node shapes", a.node_shapes().described(), b.node_shapes().described())
     _same(found, "queues", a.queues, b.queues)
     _same(found, "queue tree", sorted(a.tree.edges), sorted(b.tree.edges))
     _same(found, "priority classes", a.priority_classes, b.priority_classes)
@@ -32,7 +33,8 @@ def differences(a: ClusterInfo, b: ClusterInfo) -> list[str]:
     _same(found, "rules in play", a.rules_in_play(), b.rules_in_play())
     _same(found, "storage", a.storage, b.storage)
     _same(found, "shared GPUs", _shared(a), _shared(b))
-    for what, sa, sb in zip(("queue use", "queue wants", "job states", "unsettled jobs"),
+    for what, sa, sb in zip(("queue use", "queue wants", "job states", "unsettled jobs",
+                             "evictable jobs"),
                             a.ledger().sums(), b.ledger().sums(), strict=True):
         _same(found, what, sa, sb)
     return found[:_AT_MOST]

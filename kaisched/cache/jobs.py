@@ -169,6 +169,13 @@ def unresolved(task: TaskInfo) -> bool:
     return (task.gpu is not None and task.gpu.portion is None and task.node_name is not None)
 
 
+def as_bound(facts: PodFacts, node: NodeName) -> PodFacts:
+    """A pending pod whose bind to node was sent and not echoed yet, as the
+    echo will show it: bound there, its PodScheduled condition true."""
+    return attrs.evolve(facts, status=TaskStatus.BOUND, node_name=node, unschedulable=None,
+                        unschedulable_reason=None)
+
+
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:
     """Another scheduler's pod, when it holds room on a node."""
     if not facts.node_name or facts.status not in OCCUPYING_STATUSES:

@@ -15,6 +15,7 @@ that costs nothing to make, and the cache never sees what a session did.
 """
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 import numpy as np
@@ -35,6 +36,7 @@ from kaisched.cache.jobs import (
     WORKLOAD_SOURCES,
     Groups,
     Priorities,
+    as_bound,
     describe,
     foreign_pod,
     group_key,
@@ -47,6 +49,11 @@ _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 if TYPE_CHECKING:
     from kaisched.cache.pools import PoolView
+
+
+# What an echo of a pod changes (see convert.echoed), the same on a task.
+_ECHOED_NAMES = ("status", "node_name", "unschedulable", "unschedulable_reason", "started")
+_ECHOED = operator.attrgetter(*_ECHOED_NAMES)
 
 
 class Model:
@@ -96,6 +103,12 @@ class Model:
         # Placed gpu-memory pods whose node's GPU memory was not known when
         # they were read: made again once it is (their queue's charge needs it).
         self.unresolved: set[PodKey] = set()
+        # Binds sent whose echo has not arrived: the pod shows as Bound on
+        # that node meanwhile (as the session that bound it left it).
+        self.assumed: dict[PodKey, NodeName] = {}
+        self._keeping: dict[PodKey, NodeName] = {}        # binds of the session lent out
+        self._lent = False                                # to a session, not taken back yet
+        self._settling: dict[PodKey, TaskInfo] = {}       # binds kept, still as allocated
         # Other schedulers' pods in a gang of the upstream Workload API (whose
         # pods must all name one scheduler): job -> pod -> its schedulerName.
         self.strangers: dict[JobKey, dict[PodKey, str]] = {}
@@ -104,27 +117,91 @@ class Model:
     # -- events ---------------------------------------------------------------------------
 
     def reclaim(self) -> None:
-        """Take the model back from the session it was lent to."""
+        """Take the model back from the session it was lent to: its moves are
+        undone, but for the binds it sent (see keep), which stay."""
+        if not self._lent:
+            return          # taken back already (most events come with no session between)
+        self._lent = False
+        keeping, self._keeping = self._keeping, {}
         if self.cluster.journal:
-            self.cluster.rewind()
+            kept = self._kept(keeping) if keeping else {}
+            self.cluster.rewind(kept)
+            for key, task in kept.items():
+                # Allocated as the session left it; at the next catch-up as its
+                # echo will show it, unless the echo came first (it mostly does).
+                self.tasks[key] = self._settling[key] = task
+                self.assumed[key] = keeping[key]
+                self.moved.add(task.job)        # its counts changed, not what it declares
+                self.revisit(task.job)
         self.cluster.devices.rewind()
+
+    def keep(self, binds: Mapping[PodKey, NodeName]) -> None:
+        """The session lent last sent these binds: when the model is taken back
+        their moves are not undone (only to be made again by their echoes).
+        Until a version of the pod with a node arrives, or forget() says the
+        bind was not made, the pod is what its echo will say: Bound there, its
+        PodScheduled condition true (see as_bound); so the echo changes nothing."""
+        self._keeping.update(binds)
+
+    def forget(self, key: PodKey, facts: PodFacts | None) -> None:
+        """The pod's bind was refused or never made: it is what facts say."""
+        self.reclaim()
+        if self.assumed.pop(key, None) is not None:
+            self.put_pod(key, facts, facts)
+
+    def _kept(self, keeping: Mapping[PodKey, NodeName]) -> dict[PodKey, TaskInfo]:
+        """Of the binds sent, the tasks the session left allocated on the node
+        bound to, from pending before it (no volumes, devices or shares of a
+        GPU of theirs moved with them: those binds go the long way, undone and
+        echoed)."""
+        finals: dict[PodKey, TaskInfo] = {}
+        for _, new in self.cluster.journal or ():
+            if new.key in keeping:
+                finals[new.key] = new
+        out = {}
+        for key, task in finals.items():
+            before = self.tasks.get(key)
+            if (task.status is TaskStatus.ALLOCATED and task.node_name == keeping[key]
+                    and before is not None and before.status is TaskStatus.PENDING
+                    and not task.claims and not task.pvcs and task.gpu is None):
+                out[key] = task
+        return out
 
     def mine(self, facts: PodFacts) -> bool:
         """Whether this scheduler (this shard) schedules the pod."""
         return facts.scheduler_name == self.scheduler_name and (
             self.pools is None or self.pools.takes_pod(facts))
 
-    def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None) -> None:
-        """The pod changed (facts; before: what it was) or went away (None)."""
+    def put_pod(self, key: PodKey, facts: PodFacts | None, before: PodFacts | None = None,
+                echo: bool = False) -> None:
+        """The pod changed (facts; before: what it was) or went away (None).
+        echo: it changed only where the scheduler's own writes change pods
+        (status, node, conditions), its declarations as they were."""
         cluster = self.cluster
+        bound_to = self.assumed.get(key)
+        if bound_to is not None:
+            if facts is not None and facts.status is TaskStatus.PENDING and facts.node_name is None \
+                    and self.mine(facts):
+                facts = as_bound(facts, bound_to)
+            else:
+                del self.assumed[key]       # bound (here or elsewhere), or gone: its echo
         self._note_stranger(key, facts)
         old = self.tasks.pop(key, None)
         mine = facts is not None and facts.status is not None and self.mine(facts)
+        # A sharer's echo goes the long way: its devices follow its status.
+        if echo and old is not None and old.gpu is None and mine and facts is not None:
+            if _ECHOED(old) == _ECHOED(facts):
+                self.tasks[key] = old       # the echo of a bind kept: as the model has it
+                self.revisit(old.job)
+            else:
+                self._moved_in_place(key, old, facts)
+            return
         # It stays a task of the same job, declaring what it did: only counts change.
         alike = old is not None and mine and _declares_alike(before, facts)
         if old is not None:
             if old.node_name and old.status in OCCUPYING_STATUSES:
-                self._room(old.node_name, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
+                if not _same_room(old, facts, mine):     # else no change
+                    self._room(old.node_name, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
                 node = cluster.nodes.get(old.node_name)
                 if node is not None:
                     node.tasks.pop(key, None)
@@ -192,7 +269,8 @@ class Model:
             self.by_group.setdefault(gk, set()).add(task.job)
             self._group_of[task.job] = gk
         if task.node_name and task.status in OCCUPYING_STATUSES:
-            self._room(task.node_name, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
+            if old is None or not _same_room(old, facts, mine):
+                self._room(task.node_name, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
             node = cluster.nodes.get(task.node_name)
             if node is not None:
                 node.tasks[key] = task
@@ -212,6 +290,26 @@ class Model:
             for hold, sign in ((was, -1.0), (now, 1.0)):
                 if hold is not None and hold is not Hold.PIPELINED:
                     self._room(node, ONE_GPU, hold is Hold.RELEASING, sign)
+
+    def _moved_in_place(self, key: PodKey, old: TaskInfo, facts: PodFacts) -> None:
+        """A task's echo: its status, node, condition and start as facts say, all else
+        as it was (its job, placement, priority: nothing to count again)."""
+        task = self.tasks[key] = old.evolve(**dict(zip(_ECHOED_NAMES, _ECHOED(facts), strict=True)))
+        nodes = self.cluster.nodes
+        was = old.node_name if old.status in OCCUPYING_STATUSES else None
+        now = task.node_name if task.status in OCCUPYING_STATUSES else None
+        if (was or now) and not _same_room(old, facts, True):
+            if was:
+                self._room(was, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
+            if now:
+                self._room(now, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
+        if was and was in nodes:
+            nodes[was].tasks.pop(key, None)
+        if now and now in nodes:
+            nodes[now].tasks[key] = task
+        self.cluster.jobs[task.job].update_task(task)
+        self.moved.add(task.job)            # its counts changed, not what it declares
+        self.revisit(task.job)
 
     def _note_stranger(self, key: PodKey, facts: PodFacts | None) -> None:
         """Keep track of another scheduler's pod that names a gang of the
@@ -265,8 +363,6 @@ class Model:
         if any(n not in table.dim_index for n in spec.allocatable.names()):
             self._relayout = True
             return
-        if node.spec.labels != spec.labels:
-            self.cluster.relabelled()
         gpus = self.cluster.gpus
         if (gpus.on(node.name) or self.unresolved) and (
                 gpu_memory_label(node.spec.labels) != gpu_memory_label(spec.labels)
@@ -275,7 +371,7 @@ class Model:
             self._relayout = True
             self.unresolved.update(k for k, t in node.tasks.items() if t.gpu is not None)
             return
-        node.spec = spec
+        self.cluster.respec(node, spec)
         table.set_alloc(node.index, table.row_of(spec.allocatable))
 
     # -- shards: nodes joining and leaving the pool, pods changing hands --------------------
@@ -374,6 +470,12 @@ class Model:
             self._reown_changed(pods)
         jobs = self.cluster.jobs
         ledger = self.ledger
+        for pod, task in self._settling.items():
+            if self.tasks.get(pod) is task:         # no echo yet: as it will show it
+                bound = self.tasks[pod] = task.evolve(status=TaskStatus.BOUND, unschedulable=None,
+                                                      unschedulable_reason=None)
+                self.cluster.settle(task, bound)
+        self._settling = {}
         for key in self.moved - self.changed:
             ledger.put(key, jobs[key])      # still there: a task of it moved
         for key in self.changed:
@@ -426,6 +528,7 @@ class Model:
         cluster.namespace_labels = namespaces
         cluster.now = now
         cluster.lend(self._rules_in_play(), self.ledger)
+        self._lent = True
         return cluster
 
     def _resolve(self, pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec]) -> None:
@@ -471,6 +574,17 @@ class Model:
         if not any(p.rules for p in foreign):
             return self._rules
         return RulesInPlay.of([*(p.rules for p in self._placements), *(p.rules for p in foreign)])
+
+
+def _same_room(old: TaskInfo, facts: PodFacts | None, mine: bool) -> bool:
+    """The pod's new version (mine: still a task of this scheduler) holds the
+    room the old task held, where it held it (a bind's echo of a pod kept on
+    its node): nothing to take or give back."""
+    return (facts is not None and mine
+            and old.status in OCCUPYING_STATUSES       # a finished pod held none
+            and facts.node_name == old.node_name and facts.status in OCCUPYING_STATUSES
+            and facts.resreq == old.resreq
+            and (facts.status is TaskStatus.RELEASING) == (old.status is TaskStatus.RELEASING))
 
 
 def _declares_alike(before: PodFacts | None, after: PodFacts | None) -> bool:

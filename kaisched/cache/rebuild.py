@@ -11,15 +11,26 @@ from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
-from kaisched.cache.jobs import WORKLOAD_SOURCES, Groups, Priorities, describe, foreign_pod, make_task
+from kaisched.cache.jobs import (
+    WORKLOAD_SOURCES,
+    Groups,
+    Priorities,
+    as_bound,
+    describe,
+    foreign_pod,
+    make_task,
+)
 
 
 def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], groups: Groups,
             queues: Mapping[str, QueueInfo], priority_classes: Mapping[str, tuple[int, bool, bool]],
             namespaces: Mapping[str, Mapping[str, str]], scheduler_name: str,
-            now: float, mine: Callable[[PodFacts], bool] | None = None) -> ClusterInfo:
+            now: float, mine: Callable[[PodFacts], bool] | None = None,
+            assumed: Mapping[PodKey, NodeName] | None = None) -> ClusterInfo:
     """mine: which pods a shard schedules (None: every pod of scheduler_name);
-    a shard counts other pods only on its own nodes."""
+    a shard counts other pods only on its own nodes. assumed: binds sent whose
+    echo has not arrived (see Model.keep): such a pod, still pending without a
+    node, is as its echo will show it."""
     priorities = Priorities.of(priority_classes)
     members: dict[JobKey, list[PodFacts]] = {}
     foreign: list[ForeignPod] = []
@@ -35,6 +46,9 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
                     and facts.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
                 strangers.setdefault(facts.job, {})[facts.key] = facts.scheduler_name
             continue
+        node = (assumed or {}).get(facts.key)
+        if node is not None and facts.status is TaskStatus.PENDING and facts.node_name is None:
+            facts = as_bound(facts, node)
         members.setdefault(facts.job, []).append(facts)
     def gpu_memory(node: NodeName) -> int | None:
         spec = nodes.get(node)

@@ -182,6 +182,17 @@ class KubeCluster:
             if not token:
                 return items, str(meta.get("resourceVersion") or "")
 
+    def count(self, kind: Kind) -> int | None:
+        """How many objects of the kind there are, from a list of one: the API
+        server says how many remain (None when it does not say)."""
+        page = self._call("list", kind, "", "GET", _path(kind), query=[("limit", "1")])
+        meta = page.get("metadata") or {}
+        items = len(page.get("items") or ())
+        remaining = meta.get("remainingItemCount")
+        if isinstance(remaining, int):
+            return items + remaining
+        return None if meta.get("continue") else items
+
     def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
         return self._call("get", kind, _where(kind, namespace, name), "GET",
                           _path(kind, namespace, name), missing_ok=True)

@@ -12,7 +12,8 @@ the tiers itself:
 - first_reason: the first callback that objects, with its reason (validity,
   queue room); reasons: every objection (explanations);
 - masks: node filters are ANDed; scores: node scores are summed;
-- victims: intersected within a tier, the first tier with an answer wins;
+- victims: intersected within a tier, the first tier with an answer wins
+  (victims_below: the bound that tier puts on its victims' priority);
 - union: every answer once (eviction groups); every: every answer (prebinds,
   claims); notify: tell every callback.
 
@@ -161,6 +162,10 @@ class Hook:
     # -- victims: (preemptor or reclaimer, candidates) -> the ones it may evict ------
     PREEMPTABLE: Final[HookKey[VictimFilter]] = HookKey()
     RECLAIMABLE: Final[HookKey[VictimFilter]] = HookKey()
+    # A preemptor's bound: its victims' jobs have a lower priority than this
+    # (None: no bound). Registered beside a PREEMPTABLE filter that refuses the
+    # rest, in the same tier; preempt then looks only at jobs below it.
+    PREEMPT_BELOW: Final[HookKey[Callable[[TaskInfo], int | None]]] = HookKey()
     # The tasks that must be evicted with a victim.
     EVICTION_GROUP: Final[HookKey[Callable[[TaskInfo], list[TaskInfo]]]] = HookKey()
     # A running job, a kind of eviction, the job it would be for: until when it
@@ -288,6 +293,16 @@ class HookRegistry:
                 keep = set.intersection(*answers)
                 return [c for c in candidates if id(c) in keep]
         return list(candidates)
+
+    def victims_below(self, key: HookKey[Callable[[T, Sequence[T]], list[T]]],
+                      bound: HookKey[Callable[[T], int | None]], preemptor: T) -> int | None:
+        """The least bound the tier that decides the victims (the first with a
+        filter for key) gives; None when it gives none."""
+        for tier in self._tiers:
+            if tier.get(key):
+                found = [b for r in tier.get(bound, ()) if (b := r.fn(preemptor)) is not None]
+                return min(found) if found else None
+        return None
 
     def union(self, key: HookKey[Callable[[T], list[U]]], item: T) -> list[U]:
         """Every answer of every callback, once each, in the order first given."""

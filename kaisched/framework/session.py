@@ -269,6 +269,11 @@ class Session:
         allowed = self._unprotected(Cause.PREEMPT, preemptor, candidates)
         return self.hooks.victims(Hook.PREEMPTABLE, preemptor, allowed) if allowed else []
 
+    def preempt_below(self, preemptor: TaskInfo) -> int | None:
+        """The priority every victim's job of preemptor is below (None: no
+        bound): jobs of that priority or higher, preemptable() would refuse."""
+        return self.hooks.victims_below(Hook.PREEMPTABLE, Hook.PREEMPT_BELOW, preemptor)
+
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Candidates the plugins agree may be evicted for reclaimer, from other queues."""
         allowed = self._unprotected(Cause.RECLAIM, reclaimer, candidates)

@@ -28,3 +28,6 @@ class CycleResult:
     # running jobs the session found protected from eviction (min-runtime), until when.
     delayed: dict[JobKey, float] = attrs.field(factory=dict)
     protected: dict[JobKey, float] = attrs.field(factory=dict)
+    # The snapshot's and the session's CPU time (the process's, every thread).
+    snapshot_cpu_seconds: float = 0.0
+    session_cpu_seconds: float = 0.0

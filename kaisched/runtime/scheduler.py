@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 FREEZE_AFTER = 5000
 # How long a cycle waits for the watch to show the pods the last one bound.
 ECHO_WAIT = 2.0
+# How often a leader applies watch events while it waits for the next period.
+PAUSE_SYNC = 0.1
 
 
 @contextlib.contextmanager
@@ -100,7 +102,8 @@ class Scheduler:
         self.warmed_at: float | None = None     # when a standby last prepared (follow)
         # Fair share with memory: each queue's usage, kept by this scheduler or
         # asked of Prometheus (None: not configured).
-        self.usage: UsageBook | None = usage_book(config.usage_db)
+        self.usage: UsageBook | None = usage_book(
+            config.usage_db, config.node_pool.value if config.node_pool is not None else None)
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""
@@ -144,7 +147,7 @@ class Scheduler:
     def run_once(self, proceed: Callable[[], bool] = _always) -> CycleResult:
         """One cycle. proceed() is asked between actions: False abandons the
         rest (effects already handed over are the binder's to finish or drop)."""
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         self._catch_up(proceed)
         for warning in self.cache.take_warnings():
             self.binder.submit(warning)
@@ -153,7 +156,7 @@ class Scheduler:
             cluster = self.cache.snapshot(now)
             if self.usage is not None:
                 cluster.usage = self.usage.observe(cluster, now)
-            snapshotted = time.perf_counter()
+            snapshotted, snapshotted_cpu = time.perf_counter(), time.process_time()
             outbox = Outbox(self.binder.submit) if self.binder.live else None
             ssn = Session(cluster, self.config, self.registry.build_plugins(self.config), outbox)
             apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
@@ -174,9 +177,10 @@ class Scheduler:
                 if self.usage is not None:
                     for write in self.usage.writes(now):
                         effects.append(write)       # an Outbox hands each to the binder
-        decided = time.perf_counter()
+        decided, decided_cpu = time.perf_counter(), time.process_time()
         if not abandoned:
             self.cache.reported(self._spoken_of(effects))
+            self.cache.assume(e for e in effects if isinstance(e, Bind))
         if self.binder.live:
             self.binder.wait(cancel=lambda: not proceed())
             report = self.binder.take_report()
@@ -187,7 +191,8 @@ class Scheduler:
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
                            snapshotted - started, decided - snapshotted, abandoned, cluster,
                            blockers, dict(ssn.preemption_delay.delayed),
-                           dict(ssn.protections.protected))
+                           dict(ssn.protections.protected),
+                           snapshotted_cpu - started_cpu, decided_cpu - snapshotted_cpu)
 
     def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
         """The jobs the effects bind, evict or write something of."""
@@ -208,6 +213,7 @@ class Scheduler:
         """This replica stopped leading: drop what it meant to do."""
         self.binder.abandon("this replica no longer holds the lease")
         self.holds = {}         # the next leader decides its own holds
+        self.cache.forget_binds()       # those dropped are not coming; the rest will echo
 
     def _catch_up(self, proceed: Callable[[], bool]) -> None:
         """The cache as fresh as it can be: the pods whose binds failed are read
@@ -215,6 +221,7 @@ class Scheduler:
         are waited for, briefly, so they are not placed a second time."""
         self.sync()
         for key in self.binder.take_resync():
+            self.cache.forget_binds([key])      # not bound by us: as last heard, until read
             ns, name = key.split("/", 1)
             try:
                 pod = self.client.get(POD, ns, name)
@@ -306,7 +313,8 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
             done += 1
             if health is not None:
                 health.beat()
-            _pause(stop, elector, max(0.0, period - (time.monotonic() - started)))
+            _pause(stop, elector, max(0.0, period - (time.monotonic() - started)),
+                   scheduler.sync if state.is_leading else None)
     finally:
         binder.stop(stop_timeout)
         lease_stop.set()
@@ -317,12 +325,26 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
     return done
 
 
-def _pause(stop: threading.Event, elector: LeaderElector | None, seconds: float) -> None:
-    """Until the next period -- or at once when this replica becomes leader."""
-    if elector is None or elector.elected.is_set():
-        stop.wait(seconds)
-    else:
+def _pause(stop: threading.Event, elector: LeaderElector | None, seconds: float,
+           sync: Callable[[], int] | None = None) -> None:
+    """Until the next period -- or at once when this replica becomes leader.
+    A leader applies the watch events as they come meanwhile (sync): the
+    echoes of its binds, what finished and arrived. They are applied in the
+    same order either way, so the next cycle decides the same, but it starts
+    with few left to apply."""
+    if elector is not None and not elector.elected.is_set():
         elector.stand_by(stop, seconds)
+        return
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or stop.wait(min(left, PAUSE_SYNC)):
+            return
+        if sync is not None:
+            try:
+                sync()
+            except ApiError:
+                sync = None     # the next period's sync meets it again, and says so
 
 
 class _LoopState:
@@ -333,6 +355,10 @@ class _LoopState:
         self._watching = True
         self._failing = ""
         self._led_since: float | None = None    # leading, and no cycle has ended since
+
+    @property
+    def is_leading(self) -> bool:
+        return bool(self._leading)
 
     def leading(self, leads: bool, scheduler: Scheduler, metrics: Metrics | None) -> None:
         if leads and not self._leading:

@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.api.types import PodKey
 from kaisched.cache import Cache
 from kaisched.cache.consistency import differences
+from kaisched.cache.convert import pod_facts
 from kaisched.catalog import register_builtins
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import (
@@ -40,7 +42,7 @@ from kaisched.cluster.kinds import (
 )
 from kaisched.framework import Session, default_config
 from kaisched.framework.config import NodePool
-from kaisched.framework.effects import Effect
+from kaisched.framework.effects import Bind, Effect
 
 Obj = dict[str, Any]
 
@@ -99,7 +101,7 @@ DEFAULTS: dict[str, Obj] = {
             "pc": None, "node": None, "phase": "Pending", "deleting": False,
             "scheduler": "kaisched",
             "app": None, "rule": None, "refused": False, "created": 0, "bad": False,
-            "claim": None, "pool": None},
+            "claim": None, "started": None, "pool": None},
     "pg": {"min": 1, "queue": "q0", "pc": None, "phase": None, "subgroups": False,
            "preemptible": True, "min_cpu": None, "mode": "Strict", "created": 0, "pool": None},
     "xpg": {"min": 1, "created": 0},
@@ -163,7 +165,10 @@ FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
             "scheduler": st.sampled_from(["kaisched", "kaisched", "default-scheduler"]),
             "app": st.sampled_from([None, "web", "db"]),
             "rule": st.sampled_from([None, "anti", "spread", "zone", "port"]),
-            "refused": st.booleans(), "created": st.integers(0, 3), "bad": st.booleans(),
+            "refused": st.sampled_from([False, "Unschedulable", "SchedulerError"]),
+            "created": st.integers(0, 3), "bad": st.booleans(),
+            # the kubelet's start: what an echo reads again besides status and node
+            "started": st.sampled_from([None, 4, 5]),
             # the claims a pod mounts: who uses which claim is kept per event too
             "claim": st.sampled_from([None, None, "data", "shared"]),
             "pool": st.sampled_from(POOLS)},
@@ -358,7 +363,9 @@ def render_pod(meta: Obj, namespace: str, a: Obj) -> Obj:
     status: Obj = {"phase": a["phase"]}
     if a["refused"]:
         status["conditions"] = [{"type": "PodScheduled", "status": "False",
-                                 "reason": "Unschedulable", "message": "0/6 nodes are available"}]
+                                 "reason": a["refused"], "message": "0/6 nodes are available"}]
+    if a["started"] is not None:
+        status["startTime"] = timestamp(a["started"])
     return {"metadata": meta, "spec": spec, "status": status}
 
 
@@ -415,11 +422,27 @@ class RunSession:
 
 
 @attrs.frozen
+class BindSession:
+    """A session whose binds the binder sends: the cache keeps them (Binding)
+    until their echoes arrive or they are refused."""
+
+
+@attrs.frozen
+class BindOutcome:
+    """What becomes of one bind sent and not yet settled: the server binds
+    the pod and the cache hears it ('echo') or not ('lost'), or the bind is
+    refused and the scheduler reads the pod again ('refused')."""
+    which: int
+    how: str
+
+
+@attrs.frozen
 class Tick:
     seconds: int
 
 
-Step = Union[Put, Delete, Replay, Relist, Snapshot, Check, RunSession, Tick]
+Step = Union[Put, Delete, Replay, Relist, Snapshot, Check, RunSession, BindSession, BindOutcome,
+             Tick]
 
 
 def indexes(kind: str) -> st.SearchStrategy[int]:
@@ -463,6 +486,9 @@ STEP_KINDS: dict[str, tuple[int, st.SearchStrategy[Any]]] = {
     "put": (12, puts()), "delete": (3, deletes()), "replay": (1, replays()),
     "relist": (1, st.builds(Relist, st.booleans())), "snapshot": (2, st.just(Snapshot())),
     "check": (2, st.just(Check())), "session": (1, st.just(RunSession())),
+    "bind": (1, st.just(BindSession())),
+    "outcome": (2, st.builds(BindOutcome, st.integers(0, 7),
+                             st.sampled_from(["echo", "echo", "lost", "refused"]))),
     "tick": (1, st.builds(Tick, st.sampled_from([1, 30, 600]))),
 }
 STEPS: st.SearchStrategy[Step] = st.sampled_from(
@@ -495,6 +521,7 @@ class World:
         self.held: dict[tuple[str, str, str], tuple[Kind, Obj]] = {}
         self.log: list[str] = []
         self.sessions = 0
+        self.sent: list[Bind] = []                  # binds sent, their outcome not drawn yet
 
     def tell(self, type_: str, kind: Kind, obj: Obj) -> None:
         namespace, name = object_key(obj)
@@ -525,6 +552,10 @@ class World:
             self.check()
         elif isinstance(step, RunSession):
             self.run_session()
+        elif isinstance(step, BindSession):
+            self.bind_session()
+        elif isinstance(step, BindOutcome):
+            self.bind_outcome(step)
         else:
             self.log.append(f"tick {step.seconds}s")
             self.now += step.seconds
@@ -585,6 +616,44 @@ class World:
         self.log.append("check")
         found = self.cache.check(self.now)
         assert found == [], self.failure("incremental model != rebuilt", found)
+        # What the cache holds of each pod is its conversion, though echoes of
+        # binds and conditions are not converted again.
+        for (kind, obj) in self.held.values():
+            key = "/".join(object_key(obj))
+            if kind == POD and key in self.cache.pods:
+                try:
+                    converted = pod_facts(obj)
+                except (AttributeError, TypeError, ValueError, KeyError):
+                    continue        # malformed: held as unusable, not converted
+                assert self.cache.pods[PodKey(key)] == converted, self.failure(
+                    f"pod {key} as held != its conversion", [])
+
+    def bind_session(self) -> None:
+        self.log.append("session, binds sent")
+        binds = [e for e in session_effects(self.cache.snapshot(self.now)) if isinstance(e, Bind)]
+        self.cache.assume(binds)
+        self.sent.extend(binds)
+        self.log.extend(f"  bind {b.pod} -> {b.node}" for b in binds)
+
+    def bind_outcome(self, step: BindOutcome) -> None:
+        if not self.sent:
+            return
+        bind = self.sent.pop(step.which % len(self.sent))
+        namespace, name = bind.pod.split("/", 1)
+        index = int(name[1:])
+        current = self.server.get(("pod", index))
+        if step.how == "refused" or current is None or current["spec"].get("nodeName") \
+                or current["metadata"]["uid"] != bind.uid:
+            self.log.append(f"bind {bind.pod} refused: read again")
+            self.cache.forget_binds([PodKey(bind.pod)])
+            if current is not None:
+                self.tell("MODIFIED", POD, current)
+            else:
+                self.tell("DELETED", POD, {"apiVersion": "v1", "kind": "Pod",
+                                           "metadata": {"namespace": namespace, "name": name}})
+            return
+        self.log.append(f"bind {bind.pod} -> {bind.node}: {step.how}")
+        self.put(Put("pod", index, {"node": bind.node}, "auto" if step.how == "echo" else "lost"))
 
     def run_session(self) -> None:
         """A real session over the lent model; it must leave the cache's model
@@ -646,6 +715,8 @@ def test_incremental_model_equals_a_rebuild_after_any_events(steps: list[Step]) 
 @given(sequences(80))
 def test_a_fresh_cache_of_the_final_objects_agrees(steps: list[Step]) -> None:
     def compare(world: World) -> None:
+        # A fresh cache has sent no binds: the ones not echoed yet are forgotten first.
+        world.cache.forget_binds()
         found = differences(world.cache.snapshot(world.now), world.fresh().snapshot(world.now))
         assert found == [], world.failure("incremental cache != fresh cache", found)
 
@@ -676,6 +747,7 @@ def test_a_shard_model_equals_a_rebuild_after_any_events(pool: NodePool, steps: 
 def test_a_fresh_shard_cache_of_the_final_objects_agrees(pool: NodePool,
                                                          steps: list[Step]) -> None:
     def compare(world: World) -> None:
+        world.cache.forget_binds()      # as above: a fresh cache has sent no binds
         found = differences(world.cache.snapshot(world.now), world.fresh().snapshot(world.now))
         assert found == [], world.failure("incremental cache != fresh cache", found)
 

@@ -121,3 +121,22 @@ def test_sigterm_during_a_long_binder_queue_ends_the_process(
     bound = [p["metadata"]["name"] for p in cluster.list(POD) if p["spec"].get("nodeName")]
     assert len(bound) == 4 and len({name.split("-")[0] for name in bound}) == 1
     assert cluster.get(LEASE, "default", "kaisched")["spec"].get("holderIdentity") is None
+
+
+def test_run_refuses_a_cluster_too_big_for_its_memory_in_one_line(
+        apiserver: Emulator, cluster: KubeCluster, tmp_path: Path) -> None:
+    """The counts come from the API server before the first lists: one line
+    names what the cluster needs, the limit and the flag; nothing is bound."""
+    cluster.create(build_node("n1", cpu="4"))
+    for i in range(3):
+        cluster.create(build_pod(f"p{i}"))
+    result = CliRunner().invoke(main, ["run", "--kubeconfig", str(kubeconfig(tmp_path, apiserver.url)),
+                                       "--cycles", "1", "--metrics-port", "0", "--no-leader-elect",
+                                       "--memory-limit", "64Mi"])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: a cluster of 1 nodes and 3 pods needs about 0.1 GiB")
+    assert "more than the 0.1 GiB of --memory-limit 64Mi" in lines[0]
+    assert "--memory-limit SIZE (0: no check) to override" in lines[0]
+    assert cluster.get(POD, "default", "p0")["spec"].get("nodeName") is None

@@ -24,11 +24,13 @@ from kaisched.cache.convert.pods import (
     GangRef,
     PodFacts,
     broken_pod,
+    echoed,
     gang_job,
     gang_ref,
     pod_facts,
     pod_request,
     priority_class,
+    source_digest,
     task_status,
     upstream_gang_ref,
 )
@@ -51,11 +53,12 @@ from kaisched.cache.convert.workloads import (
 
 __all__ = [
     "DEFAULT_MAX_PODS", "GANG_OWNER_GROUPS", "KAI_TOPOLOGY_PREFERRED", "KAI_TOPOLOGY_REQUIRED",
-    "GangRef", "Obj", "PodFacts", "Workload", "annotated_gang", "broken_pod", "koord_podgroup", "from_rfc3339",
-    "gang_job", "gang_ref", "label", "kai_podgroup", "kai_queue", "namespace_labels", "node_spec",
-    "node_spec_and_problem", "placement", "pod_facts", "pod_request", "pod_rules", "podgroup",
-    "podgroup_status", "podgroup_v1alpha2", "podgroup_v1beta1", "preferred_node_affinity",
-    "priority_class", "quantity_text", "queue", "queue_status", "queue_status_dict", "status_dict",
-    "task_status", "topology_rule", "upstream_gang_ref", "upstream_status_dict", "usage_record",
+    "GangRef", "Obj", "PodFacts", "Workload", "annotated_gang", "broken_pod", "echoed",
+    "from_rfc3339", "gang_job", "gang_ref", "kai_podgroup", "kai_queue", "koord_podgroup",
+    "label", "namespace_labels", "node_spec", "node_spec_and_problem", "placement", "pod_facts",
+    "pod_request", "pod_rules", "podgroup", "podgroup_status", "podgroup_v1alpha2",
+    "podgroup_v1beta1", "preferred_node_affinity", "priority_class", "quantity_text", "queue",
+    "queue_status", "queue_status_dict", "source_digest", "status_dict", "task_status",
+    "topology_rule", "upstream_gang_ref", "upstream_status_dict", "usage_record",
     "usage_status_dict", "workload_v1alpha1", "xk8s_podgroup",
 ]

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import operator
 
 import attrs
 import orjson
@@ -226,9 +228,7 @@ def pod_facts(pod: Obj) -> PodFacts:
     namespace = meta.get("namespace") or "default"
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
-    scheduled_false = next((c for c in status.get("conditions") or ()
-                            if isinstance(c, dict) and c.get("type") == "PodScheduled"
-                            and c.get("status") == "False"), None)
+    scheduled_false = _scheduled_false(status)
     unschedulable = scheduled_false.get("message") if scheduled_false else None
     pc = str(spec.get("priorityClassName") or "")
     priority = spec.get("priority")
@@ -300,6 +300,57 @@ def reservation(namespace: str, labels: dict[str, str]) -> tuple[str | None, boo
     if namespace == G.KAI_RESERVATION_NAMESPACE and labels.get("app") == G.KAI_RESERVATION_APP:
         return group, True
     return None, False
+def _scheduled_false(status: Obj) -> Obj | None:
+    """The pod's PodScheduled=False condition, if it has one."""
+    return next((c for c in status.get("conditions") or ()
+                 if isinstance(c, dict) and c.get("type") == "PodScheduled"
+                 and c.get("status") == "False"), None)
+
+
+_FACT_NAMES = tuple(a.name for a in attrs.fields(PodFacts))
+_FACTS = operator.attrgetter(*_FACT_NAMES)
+_STATUS, _NODE, _UNSCHEDULABLE, _REASON, _STARTED = (
+    _FACT_NAMES.index(n)
+    for n in ("status", "node_name", "unschedulable", "unschedulable_reason", "started"))
+
+# What metadata says that no fact of a pod reads (or only its status reads,
+# which echoed() reads again): left out of its source digest.
+_UNREAD_METADATA = frozenset({"resourceVersion", "managedFields", "generation",
+                              "deletionTimestamp", "deletionGracePeriodSeconds"})
+
+
+def source_digest(pod: Obj) -> bytes | None:
+    """A digest of everything pod_facts reads of the pod but its status, its
+    node and whether it is being deleted: two versions with one digest differ
+    in nothing else scheduling reads. None for a pod whose facts read its
+    status further (ResourceClaims from templates) or that cannot be digested."""
+    meta, spec = pod.get("metadata"), pod.get("spec")
+    if not isinstance(meta, dict) or not isinstance(spec, dict) or spec.get("resourceClaims"):
+        return None
+    try:
+        # Keys in the order they came: an API server sends an object's fields
+        # in one order (were it not to, a digest would differ: converted again).
+        raw = orjson.dumps(({k: v for k, v in meta.items() if k not in _UNREAD_METADATA},
+                            {k: v for k, v in spec.items() if k != "nodeName"}))
+    except TypeError:
+        return None
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def echoed(pod: Obj, before: PodFacts) -> PodFacts:
+    """The facts of a new version of a pod whose source digest is before's:
+    only what a bind, a condition, the kubelet's start or a deletion changes
+    is read again (the echo of the scheduler's own writes, converted without
+    a conversion)."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    node = spec.get("nodeName")
+    scheduled_false = _scheduled_false(status)
+    values = list(_FACTS(before))       # attrs.evolve, field by position: cheaper
+    values[_STATUS], values[_NODE] = task_status(pod), NodeName(node) if node else None
+    values[_UNSCHEDULABLE] = scheduled_false.get("message") if scheduled_false else None
+    values[_REASON] = scheduled_false.get("reason") if scheduled_false else None
+    values[_STARTED] = from_rfc3339(status.get("startTime"))
+    return PodFacts(*values)
 
 
 def preemption_delay(raw: str | None) -> float | None:
