@@ -11,6 +11,7 @@ from actions.stalegangeviction import StaleGangEvictionAction
 from kaisched.framework.registry import Registry
 from plugins.dra import DraPlugin
 from plugins.gang import GangPlugin
+from plugins.gpusharing import GpuSharingPlugin
 from plugins.hostports import HostPortsPlugin
 from plugins.minruntime import MinRuntimePlugin
 from plugins.nodeaffinity import NodeAffinityPlugin
@@ -45,5 +46,6 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_plugin("nodeaffinity", NodeAffinityPlugin)
     registry.add_plugin("volumebinding", VolumeBindingPlugin)
     registry.add_plugin("dra", DraPlugin)
+    registry.add_plugin("gpusharing", GpuSharingPlugin)
     registry.add_plugin("minruntime", MinRuntimePlugin)
     return registry

@@ -186,6 +186,16 @@ def test_consolidation_bench_moves_pods_to_place_the_gang() -> None:
     assert figures["placed"] == 16          # the gang's 8 pods and the 8 moved pods, pipelined
 
 
+def test_gpu_share_5k_places_every_share_with_no_nvidia_gpu_request() -> None:
+    from kaisched.bench.scenarios import run
+
+    nodes, pods = SCENARIOS["gpu-share-5k"](SCALE)
+    assert all(GPU not in requests(p) for p in pods)
+    asks = Counter(next(iter(p["metadata"]["annotations"])) for p in pods)
+    assert asks["gpu-fraction"] == 4 * asks["gpu-memory"]
+    assert all(n["metadata"]["labels"]["nvidia.com/gpu.memory"] for n in nodes)
+    figures = run("gpu-share-5k", SCALE)
+    assert figures["placed"] == figures["pods"] == len(pods)
 def test_failover_bench_reports_the_takeover_and_where_it_went() -> None:
     # scale-10k's mix five times over, at 1/500th: 100 nodes, 3,000 pods.
     result = CliRunner().invoke(main, ["bench", "failover-50k", "--scale", str(SCALE / 5)])

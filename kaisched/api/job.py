@@ -287,8 +287,14 @@ class JobInfo:
         return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
 
     def request(self, statuses: Iterable[TaskStatus]) -> Resource:
+        """What its tasks in these statuses take of nodes."""
         wanted = set(statuses)
         return sum_resources(t.resreq for t in self.tasks.values() if t.status in wanted)
+
+    def charge(self, statuses: Iterable[TaskStatus]) -> Resource:
+        """What its tasks in these statuses are charged to its queue (shares of GPUs too)."""
+        wanted = set(statuses)
+        return sum_resources(t.charge for t in self.tasks.values() if t.status in wanted)
 
     def clone(self) -> JobInfo:
         return JobInfo(self.key, self.spec, self.priority, self.creation, self.status,

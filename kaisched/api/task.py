@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 from kaisched.api.constraints import NO_PLACEMENT, Placement
+from kaisched.api.gpushare import GpuShare, charged
 from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.api.volumes import PodClaim
@@ -40,6 +41,7 @@ class TaskInfo:
     # (the pod it stands for is still the job's, releasing on its old node).
     successor_of: PodKey | None = None
     shared: tuple[str, ...] = ()         # of those, its PodGroup's: reserved for the group
+    gpu: GpuShare | None = None          # part of a GPU (KAI's gpu-fraction / gpu-memory)
 
     @property
     def namespace(self) -> str:
@@ -50,9 +52,16 @@ class TaskInfo:
         return self.key.split("/", 1)[1]
 
     @property
+    def charge(self) -> Resource:
+        """What its queue is charged: its requests, and its share of GPUs
+        (the node table counts a shared GPU once, as its device's)."""
+        gpu = self.gpu
+        return self.resreq if gpu is None else charged(self.resreq, gpu.charge)
+
+    @property
     def best_effort(self) -> bool:
-        """Requests nothing but a pod slot."""
-        return all(name == "pods" for name in self.resreq.names())
+        """Requests nothing but a pod slot (and no part of a GPU)."""
+        return self.gpu is None and all(name == "pods" for name in self.resreq.names())
 
     def successor(self) -> TaskInfo:
         """The pod its controller will make again once this one is evicted, not

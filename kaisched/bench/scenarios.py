@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from kaisched.api.clock import ManualClock
 from kaisched.bench import dra as bench_dra
+from kaisched.bench import gpushare as bench_gpushare
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench import volumes as bench_volumes
 from kaisched.bench.consolidation import consolidation_1k, consolidation_config
@@ -157,6 +158,7 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "scale-10k": bench_scale.scale_10k,
     "scale-50k": bench_scale.scale_50k,
     "dra-1k": bench_dra.dra_1k,
+    "gpu-share-5k": bench_gpushare.gpu_share_5k,
     "volumes-5k": bench_volumes.volumes,
     "consolidation-1k": consolidation_1k,
 }

@@ -35,6 +35,7 @@ tiers:
     - {name: nodeaffinity}
     - {name: volumebinding}
     - {name: dra}
+    - {name: gpusharing}
 staleGangGracePeriod: 60s
 starvationThreshold: 10m
 """

@@ -8,6 +8,7 @@ from typing import Union
 
 import attrs
 
+from kaisched.api.constraints import Toleration
 from kaisched.api.dradevices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
 from kaisched.api.queue import QueueStatus, UsageRecord
@@ -159,13 +160,56 @@ VOLUME_EFFECTS = (SelectClaimNode, PrebindVolume)
 
 
 @attrs.frozen(slots=True)
+class Reservation:
+    """A reservation pod: it asks for one whole GPU on the node, which holds
+    the shared device from the kubelet's view (its sharers ask for none)."""
+    pod: PodKey                 # namespace/name
+    node: NodeName
+    group: str                  # the shared device (KAI's runai-gpu-group)
+    tolerations: tuple[Toleration, ...]     # what its sharers tolerate
+    image: str
+
+
+@attrs.frozen(slots=True)
+class ShareGpu:
+    """Before a fractional pod's bind: a reservation pod made for each of its
+    devices that has none, then the devices recorded on the pod (KAI's
+    runai-gpu-group label, received-resource-type annotation)."""
+    pod: PodKey
+    job: JobKey
+    node: NodeName
+    groups: tuple[str, ...]
+    previous: tuple[str, ...] = ()          # devices its labels named before: unlabelled
+    reserve: tuple[Reservation, ...] = ()
+
+
+@attrs.frozen(slots=True)
+class ReserveGpu:
+    """A reservation pod made again: its device's sharers run, and none holds it."""
+    reservation: Reservation
+
+
+@attrs.frozen(slots=True)
+class ReleaseGpu:
+    """A reservation pod whose device no pod shares any more: deleted (one of
+    KAI's, through the eviction API)."""
+    pod: PodKey
+    node: NodeName
+    group: str
+    kai: bool = False
+
+
+GPU_EFFECTS = (ShareGpu, ReserveGpu, ReleaseGpu)
+
+
+@attrs.frozen(slots=True)
 class Prebind:
     """What a plugin needs done for an allocated task before it may be bound:
     writes that go before the binds, and, when the gang must wait for them
     (volumes being provisioned), why. Nothing of it is held in the session:
     what it decided goes with the placement's own undo."""
 
-    effects: tuple[SelectClaimNode | PrebindVolume, ...]
+    effects: tuple[SelectClaimNode | PrebindVolume | ShareGpu, ...]
     job: JobKey
     waiting: str | None = None
 
@@ -184,4 +228,5 @@ class SetClaimStatus:
 
 
 Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetQueueUsage, SetPodCondition,
-               RecordEvent, SelectClaimNode, PrebindVolume, SetClaimStatus]
+               RecordEvent, SelectClaimNode, PrebindVolume, SetClaimStatus, ShareGpu, ReserveGpu,
+               ReleaseGpu]

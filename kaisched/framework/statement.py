@@ -146,8 +146,11 @@ class Statement:
         self.ops: list[Operation] = []
         self._prebind = False           # some op is a PrebindOp
 
-    def allocate(self, task: TaskInfo, node: NodeName) -> TaskInfo:
-        placed = self._ssn.assign(task, TaskStatus.ALLOCATED, node)
+    def allocate(self, task: TaskInfo, node: NodeName,
+                 gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
+        """Place the task on the node (a sharer on the GPUs given, else on
+        those the model prefers there)."""
+        placed = self._ssn.assign(task, TaskStatus.ALLOCATED, node, gpu_groups)
         self._claims(placed)
         self.ops.append(AllocateOp(placed, task))
         if self._ssn.prebinds:          # some plugin may need work done before binds
@@ -157,8 +160,9 @@ class Statement:
                 self._prebind = True
         return placed
 
-    def pipeline(self, task: TaskInfo, node: NodeName) -> TaskInfo:
-        placed = self._ssn.assign(task, TaskStatus.PIPELINED, node)
+    def pipeline(self, task: TaskInfo, node: NodeName,
+                 gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
+        placed = self._ssn.assign(task, TaskStatus.PIPELINED, node, gpu_groups)
         self._claims(placed)
         self.ops.append(PipelineOp(placed, task))
         return placed

@@ -33,7 +33,7 @@ def test_default_config_loads() -> None:
     assert [[p.name for p in tier] for tier in config.tiers] == [
         ["priority", "gang", "podgroupstatus"],
         ["proportion", "predicates", "podaffinity", "topologyspread", "hostports", "nodeorder",
-         "nodeaffinity", "volumebinding", "dra"]]
+         "nodeaffinity", "volumebinding", "dra", "gpusharing"]]
     assert config.tiers[1][5] == PluginOption("nodeorder", {"strategy": "binpack"})
 
 
