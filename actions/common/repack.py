@@ -31,6 +31,7 @@ import numpy as np
 from actions.common.movable import Disruptions, protected, unit_of, why_unmovable
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
+from kaisched.api.sharedgpus import ONE_GPU, Hold
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES, JobKey, NodeName
 from kaisched.framework import Session, Statement
@@ -62,7 +63,9 @@ class Movable:
         self.created = np.array([p.creation for p in self.pods], dtype=np.float64)
         self.rows = np.array([table.index[p.node_name] for p in self.pods],   # type: ignore[index]  # on a node
                              dtype=np.int64)
-        self.vecs = np.array([table.vector(p.resreq) for p in self.pods]).reshape(
+        # What moving each gives back: a sharer its part of its GPU (all of
+        # it once every sharer of the GPU goes).
+        self.vecs = np.array([ssn.cluster.held(p) for p in self.pods]).reshape(
             len(self.pods), len(table.dims))
 
 
@@ -173,7 +176,7 @@ class LargestBlockersFirst:
         pods first, in what the task lacks there), then least missing, then
         in table order. Worked out over all rows at once."""
         table = self.ssn.cluster.table
-        vec = table.vector(task.resreq)
+        vec = self._need(task)
         pods = self.movable
         alive = np.array([self._movable_now(p) for p in pods.pods], dtype=bool)
         rows, vecs = pods.rows[alive], pods.vecs[alive]
@@ -192,7 +195,7 @@ class LargestBlockersFirst:
             # Each pod's size in what its row lacks; largest first within each row.
             short = lacking[rows] > EPSILON
             size = (vecs * share[rows] * short).sum(axis=1)
-            order = np.lexsort((-created, -size, rows))     # as _largest_first orders them
+            order = np.lexsort((-created, -size, rows))     # as _blocks orders them
             rows, vecs, costs = rows[order], vecs[order], costs[order]
             starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
             group = np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
@@ -226,34 +229,59 @@ class LargestBlockersFirst:
     # -- making room on one node ------------------------------------------------------------
     def _clear(self, stmt: Statement, task: TaskInfo, row: int, avoid: np.ndarray,
                by: Preemptor) -> bool:
-        """Move pods off the node until the task fits there."""
-        ssn, table = self.ssn, self.ssn.cluster.table
-        vec = table.vector(task.resreq)
+        """Move pods off the node until the task fits there, a block at a time
+        (see _blocks); a block that frees nothing the task lacks is put back."""
+        table = self.ssn.cluster.table
+        vec = self._need(task)
         lacking = np.clip(vec - table.future[row], 0, None)
-        for pod in self._largest_first(self._current(self.movable.on_row.get(row, [])), row, lacking):
+        pods = self._current(self.movable.on_row.get(row, []))
+        for block in self._blocks(pods, row, lacking):
             short = vec > table.future[row] + EPSILON
             if not short.any():
                 break
-            current = ssn.cluster.jobs[pod.job].tasks.get(pod.key)
-            if current is None or current.status not in EVICTABLE_STATUSES \
-                    or not (table.vector(current.resreq)[short] > 0).any():
-                continue        # gone with an earlier unit, or frees nothing the task lacks
-            unit = unit_of(ssn, current, self.cooldown, self.verdicts, self.job)
-            if unit is None or len(self.taken) + len(self.moved) + len(unit) > self.budget:
-                continue
-            if self.disruptions.allow(unit, [*self.taken, *self.moved]) is not None:
-                continue        # a PodDisruptionBudget forbids it
-            mark = stmt.checkpoint()
-            if not self._move(stmt, unit, avoid, by):
+            mark, count, before = stmt.checkpoint(), len(self.moved), table.future[row].copy()
+            if not self._move_block(stmt, block, short, row, avoid, by) \
+                    or not (table.future[row][short] > before[short] + EPSILON).any():
                 stmt.rollback(mark)
+                del self.moved[count:]
         return bool(table.fits(vec, table.future[row:row + 1])[0])
 
+    def _move_block(self, stmt: Statement, block: list[TaskInfo], short: np.ndarray, row: int,
+                    avoid: np.ndarray, by: Preemptor) -> bool:
+        """Move each pod of the block with its unit (those gone with an earlier
+        unit skipped); False when one may not move or finds no place."""
+        ssn, table = self.ssn, self.ssn.cluster.table
+        sharers = len(block) > 1 or block[0].gpu is not None
+        for pod in block:
+            current = ssn.cluster.jobs[pod.job].tasks.get(pod.key)
+            if current is None or current.status not in EVICTABLE_STATUSES:
+                continue        # gone with an earlier unit
+            if not sharers and not (table.vector(current.resreq)[short] > 0).any():
+                return False    # frees nothing the task lacks
+            unit = unit_of(ssn, current, self.cooldown, self.verdicts, self.job)
+            if unit is None or len(self.taken) + len(self.moved) + len(unit) > self.budget:
+                return False
+            if self.disruptions.allow(unit, [*self.taken, *self.moved]) is not None:
+                return False    # a PodDisruptionBudget forbids it
+            if not self._move(stmt, unit, avoid, by, row if sharers else None):
+                return False
+        return True
+
     def _move(self, stmt: Statement, unit: list[TaskInfo], avoid: np.ndarray,
-              by: Preemptor) -> bool:
+              by: Preemptor, repack: int | None = None) -> bool:
         """Evict the unit and place each of its pods again outside avoid, all
-        or nothing (the caller rolls back a failure)."""
+        or nothing (the caller rolls back a failure). repack: the node whose
+        shared GPUs are being emptied; a sharer of it goes onto another of
+        its GPUs if one has room (fractions packed onto fewer GPUs), else
+        elsewhere."""
         released = [stmt.evict(pod, Cause.CONSOLIDATION, by) for pod in unit]
         for pod in released:
+            if repack is not None and pod.node_name == self.ssn.cluster.table.names[repack]:
+                groups = self._other_gpu(pod)
+                if groups is not None and self.ssn.select_node(
+                        pod.successor(), within=self._rows == repack) is not None:
+                    stmt.move(pod, pod.node_name, groups)
+                    continue
             within = ~avoid
             stay = self._stay(pod)
             if stay is not None:
@@ -264,6 +292,51 @@ class LargestBlockersFirst:
             stmt.move(pod, choice.node)
         self.moved.extend(unit)
         return True
+
+    def _other_gpu(self, pod: TaskInfo) -> tuple[str, ...] | None:
+        """Another shared GPU of the sharer's node that its share fits on
+        (the fullest), not one being emptied; None if none (or it takes
+        several GPUs)."""
+        share, node = pod.gpu, pod.node_name
+        gpus = self.ssn.cluster.gpus
+        if share is None or node is None or share.devices != 1:
+            return None
+        info = gpus.gpus(node)
+        units = share.units(info.memory) if info is not None else None
+        if units is None:
+            return None
+        found = [(device.free_later, group) for group, device in gpus.on(node).items()
+                 if group not in share.groups and device.free_later >= units
+                 and device.hold() in (Hold.USED, Hold.PIPELINED) and device.live]
+        return (min(found)[1],) if found else None
+
+    def _blocks(self, pods: list[TaskInfo], row: int, lacking: np.ndarray) -> list[list[TaskInfo]]:
+        """The node's movable pods in blocks that free room together: a pod
+        alone, or every sharer of one shared GPU (its whole GPU is free only
+        once they all go; a GPU some pod that may not move shares is left
+        out). Largest first: in what they hold of what the task lacks on the
+        node, as shares of the node; of equal ones the block of fewer pods,
+        then the most recently started (it loses the least work), then by name."""
+        table = self.ssn.cluster.table
+        devices = self.ssn.cluster.gpus.on(table.names[row]) if self.ssn.cluster.gpus else {}
+        alone: list[list[TaskInfo]] = []
+        shared: dict[tuple[str, ...], list[TaskInfo]] = {}
+        for pod in pods:
+            if pod.gpu is not None and pod.gpu.groups:
+                shared.setdefault(pod.gpu.groups, []).append(pod)
+            else:
+                alone.append([pod])
+        for groups, sharers in shared.items():
+            if all(g in devices and devices[g].sharers == len(sharers) for g in groups):
+                alone.append(sharers)
+        alloc = table.alloc[row]
+        cols = np.flatnonzero((lacking > EPSILON) & (alloc > 0))
+
+        def size(block: list[TaskInfo]) -> float:
+            held = sum(self.ssn.cluster.held(p) for p in block)
+            return float((np.asarray(held)[cols] / alloc[cols]).sum())
+        return sorted(alone, key=lambda b: (-size(b), len(b), -max(p.creation for p in b),
+                                            b[0].key))
 
     # -- helpers ----------------------------------------------------------------------------
     def _current(self, pods: list[TaskInfo]) -> list[TaskInfo]:
@@ -296,18 +369,6 @@ class LargestBlockersFirst:
         nodes = {t.node_name for t in job.tasks.values() if t.status in EVICTABLE_STATUSES}
         return max(job.ready_count(), 1) / max(len(nodes), 1)
 
-    def _largest_first(self, pods: list[TaskInfo], row: int, lacking: np.ndarray) -> list[TaskInfo]:
-        """The pods in order of what they hold of what the task lacks on the
-        node, as shares of the node; of equal ones the most recently started
-        first (it loses the least work), then by name."""
-        table = self.ssn.cluster.table
-        alloc = table.alloc[row]
-        cols = np.flatnonzero((lacking > EPSILON) & (alloc > 0))
-
-        def size(pod: TaskInfo) -> float:
-            return float((table.vector(pod.resreq)[cols] / alloc[cols]).sum())
-        return sorted(pods, key=lambda p: (-size(p), -p.creation, p.key))
-
     def _stay(self, pod: TaskInfo) -> np.ndarray | None:
         """The nodes a moved pod may go to: inside the domain it is in now,
         for each topology its job (or its subgroup) requires."""
@@ -322,11 +383,51 @@ class LargestBlockersFirst:
 
     def room_enough(self) -> bool:
         """Usable nodes have, in all, the room the tasks need (free now or
-        being freed): moving pods only moves room around."""
+        being freed, shared GPUs' spare parts included): moving pods only
+        moves room around."""
         table = self.ssn.cluster.table
-        need = np.sum([table.vector(t.resreq) for t in self.tasks], axis=0)
+        need = np.sum([self._ask(t) for t in self.tasks], axis=0)
         usable = self.ssn.cluster.usable_nodes()
-        return bool((table.future[usable].sum(axis=0) >= need - EPSILON).all())
+        have = table.future[usable].sum(axis=0) + self._spare_shares(usable)
+        return bool((have >= need - EPSILON).all())
+
+    def _need(self, task: TaskInfo) -> np.ndarray:
+        """What the task needs of a node a plan clears: its requests, and for
+        a share of GPUs a whole GPU for each it takes (a plan frees whole
+        GPUs; a share that fits on a shared GPU as things stand needs none)."""
+        table = self.ssn.cluster.table
+        vec = table.vector(task.resreq)
+        gpu = table.known_vector(ONE_GPU) if task.gpu is not None else None
+        return vec if gpu is None or task.gpu is None else vec + gpu * task.gpu.devices
+
+    def _ask(self, task: TaskInfo) -> np.ndarray:
+        """What the task takes in all: its requests and its share of GPUs
+        (a gpu-memory share counted as nothing: its part depends on the GPU)."""
+        table = self.ssn.cluster.table
+        vec = table.vector(task.resreq)
+        share = task.gpu
+        gpu = table.known_vector(ONE_GPU) if share is not None else None
+        if gpu is None or share is None or share.fraction is None:
+            return vec
+        return vec + gpu * share.fraction * share.devices
+
+    def _spare_shares(self, usable: np.ndarray) -> np.ndarray:
+        """The parts of shared GPUs no sharer takes, on the usable nodes, as
+        GPUs (a table row)."""
+        table = self.ssn.cluster.table
+        gpus = self.ssn.cluster.gpus
+        gpu = table.known_vector(ONE_GPU) if gpus else None
+        spare = np.zeros(len(table.dims))
+        if gpu is None:
+            return spare
+        for node, devices in gpus.devices.items():
+            row = table.index.get(node)
+            if row is None or not usable[row]:
+                continue
+            for device in devices.values():
+                if device.hold() in (Hold.USED, Hold.PIPELINED):
+                    spare += gpu * max(device.free_later, 0) / device.units
+        return spare
 
     def _domains(self, key: str, tasks: Sequence[TaskInfo] | None = None) -> list[np.ndarray]:
         """The domains of the key to try, least room missing first (the room

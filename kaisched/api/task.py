@@ -65,9 +65,12 @@ class TaskInfo:
 
     def successor(self) -> TaskInfo:
         """The pod its controller will make again once this one is evicted, not
-        placed yet: what a move holds room for on the pod's new node."""
+        placed yet: what a move holds room for on the pod's new node. A
+        sharer's successor asks the same share, of no GPU yet (its
+        controller's template names none)."""
         return attrs.evolve(self, key=PodKey(f"{self.key}~moved"), uid="",
-                            status=TaskStatus.PENDING, node_name=None, successor_of=self.key)
+                            status=TaskStatus.PENDING, node_name=None, successor_of=self.key,
+                            gpu=self.gpu.ask if self.gpu is not None else None)
 
     def evolve(self, **changes: Any) -> TaskInfo:
         """A copy with changes: attrs.evolve, field by position (a session and

@@ -173,13 +173,15 @@ class Statement:
         self.ops.append(EvictOp(released, task, cause, by, detail))
         return released
 
-    def move(self, released: TaskInfo, node: NodeName) -> TaskInfo:
+    def move(self, released: TaskInfo, node: NodeName,
+             gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
         """Hold room on node for the pod an eviction in this statement
         released (its controller makes it again): its successor is pipelined
-        there, and the eviction says where it goes."""
+        there (a sharer on the GPUs given, else on the node's best for it),
+        and the eviction says where it goes."""
         assert released.status is TaskStatus.RELEASING, "only an evicted pod moves"
         successor = released.successor()
-        placed = self._ssn.assign(successor, TaskStatus.PIPELINED, node)
+        placed = self._ssn.assign(successor, TaskStatus.PIPELINED, node, gpu_groups)
         self._ssn.successors[released.key] = node
         self.ops.append(MoveOp(placed, successor))
         return placed
