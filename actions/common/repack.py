@@ -271,25 +271,27 @@ class LargestBlockersFirst:
               by: Preemptor, repack: int | None = None) -> bool:
         """Evict the unit and place each of its pods again outside avoid, all
         or nothing (the caller rolls back a failure). repack: the node whose
-        shared GPUs are being emptied; a sharer of it goes onto another of
-        its GPUs if one has room (fractions packed onto fewer GPUs), else
-        elsewhere."""
+        shared GPUs are being emptied; a sharer of it that finds no place
+        elsewhere goes onto another of its GPUs with room (fractions packed
+        onto fewer GPUs)."""
         released = [stmt.evict(pod, Cause.CONSOLIDATION, by) for pod in unit]
         for pod in released:
-            if repack is not None and pod.node_name == self.ssn.cluster.table.names[repack]:
-                groups = self._other_gpu(pod)
-                if groups is not None and self.ssn.select_node(
-                        pod.successor(), within=self._rows == repack) is not None:
-                    stmt.move(pod, pod.node_name, groups)
-                    continue
             within = ~avoid
             stay = self._stay(pod)
             if stay is not None:
                 within &= stay
             choice = self.ssn.select_node(pod.successor(), within=within)
-            if choice is None:
+            if choice is not None:
+                stmt.move(pod, choice.node)
+                continue
+            # Another GPU of the node being emptied, last: the room it takes
+            # there could have been freed too.
+            groups = self._other_gpu(pod) if repack is not None \
+                and pod.node_name == self.ssn.cluster.table.names[repack] else None
+            if groups is None or pod.node_name is None or self.ssn.select_node(
+                    pod.successor(), within=self._rows == repack) is None:
                 return False
-            stmt.move(pod, choice.node)
+            stmt.move(pod, pod.node_name, groups)
         self.moved.extend(unit)
         return True
 

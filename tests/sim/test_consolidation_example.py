@@ -86,13 +86,33 @@ def test_skipping_quiet_ticks_changes_nothing_with_consolidation() -> None:
     assert a == b
 
 
-def test_the_compare_in_the_docs_is_this_run() -> None:
+@pytest.mark.parametrize("scenario", ["consolidation", "consolidation-fractions"])
+def test_the_compare_in_the_docs_is_this_run(scenario: str) -> None:
     """docs/scheduling.md shows the compare's text as a pipe gets it: it is
     what the run gives today."""
     page = (Path(__file__).resolve().parents[2] / "docs" / "scheduling.md").read_text()
     section = page[page.index("## Consolidation"):]
-    shown = section[section.index("```\nconsolidation: notebooks"):].split("```")[1].strip("\n")
-    result = CliRunner().invoke(main, ["simulate", "consolidation", "--compare", "consolidation-on"])
+    shown = section[section.index(f"```\n{scenario}: "):].split("```")[1].strip("\n")
+    result = CliRunner().invoke(main, ["simulate", scenario, "--compare", "consolidation-on"])
     assert result.exit_code == 0, result.stderr
     ran = "\n".join(line.rstrip() for line in result.stdout.rstrip().splitlines())
     assert shown == ran
+
+
+def test_fractions_are_repacked_onto_fewer_gpus_for_the_gang() -> None:
+    """consolidation-fractions: every GPU half used by a long-lived share once
+    the evaluations end, none whole. With consolidation the shares of two
+    nodes move onto the half-used GPUs of the other two, and the gang starts
+    at once; the shares then sit on fewer, fuller GPUs."""
+    result = CliRunner().invoke(main, ["simulate", "consolidation-fractions", "--compare",
+                                       "consolidation-on", "--output", "json"])
+    assert result.exit_code == 0, result.stderr
+    without, with_ = orjson.loads(result.stdout)["compare"]
+    slow, fast = _job(without, "research/pretrain"), _job(with_, "research/pretrain")
+    assert slow["firstWait"] > 2 * 3600 and fast["firstWait"] < 60
+    assert with_["evictions"]["consolidation"] == 16        # the eight shares of two nodes
+    moved = {e["job"] for e in with_["evictions"]["events"]}
+    assert all(_job(with_, name)["gpuShare"] is not None for name in moved)
+    assert with_["sharedGpus"]["avg"] < without["sharedGpus"]["avg"]
+    assert with_["sharedGpus"]["fill"] > without["sharedGpus"]["fill"]
+    assert all(j["state"] == "succeeded" for r in (without, with_) for j in r["jobs"])
