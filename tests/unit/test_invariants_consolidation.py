@@ -8,7 +8,8 @@ ReplicaSet makes them again, pending). After EVERY session:
   moved within its cooldown, a job inside its min-runtime, nor a pod a
   PodDisruptionBudget protects, and moves at most maxPods pods;
 - no node is over-committed, counting what pods being deleted still hold
-  and the room held for moved pods (the session's node table);
+  and the room held for moved pods (the session's node table), and no
+  shared GPU holds more than its whole (pods sharing GPUs move too);
 - the cache's model, handed back after the session, equals one rebuilt from
   the cluster (a moved pod's successor leaves nothing behind);
 - the same input gives the same decisions.
@@ -40,6 +41,7 @@ from .conftest import build_node, build_pod, build_podgroup
 
 SESSIONS = 3
 GPU = "nvidia.com/gpu"
+GPU_GROUP = "runai-gpu-group"
 MOVED_RECENTLY = "2025-12-31T23:58:00Z"     # 2 minutes before the clock starts: within the cooldown
 STARTED_RECENTLY = "2025-12-31T23:58:00Z"   # within the min-runtime of 10m
 STARTED_LONG_AGO = "2025-12-31T22:00:00Z"
@@ -56,6 +58,8 @@ class Job:
     recent: bool = False                # moved within its cooldown
     budget: bool = False                # a PodDisruptionBudget allows none of its pods to go
     young: bool = False                 # started within its min-runtime
+    share: float | None = None          # a pod sharing a GPU: its gpu-fraction (gpu is 0)
+    device: str | None = None           # the shared GPU its running pod holds
 
 
 @attrs.frozen
@@ -78,8 +82,12 @@ class Fragmented:
                                            "name": job.name, "uid": f"{job.name}-uid",
                                            "controller": True}
             for i, node in enumerate(job.pods):
+                labels = {"job": job.name}
+                if job.device is not None and node is not None:
+                    labels[GPU_GROUP] = job.device
                 pod = build_pod(f"{job.name}-{i}", cpu=1, gpu=job.gpu, group=job.name,
-                                node=node, owner=owner, labels={"job": job.name})
+                                node=node, owner=owner, labels=labels,
+                                annotations={"gpu-fraction": str(job.share)} if job.share else None)
                 if node is not None:
                     pod["status"]["startTime"] = STARTED_RECENTLY if job.young else STARTED_LONG_AGO
                 out.append(pod)
@@ -113,9 +121,14 @@ def fragmented(draw: st.DrawFn) -> Fragmented:
     nodes = {f"n{i}": draw(st.sampled_from([4, 8])) for i in range(draw(st.integers(2, 5)))}
     running: list[tuple[int, str]] = []           # (GPUs, node) per running pod
     free = {}
+    sharers: list[tuple[float, str, str]] = []   # (fraction, node, GPU group) per sharing pod
     for name, gpus in nodes.items():
         free[name] = draw(st.integers(1, gpus // 2))
         used = gpus - free[name]
+        for d in range(draw(st.integers(0, min(2, used)))):     # GPUs shared by small pods
+            used -= 1
+            parts = draw(st.sampled_from([(0.25,), (0.5,), (0.25, 0.25), (0.5, 0.25), (0.5, 0.5)]))
+            sharers.extend((part, name, f"{name}-g{d}") for part in parts)
         while used:
             size = min(draw(st.sampled_from([1, 1, 2, 3])), used)
             running.append((size, name))
@@ -132,11 +145,18 @@ def fragmented(draw: st.DrawFn) -> Fragmented:
         jobs.append(Job(f"run{len(jobs)}", draw(st.integers(1, len(mates))), gpu, tuple(mates),
                         preemptible=kind != "fixed", bare=kind == "bare",
                         recent=kind == "recent", budget=kind == "budget", young=kind == "young"))
+    for part, node, device in sharers:
+        kind = draw(st.sampled_from(["plain"] * 6 + ["fixed", "bare", "recent", "budget", "young"]))
+        jobs.append(Job(f"run{len(jobs)}", 1, 0, (node,), preemptible=kind != "fixed",
+                        bare=kind == "bare", recent=kind == "recent", budget=kind == "budget",
+                        young=kind == "young", share=part, device=device))
     biggest, roomiest = max(nodes.values()), max(free.values())
     for j in range(draw(st.integers(1, 3))):
         size = draw(st.integers(1, 2))
         jobs.append(Job(f"want{j}", draw(st.integers(1, size)),
                         draw(st.integers(min(roomiest + 1, biggest), biggest)), (None,) * size))
+    if sharers and draw(st.booleans()):        # a share that fits on no GPU as they stand
+        jobs.append(Job("want-share", 1, 0, (None,), share=0.75))
     return Fragmented(nodes, tuple(jobs), draw(st.sampled_from([1, 2, 4, 32])), draw(st.booleans()))
 
 
@@ -157,8 +177,10 @@ def sessions(scenario: Fragmented) -> Iterator[tuple[CycleResult, MemoryCluster,
                     cluster.delete(POD, meta["namespace"], meta["name"])
                     if meta.get("ownerReferences"):
                         again = {k: v for k, v in meta.items()
-                                 if k in ("name", "namespace", "labels", "annotations",
-                                          "ownerReferences")}
+                                 if k in ("name", "namespace", "annotations", "ownerReferences")}
+                        # its template's labels: no shared GPU named
+                        again["labels"] = {k: v for k, v in (meta.get("labels") or {}).items()
+                                           if k != GPU_GROUP}
                         cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": again,
                                         "spec": {k: v for k, v in spec.items() if k != "nodeName"},
                                         "status": {"phase": "Pending"}})
@@ -172,6 +194,8 @@ def check(scenario: Fragmented) -> list[tuple[Any, ...]]:
     protected = scenario.protected()
     decisions = []
     moved_any = False
+    shares = {f"default/{j.name}" for j in scenario.jobs if j.share}
+    moved_shares: set[str] = set()
     for result, cluster, scheduler in sessions(scenario):
         moves = [e for e in result.effects
                  if isinstance(e, Evict) and e.cause is Cause.CONSOLIDATION]
@@ -183,6 +207,8 @@ def check(scenario: Fragmented) -> list[tuple[Any, ...]]:
         by_job: dict[str, list[Evict]] = defaultdict(list)
         for e in moves:
             moved_any = True
+            if e.job in shares:
+                moved_shares.add(e.job)
             assert e.job not in protected, ("protected job moved", e)
             assert e.by is not None and e.moved_to is not None, e
             # the successor is held where the eviction says
@@ -194,6 +220,10 @@ def check(scenario: Fragmented) -> list[tuple[Any, ...]]:
             info = session_jobs[beneficiary]
             assert info.minimum_met(READY_STATUSES | {TaskStatus.PIPELINED}), \
                 (beneficiary, info.totals())
+        for devices in result.cluster.gpus.devices.values():
+            for device in devices.values():
+                assert device.taken_later <= device.units, (device.node, device.group,
+                                                            device.holders())
         table = result.cluster.table
         over = table.future < -EPSILON
         assert not over.any(), [(table.names[r], table.future[r].tolist())
@@ -211,6 +241,7 @@ def check(scenario: Fragmented) -> list[tuple[Any, ...]]:
             assert amount <= scenario.nodes[node], (node, amount, result.reservations)
         assert scheduler.cache.check(scheduler.clock.now()) == []
     event(f"moved: {moved_any}")
+    event(f"moved a share: {bool(moved_shares)}")
     return decisions
 
 
