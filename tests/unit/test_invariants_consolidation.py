@@ -230,11 +230,20 @@ def check(scenario: Fragmented) -> list[tuple[Any, ...]]:
                                 for r in sorted(set(over.nonzero()[0]))]
         # and as the cluster has it: pods staying, and the room held for pods
         # to come (moved ones, pipelined ones), within each node
+        # (a shared GPU's reservation pod counts while a pod that stays shares
+        # its GPU; once every sharer is going, so is it, as the scheduler counts it)
         gpus = {p["metadata"]["name"]: _gpus(p) for p in cluster.list(POD)}
+        staying = [p for p in cluster.list(POD)
+                   if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+        shared = {(p["spec"]["nodeName"], p["metadata"]["labels"][GPU_GROUP]) for p in staying
+                  if p["metadata"]["namespace"] == "default"
+                  and GPU_GROUP in (p["metadata"].get("labels") or {})}
         held: dict[str, float] = defaultdict(float)
-        for p in cluster.list(POD):
-            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp"):
-                held[p["spec"]["nodeName"]] += gpus[p["metadata"]["name"]]
+        for p in staying:
+            meta = p["metadata"]
+            if meta["namespace"] == "default" or (p["spec"]["nodeName"], (meta.get("labels") or {})
+                                                  .get(GPU_GROUP)) in shared:
+                held[p["spec"]["nodeName"]] += gpus[meta["name"]]
         for key, node in result.reservations.items():
             held[node] += gpus[key.split("/", 1)[1]]
         for node, amount in held.items():
