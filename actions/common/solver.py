@@ -11,7 +11,7 @@ none, nothing is evicted for the job.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -70,10 +70,18 @@ class ReclaimSolver:
         return None
 
     # -- internals ------------------------------------------------------------------
-    def _note(self, unit: Unit) -> None:
-        table = self.ssn.cluster.table
+    def _rows(self, unit: Unit) -> Iterator[tuple[int, TaskInfo]]:
+        """The unit's tasks on the nodes this scheduler sees, with their rows. A
+        gang goes whole, on every node, but its pods on a node of another pool
+        (relabelled, or its own pods there) or on a node gone free nothing here."""
+        index = self.ssn.cluster.table.index
         for task in unit.tasks:
-            row = table.index[task.node_name]     # type: ignore[index]  # victims are on a node
+            row = index.get(task.node_name) if task.node_name is not None else None
+            if row is not None:
+                yield row, task
+
+    def _note(self, unit: Unit) -> None:
+        for row, task in self._rows(unit):
             vec = self.ssn.cluster.held(task)
             if row in self._freed:
                 self._freed[row] = self._freed[row] + vec
@@ -84,7 +92,9 @@ class ReclaimSolver:
         """One of the unit's nodes, with every chosen unit gone, would have
         room for one of the first k tasks."""
         table = self.ssn.cluster.table
-        rows = sorted({table.index[t.node_name] for t in unit.tasks})   # type: ignore[index]  # victims are on a node
+        rows = sorted({row for row, _ in self._rows(unit)})
+        if not rows:
+            return False
         room = table.future[rows] + np.array([self._freed[r] for r in rows])
         need = np.array(self._vecs[:k])
         return bool((need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2).any())
@@ -93,16 +103,15 @@ class ReclaimSolver:
         """The chosen units with a task on a node that, with every chosen
         unit gone, would have room for one of the first k tasks: evicting
         the others could help no task, and they would be put back anyway."""
-        if not chosen:
-            return chosen
+        if not self._freed:
+            return []       # none of them frees room on a node here
         table = self.ssn.cluster.table
         rows = np.fromiter(self._freed, dtype=int, count=len(self._freed))
         room = table.future[rows] + np.array([self._freed[r] for r in rows])
         need = np.array(self._vecs[:k])
         useful = set(rows[(need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2).any(axis=0)]
                      .tolist())
-        index = table.index
-        jobs = {u.job for u in chosen if any(index[t.node_name] in useful for t in u.tasks)}  # type: ignore[index]  # victims are on a node
+        jobs = {u.job for u in chosen if any(row in useful for row, _ in self._rows(u))}
         # A job's units go together: its rest was a unit only once its surplus was taken.
         return [u for u in chosen if u.job in jobs]
 
@@ -157,8 +166,7 @@ class ReclaimSolver:
         promised = self._devices_taken(stmt)
         for job, units in by_job.items():
             back: dict[int, np.ndarray] = {}
-            for task in (t for u in units for t in u.tasks):
-                row = table.index[task.node_name]     # type: ignore[index]  # victims are on a node
+            for row, task in (rt for u in units for rt in self._rows(u)):
                 back[row] = back.get(row, 0) + self.ssn.cluster.held(task)
             if promised and self._holds(units, promised):
                 continue        # the placed tasks took its devices: it cannot come back

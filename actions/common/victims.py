@@ -71,9 +71,13 @@ class VictimPicker:
             yield queue
             queue = next(iter(tree.predecessors(queue)), ROOT)
 
-    def _running(self, job: JobInfo) -> list[TaskInfo]:
+    def _running(self, job: JobInfo, here: bool = False) -> list[TaskInfo]:
+        """here: only those on a node this scheduler sees. A task going alone is
+        picked there: one on another pool's node (or a node gone) frees nothing here."""
         gone = self.gone.get(job.key, ())
-        return [t for t in job.tasks.values() if t.status in EVICTABLE_STATUSES and t.key not in gone]
+        nodes = self.ssn.cluster.nodes
+        return [t for t in job.tasks.values() if t.status in EVICTABLE_STATUSES
+                and t.key not in gone and (not here or t.node_name in nodes)]
 
     def _above_min(self, job: JobInfo) -> bool:
         return self._spare(job) is not None
@@ -88,7 +92,7 @@ class VictimPicker:
         taken = [t for t in job.tasks.values() if t.key in gone]
         subtree: list[TaskInfo] | None = None
         tried: set[str | None] = set()
-        for task in sorted(self._running(job), key=lambda t: (-t.creation, t.key)):
+        for task in sorted(self._running(job, here=True), key=lambda t: (-t.creation, t.key)):
             if task.subgroup in tried:
                 continue        # its subgroup's answer is known: the same for every task
             unit = job.eviction_unit(task, taken)
@@ -108,7 +112,7 @@ class VictimPicker:
         job = self.ssn.cluster.jobs[job.key]        # as it is now
         mode = job.spec.disruption
         if mode is Disruption.SINGLE and not self.surplus_only:
-            newest = min(self._running(job), key=lambda t: (-t.creation, t.key), default=None)
+            newest = min(self._running(job, here=True), key=lambda t: (-t.creation, t.key), default=None)
             spare = [newest] if newest is not None else None
         else:
             spare = None if mode is Disruption.ALL else self._spare(job)
