@@ -233,3 +233,76 @@ def test_the_node_pool_round_trips_through_a_snapshot_config() -> None:
     cfg = config("b", default=True)
     assert cfg.to_dict()["nodePool"] == {"label": POOL, "value": "b", "default": True}
     assert parse_config(yaml.safe_dump(cfg.to_dict()), REGISTRY) == cfg
+
+
+def test_a_shard_reclaims_a_gang_with_a_pod_on_a_node_moved_to_another_pool() -> None:
+    """Pool b's gang runs on b1 and b2, and b1 is relabelled into pool a: shard b
+    still counts the pod there for its gang, and may reclaim the gang, whose pods
+    go together wherever they run, for the room it frees on b2 (b1's is not
+    shard b's to count). It used to look b1 up among its own nodes, and crash."""
+    def quota_queue(name: str, cpu: str) -> Obj:
+        return {**queue(name, "b"), "spec": {"resources": {"cpu": {"quota": cpu}}}}
+    shards = Shards([node("a1", "a"), node("b1", "b"), node("b2", "b"),
+                     quota_queue("over", "0"), quota_queue("owed", "4"),
+                     podgroup("hog", 2, pool="b", queue="over"),
+                     *(pod(f"hog-{i}", group="hog", node_name=f"b{i + 1}", cpu="4")
+                       for i in range(2))])
+    shards.cycle()
+    shards.cluster.patch(NODE, "", "b1", {"metadata": node("b1", "a")["metadata"]})
+    shards.cluster.create(pod("owed-0", pool="b", queue="owed", cpu="4"))
+    _, result_b = shards.cycle()
+    assert result_b.cluster is not None and "b1" not in result_b.cluster.nodes
+    evicted = {e.pod for e in result_b.effects if isinstance(e, Evict)}
+    assert evicted == {"ml/hog-0", "ml/hog-1"}      # the gang goes whole
+
+
+def test_a_shard_reclaims_no_lone_pod_on_a_node_it_does_not_see() -> None:
+    """An elastic job of pool b (minimum 1) runs one pod on b2 and a newer one on
+    b1, relabelled into pool a: its surplus pod, newest first, is looked for on
+    shard b's nodes only. Evicting the one on b1 would free nothing shard b can
+    place on, and the one on b2 would have to go too."""
+    def quota_queue(name: str, cpu: str) -> Obj:
+        return {**queue(name, "b"), "spec": {"resources": {"cpu": {"quota": cpu}}}}
+    shards = Shards([node("a1", "a"), node("b1", "b"), node("b2", "b"),
+                     quota_queue("over", "0"), quota_queue("owed", "4"),
+                     podgroup("elastic", 1, pool="b", queue="over"),
+                     pod("elastic-old", group="elastic", node_name="b2", cpu="4")])
+    shards.clock.advance(60)
+    shards.cluster.create(pod("elastic-new", group="elastic", node_name="b1", cpu="4"))
+    shards.cycle()
+    shards.cluster.patch(NODE, "", "b1", {"metadata": node("b1", "a")["metadata"]})
+    shards.cluster.create(pod("owed-0", pool="b", queue="owed", cpu="4"))
+    _, result_b = shards.cycle()
+    evicted = {e.pod for e in result_b.effects if isinstance(e, Evict)}
+    assert evicted == {"ml/elastic-old"}
+
+
+def test_a_gang_split_over_pools_names_one_scheduler_all_the_same() -> None:
+    """An upstream PodGroup whose pods name pool a and pool b (by their own
+    labels): each shard sees only part of it, and none places it, but its pods
+    name one scheduler, so neither the shard's model nor a rebuild says they name
+    more than one (the rebuild once counted the other pool's pod as a stranger:
+    "kaisched (2 pods)"). A pod naming another scheduler still makes it mixed."""
+    def member(name: str, pool: str, scheduler: str = "kaisched") -> Obj:
+        obj = pod(name, pool=pool)
+        obj["spec"]["schedulingGroup"] = {"podGroupName": "split"}
+        obj["spec"]["schedulerName"] = scheduler
+        return obj
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "split", "namespace": "ml"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    shards = Shards([node("a1", "a"), node("b1", "b"), group,
+                     member("split-a", "a"), member("split-b", "b")])
+    result_a, result_b = shards.cycle()
+    assert not result_a.placed and not result_b.placed
+    for shard, result in ((shards.a, result_a), (shards.b, result_b)):
+        assert result.cluster is not None
+        assert result.cluster.jobs["ml/split"].problem is None
+        assert shard.cache.check(shards.clock.now()) == []
+    shards.cluster.create(member("split-other", "a", scheduler="other"))
+    result_a, _ = shards.cycle()
+    assert result_a.cluster is not None
+    assert result_a.cluster.jobs["ml/split"].problem == (
+        "its pods name more than one scheduler: kaisched (1 pod), other (1 pod); "
+        "all pods of a group must name one")
+    assert shards.a.cache.check(shards.clock.now()) == []
