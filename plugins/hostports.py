@@ -60,8 +60,11 @@ class HostPortsPlugin(PluginBase):
 
     def _allocated(self, task: TaskInfo) -> None:
         ports = task.placement.rules.host_ports
-        if ports and task.key not in self.held and task.node_name is not None:
-            self._take(task.key, self.cluster.table.index[task.node_name], ports)
+        # An undone eviction of a pod on a node the table does not hold (another
+        # pool's): its ports there were never counted, nor are they now.
+        row = self.cluster.table.index.get(task.node_name) if task.node_name is not None else None
+        if ports and task.key not in self.held and row is not None:
+            self._take(task.key, row, ports)
 
     def _deallocated(self, task: TaskInfo) -> None:
         if task.key not in self.held or present(self.cluster, task):

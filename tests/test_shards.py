@@ -235,21 +235,31 @@ def test_the_node_pool_round_trips_through_a_snapshot_config() -> None:
     assert parse_config(yaml.safe_dump(cfg.to_dict()), REGISTRY) == cfg
 
 
-def test_a_shard_reclaims_a_gang_with_a_pod_on_a_node_moved_to_another_pool() -> None:
+@pytest.mark.parametrize("counted", [False, True])
+def test_a_shard_reclaims_a_gang_with_a_pod_on_a_node_moved_to_another_pool(counted: bool) -> None:
     """Pool b's gang runs on b1 and b2, and b1 is relabelled into pool a: shard b
     still counts the pod there for its gang, and may reclaim the gang, whose pods
     go together wherever they run, for the room it frees on b2 (b1's is not
-    shard b's to count). It used to look b1 up among its own nodes, and crash."""
+    shard b's to count). It used to look b1 up among its own nodes, and crash: in
+    the victim search, and (counted: the gang's pods hold a host port and a rule
+    of the waiting pod selects them) when a tried eviction was undone."""
     def quota_queue(name: str, cpu: str) -> Obj:
         return {**queue(name, "b"), "spec": {"resources": {"cpu": {"quota": cpu}}}}
+    hogs = [pod(f"hog-{i}", group="hog", node_name=f"b{i + 1}", cpu="4") for i in range(2)]
+    owed = pod("owed-0", pool="b", queue="owed", cpu="4")
+    if counted:
+        for hog in hogs:
+            hog["metadata"]["labels"]["app"] = "hog"
+            hog["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+        owed["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "hog"}},
+             "topologyKey": "kubernetes.io/hostname"}]}}
     shards = Shards([node("a1", "a"), node("b1", "b"), node("b2", "b"),
                      quota_queue("over", "0"), quota_queue("owed", "4"),
-                     podgroup("hog", 2, pool="b", queue="over"),
-                     *(pod(f"hog-{i}", group="hog", node_name=f"b{i + 1}", cpu="4")
-                       for i in range(2))])
+                     podgroup("hog", 2, pool="b", queue="over"), *hogs])
     shards.cycle()
     shards.cluster.patch(NODE, "", "b1", {"metadata": node("b1", "a")["metadata"]})
-    shards.cluster.create(pod("owed-0", pool="b", queue="owed", cpu="4"))
+    shards.cluster.create(owed)
     _, result_b = shards.cycle()
     assert result_b.cluster is not None and "b1" not in result_b.cluster.nodes
     evicted = {e.pod for e in result_b.effects if isinstance(e, Evict)}

@@ -149,14 +149,18 @@ class PodIndex:
     # -- changes -----------------------------------------------------------------------
     def add(self, task: TaskInfo) -> None:
         """Count a task that is now on a node (once: an undone eviction
-        announces a task that never left)."""
+        announces a task that never left). One on a node the table does not
+        hold (another pool's, or one not known) counts here no more than it did
+        before its eviction was tried."""
         if task.key in self.pods or task.node_name is None \
                 or (self.keep is not None and not self.keep(task)):
             return
         if not self._generic and not self._holding(task.placement.rules) \
                 and not any(kv in self._anchored for kv in task.labels):
             return              # no rule could count it: most pods of a big cluster
-        row = self.cluster.table.index[task.node_name]
+        row = self.cluster.table.index.get(task.node_name)
+        if row is None:
+            return
         self._add(Occupant(task.key, row, task.namespace, dict(task.labels),
                            task.placement.rules))
 
