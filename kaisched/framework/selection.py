@@ -117,6 +117,15 @@ class NodeSelection:
                 out &= found.fn(task, self.all_rows)
         return out
 
+    def node_mask(self, task: TaskInfo) -> np.ndarray:
+        """Nodes whose own facts (readiness, labels, taints) let the task in,
+        resources aside: what no eviction changes."""
+        out = np.ones(len(self.cluster.table), dtype=bool)
+        for found in self.hooks.registrations(Hook.PREDICATE):
+            if found.label != RESOURCE_FIT:
+                out &= found.fn(task, self.all_rows)
+        return out
+
     def filters(self) -> list[Registration[NodeFilter]]:
         """Every node filter as registered, cached ones first (a POD_PREDICATE
         answering None, for a task its rule leaves alone, passes every node)."""

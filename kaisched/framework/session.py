@@ -319,6 +319,11 @@ class Session:
         """Nodes passing every filter but resources: where room could be made."""
         return self.selection.static_mask(task)
 
+    def node_mask(self, task: TaskInfo) -> np.ndarray:
+        """Nodes whose own facts (readiness, labels, taints) let the task in,
+        resources aside: where evicting pods could help it at all."""
+        return self.selection.node_mask(task)
+
     def room_mask(self, task: TaskInfo) -> np.ndarray:
         """static_mask, where what evictable pods hold beyond resources (their
         devices) counts as freed: the nodes eviction could make room on."""
