@@ -102,7 +102,8 @@ class Scheduler:
         self.warmed_at: float | None = None     # when a standby last prepared (follow)
         # Fair share with memory: each queue's usage, kept by this scheduler or
         # asked of Prometheus (None: not configured).
-        self.usage: UsageBook | None = usage_book(config.usage_db)
+        self.usage: UsageBook | None = usage_book(
+            config.usage_db, config.node_pool.value if config.node_pool is not None else None)
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""

@@ -59,12 +59,14 @@ class UsageBook(Protocol):
     def next_change(self, now: float) -> float | None: ...
 
 
-def usage_book(config: UsageDBConfig | None) -> UsageBook | None:
+def usage_book(config: UsageDBConfig | None, pool: str | None = None) -> UsageBook | None:
+    """pool: a shard's node pool, whose own series alone Prometheus is asked for."""
     if config is None:
         return None
     if config.client_type is UsageSource.PROMETHEUS:
         assert config.connection_string is not None     # the config refuses it otherwise
-        return PrometheusBook(config.params, PrometheusClient(config.connection_string))
+        return PrometheusBook(config.params, PrometheusClient(config.connection_string),
+                              pool=pool)
     return BuiltinBook(config.params)
 
 
@@ -201,10 +203,11 @@ class PrometheusBook:
     """Usage asked of a Prometheus server (see the module)."""
 
     def __init__(self, params: UsageParams, client: PrometheusClient,
-                 every: float = FETCH_EVERY) -> None:
+                 every: float = FETCH_EVERY, pool: str | None = None) -> None:
         self.params = params
         self.client = client
         self.every = every
+        self.pool = pool
         self.known: dict[QueueName, dict[str, float]] = {}
         self.fetched: float | None = None          # when the last question was asked
         self.failing = False
@@ -233,7 +236,7 @@ class PrometheusBook:
     def refresh(self, now: float) -> None:
         """Ask Prometheus now; on failure keep what is known, and say so once."""
         try:
-            usage = fetch_usage(self.client, self.params, now)
+            usage = fetch_usage(self.client, self.params, now, self.pool)
         except UsageDBError as exc:
             with self._lock:
                 self._busy = False
@@ -257,16 +260,27 @@ class PrometheusBook:
 
 
 # The metrics asked for: each queue's figures, and what the cluster offered
-# (max over the series of several replicas: only the leader exports them).
-HELD = "max by (queue, resource) (avg_over_time(kaisched_queue_allocated[{range}]))"
-OFFERED = "max by (resource) (avg_over_time(kaisched_cluster_capacity[{range}]))"
+# (max over the series of several replicas: only the leader exports them). A
+# shard asks for its own pool's series: what its nodes offered, not the
+# largest pool's.
+HELD = "max by (queue, resource) (avg_over_time(kaisched_queue_allocated{selector}[{range}]))"
+OFFERED = "max by (resource) (avg_over_time(kaisched_cluster_capacity{selector}[{range}]))"
 
 
-def fetch_usage(client: PrometheusClient, params: UsageParams, now: float
-                ) -> dict[QueueName, dict[str, float]]:
+def _selector(pool: str | None) -> str:
+    if pool is None:
+        return ""
+    escaped = pool.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{{pool="{escaped}"}}'
+
+
+def fetch_usage(client: PrometheusClient, params: UsageParams, now: float,
+                pool: str | None = None) -> dict[QueueName, dict[str, float]]:
     """Each queue's normalised usage from Prometheus: bucket by bucket on the
     grid of the built-in book (the window over BUCKETS), the average of each
-    series over a bucket times its length, then normalised alike."""
+    series over a bucket times its length, then normalised alike; pool: only
+    the series a shard of that node pool exported."""
+    selector = _selector(pool)
     size = params.bucket
     last_end = math.floor(now / size) * size
     first_end = max(last_end - (BUCKETS - 1) * size, params.window_start(now) + size)
@@ -282,13 +296,14 @@ def fetch_usage(client: PrometheusClient, params: UsageParams, now: float
 
     for template in (HELD, OFFERED):
         if first_end <= last_end:
-            expr = template.format(range=_duration(size))
+            expr = template.format(selector=selector, range=_duration(size))
             for labels, samples in client.query_range(expr, first_end, last_end, size):
                 for at, value in samples:
                     add(labels, at, size, value)
         partial = now - last_end
         if partial >= 1.0:
-            for labels, value in client.query(template.format(range=_duration(partial)), now):
+            for labels, value in client.query(template.format(selector=selector,
+                                                                range=_duration(partial)), now):
                 add(labels, now, partial, value)
     if not offers:
         raise UsageDBError("kaisched_cluster_capacity has no samples in the window: "

@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -54,20 +55,19 @@ def wait_for(what: str, check: Any, patience: float = PATIENCE) -> Any:
         time.sleep(0.5)
 
 
-@pytest.fixture
-def exporting() -> Iterator[tuple[int, Scheduler]]:
-    """A kaisched whose cycles set its metrics, served on a loopback port:
-    team-a holds 6 of the 8 GPUs, team-b 1."""
+@contextmanager
+def exported(objects: list[dict[str, Any]], pool: str | None = None
+             ) -> Iterator[tuple[int, Scheduler]]:
+    """A kaisched whose cycles set its metrics (labelled with its node pool,
+    if any), served on a loopback port."""
     clock = ManualClock()
     cluster = MemoryCluster(clock)
-    for obj in [build_node("gpu-1", cpu=16, gpu=8), build_queue("team-a"), build_queue("team-b"),
-                *[build_pod(f"a-{i}", cpu=1, gpu=1, queue="team-a", node="gpu-1") for i in range(6)],
-                build_pod("b-0", cpu=1, gpu=1, queue="team-b", node="gpu-1")]:
+    for obj in objects:
         cluster.create(obj)
     registry = register_builtins()
     scheduler = Scheduler(cluster, default_config(registry), registry, clock,
                           Binder(cluster, clock.now))
-    metrics = Metrics()
+    metrics = Metrics(pool)
     for _ in range(2):
         metrics.observe(scheduler.run_once(), clock.now())
         clock.advance(1.0)
@@ -81,14 +81,26 @@ def exporting() -> Iterator[tuple[int, Scheduler]]:
 
 
 @pytest.fixture
-def prometheus(tmp_path: Path, exporting: tuple[int, Scheduler]) -> Iterator[str]:
+def exporting() -> Iterator[tuple[int, Scheduler]]:
+    """team-a holds 6 of the 8 GPUs, team-b 1."""
+    with exported([build_node("gpu-1", cpu=16, gpu=8), build_queue("team-a"),
+                   build_queue("team-b"),
+                   *[build_pod(f"a-{i}", cpu=1, gpu=1, queue="team-a", node="gpu-1")
+                     for i in range(6)],
+                   build_pod("b-0", cpu=1, gpu=1, queue="team-b", node="gpu-1")]) as served:
+        yield served
+
+
+@contextmanager
+def scraping(tmp_path: Path, targets: list[int]) -> Iterator[str]:
+    """A real Prometheus on loopback scraping the given ports each second."""
     if PROMETHEUS is None:
         pytest.skip("prometheus is not installed (Debian: apt-get install prometheus)")
-    target, _ = exporting
+    listed = ", ".join(f"'127.0.0.1:{t}'" for t in targets)
     (tmp_path / "prometheus.yml").write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
         "scrape_configs:\n"
-        f"  - job_name: kaisched\n    static_configs: [{{targets: ['127.0.0.1:{target}']}}]\n")
+        f"  - job_name: kaisched\n    static_configs: [{{targets: [{listed}]}}]\n")
     port = free_port()
     process = subprocess.Popen(
         [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
@@ -103,6 +115,18 @@ def prometheus(tmp_path: Path, exporting: tuple[int, Scheduler]) -> Iterator[str
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def prometheus(tmp_path: Path, exporting: tuple[int, Scheduler]) -> Iterator[str]:
+    with scraping(tmp_path, [exporting[0]]) as url:
+        yield url
+
+
+def scraped(client: PrometheusClient, series: str, count: int) -> bool:
+    """Prometheus holds at least count samples of each of the series."""
+    got = client.query_range(series, time.time() - 60, time.time(), 1.0)
+    return bool(got) and all(len(samples) >= count for _, samples in got)
 
 
 def test_usage_comes_back_from_a_real_prometheus(prometheus: str, exporting: tuple[int, Scheduler],
@@ -137,3 +161,25 @@ def test_usage_comes_back_from_a_real_prometheus(prometheus: str, exporting: tup
     assert book.observe(cluster, time.time())["team-a"][GPU] == pytest.approx(6 / 8, abs=0.01)
     lines = [r for r in caplog.records if "last known usage stands" in r.getMessage()]
     assert len(lines) == 1
+
+
+def test_a_shard_asks_for_its_own_pools_series(tmp_path: Path) -> None:
+    """Two shards' schedulers exported to one Prometheus: each one's usage is
+    its queue's use over what its own pool offered, not the largest pool's."""
+    pool_a = [build_node("a-1", cpu=16, gpu=8), build_queue("team-a"),
+              *[build_pod(f"a-{i}", cpu=1, gpu=1, queue="team-a", node="a-1") for i in range(6)]]
+    pool_b = [build_node("b-1", cpu=32, gpu=16), build_queue("team-b"),
+              *[build_pod(f"b-{i}", cpu=1, gpu=1, queue="team-b", node="b-1") for i in range(4)]]
+    with exported(pool_a, "a") as (port_a, _), exported(pool_b, "b") as (port_b, _), \
+            scraping(tmp_path, [port_a, port_b]) as url:
+        client = PrometheusClient(url, timeout=10.0)
+        wait_for("both pools' metrics in Prometheus",
+                 lambda: scraped(client, 'kaisched_cluster_capacity{resource="nvidia.com/gpu"}', 15)
+                 and len(client.query("kaisched_cluster_capacity{resource=\"nvidia.com/gpu\"}",
+                                      time.time())) == 2)
+        params = UsageParams(window=240.0)
+        a = fetch_usage(client, params, time.time(), pool="a")
+        b = fetch_usage(client, params, time.time(), pool="b")
+    assert set(a) == {"team-a"} and set(b) == {"team-b"}
+    assert a["team-a"][GPU] == pytest.approx(6 / 8, abs=0.01)       # not 6 of pool b's 16
+    assert b["team-b"][GPU] == pytest.approx(4 / 16, abs=0.01)
