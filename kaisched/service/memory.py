@@ -77,4 +77,6 @@ def shortfall(nodes: int, pods: int, limit: int, source: str) -> str | None:
 
 
 def _gib(value: int) -> str:
+    if value < 1 << 30:     # a small cluster or limit: "0.0 GiB" would say nothing
+        return f"{value / MIB:.0f} MiB"
     return f"{value / (1 << 30):.1f} GiB"
