@@ -84,7 +84,7 @@ def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[T
         for other in others:
             for t in other.tasks.values():
                 if t.status in EVICTABLE_STATUSES and t.node_name in table.index:
-                    out[table.index[t.node_name]] += table.vector(t.resreq)
+                    out[table.index[t.node_name]] += ssn.cluster.held(t)
         return out
 
     def fair(victims: list[Unit]) -> str | None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from actions.allocate import AllocateAction
 from actions.backfill import BackfillAction
+from actions.consolidation import ConsolidationAction
 from actions.enqueue import EnqueueAction
 from actions.preempt import PreemptAction
 from actions.reclaim import ReclaimAction
@@ -10,6 +11,7 @@ from actions.stalegangeviction import StaleGangEvictionAction
 from kaisched.framework.registry import Registry
 from plugins.dra import DraPlugin
 from plugins.gang import GangPlugin
+from plugins.gpusharing import GpuSharingPlugin
 from plugins.hostports import HostPortsPlugin
 from plugins.minruntime import MinRuntimePlugin
 from plugins.nodeaffinity import NodeAffinityPlugin
@@ -28,6 +30,7 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_action("enqueue", EnqueueAction)
     registry.add_action("allocate", AllocateAction)
     registry.add_action("backfill", BackfillAction)
+    registry.add_action("consolidation", ConsolidationAction)
     registry.add_action("reclaim", ReclaimAction)
     registry.add_action("preempt", PreemptAction)
     registry.add_action("stalegangeviction", StaleGangEvictionAction)
@@ -43,5 +46,6 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_plugin("nodeaffinity", NodeAffinityPlugin)
     registry.add_plugin("volumebinding", VolumeBindingPlugin)
     registry.add_plugin("dra", DraPlugin)
+    registry.add_plugin("gpusharing", GpuSharingPlugin)
     registry.add_plugin("minruntime", MinRuntimePlugin)
     return registry

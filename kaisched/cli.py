@@ -137,7 +137,9 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
         say(f"  {pod} -> {node}")
     say(f"pipelined ({len(result.pipelined)}):")
     for pod, node in result.pipelined.items():
-        say(f"  {pod} -> {node} (waiting for room to be released)")
+        why = "moved: room held for the pod its controller makes again" if pod in result.moved \
+            else "waiting for room to be released"
+        say(f"  {pod} -> {node} ({why})")
     say(f"evictions ({len(result.evictions)}):")
     for pod in result.evictions:
         say(f"  {pod}  ({result.eviction_reasons.get(pod, '')})")

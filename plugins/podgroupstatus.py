@@ -215,6 +215,7 @@ def _status(ssn: Session, job: JobInfo, extras: list[Extra] | None = None) -> Po
         last_schedule_time=now if placed else old.last_schedule_time,
         stale_since=ssn.stale_since.get(job.key, old.stale_since),
         unschedulable_since=since,
+        last_moved_time=ssn.moved_at.get(job.key, old.last_moved_time),
         pending_since=to_rfc3339(ssn.pending_since(job)),
         observed_generation=job.spec.generation if expired else old.observed_generation,
     )

@@ -86,13 +86,18 @@ class ProportionPlugin(PluginBase):
         # Tasks counted by (queue, request), kept by the cache as jobs change:
         # a big cluster has few distinct ones.
         ledger = cluster.ledger()
+        # What tasks are charged (a share of a GPU counts as that share; a
+        # pending gpu-memory pod's MiB as its part of the smallest GPU).
+        resolved = cluster.resolved
+        self._charge = cluster.charge
         for (queue, res, pinned), count in ledger.holding.items():
+            res = resolved(res)
             self._add(self.allocated, queue, res, count)
             self._add(demand, queue, res, count)
             if pinned:
                 self._add(self.pinned, queue, res, count)
         for (queue, res), count in ledger.wanted.items():
-            self._add(demand, queue, res, count)
+            self._add(demand, queue, resolved(res), count)
         self._jobs = cluster.jobs
         # Devices of ResourceClaims count against the queue too (what each
         # task's accounting added, to take back the same).
@@ -259,7 +264,7 @@ class ProportionPlugin(PluginBase):
         need = job.spec.min_resources
         if need is None or job.queue not in self._chain:
             return None
-        own = job.request(READY_STATUSES - {TaskStatus.SUCCEEDED})     # counts as its room
+        own = self._ssn.cluster.resolved(job.charge(READY_STATUSES - {TaskStatus.SUCCEEDED}))
         for name in self._chain[job.queue]:
             used = self.allocated[name]
             waiting = self._ssn.inqueue_request(job, self._subtree(name))
@@ -296,7 +301,7 @@ class ProportionPlugin(PluginBase):
         self._account(self._jobs[task.job].queue, task, sign)
 
     def _account(self, queue: QueueName, task: TaskInfo, sign: float) -> None:
-        request = task.resreq
+        request = self._charge(task)        # a share of a GPU as that part of one
         if task.claims:         # its devices: as counted when it took them, given back alike
             charge = self.charged.pop(task.key, None) if sign < 0 else None
             if charge is None:

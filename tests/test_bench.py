@@ -176,6 +176,26 @@ def test_volumes_bench_places_every_pod_where_a_volume_of_its_own_is() -> None:
     assert figures["placed"] == figures["pods"] == 320 and figures["nodes"] == 200
 
 
+def test_consolidation_bench_moves_pods_to_place_the_gang() -> None:
+    """Its gang fits only once pods move: the measured cycle plans the moves
+    (one 2-GPU pod per node the gang takes) and pipelines the gang."""
+    result = CliRunner().invoke(main, ["bench", "consolidation-1k", "--scale", str(SCALE)])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.stdout)
+    assert figures["nodes"] == 16 and figures["evicted"] == 8
+    assert figures["placed"] == 16          # the gang's 8 pods and the 8 moved pods, pipelined
+
+
+def test_gpu_share_5k_places_every_share_with_no_nvidia_gpu_request() -> None:
+    from kaisched.bench.scenarios import run
+
+    nodes, pods = SCENARIOS["gpu-share-5k"](SCALE)
+    assert all(GPU not in requests(p) for p in pods)
+    asks = Counter(next(iter(p["metadata"]["annotations"])) for p in pods)
+    assert asks["gpu-fraction"] == 4 * asks["gpu-memory"]
+    assert all(n["metadata"]["labels"]["nvidia.com/gpu.memory"] for n in nodes)
+    figures = run("gpu-share-5k", SCALE)
+    assert figures["placed"] == figures["pods"] == len(pods)
 def test_failover_bench_reports_the_takeover_and_where_it_went() -> None:
     # scale-10k's mix five times over, at 1/500th: 100 nodes, 3,000 pods.
     result = CliRunner().invoke(main, ["bench", "failover-50k", "--scale", str(SCALE / 5)])

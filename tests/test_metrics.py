@@ -16,6 +16,7 @@ import yaml
 
 from kaisched.api.clock import ManualClock
 from kaisched.catalog import register_builtins
+from kaisched.cluster.kinds import EVENT
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config, parse_config
 from kaisched.runtime.binder import Binder
@@ -154,6 +155,32 @@ def test_evictions_are_counted_by_queue_and_cause() -> None:
     gang(cluster, "new", 2, priority="high")
     metrics = run(cluster, cycles=2)
     assert value(metrics, "kaisched_evictions_total", queue="default", cause="preempt") == 2
+
+
+def test_a_move_is_an_eviction_of_cause_consolidation_with_its_event() -> None:
+    """Consolidation moves b-0 to make room for big: counted under its own
+    cause, and the pod's Event says Evicted (it runs again), naming big."""
+    cluster = MemoryCluster(ManualClock())
+    queue(cluster, "default")
+    node(cluster, "n1")
+    node(cluster, "n2")
+    for name in ("a", "b"):
+        cluster.create({"apiVersion": PG, "kind": "PodGroup",
+                        "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": 1}})
+        cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": f"{name}-0", "namespace": "default", "annotations": {"kaisched.io/pod-group": name},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
+                                 "uid": f"{name}-uid", "controller": True}]},
+            "spec": {"schedulerName": "kaisched", "nodeName": "n1" if name == "a" else "n2",
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]},
+            "status": {"phase": "Running"}})
+    gang(cluster, "big", 1, cpu="3")
+    metrics = run(cluster, cycles=1, config=CONFIG.replace("[enqueue, allocate, preempt]",
+                                                           "[allocate, consolidation]"))
+    assert value(metrics, "kaisched_evictions_total", queue="default", cause="consolidation") == 1
+    events = [e for e in cluster.list(EVENT) if e["reason"] == "Evicted"]
+    assert [e["involvedObject"]["name"] for e in events] == ["a-0"]
+    assert "moved by consolidation to make room for default/big" in events[0]["message"]
 
 
 def test_preemptions_held_back_by_the_delay_are_counted_by_queue() -> None:

@@ -14,12 +14,16 @@ reason, and substrings of its message),
 podMessages (per pod: substrings of its PodScheduled=False message),
 podReasons (per pod: the reason of its PodScheduled=False condition),
 evictionReasons (per pod: substring of the eviction message), staleSince
-(per PodGroup: the status timer), volumeClaims (per PVC: selectedNode, its
+and lastMovedTime (per PodGroup: the status timers), volumeClaims (per PVC: selectedNode, its
 volume.kubernetes.io/selected-node annotation, and volumeName; null: unset),
 claims (per ResourceClaim: its allocated devices as driver/pool/device and the
 pods it is reserved for -- a PodGroup as podgroups/<name> -- or null when it is
 not allocated; `nodes`, when given: the node selector of its allocation, as
-`node/<name>` or `label-key In v1,v2` terms).
+`node/<name>` or `label-key In v1,v2` terms), sharedGpus (per node: the pods
+that share each of its GPUs, as their runai-gpu-group labels say, each GPU's
+pods sorted), reservations (per node: how many reservation pods hold its shared
+GPUs; each must hold a GPU some pod there shares), gpuQueues (per Queue: its
+status's allocated nvidia.com/gpu).
 """
 from __future__ import annotations
 
@@ -28,8 +32,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kaisched.api.gpushare import GPU_GROUP, RESERVATION_APP, RESERVATION_NAMESPACE, groups_of
 from kaisched.catalog import register_builtins
-from kaisched.cluster.kinds import POD, PODGROUP, PVC, RESOURCE_CLAIMS
+from kaisched.cluster.kinds import POD, PODGROUP, PVC, QUEUE, RESOURCE_CLAIMS
 from kaisched.cluster.snapshot import load_file
 from kaisched.framework import default_config, load_config
 from kaisched.tools.replay import replay
@@ -132,14 +137,55 @@ def test_scenario(path: Path) -> None:
                    "volume.kubernetes.io/selected-node"),
                "volumeName": (pvc.get("spec") or {}).get("volumeName")}
         assert {k: got[k] for k in want} == want, f"{key}: {got}"
-    for key, since in (expect.get("staleSince") or {}).items():
-        ns, name = key.split("/")
-        assert (result.cluster.get(PODGROUP, ns, name).get("status") or {}).get("staleSince") == since
+    for field in ("staleSince", "lastMovedTime"):
+        for key, since in (expect.get(field) or {}).items():
+            ns, name = key.split("/")
+            assert (result.cluster.get(PODGROUP, ns, name).get("status") or {}).get(field) == since, key
     for key, want in (expect.get("claims") or {}).items():
         nodes = want.pop("nodes", None) if isinstance(want, dict) else None
         assert claim_state(result.cluster, key) == want, key
         if nodes is not None:
             assert allocation_nodes(result.cluster, key) == nodes, key
+    shared = shared_gpus(result.cluster)
+    for node, want in (expect.get("sharedGpus") or {}).items():
+        assert shared.get(node, []) == sorted(sorted(g) for g in want), f"{node}: {shared}"
+    if "reservations" in expect:
+        held = reservations(result.cluster)
+        for node, count in (expect["reservations"] or {}).items():
+            assert len(held.get(node, [])) == count, f"{node}: {held}"
+        for node, groups in held.items():
+            sharing = {g for pod in result.cluster.list(POD) if pod["spec"].get("nodeName") == node
+                       for g in groups_of(pod["metadata"].get("labels") or {})}
+            assert set(groups) <= sharing, f"{node}: reservation pods of GPUs nobody shares"
+    for name, want in (expect.get("gpuQueues") or {}).items():
+        status = result.cluster.get(QUEUE, "", name).get("status") or {}
+        assert (status.get("allocated") or {}).get("nvidia.com/gpu") == want, f"{name}: {status}"
+
+
+def shared_gpus(cluster) -> dict[str, list[list[str]]]:
+    """Per node, the pods sharing each GPU (by their group labels)."""
+    by_group: dict[tuple[str, str], list[str]] = {}
+    for pod in cluster.list(POD):
+        meta, node = pod["metadata"], pod["spec"].get("nodeName")
+        labels = meta.get("labels") or {}
+        if not node or meta["namespace"] == RESERVATION_NAMESPACE or labels.get("app"):
+            continue
+        for group in groups_of(labels):
+            by_group.setdefault((node, group), []).append(f"{meta['namespace']}/{meta['name']}")
+    out: dict[str, list[list[str]]] = {}
+    for (node, _), pods in sorted(by_group.items()):
+        out.setdefault(node, []).append(sorted(pods))
+    return {node: sorted(groups) for node, groups in out.items()}
+
+
+def reservations(cluster) -> dict[str, list[str]]:
+    """Per node, the groups kaisched's reservation pods (not being deleted) hold."""
+    out: dict[str, list[str]] = {}
+    for pod in cluster.list(POD, RESERVATION_NAMESPACE):
+        meta = pod["metadata"]
+        if (meta.get("labels") or {}).get("app") == RESERVATION_APP and not meta.get("deletionTimestamp"):
+            out.setdefault(pod["spec"]["nodeName"], []).append(meta["labels"][GPU_GROUP])
+    return out
 
 
 def claim_state(cluster, key: str) -> dict | None:

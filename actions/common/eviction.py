@@ -18,7 +18,7 @@ from actions.common.topology import bound_domain
 from kaisched.api.conflicts import stands_in_way
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
-from kaisched.api.resource import PODS
+from kaisched.api.resource import GPU, PODS
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, TaskStatus
@@ -252,7 +252,7 @@ class RoomFinder:
         for task in candidates:
             node = task.node_name
             assert node is not None     # candidates are evictable: on a node
-            row, vec = table.index[node], table.vector(task.resreq)
+            row, vec = table.index[node], ssn.cluster.held(task)
             self.evictable[row] += vec
             key = order(task) if order is not None else None
             if key is not None and not key[0]:
@@ -321,24 +321,30 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
     row, vec = table.index[node], table.vector(task.resreq)
     rules = ssn.cluster.rules_in_play().any_rule
     mark = stmt.checkpoint()
+    # Devices (ResourceClaims, a share of a GPU) the task needs beyond resources.
+    wants_devices = bool(task.claims) or task.gpu is not None
+    if task.gpu is not None:
+        victims = fewest_for_share(ssn, task, node, victims)
     for whole in (False, True) if gangs else (False,):
         for victim in victims:
             short = vec > table.future[row] + EPSILON
-            # Devices (ResourceClaims) the task needs, still held by pods here.
-            devices = bool(task.claims) and not ssn.pod_fits(task, node)
+            # ... still held by pods here.
+            devices = wants_devices and not (ssn.pod_fits(task, node)
+                                             and ssn.devices_fit(task, node))
             if not short.any() and not devices:
                 break
             current = ssn.cluster.jobs[victim.job].tasks.get(victim.key)
             if current is None or current.status not in EVICTABLE:
                 continue        # gone already, with an earlier victim's gang
-            if not (table.vector(current.resreq)[short] > 0).any() \
-                    and not (devices and current.claims):
+            if not (ssn.cluster.held(current)[short] > 0).any() \
+                    and not (devices and _holds_devices(task, current)):
                 continue        # frees nothing the task lacks: evicting it is pure loss
             _evict_gang(ssn, stmt, task, current, allowed, cause, by, whole)
     if rules and others is not None and not ssn.pod_fits(task, node):
         clear_rules(ssn, stmt, task, node, allowed, others(), cause, by, gangs)
     if table.fits(vec, table.future[row:row + 1])[0] \
-            and (not (task.claims or rules) or ssn.pod_fits(task, node)):
+            and (not (wants_devices or rules) or ssn.pod_fits(task, node)) \
+            and (not wants_devices or ssn.devices_fit(task, node)):
         return True
     stmt.rollback(mark)
     return False
@@ -387,18 +393,57 @@ def free_quota(ssn: Session, stmt: Statement, task: TaskInfo, allowed: Allowed,
     the limit as well as on their nodes. Surplus tasks before whole gangs, in
     victim order; only victims holding what the task asks for. All or
     nothing: True once the queue takes the task."""
-    asked = {n for n, v in task.resreq.items if v > 0 and n != PODS}
+    # As the queue counts them: a share of a GPU is GPU asked for, and held.
+    asked = {n for n, v in ssn.cluster.charge(task).items if v > 0 and n != PODS}
     mark = stmt.checkpoint()
     for whole in (False, True) if gangs else (False,):
         for victim in still_evictable(ssn, victims):
             if not check(task):
                 return True
-            if any(victim.resreq.get(n) > 0 for n in asked):
+            if any(ssn.cluster.charge(victim).get(n) > 0 for n in asked):
                 _evict_gang(ssn, stmt, task, victim, allowed, cause, by, whole)
     if not check(task):
         return True
     stmt.rollback(mark)
     return False
+
+
+def fewest_for_share(ssn: Session, task: TaskInfo, node: NodeName,
+                     victims: list[TaskInfo]) -> list[TaskInfo]:
+    """For a share of one GPU: the victims of the node's shared GPU that frees
+    room for it with the fewest of them (each GPU's taken in victim order)
+    first, then the rest in their order: room is made on one GPU, not a
+    little on each."""
+    share = task.gpu
+    gpus = ssn.cluster.gpus
+    found = gpus.gpus(node)
+    units = share.units(found.memory) if share is not None and found is not None else None
+    if units is None or share is None or share.devices != 1:
+        return victims
+    best: list[TaskInfo] | None = None
+    for device in gpus.on(node).values():
+        short = units - device.free_later
+        picked: list[TaskInfo] = []
+        for victim in victims:
+            if short <= 0:
+                break
+            if victim.key in device.live:
+                picked.append(victim)
+                short -= device.live[victim.key]
+        if short <= 0 and picked and (best is None or len(picked) < len(best)):
+            best = picked
+    if best is None:
+        return victims
+    first = {v.key for v in best}
+    return best + [v for v in victims if v.key not in first]
+
+
+def _holds_devices(task: TaskInfo, victim: TaskInfo) -> bool:
+    """The victim holds devices of the kind the task needs: claims for
+    claims; a GPU, shared or whole, for a share of one."""
+    if task.claims and victim.claims:
+        return True
+    return task.gpu is not None and (victim.gpu is not None or victim.resreq.get(GPU) > 0)
 
 
 def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo],

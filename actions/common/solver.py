@@ -89,7 +89,7 @@ class ReclaimSolver:
         table = self.ssn.cluster.table
         for task in unit.tasks:
             row = table.index[task.node_name]     # type: ignore[index]  # victims are on a node
-            vec = table.vector(task.resreq)
+            vec = self.ssn.cluster.held(task)
             if row in self._freed:
                 self._freed[row] = self._freed[row] + vec
             else:
@@ -176,7 +176,7 @@ class ReclaimSolver:
             back: dict[int, np.ndarray] = {}
             for task in (t for u in units for t in u.tasks):
                 row = table.index[task.node_name]     # type: ignore[index]  # victims are on a node
-                back[row] = back.get(row, 0) + table.vector(task.resreq)
+                back[row] = back.get(row, 0) + self.ssn.cluster.held(task)
             if promised and self._holds(units, promised):
                 continue        # the placed tasks took its devices: it cannot come back
             if all(table.fits(vec, room[row:row + 1])[0] for row, vec in back.items()):

@@ -7,15 +7,18 @@ import attrs
 import networkx as nx
 import numpy as np
 
+from kaisched.api.budgets import DisruptionBudget
 from kaisched.api.constraints import NO_RULES, PodRules
 from kaisched.api.domains import Domains
 from kaisched.api.drainventory import Devices
+from kaisched.api.gpushare import MEMORY_ASK, GpuShare, gpu_memory_label
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
 from kaisched.api.nodeshapes import NodeShapes
 from kaisched.api.queue import QueueInfo, build_queue_tree
-from kaisched.api.resource import Resource
+from kaisched.api.resource import GPU, Resource
+from kaisched.api.sharedgpus import HOLD_KINDS, ONE_GPU, Change, SharedGpus, apply_holds
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
     OCCUPYING_STATUSES,
@@ -39,10 +42,25 @@ class ForeignPod:
     key: PodKey = PodKey("")
     labels: tuple[tuple[str, str], ...] = ()
     rules: PodRules = NO_RULES
+    # A reservation pod holding a shared GPU: its group (its GPU is counted as
+    # the device's, not in resreq), and whether KAI made it.
+    reserves: str | None = None
+    kai: bool = False
+    gpu: GpuShare | None = None     # the share of GPUs it holds (KAI's, another shard's)
+    uid: str = ""
 
     @property
     def namespace(self) -> str:
         return self.key.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.split("/", 1)[1]
+
+    @property
+    def status(self) -> TaskStatus:
+        """As a task on its node would be (what shared GPUs count it by)."""
+        return TaskStatus.RELEASING if self.releasing else TaskStatus.RUNNING
 
 
 @attrs.frozen(slots=True)
@@ -97,15 +115,25 @@ class ClusterInfo:
     _claimants: bool | None = None      # some task names a ResourceClaim
     # KAI Topology objects: each one's node labels, outermost level first.
     topologies: tuple[tuple[str, ...], ...] = ()
+    # Shared GPUs: each node's devices that fractional pods share (empty: none).
+    gpus: SharedGpus = attrs.field(default=None)
+    _sharers: bool | None = None        # some task asks for part of a GPU
+    _least_gpu_memory: float | None = None
     _shapes: NodeShapes | None = None   # what the static filters read, grouped (kept by the cache)
     # Each queue's normalised usage over its window, per resource (fair share
     # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
     usage: Mapping[QueueName, Mapping[str, float]] | None = None
+    # PodDisruptionBudgets: what evicting a pod they select may not break.
+    budgets: tuple[DisruptionBudget, ...] = ()
 
     # kaisched PodGroups still Pending that no pod names yet (jobs with no tasks):
     # enqueued all the same, so a controller that makes its pods only once its
     # PodGroup is Inqueue (Volcano's) goes on.
     waiting_groups: tuple[JobInfo, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if self.gpus is None:
+            self.gpus = SharedGpus(self.nodes)
 
     def __repr__(self) -> str:
         # A summary: the whole graph (every node, job and task, the numpy tables) ran
@@ -144,8 +172,11 @@ class ClusterInfo:
                     table.add_releasing(idx, vec)
         # Account every placed task at once: one scatter-add, not a row update each.
         rows, vecs, releasing = [], [], []
+        sharers = []
         for job in jobs:
             for task in job.tasks.values():
+                if task.gpu is not None:
+                    sharers.append(task)
                 if task.node_name and task.status in OCCUPYING_STATUSES:
                     node = node_infos.get(task.node_name)
                     if node is not None:
@@ -155,10 +186,18 @@ class ClusterInfo:
                         releasing.append(task.status is TaskStatus.RELEASING)
         if rows:
             table.add_many(np.array(rows), np.array(vecs), np.array(releasing))
+        gpus = SharedGpus(node_infos)
+        for pod in foreign:
+            if pod.reserves is not None:
+                apply_holds(table, gpus.reserve(pod.node_name, pod.reserves, pod.key, pod.kai, True))
+            elif pod.gpu is not None:
+                apply_holds(table, gpus.move(None, pod))
+        for task in sharers:
+            apply_holds(table, gpus.move(None, task))
         queue_map, tree = build_queue_tree(queues)
         return cls(node_infos, table, {j.key: j for j in jobs}, queue_map, tree,
                    dict(priority_classes or {}), now, foreign, dict(namespace_labels or {}),
-                   rules)
+                   rules, gpus=gpus, sharers=bool(sharers))
 
     def clone(self) -> ClusterInfo:
         """A copy a session may change: tasks and specs are shared (frozen),
@@ -170,7 +209,9 @@ class ClusterInfo:
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
                             self._rules, self._domains, topologies=self.topologies,
-                            usage=self.usage, waiting_groups=self.waiting_groups)
+                            gpus=self.gpus.copy(nodes), sharers=self._sharers,
+                            usage=self.usage, budgets=self.budgets,
+                            waiting_groups=self.waiting_groups)
         other.storage = self.storage
         if self.devices:
             other.devices, other._claimants = self.devices.copy(), self._claimants
@@ -183,6 +224,39 @@ class ClusterInfo:
             self._claimants = any(t.claims for job in self.jobs.values() for t in job.tasks.values())
         return self._claimants
 
+    def sharers(self) -> bool:
+        """Some task asks for part of a GPU (the cache counts them as pods come
+        and go; else looked for once)."""
+        if self._sharers is None:
+            self._sharers = any(t.gpu is not None for job in self.jobs.values()
+                                for t in job.tasks.values())
+        return self._sharers
+
+    def sharing(self) -> bool:
+        """GPUs are shared, or asked to be: the sharing rules have work to do."""
+        return bool(self.gpus) or self.sharers()
+
+    def charge(self, task: TaskInfo) -> Resource:
+        """What the task's queue is charged (TaskInfo.charge), a pending
+        gpu-memory pod's GPUs as its part of the smallest labelled GPU (what it
+        may be charged at most, once it lands)."""
+        return self.resolved(task.charge) if task.gpu is not None else task.resreq
+
+    def resolved(self, amount: Resource) -> Resource:
+        """An amount with the MiB pending gpu-memory pods ask counted as GPUs."""
+        mib = amount.get(MEMORY_ASK)
+        if not mib:
+            return amount
+        least = self.least_gpu_memory()
+        gpus = Resource.of({GPU: mib / least}) if least else Resource()
+        return amount - Resource.of({MEMORY_ASK: mib}) + gpus
+
+    def least_gpu_memory(self) -> float:
+        """The memory of the smallest GPU a node's label tells (0: none does)."""
+        if self._least_gpu_memory is None:
+            found = [m for m in (gpu_memory_label(n.spec.labels) for n in self.nodes.values()) if m]
+            self._least_gpu_memory = float(min(found)) if found else 0.0
+        return self._least_gpu_memory
     def node_shapes(self) -> NodeShapes:
         """Readiness, and the nodes grouped by labels and taints, in table order
         (made once, then kept up to date by respec; see kaisched.api.nodeshapes)."""
@@ -227,20 +301,32 @@ class ClusterInfo:
         """Whether some task names a ResourceClaim, as the cache counted it."""
         self._claimants = some
 
+    def set_sharers(self, some: bool) -> None:
+        """Whether some task asks for part of a GPU, as the cache counted it."""
+        self._sharers = some
+
     def respec(self, node: NodeInfo, spec: NodeSpec) -> None:
         """A node says something else now (its row stays): when its labels
-        changed, the domains of every level are grouped anew."""
+        changed, the domains of every level are grouped anew (and the least
+        GPU memory a label tells is looked for again)."""
         if node.spec.labels != spec.labels:
             self._domains.clear()
+            self._least_gpu_memory = None
         if self._shapes is not None:
             self._shapes.update(node.index, spec)
         node.spec = spec
 
-    def relay(self, nodes: dict[NodeName, NodeInfo], table: NodeTable) -> None:
+    def relay(self, nodes: dict[NodeName, NodeInfo], table: NodeTable, gpus: SharedGpus) -> None:
         """The nodes laid out again (added, removed, or a new resource column)."""
-        self.nodes, self.table = nodes, table
+        self.nodes, self.table, self.gpus = nodes, table, gpus
         self._domains = {}
         self._shapes = None
+        self._least_gpu_memory = None
+
+    def share_moved(self, old: TaskInfo | None, new: TaskInfo | None) -> list[Change]:
+        """A sharer the cache saw change: its devices follow (what their GPUs
+        change in the table is the caller's to count)."""
+        return self.gpus.move(old, new)
 
     def active_jobs(self) -> list[JobInfo]:
         """The jobs a cycle looks at, by key: those unsettled (something waits,
@@ -266,11 +352,41 @@ class ClusterInfo:
         return self.table.resource(self.table.alloc[mask].sum(axis=0)) if mask.any() else Resource()
 
     # Accounting moves: the session's statement calls these and their inverses.
-    def assign(self, task: TaskInfo, status: TaskStatus, node_name: NodeName) -> TaskInfo:
-        """Put a pending task on a node as Allocated or Pipelined."""
-        new = task.evolve(status=status, node_name=node_name)
+    def assign(self, task: TaskInfo, status: TaskStatus, node_name: NodeName,
+               gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
+        """Put a pending task on a node as Allocated or Pipelined. A sharer
+        takes the devices given, or the node's best for it (sharedgpus.py)."""
+        if task.gpu is None:
+            new = task.evolve(status=status, node_name=node_name)
+        else:
+            row = self.table.index[node_name]
+            idle, later = self.whole_gpus(row)
+            share = self.gpus.place(task, node_name, idle, later, gpu_groups,
+                                    pipelined=status is TaskStatus.PIPELINED)
+            new = task.evolve(status=status, node_name=node_name, gpu=share)
         self.replace(task, new)
         return new
+
+    def held(self, task: TaskInfo) -> np.ndarray:
+        """What evicting the task gives back to its node, as a table row: its
+        requests, and for a sharer its part of each device's whole GPU (all of
+        it once every sharer of the device goes), as evictions plan it."""
+        vec = self.table.vector(task.resreq)
+        if task.gpu is None or task.node_name is None:
+            return vec
+        devices = self.gpus.on(task.node_name)
+        part = sum(1.0 / max(d.sharers, 1) for g in task.gpu.groups
+                   if (d := devices.get(g)) is not None and task.key in d.tasks)
+        gpu = self.table.known_vector(ONE_GPU)
+        return vec + gpu * part if part and gpu is not None else vec
+
+    def whole_gpus(self, row: int) -> tuple[float, float]:
+        """Whole GPUs free on the node at row: now, and once pods going away are gone."""
+        col = self.table.dim_index.get(GPU)
+        if col is None:
+            return 0.0, 0.0
+        return (self.table.amount(col, self.table.idle[row, col]),
+                self.table.amount(col, self.table.future[row, col]))
 
     def unassign(self, task: TaskInfo, previous: TaskInfo) -> None:
         """Undo assign: the node gives the room back, the task returns to previous."""
@@ -294,7 +410,10 @@ class ClusterInfo:
             self.ledger()         # the sums are of the jobs before any move
         self._leave(old)
         self._take(new)
-        self.jobs[new.job].update_task(new)
+        if old.gpu is not None or new.gpu is not None:
+            apply_holds(self.table, self.gpus.move(old, new))
+        if new.successor_of is None:     # a successor holds room; its job counts the pod it stands for
+            self.jobs[new.job].update_task(new)
         self.moved.add(new.job)
         if self.journal is not None:
             self.journal.append((old, new))
@@ -310,6 +429,9 @@ class ClusterInfo:
         for old, new in reversed(self.journal):
             if keep and new.key in keep:
                 continue
+            if old.gpu is not None or new.gpu is not None:
+                for change in self.gpus.move(new, old):
+                    deltas.hold(change)
             node = self._node_of(new)
             if node is not None:
                 deltas.add(node.index, new, -1.0)
@@ -318,7 +440,8 @@ class ClusterInfo:
             if node is not None:
                 deltas.add(node.index, old, 1.0)
                 node.tasks[old.key] = old
-            self.jobs[old.job].update_task(old)
+            if old.successor_of is None:
+                self.jobs[old.job].update_task(old)
             self.moved.add(old.job)
         deltas.apply()
         self.journal = []
@@ -364,6 +487,18 @@ class _Deltas:
         for kind in kinds:
             self.rows[kind].append(row)
             self.vecs[kind].append(vec)
+
+    def hold(self, change: Change) -> None:
+        """A shared device's GPU changed how it is held (see apply_holds)."""
+        node, was, now = change
+        row = self.table.index.get(node)
+        vec = self.table.known_vector(ONE_GPU)
+        if row is None or vec is None:
+            return
+        for hold, sign in ((was, -1.0), (now, 1.0)):
+            for kind in HOLD_KINDS.get(hold, ()):
+                self.rows[kind].append(row)
+                self.vecs[kind].append(vec * sign)
 
     def apply(self) -> None:
         sums = {}

@@ -56,6 +56,7 @@ class PodGroupStatus:
     last_schedule_time: str | None = None
     stale_since: str | None = None
     unschedulable_since: str | None = None
+    last_moved_time: str | None = None  # when consolidation last moved it (its cooldown)
     # When the gang last became pending (created, or evicted), moved on each
     # time it evicts others: its preemption delay counts from here.
     pending_since: str | None = None
@@ -286,8 +287,14 @@ class JobInfo:
         return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
 
     def request(self, statuses: Iterable[TaskStatus]) -> Resource:
+        """What its tasks in these statuses take of nodes."""
         wanted = set(statuses)
         return sum_resources(t.resreq for t in self.tasks.values() if t.status in wanted)
+
+    def charge(self, statuses: Iterable[TaskStatus]) -> Resource:
+        """What its tasks in these statuses are charged to its queue (shares of GPUs too)."""
+        wanted = set(statuses)
+        return sum_resources(t.charge for t in self.tasks.values() if t.status in wanted)
 
     def clone(self) -> JobInfo:
         return JobInfo(self.key, self.spec, self.priority, self.creation, self.status,

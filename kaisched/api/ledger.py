@@ -23,7 +23,8 @@ _ALLOCATED, _BINDING, _BOUND, _RUNNING, _SUCCEEDED, _PENDING, _PIPELINED = (
     TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
     TaskStatus.SUCCEEDED, TaskStatus.PENDING, TaskStatus.PIPELINED)
 
-Holding = tuple[QueueName, Resource, bool]      # queue, request, not preemptible
+# queue, what it is charged (TaskInfo.charge), not preemptible
+Holding = tuple[QueueName, Resource, bool]
 Wanted = tuple[QueueName, Resource]
 
 
@@ -65,10 +66,10 @@ class Entry:
         evictable = False
         for task in job.tasks.values():
             if task.status in HOLDING:
-                key = (job.queue, task.resreq, pinned)
+                key = (job.queue, task.charge, pinned)
                 holding[key] = holding.get(key, 0) + 1
             elif task.status is TaskStatus.PENDING and job.problem is None:
-                want = (job.queue, task.resreq)
+                want = (job.queue, task.charge)
                 wanted[want] = wanted.get(want, 0) + 1
             if task.status in EVICTABLE_STATUSES and task.node_name:
                 evictable = True

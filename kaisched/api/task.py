@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 from kaisched.api.constraints import NO_PLACEMENT, Placement
+from kaisched.api.gpushare import GpuShare, charged
 from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
 from kaisched.api.volumes import PodClaim
@@ -34,7 +35,13 @@ class TaskInfo:
     gates: tuple[str, ...] = ()          # spec.schedulingGates: not to be placed while any remain
     pvcs: tuple[PodClaim, ...] = ()            # PVCs it mounts (most pods: none, no volume checks)
     claims: tuple[str, ...] = ()         # the ResourceClaims it names (namespace/name)
+    controlled: bool = False             # a controller owns it: it is made again if evicted
+    # A moved pod's successor: the pod its controller will make again, held
+    # on its new node for the rest of the session. Its job does not count it
+    # (the pod it stands for is still the job's, releasing on its old node).
+    successor_of: PodKey | None = None
     shared: tuple[str, ...] = ()         # of those, its PodGroup's: reserved for the group
+    gpu: GpuShare | None = None          # part of a GPU (KAI's gpu-fraction / gpu-memory)
 
     @property
     def namespace(self) -> str:
@@ -45,9 +52,25 @@ class TaskInfo:
         return self.key.split("/", 1)[1]
 
     @property
+    def charge(self) -> Resource:
+        """What its queue is charged: its requests, and its share of GPUs
+        (the node table counts a shared GPU once, as its device's)."""
+        gpu = self.gpu
+        return self.resreq if gpu is None else charged(self.resreq, gpu.charge)
+
+    @property
     def best_effort(self) -> bool:
-        """Requests nothing but a pod slot."""
-        return all(name == "pods" for name in self.resreq.names())
+        """Requests nothing but a pod slot (and no part of a GPU)."""
+        return self.gpu is None and all(name == "pods" for name in self.resreq.names())
+
+    def successor(self) -> TaskInfo:
+        """The pod its controller will make again once this one is evicted, not
+        placed yet: what a move holds room for on the pod's new node. A
+        sharer's successor asks the same share, of no GPU yet (its
+        controller's template names none)."""
+        return attrs.evolve(self, key=PodKey(f"{self.key}~moved"), uid="",
+                            status=TaskStatus.PENDING, node_name=None, successor_of=self.key,
+                            gpu=self.gpu.ask if self.gpu is not None else None)
 
     def evolve(self, **changes: Any) -> TaskInfo:
         """A copy with changes: attrs.evolve, field by position (a session and

@@ -64,6 +64,9 @@ RESOURCES = {
                                                                  namespaced=False),
     "resource.k8s.io/v1beta1/resourceclaims": kmock.ResourceInfo(kind="ResourceClaim", namespaced=True,
                                                                  subresources={"status"}),
+    # Served by every cluster: what voluntary evictions may not break.
+    "policy/v1/poddisruptionbudgets": kmock.ResourceInfo(kind="PodDisruptionBudget",
+                                                         namespaced=True),
 }
 # The gang APIs of others a cluster may serve, by what serves them (left out
 # of RESOURCES: tests and benches serve the ones they are about): each

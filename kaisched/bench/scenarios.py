@@ -11,8 +11,10 @@ from typing import Any, Callable
 
 from kaisched.api.clock import ManualClock
 from kaisched.bench import dra as bench_dra
+from kaisched.bench import gpushare as bench_gpushare
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench import volumes as bench_volumes
+from kaisched.bench.consolidation import consolidation_1k, consolidation_config
 from kaisched.bench.objects import Obj, node, pod, podgroup
 from kaisched.bench.profiling import profiled
 from kaisched.catalog import register_builtins
@@ -156,8 +158,12 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "scale-10k": bench_scale.scale_10k,
     "scale-50k": bench_scale.scale_50k,
     "dra-1k": bench_dra.dra_1k,
+    "gpu-share-5k": bench_gpushare.gpu_share_5k,
     "volumes-5k": bench_volumes.volumes,
+    "consolidation-1k": consolidation_1k,
 }
+# Scenarios measured under a config of their own (when --config gives none).
+CONFIGS = {"consolidation-1k": consolidation_config}
 
 
 def run(name: str, scale: float = 1.0, profile: int = 0,
@@ -188,7 +194,7 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
         # would only count against the peak.
         nodes, others = [], []
     registry = register_builtins()
-    config = config or default_config(registry)
+    config = config or (CONFIGS[name](registry) if name in CONFIGS else default_config(registry))
     started = time.perf_counter()       # a scheduler starting against a full API server
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
     steady = name == "churn" or big

@@ -7,6 +7,7 @@ from typing import Iterable
 
 import attrs
 
+from kaisched.api.budgets import DisruptionBudget
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.node import NodeSpec
@@ -25,6 +26,7 @@ from kaisched.api.types import (
 from kaisched.cache import convert
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
+from kaisched.cache.convert.budgets import disruption_budget
 from kaisched.cache.convert.topologies import topology_levels
 from kaisched.cache.drastore import DeviceStore
 from kaisched.cache.jobs import Group, Groups, Priorities
@@ -41,6 +43,7 @@ from kaisched.cluster.kinds import (
     NAMESPACE,
     NODE,
     POD,
+    POD_DISRUPTION_BUDGET,
     PODGROUP,
     PRIORITY_CLASS,
     QUEUE,
@@ -87,6 +90,7 @@ class Cache:
         self._kai_queues: dict[str, QueueInfo] = {}
         self._own_queue_pools: dict[str, str | None] = {}   # name -> the pool its label names
         self._kai_queue_pools: dict[str, str | None] = {}
+        self.budgets: dict[str, DisruptionBudget] = {}      # namespace/name -> PodDisruptionBudget
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups, self.pools, self.nodes)
         self.storage = VolumeStore()                        # claims, volumes, classes
@@ -231,6 +235,11 @@ class Cache:
                 self.namespaces.pop(name, None)
             else:
                 self.namespaces[name] = convert.namespace_labels(obj)
+        elif event.kind == POD_DISRUPTION_BUDGET:
+            if gone:
+                self.budgets.pop(f"{namespace}/{name}", None)
+            else:
+                self.budgets[f"{namespace}/{name}"] = disruption_budget(obj)
         elif not self.storage.apply(event):
             self.devices.apply(event)
 
@@ -364,12 +373,17 @@ class Cache:
                                      now)
         cluster.storage = self.storage.storage()
         cluster.topologies = self._topologies()
+        cluster.budgets = self._budgets()
+        cluster.set_sharers(self.model.sharers > 0)
         cluster.waiting_groups = self._waiting_groups(cluster)
         self._lend_devices(cluster)
         return cluster
 
     def _topologies(self) -> tuple[tuple[str, ...], ...]:
         return tuple(levels for _, levels in sorted(self.topologies.items()) if levels)
+
+    def _budgets(self) -> tuple[DisruptionBudget, ...]:
+        return tuple(budget for _, budget in sorted(self.budgets.items()))
 
     def _lend_devices(self, cluster: ClusterInfo) -> None:
         """The device inventory and claims, when any pod or object of DRA is in play."""
@@ -421,6 +435,7 @@ class Cache:
                           self.model.assumed)
         cluster.storage = self.storage.rebuilt(self.pods.values())
         cluster.topologies = self._topologies()
+        cluster.budgets = self._budgets()
         cluster.waiting_groups = self._waiting_groups(cluster)
         return cluster
 

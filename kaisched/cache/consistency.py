@@ -32,6 +32,7 @@ def differences(a: ClusterInfo, b: ClusterInfo) -> list[str]:
     _same(found, "namespaces", dict(a.namespace_labels), dict(b.namespace_labels))
     _same(found, "rules in play", a.rules_in_play(), b.rules_in_play())
     _same(found, "storage", a.storage, b.storage)
+    _same(found, "shared GPUs", _shared(a), _shared(b))
     for what, sa, sb in zip(("queue use", "queue wants", "job states", "unsettled jobs",
                              "evictable jobs"),
                             a.ledger().sums(), b.ledger().sums(), strict=True):
@@ -45,6 +46,12 @@ def _node(found: list[str], a: NodeInfo, b: NodeInfo) -> None:
     for field in ("used", "releasing", "pipelined", "idle", "future_idle"):
         _same(found, f"node {a.name} {field}", getattr(a, field), getattr(b, field))
     _same(found, f"node {a.name} tasks", a.tasks, b.tasks)
+
+
+def _shared(cluster: ClusterInfo) -> dict[tuple[str, str], Any]:
+    """Every shared device: its sharers, what each holds, and its reservation pod."""
+    return {(node, group): (d.holders(), d.reservation, d.kai, sorted(d.waiting))
+            for node, devices in cluster.gpus.devices.items() for group, d in devices.items()}
 
 
 def _keys(found: list[str], what: str, a: Iterable[Any], b: Iterable[Any]) -> None:

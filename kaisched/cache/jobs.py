@@ -3,7 +3,7 @@ rules both the incremental model and the from-scratch rebuild follow, so the
 two cannot disagree on what a job is."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import attrs
 
@@ -109,6 +109,8 @@ def group_key(facts: PodFacts) -> JobKey:
     return facts.job
 
 
+# A node's GPU memory (MiB per GPU; None: not labelled, or no such node).
+GpuMemory = Callable[[NodeName], "int | None"]
 def declared_group(facts: PodFacts, groups: Groups) -> Group | None:
     """The PodGroup object the pod's job reads its declaration from, if one exists."""
     source = facts.gang.source
@@ -140,9 +142,16 @@ def pod_claims(facts: PodFacts, shared: tuple[GroupClaim, ...]
 
 
 def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
-              groups: Groups | None = None) -> TaskInfo:
+              groups: Groups | None = None, gpu_memory: GpuMemory | None = None) -> TaskInfo:
+    """The task of a pod. A placed gpu-memory pod's share of its GPU, as its
+    queue is charged, is read off its node's memory (gpu_memory), if known."""
     assert facts.status is not None, "a pod going away without a node is no task"
     claims, shared, _ = pod_claims(facts, shared_claims(facts, groups) if groups else ())
+    gpu = facts.gpu
+    if gpu is not None and gpu.portion is None and facts.node_name and gpu_memory is not None:
+        memory = gpu_memory(facts.node_name)
+        if memory:
+            gpu = attrs.evolve(gpu, portion=gpu.portion_on(memory))
     return TaskInfo(
         key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,
         resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
@@ -151,7 +160,14 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
         critical=facts.critical, unschedulable=facts.unschedulable,
         unschedulable_reason=facts.unschedulable_reason, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
-        pvcs=facts.pvcs, claims=claims, shared=shared)
+        pvcs=facts.pvcs, claims=claims, shared=shared, gpu=gpu,
+        controlled=facts.controlled)
+
+
+def unresolved(task: TaskInfo) -> bool:
+    """A placed gpu-memory pod whose share of its GPU is not known (its node
+    was not, when it was read)."""
+    return (task.gpu is not None and task.gpu.portion is None and task.node_name is not None)
 
 
 def as_bound(facts: PodFacts, node: NodeName) -> PodFacts:
@@ -167,7 +183,8 @@ def foreign_pod(facts: PodFacts) -> ForeignPod | None:
         return None
     # Its labels and rules too: other pods' affinity and spread count it.
     return ForeignPod(facts.node_name, facts.resreq, facts.status is TaskStatus.RELEASING,
-                      facts.key, facts.labels, facts.placement.rules)
+                      facts.key, facts.labels, facts.placement.rules, facts.reserves,
+                      facts.kai_reservation, facts.gpu, facts.uid)
 
 
 def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities: Priorities,

@@ -22,11 +22,13 @@ import numpy as np
 
 from kaisched.api.clusterinfo import ClusterInfo, ForeignPod, RulesInPlay
 from kaisched.api.constraints import Placement
+from kaisched.api.gpushare import gpu_memory_label
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo, build_queue_tree
-from kaisched.api.resource import Resource
+from kaisched.api.resource import GPU, Resource
+from kaisched.api.sharedgpus import ONE_GPU, Change, Hold
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
@@ -39,6 +41,7 @@ from kaisched.cache.jobs import (
     foreign_pod,
     group_key,
     make_task,
+    unresolved,
 )
 
 # Pods that no longer count in a gang: another scheduler's are not strangers to it then.
@@ -96,6 +99,10 @@ class Model:
         self._placements: dict[Placement, tuple[Placement, int]] = {}
         self._rules: RulesInPlay | None = None
         self.claimants = 0                                # tasks naming a ResourceClaim
+        self.sharers = 0                                  # tasks asking for part of a GPU
+        # Placed gpu-memory pods whose node's GPU memory was not known when
+        # they were read: made again once it is (their queue's charge needs it).
+        self.unresolved: set[PodKey] = set()
         # Binds sent whose echo has not arrived: the pod shows as Bound on
         # that node meanwhile (as the session that bound it left it).
         self.assumed: dict[PodKey, NodeName] = {}
@@ -144,8 +151,9 @@ class Model:
 
     def _kept(self, keeping: Mapping[PodKey, NodeName]) -> dict[PodKey, TaskInfo]:
         """Of the binds sent, the tasks the session left allocated on the node
-        bound to, from pending before it (no volumes or devices of theirs
-        moved with them: those binds go the long way, undone and echoed)."""
+        bound to, from pending before it (no volumes, devices or shares of a
+        GPU of theirs moved with them: those binds go the long way, undone and
+        echoed)."""
         finals: dict[PodKey, TaskInfo] = {}
         for _, new in self.cluster.journal or ():
             if new.key in keeping:
@@ -155,7 +163,7 @@ class Model:
             before = self.tasks.get(key)
             if (task.status is TaskStatus.ALLOCATED and task.node_name == keeping[key]
                     and before is not None and before.status is TaskStatus.PENDING
-                    and not task.claims and not task.pvcs):
+                    and not task.claims and not task.pvcs and task.gpu is None):
                 out[key] = task
         return out
 
@@ -180,7 +188,8 @@ class Model:
         self._note_stranger(key, facts)
         old = self.tasks.pop(key, None)
         mine = facts is not None and facts.status is not None and self.mine(facts)
-        if echo and old is not None and mine and facts is not None:
+        # A sharer's echo goes the long way: its devices follow its status.
+        if echo and old is not None and old.gpu is None and mine and facts is not None:
             if _ECHOED(old) == _ECHOED(facts):
                 self.tasks[key] = old       # the echo of a bind kept: as the model has it
                 self.revisit(old.job)
@@ -196,6 +205,10 @@ class Model:
                 node = cluster.nodes.get(old.node_name)
                 if node is not None:
                     node.tasks.pop(key, None)
+            if old.gpu is not None:
+                self.sharers -= 1
+                self.unresolved.discard(key)
+                self._holds(cluster.share_moved(old, None))
             job = cluster.jobs[old.job]
             job.remove_task(key)
             self.claimants -= bool(old.claims)
@@ -207,6 +220,11 @@ class Model:
             if gone is not None:
                 self._foreign_changed = True
                 self._room(gone.node_name, gone.resreq, gone.releasing, -1.0)
+                if gone.reserves is not None:
+                    self._holds(cluster.gpus.reserve(gone.node_name, gone.reserves, key,
+                                                     gone.kai, False))
+                elif gone.gpu is not None:
+                    self._holds(cluster.gpus.move(gone, None))
             elif self.elsewhere:
                 self._drop_elsewhere(key)
         if facts is None or facts.status is None:
@@ -222,10 +240,19 @@ class Model:
             self.foreign[key] = pod
             self._foreign_changed = True
             self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
+            if pod.reserves is not None:
+                self._holds(cluster.gpus.reserve(pod.node_name, pod.reserves, key, pod.kai, True))
+            elif pod.gpu is not None:       # another scheduler's sharer holds its share too
+                self._holds(cluster.gpus.move(None, pod))
             return
         placement = self._keep_placement(facts.placement)
-        task = self.tasks[key] = make_task(facts, self.priorities, placement, self.groups)
+        task = self.tasks[key] = make_task(facts, self.priorities, placement, self.groups,
+                                           self._gpu_memory)
         self.claimants += bool(task.claims)
+        if task.gpu is not None:
+            self.sharers += 1
+            if unresolved(task) and task.node_name not in cluster.nodes:
+                self.unresolved.add(key)
         found = cluster.jobs.get(task.job)
         if found is None:
             job = cluster.jobs[task.job] = JobInfo(task.job, self.groups.single(None))
@@ -249,6 +276,20 @@ class Model:
                 node.tasks[key] = task
         elif any(name not in cluster.table.dim_index for name in task.resreq.names()):
             self._relayout = True           # a resource no column holds yet
+        if task.gpu is not None:
+            self._holds(cluster.share_moved(None, task))
+
+    def _gpu_memory(self, node: NodeName) -> int | None:
+        info = self.cluster.nodes.get(node)
+        return gpu_memory_label(info.spec.labels) if info is not None else None
+
+    def _holds(self, changes: list[Change]) -> None:
+        """Shared devices whose GPU is held otherwise now: the table counts
+        each once, as a pod holding one GPU (none is pipelined outside a session)."""
+        for node, was, now in changes:
+            for hold, sign in ((was, -1.0), (now, 1.0)):
+                if hold is not None and hold is not Hold.PIPELINED:
+                    self._room(node, ONE_GPU, hold is Hold.RELEASING, sign)
 
     def _moved_in_place(self, key: PodKey, old: TaskInfo, facts: PodFacts) -> None:
         """A task's echo: its status, node, condition and start as facts say, all else
@@ -321,6 +362,14 @@ class Model:
         table = self.cluster.table
         if any(n not in table.dim_index for n in spec.allocatable.names()):
             self._relayout = True
+            return
+        gpus = self.cluster.gpus
+        if (gpus.on(node.name) or self.unresolved) and (
+                gpu_memory_label(node.spec.labels) != gpu_memory_label(spec.labels)
+                or node.spec.allocatable.get(GPU) != spec.allocatable.get(GPU)):
+            # Its shared devices are measured anew, and its sharers' charges.
+            self._relayout = True
+            self.unresolved.update(k for k, t in node.tasks.items() if t.gpu is not None)
             return
         self.cluster.respec(node, spec)
         table.set_alloc(node.index, table.row_of(spec.allocatable))
@@ -463,15 +512,18 @@ class Model:
         """Bring what events left for later up to date, and lend the model out."""
         self.catch_up(pods)
         cluster = self.cluster
-        # A job that changed, or was spoken of, is looked at once more: what
-        # was said of it may need saying again (or differently).
-        cluster.set_active(self.ledger.unsettled | self.unreported.keys())
-        self._lent_seq = self._seq
         if self._foreign_changed:
             cluster.foreign = tuple(self.foreign[k] for k in sorted(self.foreign))
             self._foreign_changed = False
         if self._relayout or self._queues_changed:
             self._layout(nodes, queues)
+        if self.unresolved:
+            self._resolve(pods, nodes)
+            self.catch_up(pods)
+        # A job that changed, or was spoken of, is looked at once more: what
+        # was said of it may need saying again (or differently).
+        cluster.set_active(self.ledger.unsettled | self.unreported.keys())
+        self._lent_seq = self._seq
         cluster.priority_classes = dict(self.priorities.values)
         cluster.namespace_labels = namespaces
         cluster.now = now
@@ -479,12 +531,22 @@ class Model:
         self._lent = True
         return cluster
 
+    def _resolve(self, pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec]) -> None:
+        """Placed gpu-memory pods read before their node was known (or whose
+        node's GPUs changed): made again, so their charge is of their GPU."""
+        for key in sorted(self.unresolved):
+            facts = pods.get(key)
+            if facts is None or facts.node_name is None or facts.node_name not in nodes:
+                continue
+            self.unresolved.discard(key)
+            self.put_pod(key, facts, facts)
+
     def _layout(self, nodes: Mapping[str, NodeSpec], queues: Mapping[str, QueueInfo]) -> None:
         old = self.cluster
         if self._relayout:
             fresh = ClusterInfo.assemble(nodes.values(), old.jobs.values(), queues.values(),
                                          foreign=old.foreign)
-            old.relay(fresh.nodes, fresh.table)
+            old.relay(fresh.nodes, fresh.table, fresh.gpus)
             old.queues, old.tree = fresh.queues, fresh.tree
         else:
             old.queues, old.tree = build_queue_tree(queues.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from kaisched.api.clusterinfo import ClusterInfo, ForeignPod
+from kaisched.api.gpushare import gpu_memory_label
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo
@@ -50,11 +51,15 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
         if node is not None and facts.status is TaskStatus.PENDING and facts.node_name is None:
             facts = as_bound(facts, node)
         members.setdefault(facts.job, []).append(facts)
+    def gpu_memory(node: NodeName) -> int | None:
+        spec = nodes.get(node)
+        return gpu_memory_label(spec.labels) if spec is not None else None
+
     jobs = []
     for key, facts_list in members.items():
         job = JobInfo(key, groups.single(None))
         for facts in facts_list:
-            job.add_task(make_task(facts, priorities, facts.placement, groups))
+            job.add_task(make_task(facts, priorities, facts.placement, groups, gpu_memory))
         describe(job, facts_list, groups, priorities, strangers.get(key))
         jobs.append(job)
     foreign.sort(key=lambda p: p.key)

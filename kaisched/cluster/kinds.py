@@ -77,18 +77,19 @@ DRA_KINDS = (*DEVICE_CLASSES, *RESOURCE_SLICES, *RESOURCE_CLAIMS)
 # Read by the resource-claim controller (emulated by replay and simulate), not the scheduler.
 RESOURCE_CLAIM_TEMPLATES = tuple(Kind(v, "ResourceClaimTemplate", "resourceclaimtemplates")
                                  for v in DRA_VERSIONS)
+# PodDisruptionBudgets: a move consolidation plans never breaks one.
+POD_DISRUPTION_BUDGET = Kind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets")
 # KAI's Topology (the order of a cluster's topology levels): watched only where served.
 KAI_TOPOLOGY = Kind("kai.scheduler/v1alpha1", "Topology", "topologies", namespaced=False)
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
     KOORD_PODGROUP, *UPSTREAM_KINDS, KAI_PODGROUP, KAI_QUEUE, LEASE, KAI_TOPOLOGY, *STORAGE_KINDS,
-    *DRA_KINDS,
-    *RESOURCE_CLAIM_TEMPLATES)}
+    *DRA_KINDS, *RESOURCE_CLAIM_TEMPLATES, POD_DISRUPTION_BUDGET)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
 SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, KOORD_PODGROUP, *UPSTREAM_KINDS, KAI_PODGROUP,
                     QUEUE, KAI_QUEUE, PRIORITY_CLASS, NAMESPACE, KAI_TOPOLOGY, *STORAGE_KINDS,
-                    PVC_EVENTS, *DRA_KINDS)
+                    PVC_EVENTS, *DRA_KINDS, POD_DISRUPTION_BUDGET)
 _CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "Topology", "ClusterRole",
                    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
                    "StorageClass", "CSINode", "DeviceClass", "ResourceSlice"}

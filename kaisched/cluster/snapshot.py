@@ -24,6 +24,7 @@ _KNOWN_GROUP_KINDS = {
     "scheduling.k8s.io": {"PriorityClass", "PodGroup", "Workload"},     # the Workload API too
     "scheduling.kaisched.io": {"PodGroup", "Queue"},
     "storage.k8s.io": {"StorageClass", "CSINode"},
+    "policy": {"PodDisruptionBudget"},
 }
 
 

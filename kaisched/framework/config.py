@@ -35,12 +35,15 @@ tiers:
     - {name: nodeaffinity}
     - {name: volumebinding}
     - {name: dra}
+    - {name: gpusharing}
 staleGangGracePeriod: 60s
 starvationThreshold: 10m
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
-         "starvationThreshold", "usageDBConfig", "preemptionDelay", "nodePool")
+         "starvationThreshold", "usageDBConfig", "consolidation", "preemptionDelay",
+         "nodePool")
+_CONSOLIDATION_KEYS = ("maxPods", "cooldown")
 _POOL_KEYS = ("label", "value", "default")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
 # A label's name, or value: what Kubernetes accepts (a value may also be empty,
@@ -75,6 +78,15 @@ class PluginOption:
 
 
 @attrs.frozen
+class ConsolidationConfig:
+    """The consolidation action's bounds: the pods one session may move, and
+    how long a moved job is left alone before it may be moved again."""
+
+    max_pods: int = 32
+    cooldown: float = 600.0
+
+
+@attrs.frozen
 class NodePool:
     """One shard of a cluster: this scheduler sees only the nodes labelled
     label=value, and schedules only the pods that name the pool (the same
@@ -104,6 +116,7 @@ class SchedulerConfig:
     starvation_threshold: float = 600.0     # a head-of-queue gang waiting longer gets nodes reserved
     node_pool: NodePool | None = None       # one shard of the cluster; None: all of it
     usage_db: UsageDBConfig | None = None   # fair share with memory; None: off
+    consolidation: ConsolidationConfig = ConsolidationConfig()   # read when the action runs
     # How long a job, once pending, waits before it may evict others (0: at once).
     preemption_delay: float = 0.0
 
@@ -119,6 +132,9 @@ class SchedulerConfig:
             "staleGangGracePeriod": f"{self.stale_gang_grace_period:g}s",
             "starvationThreshold": f"{self.starvation_threshold:g}s",
             **({"usageDBConfig": usage_db_dict(self.usage_db)} if self.usage_db else {}),
+            **({"consolidation": {"maxPods": self.consolidation.max_pods,
+                                  "cooldown": f"{self.consolidation.cooldown:g}s"}}
+               if self.consolidation != ConsolidationConfig() else {}),
             **({"preemptionDelay": f"{self.preemption_delay:g}s"} if self.preemption_delay else {}),
         }
         if self.node_pool is not None:
@@ -147,6 +163,7 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         node_pool=_node_pool(data.get("nodePool")),
         usage_db=usage_db_config(data["usageDBConfig"]) if data.get("usageDBConfig") is not None
         else None,
+        consolidation=_consolidation(data.get("consolidation")),
         preemption_delay=_duration(data, "preemptionDelay", 0.0),
     )
     _require_gangs(config)
@@ -190,6 +207,26 @@ def _duration(data: Mapping[str, Any], key: str, default: float, positive: bool 
     if positive and value <= 0:
         raise ConfigError(f"config: {key}: must be more than zero")
     return value
+
+
+def _consolidation(raw: Any) -> ConsolidationConfig:
+    """consolidation: {maxPods, cooldown}; either left out takes its default."""
+    if raw is None:
+        return ConsolidationConfig()
+    if not isinstance(raw, dict):
+        raise ConfigError("config: consolidation: expected a mapping (maxPods, cooldown)")
+    unknown = sorted(set(raw) - set(_CONSOLIDATION_KEYS))
+    if unknown:
+        raise ConfigError(f"config: consolidation: unknown key {unknown[0]!r} "
+                          f"(known: {', '.join(_CONSOLIDATION_KEYS)})")
+    default = ConsolidationConfig()
+    pods = raw.get("maxPods", default.max_pods)
+    if isinstance(pods, bool) or not isinstance(pods, int) or pods < 1:
+        raise ConfigError(f"config: consolidation.maxPods: expected a whole number of pods, at "
+                          f"least 1, not {pods!r} (to move none, leave consolidation out of actions)")
+    cooldown = _duration({"consolidation.cooldown": raw["cooldown"]}, "consolidation.cooldown",
+                         default.cooldown) if "cooldown" in raw else default.cooldown
+    return ConsolidationConfig(pods, cooldown)
 
 
 def _node_pool(raw: Any) -> NodePool | None:

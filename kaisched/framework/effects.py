@@ -8,9 +8,11 @@ from typing import Union
 
 import attrs
 
+from kaisched.api.constraints import Toleration
 from kaisched.api.dradevices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
 from kaisched.api.queue import QueueStatus, UsageRecord
+from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
 
 
@@ -20,6 +22,18 @@ class Hold:
 
     tasks: tuple[tuple[PodKey, NodeName], ...]
     since: float
+
+
+@attrs.frozen(slots=True)
+class MoveHold:
+    """Room carried from the session consolidation planned in to the next
+    ones: on each node, what the pods it moved (made again by their
+    controller) or the job it made room for will take there."""
+
+    slots: tuple[tuple[NodeName, Resource], ...]
+    since: float
+    settled: tuple[PodKey, ...] = ()    # its pods on those nodes already: they take no slot
+    awaited: tuple[PodKey, ...] = ()    # the moved pods, until they are gone and made again
 
 
 @attrs.frozen(slots=True)
@@ -35,6 +49,7 @@ class Cause(str, enum.Enum):
     PREEMPT = "preempt"         # for a higher-priority job of the same queue
     RECLAIM = "reclaim"         # for a job of another queue, below its fair share
     STALE_GANG = "stale-gang"   # its gang fell below its minimum for too long
+    CONSOLIDATION = "consolidation"     # moved to another node, to make room for a pending job
 
 
 @attrs.frozen(slots=True)
@@ -53,18 +68,25 @@ class Evict:
     node: NodeName | None
     job: JobKey
     cause: Cause
-    by: Preemptor | None = None     # set for preempt and reclaim
+    by: Preemptor | None = None     # set for preempt, reclaim and consolidation
     detail: str = ""                # the stale gang's own account
+    moved_to: NodeName | None = None    # consolidation: where the pod is placed again
 
     @property
     def reason(self) -> str:
-        """The Event reason: Preempted for a preemptor, Evicted otherwise."""
-        return Reason.PREEMPTED.value if self.by is not None else Reason.EVICTED.value
+        """The Event reason: Preempted for a preemptor, Evicted otherwise (a
+        pod moved by consolidation is not preempted: it runs again elsewhere)."""
+        if self.by is not None and self.cause is not Cause.CONSOLIDATION:
+            return Reason.PREEMPTED.value
+        return Reason.EVICTED.value
 
     @property
     def message(self) -> str:
         if self.by is None:
             return self.detail
+        if self.cause is Cause.CONSOLIDATION:
+            return (f"moved by consolidation to make room for {self.by.job} "
+                    f"(queue {self.by.queue}); its pod is placed again on node {self.moved_to}")
         verb = "reclaimed" if self.cause is Cause.RECLAIM else "preempted"
         return (f"{verb} by pod {self.by.pod} of {self.by.job} "
                 f"(priority {self.by.priority}, queue {self.by.queue})")
@@ -138,13 +160,56 @@ VOLUME_EFFECTS = (SelectClaimNode, PrebindVolume)
 
 
 @attrs.frozen(slots=True)
+class Reservation:
+    """A reservation pod: it asks for one whole GPU on the node, which holds
+    the shared device from the kubelet's view (its sharers ask for none)."""
+    pod: PodKey                 # namespace/name
+    node: NodeName
+    group: str                  # the shared device (KAI's runai-gpu-group)
+    tolerations: tuple[Toleration, ...]     # what its sharers tolerate
+    image: str
+
+
+@attrs.frozen(slots=True)
+class ShareGpu:
+    """Before a fractional pod's bind: a reservation pod made for each of its
+    devices that has none, then the devices recorded on the pod (KAI's
+    runai-gpu-group label, received-resource-type annotation)."""
+    pod: PodKey
+    job: JobKey
+    node: NodeName
+    groups: tuple[str, ...]
+    previous: tuple[str, ...] = ()          # devices its labels named before: unlabelled
+    reserve: tuple[Reservation, ...] = ()
+
+
+@attrs.frozen(slots=True)
+class ReserveGpu:
+    """A reservation pod made again: its device's sharers run, and none holds it."""
+    reservation: Reservation
+
+
+@attrs.frozen(slots=True)
+class ReleaseGpu:
+    """A reservation pod whose device no pod shares any more: deleted (one of
+    KAI's, through the eviction API)."""
+    pod: PodKey
+    node: NodeName
+    group: str
+    kai: bool = False
+
+
+GPU_EFFECTS = (ShareGpu, ReserveGpu, ReleaseGpu)
+
+
+@attrs.frozen(slots=True)
 class Prebind:
     """What a plugin needs done for an allocated task before it may be bound:
     writes that go before the binds, and, when the gang must wait for them
     (volumes being provisioned), why. Nothing of it is held in the session:
     what it decided goes with the placement's own undo."""
 
-    effects: tuple[SelectClaimNode | PrebindVolume, ...]
+    effects: tuple[SelectClaimNode | PrebindVolume | ShareGpu, ...]
     job: JobKey
     waiting: str | None = None
 
@@ -163,4 +228,5 @@ class SetClaimStatus:
 
 
 Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetQueueUsage, SetPodCondition,
-               RecordEvent, SelectClaimNode, PrebindVolume, SetClaimStatus]
+               RecordEvent, SelectClaimNode, PrebindVolume, SetClaimStatus, ShareGpu, ReserveGpu,
+               ReleaseGpu]

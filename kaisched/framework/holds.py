@@ -45,7 +45,8 @@ def apply_holds(ssn: Session, holds: Mapping[JobKey, Hold]) -> None:
             if task is None or task.status is not TaskStatus.PENDING or row is None:
                 continue
             vec = table.vector(task.resreq)
-            if not ssn.static_mask(task)[row] or not table.fits(vec, table.future[row:row + 1])[0]:
+            if not ssn.static_mask(task)[row] or not table.fits(vec, table.future[row:row + 1])[0] \
+                    or not ssn.pod_fits(task, node) or not ssn.devices_fit(task, node):
                 continue
             if table.fits(vec, table.idle[row:row + 1])[0] and ssn.free_beyond_resources(task, node):
                 stmt.allocate(task, node)

@@ -17,7 +17,7 @@ the tiers itself:
 - union: every answer once (eviction groups); every: every answer (prebinds,
   claims); notify: tell every callback.
 
-PREDICATE and NODE_ORDER answers may depend on a task only through its
+PREDICATE, IDLE and NODE_ORDER answers may depend on a task only through its
 requests and placement, its pod rules aside (its equivalence class), and on a
 node only through its row: the session caches them per class and refreshes
 only the rows that changed.
@@ -154,6 +154,8 @@ class Hook:
     POD_ORDER: Final[PodRuleKey[PodScore]] = PodRuleKey()            # asked afresh
     # Where what the task needs beyond resources is free now (else it is pipelined).
     POD_IDLE: Final[HookKey[PodFilter]] = HookKey()
+    # The same, cached per class like PREDICATE (a share of a GPU: the node's devices).
+    IDLE: Final[HookKey[NodeFilter]] = HookKey()
     # More on why no node takes the task.
     EXPLAIN: Final[HookKey[Callable[[TaskInfo], str | None]]] = HookKey()
 

@@ -20,7 +20,7 @@ from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework.effects import Cause, Effect, Hold, Prebind
+from kaisched.framework.effects import Cause, Effect, Hold, MoveHold, Prebind
 from kaisched.framework.explanation import Explanation
 from kaisched.framework.hooks import (
     CheckKey,
@@ -96,10 +96,19 @@ class Session:
         # Room held for starving gangs, per gang (rows x resources of the node
         # table): other gangs may use a node's room only beyond it.
         self.reserved_for: dict[JobKey, np.ndarray] = {}
+        # Consolidation: each moved pod's new node (its successor holds the room
+        # there), when each moved job was moved (its cooldown, in its status),
+        # and the room to carry to the next sessions for moved and waiting jobs.
+        self.successors: dict[PodKey, NodeName] = {}
+        self.moved_at: dict[JobKey, str] = {}
+        self.moves: dict[JobKey, MoveHold] = {}
         self._current_plugin = ""
         self.preemption_delay = PreemptionDelay(config.preemption_delay, self.now, self.job_ready)
         # Set while room_mask asks the filters: devices evictable pods hold count as free.
         self.planning_eviction = False
+        # Set while static_mask asks them: filters of resources beyond the table
+        # (a share of a GPU) ask only whether the node could ever hold it.
+        self.resources_aside = False
         for tier in plugins:
             self.hooks.begin_tier()
             for plugin in tier:
@@ -231,11 +240,13 @@ class Session:
         return self.hooks.all_true(Hook.JOB_PIPELINED, job)
 
     def quota_request(self, task: TaskInfo) -> Resource:
-        """What the task counts against its queue: its requests, and the
-        devices its ResourceClaims hold or ask for (kaisched.api.claimquota)."""
+        """What the task counts against its queue: its requests (a share of a
+        GPU as that part of one, see ClusterInfo.charge), and the devices its
+        ResourceClaims hold or ask for (kaisched.api.claimquota)."""
+        request = self.cluster.charge(task)
         if not task.claims:
-            return task.resreq
-        return task.resreq + claim_charge(task, self.cluster.devices)
+            return request
+        return request + claim_charge(task, self.cluster.devices)
 
     def allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
         """None when the job's queue has room for the task, else why not."""
@@ -316,8 +327,14 @@ class Session:
         return self.selection.class_key(task)
 
     def static_mask(self, task: TaskInfo) -> np.ndarray:
-        """Nodes passing every filter but resources: where room could be made."""
-        return self.selection.static_mask(task)
+        """Nodes passing every filter but resources: where room could be made
+        (a share of a GPU counts as a resource: only whether the node's GPUs
+        could ever hold it is asked)."""
+        self.resources_aside = True
+        try:
+            return self.selection.static_mask(task)
+        finally:
+            self.resources_aside = False
 
     def node_mask(self, task: TaskInfo) -> np.ndarray:
         """Nodes whose own facts (readiness, labels, taints) let the task in,
@@ -341,7 +358,18 @@ class Session:
     def free_beyond_resources(self, task: TaskInfo, node: NodeName) -> bool:
         """What the task needs beyond resources on the node (devices) is free
         now, not only once pods going away are gone."""
-        return self._passes(Hook.POD_IDLE, task, node)
+        row = np.array([self.cluster.table.index[node]])
+        return self._passes(Hook.POD_IDLE, task, node) and all(
+            fn(task, row)[0] for fn in self.hooks.callbacks(Hook.IDLE))
+
+    def devices_fit(self, task: TaskInfo, node: NodeName) -> bool:
+        """What the task needs beyond the node table's resources (devices: its
+        ResourceClaims, its share of a GPU) can be had on the node, once what
+        is releasing there is gone: every filter a plugin registered as
+        blocked by resources passes there."""
+        row = np.array([self.cluster.table.index[node]])
+        return all(found.fn(task, row)[0] for found in self.selection.filters()
+                   if found.blocker is Blocker.RESOURCES and found.label != RESOURCE_FIT)
 
     def _passes(self, key: HookKey[PodFilter], task: TaskInfo, node: NodeName) -> bool:
         row = np.array([self.cluster.table.index[node]])
@@ -413,8 +441,9 @@ class Session:
             self.binding_waits[job] = reason
             self.unschedulable[job] = reason
 
-    def assign(self, task: TaskInfo, status: TaskStatus, node: NodeName) -> TaskInfo:
-        placed = self.cluster.assign(task, status, node)
+    def assign(self, task: TaskInfo, status: TaskStatus, node: NodeName,
+               gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
+        placed = self.cluster.assign(task, status, node, gpu_groups)
         self.hooks.notify(Hook.ON_ALLOCATE, placed)
         return placed
 

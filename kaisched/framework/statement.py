@@ -95,9 +95,28 @@ class EvictOp:
 
     def commit(self, ssn: Session) -> None:
         ssn.emit(Evict(self.task.key, self.task.uid, self.task.node_name, self.task.job,
-                       self.cause, self.by, self.detail))
+                       self.cause, self.by, self.detail, ssn.successors.get(self.task.key)))
         if self.by is not None:
             ssn.evicted_for(self.by.job)
+
+
+@attrs.frozen(slots=True)
+class MoveOp:
+    """A moved pod's successor held on its new node (Pipelined): the pod its
+    controller makes again once the evicted one is gone takes the room."""
+
+    task: TaskInfo          # the successor, as placed
+    previous: TaskInfo      # the successor, not placed
+
+    def undo(self, ssn: Session) -> None:
+        ssn.unassign(self.task, self.previous)
+        if self.previous.successor_of is not None:
+            ssn.successors.pop(self.previous.successor_of, None)
+
+    def commit(self, ssn: Session) -> None:
+        node, pod = self.task.node_name, self.task.successor_of
+        assert node is not None and pod is not None
+        ssn.reservations[pod] = node
 
 
 @attrs.frozen(slots=True)
@@ -127,8 +146,11 @@ class Statement:
         self.ops: list[Operation] = []
         self._prebind = False           # some op is a PrebindOp
 
-    def allocate(self, task: TaskInfo, node: NodeName) -> TaskInfo:
-        placed = self._ssn.assign(task, TaskStatus.ALLOCATED, node)
+    def allocate(self, task: TaskInfo, node: NodeName,
+                 gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
+        """Place the task on the node (a sharer on the GPUs given, else on
+        those the model prefers there)."""
+        placed = self._ssn.assign(task, TaskStatus.ALLOCATED, node, gpu_groups)
         self._claims(placed)
         self.ops.append(AllocateOp(placed, task))
         if self._ssn.prebinds:          # some plugin may need work done before binds
@@ -138,8 +160,9 @@ class Statement:
                 self._prebind = True
         return placed
 
-    def pipeline(self, task: TaskInfo, node: NodeName) -> TaskInfo:
-        placed = self._ssn.assign(task, TaskStatus.PIPELINED, node)
+    def pipeline(self, task: TaskInfo, node: NodeName,
+                 gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
+        placed = self._ssn.assign(task, TaskStatus.PIPELINED, node, gpu_groups)
         self._claims(placed)
         self.ops.append(PipelineOp(placed, task))
         return placed
@@ -149,6 +172,19 @@ class Statement:
         released = self._ssn.release(task)
         self.ops.append(EvictOp(released, task, cause, by, detail))
         return released
+
+    def move(self, released: TaskInfo, node: NodeName,
+             gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
+        """Hold room on node for the pod an eviction in this statement
+        released (its controller makes it again): its successor is pipelined
+        there (a sharer on the GPUs given, else on the node's best for it),
+        and the eviction says where it goes."""
+        assert released.status is TaskStatus.RELEASING, "only an evicted pod moves"
+        successor = released.successor()
+        placed = self._ssn.assign(successor, TaskStatus.PIPELINED, node, gpu_groups)
+        self._ssn.successors[released.key] = node
+        self.ops.append(MoveOp(placed, successor))
+        return placed
 
     def _claims(self, placed: TaskInfo) -> None:
         """The placed pod's ResourceClaims, allocated on its node (none: nothing to do)."""

@@ -33,6 +33,7 @@ from kaisched.cache.convert import (
     usage_status_dict,
 )
 from kaisched.cache.convert.draobjects import allocation_dict, reserved_dict
+from kaisched.cache.convert.reservations import reservation_pod, sharer_patch
 from kaisched.cluster.client import ClusterClient
 from kaisched.cluster.events import event_object, micro_time
 from kaisched.cluster.kinds import EVENT, POD, PODGROUP, PV, PVC, QUEUE, kind_for
@@ -50,12 +51,16 @@ from kaisched.framework.effects import (
     Evict,
     PrebindVolume,
     RecordEvent,
+    ReleaseGpu,
+    Reservation,
+    ReserveGpu,
     SelectClaimNode,
     SetClaimStatus,
     SetPodCondition,
     SetPodGroupStatus,
     SetQueueStatus,
     SetQueueUsage,
+    ShareGpu,
 )
 from kaisched.runtime.throttle import Admission, Verdict, WriteThrottle
 
@@ -161,6 +166,9 @@ class Binder:
         self._claims_of: dict[PodKey, list[str]] = {}
         self._claim_status: dict[str, SetClaimStatus] = {}
         self._claims_written: dict[str, SetClaimStatus] = {}    # since last taken
+        # A sharer's devices, recorded (and their reservation pods made) just
+        # before its bind, in the worker that binds it.
+        self._shares: dict[PodKey, ShareGpu] = {}
 
     @property
     def live(self) -> bool:
@@ -393,8 +401,22 @@ class Binder:
         effect = write.effect
         if isinstance(effect, Bind):
             ns, name = effect.pod.split("/", 1)
+            self._share_first(effect.pod)
             self._claims_first(effect.pod)
             self.client.bind(ns, name, effect.uid, effect.node)
+        elif isinstance(effect, ShareGpu):
+            self._share(effect)
+        elif isinstance(effect, ReserveGpu):
+            self._reserve(effect.reservation)
+        elif isinstance(effect, ReleaseGpu):
+            ns, name = effect.pod.split("/", 1)
+            try:
+                if effect.kai:      # KAI's own, in its namespace: evicted, as any pod may be
+                    self.client.evict(ns, name)
+                else:
+                    self.client.delete(POD, ns, name)
+            except NotFoundError:
+                pass                # gone already
         elif isinstance(effect, SetClaimStatus):
             self._write_claim(effect)
         elif isinstance(effect, Evict):
@@ -454,8 +476,13 @@ class Binder:
 
     # -- ResourceClaims, written before the bind of the pod they are for ------------------
     def _before_bind(self, effect: Effect) -> bool:
-        """Hold a claim's status for its pod's bind to write first (True);
-        the newest status decided for a claim is the one written."""
+        """Hold a claim's status, or a sharer's devices, for its pod's bind to
+        write first (True); the newest status decided for a claim is the one
+        written."""
+        if isinstance(effect, ShareGpu):
+            with self._cond:
+                self._shares[effect.pod] = effect
+            return True
         if not isinstance(effect, SetClaimStatus) or effect.pod is None:
             return False
         with self._cond:
@@ -481,6 +508,30 @@ class Binder:
             "reservedFor": reserved_dict(effect.reserved_for) or None})
         with self._cond:
             self._claims_written[effect.claim] = effect
+
+    # -- GPU sharing: reservation pods and what a sharer records -------------------------
+    def _share_first(self, pod: PodKey) -> None:
+        with self._cond:
+            effect = self._shares.get(pod)
+        if effect is not None:
+            self._share(effect)         # a failure leaves it for the bind's retry
+            with self._cond:
+                if self._shares.get(pod) is effect:
+                    del self._shares[pod]
+
+    def _share(self, effect: ShareGpu) -> None:
+        """Each device's reservation pod made first (bound to the node at
+        once), then the devices recorded on the sharer."""
+        for reservation in effect.reserve:
+            self._reserve(reservation)
+        ns, name = effect.pod.split("/", 1)
+        self.client.patch(POD, ns, name, sharer_patch(effect))
+
+    def _reserve(self, reservation: Reservation) -> None:
+        try:
+            self.client.create(reservation_pod(reservation))
+        except ConflictError:
+            pass        # made already (by another sharer of the device, or an earlier try)
 
     def take_claims(self) -> dict[str, SetClaimStatus]:
         """Claim statuses written since the last call: the cache should show
@@ -548,6 +599,10 @@ def _target(write: _Write) -> Hashable:
         return ("queue usage", effect.queue)
     if isinstance(effect, SetClaimStatus):
         return ("claim status", effect.claim)
+    if isinstance(effect, ReleaseGpu):
+        return ("reservation", effect.pod)
+    if isinstance(effect, ReserveGpu):
+        return ("reservation", effect.reservation.pod)
     return ("event", id(write))         # Events unthrottled: every one is written
 
 

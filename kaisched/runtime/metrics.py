@@ -104,7 +104,8 @@ class Metrics:
                                         "failed.", ["effect"])
         self.evictions = r.counter("kaisched_evictions",
                                    "Pods evicted, by the queue of their job and why: preempt "
-                                   "(same queue), reclaim (for another queue), stale-gang.",
+                                   "(same queue), reclaim (for another queue), stale-gang, "
+                                   "consolidation (moved to another node).",
                                    ["queue", "cause"])
         self.job_seconds = r.histogram("kaisched_job_scheduling_seconds",
                                        "From a PodGroup's creation to its minimum of pods bound "

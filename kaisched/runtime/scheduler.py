@@ -28,11 +28,13 @@ from kaisched.framework.effects import (
     Effect,
     Evict,
     Hold,
+    MoveHold,
     RecordEvent,
     SetPodCondition,
     SetPodGroupStatus,
 )
 from kaisched.framework.holds import apply_holds, release_deadlocks
+from kaisched.framework.moves import apply_moves
 from kaisched.runtime.binder import Binder, BindReport
 from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.usage import UsageBook, usage_book
@@ -94,6 +96,7 @@ class Scheduler:
         self.binder = binder or Binder(client, clock.now)
         self.actions = registry.build_actions(config)
         self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
+        self.moves: dict[JobKey, MoveHold] = {}     # room consolidation made, carried likewise
         # Tools that explain a cycle (kaisched explain) keep its session to read
         # what it saw; the production loop lets each one go with its cycle.
         self.keep_session = False
@@ -160,6 +163,7 @@ class Scheduler:
             outbox = Outbox(self.binder.submit) if self.binder.live else None
             ssn = Session(cluster, self.config, self.registry.build_plugins(self.config), outbox)
             apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
+            apply_moves(ssn, self.moves)       # and the room consolidation made
             abandoned = False
             for action in self.actions:
                 if not proceed():
@@ -174,6 +178,7 @@ class Scheduler:
                 release_deadlocks(ssn)
                 effects = ssn.close()
                 self.holds = ssn.holds
+                self.moves = ssn.moves
                 if self.usage is not None:
                     for write in self.usage.writes(now):
                         effects.append(write)       # an Outbox hands each to the binder
@@ -213,6 +218,7 @@ class Scheduler:
         """This replica stopped leading: drop what it meant to do."""
         self.binder.abandon("this replica no longer holds the lease")
         self.holds = {}         # the next leader decides its own holds
+        self.moves = {}
         self.cache.forget_binds()       # those dropped are not coming; the rest will echo
 
     def _catch_up(self, proceed: Callable[[], bool]) -> None:

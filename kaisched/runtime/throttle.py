@@ -123,7 +123,7 @@ def _identity(effect: Effect) -> tuple[Hashable, Hashable, Hashable]:
 def _shape(status: PodGroupStatus) -> Hashable:
     """What must never wait: phase, counts, timers, conditions' status and reason."""
     return (status.phase, status.scheduled, status.running, status.succeeded, status.failed,
-            status.pending, status.last_schedule_time, status.stale_since,
+            status.pending, status.last_schedule_time, status.stale_since, status.last_moved_time,
             status.observed_generation,
             tuple((c.type, c.status, c.reason) for c in status.conditions))
 

@@ -2,6 +2,8 @@
 with the moment and the objects involved:
 
 - no node holds more than it has (Releasing pods still hold their room);
+- no GPU is shared beyond its whole (nor its memory: a gpu-memory share is its
+  part of the GPU's memory);
 - no queue (with everything under it) uses more than its limit;
 - no Strict gang is left partly running by what a session did: a gang that
   got binds, or lost pods to evictions, has none or at least its minimum
@@ -51,6 +53,13 @@ class Invariants:
 
     def _nodes(self, when: str) -> None:
         meter = self.meter
+        for (node, group), fill in sorted(meter.gpu_fill.items()):
+            if node in meter.dirty_nodes and fill > 1.0 + _EPS:
+                pods = sorted(k for k, u in meter.pods.items()
+                              if u.node == node and u.on_node and group in u.groups)
+                raise InvariantViolation(
+                    f"invariant broken {when}: GPU {group} of node {node} shared beyond its "
+                    f"whole: {fill:.3g} taken (pods: {_names(pods)})")
         for node in sorted(meter.dirty_nodes):
             alloc, used = meter.allocatable.get(node, {}), meter.node_used[node]
             for name, amount in sorted(used.items()):

@@ -1,6 +1,7 @@
 """An emulated kubelet for every node at once: a bound pod starts Running at
 the next tick; its container exits successfully after the duration its pod
-carries (the workload inside); a pod being deleted (evicted) stays on its node,
+carries (the workload inside; one that carries none, as a GPU reservation
+pod, runs until deleted); a pod being deleted (evicted) stays on its node,
 Releasing, for its terminationGracePeriodSeconds, then is gone.
 
 It learns of bound and evicted pods from a watch, and keeps its timers in
@@ -65,9 +66,9 @@ class Kubelet:
                                        "state": {"running": {"startedAt": to_rfc3339(now)}}}
                                       for c in pod["spec"]["containers"]]}})
             self.started.append(key)
-            run_for = parse_duration(pod["metadata"].get("annotations", {})
-                                     .get(DURATION_ANNOTATION, "0"))
-            heapq.heappush(self._ending, (now + run_for, key, uid))
+            run_for = (pod["metadata"].get("annotations") or {}).get(DURATION_ANNOTATION)
+            if run_for is not None:     # none (a GPU reservation pod): it runs until deleted
+                heapq.heappush(self._ending, (now + parse_duration(run_for), key, uid))
         self._starting.clear()
 
     def adopt(self, now: float) -> None:

@@ -116,8 +116,10 @@ def pod_template(job: JobSpec, role: RoleSpec, scheduler_name: str) -> Obj:
     if role.claims:     # devices (DRA): each pod its claims, made from the role's templates
         spec["resourceClaims"] = pod_claims(job, role)
         container["resources"]["claims"] = [{"name": c.name} for c in role.claims]
+    # A share of GPUs, as KAI's users ask for it: annotations, no nvidia.com/gpu request.
     return {"metadata": {"labels": {L.QUEUE_LABEL: job.queue},
-                         "annotations": {DURATION_ANNOTATION: f"{job.duration:g}s"}},
+                         "annotations": {DURATION_ANNOTATION: f"{job.duration:g}s",
+                                         **dict(role.gpu_share)}},
             "spec": spec}
 
 

@@ -30,7 +30,7 @@ from kaisched.sim.timeline import hms
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 _CAUSE_COLOURS = {"reclaim": "tab:red", "preempt": "tab:purple", "stale-gang": "tab:brown",
-                  "other": "tab:gray"}
+                  "consolidation": "tab:cyan", "other": "tab:gray"}
 STATE_COLOURS = {"waiting": "#f2c14e", "running": "#3a9d5d", "evicted": "#d1495b",
                  "waiting again": "#8e7dbe"}
 

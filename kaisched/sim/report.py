@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from kaisched.api.resource import CPU, GPU, MEMORY
+from kaisched.sim import consolidation as moves
 from kaisched.sim.controllers import JobRun, JobState
+from kaisched.sim.meter import GPU_SHARES, SHARED_GPUS
 from kaisched.sim.scenario import JobKind
 from kaisched.sim.simulation import SimResult
 from kaisched.sim.tables import Column, fitted, left_out_note
@@ -21,7 +23,10 @@ from kaisched.sim.timeline import Timeline, hms
 TEXT_JOBS = 40
 
 
-def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
+def build_report(result: SimResult, config_name: str,
+                 baseline: SimResult | None = None) -> dict[str, Any]:
+    """baseline: the same scenario run without consolidation, which the wait
+    consolidation saved is told against (when the config has it)."""
     scenario, timeline, end = result.scenario, result.timeline, result.end
     jobs = [_job(run, end) for run in result.runs]
     gang_waits = [j["wait"] for j, run in zip(jobs, result.runs, strict=True)
@@ -79,9 +84,30 @@ def build_report(result: SimResult, config_name: str) -> dict[str, Any]:
         "queues": queues,
         "jobs": jobs,
         **_volumes(result),
+        **({moves.ACTION: moves.figures(
+            timeline.evictions, jobs,
+            [_job(run, baseline.end) for run in baseline.runs] if baseline is not None else None)}
+           if moves.consolidating(result.config) else {}),
+        **_shared(result),
     }
 
 
+def _shared(result: SimResult) -> dict[str, Any]:
+    """Shared GPUs, if any: how many there were on average (each held whole by its
+    reservation pod), what their sharers used of them, and so how full each was."""
+    timeline, end = result.timeline, result.end
+    held = timeline.used.get(SHARED_GPUS, [])
+    if not any(held):
+        return {}
+    used = timeline.used.get(GPU_SHARES, [])
+    held_avg, used_avg = timeline.average(held, end), timeline.average(used, end)
+    capacity = result.capacity.get(GPU, 0.0)
+    whole = [g - h for g, h in zip(timeline.used.get(GPU, []), held, strict=False)]
+    in_use = timeline.average(whole, end) + used_avg
+    return {"sharedGpus": {"avg": _round(held_avg, 2), "peak": _round(max(held), 1),
+                           "sharesAvg": _round(used_avg, 2),
+                           "fill": _round(used_avg / held_avg, 3) if held_avg else None,
+                           "gpuInUse": _round(in_use / capacity, 3) if capacity else None}}
 def _window_usage(timeline: Timeline, queue: str, end: float) -> dict[str, Any]:
     """With usage memory on: the queue's usage (its share of what the cluster
     offered over the window, as its status said) over time, each change once."""
@@ -121,7 +147,7 @@ def _job(run: JobRun, end: float) -> dict[str, Any]:
     running = [(pods, gpus) for _, pods, gpus in run.sizes if pods]
     return {
         "name": f"{spec.namespace}/{spec.name}", "kind": spec.kind.value, "queue": spec.queue,
-        "pods": spec.pods, "gpus": _round(spec.total(GPU), 1),
+        "pods": spec.pods, "gpus": _round(spec.total(GPU), 1), "gpuShare": _share(spec),
         "minMember": run.min_member, "priorityClass": spec.priority_class,
         "submitted": _round(run.submitted, 1), "started": _round(run.started, 1),
         "finished": _round(run.finished, 1), "wait": _round(wait, 1),
@@ -236,6 +262,12 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
                   f"p99 {_t(g['p99'])}, max {_t(g['max'])}")
     states = ", ".join(f"{n} {s}" for s, n in report["jobsByState"].items())
     console.print(f"jobs: {states}; invariants held in {report['invariantChecks']} checks")
+    if report.get("sharedGpus"):
+        s = report["sharedGpus"]
+        console.print(f"shared GPUs: {_n(s['avg'])} on average (peak {_n(s['peak'])}), each "
+                      f"held whole by its reservation pod; their sharers used {_n(s['sharesAvg'])} "
+                      f"of them: {_pc(s['fill'])} full; GPUs in use (whole and shares) "
+                      f"{_pc(s['gpuInUse'])}")
     if report.get("volumeWait"):
         v = report["volumeWait"]
         console.print(f"volume wait: {v['claims']} claims provisioned and bound; "
@@ -260,6 +292,9 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
     events = report["evictions"]["events"]
     if events:
         _print_fitted(console, "evictions", width, *_evictions_table(events, width))
+    if moves.ACTION in report:
+        for line in moves.lines(report[moves.ACTION]):
+            console.print(line)
 
 
 def _print_fitted(console: Console, what: str, width: int | None, table: Table,
@@ -287,8 +322,18 @@ def _shown(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return shown
 
 
+def _share(spec: Any) -> str | None:
+    """What each pod of a job that shares GPUs asks: "0.25" of a GPU, "10240 MiB" of one."""
+    shares = {dict(r.gpu_share).get("gpu-fraction") or f"{dict(r.gpu_share)['gpu-memory']} MiB"
+              for r in spec.roles if r.gpu_share}
+    return ", ".join(sorted(shares)) or None
+
+
 def _gpus(j: dict[str, Any]) -> str:
-    """Declared GPUs, and the range it ran at when that differs (an elastic job)."""
+    """Declared GPUs, and the range it ran at when that differs (an elastic job);
+    a share of a GPU as what each pod asks."""
+    if j.get("gpuShare"):
+        return f"{j['gpuShare']} each"
     ran = j.get("ranAt")
     if ran and (ran["gpus"][0] != j["gpus"] or ran["gpus"][1] != j["gpus"]):
         low, high = ran["gpus"]
@@ -399,6 +444,12 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console,
         ("sessions", [str(r["sessions"]) for r in reports]),
         ("GPU utilisation", [_pc(r["cluster"]["gpuUtilisation"]) for r in reports]),
         ("CPU utilisation", [_pc(r["cluster"]["cpuUtilisation"]) for r in reports]),
+        *([("shared GPUs avg / full", [
+            f"{_n(r['sharedGpus']['avg'])} / {_pc(r['sharedGpus']['fill'])}"
+            if r.get("sharedGpus") else "-" for r in reports]),
+           ("GPUs in use (whole and shares)", [
+               _pc(r["sharedGpus"]["gpuInUse"]) if r.get("sharedGpus") else "-" for r in reports])]
+          if any(r.get("sharedGpus") for r in reports) else []),
         ("jobs succeeded", [str(r["jobsByState"].get("succeeded", 0)) for r in reports]),
         ("gangs that waited", [f"{r['gangWait']['waited']}/{r['gangWait']['gangs']}"
                                for r in reports]),
@@ -406,8 +457,10 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console,
     for q in ("p50", "p90", "max"):
         rows.append((f"gang wait {q}", [_t(r["gangWait"][q]) for r in reports]))
     rows.append(("the gang that waited longest", [_longest(r) for r in reports]))
-    for cause in ("reclaim", "preempt", "stale-gang"):
+    for cause in ("reclaim", "preempt", "stale-gang", moves.ACTION):
         rows.append((f"pods evicted: {cause}", [str(r["evictions"].get(cause, 0)) for r in reports]))
+    if any(moves.ACTION in r for r in reports):
+        rows.append(("consolidation: wait saved", [moves.wait_saved(r) for r in reports]))
     for i, q in enumerate(first["queues"]):
         name = q["name"]
         rows.append((f"{name}: use avg / fair share avg",

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from kaisched.errors import InputError
 from kaisched.files import check_writable
 from kaisched.framework import SchedulerConfig
+from kaisched.sim import consolidation as moves
 from kaisched.sim.admission import refusals
 from kaisched.sim.bundled import DEMO, examples_dir, find_bundled
 from kaisched.sim.generator import DEFAULT_SEED
@@ -79,7 +80,8 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
             # The virtual cluster where the run stopped, as snapshot-dump writes a real one.
             Path(dump).write_bytes(orjson.dumps(sim.snapshot()))
             err.write(f"the cluster at {hms(results[0][1].end)} written to {dump}\n")
-    reports = [build_report(result, label) for label, result in results]
+    baselines = _baselines(scenario, results, start, adopted, show, err)
+    reports = [build_report(result, label, baselines.get(i)) for i, (label, result) in enumerate(results)]
     if plot:
         from kaisched.sim.plot import draw
         draw(results, plot)
@@ -100,6 +102,26 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
         render_compare(reports, console, "full" if tty else "lines")
     if plot:
         console.print(f"plot written to {plot}")
+
+
+def _baselines(scenario: Scenario, results: list[tuple[str, SimResult]], start: Start | None,
+               adopted: list[Adopted], show: bool, err: TextIO) -> dict[int, SimResult]:
+    """For each run with consolidation, the same scenario run without it (what
+    the wait it saved is told against): a run of the compare when one has that
+    config, else one more run, said on stderr."""
+    out: dict[int, SimResult] = {}
+    for i, (label, result) in enumerate(results):
+        if not moves.consolidating(result.config):
+            continue
+        other = moves.without(result.config)
+        found = next((r for _, r in results if r.config == other), None)
+        if found is None:
+            err.write(f"{scenario.name} ({label}): run again without consolidation, "
+                      "for the wait it saved\n")
+            found = _run(Simulation(scenario, other, start=start, adopted=adopted),
+                         f"{scenario.name} ({label}, without consolidation)", show, err)
+        out[i] = found
+    return out
 
 
 def check_outputs(plot: str | None, dump: str | None) -> None:

@@ -8,11 +8,12 @@ duration: 'soon'`. Unknown keys are refused, as in the scheduler config.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 
-from kaisched.api.resource import PODS
+from kaisched.api.gpushare import GPU_DEVICES, GPU_FRACTION, GPU_MEMORY, MEMORY_LABEL
+from kaisched.api.resource import GPU, PODS
 from kaisched.api.workloadkinds import HEAD, LAUNCHER, LEADER, MASTER, WORKER
 from kaisched.errors import InputError
 from kaisched.files import LOADER, not_a_mapping, read_text, yaml_problem
@@ -83,7 +84,7 @@ _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
 _JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
         "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy", "gangApi")
-_ROLE = ("replicas", "requests", "volumes", "claims")
+_ROLE = ("replicas", "requests", "volumes", "claims", "gpuFraction", "gpuMemory", "gpuDevices")
 _STORAGE_CLASS = ("name", "provisioner", "bindingMode", "allowedTopologies", "provisioningDelay",
                   "failure")
 _VOLUME = ("name", "storageClass", "size")
@@ -214,12 +215,20 @@ def _check_offered(scenario: Scenario, own: tuple[QueueSpec, ...]) -> None:
             if res not in offered:
                 raise FieldError(f"queues[{i}] ({q.name}).resources.{res}: no node pool offers "
                                  f"{res} (they offer {known})")
+    labelled = any(k == MEMORY_LABEL for p in scenario.pools for k, _ in p.labels)
     for job in scenario.jobs:
         for role in job.roles:
             for res, _ in role.requests:
                 if res not in offered:
                     raise FieldError(f"{job.where}.roles.{role.name}.requests.{res}: no node "
                                      f"pool offers {res} (they offer {known})")
+            share = dict(role.gpu_share)
+            if share and GPU not in offered:
+                raise FieldError(f"{job.where}.roles.{role.name}: shares a GPU, but no node pool "
+                                 f"offers nvidia.com/gpu")
+            if GPU_MEMORY in share and not labelled:
+                raise FieldError(f"{job.where}.roles.{role.name}.gpuMemory: no node pool labels "
+                                 f"its GPUs' memory ({MEMORY_LABEL}: MiB), so no node takes it")
 
 
 def _check_volumes(scenario: Scenario) -> None:
@@ -251,6 +260,34 @@ def _storage_class(data: Any, where: str) -> StorageClassSpec:
                                         for k, v in allowed.items())),
         provisioning_delay=duration(f.get("provisioningDelay", 0), f"{where}.provisioningDelay"),
         failure=text(failure, f"{where}.failure") if failure is not None else None)
+
+
+def _gpu_share(f: Mapping[str, Any], where: str,
+               requests: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """A role's share of GPUs (gpuFraction: 0.5, or gpuMemory: MiB; gpuDevices: how
+    many GPUs), as the annotations KAI's users write on their pods."""
+    fraction, memory, devices = f.get("gpuFraction"), f.get("gpuMemory"), f.get("gpuDevices")
+    if fraction is None and memory is None:
+        if devices is not None:
+            raise FieldError(f"{where}.gpuDevices: only with gpuFraction or gpuMemory")
+        return ()
+    if fraction is not None and memory is not None:
+        raise FieldError(f"{where}: gpuFraction or gpuMemory, not both")
+    if any(name == GPU for name, _ in requests):
+        raise FieldError(f"{where}: a role that shares GPUs (gpuFraction, gpuMemory) does not "
+                         f"also request nvidia.com/gpu")
+    out = []
+    if fraction is not None:
+        value = number(fraction, f"{where}.gpuFraction")
+        if not 0 < value <= 1:
+            raise FieldError(f"{where}.gpuFraction: must be in (0, 1], the part of one GPU; "
+                             f"got {fraction!r}")
+        out.append((GPU_FRACTION, f"{value:g}"))
+    else:
+        out.append((GPU_MEMORY, str(integer(memory, f"{where}.gpuMemory", 1))))
+    if devices is not None:
+        out.append((GPU_DEVICES, str(integer(devices, f"{where}.gpuDevices", 1))))
+    return tuple(out)
 
 
 def _volumes(data: Any, where: str) -> tuple[VolumeSpec, ...]:
@@ -436,10 +473,11 @@ def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:
         if allowed is not None and role not in allowed:
             raise FieldError(f"{at}: {kind.value} has no role {role!r} (known: {', '.join(allowed)})")
         f = fields(entry, at, _ROLE, ("replicas", "requests"))
-        roles.append(RoleSpec(role, integer(f["replicas"], f"{at}.replicas", 1),
-                              resources(f["requests"], f"{at}.requests"),
+        requests = resources(f["requests"], f"{at}.requests")
+        roles.append(RoleSpec(role, integer(f["replicas"], f"{at}.replicas", 1), requests,
                               _volumes(f.get("volumes"), f"{at}.volumes"),
-                              claim_specs(f.get("claims"), f"{at}.claims")))
+                              claim_specs(f.get("claims"), f"{at}.claims"),
+                              _gpu_share(f, at, requests)))
     if kind is JobKind.JOB and len(roles) != 1:
         raise FieldError(f"{where}: a Job has exactly one role (its pod template)")
     by_name = {r.name: r for r in roles}

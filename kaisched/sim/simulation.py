@@ -10,7 +10,8 @@ Ticks where nothing can change are skipped. A session decides from the
 cluster's objects, the NonStrict holds it carries and the time, and from the
 time only through timers. After a *quiet* session — it bound and evicted
 nothing (PodGroup and Queue status writes, pod conditions and events change
-nothing a later session decides on), holds nothing, the PodGrouper wrote nothing, and no pod
+nothing a later session decides on), holds nothing (NonStrict holds, room held for moved
+pods), the PodGrouper wrote nothing, and no pod
 is waiting to start or is on its way out (evictions in flight) — the next
 sessions would decide exactly the same until something happens. So the clock
 jumps to the next grid tick at or after the next event: an arrival, a
@@ -19,7 +20,9 @@ the starvation threshold), or, while gangs wait, the end of a preemption delay
 or of a min-runtime the session met (the cycle's result says when). Room pipelined for a gang is decided again, the
 same, by every session until then, so it is no reason to run one. Any other
 session is followed by one a period later. The results equal those of a
-session every period (tests/sim checks it). With usage memory on
+session every period (tests/sim checks it). The room consolidation holds
+for pods it moved is carried like NonStrict holds, and a moved job's
+cooldown is a PodGroup timer. With usage memory on
 (usageDBConfig), time alone moves each queue's usage and so its fair share:
 while jobs wait, a session also runs at each bucket boundary of the usage
 window (its 48th part), so decisions follow usage at that grain; a config
@@ -397,7 +400,7 @@ class Simulation:
                    arrivals: list[JobRun], end: float) -> int | None:
         """Ticks to the next session (never past the end of the scenario); None
         when nothing can ever change again."""
-        busy = (wrote or self.scheduler.holds or self.kubelet.busy()
+        busy = (wrote or self.scheduler.holds or self.scheduler.moves or self.kubelet.busy()
                 or any(not isinstance(e, _QUIET) for e in result.effects))
         if busy or self.every_period:
             return 1
@@ -447,6 +450,9 @@ class Simulation:
         threshold = spec.get("starvationThresholdSeconds", starvation)
         if isinstance(threshold, (int, float)) and threshold > 0 and waiting is not None:
             out.append(waiting + threshold)
+        moved = from_rfc3339(status.get("lastMovedTime"))
+        if moved is not None and "consolidation" in self.config.actions:
+            out.append(moved + self.config.consolidation.cooldown)     # it may move again
         return tuple(out)
 
     def _explain_waiting(self) -> None:

@@ -101,9 +101,20 @@ class RoleSpec:
     requests: tuple[tuple[str, str], ...]      # resource name -> quantity, canonical names
     volumes: tuple[VolumeSpec, ...] = ()
     claims: tuple[ClaimSpec, ...] = ()
+    # Part of a GPU, as KAI's annotations ask for it: gpu-fraction or gpu-memory,
+    # and gpu-fraction-num-devices (the annotations' names and values).
+    gpu_share: tuple[tuple[str, str], ...] = ()
 
     def amount(self, resource: str) -> float:
         return sum(amount(resource, q) for n, q in self.requests if n == resource)
+
+    @property
+    def shared_gpus(self) -> float:
+        """GPUs the share asks of each pod, a gpu-memory share as MiB (its part of a GPU
+        is known only where it lands); 0 without a share."""
+        share = dict(self.gpu_share)
+        devices = int(share.get("gpu-fraction-num-devices", "1"))
+        return float(share.get("gpu-fraction", "0")) * devices
 
 
 @attrs.frozen

@@ -36,6 +36,7 @@ import numpy as np
 from kaisched.api import labels as L
 from kaisched.api import workloadkinds as K
 from kaisched.api.clock import from_rfc3339
+from kaisched.api.gpushare import GPU_GROUP, GPU_GROUP_PREFIX, RECEIVED_TYPE
 from kaisched.api.job import GangSpec
 from kaisched.api.quantity import parse_duration
 from kaisched.api.resource import CPU, PODS
@@ -313,8 +314,11 @@ def _template(pod: Obj) -> Obj:
     meta = {k: v for k, v in pod["metadata"].items()
             if k not in _DROP_POD_META and k != "ownerReferences" and k != "namespace"}
     spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
-    return {"metadata": {"labels": dict(meta.get("labels") or {}),
-                         "annotations": dict(meta.get("annotations") or {})}, "spec": spec}
+    # The GPU a sharer was given is its own: a pod made again is given its own.
+    labels = {k: v for k, v in (meta.get("labels") or {}).items()
+              if k != GPU_GROUP and not k.startswith(GPU_GROUP_PREFIX)}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != RECEIVED_TYPE}
+    return {"metadata": {"labels": labels, "annotations": annotations}, "spec": spec}
 
 
 def _prefix(name: str) -> str:

@@ -22,9 +22,10 @@ from kaisched.api import labels as L
 from kaisched.api.clock import ManualClock
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
-from kaisched.api.resource import PODS, Resource, format_amount, format_resource
+from kaisched.api.resource import GPU, PODS, Resource, format_amount, format_resource
+from kaisched.api.sharedgpus import Hold, NodeGpus
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import READY_STATUSES, JobKey, QueueName, TaskStatus
+from kaisched.api.types import READY_STATUSES, JobKey, NodeName, QueueName, TaskStatus
 from kaisched.cache.convert import pod_facts
 from kaisched.cache.convert.queues import queue_status
 from kaisched.cluster.kinds import POD, PODGROUP, QUEUE, UPSTREAM_PODGROUPS
@@ -79,8 +80,10 @@ def explain_data(objects: Iterable[dict[str, Any]], name: str, config: Scheduler
                  else task.status.value + (f" on {task.node_name}" if task.node_name else ""))
         nodes = _node_lines(ssn, task, "fits on its own" if gang else "fits") \
             if task.status is TaskStatus.PENDING and task.key not in result.reservations else []
-        pods.append({"pod": task.key, "state": state,
-                     "requests": format_resource(task.resreq - Resource.of({PODS: 1})),
+        requests = format_resource(task.resreq - Resource.of({PODS: 1}))
+        if task.gpu is not None:
+            requests += f", {task.gpu.describe()}"
+        pods.append({"pod": task.key, "state": state, "requests": requests,
                      "nodes": _dedent(nodes, 4)})
     return {"name": name, "podGroup": key, "minMember": job.min_member, "pods": len(job.tasks),
             "queue": job.queue, "priority": job.priority, "mode": job.spec.mode.value,
@@ -244,11 +247,57 @@ def _node_lines(ssn: Session, task: TaskInfo, fits: str = "fits") -> list[str]:
         reason = ssn.explain_node(task, name) or fits
         reasons.setdefault(reason, []).append(name)
     if len(ssn.cluster.nodes) <= MAX_NODES:
-        return [f"    {name}: {reason}" for reason, names in reasons.items() for name in names]
+        # Each node's GPUs, one by one, where some are shared or the pod asks for a share.
+        shows = task.gpu is not None or bool(ssn.cluster.gpus)
+        return [line for reason, names in reasons.items() for name in names
+                for line in [f"    {name}: {reason}",
+                             *(gpu_lines(ssn, NodeName(name), "      ") if shows else [])]]
     return [f"    {len(names)} node(s): {reason} (e.g. {', '.join(names[:3])})"
             for reason, names in sorted(reasons.items(), key=lambda kv: -len(kv[1]))]
 
 
+def gpu_lines(ssn: Session, node: NodeName, indent: str) -> list[str]:
+    """A node's GPUs, each shared one with what it holds and by whom
+    ("gpu-0: 0.75 used by 2 pods"), then those whole-GPU pods hold, then the
+    free ones. The numbers are positions in this list, not the GPUs'
+    indices on the node (which only the device plugin knows)."""
+    cluster = ssn.cluster
+    gpus = NodeGpus.of(cluster.nodes[node].spec)
+    if not gpus.count:
+        return []
+    devices = sorted(cluster.gpus.on(node).values(), key=lambda d: d.group)
+    col = cluster.table.dim_index.get(GPU)
+    row = cluster.table.index[node]
+    used = cluster.table.amount(col, cluster.table.used[row, col]) if col is not None else 0.0
+    holds = sum(1 for d in devices if d.hold() is not None and d.hold() is not Hold.PIPELINED)
+    whole = max(int(round(used)) - holds, 0)
+    lines = []
+    for i, device in enumerate(devices):
+        share = device.taken_now / device.units
+        pods = device.holders()
+        names = ", ".join(f"{key} {units / device.units:.3g}" + ("" if how == "live" else f" ({how})")
+                          for key, units, how in pods)
+        what = f"{share:.3g} used by {len(pods)} pod{'s' if len(pods) != 1 else ''}"
+        if gpus.memory:
+            what += f" ({device.taken_now} of {device.units} MiB)"
+        if names:
+            what += f": {names}"
+        if device.reservation is None:
+            what += "; no reservation pod yet"
+        elif device.orphaned():
+            what += f"; its reservation pod {device.reservation} is being deleted"
+        lines.append(f"{indent}gpu-{i} (shared, {device.group}): {what}")
+    first = len(devices)
+    if whole:
+        lines.append(f"{indent}{_span(first, whole)}: whole, held by pods that ask for nvidia.com/gpu")
+    free = gpus.count - first - whole
+    if free > 0:
+        lines.append(f"{indent}{_span(first + whole, free)}: free")
+    return lines
+
+
+def _span(first: int, count: int) -> str:
+    return f"gpu-{first}" if count == 1 else f"gpu-{first}..{first + count - 1}"
 def _subgroup_state(job: JobInfo) -> str | None:
     """Which subtree of the gang's subgroups is short, in numbers: pods
     placed or running of each subgroup's minimum, and how many exist."""
@@ -286,7 +335,10 @@ def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
             reason = "could hold none: " + (ssn.explain_node(tasks[0], name) or "filtered out")
         else:
             eligible.append(row)
-            held, reason = _node_holds(table, row, vectors, [m[row] for m in allowed])
+            if any(t.gpu is not None for t in tasks):
+                held, reason = _node_holds_shares(ssn, name, tasks, [m[row] for m in allowed])
+            else:
+                held, reason = _node_holds(table, row, vectors, [m[row] for m in allowed])
             held_total += held
         by_reason.setdefault(reason, []).append(name)
     if len(table) <= MAX_NODES:
@@ -302,8 +354,36 @@ def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
         return lines
     lines.append(f"  in total: the nodes could hold {could} of the {len(tasks)} pods: "
                  f"{len(tasks) - could} short")
-    lines.extend(_shortfall(table, np.sum(vectors, axis=0), eligible))
+    if any(t.gpu is not None for t in tasks):
+        lines.append("    too few GPUs with room for their shares (each node's GPUs are listed "
+                     "with its pods below)")
+    else:
+        lines.extend(_shortfall(table, np.sum(vectors, axis=0), eligible))
     return lines
+
+
+def _node_holds_shares(ssn: Session, node: NodeName, tasks: list[TaskInfo],
+                       allowed: list[bool]) -> tuple[int, str]:
+    """How many of the pods (in order) this node alone takes, their shares of
+    GPUs included: placed one after another as a statement would, then undone."""
+    stmt = ssn.statement()
+    held = 0
+    reason = ""
+    try:
+        for task, ok in zip(tasks, allowed, strict=True):
+            if not ok:
+                continue
+            why = ssn.explain_node(task, node)
+            if why is not None:
+                reason = why
+                break
+            stmt.pipeline(task, node)
+            held += 1
+    finally:
+        stmt.discard()
+    if not reason:
+        return held, f"could hold all {held} of them"
+    return held, f"could hold {held if held else 'none'} of them; then {reason}"
 
 
 def _node_holds(table: Any, row: int, vectors: list[np.ndarray],

@@ -42,6 +42,8 @@ class ReplayResult:
     failures: list[str]
     eviction_reasons: dict[str, str]
     cluster: MemoryCluster = attrs.field(eq=False, repr=False)
+    # Pods consolidation moved, and the node its successor's room is held on.
+    moved: dict[PodKey, NodeName] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"sessions": self.sessions, "bindings": self.bindings,
@@ -68,6 +70,7 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
     reasons: dict[str, str] = {}
     failures: list[str] = []
     pipelined: dict[PodKey, NodeName] = {}
+    moved: dict[PodKey, NodeName] = {}
     for number in range(sessions):
         if number:
             _kubelet(cluster, clock.now())
@@ -81,6 +84,8 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
             if isinstance(effect, Evict):
                 evictions.append(effect.pod)
                 reasons[effect.pod] = f"{effect.reason}: {effect.message}"
+                if effect.moved_to is not None:
+                    moved[effect.pod] = effect.moved_to
         pipelined = dict(result.reservations)
         failures.extend(f"{f.effect.__class__.__name__} {getattr(f.effect, 'pod', '')}: {f.error}"
                         for f in result.report.failed)
@@ -89,7 +94,7 @@ def replay(objects: Iterable[dict[str, Any]], config: SchedulerConfig, registry:
             del pipelined[key]
     return ReplayResult(sessions, dict(sorted(bindings.items())), evictions,
                         dict(sorted(pipelined.items())), _pod_groups(cluster), failures,
-                        dict(sorted(reasons.items())), cluster)
+                        dict(sorted(reasons.items())), cluster, dict(sorted(moved.items())))
 
 
 def _kubelet(cluster: MemoryCluster, now: float) -> None:

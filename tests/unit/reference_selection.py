@@ -75,6 +75,8 @@ class NodeSelection:
         the same answers, so a failed one speaks for its twins."""
         if task.claims:
             return (*self._base_class_key(task), self._claims_class(task))
+        if task.gpu is not None:        # a share of a GPU: alike only with the same ask
+            return (*self._base_class_key(task), task.gpu.ask)
         return self._base_class_key(task)
 
     def _base_class_key(self, task: TaskInfo) -> tuple[Any, ...]:
@@ -230,7 +232,9 @@ class NodeSelection:
             if base is None:
                 base = self._bases[placement] = attrs.evolve(placement, rules=NO_RULES)
             placement = base
-        key = (task.resreq, placement)
+        key: tuple[Any, ...] = (task.resreq, placement)
+        if task.gpu is not None:        # a share of a GPU: alike only with the same ask
+            key = (task.resreq, placement, task.gpu.ask)
         cache = self._caches.get(key)
         if cache is None:
             size = len(self.cluster.table)
@@ -258,6 +262,8 @@ class NodeSelection:
         table = self.cluster.table
         cache.mask[rows] = self.hooks.mask(Hook.PREDICATE, task, rows)
         cache.idle_fit[rows] = table.fits(table.vector(task.resreq), table.idle[rows])
+        if self.hooks.callbacks(Hook.IDLE):     # devices beyond the table (shares of GPUs)
+            cache.idle_fit[rows] &= self.hooks.mask(Hook.IDLE, task, rows)
         cache.score[rows] = self.hooks.score(Hook.NODE_ORDER, task, rows)
         cache.seen[rows] = table.version
 

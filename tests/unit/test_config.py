@@ -33,7 +33,7 @@ def test_default_config_loads() -> None:
     assert [[p.name for p in tier] for tier in config.tiers] == [
         ["priority", "gang", "podgroupstatus"],
         ["proportion", "predicates", "podaffinity", "topologyspread", "hostports", "nodeorder",
-         "nodeaffinity", "volumebinding", "dra"]]
+         "nodeaffinity", "volumebinding", "dra", "gpusharing"]]
     assert config.tiers[1][5] == PluginOption("nodeorder", {"strategy": "binpack"})
 
 
@@ -55,6 +55,20 @@ def test_config_round_trips_through_its_dict_form() -> None:
         "spread"), registry)
     assert config.schedule_period == 0.5 and config.stale_gang_grace_period == 90.0
     assert load_config(config.to_dict(), registry) == config
+
+
+def test_consolidation_bounds_load_and_round_trip() -> None:
+    """consolidation: {maxPods, cooldown}, each defaulted when left out, and
+    carried in the dict form a Snapshot holds."""
+    registry = register_builtins()
+    default = default_config(registry)
+    assert "consolidation" not in default.actions        # off unless actions name it
+    assert (default.consolidation.max_pods, default.consolidation.cooldown) == (32, 600.0)
+    config = parse_config("actions: [allocate, consolidation]\n"
+                          "consolidation: {maxPods: 4, cooldown: 2m}\n", registry)
+    assert (config.consolidation.max_pods, config.consolidation.cooldown) == (4, 120.0)
+    assert load_config(config.to_dict(), registry) == config
+    assert parse_config("consolidation: {cooldown: 0s}\n", registry).consolidation.max_pods == 32
 
 
 def test_defaults_when_keys_are_left_out() -> None:
@@ -136,6 +150,14 @@ BAD = [
     ("schedulerName: ''\n", ["schedulerName"]),
     ("- just\n- a list\n", ["mapping"]),
     ("actions: [allocate\n", ["invalid YAML", "line"]),
+    ("consolidation: 3\n", ["consolidation", "maxPods, cooldown"]),
+    ("consolidation: {maxPods: 0}\n", ["consolidation.maxPods", "at least 1", "actions"]),
+    ("consolidation: {maxPods: many}\n", ["consolidation.maxPods", "'many'"]),
+    ("consolidation: {maxPods: true}\n", ["consolidation.maxPods"]),
+    ("consolidation: {maxPods: 2.5}\n", ["consolidation.maxPods"]),
+    ("consolidation: {cooldown: 10}\n", ["consolidation.cooldown", "unit"]),
+    ("consolidation: {cooldown: soon}\n", ["consolidation.cooldown"]),
+    ("consolidation: {maxpods: 4}\n", ["consolidation", "'maxpods'", "maxPods"]),
 ]
 
 

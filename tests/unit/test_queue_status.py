@@ -83,7 +83,7 @@ def test_amounts_are_rounded_as_a_quantity_can_carry_them() -> None:
 def test_quantity_text() -> None:
     assert [quantity_text("cpu", v) for v in (0, 4000, 2500, 2666.7)] == ["0", "4", "2500m", "2667m"]
     assert [quantity_text("memory", v) for v in (2**34, 1.5 * 2**30, 1000)] == ["16Gi", "1536Mi", "1000"]
-    assert [quantity_text(GPU, v) for v in (4, 0.5, 4 / 3)] == ["4", "500m", "1333m"]
+    assert [quantity_text(GPU, v) for v in (4, 0.5, 4 / 3)] == ["4", "0.5", "1.333"]
 
 
 amount = st.floats(min_value=0, max_value=1e6, allow_nan=False)
@@ -111,7 +111,7 @@ def test_resources_no_longer_there_are_cleared() -> None:
 def test_a_queue_object_carries_its_status() -> None:
     obj = {"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "Queue",
            "metadata": {"name": "team-a"}, "spec": {},
-           "status": {"allocated": {GPU: "2"}, "fairShare": {GPU: "1500m"}, "runningJobs": 1}}
+           "status": {"allocated": {GPU: "2"}, "fairShare": {GPU: "1.5"}, "runningJobs": 1}}
     info = queue(obj)
     assert info.declared
     assert info.status == QueueStatus(allocated=((GPU, 2.0),), fair_share=((GPU, 1.5),),

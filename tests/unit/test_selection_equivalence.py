@@ -6,7 +6,8 @@ only on the rows touched since the class last asked. The reference
 asked the same questions over the same session at every step of random
 placement sequences on random clusters -- placements, pipelined ones,
 evictions, rollbacks, room held for starving gangs, topology domains, a rule
-over other pods for some tasks, the touch log cut short -- and must give the
+over other pods for some tasks, the touch log cut short, pods asking for part
+of a GPU (whose devices change with their node's row) -- and must give the
 same node every time, ties (alike nodes, named out of row order) included.
 
 Run more examples on demand:
@@ -47,12 +48,18 @@ tiers:
     - {name: predicates}
     - {name: nodeorder, arguments: {strategy: %s}}
     - {name: nodeaffinity}
+    - {name: gpusharing}
 """
 # Node shapes: few, so that many nodes are alike and their scores tie.
 SHAPES = [dict(cpu=4), dict(cpu=8), dict(cpu=8, gpu=4), dict(cpu=16, gpu=8)]
 # Pod shapes, and what they may ask of nodes beyond room.
 REQUESTS = [dict(cpu="1"), dict(cpu="2"), dict(cpu="500m"), dict(cpu="3", gpu=1),
             dict(cpu="1", gpu=2)]
+
+
+# Shares of a GPU as KAI's users ask for them (the GPU nodes' memory: 40960 MiB).
+SHARES = [{"gpu-fraction": "0.5"}, {"gpu-fraction": "0.25"}, {"gpu-fraction": "0.75"},
+          {"gpu-memory": "20480"}, {"gpu-fraction": "0.5", "gpu-fraction-num-devices": "2"}]
 
 
 @st.composite
@@ -62,19 +69,28 @@ def clusters(draw: st.DrawFn) -> list[Obj]:
     names = draw(st.lists(st.integers(0, 999), min_size=count, max_size=count, unique=True))
     objs: list[Obj] = []
     nodes = []
+    gpu_nodes = set()
     for i, number in enumerate(names):
         name = f"n{number:03d}"
         nodes.append(name)
         shape = SHAPES[draw(st.integers(0, len(SHAPES) - 1))]
+        memory = {"nvidia.com/gpu.memory": "40960"} if shape.get("gpu") and draw(st.booleans()) else {}
+        if shape.get("gpu"):
+            gpu_nodes.add(name)
         objs.append(build_node(
             name, **shape, pods=draw(st.sampled_from([None, None, 3])),
-            labels={ZONE: f"z{i % 2}", "kubernetes.io/hostname": name},
+            labels={ZONE: f"z{i % 2}", "kubernetes.io/hostname": name, **memory},
             taints=[taint("dedicated", "x")] if draw(st.integers(0, 7)) == 0 else (),
             ready=draw(st.integers(0, 11)) > 0, unschedulable=draw(st.integers(0, 11)) == 0))
     for p in range(draw(st.integers(0, 2 * count))):
         node = draw(st.sampled_from(nodes))
-        pod = build_pod(f"run-{p}", **REQUESTS[draw(st.integers(0, 2))], node=node,
-                        group=f"run-{p % 5}")
+        # On a GPU node: now and then a sharer read back (the GPU its label names).
+        share = draw(st.integers(0, 3 * 4 - 1)) if node in gpu_nodes else 4
+        request = REQUESTS[draw(st.integers(0, len(REQUESTS) - 1 if share >= 4 else 2))]
+        pod = build_pod(f"run-{p}", **request, node=node, group=f"run-{p % 5}")
+        if share < 4:
+            pod["metadata"]["annotations"].update(SHARES[share])
+            pod["metadata"]["labels"]["runai-gpu-group"] = f"{node}-g{draw(st.integers(0, 1))}"
         if draw(st.integers(0, 4)) == 0:       # going away: room that comes back (pipelining)
             pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         objs.append(pod)
@@ -86,8 +102,13 @@ def clusters(draw: st.DrawFn) -> list[Obj]:
             extra["node_selector"] = {ZONE: "z1"}
         elif kind == 2:
             extra["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+        share = draw(st.integers(0, 2 * len(SHARES) - 1))
+        if share < len(SHARES):     # part of a GPU instead of whole ones
+            request = {k: v for k, v in request.items() if k != "gpu"}
         pod = build_pod(f"wait-{p}", **request, labels={"rule": "odd"} if kind == 3 else {},
                         **extra)
+        if share < len(SHARES):
+            pod["metadata"]["annotations"].update(SHARES[share])
         if kind == 4:
             pod["spec"]["affinity"] = {"nodeAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [

@@ -41,13 +41,13 @@ def test_queue_status_goes_through_the_status_subresource(apiserver: Emulator,
 
     stored = apiserver.object(QUEUES, None, "team-a")
     assert stored["status"] == {"allocated": {"cpu": "2500m", GPU: "2"},
-                                "fairShare": {"cpu": "4", GPU: "1500m"},
+                                "fairShare": {"cpu": "4", GPU: "1.5"},
                                 "quota": {"cpu": "0", GPU: "4"}, "limit": {},
                                 "runningJobs": 1, "pendingJobs": 2}
     (version,) = yaml.safe_load(CRD.read_text())["spec"]["versions"]
     row = {c["name"]: column_value(stored, c["jsonPath"]) for c in version["additionalPrinterColumns"]}
     assert [row[n] for n in ("GPU Allocated", "GPU Fair Share", "GPU Quota", "Running", "Pending")] \
-        == ["2", "1500m", "4", 1, 2]
+        == ["2", "1.5", "4", 1, 2]
 
     # GPUs gone from the cluster: the next status clears them rather than leaving stale figures.
     report = binder.apply([SetQueueStatus(QueueName("team-a"), second, first)])

@@ -205,6 +205,7 @@ def podgroup_status(status: Obj) -> PodGroupStatus:
     return PodGroupStatus(parsed, conditions, last_schedule_time=status.get("lastScheduleTime"),
                           stale_since=status.get("staleSince"),
                           unschedulable_since=status.get("unschedulableSince"),
+                          last_moved_time=status.get("lastMovedTime"),
                           pending_since=status.get("pendingSince"),
                           observed_generation=observed if isinstance(observed, int) else 0,
                           **counts)
@@ -222,6 +223,7 @@ def status_dict(status: PodGroupStatus) -> Obj:
         "succeeded": status.succeeded, "failed": status.failed, "pending": status.pending,
         "lastScheduleTime": status.last_schedule_time, "staleSince": status.stale_since,
         "unschedulableSince": status.unschedulable_since,
+        "lastMovedTime": status.last_moved_time,
         "pendingSince": status.pending_since,
         "observedGeneration": status.observed_generation or None,
     }

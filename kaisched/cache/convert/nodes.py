@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from kaisched.api.constraints import Taint
+from kaisched.api.gpushare import gpu_count_label
 from kaisched.api.node import NodeSpec
-from kaisched.api.resource import PODS, Resource
+from kaisched.api.resource import GPU, PODS, Resource
 from kaisched.api.types import NodeName
 from kaisched.cache.convert.common import Obj, metadata, quantities
 
@@ -27,6 +28,10 @@ def node_spec_and_problem(node: Obj) -> tuple[NodeSpec, str | None]:
     alloc = quantities(raw_alloc, "status.allocatable", problems)
     if not isinstance(raw_alloc, dict) or PODS not in raw_alloc:
         alloc = alloc + Resource.of({PODS: DEFAULT_MAX_PODS})   # hand-written nodes omit it
+    count = gpu_count_label(meta.get("labels") or {})
+    if count and not alloc.get(GPU):
+        # GPU feature discovery's count, where no device plugin reports them (yet).
+        alloc = alloc + Resource.of({GPU: count})
     conditions = status.get("conditions")
     # A node written by hand without conditions is taken as Ready.
     ready = not conditions or any(c.get("type") == "Ready" and c.get("status") == "True"

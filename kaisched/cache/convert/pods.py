@@ -8,12 +8,14 @@ import operator
 import attrs
 import orjson
 
+from kaisched.api import gpushare as G
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.constraints import Placement
 from kaisched.api.dradevices import PodClaimRef
+from kaisched.api.gpushare import GpuShare
 from kaisched.api.quantity import parse_duration
-from kaisched.api.resource import PODS, Resource
+from kaisched.api.resource import GPU, PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.api.volumes import PodClaim
 from kaisched.api.workloadkinds import KINDS
@@ -74,10 +76,14 @@ class PodFacts:
     gates: tuple[str, ...] = ()        # spec.schedulingGates, by name
     pvcs: tuple[PodClaim, ...] = ()            # the PVCs it mounts
     claims: tuple[str, ...] = ()       # ResourceClaims it names (namespace/name)
+    controlled: bool = False           # a controller owns it (makes it again when evicted)
     # Its spec.resourceClaims as written, for a pod of an upstream PodGroup: those
     # equal to one of the group's claims stand for the group's (see jobs.make_task).
     claim_refs: tuple[PodClaimRef, ...] = ()
     warnings: tuple[str, ...] = ()     # declarations ignored for their defaults, to tell once
+    gpu: GpuShare | None = None        # part of a GPU, by KAI's annotations
+    reserves: str | None = None        # a reservation pod: the shared device it holds
+    kai_reservation: bool = False      # ... made by KAI's binder
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -239,6 +245,15 @@ def pod_facts(pod: Obj) -> PodFacts:
         # its job says so, knowing the group (kaisched.cache.jobs).
         if waiting and gang.source != "upstream":
             problems.append(waiting)
+    share, reserves, kai = None, None, False
+    if G.GPU_FRACTION in annotations or G.GPU_MEMORY in annotations or G.GPU_DEVICES in annotations:
+        share, refused = G.parse_share(annotations, labels, resreq.get(GPU))
+        if refused:
+            problems.append(refused)
+    elif labels.get(G.GPU_GROUP):
+        reserves, kai = reservation(namespace, labels)
+        if reserves is not None:        # its GPU is its device's, counted once as such
+            resreq = resreq - Resource.of({GPU: resreq.get(GPU)})
     return PodFacts(
         key=key,
         uid=str(meta.get("uid", "")),
@@ -267,13 +282,27 @@ def pod_facts(pod: Obj) -> PodFacts:
         gates=scheduling_gates(spec),
         pvcs=pod_pvcs(spec, namespace, str(meta.get("name", ""))) if spec.get("volumes") else (),
         claims=claims,
+        controlled=any(isinstance(ref, dict) and ref.get("controller") is True
+                       for ref in meta.get("ownerReferences") or ()),
         claim_refs=refs if gang.source == "upstream" else (),
         warnings=(*(optional_settings(lambda k: _text(annotations.get(k)))[3]
                     if gang.source in ("koordinator", "koord") else ()),
                   *delay_warnings(_text(annotations.get(L.KAI_PREEMPTION_DELAY)))),
+        gpu=share,
+        reserves=reserves,
+        kai_reservation=kai,
     )
 
 
+def reservation(namespace: str, labels: dict[str, str]) -> tuple[str | None, bool]:
+    """The shared device a reservation pod holds (kaisched's, or KAI's own,
+    recognised when taking over a cluster KAI ran), and whether it is KAI's."""
+    group = labels.get(G.GPU_GROUP)
+    if namespace == G.RESERVATION_NAMESPACE and labels.get("app") == G.RESERVATION_APP:
+        return group, False
+    if namespace == G.KAI_RESERVATION_NAMESPACE and labels.get("app") == G.KAI_RESERVATION_APP:
+        return group, True
+    return None, False
 def _scheduled_false(status: Obj) -> Obj | None:
     """The pod's PodScheduled=False condition, if it has one."""
     return next((c for c in status.get("conditions") or ()

@@ -95,13 +95,14 @@ def queue_status(raw: Any) -> QueueStatus | None:
 
 
 def quantity_text(name: str, value: float) -> str:
-    """An amount as a Kubernetes quantity: "4", "2500m", "16Gi", "1536Mi"."""
+    """An amount as a Kubernetes quantity: "4", "2500m", "16Gi", "1536Mi";
+    a share of GPUs as a decimal ("1.5"), as `kubectl get queues` shows it."""
     if name == "cpu":                      # held in millicores
         milli = round(value)
         return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
     amount = canonical(name, value)
     if amount != int(amount):
-        return f"{round(amount * 1000)}m"
+        return f"{amount:.3f}".rstrip("0")
     whole = int(amount)
     for suffix, unit in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
         if name == "memory" and whole and whole % unit == 0:

@@ -90,6 +90,11 @@ def _selector(raw: Any, labels: Obj | None = None, match_keys: Any = (),
     return LabelSelector(tuple(sorted(pairs.items())), tuple(exprs))
 
 
+def label_selector(raw: Any) -> LabelSelector | None:
+    """A metav1.LabelSelector as written (None when it is not a mapping)."""
+    return _selector(raw)
+
+
 def _pod_term(raw: Obj, namespace: str, labels: Obj) -> PodAffinityTerm:
     ns_sel = raw.get("namespaceSelector")
     namespaces = tuple(sorted(str(n) for n in raw.get("namespaces") or ()))

@@ -1,0 +1,120 @@
+"""Which running pods consolidation may move, and in what units.
+
+A move evicts a pod so that its controller makes it again, and holds room
+for it on another node. So only a pod some controller makes again moves, and
+never one of a job that is not preemptible, that was moved within its
+cooldown (kept in its PodGroup status, so only jobs with a PodGroup move),
+that is inside either of its min-runtimes (a move is an eviction as much
+as preempt's or reclaim's, so whichever protects the job holds), or that a
+PodDisruptionBudget protects; a pod holding ResourceClaims stays
+(its devices would have to move with it). Pods move in the units eviction
+takes them in: a pod above its job's and every subgroup's minimum alone, a
+job at its minimum whole (a partial gang is useless).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from kaisched.api.budgets import DisruptionBudget
+from kaisched.api.clock import from_rfc3339
+from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.api.job import JobInfo
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import EVICTABLE_STATUSES, JobKey, TaskStatus
+from kaisched.framework import Session
+from kaisched.framework.effects import Cause
+
+_FINISHED = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
+
+def why_unmovable(ssn: Session, job: JobInfo, cooldown: float) -> str | None:
+    """Why consolidation may not move the job's pods now, if it may not."""
+    if not job.spec.preemptible:
+        return "not preemptible"
+    if not job.spec.declared:
+        return "no PodGroup to keep its cooldown in"
+    if job.key in ssn.moved_at:
+        return "moved in this session"
+    moved = from_rfc3339(job.status.last_moved_time)
+    if moved is not None and ssn.now < moved + cooldown:
+        return f"moved {ssn.now - moved:.0f}s ago, within its cooldown of {cooldown:.0f}s"
+    return None
+
+
+def protected(ssn: Session, job: JobInfo, by: JobInfo) -> str | None:
+    """Why the running job may not move for by now: it is inside its
+    min-runtime for preemption or for reclaim (until when, and which)."""
+    if not ssn.protects:
+        return None
+    for kind in (Cause.PREEMPT, Cause.RECLAIM):
+        found = ssn.protected_until(job, kind, by)
+        if found is not None:
+            return found.describe(ssn.now)
+    return None
+
+
+def unit_of(ssn: Session, task: TaskInfo, cooldown: float,
+            verdicts: dict[JobKey, str | None], by: JobInfo) -> list[TaskInfo] | None:
+    """The pods that move with the task (the task alone above its job's
+    minimum, else its whole job) to make room for by, or None when they may
+    not move. verdicts remembers each job's why_unmovable for the action
+    (protection depends on by's queue: the session remembers that)."""
+    job = ssn.cluster.jobs[task.job]
+    if job.key not in verdicts:
+        verdicts[job.key] = why_unmovable(ssn, job, cooldown)
+    if verdicts[job.key] is not None or protected(ssn, job, by) is not None:
+        return None
+    unit = ssn.eviction_group(task)
+    if any(t.status not in EVICTABLE_STATUSES or t.critical or not t.controlled or t.claims
+           for t in unit):
+        return None         # part of it cannot go (placed this session, bare, or holding devices)
+    return unit
+
+
+class Disruptions:
+    """What the PodDisruptionBudgets allow: per budget, the disruptions its
+    pods may take now (counted over the session's pods as they stood when the
+    action began)."""
+
+    def __init__(self, cluster: ClusterInfo) -> None:
+        self.budgets = cluster.budgets
+        self.allowed: dict[str, int] = {}
+        for budget in self.budgets:
+            healthy = expected = 0
+            for namespace, labels, status in _pods(cluster, budget.namespace):
+                if status in _FINISHED or not budget.selects(namespace, labels):
+                    continue
+                expected += 1
+                healthy += status is TaskStatus.RUNNING
+            self.allowed[budget.key] = budget.allowed(healthy, expected)
+
+    def allow(self, pods: Sequence[TaskInfo], taken: Iterable[TaskInfo]) -> str | None:
+        """None when evicting pods, beside those already taken, keeps every
+        budget; else the budget that forbids it."""
+        if not self.budgets:
+            return None
+        taken = list(taken)
+        for budget in self.budgets:
+            mine = sum(1 for p in pods if _selected(budget, p))
+            if mine and mine + sum(1 for p in taken if _selected(budget, p)) \
+                    > self.allowed[budget.key]:
+                return budget.key
+        return None
+
+
+def _selected(budget: DisruptionBudget, task: TaskInfo) -> bool:
+    return budget.selects(task.namespace, dict(task.labels))
+
+
+def _pods(cluster: ClusterInfo, namespace: str
+          ) -> Iterable[tuple[str, dict[str, str], TaskStatus]]:
+    """Every pod of the namespace the session knows: ours by status, other
+    schedulers' as running unless going away."""
+    for job in cluster.jobs.values():
+        if job.namespace == namespace:
+            for task in job.tasks.values():
+                yield task.namespace, dict(task.labels), task.status
+    for pod in cluster.foreign:
+        if pod.namespace == namespace:
+            yield (pod.namespace, dict(pod.labels),
+                   TaskStatus.RELEASING if pod.releasing else TaskStatus.RUNNING)

@@ -1,0 +1,445 @@
+"""Consolidation's search: where a pending job's tasks go once running pods
+move out of their way. A bounded greedy search, largest blocking pods first
+(LargestBlockersFirst):
+
+For each task the job still needs, in task order: a node where it fits as
+the cluster stands (room free now, or freed by the plan so far) takes it.
+Else room is made on a node by moving pods off it. The candidate nodes are
+those where the task would fit once their movable pods were gone, those
+needing the fewest moves first (estimated by taking their largest pods
+first), at most NODES_TRIED of them. On a node, its movable pods go largest
+first (largest in what the task lacks there), each with its unit (a pod
+above its job's and subgroup's minimum alone, a job at its minimum whole):
+the unit is evicted and each of its pods placed again elsewhere (never on
+the node being cleared, nor inside the domain a topology-bound job is
+given), on room free now or freed by the plan; a unit that cannot be placed
+again whole is put back and the next one tried. A node where the task still
+does not fit is put back as it was and the next candidate tried; a task no
+candidate takes fails the plan. At most `budget` pods move.
+
+A job that requires a topology domain gets one domain at a time (those
+missing the least room first, at most DOMAINS_TRIED): its tasks go inside
+it, and the pods moved for them leave it; a subgroup that requires one, the
+same, inside the job's.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from actions.common.movable import Disruptions, protected, unit_of, why_unmovable
+from kaisched.api.job import JobInfo
+from kaisched.api.node import EPSILON
+from kaisched.api.sharedgpus import ONE_GPU, Hold
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import EVICTABLE_STATUSES, JobKey, NodeName
+from kaisched.framework import Session, Statement
+from kaisched.framework.effects import Cause, Preemptor
+
+NODES_TRIED = 8         # nodes cleared, at most, for one task
+DOMAINS_TRIED = 4       # domains tried, at most, for a gang that requires one
+
+
+class Movable:
+    """The running pods that might move (of preemptible jobs, made again by
+    a controller, not critical), as they stood when the action began, by
+    node and as arrays: their rows, requests and start. Made once per action
+    and shared by its plans; whether a pod may move now is asked as it is
+    tried (it may have moved, or its job may be protected)."""
+
+    def __init__(self, ssn: Session) -> None:
+        table = ssn.cluster.table
+        self.on_row: dict[int, list[TaskInfo]] = {}
+        for job in ssn.cluster.jobs.values():
+            if not job.spec.preemptible:
+                continue
+            for task in job.tasks.values():
+                if task.status in EVICTABLE_STATUSES and task.controlled and not task.critical \
+                        and task.node_name in table.index:
+                    self.on_row.setdefault(table.index[task.node_name], []).append(task)
+        self.pods = [p for row in sorted(self.on_row)
+                     for p in sorted(self.on_row[row], key=lambda t: t.key)]
+        self.created = np.array([p.creation for p in self.pods], dtype=np.float64)
+        self.rows = np.array([table.index[p.node_name] for p in self.pods],   # type: ignore[index]  # on a node
+                             dtype=np.int64)
+        # What moving each gives back: a sharer its part of its GPU (all of
+        # it once every sharer of the GPU goes).
+        self.vecs = np.array([ssn.cluster.held(p) for p in self.pods]).reshape(
+            len(self.pods), len(table.dims))
+
+
+class LargestBlockersFirst:
+    """One pending job's plan: build() returns the statement that moves the
+    pods and pipelines the job's tasks, or None; moved lists the pods moved."""
+
+    def __init__(self, ssn: Session, job: JobInfo, tasks: Sequence[TaskInfo], movable: Movable,
+                 max_pods: int, cooldown: float, disruptions: Disruptions,
+                 taken: Sequence[TaskInfo], verdicts: dict[JobKey, str | None]) -> None:
+        self.ssn = ssn
+        self.job = job
+        self.tasks = list(tasks)
+        self.movable = movable
+        self.budget = max_pods          # pods the session may move, those taken included
+        self.cooldown = cooldown
+        self.disruptions = disruptions
+        self.taken = taken              # moved earlier in this session: budgets count them
+        self.verdicts = verdicts
+        self.moved: list[TaskInfo] = []
+        self.protected: dict[JobKey, str] = {}     # jobs in the way kept by their min-runtime
+        self._rows = np.arange(len(ssn.cluster.table))
+
+    def build(self) -> Statement | None:
+        if not self.room_enough():
+            return None         # moving pods makes no room: the cluster lacks it
+        required = self.job.spec.topology.required
+        for within in self._domains(required) if required else [None]:
+            stmt = self.ssn.statement()
+            self.moved = []
+            if self._place_all(stmt, within):
+                return stmt
+            stmt.discard()
+        self.moved = []
+        return None
+
+    # -- the job's tasks -------------------------------------------------------------------
+    def _place_all(self, stmt: Statement, within: np.ndarray | None) -> bool:
+        """Every task placed, subgroup by subgroup; one that requires a domain
+        inside the one it runs in already, else in one domain at a time (the
+        least missing first, the pods moved for it leaving the domain)."""
+        groups: dict[str | None, list[TaskInfo]] = {}
+        for task in self.tasks:
+            groups.setdefault(task.subgroup, []).append(task)
+        for tasks in groups.values():
+            key = self._subgroup_key(tasks[0])
+            here = self._subgroup_domain(tasks[0])
+            choices: list[np.ndarray | None] = [here] if key is None or here is not None \
+                else list(self._domains(key, tasks))
+            for domain in choices:
+                mask = within if domain is None else domain if within is None else within & domain
+                mark, count = stmt.checkpoint(), len(self.moved)
+                if all(self._place(stmt, task, mask) for task in tasks):
+                    break
+                stmt.rollback(mark)
+                del self.moved[count:]
+            else:
+                return False
+        return self.ssn.job_pipelined(self.job)
+
+    def _subgroup_key(self, task: TaskInfo) -> str | None:
+        """The node label the task's subgroup must sit inside one domain of, if any."""
+        sg = next((g for g in self.job.spec.subgroups if g.name == task.subgroup), None)
+        return sg.topology.required if sg is not None else None
+
+    def _subgroup_domain(self, task: TaskInfo) -> np.ndarray | None:
+        """Where the task's subgroup already runs, when it requires a domain."""
+        key = self._subgroup_key(task)
+        if key is None:
+            return None
+        there = next((t.node_name for t in self.job.tasks.values()
+                      if t.subgroup == task.subgroup and t.node_name is not None), None)
+        return self._domain_of(key, there) if there is not None else None
+
+    def _domain_of(self, key: str, node: NodeName | None) -> np.ndarray:
+        """The nodes in the node's domain of the key (none, for a node without it)."""
+        table = self.ssn.cluster.table
+        domains = self.ssn.cluster.domains(key)
+        here = domains.ids[table.index[node]] if node in table.index else -1
+        return domains.ids == here if here >= 0 else np.zeros(len(table), dtype=bool)
+
+    def _place(self, stmt: Statement, task: TaskInfo, within: np.ndarray | None) -> bool:
+        """Pipeline the task where it fits, making room if need be. Its gang
+        starts only once the moved pods are gone: no task of it is bound now."""
+        ssn = self.ssn
+        if ssn.allocatable(self.job, task) is not None:
+            return False        # its queue's quota or limit: no move helps
+        choice = ssn.select_node(task, within=within)
+        if choice is not None:
+            stmt.pipeline(task, choice.node)
+            return True
+        by = Preemptor(task.key, self.job.key, self.job.priority, self.job.queue)
+        for row in self._candidates(task, within)[:NODES_TRIED]:
+            mark, count = stmt.checkpoint(), len(self.moved)
+            avoid = within if within is not None else self._rows == row
+            if self._clear(stmt, task, row, avoid, by):
+                choice = ssn.select_node(task, within=self._rows == row)
+                if choice is not None:
+                    stmt.pipeline(task, choice.node)
+                    return True
+            stmt.rollback(mark)
+            del self.moved[count:]
+        return False
+
+    def _candidates(self, task: TaskInfo, within: np.ndarray | None) -> list[int]:
+        """Rows where the task would fit once the pods that might move were
+        gone, fewest moves first (as estimated: taking each row's largest
+        pods first, in what the task lacks there), then least missing, then
+        in table order. Worked out over all rows at once."""
+        table = self.ssn.cluster.table
+        vec = self._need(task)
+        pods = self.movable
+        alive = np.array([self._movable_now(p) for p in pods.pods], dtype=bool)
+        rows, vecs = pods.rows[alive], pods.vecs[alive]
+        costs, created = self._costs()[alive], pods.created[alive]
+        movable = np.zeros_like(table.alloc)
+        np.add.at(movable, rows, vecs)
+        mask = self.ssn.static_mask(task) & table.fits(vec, table.future + movable)
+        if within is not None:
+            mask &= within
+        lacking = np.clip(vec - table.future, 0, None)              # rows x resources
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(table.alloc > 0, 1.0 / table.alloc, 0.0)
+        missing = (lacking * share).sum(axis=1)
+        moves = np.where(mask & (missing > 0), np.inf, 0.0)
+        if len(rows):
+            # Each pod's size in what its row lacks; largest first within each row.
+            short = lacking[rows] > EPSILON
+            size = (vecs * share[rows] * short).sum(axis=1)
+            order = np.lexsort((-created, -size, rows))     # as _blocks orders them
+            rows, vecs, costs = rows[order], vecs[order], costs[order]
+            starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+            group = np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+            freed = np.cumsum(vecs, axis=0)
+            freed -= (freed - vecs)[group]                          # per row, from its first pod
+            spent = np.cumsum(costs)
+            spent -= (spent - costs)[group]
+            covered = (freed >= lacking[rows] - EPSILON).all(axis=1)
+            first = np.unique(rows[covered], return_index=True)
+            found = rows[covered][first[1]]
+            moves[found] = np.where(missing[found] > 0, spent[covered][first[1]], 0.0)
+        ranked = sorted(zip(moves[mask].tolist(), missing[mask].tolist(),
+                            np.flatnonzero(mask).tolist(), strict=True))
+        return [row for cost, _, row in ranked if cost != np.inf]
+
+    def _movable_now(self, pod: TaskInfo) -> bool:
+        current = self.ssn.cluster.jobs[pod.job].tasks.get(pod.key)
+        return current is not None and current.status in EVICTABLE_STATUSES \
+            and self._may_move(pod)
+
+    def _costs(self) -> np.ndarray:
+        """Each pod's estimated moves (see _unit_cost), worked out once per job."""
+        per_job: dict[JobKey, float] = {}
+        out = []
+        for pod in self.movable.pods:
+            if pod.job not in per_job:
+                per_job[pod.job] = self._unit_cost(pod)
+            out.append(per_job[pod.job])
+        return np.array(out, dtype=np.float64)
+
+    # -- making room on one node ------------------------------------------------------------
+    def _clear(self, stmt: Statement, task: TaskInfo, row: int, avoid: np.ndarray,
+               by: Preemptor) -> bool:
+        """Move pods off the node until the task fits there, a block at a time
+        (see _blocks); a block that frees nothing the task lacks is put back."""
+        table = self.ssn.cluster.table
+        vec = self._need(task)
+        lacking = np.clip(vec - table.future[row], 0, None)
+        pods = self._current(self.movable.on_row.get(row, []))
+        for block in self._blocks(pods, row, lacking):
+            short = vec > table.future[row] + EPSILON
+            if not short.any():
+                break
+            mark, count, before = stmt.checkpoint(), len(self.moved), table.future[row].copy()
+            if not self._move_block(stmt, block, short, row, avoid, by) \
+                    or not (table.future[row][short] > before[short] + EPSILON).any():
+                stmt.rollback(mark)
+                del self.moved[count:]
+        return bool(table.fits(vec, table.future[row:row + 1])[0])
+
+    def _move_block(self, stmt: Statement, block: list[TaskInfo], short: np.ndarray, row: int,
+                    avoid: np.ndarray, by: Preemptor) -> bool:
+        """Move each pod of the block with its unit (those gone with an earlier
+        unit skipped); False when one may not move or finds no place."""
+        ssn, table = self.ssn, self.ssn.cluster.table
+        sharers = len(block) > 1 or block[0].gpu is not None
+        for pod in block:
+            current = ssn.cluster.jobs[pod.job].tasks.get(pod.key)
+            if current is None or current.status not in EVICTABLE_STATUSES:
+                continue        # gone with an earlier unit
+            if not sharers and not (table.vector(current.resreq)[short] > 0).any():
+                return False    # frees nothing the task lacks
+            unit = unit_of(ssn, current, self.cooldown, self.verdicts, self.job)
+            if unit is None or len(self.taken) + len(self.moved) + len(unit) > self.budget:
+                return False
+            if self.disruptions.allow(unit, [*self.taken, *self.moved]) is not None:
+                return False    # a PodDisruptionBudget forbids it
+            if not self._move(stmt, unit, avoid, by, row if sharers else None):
+                return False
+        return True
+
+    def _move(self, stmt: Statement, unit: list[TaskInfo], avoid: np.ndarray,
+              by: Preemptor, repack: int | None = None) -> bool:
+        """Evict the unit and place each of its pods again outside avoid, all
+        or nothing (the caller rolls back a failure). repack: the node whose
+        shared GPUs are being emptied; a sharer of it that finds no place
+        elsewhere goes onto another of its GPUs with room (fractions packed
+        onto fewer GPUs)."""
+        released = [stmt.evict(pod, Cause.CONSOLIDATION, by) for pod in unit]
+        for pod in released:
+            within = ~avoid
+            stay = self._stay(pod)
+            if stay is not None:
+                within &= stay
+            choice = self.ssn.select_node(pod.successor(), within=within)
+            if choice is not None:
+                stmt.move(pod, choice.node)
+                continue
+            # Another GPU of the node being emptied, last: the room it takes
+            # there could have been freed too.
+            groups = self._other_gpu(pod) if repack is not None \
+                and pod.node_name == self.ssn.cluster.table.names[repack] else None
+            if groups is None or pod.node_name is None or self.ssn.select_node(
+                    pod.successor(), within=self._rows == repack) is None:
+                return False
+            stmt.move(pod, pod.node_name, groups)
+        self.moved.extend(unit)
+        return True
+
+    def _other_gpu(self, pod: TaskInfo) -> tuple[str, ...] | None:
+        """Another shared GPU of the sharer's node that its share fits on
+        (the fullest), not one being emptied; None if none (or it takes
+        several GPUs)."""
+        share, node = pod.gpu, pod.node_name
+        gpus = self.ssn.cluster.gpus
+        if share is None or node is None or share.devices != 1:
+            return None
+        info = gpus.gpus(node)
+        units = share.units(info.memory) if info is not None else None
+        if units is None:
+            return None
+        found = [(device.free_later, group) for group, device in gpus.on(node).items()
+                 if group not in share.groups and device.free_later >= units
+                 and device.hold() in (Hold.USED, Hold.PIPELINED) and device.live]
+        return (min(found)[1],) if found else None
+
+    def _blocks(self, pods: list[TaskInfo], row: int, lacking: np.ndarray) -> list[list[TaskInfo]]:
+        """The node's movable pods in blocks that free room together: a pod
+        alone, or every sharer of one shared GPU (its whole GPU is free only
+        once they all go; a GPU some pod that may not move shares is left
+        out). Largest first: in what they hold of what the task lacks on the
+        node, as shares of the node; of equal ones the block of fewer pods,
+        then the most recently started (it loses the least work), then by name."""
+        table = self.ssn.cluster.table
+        devices = self.ssn.cluster.gpus.on(table.names[row]) if self.ssn.cluster.gpus else {}
+        alone: list[list[TaskInfo]] = []
+        shared: dict[tuple[str, ...], list[TaskInfo]] = {}
+        for pod in pods:
+            if pod.gpu is not None and pod.gpu.groups:
+                shared.setdefault(pod.gpu.groups, []).append(pod)
+            else:
+                alone.append([pod])
+        for groups, sharers in shared.items():
+            if all(g in devices and devices[g].sharers == len(sharers) for g in groups):
+                alone.append(sharers)
+        alloc = table.alloc[row]
+        cols = np.flatnonzero((lacking > EPSILON) & (alloc > 0))
+
+        def size(block: list[TaskInfo]) -> float:
+            held = sum(self.ssn.cluster.held(p) for p in block)
+            return float((np.asarray(held)[cols] / alloc[cols]).sum())
+        return sorted(alone, key=lambda b: (-size(b), len(b), -max(p.creation for p in b),
+                                            b[0].key))
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _current(self, pods: list[TaskInfo]) -> list[TaskInfo]:
+        """The pods as the session has them now, without those gone."""
+        jobs = self.ssn.cluster.jobs
+        found = (jobs[p.job].tasks.get(p.key) for p in pods)
+        return [p for p in found if p is not None and p.status in EVICTABLE_STATUSES]
+
+    def _may_move(self, pod: TaskInfo) -> bool:
+        """The pod's job may be moved (its unit is asked when it is tried)."""
+        if pod.job == self.job.key:
+            return False
+        verdicts = self.verdicts
+        if pod.job not in verdicts:
+            verdicts[pod.job] = why_unmovable(self.ssn, self.ssn.cluster.jobs[pod.job], self.cooldown)
+        if verdicts[pod.job] is not None or pod.claims:
+            return False
+        why = protected(self.ssn, self.ssn.cluster.jobs[pod.job], self.job)
+        if why is not None:
+            self.protected.setdefault(pod.job, why)
+        return why is None
+
+    def _unit_cost(self, pod: TaskInfo) -> float:
+        """Pods that would move with it, as a cheap estimate (one above its
+        job's minimum, else the job's running pods), shared among the nodes
+        they would leave: moving a gang clears each of its nodes at once."""
+        job = self.ssn.cluster.jobs[pod.job]
+        if job.ready_count() > job.min_member:
+            return 1.0
+        nodes = {t.node_name for t in job.tasks.values() if t.status in EVICTABLE_STATUSES}
+        return max(job.ready_count(), 1) / max(len(nodes), 1)
+
+    def _stay(self, pod: TaskInfo) -> np.ndarray | None:
+        """The nodes a moved pod may go to: inside the domain it is in now,
+        for each topology its job (or its subgroup) requires."""
+        job = self.ssn.cluster.jobs[pod.job]
+        keys = [job.spec.topology.required] + [sg.topology.required for sg in job.spec.subgroups
+                                                if sg.name == pod.subgroup]
+        mask = None
+        for key in filter(None, keys):
+            inside = self._domain_of(key, pod.node_name)
+            mask = inside if mask is None else mask & inside
+        return mask
+
+    def room_enough(self) -> bool:
+        """Usable nodes have, in all, the room the tasks need (free now or
+        being freed, shared GPUs' spare parts included): moving pods only
+        moves room around."""
+        table = self.ssn.cluster.table
+        need = np.sum([self._ask(t) for t in self.tasks], axis=0)
+        usable = self.ssn.cluster.usable_nodes()
+        have = table.future[usable].sum(axis=0) + self._spare_shares(usable)
+        return bool((have >= need - EPSILON).all())
+
+    def _need(self, task: TaskInfo) -> np.ndarray:
+        """What the task needs of a node a plan clears: its requests, and for
+        a share of GPUs a whole GPU for each it takes (a plan frees whole
+        GPUs; a share that fits on a shared GPU as things stand needs none)."""
+        table = self.ssn.cluster.table
+        vec = table.vector(task.resreq)
+        gpu = table.known_vector(ONE_GPU) if task.gpu is not None else None
+        return vec if gpu is None or task.gpu is None else vec + gpu * task.gpu.devices
+
+    def _ask(self, task: TaskInfo) -> np.ndarray:
+        """What the task takes in all: its requests and its share of GPUs
+        (a gpu-memory share counted as nothing: its part depends on the GPU)."""
+        table = self.ssn.cluster.table
+        vec = table.vector(task.resreq)
+        share = task.gpu
+        gpu = table.known_vector(ONE_GPU) if share is not None else None
+        if gpu is None or share is None or share.fraction is None:
+            return vec
+        return vec + gpu * share.fraction * share.devices
+
+    def _spare_shares(self, usable: np.ndarray) -> np.ndarray:
+        """The parts of shared GPUs no sharer takes, on the usable nodes, as
+        GPUs (a table row)."""
+        table = self.ssn.cluster.table
+        gpus = self.ssn.cluster.gpus
+        gpu = table.known_vector(ONE_GPU) if gpus else None
+        spare = np.zeros(len(table.dims))
+        if gpu is None:
+            return spare
+        for node, devices in gpus.devices.items():
+            row = table.index.get(node)
+            if row is None or not usable[row]:
+                continue
+            for device in devices.values():
+                if device.hold() in (Hold.USED, Hold.PIPELINED):
+                    spare += gpu * max(device.free_later, 0) / device.units
+        return spare
+
+    def _domains(self, key: str, tasks: Sequence[TaskInfo] | None = None) -> list[np.ndarray]:
+        """The domains of the key to try, least room missing first (the room
+        free now, or being freed, against what the tasks need: all of the
+        job's, by default)."""
+        table = self.ssn.cluster.table
+        domains = self.ssn.cluster.domains(key)
+        need = np.sum([table.vector(t.resreq) for t in tasks or self.tasks], axis=0)
+        free = domains.totals(np.clip(table.future, 0, None))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            missing = np.where(need > 0, np.clip(need - free, 0, None) / need, 0).sum(axis=1)
+        order = sorted(range(len(domains)), key=lambda d: (missing[d], domains.names[d]))
+        return [domains.ids == d for d in order[:DOMAINS_TRIED]]

@@ -1,0 +1,86 @@
+"""consolidation: a pending gang that fits in no arrangement of the free room
+as it stands, but would if running pods moved, gets room made by moving them
+(each evicted, its controller makes it again, and the room for it is held
+on another node), all under one statement: it commits only if every moved
+pod and the pending gang's minimum are placed. How the moves are found:
+actions/common/repack.py; which pods may move: actions/common/movable.py.
+
+The moved pods' new room, and the room made for the gang, are held for
+them into the next sessions (kaisched.framework.moves), until they take it.
+"""
+from __future__ import annotations
+
+from actions.common.eviction import starving_jobs
+from actions.common.movable import Disruptions
+from actions.common.placement import still_needed
+from actions.common.repack import LargestBlockersFirst, Movable
+from kaisched.api.job import JobInfo
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import Blocker, JobKey, NodeName, TaskStatus
+from kaisched.framework import Session
+from kaisched.framework.moves import hold_of
+
+# Pending gangs a session plans moves for, at most (those the cluster has room
+# for in pieces), in queue and job order: each plan weighs every movable pod.
+JOBS_TRIED = 8
+
+
+class ConsolidationAction:
+    name = "consolidation"
+
+    def execute(self, ssn: Session) -> None:
+        jobs = starving_jobs(ssn)
+        if not jobs:
+            return
+        config = ssn.config.consolidation
+        disruptions = Disruptions(ssn.cluster)
+        movable = Movable(ssn)
+        verdicts: dict[JobKey, str | None] = {}     # why each job may not move (None: it may)
+        taken: list[TaskInfo] = []                  # pods moved in this session
+        tried = 0
+        for job, tasks in jobs:
+            if len(taken) >= config.max_pods or tried >= JOBS_TRIED:
+                break
+            if ssn.job_pipelined(job) or job.spec.gang_group:
+                continue        # placed already; or one of a gang group, placed with the others only
+            search = LargestBlockersFirst(ssn, job, still_needed(ssn, job, tasks), movable,
+                                          config.max_pods, config.cooldown, disruptions, taken,
+                                          verdicts)
+            if not search.room_enough():
+                continue        # the cluster lacks the room, in pieces or not: moves give none
+            tried += 1
+            stmt = search.build()
+            if stmt is None:
+                _note_protected(ssn, job, search.protected)
+                continue
+            stmt.commit()
+            _record(ssn, job, search.moved)
+            taken.extend(search.moved)
+
+
+def _note_protected(ssn: Session, job: JobInfo, protected: dict[JobKey, str]) -> None:
+    """No plan: say which job in the way its min-runtime kept (the first by name)."""
+    if protected:
+        key = min(protected)
+        more = f" (and {len(protected) - 1} more job(s))" if len(protected) > 1 else ""
+        ssn.note_unschedulable(job, f"consolidation may not move {key}: {protected[key]}{more}")
+
+
+def _record(ssn: Session, job: JobInfo, moved: list[TaskInfo]) -> None:
+    """After a plan commits: each moved job's cooldown starts, the room made
+    is carried to the next sessions for the moved pods and for the job, and
+    the job says what it waits for."""
+    slots: dict[JobKey, list[tuple[NodeName, TaskInfo]]] = {}
+    for pod in moved:
+        slots.setdefault(pod.job, []).append((ssn.successors[pod.key], pod))
+    for key, held in slots.items():
+        ssn.moved_at[key] = ssn.now_text
+        ssn.moves[key] = hold_of(ssn.cluster.jobs[key], tuple((node, pod.resreq) for node, pod in held),
+                                 ssn.now, tuple(pod.key for _, pod in held))
+    placed = tuple((t.node_name, t.resreq) for t in job.tasks.values()
+                   if t.status is TaskStatus.PIPELINED and t.node_name is not None)
+    ssn.moves[job.key] = hold_of(job, placed, ssn.now)
+    ssn.record_unschedulable(job, (
+        f"{len(placed)}/{len(job.tasks)} tasks pipelined, minMember {job.min_member}; "
+        f"consolidation moved {len(moved)} pod(s) of {len(slots)} job(s) to make room, "
+        f"waiting for them to terminate"), Blocker.RESOURCES)

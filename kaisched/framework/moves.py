@@ -1,0 +1,121 @@
+"""The room consolidation made, carried from one session to the next (as
+NonStrict holds are): for the pods it moved, which their controller makes
+again (under the same name or a new one), on the nodes it chose for them;
+and for the job it made room for, on the nodes its tasks were pipelined to.
+
+The scheduler carries them: apply_moves puts them back when a session
+opens, before any action runs. The job's pending pods are placed on the
+room held for it (pods alike to the ones it was held for), under a statement
+kept as the job's hold, which allocate finishes or keeps; what no pod of it
+takes yet stays reserved for it, so that no other job takes it. A hold ends
+once pods of its job sit on all of its room, or are placed elsewhere (for
+moved pods: as many pods made since the move are placed as were moved; for
+the job room was made for: none of it waits any more), when the job is gone,
+or after HOLD_LIMIT. A moved pod's controller may take a while to make it
+again: its room is held meanwhile.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from kaisched.api.job import JobInfo
+from kaisched.api.resource import Resource
+from kaisched.api.types import READY_STATUSES, JobKey, NodeName, PodKey
+from kaisched.framework.effects import MoveHold
+from kaisched.framework.session import Session
+
+HOLD_LIMIT = 300.0      # seconds the room is held for pods that do not come
+
+
+def apply_moves(ssn: Session, moves: Mapping[JobKey, MoveHold]) -> None:
+    """Put the held room back for each job that has not taken all of it."""
+    for key in sorted(moves):
+        hold, job = moves[key], ssn.cluster.jobs.get(key)
+        if ssn.now - hold.since >= HOLD_LIMIT or (job is None and not hold.awaited):
+            continue
+        if job is None:
+            # Its pods are gone and none is made again yet: the room waits for them.
+            slots = list(hold.slots)
+            room = _room(ssn, slots)
+        else:
+            slots = open_slots(job, hold)
+            if not slots or placed_elsewhere(ssn, job, hold):
+                continue        # its pods sit on all of the room, or are placed anyway: done
+            room = _place(ssn, job, slots)
+        ssn.moves[key] = hold   # carried on to the next session
+        if room.any():
+            ssn.reserve(key, room)
+
+
+def hold_of(job: JobInfo, slots: tuple[tuple[NodeName, Resource], ...], since: float,
+            awaited: tuple[PodKey, ...] = ()) -> MoveHold:
+    """A hold of this room for the job, as its pods stand now (those already
+    on a node of the room take none of it); awaited: the pods it moved."""
+    nodes = {node for node, _ in slots}
+    settled = tuple(sorted(t.key for t in job.tasks.values()
+                           if t.node_name in nodes and t.status in READY_STATUSES))
+    return MoveHold(slots, since, settled, awaited)
+
+
+def open_slots(job: JobInfo, hold: MoveHold) -> list[tuple[NodeName, Resource]]:
+    """The room no pod of the job has taken yet: each of its pods placed on
+    a node of the room since the hold began takes a slot alike to it there."""
+    slots = list(hold.slots)
+    for task in job.tasks.values():
+        if task.status in READY_STATUSES and task.key not in hold.settled \
+                and task.node_name is not None:
+            found = (task.node_name, task.resreq)
+            if found in slots:
+                slots.remove(found)
+    return slots
+
+
+def placed_elsewhere(ssn: Session, job: JobInfo, hold: MoveHold) -> bool:
+    """The pods the room is held for are placed, wherever: as many pods of
+    the job made since the move run as were moved; or, for the job the
+    room was made for, none of it waits."""
+    if not hold.awaited:
+        return not ssn.pending(job)
+    made = sum(1 for t in job.tasks.values()
+               if t.status in READY_STATUSES and t.creation >= hold.since)
+    return made >= len(hold.awaited)
+
+
+def _place(ssn: Session, job: JobInfo, slots: list[tuple[NodeName, Resource]]) -> np.ndarray:
+    """Place the job's pending pods on the slots alike to them; the room of
+    the slots left over (rows x resources of the node table)."""
+    table = ssn.cluster.table
+    room = _room(ssn, slots)
+    if job.key in ssn.held:
+        return room             # a NonStrict hold of its own places it
+    stmt = ssn.statement()
+    for task in ssn.ordered_tasks(job, ssn.pending(job)):
+        slot = next((s for s in slots if s[1] == task.resreq), None)
+        row = table.index.get(slot[0]) if slot is not None else None
+        if slot is None or row is None:
+            continue
+        vec = table.vector(task.resreq)
+        if not ssn.static_mask(task)[row] or not table.fits(vec, table.future[row:row + 1])[0]:
+            continue
+        if table.fits(vec, table.idle[row:row + 1])[0] and ssn.free_beyond_resources(task, slot[0]):
+            stmt.allocate(task, slot[0])
+        else:
+            stmt.pipeline(task, slot[0])
+        slots.remove(slot)
+        room[row] -= vec
+    if stmt.ops:
+        ssn.held[job.key] = stmt
+    return room
+
+
+def _room(ssn: Session, slots: list[tuple[NodeName, Resource]]) -> np.ndarray:
+    """The slots as room (rows x resources of the node table)."""
+    table = ssn.cluster.table
+    room = np.zeros_like(table.alloc)
+    for node, res in slots:
+        row = table.index.get(node)
+        if row is not None:
+            room[row] += table.vector(res)
+    return room

@@ -1,0 +1,243 @@
+"""gpusharing: pods that ask for part of a GPU (KAI's gpu-fraction and
+gpu-memory annotations) go where a GPU has room for their share.
+
+A fraction goes onto a GPU that is shared already before a free one is
+opened, and, among nodes, to the one with such a GPU (KAI's gpusharingorder;
+nodeorder's binpack then picks the fullest); never over a GPU's whole, nor
+over its memory. A node where the share fits only once pods going away are
+gone takes it pipelined, as for whole pods. Which GPU of the node it takes is
+the model's choice (kaisched.api.sharedgpus), made as the statement places it.
+
+Before a sharer's bind its devices are recorded on it, and each device with
+no reservation pod gets one (a ShareGpu effect, written ahead of the bind);
+when a session closes, reservation pods no pod shares any more are deleted,
+and a device whose sharers run without one gets it back.
+
+The filter, the idle test and the sharing order are cached per class of
+pods (the share asked is part of the class) and asked again only about the
+nodes that changed, like the resource fit: a node's devices change only with
+its row of the node table. They read per-node figures the model keeps as
+devices change. With no sharer and no shared GPU in the cluster the plugin
+registers nothing, and other pods never reach it.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from kaisched.api.gpushare import RESERVATION_NAMESPACE, GpuShare, groups_of, reservation_name
+from kaisched.api.resource import GPU
+from kaisched.api.sharedgpus import NONE, NOW, NodeGpus, SharedDevice
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import Blocker, NodeName, PodKey, TaskStatus
+from kaisched.errors import ConfigError
+from kaisched.framework import Hook, PluginBase, Session
+from kaisched.framework.effects import Prebind, ReleaseGpu, Reservation, ReserveGpu, ShareGpu
+
+NO_ROOM = "node(s) had no GPU with room for the pod's share"
+DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
+# A node with a shared GPU the share fits on comes first, whatever its fill
+# (nodeorder's scores are 0-100).
+SHARING_BONUS = 1000.0
+_RUNNING = (TaskStatus.BOUND, TaskStatus.RUNNING)
+
+
+class GpuSharingPlugin(PluginBase):
+    name = "gpusharing"
+
+    def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
+        arguments = dict(arguments or {})
+        unknown = sorted(set(arguments) - {"reservationImage"})
+        if unknown:
+            raise ConfigError(f"unknown argument {unknown[0]!r} (known: reservationImage)")
+        image = arguments.get("reservationImage", DEFAULT_IMAGE)
+        if not isinstance(image, str) or not image.strip():
+            raise ConfigError(f"reservationImage: expected an image name, not {image!r}")
+        self.image = image
+
+    def on_session_open(self, ssn: Session) -> None:
+        cluster = ssn.cluster
+        self.ssn = ssn
+        cluster.gpus.watchers = []          # an earlier session's, if any
+        self.active = cluster.sharing()
+        if not self.active:
+            return
+        self.gpus = cluster.gpus
+        self.table = table = cluster.table
+        self.col = table.dim_index.get(GPU)
+        specs = [n.spec for n in cluster.nodes.values()]
+        found = [NodeGpus.of(spec) for spec in specs]
+        self.count = np.array([g.count for g in found], dtype=np.int64)
+        self.units = np.array([g.units for g in found], dtype=np.int64)
+        self.memory = np.array([g.memory or 0 for g in found], dtype=np.int64)
+        # Per row, the most free units of a shared device: used ones now and
+        # later, releasing ones now and later (see sharedgpus.Summary).
+        self.best = np.full((4, len(table)), NONE, dtype=np.int64)
+        for node in list(self.gpus.summaries):
+            self._changed(node)
+        self.gpus.watchers = [self._changed]
+        self._need: dict[GpuShare, np.ndarray] = {}      # per ask, per row (see _needs)
+        ssn.register(Hook.PREDICATE, self.fits, NO_ROOM, blocker=Blocker.RESOURCES)
+        ssn.register(Hook.IDLE, self.free_now)
+        ssn.register(Hook.NODE_ORDER, self.sharing_order)
+        ssn.register(Hook.PREBIND, self.prebind)
+        ssn.register(Hook.EXPLAIN, self.explain)
+
+    def _changed(self, node: NodeName) -> None:
+        row = self.table.index.get(node)
+        if row is not None:
+            s = self.gpus.summary(node)
+            self.best[:, row] = (s.used_now, s.used_later, s.releasing_now, s.releasing_later)
+
+    # -- where a share fits -------------------------------------------------------------
+    def _needs(self, share: GpuShare, rows: np.ndarray) -> np.ndarray:
+        """Units one device of each row must have free for the share (-1: none
+        can); what a node's GPUs are does not change in a session: worked out
+        once per ask."""
+        ask = share.ask
+        need = self._need.get(ask)
+        if need is None:
+            if share.memory is not None:
+                mem = self.memory
+                need = np.where((mem > 0) & (mem >= share.memory), share.memory, -1)
+            else:
+                assert share.fraction is not None
+                need = np.maximum(np.ceil(share.fraction * self.units - 1e-9).astype(np.int64), 1)
+            self._need[ask] = need
+        return need[rows]
+
+    def _whole(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows with a whole GPU free now, and once pods going away are gone."""
+        if self.col is None:
+            none = np.zeros(len(rows), dtype=bool)
+            return none, none
+        scale = self.table.scale[self.col]
+        return (self.table.idle[rows, self.col] >= scale - 1e-6,
+                self.table.future[rows, self.col] >= scale - 1e-6)
+
+    def fits(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """Nodes where the share fits, now or once pods going away are gone.
+        Resources aside (planning evictions, or every filter but resources):
+        nodes whose GPUs could hold it were they empty."""
+        share = task.gpu
+        if share is None:
+            return np.ones(len(rows), dtype=bool)
+        need = self._needs(share, rows)
+        if self.ssn.planning_eviction or self.ssn.resources_aside:
+            return (need > 0) & (self.count[rows] >= share.devices)
+        if share.devices > 1:
+            return self._several(share, rows, need, now=False)
+        _, later = self._whole(rows)
+        return (need > 0) & ((self.best[1, rows] >= need) | later)
+
+    def free_now(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """Of those, the nodes where the share's first choice of device is free
+        now (else it is pipelined: a shared GPU whose room is being released
+        is preferred to opening a free one, as KAI does)."""
+        share = task.gpu
+        if share is None:
+            return np.ones(len(rows), dtype=bool)
+        need = self._needs(share, rows)
+        if share.devices > 1:
+            return self._several(share, rows, need, now=True)
+        idle, later = self._whole(rows)
+        best = self.best[:, rows]
+        return (need > 0) & ((best[0] >= need) | ((best[2] >= need) & later)
+                             | ((best[1] < need) & idle & later))
+
+    def _several(self, share: GpuShare, rows: np.ndarray, need: np.ndarray, now: bool) -> np.ndarray:
+        """A share of several GPUs: the model's plan, node by node."""
+        out = np.zeros(len(rows), dtype=bool)
+        names = self.table.names
+        for j in np.flatnonzero((need > 0) & (self.count[rows] >= share.devices)):
+            row = int(rows[j])
+            idle, later = self.ssn.cluster.whole_gpus(row)
+            plan = self.gpus.plan(share, names[row], idle, later)
+            out[j] = plan is not None and (not now or all(kind in NOW for _, kind in plan))
+        return out
+
+    def sharing_order(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """Nodes with a shared GPU the share fits on first (KAI's gpusharingorder)."""
+        share = task.gpu
+        if share is None:
+            return np.zeros(len(rows))
+        need = self._needs(share, rows)
+        return np.where((need > 0) & (self.best[1, rows] >= need), SHARING_BONUS, 0.0)
+
+    # -- placing a share ----------------------------------------------------------------
+    def prebind(self, task: TaskInfo) -> list[Prebind]:
+        """Before an allocated sharer's bind: its devices recorded on it, and a
+        reservation pod for each that has none yet."""
+        share = task.gpu
+        if share is None or task.node_name is None:
+            return []
+        node = task.node_name
+        devices = self.gpus.on(node)
+        reserve = tuple(self._reservation(node, g, task) for g in share.groups
+                        if devices[g].reservation is None)
+        dropped = tuple(g for g in groups_of(dict(task.labels), share.devices)
+                        if g not in share.groups)
+        return [Prebind((ShareGpu(task.key, task.job, node, share.groups, dropped, reserve),),
+                        task.job)]
+
+    def _reservation(self, node: NodeName, group: str, task: TaskInfo) -> Reservation:
+        name = reservation_name(group)
+        return Reservation(PodKey(f"{RESERVATION_NAMESPACE}/{name}"), node, group,
+                           task.placement.tolerations, self.image)
+
+    # -- reservation pods, as the session leaves the devices ----------------------------------
+    def on_session_close(self, ssn: Session) -> None:
+        if not self.active:
+            return
+        for node in sorted(self.gpus.devices):
+            for group, device in sorted(self.gpus.devices[node].items()):
+                if device.orphaned():
+                    assert device.reservation is not None
+                    ssn.emit(ReleaseGpu(device.reservation, node, group, device.kai))
+                elif device.reservation is None:
+                    runs = _running_sharer(device)
+                    if runs is not None:
+                        ssn.emit(ReserveGpu(self._reservation(node, group, runs)))
+
+    # -- why not ----------------------------------------------------------------------------
+    def explain(self, task: TaskInfo) -> str | None:
+        """The share, and the most any node has for it, in numbers."""
+        share = task.gpu
+        if share is None:
+            return None
+        rows = np.arange(len(self.table))
+        if share.memory is not None:
+            labelled = self.memory > 0
+            if not labelled.any():
+                return (f"{share.describe()}: no node labels its GPUs' memory "
+                        f"(nvidia.com/gpu.memory), so none takes a gpu-memory pod")
+            if share.memory > self.memory.max():
+                return (f"{share.describe()}: more than any GPU has (the largest has "
+                        f"{int(self.memory.max())} MiB)")
+        need = self._needs(share, rows)
+        fits = need > 0
+        _, later = self._whole(rows)
+        wholes = int((later & fits).sum())
+        free = np.where(fits & (self.best[1] >= 0), self.best[1], 0)
+        if share.memory is not None:
+            most = f"{int(free.max(initial=0))} MiB"
+        else:
+            most = f"{float((free / self.units).max(initial=0.0)):.3g}"
+        unlabelled = int((self.memory[self.count > 0] == 0).sum()) if share.memory is not None else 0
+        extra = (f"; {unlabelled} node(s) with GPUs do not label their memory "
+                 f"(nvidia.com/gpu.memory)") if unlabelled else ""
+        return (f"{share.describe()}: no node has it free (the most free on a shared GPU is "
+                f"{most}; {wholes} node(s) that could take it have a whole GPU free){extra}")
+
+
+def _running_sharer(device: SharedDevice) -> TaskInfo | None:
+    """A sharer of the device that kaisched bound (not just placed) and whose
+    labels name it: the device needs a reservation pod. (Another scheduler's
+    sharers are its own to hold.)"""
+    for key in sorted(device.live):
+        task = device.tasks[key]
+        if isinstance(task, TaskInfo) and task.status in _RUNNING and task.gpu is not None \
+                and device.group in groups_of(dict(task.labels), task.gpu.devices):
+            return task
+    return None
