@@ -120,14 +120,14 @@ class GpuSharingPlugin(PluginBase):
         single-GPU share: the units it needs of a device, the whole GPUs free
         now and later, and the most free units of a shared device (the rows
         of self.best). Gathered once for the rows asked about in turn."""
-        memo = self._memo
-        if memo is not None and memo[0] is rows and memo[1] == share.ask \
+        memo, ask = self._memo, share.ask
+        if memo is not None and memo[0] is rows and (memo[1] is ask or memo[1] == ask) \
                 and memo[2] == self.table.version and memo[3] == self._epoch:
             found: _Rows = memo[4]
             return found
         idle, later = self._whole(rows)
         found = (self._needs(share, rows), idle, later, self.best[:, rows])
-        self._memo = (rows, share.ask, self.table.version, self._epoch, found)
+        self._memo = (rows, ask, self.table.version, self._epoch, found)
         return found
 
     def _whole(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
