@@ -165,6 +165,9 @@ class JobInfo:
 
     def count(self, statuses: Iterable[TaskStatus], subgroup: str | None | object = ...) -> int:
         if subgroup is ...:
+            if isinstance(statuses, (set, frozenset)):
+                # A job's tasks are in few statuses: read those (asked per placement).
+                return sum([n for s, n in self._totals.items() if s in statuses])
             get = self._totals.get
             return sum(get(s, 0) for s in statuses)
         wanted = set(statuses)
