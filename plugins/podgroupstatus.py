@@ -18,6 +18,7 @@ from kaisched.framework import PluginBase, Session
 from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroupStatus
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+_NONE = dict.fromkeys(TaskStatus, 0)     # every status counted, as none (copied by `|`)
 # How a gang ended: the upstream API's condition has no word for it.
 _ENDED = (Reason.SUCCEEDED.value, Reason.FAILED.value)
 
@@ -165,7 +166,7 @@ def _status(ssn: Session, job: JobInfo, extras: list[Extra] | None = None) -> Po
     """The PodGroup status this session leaves: counts, phase, Scheduled condition, timers."""
     old, now = job.status, ssn.now_text
     placed = sum(1 for key in job.tasks if key in ssn.placed) if ssn.placed else 0
-    counts = dict.fromkeys(TaskStatus, 0) | job.totals()
+    counts = _NONE | job.totals()
     # Succeeded pods may be deleted while their gang finishes: the count they
     # leave in the status stays (stale-gang eviction reads it).
     succeeded = max(counts[TaskStatus.SUCCEEDED], old.succeeded)
