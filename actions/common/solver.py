@@ -39,6 +39,21 @@ class ReclaimSolver:
         table = ssn.cluster.table
         self._freed: dict[int, np.ndarray] = {}     # per row: what the chosen units hold there
         self._vecs = [table.vector(t.resreq) for t in tasks]
+        # Per task, the nodes its own rules let it onto (one mask per class):
+        # a victim elsewhere frees nothing it could use, so no placement is
+        # tried for it -- without this a gang kept to one rack tried and
+        # undid a placement for nearly every unit of a 50,000-node cluster.
+        classes: dict[object, int] = {}
+        masks: list[np.ndarray] = []
+        of_task = []
+        for task in tasks:
+            key = ssn.class_key(task)
+            if key not in classes:
+                classes[key] = len(masks)
+                masks.append(ssn.node_mask(task))
+            of_task.append(classes[key])
+        self._masks = np.array(masks)
+        self._class = np.array(of_task, dtype=int)
 
     def solve(self) -> list[Unit] | None:
         """The victims of the scenario that places every task, or None."""
@@ -82,25 +97,27 @@ class ReclaimSolver:
 
     def _may_help(self, unit: Unit, k: int) -> bool:
         """One of the unit's nodes, with every chosen unit gone, would have
-        room for one of the first k tasks."""
+        room for one of the first k tasks, and lets it in."""
         table = self.ssn.cluster.table
         rows = sorted({table.index[t.node_name] for t in unit.tasks})   # type: ignore[index]  # victims are on a node
         room = table.future[rows] + np.array([self._freed[r] for r in rows])
         need = np.array(self._vecs[:k])
-        return bool((need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2).any())
+        fits = (need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2)
+        return bool((fits & self._masks[:, rows][self._class[:k]]).any())
 
     def _relevant(self, chosen: list[Unit], k: int) -> list[Unit]:
         """The chosen units with a task on a node that, with every chosen
-        unit gone, would have room for one of the first k tasks: evicting
-        the others could help no task, and they would be put back anyway."""
+        unit gone, would have room for one of the first k tasks and lets it
+        in: evicting the others could help no task, and they would be put
+        back anyway."""
         if not chosen:
             return chosen
         table = self.ssn.cluster.table
         rows = np.fromiter(self._freed, dtype=int, count=len(self._freed))
         room = table.future[rows] + np.array([self._freed[r] for r in rows])
         need = np.array(self._vecs[:k])
-        useful = set(rows[(need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2).any(axis=0)]
-                     .tolist())
+        fits = (need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2)
+        useful = set(rows[(fits & self._masks[:, rows][self._class[:k]]).any(axis=0)].tolist())
         index = table.index
         jobs = {u.job for u in chosen if any(index[t.node_name] in useful for t in u.tasks)}  # type: ignore[index]  # victims are on a node
         # A job's units go together: its rest was a unit only once its surplus was taken.

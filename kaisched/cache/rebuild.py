@@ -42,7 +42,8 @@ def rebuild(pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec], grou
             pod = foreign_pod(facts)
             if pod is not None and (mine is None or pod.node_name in nodes):
                 foreign.append(pod)
-            if facts.gang.source in WORKLOAD_SOURCES \
+            # Another shard's pod names this scheduler: no stranger (as Model keeps them).
+            if facts.scheduler_name != scheduler_name and facts.gang.source in WORKLOAD_SOURCES \
                     and facts.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
                 strangers.setdefault(facts.job, {})[facts.key] = facts.scheduler_name
             continue

@@ -20,7 +20,7 @@ import numpy as np
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.constraints import NO_RULES, Placement
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import JobKey, NodeName
+from kaisched.api.types import Blocker, JobKey, NodeName
 from kaisched.framework.hooks import Hook, HookRegistry, Mask, NodeFilter, PodFilter, Registration, Rows, TaskTest
 from kaisched.framework.ranking import Ranking
 
@@ -117,6 +117,16 @@ class NodeSelection:
         out = np.ones(len(self.cluster.table), dtype=bool)
         for found in self.filters():
             if found.label != RESOURCE_FIT:
+                out &= found.fn(task, self.all_rows)
+        return out
+
+    def node_mask(self, task: TaskInfo) -> np.ndarray:
+        """Nodes whose own facts (readiness, labels, taints) let the task in,
+        room aside (resources, and any filter whose refusal is a lack of
+        room, such as a shared GPU's free part): what no eviction changes."""
+        out = np.ones(len(self.cluster.table), dtype=bool)
+        for found in self.hooks.registrations(Hook.PREDICATE):
+            if found.label != RESOURCE_FIT and found.blocker is not Blocker.RESOURCES:
                 out &= found.fn(task, self.all_rows)
         return out
 

@@ -336,6 +336,11 @@ class Session:
         finally:
             self.resources_aside = False
 
+    def node_mask(self, task: TaskInfo) -> np.ndarray:
+        """Nodes whose own facts (readiness, labels, taints) let the task in,
+        resources aside: where evicting pods could help it at all."""
+        return self.selection.node_mask(task)
+
     def room_mask(self, task: TaskInfo) -> np.ndarray:
         """static_mask, where what evictable pods hold beyond resources (their
         devices) counts as freed: the nodes eviction could make room on."""

@@ -132,11 +132,11 @@ def test_run_refuses_a_cluster_too_big_for_its_memory_in_one_line(
         cluster.create(build_pod(f"p{i}"))
     result = CliRunner().invoke(main, ["run", "--kubeconfig", str(kubeconfig(tmp_path, apiserver.url)),
                                        "--cycles", "1", "--metrics-port", "0", "--no-leader-elect",
-                                       "--memory-limit", "64Mi"])
+                                       "--memory-limit", "32Mi"])
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert lines[0].startswith("error: a cluster of 1 nodes and 3 pods needs about 0.1 GiB")
-    assert "more than the 0.1 GiB of --memory-limit 64Mi" in lines[0]
+    assert lines[0].startswith("error: a cluster of 1 nodes and 3 pods needs about 50 MiB")
+    assert "more than the 32 MiB of --memory-limit 32Mi" in lines[0]
     assert "--memory-limit SIZE (0: no check) to override" in lines[0]
     assert cluster.get(POD, "default", "p0")["spec"].get("nodeName") is None
