@@ -240,7 +240,10 @@ class HookRegistry:
         return order
 
     def all_true(self, key: HookKey[Callable[P, bool]], *args: P.args, **kwargs: P.kwargs) -> bool:
-        return all(fn(*args, **kwargs) for fn in self.callbacks(key))
+        for fn in self.callbacks(key):      # a loop: asked per job, per session
+            if not fn(*args, **kwargs):
+                return False
+        return True
 
     def first_reason(self, key: HookKey[Callable[P, str | None]],
                      *args: P.args, **kwargs: P.kwargs) -> str | None:
