@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.job import JobInfo
+from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
 from kaisched.api.types import READY_STATUSES, TaskStatus
 from kaisched.framework import Session
@@ -49,16 +50,18 @@ class StaleGangEvictionAction:
         for job in ssn.cluster.active_jobs():   # a settled gang is whole
             if job.min_member <= 1 and not job.spec.subgroups and not job.status.stale_since:
                 continue    # a gang of one is never partly alive
-            on_nodes = [t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]
-            alive = job.count(READY_STATUSES)
             # Alive counts Succeeded pods even where the gang's own rules do not
             # (the upstream Workload API's): a finishing gang is not stale; nor is
-            # one still starting.
-            if not on_nodes or ssn.job_ready(job) or job.minimum_met(READY_STATUSES) \
+            # one still starting. The whole gang (the common case) is asked first,
+            # its pods on nodes only of a gang short of it.
+            on_nodes: list[TaskInfo] = []
+            if job.minimum_met(READY_STATUSES) or ssn.job_ready(job) or not (on_nodes := [
+                    t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]) \
                     or finishing(job) or starting(job):
                 if job.status.stale_since:
                     ssn.stale_since[job.key] = None
                 continue
+            alive = job.count(READY_STATUSES)
             since = from_rfc3339(job.status.stale_since) or ssn.now
             ssn.stale_since[job.key] = to_rfc3339(since)
             grace = job.spec.stale_grace if job.spec.stale_grace is not None \

@@ -41,6 +41,8 @@ DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
 # (nodeorder's scores are 0-100).
 SHARING_BONUS = 1000.0
 _RUNNING = (TaskStatus.BOUND, TaskStatus.RUNNING)
+# need, whole GPUs free now, and later, self.best's columns: per row asked about.
+_Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 class GpuSharingPlugin(PluginBase):
@@ -74,6 +76,11 @@ class GpuSharingPlugin(PluginBase):
         # Per row, the most free units of a shared device: used ones now and
         # later, releasing ones now and later (see sharedgpus.Summary).
         self.best = np.full((4, len(table)), NONE, dtype=np.int64)
+        # The filter, idle test and order are asked in turn about the same rows
+        # (selection's refresh of a class): what they read of those rows is
+        # gathered once (see _rows), until the table or a device changes.
+        self._epoch = 0
+        self._memo: tuple[Any, ...] | None = None
         for node in list(self.gpus.summaries):
             self._changed(node)
         self.gpus.watchers = [self._changed]
@@ -86,6 +93,7 @@ class GpuSharingPlugin(PluginBase):
 
     def _changed(self, node: NodeName) -> None:
         row = self.table.index.get(node)
+        self._epoch += 1
         if row is not None:
             s = self.gpus.summary(node)
             self.best[:, row] = (s.used_now, s.used_later, s.releasing_now, s.releasing_later)
@@ -107,6 +115,21 @@ class GpuSharingPlugin(PluginBase):
             self._need[ask] = need
         return need[rows]
 
+    def _rows(self, share: GpuShare, rows: np.ndarray) -> _Rows:
+        """What the filter, idle test and order read of these rows for a
+        single-GPU share: the units it needs of a device, the whole GPUs free
+        now and later, and the most free units of a shared device (the rows
+        of self.best). Gathered once for the rows asked about in turn."""
+        memo, ask = self._memo, share.ask
+        if memo is not None and memo[0] is rows and (memo[1] is ask or memo[1] == ask) \
+                and memo[2] == self.table.version and memo[3] == self._epoch:
+            found: _Rows = memo[4]
+            return found
+        idle, later = self._whole(rows)
+        found = (self._needs(share, rows), idle, later, self.best[:, rows])
+        self._memo = (rows, ask, self.table.version, self._epoch, found)
+        return found
+
     def _whole(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows with a whole GPU free now, and once pods going away are gone."""
         if self.col is None:
@@ -123,13 +146,12 @@ class GpuSharingPlugin(PluginBase):
         share = task.gpu
         if share is None:
             return np.ones(len(rows), dtype=bool)
-        need = self._needs(share, rows)
         if self.ssn.planning_eviction or self.ssn.resources_aside:
-            return (need > 0) & (self.count[rows] >= share.devices)
+            return (self._needs(share, rows) > 0) & (self.count[rows] >= share.devices)
         if share.devices > 1:
-            return self._several(share, rows, need, now=False)
-        _, later = self._whole(rows)
-        return (need > 0) & ((self.best[1, rows] >= need) | later)
+            return self._several(share, rows, self._needs(share, rows), now=False)
+        need, _, later, best = self._rows(share, rows)
+        return (need > 0) & ((best[1] >= need) | later)
 
     def free_now(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Of those, the nodes where the share's first choice of device is free
@@ -138,11 +160,9 @@ class GpuSharingPlugin(PluginBase):
         share = task.gpu
         if share is None:
             return np.ones(len(rows), dtype=bool)
-        need = self._needs(share, rows)
         if share.devices > 1:
-            return self._several(share, rows, need, now=True)
-        idle, later = self._whole(rows)
-        best = self.best[:, rows]
+            return self._several(share, rows, self._needs(share, rows), now=True)
+        need, idle, later, best = self._rows(share, rows)
         return (need > 0) & ((best[0] >= need) | ((best[2] >= need) & later)
                              | ((best[1] < need) & idle & later))
 
@@ -162,8 +182,12 @@ class GpuSharingPlugin(PluginBase):
         share = task.gpu
         if share is None:
             return np.zeros(len(rows))
-        need = self._needs(share, rows)
-        return np.where((need > 0) & (self.best[1, rows] >= need), SHARING_BONUS, 0.0)
+        if share.devices > 1:
+            need, best1 = self._needs(share, rows), self.best[1, rows]
+        else:
+            need, _, _, best = self._rows(share, rows)
+            best1 = best[1]
+        return np.where((need > 0) & (best1 >= need), SHARING_BONUS, 0.0)
 
     # -- placing a share ----------------------------------------------------------------
     def prebind(self, task: TaskInfo) -> list[Prebind]:

@@ -18,6 +18,7 @@ from kaisched.framework import PluginBase, Session
 from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroupStatus
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+_NONE = dict.fromkeys(TaskStatus, 0)     # every status counted, as none (copied by `|`)
 # How a gang ended: the upstream API's condition has no word for it.
 _ENDED = (Reason.SUCCEEDED.value, Reason.FAILED.value)
 
@@ -140,8 +141,8 @@ def _waiting_extras(ssn: Session, job: JobInfo) -> list[Extra]:
     quota), else the filters that refuse it on every node, in numbers
     (unschedulable). Only for a gang that otherwise runs; alike pods share one
     explanation."""
-    if not job.minimum_met(READY_STATUSES):
-        return []
+    if not job.count_of(TaskStatus.PENDING) or not job.minimum_met(READY_STATUSES):
+        return []       # (none pending: asked first, the common case of a job that runs)
     why: dict[tuple[Any, ...], tuple[str, Reason]] = {}
     out: list[Extra] = []
     for task in ssn.pending(job):
@@ -164,8 +165,9 @@ def _waiting_reason(ssn: Session, job: JobInfo) -> Reason:
 def _status(ssn: Session, job: JobInfo, extras: list[Extra] | None = None) -> PodGroupStatus:
     """The PodGroup status this session leaves: counts, phase, Scheduled condition, timers."""
     old, now = job.status, ssn.now_text
-    placed = sum(1 for key in job.tasks if key in ssn.placed) if ssn.placed else 0
-    counts = dict.fromkeys(TaskStatus, 0) | job.totals()
+    # The keys' intersection walks the smaller side: few placed in a big gang.
+    placed = len(job.tasks.keys() & ssn.placed.keys()) if ssn.placed else 0
+    counts = _NONE | job.totals()
     # Succeeded pods may be deleted while their gang finishes: the count they
     # leave in the status stays (stale-gang eviction reads it).
     succeeded = max(counts[TaskStatus.SUCCEEDED], old.succeeded)

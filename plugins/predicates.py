@@ -33,6 +33,6 @@ class PredicatesPlugin(PluginBase):
                      "node(s) had untolerated taints")
 
         def resources(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-            return table.fits(table.vector(task.resreq), table.future[rows])
+            return table.request_fits(task.resreq, table.future[rows])
 
         ssn.register(Hook.PREDICATE, resources, RESOURCE_FIT)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import time
 from typing import Protocol
 
@@ -32,7 +33,14 @@ class ManualClock:
 
 
 def to_rfc3339(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(int(ts), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339_of(int(ts))
+
+
+# Memoised, both ways: each session writes and reads back every PodGroup's
+# timestamps, and most of them are the same few seconds.
+@functools.lru_cache(maxsize=1 << 16)
+def _rfc3339_of(seconds: int) -> str:
+    return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def clock_text(ts: float, now: float) -> str:
@@ -47,6 +55,11 @@ def clock_text(ts: float, now: float) -> str:
 def from_rfc3339(text: str | None) -> float | None:
     if not text:
         return None
+    return _seconds_of(text)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _seconds_of(text: str) -> float | None:
     try:
         return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:

@@ -63,7 +63,10 @@ class PodGroupStatus:
     observed_generation: int = 0        # the spec generation a Timeout verdict is about
 
     def condition(self, type_: str) -> Condition | None:
-        return next((c for c in self.conditions if c.type == type_), None)
+        for c in self.conditions:       # a loop: asked of every PodGroup, each session
+            if c.type == type_:
+                return c
+        return None
 
 
 @attrs.frozen(slots=True)
@@ -165,8 +168,18 @@ class JobInfo:
 
     def count(self, statuses: Iterable[TaskStatus], subgroup: str | None | object = ...) -> int:
         if subgroup is ...:
-            get = self._totals.get
-            return sum(get(s, 0) for s in statuses)
+            get, n = self._totals.get, 0
+            if isinstance(statuses, (set, frozenset)):
+                # A job's tasks are in few statuses: read those (asked per placement).
+                for s, k in self._totals.items():
+                    if s in statuses:
+                        n += k
+                return n
+            # A loop, not sum() over a generator: asked tens of thousands of
+            # times a session (every gang's readiness), over a handful of statuses.
+            for s in statuses:
+                n += get(s, 0)
+            return n
         wanted = set(statuses)
         return sum(n for (sg, st), n in self._counts.items() if st in wanted and sg == subgroup)
 
@@ -205,7 +218,14 @@ class JobInfo:
     def minimum_met(self, statuses: Iterable[TaskStatus] = READY_STATUSES) -> bool:
         """minMember and the subgroup tree (every subgroup's minimum, or as
         many of a subgroup's children as it needs) are met by tasks in statuses."""
-        if len(self.tasks) < self.min_member or self.count(statuses) < self.min_member:
+        need = self.spec.min_member
+        if len(self.tasks) < need:
+            return False
+        # count() inlined: every gang's readiness is asked several times a session.
+        get, have = self._totals.get, 0
+        for status in statuses:
+            have += get(status, 0)
+        if have < need:
             return False
         if not self.spec.subgroups:
             return True
@@ -260,8 +280,10 @@ class JobInfo:
 
     def timed_out(self) -> bool:
         """Failed on Timeout for the spec as it is: not retried until it changes."""
+        if self.status.phase is not PodGroupPhase.FAILED:
+            return False
         cond = self.status.condition("Scheduled")
-        return (self.status.phase is PodGroupPhase.FAILED and cond is not None
+        return (cond is not None
                 and cond.reason == Reason.TIMEOUT.value
                 and self.status.observed_generation == self.spec.generation)
 

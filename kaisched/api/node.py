@@ -56,6 +56,7 @@ class NodeTable:
         self.idle = self.alloc.copy()
         self.future = self.alloc.copy()      # idle + releasing - pipelined
         self._vectors: dict[Resource, np.ndarray] = {}
+        self._fit_terms: dict[Resource, tuple[np.ndarray | None, np.ndarray]] = {}
         # Which rows changed when: caches of per-node answers refresh only those.
         self.version = 0
         self.row_version = np.zeros(len(specs), dtype=np.int64)
@@ -76,7 +77,7 @@ class NodeTable:
         other.log, other.log_start = [], self.log_end()
         for name in ("alloc", "used", "releasing", "pipelined", "idle", "future", "row_version"):
             setattr(other, name, getattr(self, name).copy())
-        other._vectors = self._vectors
+        other._vectors, other._fit_terms = self._vectors, self._fit_terms
         return other
 
     def vector(self, res: Resource) -> np.ndarray:
@@ -201,6 +202,22 @@ class NodeTable:
         self.pipelined += pipelined
         self.future += releasing - used - pipelined
         self._touch_many(rows)
+
+    def request_fits(self, res: Resource, room: np.ndarray) -> np.ndarray:
+        """fits(vector(res), room), with the columns the request names and
+        their bounds worked out once per request: it is asked per placement."""
+        terms = self._fit_terms.get(res)
+        if terms is None:
+            vec = self.vector(res)
+            named = np.flatnonzero(vec)
+            if len(named) == len(self.dims):
+                terms = self._fit_terms[res] = (None, vec - EPSILON)
+            else:
+                terms = self._fit_terms[res] = (named, vec[named] - EPSILON)
+        cols, bound = terms
+        if cols is None:
+            return np.asarray((room >= bound).all(axis=1))
+        return np.asarray((room[:, cols] >= bound).all(axis=1))
 
     def fits(self, vec: np.ndarray, room: np.ndarray) -> np.ndarray:
         """Mask of nodes whose room holds vec in every requested resource."""

@@ -267,7 +267,9 @@ class SharedGpus:
                               now_only=not pipelined)
             assert found is not None, f"{task.key}: no GPU of {node} takes {share.describe()}"
             groups = tuple(g for g, _ in found)
-        return attrs.evolve(share, groups=groups, portion=share.portion_on(gpus.memory))
+        # Made directly: attrs.evolve's per-field lookups cost more, once a placement.
+        return GpuShare(share.fraction, share.memory, share.devices, groups,
+                        share.portion_on(gpus.memory))
 
     def plan(self, share: GpuShare, node: NodeName, idle: float, later: float,
              own: tuple[str, ...] = (), pod: tuple[str, str] = ("", ""),

@@ -240,7 +240,10 @@ class HookRegistry:
         return order
 
     def all_true(self, key: HookKey[Callable[P, bool]], *args: P.args, **kwargs: P.kwargs) -> bool:
-        return all(fn(*args, **kwargs) for fn in self.callbacks(key))
+        for fn in self.callbacks(key):      # a loop: asked per job, per session
+            if not fn(*args, **kwargs):
+                return False
+        return True
 
     def first_reason(self, key: HookKey[Callable[P, str | None]],
                      *args: P.args, **kwargs: P.kwargs) -> str | None:
@@ -274,14 +277,22 @@ class HookRegistry:
         return [x for fn in self.callbacks(key) for x in fn(*args, **kwargs)]
 
     def mask(self, key: HookKey[Callable[[T, Rows], Mask]], task: T, rows: Rows) -> Mask:
-        out = np.ones(len(rows), dtype=bool)
-        for fn in self.callbacks(key):
+        # Asked per placement: the first answer, copied, is the start (not a
+        # mask of ones and one more pass).
+        fns = self.callbacks(key)
+        if not fns:
+            return np.ones(len(rows), dtype=bool)
+        out = np.array(fns[0](task, rows), dtype=bool)
+        for fn in fns[1:]:
             out &= fn(task, rows)
         return out
 
     def score(self, key: HookKey[Callable[[T, Rows], Scores]], task: T, rows: Rows) -> Scores:
-        out = np.zeros(len(rows))
-        for fn in self.callbacks(key):
+        fns = self.callbacks(key)
+        if not fns:
+            return np.zeros(len(rows))
+        out = np.array(fns[0](task, rows), dtype=np.float64)
+        for fn in fns[1:]:
             out += fn(task, rows)
         return out
 

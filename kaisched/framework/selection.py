@@ -316,7 +316,7 @@ class NodeSelection:
         """Ask the cached filters and scores again about these rows."""
         table = self.cluster.table
         cache.mask[rows] = self.hooks.mask(Hook.PREDICATE, task, rows)
-        cache.idle_fit[rows] = table.fits(table.vector(task.resreq), table.idle[rows])
+        cache.idle_fit[rows] = table.request_fits(task.resreq, table.idle[rows])
         if self._idle_filters:
             cache.idle_fit[rows] &= self.hooks.mask(Hook.IDLE, task, rows)
         cache.score[rows] = self.hooks.score(Hook.NODE_ORDER, task, rows)
