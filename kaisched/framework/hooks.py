@@ -283,6 +283,8 @@ class HookRegistry:
         if not fns:
             return np.ones(len(rows), dtype=bool)
         out = np.array(fns[0](task, rows), dtype=bool)
+        if out.ndim == 0:                   # one answer for every row
+            out = np.full(len(rows), bool(out))
         for fn in fns[1:]:
             out &= fn(task, rows)
         return out
@@ -292,6 +294,8 @@ class HookRegistry:
         if not fns:
             return np.zeros(len(rows))
         out = np.array(fns[0](task, rows), dtype=np.float64)
+        if out.ndim == 0:                   # one score for every row
+            out = np.full(len(rows), float(out))
         for fn in fns[1:]:
             out += fn(task, rows)
         return out
