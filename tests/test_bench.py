@@ -154,10 +154,12 @@ def test_scale_10k_bench_reports_the_first_cycle() -> None:
 
 
 def test_bench_profile_names_where_the_measured_cycle_went() -> None:
-    result = CliRunner().invoke(main, ["bench", "churn", "--scale", "0.01", "--profile", "5"])
+    # 30 entries: by own time the first few may all be numpy's or the
+    # interpreter's on a busy machine; among 30 the scheduler's own show.
+    result = CliRunner().invoke(main, ["bench", "churn", "--scale", "0.01", "--profile", "30"])
     assert result.exit_code == 0, result.output
     figures = orjson.loads(result.output)
-    assert len(figures["profile"]) == 5
+    assert len(figures["profile"]) == 30
     seconds = [float(line.split(" s ", 1)[0]) for line in figures["profile"]]
     assert seconds == sorted(seconds, reverse=True)       # by own time, most first
     assert any("kaisched/" in line for line in figures["profile"])
