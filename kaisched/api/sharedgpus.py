@@ -351,16 +351,26 @@ class SharedGpus:
             return "releasing"
         return "live" if task.status in OCCUPYING_STATUSES else None
 
+    def _mark_labelled(self, task: Sharer, share: GpuShare, before: dict[SharedDevice, Hold | None],
+                       joins: bool) -> None:
+        """A pending pod labelled for GPU groups joins (or leaves) their
+        labelled sharers: it holds no share yet, but the devices remember it."""
+        if task.status is not TaskStatus.PENDING or not share.groups:
+            return
+        for device in self._labelled(share.groups):
+            before.setdefault(device, device.hold())
+        for group in share.groups:
+            if joins:
+                self.labelled.setdefault(group, set()).add(task.key)
+            else:
+                self.labelled.get(group, set()).discard(task.key)
+
     def _take(self, task: Sharer, before: dict[SharedDevice, Hold | None]) -> None:
         kind = self._kind(task)
         share = task.gpu
         assert share is not None
         if kind is None:
-            if task.status is TaskStatus.PENDING and share.groups:
-                for device in self._labelled(share.groups):
-                    before.setdefault(device, device.hold())
-                for group in share.groups:
-                    self.labelled.setdefault(group, set()).add(task.key)
+            self._mark_labelled(task, share, before, joins=True)
             return
         node = task.node_name
         assert node is not None
@@ -381,11 +391,7 @@ class SharedGpus:
         share = task.gpu
         assert share is not None
         if kind is None:
-            if task.status is TaskStatus.PENDING and share.groups:
-                for device in self._labelled(share.groups):
-                    before.setdefault(device, device.hold())
-                for group in share.groups:
-                    self.labelled.get(group, set()).discard(task.key)
+            self._mark_labelled(task, share, before, joins=False)
             return
         node = task.node_name
         assert node is not None
