@@ -54,6 +54,8 @@ class ReclaimSolver:
             of_task.append(classes[key])
         self._masks = np.array(masks)
         self._class = np.array(of_task, dtype=int)
+        # The nodes some task may take: room freed elsewhere is never looked at.
+        self._usable: np.ndarray = np.any(self._masks, axis=0)
 
     def solve(self) -> list[Unit] | None:
         """The victims of the scenario that places every task, or None."""
@@ -65,6 +67,7 @@ class ReclaimSolver:
             while True:
                 if newest is None or self._may_help(newest, k):
                     victims = self._attempt(chosen, want)
+                    self.picker.forget()
                     if victims is not None and (not victims or self.fair(victims) is None):
                         break
                 newest = self.picker.next()
@@ -96,7 +99,10 @@ class ReclaimSolver:
                 yield row, task
 
     def _note(self, unit: Unit) -> None:
+        usable = self._usable
         for row, task in self._rows(unit):
+            if not usable[row]:
+                continue        # no task may take the node: what it frees there never counts
             vec = self.ssn.cluster.held(task)
             if row in self._freed:
                 self._freed[row] = self._freed[row] + vec
@@ -107,9 +113,10 @@ class ReclaimSolver:
         """One of the unit's nodes, with every chosen unit gone, would have
         room for one of the first k tasks, and lets it in."""
         table = self.ssn.cluster.table
-        rows = sorted({row for row, _ in self._rows(unit)})
+        usable = self._usable
+        rows = sorted({row for row, _ in self._rows(unit) if usable[row]})
         if not rows:
-            return False
+            return False        # none of its nodes lets any of the tasks in
         room = table.future[rows] + np.array([self._freed[r] for r in rows])
         need = np.array(self._vecs[:k])
         fits = (need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2)
