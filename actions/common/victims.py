@@ -49,6 +49,7 @@ class VictimPicker:
         self.taken: dict[QueueName, dict[str, float]] = {}    # per queue, its subtree's
         self.gone: dict[JobKey, set[str]] = {}                  # tasks handed out, per job
         self.leaves: dict[QueueName, list[JobInfo]] = {}
+        self.jobs = {job.key for job in candidates}     # every job a unit may come from
         for job in candidates:
             self.leaves.setdefault(job.queue, []).append(job)
         for jobs in self.leaves.values():
