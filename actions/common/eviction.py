@@ -262,18 +262,21 @@ class RoomFinder:
         self.first: dict[int, tuple[Any, ...]] = {}     # per row, its first gang victim's key
         self.summed = np.zeros(len(table), dtype=bool)  # rows whose victims are in the sums
         self.all_summed = False
-        self._sum([table.index[t.node_name] for t in candidates      # type: ignore[index]
-                   if t.gpu is not None])
+        self._ranks: np.ndarray | None = None          # _first_victims' answer per row
+        self._sum(np.array([table.index[t.node_name] for t in candidates   # type: ignore[index]
+                            if t.gpu is not None], dtype=np.intp))
         self.releasing_at_start = releasing_at_start
 
-    def _sum(self, rows: Iterable[int]) -> None:
+    def _sum(self, rows: np.ndarray) -> None:
         """Add the victims of these rows (those not summed yet) to the sums."""
+        rows = np.unique(rows[~self.summed[rows]])
+        if not len(rows):
+            return
+        self.summed[rows] = True
+        self._ranks = None
         table, order = self.ssn.cluster.table, self.order
         names, held = table.names, self.ssn.cluster.held
-        for row in rows:
-            if self.summed[row]:
-                continue
-            self.summed[row] = True
+        for row in rows.tolist():
             for task in self.by_node.get(names[row], ()):
                 vec = held(task)
                 self.evictable[row] += vec
@@ -286,7 +289,7 @@ class RoomFinder:
     def room(self) -> np.ndarray:
         if not self.all_summed:
             index = self.ssn.cluster.table.index
-            self._sum(index[node] for node in self.by_node)
+            self._sum(np.array([index[node] for node in self.by_node], dtype=np.intp))
             self.all_summed = True
         return self._room()
 
@@ -296,15 +299,19 @@ class RoomFinder:
         return table.future + self.evictable - (table.releasing - self.releasing_at_start)
 
     def _first_victims(self, rows: np.ndarray) -> np.ndarray:
-        """Per row: the rank, among these rows, in the victim order, of the
-        first victim there that is no surplus -- of nodes that need as much
-        eviction, the one whose gang comes first (lowest priority, most
-        recently started) is tried first, so the order holds across nodes,
-        not only on each. The order is the action's, fixed before its first
-        eviction; rows with no such victim come last."""
-        keys = [self.first.get(int(row)) for row in rows]
-        place = {k: i for i, k in enumerate(sorted({k for k in keys if k is not None}))}
-        return np.array([place[k] if k is not None else len(place) for k in keys], dtype=float)
+        """Per row: the rank, in the victim order, of the first victim there
+        that is no surplus -- of nodes that need as much eviction, the one
+        whose gang comes first (lowest priority, most recently started) is
+        tried first, so the order holds across nodes, not only on each.
+        Ranked among the rows summed so far (the rows asked about are among
+        them; their order is the same among all): the order is the action's,
+        fixed before its first eviction; rows with no such victim come last."""
+        if self._ranks is None:
+            place = {k: i for i, k in enumerate(sorted(set(self.first.values())))}
+            self._ranks = np.full(len(self.ssn.cluster.table), float(len(place)))
+            for row, key in self.first.items():
+                self._ranks[row] = place[key]
+        return self._ranks[rows]
 
     def nodes(self, task: TaskInfo) -> Iterator[NodeName]:
         """Nodes where room could be made: first those where other jobs'
@@ -315,7 +322,7 @@ class RoomFinder:
         table = self.ssn.cluster.table
         vec = table.vector(task.resreq)
         allowed = self.ssn.room_mask(task)
-        self._sum(np.flatnonzero(allowed).tolist())
+        self._sum(np.flatnonzero(allowed))
         mask = allowed & table.fits(vec, self._room())
         domain = bound_domain(self.ssn, self.domains, self.ssn.cluster.jobs[task.job], self.room, task)
         if domain is not None:
