@@ -21,7 +21,7 @@ from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config
-from kaisched.framework.effects import Evict
+from kaisched.framework.effects import Cause, Evict
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 
@@ -240,6 +240,10 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
         "cpu_seconds": round(result.snapshot_cpu_seconds + result.session_cpu_seconds, 3),
         "peak_memory_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     })
+    if name == "evict-50k":     # which gang's victims: both kinds of eviction ran
+        causes = [e.cause for e in result.effects if isinstance(e, Evict)]
+        figures["reclaimed"] = causes.count(Cause.RECLAIM)
+        figures["preempted"] = causes.count(Cause.PREEMPT)
     if big:
         figures["first_cycle_seconds"] = round(first_cycle, 3)
     if "profile" in figures:
