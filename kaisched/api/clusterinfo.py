@@ -27,6 +27,7 @@ from kaisched.api.types import (
     PodKey,
     QueueName,
     TaskStatus,
+    split_key,
 )
 from kaisched.api.volumes import NO_STORAGE, Storage
 
@@ -51,11 +52,11 @@ class ForeignPod:
 
     @property
     def namespace(self) -> str:
-        return self.key.split("/", 1)[0]
+        return split_key(self.key)[0]
 
     @property
     def name(self) -> str:
-        return self.key.split("/", 1)[1]
+        return split_key(self.key)[1]
 
     @property
     def status(self) -> TaskStatus:
