@@ -15,7 +15,10 @@ the node being cleared, nor inside the domain a topology-bound job is
 given), on room free now or freed by the plan; a unit that cannot be placed
 again whole is put back and the next one tried. A node where the task still
 does not fit is put back as it was and the next candidate tried; a task no
-candidate takes fails the plan. At most `budget` pods move.
+candidate takes fails the plan. At most `budget` pods move. A share of a
+GPU has one more kind of candidate: a shared GPU some of whose sharers
+moving leaves room for it (actions/common/sharepart.py); candidates of both
+kinds are tried by their estimated moves.
 
 A job that requires a topology domain gets one domain at a time (those
 missing the least room first, at most DOMAINS_TRIED): its tasks go inside
