@@ -153,22 +153,23 @@ class NodeTable:
         self.future[i] = self.idle[i] + self.releasing[i] - self.pipelined[i]
 
     # The three kinds of accounting change; each keeps idle and future in step.
+    # A sign of 1 adds vec itself (x * 1.0 is x): one array call fewer a placement.
     def add_used(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)
-        delta = vec * sign
+        delta = vec if sign == 1.0 else vec * sign
         self.used[i] += delta
         self.idle[i] -= delta
         self.future[i] -= delta
 
     def add_releasing(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)
-        delta = vec * sign
+        delta = vec if sign == 1.0 else vec * sign
         self.releasing[i] += delta
         self.future[i] += delta
 
     def add_pipelined(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)
-        delta = vec * sign
+        delta = vec if sign == 1.0 else vec * sign
         self.pipelined[i] += delta
         self.future[i] -= delta
 
