@@ -447,15 +447,29 @@ def _unplaced(task: Sharer | None) -> bool:
 
 
 def _summary(devices: Iterable[SharedDevice]) -> Summary:
+    # SharedDevice.hold() and the free units inlined: worked out for the node
+    # a sharer lands on, once a placement.
     used_now = used_later = releasing_now = releasing_later = NONE
     for device in devices:
-        hold = device.hold()
-        if hold is Hold.RELEASING:
-            releasing_now = max(releasing_now, device.free_now)
-            releasing_later = max(releasing_later, device.free_later)
-        elif hold is not None:
-            used_now = max(used_now, device.free_now)
-            used_later = max(used_later, device.free_later)
+        live = device.live
+        if live or device.releasing or device.reservation is not None:
+            free_now = device.units - device.taken_now
+            free_later = device.units - device.taken_later
+            if not live and not device.pipelined and not device.waiting:     # RELEASING
+                if free_now > releasing_now:
+                    releasing_now = free_now
+                if free_later > releasing_later:
+                    releasing_later = free_later
+                continue
+        elif device.pipelined:          # PIPELINED
+            free_now = device.units - device.taken_now
+            free_later = device.units - device.taken_later
+        else:                           # held by nothing
+            continue
+        if free_now > used_now:
+            used_now = free_now
+        if free_later > used_later:
+            used_later = free_later
     return Summary(used_now, used_later, releasing_now, releasing_later)
 
 
