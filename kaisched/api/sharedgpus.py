@@ -296,7 +296,7 @@ class SharedGpus:
                 kind = self._option(device, units, whole_later)
                 if kind is None or (now_only and kind not in NOW):
                     continue
-                free = device.free_now if kind in NOW else device.free_later
+                free = device.units - (device.taken_now if kind in NOW else device.taken_later)
                 option = (kind, group not in own, free, group)
                 if best is None or option < best:
                     best = option
@@ -320,15 +320,19 @@ class SharedGpus:
 
     @staticmethod
     def _option(device: SharedDevice, units: int, whole_later: int) -> int | None:
-        if device.hold() is Hold.RELEASING:
+        # hold() is RELEASING and the free units, inlined: asked of every
+        # device of the node a share lands on.
+        free_now = device.units - device.taken_now
+        if not device.live and not device.pipelined and not device.waiting \
+                and (device.releasing or device.reservation is not None):
             if whole_later < 1:
                 return None
-            if device.free_now >= units:
+            if free_now >= units:
                 return ABANDONED_NOW
-            return RELEASED_LATER if device.free_later >= units else None
-        if device.free_now >= units:
+            return RELEASED_LATER if device.units - device.taken_later >= units else None
+        if free_now >= units:
             return USED_NOW
-        return USED_LATER if device.free_later >= units else None
+        return USED_LATER if device.units - device.taken_later >= units else None
 
     # -- internals --------------------------------------------------------------------
     def _groups(self, task: Sharer) -> tuple[str, ...]:
