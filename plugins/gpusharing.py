@@ -68,6 +68,8 @@ class GpuSharingPlugin(PluginBase):
         self.gpus = cluster.gpus
         self.table = table = cluster.table
         self.col = table.dim_index.get(GPU)
+        # A whole GPU in the table's units, less the tolerance _whole allows.
+        self._whole_bound = float(table.scale[self.col]) - 1e-6 if self.col is not None else 0.0
         specs = [n.spec for n in cluster.nodes.values()]
         found = [NodeGpus.of(spec) for spec in specs]
         self.count = np.array([g.count for g in found], dtype=np.int64)
@@ -149,16 +151,17 @@ class GpuSharingPlugin(PluginBase):
         """_rows for one row, as Python values (a refresh of the row a
         placement took asks the filter, idle test and order in turn)."""
         memo, ask = self._row_memo, share.ask
-        if memo is not None and memo[0] == row and (memo[1] is ask or memo[1] == ask) \
-                and memo[2] == self.table.version and memo[3] == self._epoch:
+        if memo is not None and memo[0] == row and memo[2] == self.table.version \
+                and memo[3] == self._epoch and (memo[1] is ask or memo[1] == ask):
             found: tuple[int, bool, bool, list[int]] = memo[4]
             return found
         need = int(self._need_of(share)[row])
         idle = later = False
-        if self.col is not None:
-            bound = float(self.table.scale[self.col]) - 1e-6
-            idle = bool(self.table.idle[row, self.col] >= bound)
-            later = bool(self.table.future[row, self.col] >= bound)
+        col = self.col
+        if col is not None:
+            bound = self._whole_bound
+            idle = bool(self.table.idle[row, col] >= bound)
+            later = bool(self.table.future[row, col] >= bound)
         found = (need, idle, later, self.best[:, row].tolist())
         self._row_memo = (row, ask, self.table.version, self._epoch, found)
         return found

@@ -193,7 +193,11 @@ class Session:
         choice took, whole, then the extras one by one -- so no subgroup's
         extras take the room another's minimum needs, and none is left half
         placed (kaisched/api/gangplan.py)."""
-        return placement_units(job, sorted(tasks, key=self.task_order_key))
+        return placement_units(job, self._in_task_order(tasks))
+
+    def _in_task_order(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+        # One task (a single-pod job, most placements) has no order to ask for.
+        return sorted(tasks, key=self.task_order_key) if len(tasks) > 1 else list(tasks)
 
     def ordered_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         """The tasks of placement_units, in the order they are placed."""
@@ -203,7 +207,7 @@ class Session:
 
     def minimum_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Of tasks, those that take the job to its minimum (one unit once it is there)."""
-        return minimum_tasks(job, sorted(tasks, key=self.task_order_key))
+        return minimum_tasks(job, self._in_task_order(tasks))
 
     def job_invalid(self, job: JobInfo) -> str | None:
         return self.hooks.first_reason(Hook.JOB_VALID, job)
