@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kaisched.api.gpushare import RESERVATION_NAMESPACE, GpuShare, groups_of, reservation_name
+from kaisched.api.gpushare import GPU_GROUP, RESERVATION_NAMESPACE, GpuShare, groups_of, reservation_name
 from kaisched.api.resource import GPU
 from kaisched.api.sharedgpus import NONE, NOW, NodeGpus, SharedDevice
 from kaisched.api.task import TaskInfo
@@ -84,6 +84,7 @@ class GpuSharingPlugin(PluginBase):
         self._epoch = 0
         self._memo: tuple[Any, ...] | None = None
         self._row_memo: tuple[Any, ...] | None = None      # the same for one row (see _row)
+        self._reservations: dict[tuple[Any, ...], Reservation] = {}
         for node in list(self.gpus.summaries):
             self._changed(node)
         self.gpus.watchers = [self._changed]
@@ -98,9 +99,10 @@ class GpuSharingPlugin(PluginBase):
     def _changed(self, node: NodeName) -> None:
         row = self.table.index.get(node)
         self._epoch += 1
-        if row is not None:
-            s = self.gpus.summary(node)
-            self.best[:, row] = (s.used_now, s.used_later, s.releasing_now, s.releasing_later)
+        if row is not None:         # four scalar writes: cheaper than one of a column
+            s, best = self.gpus.summary(node), self.best
+            best[0, row], best[1, row] = s.used_now, s.used_later
+            best[2, row], best[3, row] = s.releasing_now, s.releasing_later
 
     # -- where a share fits -------------------------------------------------------------
     def _needs(self, share: GpuShare, rows: np.ndarray) -> np.ndarray:
@@ -258,15 +260,23 @@ class GpuSharingPlugin(PluginBase):
         devices = self.gpus.on(node)
         reserve = tuple(self._reservation(node, g, task) for g in share.groups
                         if devices[g].reservation is None)
+        # Groups its labels named that it no longer holds (most pods name none).
         dropped = tuple(g for g in groups_of(dict(task.labels), share.devices)
-                        if g not in share.groups)
+                        if g not in share.groups) \
+            if any(k.startswith(GPU_GROUP) for k, _ in task.labels) else ()
         return [Prebind((ShareGpu(task.key, task.job, node, share.groups, dropped, reserve),),
                         task.job)]
 
     def _reservation(self, node: NodeName, group: str, task: TaskInfo) -> Reservation:
-        name = reservation_name(group)
-        return Reservation(PodKey(f"{RESERVATION_NAMESPACE}/{name}"), node, group,
-                           task.placement.tolerations, self.image)
+        # The same for every sharer placed while the device has none: made once.
+        key = (node, group, task.placement.tolerations)
+        found = self._reservations.get(key)
+        if found is None:
+            name = reservation_name(group)
+            found = self._reservations[key] = Reservation(
+                PodKey(f"{RESERVATION_NAMESPACE}/{name}"), node, group,
+                task.placement.tolerations, self.image)
+        return found
 
     # -- reservation pods, as the session leaves the devices ----------------------------------
     def on_session_close(self, ssn: Session) -> None:
