@@ -27,6 +27,7 @@ from kaisched.api.types import (
     PodKey,
     QueueName,
     TaskStatus,
+    split_key,
 )
 from kaisched.api.volumes import NO_STORAGE, Storage
 
@@ -51,11 +52,11 @@ class ForeignPod:
 
     @property
     def namespace(self) -> str:
-        return self.key.split("/", 1)[0]
+        return split_key(self.key)[0]
 
     @property
     def name(self) -> str:
-        return self.key.split("/", 1)[1]
+        return split_key(self.key)[1]
 
     @property
     def status(self) -> TaskStatus:
@@ -424,7 +425,7 @@ class ClusterInfo:
             apply_holds(self.table, self.gpus.move(old, new))
         if new.successor_of is None:     # a successor holds room; its job counts the pod it stands for
             self.jobs[new.job].update_task(new)
-        self.moved.add(new.job)
+            self.moved.add(new.job)     # (its job may be gone: its pods made again later)
         if self.journal is not None:
             self.journal.append((old, new))
 
@@ -452,7 +453,7 @@ class ClusterInfo:
                 node.tasks[old.key] = old
             if old.successor_of is None:
                 self.jobs[old.job].update_task(old)
-            self.moved.add(old.job)
+                self.moved.add(old.job)
         deltas.apply()
         self.journal = []
 
