@@ -66,6 +66,9 @@ def test_a_move_is_an_eviction_with_cause_consolidation_and_the_gang_binds_after
     assert (moved.pod, moved.cause, moved.node) == ("default/a-0", Cause.CONSOLIDATION, "n0")
     assert first.reservations == {"default/a-0": "n1", "default/big-0": "n0"}
     assert cluster.get(POD, "default", "a-0") is None          # evicted (the emulator deletes)
+    # The cycle waits for binds and evictions; Events and statuses queue
+    # behind them (the binder's workers write them as they come).
+    scheduler.binder.wait(writes=True)
     events = [e for e in cluster.list(EVENT, "default")
               if e["involvedObject"].get("name") == "a-0"]
     assert [e["reason"] for e in events] == ["Evicted"], events
