@@ -238,10 +238,13 @@ class ProportionPlugin(PluginBase):
         return None
 
     def _allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
-        if job.queue not in self._chain:
+        own = job.queue         # read once: asked per placement
+        chain = self._chain.get(own)
+        if chain is None:
             return self._job_invalid(job)       # a queue that does not exist takes nothing
         request = self._ssn.quota_request(task)
-        for name in self._chain[job.queue]:
+        pinned_job = not job.spec.preemptible
+        for name in chain:
             queue = self.queues[name]
             used = self.allocated[name]
             for res, amount in request.items:
@@ -249,8 +252,7 @@ class ProportionPlugin(PluginBase):
                 if limit is not None and used[res] + amount > limit + _EPS:
                     return (f"queue {name} at limit for {res} "
                             f"({format_amount(res, used[res])}/{format_amount(res, limit)})")
-                capped = name == job.queue or queue.quota.get(res) > 0
-                if not job.spec.preemptible and res != PODS and capped:
+                if pinned_job and res != PODS and (name == own or queue.quota.get(res) > 0):
                     quota = queue.quota.get(res)
                     pinned = self.pinned[name][res]
                     if pinned + amount > quota + _EPS:
