@@ -113,6 +113,7 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.QUEUE_ORDER, lambda queue: -queue.priority)   # ties: higher first
         if self.usage is not None:
             ssn.register(Hook.QUEUE_ORDER, self.used)     # still equal: who used less first
+        self._invalid: dict[QueueName, str | None] = {}
         ssn.register(Hook.JOB_VALID, self._job_invalid)
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
         ssn.register(Hook.ENQUEUEABLE, self._min_resources_room, blocker=Blocker.QUOTA)
@@ -228,6 +229,15 @@ class ProportionPlugin(PluginBase):
 
     # -- room ----------------------------------------------------------------------------
     def _job_invalid(self, job: JobInfo) -> str | None:
+        # Per queue, once a session (its queues do not change in one): asked
+        # of every job allocate considers.
+        name = job.queue
+        if name in self._invalid:
+            return self._invalid[name]
+        found = self._invalid[name] = self._queue_invalid(job)
+        return found
+
+    def _queue_invalid(self, job: JobInfo) -> str | None:
         queue = self.queues.get(job.queue)
         if queue is None:
             return f"queue {job.queue!r} does not exist"
