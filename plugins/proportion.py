@@ -310,9 +310,10 @@ class ProportionPlugin(PluginBase):
         return None
 
     def _account_task(self, task: TaskInfo, sign: float) -> None:
-        self._account(self._jobs[task.job].queue, task, sign)
-
-    def _account(self, queue: QueueName, task: TaskInfo, sign: float) -> None:
+        """A task placed (sign 1) or undone (-1): its queue and those above
+        it hold its charge, and a non-preemptible job's pin it too."""
+        job = self._jobs[task.job]
+        queue = job.queue
         request = self._charge(task)        # a share of a GPU as that part of one
         if task.claims:         # its devices: as counted when it took them, given back alike
             charge = self.charged.pop(task.key, None) if sign < 0 else None
@@ -322,8 +323,7 @@ class ProportionPlugin(PluginBase):
                 self.charged[task.key] = charge
             request = request + charge
         self._add(self.allocated, queue, request, sign)
-        job = self._jobs.get(task.job)
-        if job is not None and not job.spec.preemptible:
+        if not job.spec.preemptible:
             self._add(self.pinned, queue, request, sign)
 
     def _add(self, table: dict[QueueName, dict[str, float]], queue: QueueName, res: Resource, times: float) -> None:
