@@ -193,7 +193,11 @@ class Scheduler:
                         effects.append(write)       # an Outbox hands each to the binder
         decided, decided_cpu = time.perf_counter(), time.process_time()
         if not abandoned:
-            self.cache.reported(self._spoken_of(effects))
+            # The statuses written to kaisched's own PodGroup kinds (an upstream
+            # one's is a condition merged into what is there): their echoes are known.
+            self.cache.reported(self._spoken_of(effects), {
+                e.job: e.status for e in effects
+                if isinstance(e, SetPodGroupStatus) and not e.api_version})
             self.cache.assume(e for e in effects if isinstance(e, Bind))
         if self.binder.live:
             self.binder.wait(cancel=lambda: not proceed())

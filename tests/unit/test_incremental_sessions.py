@@ -3,10 +3,11 @@ changed, or spoken of by the last cycle: `ClusterInfo.active_jobs`); a settled
 job whose pods, PodGroup, queue and clock-dependent conditions did not change is
 left alone. That must never change what is written: over random sequences of
 cycles -- gangs arriving, pods starting, finishing and vanishing, nodes coming,
-going and cordoned, the clock moving past grace periods and timeouts, every
-write landing and echoing back as the API server's would -- each cycle's effects
-must be those of a session over a model rebuilt from scratch, which looks at
-every job.
+going and cordoned, the clock moving past grace periods and timeouts, writes
+landing and echoing back as the API server's would, or PodGroup status writes
+landing late (after other events), never, or overwritten by another writer --
+each cycle's effects must be those of a session over a model rebuilt from
+scratch, which looks at every job.
 
 Run thousands of sequences on demand:
     KAISCHED_CONSISTENCY_EXAMPLES=5000 python -m pytest tests/unit/test_incremental_sessions.py
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Union
+from typing import Any, Union
 
 import attrs
 from hypothesis import HealthCheck, given, settings
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock
 from kaisched.catalog import register_builtins
-from kaisched.cluster.kinds import NODE, POD
+from kaisched.cluster.kinds import NODE, POD, PODGROUP, Kind
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Session, default_config
 from kaisched.framework.effects import Effect
@@ -82,11 +83,30 @@ class Tick:
 
 
 @attrs.frozen
+class Hold:
+    """From now on PodGroup status writes wait (on), or land at once (off)."""
+    on: bool
+
+
+@attrs.frozen
+class Land:
+    """A waiting PodGroup status write lands (lost: it never does)."""
+    which: int
+    lost: bool = False
+
+
+@attrs.frozen
+class Scribble:
+    """Another writer sets a PodGroup's status."""
+    which: int
+
+
+@attrs.frozen
 class Cycle:
     count: int = 1              # back to back, a second apart: settled jobs are left alone
 
 
-Step = Union[AddGang, Start, Finish, Vanish, NodeChange, Tick, Cycle]
+Step = Union[AddGang, Start, Finish, Vanish, NodeChange, Tick, Hold, Land, Scribble, Cycle]
 
 gangs = st.builds(AddGang, st.integers(1, 4), st.integers(1, 4), st.integers(0, len(QUEUES) - 1),
               st.integers(1, 3), st.sampled_from([None, 30, 300]))
@@ -98,9 +118,32 @@ steps = st.one_of(
     st.builds(NodeChange, st.integers(0, NODES - 1),
               st.sampled_from(["add", "remove", "cordon", "uncordon"])),
     st.builds(Tick, st.sampled_from([1.0, 45.0, 400.0])),
+    st.builds(Hold, st.booleans()),
+    st.builds(Land, st.integers(0, 20), st.booleans()),
+    st.builds(Land, st.integers(0, 20)),
+    st.builds(Scribble, st.integers(0, 20)),
     st.builds(Cycle, st.integers(1, 3)),
     st.builds(Cycle, st.integers(1, 3)),
 )
+
+
+class LateWrites:
+    """The memory backend, but for PodGroup status writes, which wait while
+    holding is on: the scheduler's binder writes through it."""
+
+    def __init__(self, cluster: MemoryCluster) -> None:
+        self.cluster = cluster
+        self.holding = False
+        self.waiting: list[tuple[Kind, str, str, dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cluster, name)
+
+    def patch_status(self, kind: Kind, namespace: str, name: str, status: dict[str, Any]) -> Any:
+        if kind == PODGROUP and self.holding:
+            self.waiting.append((kind, namespace, name, status))
+            return None
+        return self.cluster.patch_status(kind, namespace, name, status)
 
 
 class World:
@@ -114,8 +157,9 @@ class World:
         self.cluster.create(build_queue("research", resources={"cpu": {"quota": 16}}))
         for name in QUEUES:
             self.cluster.create(build_queue(name, "research", {"cpu": {"quota": 8}}))
+        self.writes = LateWrites(self.cluster)
         self.scheduler = Scheduler(self.cluster, self.config, self.registry, self.clock,
-                                   Binder(self.cluster, self.clock.now))
+                                   Binder(self.writes, self.clock.now))  # type: ignore[arg-type]
         self.gangs = 0
         self.log: list[str] = []
 
@@ -148,6 +192,19 @@ class World:
             self.node(step)
         elif isinstance(step, Tick):
             self.clock.advance(step.seconds)
+        elif isinstance(step, Hold):
+            self.writes.holding = step.on
+        elif isinstance(step, Land):
+            if self.writes.waiting:
+                write = self.writes.waiting.pop(step.which % len(self.writes.waiting))
+                if not step.lost and self.cluster.get(*write[:3]) is not None:
+                    self.cluster.patch_status(*write)
+        elif isinstance(step, Scribble):
+            groups = sorted(self.cluster.list(PODGROUP), key=lambda g: g["metadata"]["name"])
+            if groups:
+                meta = groups[step.which % len(groups)]["metadata"]
+                self.cluster.patch_status(PODGROUP, meta["namespace"], meta["name"],
+                                          {"phase": "Pending", "conditions": None})
         else:
             for _ in range(step.count):
                 self.cycle()
