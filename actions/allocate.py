@@ -70,8 +70,8 @@ class AllocateAction:
                 heapq.heappush(heap, (ssn.job_order_key(job), next(seq), job))
             if job.key in ssn.reserved_for and ssn.job_pipelined(job):
                 ssn.unreserve(job.key)      # placed, or waiting only for releasing room
-            if heap:
-                heapq.heappush(queues, (queue_key(name), name))
+            if heap:        # one queue alone needs no key: nothing to order it against
+                heapq.heappush(queues, (queue_key(name) if several else (), name))
         starvation.report(ssn, guards)
 
 

@@ -75,8 +75,9 @@ def _record(ssn: Session, job: JobInfo, moved: list[TaskInfo]) -> None:
         slots.setdefault(pod.job, []).append((ssn.successors[pod.key], pod))
     for key, held in slots.items():
         ssn.moved_at[key] = ssn.now_text
+        sharers = tuple(s for s in (_successor(ssn, node, pod) for node, pod in held) if s is not None)
         ssn.moves[key] = hold_of(ssn.cluster.jobs[key], tuple((node, pod.resreq) for node, pod in held),
-                                 ssn.now, tuple(pod.key for _, pod in held))
+                                 ssn.now, tuple(pod.key for _, pod in held), sharers)
     placed = tuple((t.node_name, t.resreq) for t in job.tasks.values()
                    if t.status is TaskStatus.PIPELINED and t.node_name is not None)
     ssn.moves[job.key] = hold_of(job, placed, ssn.now)
@@ -84,3 +85,11 @@ def _record(ssn: Session, job: JobInfo, moved: list[TaskInfo]) -> None:
         f"{len(placed)}/{len(job.tasks)} tasks pipelined, minMember {job.min_member}; "
         f"consolidation moved {len(moved)} pod(s) of {len(slots)} job(s) to make room, "
         f"waiting for them to terminate"), Blocker.RESOURCES)
+
+
+def _successor(ssn: Session, node: NodeName, pod: TaskInfo) -> TaskInfo | None:
+    """A moved sharer's successor as placed (on the GPUs planned for it)."""
+    if pod.gpu is None:
+        return None
+    info = ssn.cluster.nodes.get(node)
+    return info.tasks.get(pod.successor().key) if info is not None else None

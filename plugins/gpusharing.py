@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kaisched.api.gpushare import RESERVATION_NAMESPACE, GpuShare, groups_of, reservation_name
+from kaisched.api.gpushare import GPU_GROUP, RESERVATION_NAMESPACE, GpuShare, groups_of, reservation_name
 from kaisched.api.resource import GPU
 from kaisched.api.sharedgpus import NONE, NOW, NodeGpus, SharedDevice
 from kaisched.api.task import TaskInfo
@@ -68,6 +68,8 @@ class GpuSharingPlugin(PluginBase):
         self.gpus = cluster.gpus
         self.table = table = cluster.table
         self.col = table.dim_index.get(GPU)
+        # A whole GPU in the table's units, less the tolerance _whole allows.
+        self._whole_bound = float(table.scale[self.col]) - 1e-6 if self.col is not None else 0.0
         specs = [n.spec for n in cluster.nodes.values()]
         found = [NodeGpus.of(spec) for spec in specs]
         self.count = np.array([g.count for g in found], dtype=np.int64)
@@ -81,28 +83,36 @@ class GpuSharingPlugin(PluginBase):
         # gathered once (see _rows), until the table or a device changes.
         self._epoch = 0
         self._memo: tuple[Any, ...] | None = None
+        self._row_memo: tuple[Any, ...] | None = None      # the same for one row (see _row)
+        self._reservations: dict[tuple[Any, ...], Reservation] = {}
         for node in list(self.gpus.summaries):
             self._changed(node)
         self.gpus.watchers = [self._changed]
         self._need: dict[GpuShare, np.ndarray] = {}      # per ask, per row (see _needs)
-        ssn.register(Hook.PREDICATE, self.fits, NO_ROOM, blocker=Blocker.RESOURCES)
-        ssn.register(Hook.IDLE, self.free_now)
-        ssn.register(Hook.NODE_ORDER, self.sharing_order)
+        ssn.register(Hook.PREDICATE, self.fits, NO_ROOM, blocker=Blocker.RESOURCES,
+                     one=self.fits_one)
+        ssn.register(Hook.IDLE, self.free_now, one=self.free_now_one)
+        ssn.register(Hook.NODE_ORDER, self.sharing_order, one=self.sharing_order_one)
         ssn.register(Hook.PREBIND, self.prebind)
         ssn.register(Hook.EXPLAIN, self.explain)
 
     def _changed(self, node: NodeName) -> None:
         row = self.table.index.get(node)
         self._epoch += 1
-        if row is not None:
-            s = self.gpus.summary(node)
-            self.best[:, row] = (s.used_now, s.used_later, s.releasing_now, s.releasing_later)
+        if row is not None:         # four scalar writes: cheaper than one of a column
+            s, best = self.gpus.summary(node), self.best
+            best[0, row], best[1, row] = s.used_now, s.used_later
+            best[2, row], best[3, row] = s.releasing_now, s.releasing_later
 
     # -- where a share fits -------------------------------------------------------------
     def _needs(self, share: GpuShare, rows: np.ndarray) -> np.ndarray:
         """Units one device of each row must have free for the share (-1: none
-        can); what a node's GPUs are does not change in a session: worked out
-        once per ask."""
+        can)."""
+        return self._need_of(share)[rows]
+
+    def _need_of(self, share: GpuShare) -> np.ndarray:
+        """_needs over every row: what a node's GPUs are does not change in a
+        session, so it is worked out once per ask."""
         ask = share.ask
         need = self._need.get(ask)
         if need is None:
@@ -113,7 +123,7 @@ class GpuSharingPlugin(PluginBase):
                 assert share.fraction is not None
                 need = np.maximum(np.ceil(share.fraction * self.units - 1e-9).astype(np.int64), 1)
             self._need[ask] = need
-        return need[rows]
+        return need
 
     def _rows(self, share: GpuShare, rows: np.ndarray) -> _Rows:
         """What the filter, idle test and order read of these rows for a
@@ -139,6 +149,25 @@ class GpuSharingPlugin(PluginBase):
         return (self.table.idle[rows, self.col] >= scale - 1e-6,
                 self.table.future[rows, self.col] >= scale - 1e-6)
 
+    def _row(self, share: GpuShare, row: int) -> tuple[int, bool, bool, list[int]]:
+        """_rows for one row, as Python values (a refresh of the row a
+        placement took asks the filter, idle test and order in turn)."""
+        memo, ask = self._row_memo, share.ask
+        if memo is not None and memo[0] == row and memo[2] == self.table.version \
+                and memo[3] == self._epoch and (memo[1] is ask or memo[1] == ask):
+            found: tuple[int, bool, bool, list[int]] = memo[4]
+            return found
+        need = int(self._need_of(share)[row])
+        idle = later = False
+        col = self.col
+        if col is not None:
+            bound = self._whole_bound
+            idle = bool(self.table.idle[row, col] >= bound)
+            later = bool(self.table.future[row, col] >= bound)
+        found = (need, idle, later, self.best[:, row].tolist())
+        self._row_memo = (row, ask, self.table.version, self._epoch, found)
+        return found
+
     def fits(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Nodes where the share fits, now or once pods going away are gone.
         Resources aside (planning evictions, or every filter but resources):
@@ -153,6 +182,16 @@ class GpuSharingPlugin(PluginBase):
         need, _, later, best = self._rows(share, rows)
         return (need > 0) & ((best[1] >= need) | later)
 
+    def fits_one(self, task: TaskInfo, row: int) -> bool:
+        """fits() for one row."""
+        share = task.gpu
+        if share is None:
+            return True
+        if share.devices > 1 or self.ssn.planning_eviction or self.ssn.resources_aside:
+            return bool(self.fits(task, np.array([row], dtype=np.intp))[0])
+        need, _, later, best = self._row(share, row)
+        return need > 0 and (best[1] >= need or later)
+
     def free_now(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
         """Of those, the nodes where the share's first choice of device is free
         now (else it is pipelined: a shared GPU whose room is being released
@@ -165,6 +204,17 @@ class GpuSharingPlugin(PluginBase):
         need, idle, later, best = self._rows(share, rows)
         return (need > 0) & ((best[0] >= need) | ((best[2] >= need) & later)
                              | ((best[1] < need) & idle & later))
+
+    def free_now_one(self, task: TaskInfo, row: int) -> bool:
+        """free_now() for one row."""
+        share = task.gpu
+        if share is None:
+            return True
+        if share.devices > 1:
+            return bool(self.free_now(task, np.array([row], dtype=np.intp))[0])
+        need, idle, later, best = self._row(share, row)
+        return need > 0 and (best[0] >= need or (best[2] >= need and later)
+                             or (best[1] < need and idle and later))
 
     def _several(self, share: GpuShare, rows: np.ndarray, need: np.ndarray, now: bool) -> np.ndarray:
         """A share of several GPUs: the model's plan, node by node."""
@@ -189,6 +239,16 @@ class GpuSharingPlugin(PluginBase):
             best1 = best[1]
         return np.where((need > 0) & (best1 >= need), SHARING_BONUS, 0.0)
 
+    def sharing_order_one(self, task: TaskInfo, row: int) -> float:
+        """sharing_order() for one row."""
+        share = task.gpu
+        if share is None:
+            return 0.0
+        if share.devices > 1:
+            return float(self.sharing_order(task, np.array([row], dtype=np.intp))[0])
+        need, _, _, best = self._row(share, row)
+        return SHARING_BONUS if need > 0 and best[1] >= need else 0.0
+
     # -- placing a share ----------------------------------------------------------------
     def prebind(self, task: TaskInfo) -> list[Prebind]:
         """Before an allocated sharer's bind: its devices recorded on it, and a
@@ -200,15 +260,23 @@ class GpuSharingPlugin(PluginBase):
         devices = self.gpus.on(node)
         reserve = tuple(self._reservation(node, g, task) for g in share.groups
                         if devices[g].reservation is None)
+        # Groups its labels named that it no longer holds (most pods name none).
         dropped = tuple(g for g in groups_of(dict(task.labels), share.devices)
-                        if g not in share.groups)
+                        if g not in share.groups) \
+            if any(k.startswith(GPU_GROUP) for k, _ in task.labels) else ()
         return [Prebind((ShareGpu(task.key, task.job, node, share.groups, dropped, reserve),),
                         task.job)]
 
     def _reservation(self, node: NodeName, group: str, task: TaskInfo) -> Reservation:
-        name = reservation_name(group)
-        return Reservation(PodKey(f"{RESERVATION_NAMESPACE}/{name}"), node, group,
-                           task.placement.tolerations, self.image)
+        # The same for every sharer placed while the device has none: made once.
+        key = (node, group, task.placement.tolerations)
+        found = self._reservations.get(key)
+        if found is None:
+            name = reservation_name(group)
+            found = self._reservations[key] = Reservation(
+                PodKey(f"{RESERVATION_NAMESPACE}/{name}"), node, group,
+                task.placement.tolerations, self.image)
+        return found
 
     # -- reservation pods, as the session leaves the devices ----------------------------------
     def on_session_close(self, ssn: Session) -> None:

@@ -29,15 +29,24 @@ class NodeAffinityPlugin(PluginBase):
         cache: dict[Placement, np.ndarray] = {}
         zeros = np.zeros(len(ssn.cluster.table))
 
-        def score(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-            placement = task.placement
-            if not placement.preferred or not self.weight:
-                return zeros[rows]
+        def scores(placement: Placement) -> np.ndarray:
             found = cache.get(placement)
             if found is None:
                 total = sum(abs(w) for w, _ in placement.preferred) or 1
                 found = shapes.preferred(placement) * (100.0 * self.weight / total)
                 cache[placement] = found
-            return found[rows]
+            return found
 
-        ssn.register(Hook.NODE_ORDER, score)
+        def score(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+            placement = task.placement
+            if not placement.preferred or not self.weight:
+                return zeros[rows]
+            return scores(placement)[rows]
+
+        def score_one(task: TaskInfo, row: int) -> float:
+            placement = task.placement
+            if not placement.preferred or not self.weight:
+                return 0.0
+            return float(scores(placement)[row])
+
+        ssn.register(Hook.NODE_ORDER, score, one=score_one)

@@ -24,15 +24,20 @@ class PredicatesPlugin(PluginBase):
         shapes = ssn.cluster.node_shapes()
         table = ssn.cluster.table
         ready, schedulable = shapes.ready, shapes.schedulable
-        ssn.register(Hook.PREDICATE, lambda task, rows: ready[rows], "node(s) not Ready")
+        # Each with its one-row form (a refresh of the row a placement took).
+        ssn.register(Hook.PREDICATE, lambda task, rows: ready[rows], "node(s) not Ready",
+                     one=lambda task, row: bool(ready[row]))
         ssn.register(Hook.PREDICATE, lambda task, rows: schedulable[rows],
-                     "node(s) unschedulable")
+                     "node(s) unschedulable", one=lambda task, row: bool(schedulable[row]))
         ssn.register(Hook.PREDICATE, lambda task, rows: shapes.selected(task.placement)[rows],
-                     "node(s) didn't match node selector/affinity")
+                     "node(s) didn't match node selector/affinity",
+                     one=lambda task, row: bool(shapes.selected(task.placement)[row]))
         ssn.register(Hook.PREDICATE, lambda task, rows: shapes.tolerated(task.placement)[rows],
-                     "node(s) had untolerated taints")
+                     "node(s) had untolerated taints",
+                     one=lambda task, row: bool(shapes.tolerated(task.placement)[row]))
 
         def resources(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
             return table.request_fits(task.resreq, table.future[rows])
 
-        ssn.register(Hook.PREDICATE, resources, RESOURCE_FIT)
+        ssn.register(Hook.PREDICATE, resources, RESOURCE_FIT,
+                     one=lambda task, row: table.request_fits_row(task.resreq, table.future, row))

@@ -176,6 +176,20 @@ def test_scale_10k_bench_reports_the_first_cycle() -> None:
     assert figures["placed"] > 0 and figures["evicted"] == 0
 
 
+def test_evict_50k_bench_measures_a_cycle_that_reclaims_and_preempts() -> None:
+    """After the steady cycle a new queue's gang reclaims on one full GPU
+    rack and a team-0 gang at a higher priority preempts on another: both
+    are pipelined onto room their victims free (1,000 nodes here)."""
+    result = CliRunner().invoke(main, ["bench", "evict-50k", "--scale", str(SCALE * 2)])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.output)
+    assert (figures["nodes"], figures["pods"]) == (1000, 30000)
+    assert figures["placed"] == 8
+    assert figures["reclaimed"] > 0 and figures["preempted"] > 0
+    assert figures["evicted"] == figures["reclaimed"] + figures["preempted"]
+    assert figures["first_cycle_seconds"] > 0
+
+
 def test_bench_profile_names_where_the_measured_cycle_went() -> None:
     # 30 entries: by own time the first few may all be numpy's or the
     # interpreter's on a busy machine; among 30 the scheduler's own show.

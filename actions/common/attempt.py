@@ -81,7 +81,7 @@ def _place(ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo, idle_onl
            within: np.ndarray | None, attempt: Attempt, failed_classes: set[tuple[Any, ...]]) -> bool:
     """Place one task on its best node (pipelined onto room being released if
     that is all there is); False, with the first failure kept, if none takes it."""
-    if ssn.class_key(task) in failed_classes:
+    if failed_classes and ssn.class_key(task) in failed_classes:
         return False     # its twin found no node: neither will it
     refusal = ssn.allocatable(job, task)
     choice = None if refusal else ssn.select_node(task, idle_only, within)

@@ -236,6 +236,12 @@ class RoomFinder:
 
     room = future idle + what the candidate victims hold, less what has been
     evicted since (it is in future idle already, as releasing room).
+
+    What the victims hold is summed node by node when first needed: a task's
+    nodes() needs only the nodes its own rules let it onto, so a gang kept to
+    one rack does not sum the victims of the whole cluster (room() still sums
+    every node). Nodes holding a share of a GPU are summed at once: a share's
+    part of its device is read as it is when the finder is made.
     """
 
     def __init__(self, ssn: Session, domains: DomainChoice, candidates: list[TaskInfo],
@@ -247,26 +253,48 @@ class RoomFinder:
         self.evictable = np.zeros_like(table.alloc)
         self.surplus = np.zeros_like(table.alloc)      # what surplus victims alone hold
         self.candidates = candidates
+        self.order = order
         self.by_node: dict[NodeName, list[TaskInfo]] = {}
-        first: dict[int, tuple[Any, ...]] = {}          # per row, its first gang victim's key
         for task in candidates:
             node = task.node_name
             assert node is not None     # candidates are evictable: on a node
-            row, vec = table.index[node], ssn.cluster.held(task)
-            self.evictable[row] += vec
-            key = order(task) if order is not None else None
-            if key is not None and not key[0]:
-                self.surplus[row] += vec
-            elif key is not None and (row not in first or key < first[row]):
-                first[row] = key
             self.by_node.setdefault(node, []).append(task)
+        self.first: dict[int, tuple[Any, ...]] = {}     # per row, its first gang victim's key
+        self.summed = np.zeros(len(table), dtype=bool)  # rows whose victims are in the sums
+        self.all_summed = False
+        self._ranks: np.ndarray | None = None          # _first_victims' answer per row
+        self._sum(np.array([table.index[t.node_name] for t in candidates   # type: ignore[index]
+                            if t.gpu is not None], dtype=np.intp))
         self.releasing_at_start = releasing_at_start
-        place = {k: i for i, k in enumerate(sorted(set(first.values())))}
-        self.first_rank = np.full(len(table), float(len(place)))
-        for row, key in first.items():
-            self.first_rank[row] = place[key]
+
+    def _sum(self, rows: np.ndarray) -> None:
+        """Add the victims of these rows (those not summed yet) to the sums."""
+        rows = np.unique(rows[~self.summed[rows]])
+        if not len(rows):
+            return
+        self.summed[rows] = True
+        self._ranks = None
+        table, order = self.ssn.cluster.table, self.order
+        names, held = table.names, self.ssn.cluster.held
+        for row in rows.tolist():
+            for task in self.by_node.get(names[row], ()):
+                vec = held(task)
+                self.evictable[row] += vec
+                key = order(task) if order is not None else None
+                if key is not None and not key[0]:
+                    self.surplus[row] += vec
+                elif key is not None and (row not in self.first or key < self.first[row]):
+                    self.first[row] = key
 
     def room(self) -> np.ndarray:
+        if not self.all_summed:
+            index = self.ssn.cluster.table.index
+            self._sum(np.array([index[node] for node in self.by_node], dtype=np.intp))
+            self.all_summed = True
+        return self._room()
+
+    def _room(self) -> np.ndarray:
+        """room(), right only on the rows summed."""
         table = self.ssn.cluster.table
         return table.future + self.evictable - (table.releasing - self.releasing_at_start)
 
@@ -275,9 +303,15 @@ class RoomFinder:
         that is no surplus -- of nodes that need as much eviction, the one
         whose gang comes first (lowest priority, most recently started) is
         tried first, so the order holds across nodes, not only on each.
-        Ranked once, over the candidates as listed (the order is the
-        action's, fixed before its first eviction)."""
-        return self.first_rank[rows]
+        Ranked among the rows summed so far (the rows asked about are among
+        them; their order is the same among all): the order is the action's,
+        fixed before its first eviction; rows with no such victim come last."""
+        if self._ranks is None:
+            place = {k: i for i, k in enumerate(sorted(set(self.first.values())))}
+            self._ranks = np.full(len(self.ssn.cluster.table), float(len(place)))
+            for row, key in self.first.items():
+                self._ranks[row] = place[key]
+        return self._ranks[rows]
 
     def nodes(self, task: TaskInfo) -> Iterator[NodeName]:
         """Nodes where room could be made: first those where other jobs'
@@ -287,8 +321,9 @@ class RoomFinder:
             return iter(())     # no candidate victims anywhere
         table = self.ssn.cluster.table
         vec = table.vector(task.resreq)
-        room = self.room()
-        mask = self.ssn.room_mask(task) & table.fits(vec, room)
+        allowed = self.ssn.room_mask(task)
+        self._sum(np.flatnonzero(allowed))
+        mask = allowed & table.fits(vec, self._room())
         domain = bound_domain(self.ssn, self.domains, self.ssn.cluster.jobs[task.job], self.room, task)
         if domain is not None:
             mask &= domain          # a topology-bound gang: room inside its domain only

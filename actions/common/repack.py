@@ -15,7 +15,10 @@ the node being cleared, nor inside the domain a topology-bound job is
 given), on room free now or freed by the plan; a unit that cannot be placed
 again whole is put back and the next one tried. A node where the task still
 does not fit is put back as it was and the next candidate tried; a task no
-candidate takes fails the plan. At most `budget` pods move.
+candidate takes fails the plan. At most `budget` pods move. A share of a
+GPU has one more kind of candidate: a shared GPU some of whose sharers
+moving leaves room for it (actions/common/sharepart.py); candidates of both
+kinds are tried by their estimated moves.
 
 A job that requires a topology domain gets one domain at a time (those
 missing the least room first, at most DOMAINS_TRIED): its tasks go inside
@@ -29,6 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from actions.common.movable import Disruptions, protected, unit_of, why_unmovable
+from actions.common.sharepart import PartOption, part_options
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.sharedgpus import ONE_GPU, Hold
@@ -158,10 +162,21 @@ class LargestBlockersFirst:
             stmt.pipeline(task, choice.node)
             return True
         by = Preemptor(task.key, self.job.key, self.job.priority, self.job.queue)
-        for row in self._candidates(task, within)[:NODES_TRIED]:
+        # Nodes to clear, and for a share shared GPUs to free part of: the
+        # fewest moves first (a part first of equal ones: it opens no GPU).
+        options: list[tuple[float, int, int, PartOption | None]] = [
+            (cost, 1, row, None) for cost, row in self._candidates(task, within)[:NODES_TRIED]]
+        if task.gpu is not None:
+            costs = dict(zip((p.key for p in self.movable.pods), self._costs().tolist(), strict=True))
+            parts = part_options(ssn, task, self.movable.on_row, within, self._movable_now,
+                                 lambda p: costs[p.key])
+            options += [(o.cost, 0, o.row, o) for o in parts[:NODES_TRIED]]
+        for _, _, row, part in sorted(options, key=lambda o: o[:2]):    # stable: rows keep their order
             mark, count = stmt.checkpoint(), len(self.moved)
             avoid = within if within is not None else self._rows == row
-            if self._clear(stmt, task, row, avoid, by):
+            cleared = self._clear(stmt, task, row, avoid, by) if part is None \
+                else self._move_block(stmt, list(part.pods), np.zeros(0, dtype=bool), row, avoid, by)
+            if cleared:
                 choice = ssn.select_node(task, within=self._rows == row)
                 if choice is not None:
                     stmt.pipeline(task, choice.node)
@@ -170,11 +185,11 @@ class LargestBlockersFirst:
             del self.moved[count:]
         return False
 
-    def _candidates(self, task: TaskInfo, within: np.ndarray | None) -> list[int]:
+    def _candidates(self, task: TaskInfo, within: np.ndarray | None) -> list[tuple[float, int]]:
         """Rows where the task would fit once the pods that might move were
-        gone, fewest moves first (as estimated: taking each row's largest
-        pods first, in what the task lacks there), then least missing, then
-        in table order. Worked out over all rows at once."""
+        gone, with their moves, fewest moves first (as estimated: taking
+        each row's largest pods first, in what the task lacks there), then
+        least missing, then in table order. Worked out over all rows at once."""
         table = self.ssn.cluster.table
         vec = self._need(task)
         pods = self.movable
@@ -209,7 +224,7 @@ class LargestBlockersFirst:
             moves[found] = np.where(missing[found] > 0, spent[covered][first[1]], 0.0)
         ranked = sorted(zip(moves[mask].tolist(), missing[mask].tolist(),
                             np.flatnonzero(mask).tolist(), strict=True))
-        return [row for cost, _, row in ranked if cost != np.inf]
+        return [(cost, row) for cost, _, row in ranked if cost != np.inf]
 
     def _movable_now(self, pod: TaskInfo) -> bool:
         current = self.ssn.cluster.jobs[pod.job].tasks.get(pod.key)

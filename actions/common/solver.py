@@ -8,6 +8,15 @@ places the k tasks puts back every victim job that still fits where it runs,
 whole (one put back is no victim), and must pass the plugins' fairness check on
 what is left; the first such scenario is kept for this k. If some k has
 none, nothing is evicted for the job.
+
+The walk stops early when no scenario can place every task: once it has
+handed out as many units as there are nodes some task may take (so the
+check costs no more than the walk so far), the room those nodes could ever
+offer -- free now plus everything the candidate jobs could give there -- is
+compared with what the tasks ask: a task that fits on none of its nodes, or
+tasks asking more than all of them together, end the search (a gang kept to
+a few full nodes of its own queue no longer walks every victim of the
+cluster).
 """
 from __future__ import annotations
 
@@ -54,22 +63,31 @@ class ReclaimSolver:
             of_task.append(classes[key])
         self._masks = np.array(masks)
         self._class = np.array(of_task, dtype=int)
+        # The nodes some task may take: room freed elsewhere is never looked at.
+        self._usable: np.ndarray = np.any(self._masks, axis=0)
+        # Units handed out before the bound is checked (see the module's docstring).
+        self._check_after = max(int(self._usable.sum()), 1)
 
     def solve(self) -> list[Unit] | None:
         """The victims of the scenario that places every task, or None."""
         chosen: list[Unit] = []
         victims: list[Unit] | None = None
+        walked = 0
         for k in range(1, len(self.tasks) + 1):
             want = self.tasks[:k]
             newest: Unit | None = None
             while True:
                 if newest is None or self._may_help(newest, k):
                     victims = self._attempt(chosen, want)
+                    self.picker.forget()
                     if victims is not None and (not victims or self.fair(victims) is None):
                         break
                 newest = self.picker.next()
                 if newest is None:
                     return None
+                walked += 1
+                if walked == self._check_after and not self._could_fit():
+                    return None     # what the walk would end with, after every unit
                 chosen.append(newest)
                 self._note(newest)
         return victims
@@ -85,6 +103,29 @@ class ReclaimSolver:
         return None
 
     # -- internals ------------------------------------------------------------------
+    def _could_fit(self) -> bool:
+        """Every task fits on one of its nodes, and all of them within those
+        nodes together, with every task of a candidate job there evicted (the
+        most room any scenario could have). Devices (claims, shares of a GPU)
+        are not in the table's columns: for such tasks no bound is drawn."""
+        if any(t.claims or t.gpu is not None for t in self.tasks):
+            return True
+        cluster = self.ssn.cluster
+        table, jobs = cluster.table, self.picker.jobs
+        rows = np.flatnonzero(self._usable)
+        room = table.future[rows].copy()
+        for i, row in enumerate(rows.tolist()):
+            node = cluster.nodes.get(table.names[row])
+            for task in node.tasks.values() if node is not None else ():
+                if task.job in jobs and task.status in EVICTABLE_STATUSES:
+                    room[i] += cluster.held(task)
+        need = np.array(self._vecs)
+        fits = (need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2)
+        if not (fits & self._masks[:, rows][self._class]).any(axis=1).all():
+            return False
+        slack = EPSILON * len(self.tasks)        # each placement's own tolerance
+        return bool((need.sum(axis=0) <= np.clip(room, 0, None).sum(axis=0) + slack).all())
+
     def _rows(self, unit: Unit) -> Iterator[tuple[int, TaskInfo]]:
         """The unit's tasks on the nodes this scheduler sees, with their rows. A
         gang goes whole, on every node, but its pods on a node of another pool
@@ -96,7 +137,10 @@ class ReclaimSolver:
                 yield row, task
 
     def _note(self, unit: Unit) -> None:
+        usable = self._usable
         for row, task in self._rows(unit):
+            if not usable[row]:
+                continue        # no task may take the node: what it frees there never counts
             vec = self.ssn.cluster.held(task)
             if row in self._freed:
                 self._freed[row] = self._freed[row] + vec
@@ -107,9 +151,10 @@ class ReclaimSolver:
         """One of the unit's nodes, with every chosen unit gone, would have
         room for one of the first k tasks, and lets it in."""
         table = self.ssn.cluster.table
-        rows = sorted({row for row, _ in self._rows(unit)})
+        usable = self._usable
+        rows = sorted({row for row, _ in self._rows(unit) if usable[row]})
         if not rows:
-            return False
+            return False        # none of its nodes lets any of the tasks in
         room = table.future[rows] + np.array([self._freed[r] for r in rows])
         need = np.array(self._vecs[:k])
         fits = (need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2)

@@ -49,6 +49,7 @@ class VictimPicker:
         self.taken: dict[QueueName, dict[str, float]] = {}    # per queue, its subtree's
         self.gone: dict[JobKey, set[str]] = {}                  # tasks handed out, per job
         self.leaves: dict[QueueName, list[JobInfo]] = {}
+        self.jobs = {job.key for job in candidates}     # every job a unit may come from
         for job in candidates:
             self.leaves.setdefault(job.queue, []).append(job)
         for jobs in self.leaves.values():
@@ -59,6 +60,16 @@ class VictimPicker:
             for q in self._up(leaf):
                 self.live[q] = self.live.get(q, 0) + len(jobs)
         self._tree = tree
+        # Each queue's place in the order, as last worked out: it changes only
+        # when the queue's subtree gives a unit, or when the session's use
+        # changes (forget()). Asked afresh for every unit, the keys of every
+        # queue were most of a long walk through a big cluster's victims.
+        self._keys: dict[QueueName, tuple[object, ...]] = {}
+
+    def forget(self) -> None:
+        """The session's use may have changed (a scenario was tried and
+        undone): every queue's place is worked out again."""
+        self._keys.clear()
 
     def _order(self, jobs: list[JobInfo]) -> None:
         """Lower priority first, then jobs above their minimum, then the
@@ -80,6 +91,9 @@ class VictimPicker:
                 and t.key not in gone and (not here or t.node_name in nodes)]
 
     def _above_min(self, job: JobInfo) -> bool:
+        gone = self.gone.get(job.key)
+        if job.count(job.ready_statuses) - (len(gone) if gone else 0) <= job.min_member:
+            return False        # _spare's first answer, without its work: most jobs run at their minimum
         return self._spare(job) is not None
 
     def _spare(self, job: JobInfo) -> list[TaskInfo] | None:
@@ -153,6 +167,7 @@ class VictimPicker:
             self.gone.setdefault(job.key, set()).update(t.key for t in unit.tasks)
             res = unit.resources
             for q in self._up(leaf):
+                self._keys.pop(q, None)
                 row = self.taken.setdefault(q, {})
                 for n, v in res.items:
                     row[n] = row.get(n, 0.0) + v
@@ -167,4 +182,10 @@ class VictimPicker:
             children = [c for c in tree.successors(queue) if self.live.get(c, 0) > 0]
             if not children:
                 return queue if queue != ROOT and self.leaves.get(queue) else None
-            queue = min(children, key=lambda c: self._queue_key(c, self.taken.get(c, {}), self.need))
+            queue = min(children, key=self._key)
+
+    def _key(self, queue: QueueName) -> tuple[object, ...]:
+        key = self._keys.get(queue)
+        if key is None:
+            key = self._keys[queue] = self._queue_key(queue, self.taken.get(queue, {}), self.need)
+        return key

@@ -27,6 +27,7 @@ from kaisched.api.types import (
     PodKey,
     QueueName,
     TaskStatus,
+    split_key,
 )
 from kaisched.api.volumes import NO_STORAGE, Storage
 
@@ -51,11 +52,11 @@ class ForeignPod:
 
     @property
     def namespace(self) -> str:
-        return self.key.split("/", 1)[0]
+        return split_key(self.key)[0]
 
     @property
     def name(self) -> str:
-        return self.key.split("/", 1)[1]
+        return split_key(self.key)[1]
 
     @property
     def status(self) -> TaskStatus:
@@ -119,6 +120,9 @@ class ClusterInfo:
     gpus: SharedGpus = attrs.field(default=None)
     _sharers: bool | None = None        # some task asks for part of a GPU
     _least_gpu_memory: float | None = None
+    # charge() per (requests, share charged), with the least GPU memory it was
+    # worked out with: asked per placement, the same for alike sharers.
+    _charges: dict[tuple[Resource, Resource], tuple[float, Resource]] = attrs.field(factory=dict)
     _shapes: NodeShapes | None = None   # what the static filters read, grouped (kept by the cache)
     # Each queue's normalised usage over its window, per resource (fair share
     # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
@@ -240,7 +244,14 @@ class ClusterInfo:
         """What the task's queue is charged (TaskInfo.charge), a pending
         gpu-memory pod's GPUs as its part of the smallest labelled GPU (what it
         may be charged at most, once it lands)."""
-        return self.resolved(task.charge) if task.gpu is not None else task.resreq
+        gpu = task.gpu
+        if gpu is None:
+            return task.resreq
+        key, least = (task.resreq, gpu.charge), self.least_gpu_memory()
+        found = self._charges.get(key)
+        if found is None or found[0] != least:
+            found = self._charges[key] = (least, self.resolved(task.charge))
+        return found[1]
 
     def resolved(self, amount: Resource) -> Resource:
         """An amount with the MiB pending gpu-memory pods ask counted as GPUs."""
@@ -414,7 +425,7 @@ class ClusterInfo:
             apply_holds(self.table, self.gpus.move(old, new))
         if new.successor_of is None:     # a successor holds room; its job counts the pod it stands for
             self.jobs[new.job].update_task(new)
-        self.moved.add(new.job)
+            self.moved.add(new.job)     # (its job may be gone: its pods made again later)
         if self.journal is not None:
             self.journal.append((old, new))
 
@@ -442,7 +453,7 @@ class ClusterInfo:
                 node.tasks[old.key] = old
             if old.successor_of is None:
                 self.jobs[old.job].update_task(old)
-            self.moved.add(old.job)
+                self.moved.add(old.job)
         deltas.apply()
         self.journal = []
 

@@ -11,7 +11,7 @@ import attrs
 
 from kaisched.api.cel import Selector
 from kaisched.api.constraints import SelectorTerm
-from kaisched.api.types import NodeName
+from kaisched.api.types import NodeName, split_key
 
 AttrValue = Union[bool, int, str]       # string, int, bool and version attributes
 DeviceKey = tuple[str, str, str]        # driver, pool, device name
@@ -190,10 +190,10 @@ class Claim:
 
     @property
     def namespace(self) -> str:
-        return self.key.split("/", 1)[0]
+        return split_key(self.key)[0]
 
     def reserved(self, pod: str) -> bool:
-        name = pod.split("/", 1)[1]
+        name = split_key(pod)[1]
         return any(c.name == name and c.is_pod for c in self.reserved_for)
 
     def pods(self) -> int:

@@ -50,7 +50,7 @@ _MIB_LIMIT = 1024 * 1024
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, cache_hash=True)      # a key of per-class caches
 class GpuShare:
     """A pod's share of GPUs: a fraction or MiB of each of `devices` GPUs.
 
@@ -218,12 +218,17 @@ def new_group(node: str, uid: str, pod: str, index: int) -> str:
     the same decision names it alike (replays agree) and no later device
     reuses it. A label value: at most 63 characters."""
     digest = hashlib.sha1(f"{node}/{pod}/{uid}".encode()).hexdigest()[:10]
-    stem = re.sub(r"[^A-Za-z0-9-]", "-", node)[:40].strip("-") or "gpu"
-    name = f"{stem}-{digest}-{index}"
+    name = f"{_stem(node)}-{digest}-{index}"
     assert _NAME.match(name), name
     return name
 
 
+@functools.lru_cache(maxsize=4096)     # a node's devices are named as they open
+def _stem(node: str) -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", node)[:40].strip("-") or "gpu"
+
+
+@functools.lru_cache(maxsize=4096)     # asked for each sharer placed while its device has none
 def reservation_name(group: str) -> str:
     """The reservation pod's name for a device (a DNS label)."""
     name = f"gpu-reservation-{group}".lower().replace("_", "-").replace(".", "-")

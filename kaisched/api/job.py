@@ -25,6 +25,7 @@ from kaisched.api.types import (
     QueueName,
     Reason,
     TaskStatus,
+    split_key,
 )
 
 _ALIVE = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
@@ -127,11 +128,11 @@ class JobInfo:
 
     @property
     def namespace(self) -> str:
-        return self.key.split("/", 1)[0]
+        return split_key(self.key)[0]
 
     @property
     def name(self) -> str:
-        return self.key.split("/", 1)[1]
+        return split_key(self.key)[1]
 
     @property
     def queue(self) -> QueueName:

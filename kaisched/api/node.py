@@ -57,6 +57,7 @@ class NodeTable:
         self.future = self.alloc.copy()      # idle + releasing - pipelined
         self._vectors: dict[Resource, np.ndarray] = {}
         self._fit_terms: dict[Resource, tuple[np.ndarray | None, np.ndarray]] = {}
+        self._row_terms: dict[Resource, list[tuple[int, float]]] = {}
         # Which rows changed when: caches of per-node answers refresh only those.
         self.version = 0
         self.row_version = np.zeros(len(specs), dtype=np.int64)
@@ -78,6 +79,7 @@ class NodeTable:
         for name in ("alloc", "used", "releasing", "pipelined", "idle", "future", "row_version"):
             setattr(other, name, getattr(self, name).copy())
         other._vectors, other._fit_terms = self._vectors, self._fit_terms
+        other._row_terms = self._row_terms
         return other
 
     def vector(self, res: Resource) -> np.ndarray:
@@ -151,22 +153,23 @@ class NodeTable:
         self.future[i] = self.idle[i] + self.releasing[i] - self.pipelined[i]
 
     # The three kinds of accounting change; each keeps idle and future in step.
+    # A sign of 1 adds vec itself (x * 1.0 is x): one array call fewer a placement.
     def add_used(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)
-        delta = vec * sign
+        delta = vec if sign == 1.0 else vec * sign
         self.used[i] += delta
         self.idle[i] -= delta
         self.future[i] -= delta
 
     def add_releasing(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)
-        delta = vec * sign
+        delta = vec if sign == 1.0 else vec * sign
         self.releasing[i] += delta
         self.future[i] += delta
 
     def add_pipelined(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)
-        delta = vec * sign
+        delta = vec if sign == 1.0 else vec * sign
         self.pipelined[i] += delta
         self.future[i] -= delta
 
@@ -218,6 +221,21 @@ class NodeTable:
         if cols is None:
             return np.asarray((room >= bound).all(axis=1))
         return np.asarray((room[:, cols] >= bound).all(axis=1))
+
+    def request_fits_row(self, res: Resource, room: np.ndarray, row: int) -> bool:
+        """request_fits for one row of room, in plain Python (the same float
+        comparisons): a refresh of one row pays numpy's per-call cost for
+        nothing."""
+        terms = self._row_terms.get(res)
+        if terms is None:
+            vec = self.vector(res)
+            terms = self._row_terms[res] = [(int(c), float(vec[c] - EPSILON))
+                                            for c in range(len(self.dims)) if vec[c]]
+        values = room[row].tolist()
+        for col, bound in terms:
+            if not values[col] >= bound:
+                return False
+        return True
 
     def fits(self, vec: np.ndarray, room: np.ndarray) -> np.ndarray:
         """Mask of nodes whose room holds vec in every requested resource."""

@@ -71,11 +71,19 @@ class QueueInfo:
     # tree its shape; that scheduler writes its status.
     owned: bool = True
 
+    # Loops, not next() over a generator: a queue's limits are asked per
+    # resource at every placement.
     def limit(self, name: str) -> float | None:
-        return next((v for k, v in self.limits if k == name), None)
+        for key, value in self.limits:
+            if key == name:
+                return value
+        return None
 
     def weight(self, name: str) -> float:
-        return next((v for k, v in self.weights if k == name), 1.0)
+        for key, value in self.weights:
+            if key == name:
+                return value
+        return 1.0
 
 
 def build_queue_tree(queues: Iterable[QueueInfo]) -> tuple[dict[QueueName, QueueInfo], nx.DiGraph]:

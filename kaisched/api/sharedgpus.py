@@ -296,7 +296,7 @@ class SharedGpus:
                 kind = self._option(device, units, whole_later)
                 if kind is None or (now_only and kind not in NOW):
                     continue
-                free = device.free_now if kind in NOW else device.free_later
+                free = device.units - (device.taken_now if kind in NOW else device.taken_later)
                 option = (kind, group not in own, free, group)
                 if best is None or option < best:
                     best = option
@@ -320,15 +320,19 @@ class SharedGpus:
 
     @staticmethod
     def _option(device: SharedDevice, units: int, whole_later: int) -> int | None:
-        if device.hold() is Hold.RELEASING:
+        # hold() is RELEASING and the free units, inlined: asked of every
+        # device of the node a share lands on.
+        free_now = device.units - device.taken_now
+        if not device.live and not device.pipelined and not device.waiting \
+                and (device.releasing or device.reservation is not None):
             if whole_later < 1:
                 return None
-            if device.free_now >= units:
+            if free_now >= units:
                 return ABANDONED_NOW
-            return RELEASED_LATER if device.free_later >= units else None
-        if device.free_now >= units:
+            return RELEASED_LATER if device.units - device.taken_later >= units else None
+        if free_now >= units:
             return USED_NOW
-        return USED_LATER if device.free_later >= units else None
+        return USED_LATER if device.units - device.taken_later >= units else None
 
     # -- internals --------------------------------------------------------------------
     def _groups(self, task: Sharer) -> tuple[str, ...]:
@@ -447,15 +451,29 @@ def _unplaced(task: Sharer | None) -> bool:
 
 
 def _summary(devices: Iterable[SharedDevice]) -> Summary:
+    # SharedDevice.hold() and the free units inlined: worked out for the node
+    # a sharer lands on, once a placement.
     used_now = used_later = releasing_now = releasing_later = NONE
     for device in devices:
-        hold = device.hold()
-        if hold is Hold.RELEASING:
-            releasing_now = max(releasing_now, device.free_now)
-            releasing_later = max(releasing_later, device.free_later)
-        elif hold is not None:
-            used_now = max(used_now, device.free_now)
-            used_later = max(used_later, device.free_later)
+        live = device.live
+        if live or device.releasing or device.reservation is not None:
+            free_now = device.units - device.taken_now
+            free_later = device.units - device.taken_later
+            if not live and not device.pipelined and not device.waiting:     # RELEASING
+                if free_now > releasing_now:
+                    releasing_now = free_now
+                if free_later > releasing_later:
+                    releasing_later = free_later
+                continue
+        elif device.pipelined:          # PIPELINED
+            free_now = device.units - device.taken_now
+            free_later = device.units - device.taken_later
+        else:                           # held by nothing
+            continue
+        if free_now > used_now:
+            used_now = free_now
+        if free_later > used_later:
+            used_later = free_later
     return Summary(used_now, used_later, releasing_now, releasing_later)
 
 

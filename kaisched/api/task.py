@@ -10,7 +10,7 @@ import attrs
 from kaisched.api.constraints import NO_PLACEMENT, Placement
 from kaisched.api.gpushare import GpuShare, charged
 from kaisched.api.resource import Resource
-from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
+from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, split_key
 from kaisched.api.volumes import PodClaim
 
 
@@ -45,11 +45,11 @@ class TaskInfo:
 
     @property
     def namespace(self) -> str:
-        return self.key.split("/", 1)[0]
+        return split_key(self.key)[0]
 
     @property
     def name(self) -> str:
-        return self.key.split("/", 1)[1]
+        return split_key(self.key)[1]
 
     @property
     def charge(self) -> Resource:

@@ -100,6 +100,12 @@ class Reason(str, enum.Enum):
     FAILED = "Failed"
 
 
+def split_key(key: str) -> tuple[str, str]:
+    """A "namespace/name" key's two parts."""
+    namespace, _, name = key.partition("/")
+    return namespace, name
+
+
 def pod_key(namespace: str, name: str) -> PodKey:
     return PodKey(f"{namespace}/{name}")
 

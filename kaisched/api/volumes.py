@@ -16,7 +16,7 @@ from typing import Mapping
 import attrs
 
 from kaisched.api.constraints import LabelSelector, SelectorTerm
-from kaisched.api.types import NodeName, PodKey
+from kaisched.api.types import NodeName, PodKey, split_key
 
 # The annotation that tells a provisioner which node the first consumer went to.
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
@@ -43,7 +43,7 @@ class PodClaim:
 
     @property
     def name(self) -> str:
-        return self.key.split("/", 1)[1]
+        return split_key(self.key)[1]
 
 
 @attrs.frozen(slots=True)

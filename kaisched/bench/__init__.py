@@ -11,6 +11,7 @@ BENCHES: dict[str, str] = {
     "affinity-5k": "5,000 nodes in racks, gangs apart per host, pods spread",
     "scale-10k": "10,000 nodes, 300,000 pods: a steady cycle and the first one",
     "scale-50k": "50,000 nodes, 1,500,000 pods: scale-10k's mix five times over",
+    "evict-50k": "scale-50k with team quotas: a gang reclaims, one preempts",
     "volumes-5k": "5,000 nodes with local PVs, 1,000 gangs of 8 claiming one each",
     "dra-1k": "1,000 nodes of 8 DRA GPUs, 1,000 gangs claiming them by CEL",
     "consolidation-1k": "1,000 full nodes, a gang of 8 that fits only once pods move",

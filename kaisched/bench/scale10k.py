@@ -51,6 +51,11 @@ MAX_GANG = 64
 # arrive in new gangs.
 CHURN_SHARE = 0.007
 
+# evict-50k's cycle (eviction_step).
+URGENT_CLASS, URGENT_PRIORITY = "urgent", 1000
+NEW_QUEUE = "research"
+EVICTION_GANG = 4
+
 GPU = "nvidia.com/gpu"
 ZONE = "topology.kubernetes.io/zone"
 RACK = "topology.example.com/rack"
@@ -297,6 +302,44 @@ def scale_10k(scale: float) -> tuple[list[Obj], list[Obj]]:
 def scale_50k(scale: float) -> tuple[list[Obj], list[Obj]]:
     """scale-10k's mix five times over: 50,000 nodes, 1,500,000 pods."""
     return scale_10k(5 * scale)
+
+
+def evict_50k(scale: float) -> tuple[list[Obj], list[Obj]]:
+    """scale-50k's cluster, where each team is guaranteed a sixteenth of the GPUs (about half what it runs)
+    (its quota) and deserves no more (over-quota weight 0): the GPUs it runs
+    beyond are borrowed, and a queue within its fair share may reclaim them.
+    And the priority class of the gang that preempts (eviction_step)."""
+    node_objs, objs = scale_50k(scale)
+    quota = len(node_objs) // GPU_NODE_SHARE * GPU_NODE.gpu // 16
+    for obj in objs:
+        if obj["kind"] == "Queue":
+            obj["spec"] = {"resources": {GPU: {"quota": quota, "overQuotaWeight": 0}}}
+    objs.insert(0, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                    "metadata": {"name": URGENT_CLASS}, "value": URGENT_PRIORITY})
+    return node_objs, objs
+
+
+def eviction_step(cluster: MemoryCluster, node_count: int) -> None:
+    """After evict-50k's steady cycle, two gangs of 4 one-GPU pods that only
+    evictions can place, each kept to a GPU rack that is full: one of a new
+    queue, within its fair share, that reclaims from the teams (over their
+    quota: borrowing); one of team-0 at a higher priority that preempts its
+    own team's pods."""
+    build = _Builder()
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NEW_QUEUE}})
+    cluster.create({"apiVersion": PG_API, "kind": "Queue", "metadata": {"name": NEW_QUEUE},
+                    "spec": {}})
+    first_gpu_rack = (node_count - node_count // GPU_NODE_SHARE) // RACK_SIZE
+    for name, namespace, rack in (("reclaim-0", NEW_QUEUE, first_gpu_rack + 2),
+                                  ("urgent-0", team(0), first_gpu_rack)):
+        group, shared = build.gang(name, namespace, EVICTION_GANG, running=False)
+        cluster.create(group)
+        spec = {**build.spec(GPU_SHAPE, None),
+                "nodeSelector": {**GPU_SELECTOR, RACK: f"rack-{rack:03d}"}}
+        if name.startswith("urgent"):
+            spec.update(priorityClassName=URGENT_CLASS, priority=URGENT_PRIORITY)
+        for k in range(EVICTION_GANG):
+            cluster.create(build.pod(f"{name}-{k}", shared, spec, build.pending_status))
 
 
 def pending_gangs(rng: random.Random, build: _Builder, prefix: str, total: int) -> Iterator[Obj]:

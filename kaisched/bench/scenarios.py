@@ -21,7 +21,7 @@ from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config
-from kaisched.framework.effects import Evict
+from kaisched.framework.effects import Cause, Evict
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 
@@ -157,6 +157,7 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "affinity-5k": affinity,
     "scale-10k": bench_scale.scale_10k,
     "scale-50k": bench_scale.scale_50k,
+    "evict-50k": bench_scale.evict_50k,
     "dra-1k": bench_dra.dra_1k,
     "gpu-share-5k": bench_gpushare.gpu_share_5k,
     "volumes-5k": bench_volumes.volumes,
@@ -164,6 +165,17 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
 }
 # Scenarios measured under a config of their own (when --config gives none).
 CONFIGS = {"consolidation-1k": consolidation_config}
+
+
+def _pause(scheduler: Scheduler, clock: ManualClock, config: SchedulerConfig,
+           figures: dict[str, Any]) -> None:
+    """What `kaisched run` does while it waits for the next period: the events
+    of the pause (the echoes of the last cycle's binds and writes, the churn)
+    applied as they come. Timed apart: the cycle starts after."""
+    clock.advance(config.schedule_period)
+    applied = time.perf_counter()
+    scheduler.sync()
+    figures["events_seconds"] = round(time.perf_counter() - applied, 3)
 
 
 def run(name: str, scale: float = 1.0, profile: int = 0,
@@ -188,7 +200,7 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
     cluster = MemoryCluster(clock)
     for obj in nodes + others:
         cluster.create(obj)
-    big = name in ("scale-10k", "scale-50k")
+    big = name in ("scale-10k", "scale-50k", "evict-50k")
     if big:
         # The backend holds its own copies now: the generated top-level dicts
         # would only count against the peak.
@@ -206,14 +218,14 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
         if name == "churn":
             churn_step(cluster, scale)
         else:
-            bench_scale.churn_step(cluster, scale * (5 if name == "scale-50k" else 1))
-        clock.advance(config.schedule_period)
-        # What `kaisched run` does while it waits for the next period: the events
-        # of the pause (the echoes of the first cycle's binds and writes, the
-        # churn) applied as they come. Timed apart: the cycle starts after.
-        applied = time.perf_counter()
-        scheduler.sync()
-        figures["events_seconds"] = round(time.perf_counter() - applied, 3)
+            bench_scale.churn_step(cluster, scale * (1 if name == "scale-10k" else 5))
+        if name == "evict-50k":
+            # The steady cycle after churn, then the gangs that only evictions
+            # can place arrive: the cycle measured is the one that evicts.
+            _pause(scheduler, clock, config, figures)
+            scheduler.run_once()
+            bench_scale.eviction_step(cluster, node_count)
+        _pause(scheduler, clock, config, figures)
         with profiled(profile, figures):
             result = scheduler.run_once()
     placed = len(result.placed) + len(result.reservations)
@@ -228,6 +240,10 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
         "cpu_seconds": round(result.snapshot_cpu_seconds + result.session_cpu_seconds, 3),
         "peak_memory_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     })
+    if name == "evict-50k":     # which gang's victims: both kinds of eviction ran
+        causes = [e.cause for e in result.effects if isinstance(e, Evict)]
+        figures["reclaimed"] = causes.count(Cause.RECLAIM)
+        figures["preempted"] = causes.count(Cause.PREEMPT)
     if big:
         figures["first_cycle_seconds"] = round(first_cycle, 3)
     if "profile" in figures:

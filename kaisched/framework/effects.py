@@ -13,6 +13,7 @@ from kaisched.api.dradevices import Allocation, Consumer
 from kaisched.api.job import Condition, PodGroupStatus
 from kaisched.api.queue import QueueStatus, UsageRecord
 from kaisched.api.resource import Resource
+from kaisched.api.task import TaskInfo
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
 
 
@@ -34,6 +35,10 @@ class MoveHold:
     since: float
     settled: tuple[PodKey, ...] = ()    # its pods on those nodes already: they take no slot
     awaited: tuple[PodKey, ...] = ()    # the moved pods, until they are gone and made again
+    # The moved pods that share GPUs, as the plan placed the pods made again
+    # (their successors: node and GPU groups), so that each takes the very
+    # part of a GPU planned for it, and no other pod takes that part meanwhile.
+    sharers: tuple[TaskInfo, ...] = ()
 
 
 @attrs.frozen(slots=True)

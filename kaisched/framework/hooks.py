@@ -21,6 +21,11 @@ PREDICATE, IDLE and NODE_ORDER answers may depend on a task only through its
 requests and placement, its pod rules aside (its equivalence class), and on a
 node only through its row: the session caches them per class and refreshes
 only the rows that changed.
+Each of these three may come with a one-row form (`one`: the task and a
+row, the answer for that row alone, equal to the array form's bit for bit):
+a refresh of a few rows asks those instead, numpy's per-call cost being all
+there is on a one-row array. When any callback of the three lacks one, every
+refresh asks the array forms.
 POD_PREDICATE and POD_ORDER answers read the pods across a node's topology
 domain (inter-pod affinity, topology spread, host ports): they change with
 every placement nearby, so the session asks them afresh each time, over all
@@ -66,6 +71,8 @@ Rows = npt.NDArray[np.intp]          # rows of the node table asked about
 Mask = npt.NDArray[np.bool_]         # one answer per row asked
 Scores = npt.NDArray[np.float64]     # one score per row asked
 TaskTest = Callable[[TaskInfo], bool]
+# A PREDICATE, IDLE or NODE_ORDER callback's answer for one row (a bool, or a score).
+OneRow = Callable[[TaskInfo, int], float]
 
 # The shapes several hooks share.
 JobCheck = Callable[[JobInfo], str | None]            # None, or why not
@@ -190,6 +197,7 @@ class Registration(Generic[C]):
     label: str                              # the plugin's name, unless it gave words
     blocker: Blocker = Blocker.PLACEMENT    # filters, checks: what a gang they refuse waits for
     when: TaskTest | None = None            # pod rules: the tasks they are about (None: every task)
+    one: OneRow | None = None               # node filters and scores: the one-row form, if any
 
 
 class HookRegistry:
@@ -202,18 +210,22 @@ class HookRegistry:
         self._tiers: list[dict[HookKey[Any], list[Registration[Any]]]] = []
         self._flat: dict[HookKey[Any], list[Registration[Any]]] = {}
         self._fns: dict[HookKey[Any], list[Any]] = {}     # asked per placement: kept
+        self._ones: dict[HookKey[Any], list[OneRow] | None] = {}
 
     def begin_tier(self) -> None:
         self._tiers.append({})
 
     def register(self, key: HookKey[Callable[[*Ts], K]], fn: Callable[[*Ts], K], label: str,
-                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None) -> None:
-        """Session.register is the plugins' way in: it says which keys take a blocker or a when."""
+                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None,
+                 one: OneRow | None = None) -> None:
+        """Session.register is the plugins' way in: it says which keys take a
+        blocker, a when or a one-row form."""
         if not self._tiers:
             self.begin_tier()
-        self._tiers[-1].setdefault(key, []).append(Registration(fn, label, blocker, when))
+        self._tiers[-1].setdefault(key, []).append(Registration(fn, label, blocker, when, one))
         self._flat.pop(key, None)
         self._fns.pop(key, None)
+        self._ones.pop(key, None)
 
     def registrations(self, key: HookKey[C]) -> list[Registration[C]]:
         flat = self._flat.get(key)
@@ -226,6 +238,15 @@ class HookRegistry:
         if fns is None:
             fns = self._fns[key] = [r.fn for r in self.registrations(key)]
         return fns
+
+    def ones(self, key: HookKey[C]) -> list[OneRow] | None:
+        """The one-row form of every callback, in order; None when one has none."""
+        if key in self._ones:
+            return self._ones[key]
+        found = [r.one for r in self.registrations(key)]
+        ones = self._ones[key] = [one for one in found if one is not None] \
+            if all(one is not None for one in found) else None
+        return ones
 
     def registered(self) -> list[str]:
         """The names of the hooks some plugin registered a callback for."""

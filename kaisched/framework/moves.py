@@ -22,7 +22,8 @@ import numpy as np
 
 from kaisched.api.job import JobInfo
 from kaisched.api.resource import Resource
-from kaisched.api.types import READY_STATUSES, JobKey, NodeName, PodKey
+from kaisched.api.task import TaskInfo
+from kaisched.api.types import READY_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.framework.effects import MoveHold
 from kaisched.framework.session import Session
 
@@ -38,25 +39,29 @@ def apply_moves(ssn: Session, moves: Mapping[JobKey, MoveHold]) -> None:
         if job is None:
             # Its pods are gone and none is made again yet: the room waits for them.
             slots = list(hold.slots)
+            sharers = list(hold.sharers)
             room = _room(ssn, slots)
         else:
             slots = open_slots(job, hold)
             if not slots or placed_elsewhere(ssn, job, hold):
                 continue        # its pods sit on all of the room, or are placed anyway: done
-            room = _place(ssn, job, slots)
+            sharers = _open_sharers(hold, slots)
+            room = _place(ssn, job, slots, sharers)
         ssn.moves[key] = hold   # carried on to the next session
+        room = _hold_gpus(ssn, sharers, room)
         if room.any():
             ssn.reserve(key, room)
 
 
 def hold_of(job: JobInfo, slots: tuple[tuple[NodeName, Resource], ...], since: float,
-            awaited: tuple[PodKey, ...] = ()) -> MoveHold:
+            awaited: tuple[PodKey, ...] = (), sharers: tuple[TaskInfo, ...] = ()) -> MoveHold:
     """A hold of this room for the job, as its pods stand now (those already
-    on a node of the room take none of it); awaited: the pods it moved."""
+    on a node of the room take none of it); awaited: the pods it moved;
+    sharers: the successors of those sharing GPUs, as placed."""
     nodes = {node for node, _ in slots}
     settled = tuple(sorted(t.key for t in job.tasks.values()
                            if t.node_name in nodes and t.status in READY_STATUSES))
-    return MoveHold(slots, since, settled, awaited)
+    return MoveHold(slots, since, settled, awaited, sharers)
 
 
 def open_slots(job: JobInfo, hold: MoveHold) -> list[tuple[NodeName, Resource]]:
@@ -83,9 +88,12 @@ def placed_elsewhere(ssn: Session, job: JobInfo, hold: MoveHold) -> bool:
     return made >= len(hold.awaited)
 
 
-def _place(ssn: Session, job: JobInfo, slots: list[tuple[NodeName, Resource]]) -> np.ndarray:
-    """Place the job's pending pods on the slots alike to them; the room of
-    the slots left over (rows x resources of the node table)."""
+def _place(ssn: Session, job: JobInfo, slots: list[tuple[NodeName, Resource]],
+           sharers: list[TaskInfo]) -> np.ndarray:
+    """Place the job's pending pods on the slots alike to them (a sharer on
+    the GPUs planned for it, while they have room for it); the room of the
+    slots left over (rows x resources of the node table). The sharers'
+    successors a pod took are taken out of sharers."""
     table = ssn.cluster.table
     room = _room(ssn, slots)
     if job.key in ssn.held:
@@ -99,14 +107,81 @@ def _place(ssn: Session, job: JobInfo, slots: list[tuple[NodeName, Resource]]) -
         vec = table.vector(task.resreq)
         if not ssn.static_mask(task)[row] or not table.fits(vec, table.future[row:row + 1])[0]:
             continue
-        if table.fits(vec, table.idle[row:row + 1])[0] and ssn.free_beyond_resources(task, slot[0]):
-            stmt.allocate(task, slot[0])
+        planned = next((s for s in sharers if s.node_name == slot[0] and _alike(s, task)), None)
+        groups, now = _planned_gpus(ssn, task, planned) if planned is not None else (None, True)
+        if planned is not None:
+            sharers.remove(planned)
+        if now and table.fits(vec, table.idle[row:row + 1])[0] \
+                and ssn.free_beyond_resources(task, slot[0]):
+            stmt.allocate(task, slot[0], groups)
         else:
-            stmt.pipeline(task, slot[0])
+            stmt.pipeline(task, slot[0], groups)
         slots.remove(slot)
         room[row] -= vec
     if stmt.ops:
         ssn.held[job.key] = stmt
+    return room
+
+
+def _open_sharers(hold: MoveHold, slots: list[tuple[NodeName, Resource]]) -> list[TaskInfo]:
+    """The sharers' successors whose slot no pod of the job has taken yet."""
+    left = list(slots)
+    out = []
+    for successor in hold.sharers:
+        slot = (successor.node_name, successor.resreq)
+        if slot in left:
+            left.remove(slot)
+            out.append(successor)
+    return out
+
+
+def _alike(successor: TaskInfo, task: TaskInfo) -> bool:
+    """The pending pod asks for the share the successor was planned with."""
+    a, b = successor.gpu, task.gpu
+    return a is not None and b is not None and \
+        (a.fraction, a.memory, a.devices) == (b.fraction, b.memory, b.devices)
+
+
+def _units(ssn: Session, task: TaskInfo, node: NodeName) -> int | None:
+    gpus = ssn.cluster.gpus.gpus(node)
+    return task.gpu.units(gpus.memory) if gpus is not None and task.gpu is not None else None
+
+
+def _planned_gpus(ssn: Session, task: TaskInfo,
+                  planned: TaskInfo) -> tuple[tuple[str, ...] | None, bool]:
+    """The GPUs planned for the pod, if each still has room for its share
+    once pods on their way out are gone (else None: the node's best), and
+    whether they have it now."""
+    node, share = planned.node_name, planned.gpu
+    assert node is not None and share is not None
+    units = _units(ssn, task, node)
+    devices = ssn.cluster.gpus.on(node)
+    found = [devices.get(g) for g in share.groups]
+    if units is None or any(d is None or d.free_later < units for d in found):
+        return None, True
+    return share.groups, all(d is not None and d.free_now >= units for d in found)
+
+
+def _hold_gpus(ssn: Session, sharers: list[TaskInfo], room: np.ndarray) -> np.ndarray:
+    """Hold the part of each GPU planned for a sharer not made again yet (or
+    not placed yet) as the planning session did: its successor pipelined
+    there, for this session (the session's end undoes it, as every move in
+    it); the room it takes so leaves the job's reserved room."""
+    table = ssn.cluster.table
+    for successor in sharers:
+        node = successor.node_name
+        assert node is not None and successor.gpu is not None
+        row = table.index.get(node)
+        pending = successor.evolve(status=TaskStatus.PENDING, node_name=None,
+                                   gpu=successor.gpu.ask)
+        if row is None or successor.key in ssn.cluster.nodes[node].tasks \
+                or _planned_gpus(ssn, pending, successor)[0] is None:
+            continue
+        vec = table.vector(successor.resreq)
+        if not table.fits(vec, table.future[row:row + 1])[0]:
+            continue
+        ssn.cluster.assign(pending, TaskStatus.PIPELINED, node, successor.gpu.groups)
+        room[row] = np.clip(room[row] - vec, 0, None)
     return room
 
 

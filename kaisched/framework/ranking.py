@@ -82,7 +82,7 @@ class Ranking:
         self.idle = _Ranked(np.flatnonzero(mask & idle_fit), score)
         self.entries = 0
 
-    def refreshed(self, rows: np.ndarray, mask: np.ndarray, idle_fit: np.ndarray,
+    def refreshed(self, rows: list[int], mask: np.ndarray, idle_fit: np.ndarray,
                   score: np.ndarray) -> bool:
         """The rows' answers changed (mask, idle_fit, score: the whole cache).
         False when so many entries piled up that a rebuild is cheaper."""
@@ -90,7 +90,7 @@ class Ranking:
         if self.entries > self.size:
             return False
         stamps = self.stamps
-        for row in rows.tolist():
+        for row in rows:
             stamp = stamps[row] = stamps[row] + 1
             if mask[row]:
                 key = _key(float(score[row]), row)

@@ -9,6 +9,11 @@ they change (kaisched.framework.ranking), so a placement costs the same on
 asked afresh, but only about the rows the cached filters leave; a gang bound
 to a topology domain and room held for starving gangs are scanned over the
 whole table.
+
+A refresh of a few rows -- what most placements leave, the one row they
+took -- asks the callbacks' one-row forms in plain Python where every
+callback has one (numpy's cost per call is all there is on one row); bigger
+refreshes ask the array forms.
 """
 from __future__ import annotations
 
@@ -21,12 +26,27 @@ from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.constraints import NO_RULES, Placement
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName
-from kaisched.framework.hooks import Hook, HookRegistry, Mask, NodeFilter, PodFilter, Registration, Rows, TaskTest
+from kaisched.framework.hooks import (
+    Hook,
+    HookRegistry,
+    Mask,
+    NodeFilter,
+    OneRow,
+    PodFilter,
+    Registration,
+    Rows,
+    TaskTest,
+)
 from kaisched.framework.ranking import Ranking
 
 # The label under which the predicates plugin registers its resource fit: the
 # explanations give it per resource, in numbers.
 RESOURCE_FIT = "resources"
+# Up to this many rows to refresh, a class asks the one-row forms row by row;
+# beyond, the array forms (a row's answers in plain Python cost about what one
+# array call costs, and a refresh makes a dozen).
+FEW_ROWS = 8
+SHORT_LOG = 64      # touches since a class last asked read without numpy
 
 
 @attrs.define(eq=False, slots=True)
@@ -58,6 +78,12 @@ class NodeSelection:
         self.cluster = cluster
         self.hooks = hooks
         self._idle_filters = bool(hooks.callbacks(Hook.IDLE))     # none: idle is the table's
+        # The one-row forms of the cached filters, idle tests and scores (None
+        # when a callback has none: refreshes then always ask the array forms).
+        ones = [hooks.ones(Hook.PREDICATE), hooks.ones(Hook.IDLE), hooks.ones(Hook.NODE_ORDER)]
+        self._ones: tuple[list[OneRow], list[OneRow], list[OneRow]] | None = None
+        if ones[0] is not None and ones[1] is not None and ones[2] is not None:
+            self._ones = (ones[0], ones[1], ones[2])
         self.reserved_for = reserved_for
         # Per owner (a gang holding room, or None): the rows and room the others hold.
         self._held: dict[JobKey | None, tuple[np.ndarray, np.ndarray]] = {}
@@ -292,23 +318,28 @@ class NodeSelection:
         cache = self._class_cache(task)
         if cache.version != table.version:
             rows = self._stale(cache)
-            if len(rows):
-                self._update(task, cache, rows)
+            if self._ones is not None and len(rows) <= FEW_ROWS:
+                if len(rows):
+                    self._update_few(task, cache, rows if isinstance(rows, list) else rows.tolist())
+            elif len(rows):
+                self._update(task, cache, np.asarray(rows, dtype=np.intp))
             cache.version, cache.pos = table.version, table.log_end()
         return cache
 
-    def _stale(self, cache: _ClassCache) -> np.ndarray:
+    def _stale(self, cache: _ClassCache) -> np.ndarray | list[int]:
         """The rows changed since the class last caught up, in row order: those
         touched since, by the table's log, that its answers are older than
         (the rules' path may have asked some already). Compared over every
         row only when the log no longer reaches back, or holds more than a
-        pass over the rows would cost."""
+        pass over the rows would cost; a short log is read in plain Python
+        (a list, not an array)."""
         table = self.cluster.table
         touched = table.touched_since(cache.pos) if cache.pos >= 0 else None
         if touched is None or len(touched) * 8 > len(table):
             return np.flatnonzero(table.row_version > cache.seen)
-        if not touched:
-            return np.zeros(0, dtype=np.intp)
+        if len(touched) <= SHORT_LOG:
+            versions, seen = table.row_version, cache.seen
+            return [row for row in sorted(set(touched)) if versions[row] > seen[row]]
         rows = np.array(sorted(set(touched)), dtype=np.intp)
         return rows[table.row_version[rows] > cache.seen[rows]]
 
@@ -322,8 +353,39 @@ class NodeSelection:
         cache.score[rows] = self.hooks.score(Hook.NODE_ORDER, task, rows)
         cache.seen[rows] = table.version
         if cache.ranking is not None and not cache.ranking.refreshed(
-                rows, cache.mask, cache.idle_fit, cache.score):
+                rows.tolist(), cache.mask, cache.idle_fit, cache.score):
             cache.ranking = None        # rebuilt in bulk when next asked
+
+    def _update_few(self, task: TaskInfo, cache: _ClassCache, rows: list[int]) -> None:
+        """_update for a few rows, through the one-row forms: the same answers
+        (the filters ANDed, the scores summed in registration order, as the
+        registry's combinators do), without an array call per callback."""
+        assert self._ones is not None
+        filters, idles, scores = self._ones
+        table = self.cluster.table
+        mask, idle_fit, score, seen = cache.mask, cache.idle_fit, cache.score, cache.seen
+        resreq, idle, version = task.resreq, table.idle, table.version
+        for row in rows:
+            passes = True
+            for fn in filters:
+                if not fn(task, row):
+                    passes = False
+                    break
+            fits = table.request_fits_row(resreq, idle, row)
+            if fits:
+                for fn in idles:
+                    if not fn(task, row):
+                        fits = False
+                        break
+            if scores:
+                total = float(scores[0](task, row))
+                for fn in scores[1:]:
+                    total += fn(task, row)
+            else:
+                total = 0.0
+            mask[row], idle_fit[row], score[row], seen[row] = passes, fits, total, version
+        if cache.ranking is not None and not cache.ranking.refreshed(rows, mask, idle_fit, score):
+            cache.ranking = None
 
 
 def _any_of(tests: list[TaskTest]) -> TaskTest:

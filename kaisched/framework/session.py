@@ -28,6 +28,7 @@ from kaisched.framework.hooks import (
     Hook,
     HookKey,
     HookRegistry,
+    OneRow,
     PodFilter,
     PodFilterKey,
     PodRuleKey,
@@ -135,7 +136,7 @@ class Session:
 
     @overload
     def register(self, key: FilterKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
-                 blocker: Blocker = Blocker.PLACEMENT) -> None: ...
+                 blocker: Blocker = Blocker.PLACEMENT, one: OneRow | None = None) -> None: ...
 
     @overload
     def register(self, key: PodRuleKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
@@ -146,17 +147,21 @@ class Session:
                  blocker: Blocker) -> None: ...
 
     @overload
-    def register(self, key: HookKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None) -> None: ...
+    def register(self, key: HookKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
+                 one: OneRow | None = None) -> None: ...
 
     def register(self, key: HookKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
-                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None) -> None:
+                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None,
+                 one: OneRow | None = None) -> None:
         """Add fn, of the key's callback type, to the plugin's tier.
         label: the words explanations give for a filter (default: the plugin's name);
         blocker (filters, checks): what a gang the filter keeps off every node,
         or the check refuses, waits for;
         when (pod rules): the tasks the rule is about; for any other task fn
-        answers None, and is not asked."""
-        self.hooks.register(key, fn, label or self._current_plugin, blocker, when)
+        answers None, and is not asked;
+        one (PREDICATE, IDLE, NODE_ORDER): fn's answer for one row, equal to
+        fn's bit for bit, asked when a class refreshes only a few rows."""
+        self.hooks.register(key, fn, label or self._current_plugin, blocker, when, one)
 
     def close(self) -> list[Effect]:
         for plugin in reversed(self.plugins):
@@ -188,7 +193,11 @@ class Session:
         choice took, whole, then the extras one by one -- so no subgroup's
         extras take the room another's minimum needs, and none is left half
         placed (kaisched/api/gangplan.py)."""
-        return placement_units(job, sorted(tasks, key=self.task_order_key))
+        return placement_units(job, self._in_task_order(tasks))
+
+    def _in_task_order(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+        # One task (a single-pod job, most placements) has no order to ask for.
+        return sorted(tasks, key=self.task_order_key) if len(tasks) > 1 else list(tasks)
 
     def ordered_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         """The tasks of placement_units, in the order they are placed."""
@@ -198,7 +207,7 @@ class Session:
 
     def minimum_tasks(self, job: JobInfo, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Of tasks, those that take the job to its minimum (one unit once it is there)."""
-        return minimum_tasks(job, sorted(tasks, key=self.task_order_key))
+        return minimum_tasks(job, self._in_task_order(tasks))
 
     def job_invalid(self, job: JobInfo) -> str | None:
         return self.hooks.first_reason(Hook.JOB_VALID, job)

@@ -34,6 +34,14 @@ The fixtures, for any module of this directory:
   test can create its objects; removed at the end of the session.
 - `describe(admin, namespace)`: the namespace's pods, PodGroups and Events as text,
   for a failing assertion's message.
+- `shipped_config(folder, scheduler_name, **settings)`, `as_account(admin_kubeconfig,
+  admin_api, folder)`, `scheduler_process(kubeconfig, config, folder, identity, *flags)`:
+  a `kaisched run` of this checkout as the shipped ServiceAccount, with the shipped config
+  under a scheduler name of its own (and the test's settings), not started -- for a test
+  that runs its own scheduler (a config of its own, replicas, restarts).
+- `make_gang(admin, namespace, scheduler, name, size, **requests)` and
+  `all_bound(admin, namespace, pods)`: a gang of pods for a scheduler, and whether all
+  of them are bound.
 - `make_owner_chain` (function): plays a controller: `make_owner_chain([top, middle, ...],
   pods)` creates each object owned (controller ownerReference) by the one before, then the
   pods owned by the last one, and returns what the server made of them.
@@ -362,6 +370,60 @@ class Components:
                 f"--- podgrouper ---\n{self.podgrouper.log()}")
 
 
+def shipped_config(folder: Path, scheduler_name: str, **settings: Any) -> Path:
+    """The shipped config/scheduler.yaml under a schedulerName of its own (so
+    other schedulers of a shared server leave the test's pods alone, and it
+    theirs), with settings over it, written into folder."""
+    config = yaml.safe_load((CONFIG / "scheduler.yaml").read_text())
+    config.update(settings, schedulerName=scheduler_name)
+    path = folder / f"{scheduler_name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def as_account(admin_kubeconfig: str, admin_api: k8s_client.ApiClient, folder: Path,
+               account: str = "kaisched") -> Path:
+    """A kubeconfig with a token minted for the shipped ServiceAccount: the
+    shipped RBAC is what a process run with it may do."""
+    return account_kubeconfig(admin_kubeconfig, mint_token(admin_api, SYSTEM, account),
+                              folder / f"{account}.kubeconfig")
+
+
+def scheduler_process(kubeconfig: Path, config: Path, folder: Path, identity: str,
+                      *args: str, name: str = "scheduler") -> Process:
+    """`kaisched run` of this checkout with the kubeconfig and config, its
+    metrics on a free port, its log in folder (not started); args: more flags
+    (`--no-leader-elect`, `--lease-name ...`)."""
+    port = free_port()
+    return Process(name, "kaisched.cli", [
+        "run", "--kubeconfig", str(kubeconfig), "--config", str(config),
+        "--metrics-port", str(port), "--identity", identity, *args],
+        folder / f"{name}.log", port)
+
+
+def make_gang(admin: KubeCluster, namespace: str, scheduler: str, name: str, size: int,
+              **requests: str) -> list[str]:
+    """A PodGroup of minMember size and its size pods (one cpu each, unless
+    requests say otherwise) for the scheduler; the pods' names."""
+    admin.create({"apiVersion": PODGROUP.api_version, "kind": "PodGroup",
+                  "metadata": {"name": name, "namespace": namespace},
+                  "spec": {"minMember": size}})
+    pods = [f"{name}-{i}" for i in range(size)]
+    for pod in pods:
+        admin.create({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": pod, "namespace": namespace,
+                                   "annotations": {"kaisched.io/pod-group": name}},
+                      "spec": {"schedulerName": scheduler, "containers": [{
+                          "name": "main", "image": "trainer:1",
+                          "resources": {"requests": requests or {"cpu": "1"}}}]}})
+    return pods
+
+
+def all_bound(admin: KubeCluster, namespace: str, pods: list[str]) -> bool:
+    return all(((admin.get(POD, namespace, p) or {}).get("spec") or {}).get("nodeName")
+               for p in pods)
+
+
 def scheduler_identity(request: pytest.FixtureRequest) -> str:
     return f"rt-{owner_of(request)}-scheduler"
 
@@ -370,15 +432,11 @@ def scheduler_identity(request: pytest.FixtureRequest) -> str:
 def components(request: pytest.FixtureRequest, admin_kubeconfig: str, installed: list[Obj],
                admin_api: k8s_client.ApiClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Components]:
     folder = tmp_path_factory.mktemp("components")
-    configs = {account: account_kubeconfig(admin_kubeconfig,
-                                           mint_token(admin_api, SYSTEM, account),
-                                           folder / f"{account}.kubeconfig")
+    configs = {account: as_account(admin_kubeconfig, admin_api, folder, account)
                for account in ("kaisched", "kaisched-podgrouper")}
-    scheduler_port, grouper_port = free_port(), free_port()
-    scheduler = Process("scheduler", "kaisched.cli", [
-        "run", "--kubeconfig", str(configs["kaisched"]),
-        "--config", str(CONFIG / "scheduler.yaml"), "--metrics-port", str(scheduler_port),
-        "--identity", scheduler_identity(request)], folder / "scheduler.log", scheduler_port)
+    grouper_port = free_port()
+    scheduler = scheduler_process(configs["kaisched"], CONFIG / "scheduler.yaml", folder,
+                                  scheduler_identity(request))
     podgrouper = Process("podgrouper", "podgrouper.cli", [
         "run", "--kubeconfig", str(configs["kaisched-podgrouper"]),
         "--metrics-port", str(grouper_port), "--identity", f"rt-{owner_of(request)}-podgrouper"],

@@ -16,47 +16,27 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-import yaml
 from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import LEASE, POD, PODGROUP
+from kaisched.cluster.kinds import LEASE
 from kaisched.cluster.kube import KubeCluster
 
 from .conftest import (
-    CONFIG,
     SYSTEM,
     Process,
-    account_kubeconfig,
+    all_bound,
+    as_account,
     delete_quietly,
     describe,
     eventually,
-    free_port,
-    mint_token,
+    make_gang,
+    scheduler_process,
+    shipped_config,
 )
 
 OWNER = "shards"
 PATIENCE = 120.0
-
-
-def gang(admin: KubeCluster, namespace: str, scheduler: str, name: str, size: int) -> list[str]:
-    admin.create({"apiVersion": PODGROUP.api_version, "kind": "PodGroup",
-                  "metadata": {"name": name, "namespace": namespace},
-                  "spec": {"minMember": size}})
-    pods = [f"{name}-{i}" for i in range(size)]
-    for pod in pods:
-        admin.create({"apiVersion": "v1", "kind": "Pod",
-                      "metadata": {"name": pod, "namespace": namespace,
-                                   "annotations": {"kaisched.io/pod-group": name}},
-                      "spec": {"schedulerName": scheduler, "containers": [{
-                          "name": "main", "image": "trainer:1",
-                          "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}})
-    return pods
-
-
-def bound(admin: KubeCluster, namespace: str, pods: list[str]) -> bool:
-    return all(((admin.get(POD, namespace, p) or {}).get("spec") or {}).get("nodeName")
-               for p in pods)
 
 
 def holder(admin: KubeCluster, lease: str) -> str | None:
@@ -73,19 +53,12 @@ def test_the_standby_takes_over_when_the_leader_is_killed(
     scheduler = f"shards-failover-{suffix}"
     lease = f"shards-failover-{suffix}"
     fake_nodes(2, cpu="8")
-    settings = yaml.safe_load((CONFIG / "scheduler.yaml").read_text())
-    settings["schedulerName"] = scheduler
-    config = tmp_path / "scheduler.yaml"
-    config.write_text(yaml.safe_dump(settings))
-    kubeconfig = account_kubeconfig(admin_kubeconfig, mint_token(admin_api, SYSTEM, "kaisched"),
-                                    tmp_path / "kaisched.kubeconfig")
+    config = shipped_config(tmp_path, scheduler)
+    kubeconfig = as_account(admin_kubeconfig, admin_api, tmp_path)
 
     def replica(name: str) -> Process:
-        port = free_port()
-        return Process(name, "kaisched.cli", [
-            "run", "--kubeconfig", str(kubeconfig), "--config", str(config),
-            "--metrics-port", str(port), "--identity", f"{scheduler}-{name}",
-            "--lease-name", lease], tmp_path / f"{name}.log", port)
+        return scheduler_process(kubeconfig, config, tmp_path, f"{scheduler}-{name}",
+                                 "--lease-name", lease, name=name)
 
     leader, standby = replica("first"), replica("second")
     try:
@@ -98,18 +71,18 @@ def test_the_standby_takes_over_when_the_leader_is_killed(
         assert warm.startswith("ok: warm standby"), warm
         assert leader.get("/readyz") == (200, "ok: leading\n")
 
-        before = gang(admin, namespace, scheduler, "before", 2)
-        eventually(lambda: bound(admin, namespace, before), PATIENCE, "the leader binds a gang")
+        before = make_gang(admin, namespace, scheduler, "before", 2, cpu="1", memory="1Gi")
+        eventually(lambda: all_bound(admin, namespace, before), PATIENCE, "the leader binds a gang")
 
         assert leader.proc is not None
         killed = time.monotonic()
         leader.proc.kill()                      # no Lease released: as a crash
         leader.proc.wait(30)
-        after = gang(admin, namespace, scheduler, "after", 2)
+        after = make_gang(admin, namespace, scheduler, "after", 2, cpu="1", memory="1Gi")
         eventually(lambda: holder(admin, lease) == f"{scheduler}-second", PATIENCE,
                    "the standby takes the Lease")
         taken = time.monotonic()
-        eventually(lambda: bound(admin, namespace, after), PATIENCE,
+        eventually(lambda: all_bound(admin, namespace, after), PATIENCE,
                    "the new leader binds the gang that arrived meanwhile")
         first_bind = time.monotonic()
         assert standby.get("/readyz") == (200, "ok: leading\n")

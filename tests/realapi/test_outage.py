@@ -16,36 +16,15 @@ from typing import Callable
 
 import pytest
 
-from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import LEASE, POD, PODGROUP
+from kaisched.cluster.kinds import LEASE
 from kaisched.cluster.kube import KubeCluster
 
-from .conftest import SYSTEM, Components, describe, eventually
+from .conftest import SYSTEM, Components, all_bound, describe, eventually, make_gang
 
 OWNER = "install"
 RESTART = "KAISCHED_TEST_RESTART_APISERVER"
 DOWN = 20
 BACK_WITHIN = 5.0
-
-
-def gang(admin: KubeCluster, namespace: str, name: str, size: int) -> list[str]:
-    admin.create({"apiVersion": PODGROUP.api_version, "kind": "PodGroup",
-                  "metadata": {"name": name, "namespace": namespace},
-                  "spec": {"minMember": size}})
-    pods = [f"{name}-{i}" for i in range(size)]
-    for pod in pods:
-        admin.create({"apiVersion": "v1", "kind": "Pod",
-                      "metadata": {"name": pod, "namespace": namespace,
-                                   "annotations": {"kaisched.io/pod-group": name}},
-                      "spec": {"schedulerName": "kaisched", "containers": [{
-                          "name": "main", "image": "trainer:1",
-                          "resources": {"requests": {"cpu": "1"}}}]}})
-    return pods
-
-
-def bound(admin: KubeCluster, namespace: str, pods: list[str]) -> bool:
-    found: list[Obj | None] = [admin.get(POD, namespace, p) for p in pods]
-    return all(p and p["spec"].get("nodeName") for p in found)
 
 
 def renew_time(admin: KubeCluster) -> str:
@@ -59,8 +38,8 @@ def test_scheduling_resumes_within_seconds_of_an_api_server_restart(
     if not command:
         pytest.skip(f"{RESTART} names no command to restart the API server")
     fake_nodes(1, cpu="16")
-    first = gang(admin, namespace, "before", 3)
-    eventually(lambda: bound(admin, namespace, first), timeout=60,
+    first = make_gang(admin, namespace, "kaisched", "before", 3)
+    eventually(lambda: all_bound(admin, namespace, first), timeout=60,
                what=f"the first gang bound\n{describe(admin, namespace)}\n{components.logs()}")
 
     # No file descriptor of this process (the test lock) goes to the restarted server.
@@ -69,7 +48,7 @@ def test_scheduling_resumes_within_seconds_of_an_api_server_restart(
     assert done.returncode == 0, done.stderr[-2000:]
     answered = time.monotonic()
     before = renew_time(admin)
-    second = gang(admin, namespace, "after", 3)
+    second = make_gang(admin, namespace, "kaisched", "after", 3)
     lease_back = gang_back = None
     while lease_back is None or gang_back is None:
         now = time.monotonic() - answered
@@ -77,7 +56,7 @@ def test_scheduling_resumes_within_seconds_of_an_api_server_restart(
                           f"{describe(admin, namespace)}\n{components.logs()}")
         if lease_back is None and renew_time(admin) != before:
             lease_back = now
-        if gang_back is None and bound(admin, namespace, second):
+        if gang_back is None and all_bound(admin, namespace, second):
             gang_back = now
         time.sleep(0.1)
     print(f"kube-apiserver down {DOWN}s: Lease written again {lease_back:.1f}s and a new gang "

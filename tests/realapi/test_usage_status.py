@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-import yaml
 from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import Obj
@@ -26,14 +25,12 @@ from kaisched.cluster.kinds import POD, QUEUE
 from kaisched.cluster.kube import KubeCluster
 
 from .conftest import (
-    CONFIG,
-    SYSTEM,
     Process,
-    account_kubeconfig,
+    as_account,
     delete_quietly,
     eventually,
-    free_port,
-    mint_token,
+    scheduler_process,
+    shipped_config,
 )
 
 OWNER = "followups"
@@ -44,27 +41,18 @@ PODS = 2            # of one cpu each, in the queue
 
 def usage_config(folder: Path) -> Path:
     """The shipped config, with usage memory on (built in) and a scheduler name of its own."""
-    config = yaml.safe_load((CONFIG / "scheduler.yaml").read_text())
-    config["schedulerName"] = SCHEDULER
-    config["usageDBConfig"] = {"clientType": "builtin",
-                               "usageParams": {"halfLifePeriod": "1h", "windowSize": "4h",
-                                               "windowType": "sliding"}}
-    path = folder / "usage.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+    return shipped_config(folder, SCHEDULER, usageDBConfig={
+        "clientType": "builtin",
+        "usageParams": {"halfLifePeriod": "1h", "windowSize": "4h", "windowType": "sliding"}})
 
 
 @pytest.fixture(scope="module")
 def scheduler(admin_kubeconfig: str, installed: list[Obj], admin_api: k8s_client.ApiClient,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
     folder = tmp_path_factory.mktemp("usage")
-    kubeconfig = account_kubeconfig(admin_kubeconfig, mint_token(admin_api, SYSTEM, "kaisched"),
-                                    folder / "kaisched.kubeconfig")
-    port = free_port()
-    process = Process("scheduler", "kaisched.cli", [
-        "run", "--kubeconfig", str(kubeconfig), "--config", str(usage_config(folder)),
-        "--metrics-port", str(port), "--no-leader-elect",
-        "--identity", f"rt-{OWNER}-scheduler"], folder / "scheduler.log", port)
+    process = scheduler_process(as_account(admin_kubeconfig, admin_api, folder),
+                                usage_config(folder), folder, f"rt-{OWNER}-scheduler",
+                                "--no-leader-elect")
     yield process
     process.stop()
 

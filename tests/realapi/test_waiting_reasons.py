@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 import pytest
-import yaml
 from kubernetes import client as k8s_client
 
 from kaisched.api.clock import from_rfc3339
@@ -30,15 +29,13 @@ from kaisched.cluster.kinds import POD, PODGROUP, PRIORITY_CLASS, QUEUE
 from kaisched.cluster.kube import KubeCluster
 
 from .conftest import (
-    CONFIG,
-    SYSTEM,
     Process,
-    account_kubeconfig,
+    as_account,
     delete_quietly,
     describe,
     eventually,
-    free_port,
-    mint_token,
+    scheduler_process,
+    shipped_config,
 )
 
 OWNER = "protect"
@@ -52,16 +49,9 @@ def scheduler(admin_kubeconfig: str, installed: list[Obj], admin_api: k8s_client
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
     """The shipped config under a scheduler name of its own, as the shipped account."""
     folder = tmp_path_factory.mktemp("protect")
-    config = yaml.safe_load((CONFIG / "scheduler.yaml").read_text())
-    config["schedulerName"] = SCHEDULER
-    (folder / "scheduler.yaml").write_text(yaml.safe_dump(config))
-    kubeconfig = account_kubeconfig(admin_kubeconfig, mint_token(admin_api, SYSTEM, "kaisched"),
-                                    folder / "kaisched.kubeconfig")
-    port = free_port()
-    process = Process("scheduler", "kaisched.cli", [
-        "run", "--kubeconfig", str(kubeconfig), "--config", str(folder / "scheduler.yaml"),
-        "--metrics-port", str(port), "--no-leader-elect",
-        "--identity", f"rt-{OWNER}-scheduler"], folder / "scheduler.log", port)
+    process = scheduler_process(as_account(admin_kubeconfig, admin_api, folder),
+                                shipped_config(folder, SCHEDULER), folder,
+                                f"rt-{OWNER}-scheduler", "--no-leader-elect")
     process.start()
     yield process
     process.stop()

@@ -91,3 +91,67 @@ def test_a_hold_for_pods_that_never_come_ends_after_its_limit() -> None:
     clock.advance(HOLD_LIMIT)
     sched.run_once()
     assert sched.moves == {}
+
+
+# -- a moved sharer: the very part of a GPU planned for it is held ------------------------
+GROUP = "runai-gpu-group"
+
+
+def _reservation(group: str, node: str) -> dict[str, Any]:
+    return build_pod(f"gpu-reservation-{group}", cpu=0, gpu=1, namespace="kaisched-system",
+                     node=node, labels={"app": "kaisched-gpu-reservation", GROUP: group})
+
+
+def _sharer(name: str, job: str, fraction: str, group: str | None = None,
+            node: str | None = None, creation: str | None = None) -> dict[str, Any]:
+    return build_pod(name, group=job, node=node, labels={GROUP: group} if group else None,
+                     annotations={"gpu-fraction": fraction}, creation=creation,
+                     owner={**OWNER, "name": job, "uid": f"{job}-uid"})
+
+
+def sharing_objects() -> list[dict[str, Any]]:
+    """node-0's one GPU is shared by a quarter (a-0); big wants it whole (and
+    more CPU than node-1 has). node-1's g3 has half free, g4 a quarter:
+    a-0's successor is planned on g4, the fullest with room for it."""
+    return [build_node("node-0", cpu=8, gpu=1), build_node("node-1", cpu=4, gpu=2),
+            *(build_podgroup(n) for n in ("a", "f", "h", "big")),
+            _reservation("g1", "node-0"), _reservation("g3", "node-1"), _reservation("g4", "node-1"),
+            _sharer("a-0", "a", "0.25", "g1", "node-0"), _sharer("f-0", "f", "0.5", "g3", "node-1"),
+            _sharer("h-0", "h", "0.75", "g4", "node-1"), build_pod("big-0", cpu=6, gpu=1, group="big")]
+
+
+def _group_of(cluster: MemoryCluster, name: str) -> str | None:
+    pod = cluster.get(POD, "default", name)
+    return pod["metadata"].get("labels", {}).get(GROUP) if pod is not None else None
+
+
+def test_a_moved_sharer_gets_the_gpu_planned_for_it_in_a_later_session() -> None:
+    """Session 1 moves a-0 onto node-1's g4. Before its controller makes it
+    again, another quarter (x-0, ahead in the queue) arrives: it goes onto g3,
+    not onto the quarter of g4 held for a-0's successor; a-1, made again in
+    the session after, goes onto g4, as planned (unheld, x-0 took g4, the
+    fullest, and a-1 went onto g3)."""
+    clock = ManualClock()
+    cluster = load_cluster(sharing_objects(), clock)
+    sched = scheduler(cluster, clock)
+    first = sched.run_once()
+    assert [e.pod for e in first.effects if isinstance(e, Evict)] == ["default/a-0"]
+    assert first.reservations["default/a-0"] == "node-1"
+    [held] = sched.moves["default/a"].sharers
+    assert held.gpu is not None and held.gpu.groups == ("g4",)
+    cluster.delete(POD, "default", "a-0")          # gone; not made again yet
+    older = build_podgroup("x")
+    older["metadata"]["creationTimestamp"] = "2025-12-31T00:00:00Z"
+    cluster.create(older)
+    cluster.create(_sharer("x-0", "x", "0.25"))
+    clock.advance(1.0)
+    second = sched.run_once()
+    assert {e.pod: e.node for e in second.effects if isinstance(e, Bind)}.get("default/x-0") \
+        == "node-1"
+    assert _group_of(cluster, "x-0") == "g3"
+    cluster.create(_sharer("a-1", "a", "0.25"))    # its ReplicaSet makes it again
+    clock.advance(1.0)
+    third = sched.run_once()
+    assert {e.pod: e.node for e in third.effects if isinstance(e, Bind)}.get("default/a-1") \
+        == "node-1"
+    assert _group_of(cluster, "a-1") == "g4"

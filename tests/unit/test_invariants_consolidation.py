@@ -155,8 +155,9 @@ def fragmented(draw: st.DrawFn) -> Fragmented:
         size = draw(st.integers(1, 2))
         jobs.append(Job(f"want{j}", draw(st.integers(1, size)),
                         draw(st.integers(min(roomiest + 1, biggest), biggest)), (None,) * size))
-    if sharers and draw(st.booleans()):        # a share that fits on no GPU as they stand
-        jobs.append(Job("want-share", 1, 0, (None,), share=0.75))
+    if sharers and draw(st.booleans()):        # a share that may fit on no GPU as they stand
+        # (a whole GPU freed for it, or part of a shared one)
+        jobs.append(Job("want-share", 1, 0, (None,), share=draw(st.sampled_from([0.25, 0.5, 0.75]))))
     return Fragmented(nodes, tuple(jobs), draw(st.sampled_from([1, 2, 4, 32])), draw(st.booleans()))
 
 
