@@ -183,7 +183,8 @@ class _Builder:
                 "conditions": [{"type": "Scheduled", "status": "True", "reason": "Scheduled",
                                 "message": f"{size}/{size} tasks scheduled",
                                 "lastTransitionTime": CREATED_RUNNING}],
-                "scheduled": size, "running": size, "succeeded": 0, "failed": 0, "pending": 0}
+                "scheduled": size, "running": size, "succeeded": 0, "failed": 0, "pending": 0,
+                "pendingSince": CREATED_RUNNING}
         shared = {"namespace": namespace, "labels": {"job-name": name},
                   "annotations": {L.POD_GROUP_ANNOTATION: name}, "creationTimestamp": created}
         return group, shared

@@ -3,7 +3,7 @@ the model (kaisched.cache.model) kept up to date with them, which snapshot()
 lends to a session each cycle."""
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import attrs
 
@@ -305,6 +305,10 @@ class Cache:
                 self._pending_groups.add(key)
             else:
                 self._pending_groups.discard(key)
+        if kind == PODGROUP and before is not None and group is not None \
+                and attrs.evolve(before, status=group.status) == group \
+                and self.model.echoed(key, before.status, group.status):
+            return      # the echo of the status the last session wrote, and only that
         self.model.put_group(key, self.pods)
         if self.pools is not None and self.pools.group_moved(before, group):
             self.model.reown(self.pods, self.pools.members.get(key, ()))
@@ -412,14 +416,18 @@ class Cache:
         holder = group.spec.claim_holder if group is not None else None
         return holder.uid if holder is not None else None
 
-    def reported(self, spoken_of: Iterable[JobKey]) -> None:
+    def reported(self, spoken_of: Iterable[JobKey],
+                 written: Mapping[JobKey, PodGroupStatus] | None = None) -> None:
         """The session over the last snapshot closed: what it looked at need not
         be looked at again unless it changes -- but for the jobs it said
         something of, which the next session looks at again (what it wrote
-        may not have landed)."""
+        may not have landed), unless the echo of the PodGroup status it wrote
+        (written) arrives first and nothing else of the job changed."""
         self.model.reported()
         for key in spoken_of:
             self.model.revisit(key)
+        if written:
+            self.model.wrote(written)
 
     def job_of(self, pod: PodKey) -> JobKey | None:
         facts = self.pods.get(pod)

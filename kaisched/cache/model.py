@@ -23,7 +23,7 @@ import numpy as np
 from kaisched.api.clusterinfo import ClusterInfo, ForeignPod, RulesInPlay
 from kaisched.api.constraints import Placement
 from kaisched.api.gpushare import gpu_memory_label
-from kaisched.api.job import JobInfo
+from kaisched.api.job import JobInfo, PodGroupStatus
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo, build_queue_tree
@@ -81,6 +81,12 @@ class Model:
         # last reported on them, or spoken of by it (numbered, so that a report
         # clears only what its session saw).
         self.unreported: dict[JobKey, int] = {}
+        # The PodGroup statuses the last reported session wrote, with the number
+        # its report gave the job: the echo of exactly that status, nothing else
+        # of the job having changed since, is what the session already looked at
+        # (its status worked out again from it would be the same, said again nothing).
+        self.written: dict[JobKey, tuple[PodGroupStatus, int]] = {}
+        self._restatus: dict[JobKey, PodGroupStatus] = {}
         self._seq = 0
         self._lent_seq = 0
         self.ledger = Ledger()
@@ -450,6 +456,7 @@ class Model:
     def _changed(self, key: JobKey) -> None:
         self.changed.add(key)
         self.revisit(key)
+        self._restatus.pop(key, None)       # described anew from its PodGroup
 
     def revisit(self, key: JobKey) -> None:
         self._seq += 1
@@ -459,6 +466,29 @@ class Model:
         """The session lent last closed: it has looked at every job lent as unreported."""
         seen = self._lent_seq
         self.unreported = {k: n for k, n in self.unreported.items() if n > seen}
+        self.written = {}
+
+    def wrote(self, statuses: Mapping[JobKey, PodGroupStatus]) -> None:
+        """The statuses the session just reported on wrote (after revisit() of their jobs)."""
+        self.written = {k: (status, self.unreported[k]) for k, status in statuses.items()
+                        if k in self.unreported}
+
+    def echoed(self, key: JobKey, was: PodGroupStatus, status: PodGroupStatus) -> bool:
+        """A PodGroup changed only in its status (was: before): True when that
+        status is the one the last session wrote for the job, which read the
+        status it had, and nothing else reached the job since. Its status is
+        then taken in at the next catch-up, and the job needs no new look
+        (unless something else reaches it meanwhile)."""
+        said = self.written.get(key)
+        job = self.cluster.jobs.get(key)
+        if said is None or said[0] != status or self.unreported.get(key) != said[1] \
+                or key in self.by_group or key in self.changed or job is None \
+                or job.status != was:
+            return False
+        del self.written[key]
+        del self.unreported[key]
+        self._restatus[key] = status
+        return True
 
     # -- catching up, and the snapshot -------------------------------------------------------
 
@@ -476,6 +506,11 @@ class Model:
                                                       unschedulable_reason=None)
                 self.cluster.settle(task, bound)
         self._settling = {}
+        for key, status in self._restatus.items():
+            found = jobs.get(key)
+            if found is not None:
+                found.status = status
+        self._restatus = {}
         for key in self.moved - self.changed:
             ledger.put(key, jobs[key])      # still there: a task of it moved
         for key in self.changed:

@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 # Watch events in one sync after which the cache is frozen out of the collector.
 FREEZE_AFTER = 5000
+# Watch events in one sync after which the young objects they made are collected at once.
+COLLECT_AFTER = 1000
 # How long a cycle waits for the watch to show the pods the last one bound.
 ECHO_WAIT = 2.0
 # How often a leader applies watch events while it waits for the next period.
@@ -112,13 +114,20 @@ class Scheduler:
         """Apply what the watches saw; the first call lists everything."""
         with _cyclic_gc_paused():
             count = self.cache.sync(self.client)
+            # Collected here, with the collector still paused: else its first
+            # automatic pass, as it resumes, walks all that the events made.
+            if count >= FREEZE_AFTER and count * 4 >= len(self.cache.pods):
+                # The cache lives long and holds no cycles: move what a big list
+                # (or relist) brought out of the collector's sight, or every full
+                # collection rescans all of it.
+                gc.collect()
+                gc.freeze()
+            elif count >= COLLECT_AFTER:
+                # Steady churn is left to the collector, but what many events
+                # made is promoted now, between cycles, rather than walked by the
+                # first collection after the next session, on its critical path.
+                gc.collect(1)
         self.synced = True
-        if count >= FREEZE_AFTER and count * 4 >= len(self.cache.pods):
-            # The cache lives long and holds no cycles: move what a big list
-            # (or relist) brought out of the collector's sight, or every full
-            # collection rescans all of it. Steady churn is left to the collector.
-            gc.collect()
-            gc.freeze()
         return count
 
     def follow(self) -> int:
@@ -184,7 +193,11 @@ class Scheduler:
                         effects.append(write)       # an Outbox hands each to the binder
         decided, decided_cpu = time.perf_counter(), time.process_time()
         if not abandoned:
-            self.cache.reported(self._spoken_of(effects))
+            # The statuses written to kaisched's own PodGroup kinds (an upstream
+            # one's is a condition merged into what is there): their echoes are known.
+            self.cache.reported(self._spoken_of(effects), {
+                e.job: e.status for e in effects
+                if isinstance(e, SetPodGroupStatus) and not e.api_version})
             self.cache.assume(e for e in effects if isinstance(e, Bind))
         if self.binder.live:
             self.binder.wait(cancel=lambda: not proceed())
