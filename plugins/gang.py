@@ -10,12 +10,24 @@ from kaisched.api.job import JobInfo
 from kaisched.api.resource import Resource, format_amount
 from kaisched.api.subgroups import ROOT
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, READY_STATUSES, Blocker, Disruption, TaskStatus
+from kaisched.api.types import (
+    EVICTABLE_STATUSES,
+    LIVE_READY_STATUSES,
+    READY_STATUSES,
+    Blocker,
+    Disruption,
+    GangRules,
+    TaskStatus,
+)
 from kaisched.framework import Hook, PluginBase, Session
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 _PLACED = EVICTABLE_STATUSES | {TaskStatus.ALLOCATED, TaskStatus.PIPELINED}
 _HOLDING = READY_STATUSES - {TaskStatus.SUCCEEDED}
+# What exists toward the minimum (job.ready_statuses and the waiting), under
+# each gang rules: made once, not per job asked.
+_ALIVE = READY_STATUSES | set(_WAITING)
+_LIVE_ALIVE = LIVE_READY_STATUSES | set(_WAITING)
 
 
 class GangPlugin(PluginBase):
@@ -29,10 +41,10 @@ class GangPlugin(PluginBase):
         ssn.register(Hook.JOB_VALID, job_invalid_reason)
         # The free cluster is short: room, which new nodes would give.
         ssn.register(Hook.ENQUEUEABLE, self.min_resources_fit, blocker=Blocker.RESOURCES)
-        ssn.register(Hook.JOB_READY, lambda job: job.minimum_met(job.ready_statuses))
-        ssn.register(Hook.JOB_PIPELINED, lambda job: job.minimum_met(
-            job.ready_statuses | {TaskStatus.PIPELINED}))
-        ssn.register(Hook.JOB_ORDER, lambda job: 1 if job.minimum_met(job.ready_statuses) else 0)
+        # Asked several times a placement: read off the counts the job keeps.
+        ssn.register(Hook.JOB_READY, JobInfo.ready_met)
+        ssn.register(Hook.JOB_PIPELINED, JobInfo.pipelined_met)
+        ssn.register(Hook.JOB_ORDER, lambda job: 1 if job.ready_met() else 0)
         ssn.register(Hook.EVICTION_GROUP, self.eviction_group)
 
     def min_resources_fit(self, job: JobInfo) -> str | None:
@@ -86,7 +98,7 @@ def job_invalid_reason(job: JobInfo) -> str | None:
         return job.problem
     if job.timed_out():
         return "timed out; change the PodGroup spec to retry"
-    alive = job.ready_statuses | set(_WAITING)
+    alive = _ALIVE if job.spec.rules is GangRules.KAISCHED else _LIVE_ALIVE
     gated = [t for t in job.tasks.values() if t.gates and t.status is TaskStatus.PENDING]
     have = job.count(alive) - len(gated)
     if have < job.min_member:

@@ -258,12 +258,18 @@ class GpuSharingPlugin(PluginBase):
             return []
         node = task.node_name
         devices = self.gpus.on(node)
-        reserve = tuple(self._reservation(node, g, task) for g in share.groups
-                        if devices[g].reservation is None)
+        # Plain loops, not generators: once a placement, mostly over one device.
+        reserve: tuple[Reservation, ...] = ()
+        for g in share.groups:
+            if devices[g].reservation is None:
+                reserve += (self._reservation(node, g, task),)
         # Groups its labels named that it no longer holds (most pods name none).
-        dropped = tuple(g for g in groups_of(dict(task.labels), share.devices)
-                        if g not in share.groups) \
-            if any(k.startswith(GPU_GROUP) for k, _ in task.labels) else ()
+        dropped: tuple[str, ...] = ()
+        for k, _ in task.labels:
+            if k.startswith(GPU_GROUP):
+                dropped = tuple(g for g in groups_of(dict(task.labels), share.devices)
+                                if g not in share.groups)
+                break
         return [Prebind((ShareGpu(task.key, task.job, node, share.groups, dropped, reserve),),
                         task.job)]
 

@@ -90,7 +90,10 @@ class NodeOrderPlugin(PluginBase):
             used = table.used[row].tolist()
             fill = 0.0
             for (col, ask), (div, weight) in zip(terms, known[0], strict=True):
-                fill += min(max((used[col] + ask) / div, 0.0), 1.0) * weight
+                # min(max(ratio, 0.0), 1.0) as comparisons: what the builtins
+                # answer (NaN and -0.0 too), without two calls a term.
+                ratio = (used[col] + ask) / div
+                fill += (0.0 if ratio < 0.0 else 1.0 if ratio > 1.0 else ratio) * weight
             fill /= known[1]
             return (1.0 - fill if spread else fill) * 100.0
 

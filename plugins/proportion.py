@@ -113,6 +113,7 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.QUEUE_ORDER, lambda queue: -queue.priority)   # ties: higher first
         if self.usage is not None:
             ssn.register(Hook.QUEUE_ORDER, self.used)     # still equal: who used less first
+        self._invalid: dict[QueueName, str | None] = {}
         ssn.register(Hook.JOB_VALID, self._job_invalid)
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
         ssn.register(Hook.ENQUEUEABLE, self._min_resources_room, blocker=Blocker.QUOTA)
@@ -228,6 +229,15 @@ class ProportionPlugin(PluginBase):
 
     # -- room ----------------------------------------------------------------------------
     def _job_invalid(self, job: JobInfo) -> str | None:
+        # Per queue, once a session (its queues do not change in one): asked
+        # of every job allocate considers.
+        name = job.queue
+        if name in self._invalid:
+            return self._invalid[name]
+        found = self._invalid[name] = self._queue_invalid(job)
+        return found
+
+    def _queue_invalid(self, job: JobInfo) -> str | None:
         queue = self.queues.get(job.queue)
         if queue is None:
             return f"queue {job.queue!r} does not exist"
@@ -238,10 +248,13 @@ class ProportionPlugin(PluginBase):
         return None
 
     def _allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
-        if job.queue not in self._chain:
+        own = job.queue         # read once: asked per placement
+        chain = self._chain.get(own)
+        if chain is None:
             return self._job_invalid(job)       # a queue that does not exist takes nothing
         request = self._ssn.quota_request(task)
-        for name in self._chain[job.queue]:
+        pinned_job = not job.spec.preemptible
+        for name in chain:
             queue = self.queues[name]
             used = self.allocated[name]
             for res, amount in request.items:
@@ -249,8 +262,7 @@ class ProportionPlugin(PluginBase):
                 if limit is not None and used[res] + amount > limit + _EPS:
                     return (f"queue {name} at limit for {res} "
                             f"({format_amount(res, used[res])}/{format_amount(res, limit)})")
-                capped = name == job.queue or queue.quota.get(res) > 0
-                if not job.spec.preemptible and res != PODS and capped:
+                if pinned_job and res != PODS and (name == own or queue.quota.get(res) > 0):
                     quota = queue.quota.get(res)
                     pinned = self.pinned[name][res]
                     if pinned + amount > quota + _EPS:
@@ -298,9 +310,10 @@ class ProportionPlugin(PluginBase):
         return None
 
     def _account_task(self, task: TaskInfo, sign: float) -> None:
-        self._account(self._jobs[task.job].queue, task, sign)
-
-    def _account(self, queue: QueueName, task: TaskInfo, sign: float) -> None:
+        """A task placed (sign 1) or undone (-1): its queue and those above
+        it hold its charge, and a non-preemptible job's pin it too."""
+        job = self._jobs[task.job]
+        queue = job.queue
         request = self._charge(task)        # a share of a GPU as that part of one
         if task.claims:         # its devices: as counted when it took them, given back alike
             charge = self.charged.pop(task.key, None) if sign < 0 else None
@@ -310,8 +323,7 @@ class ProportionPlugin(PluginBase):
                 self.charged[task.key] = charge
             request = request + charge
         self._add(self.allocated, queue, request, sign)
-        job = self._jobs.get(task.job)
-        if job is not None and not job.spec.preemptible:
+        if not job.spec.preemptible:
             self._add(self.pinned, queue, request, sign)
 
     def _add(self, table: dict[QueueName, dict[str, float]], queue: QueueName, res: Resource, times: float) -> None:

@@ -52,6 +52,11 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInf
     if refused:
         attempt.failure, attempt.blocker = refused
         return attempt
+    if len(tasks) == 1 and not job.spec.subgroups:
+        # One task and no subgroup tree (most jobs): placement_units would
+        # make it one unit, not whole; placed or not, there is no more to do.
+        _place(ssn, stmt, job, tasks[0], idle_only, within, attempt, set())
+        return attempt
     failed_classes: set[tuple[Any, ...]] = set()
     undone: set[str | None] = set()     # subgroups whose whole unit did not fit
     for unit in ssn.placement_units(job, tasks):

@@ -125,6 +125,10 @@ class JobInfo:
     # Plain dicts, not Counters: a snapshot builds one JobInfo per gang.
     _counts: dict[tuple[str | None, TaskStatus], int] = attrs.field(factory=dict)
     _totals: dict[TaskStatus, int] = attrs.field(factory=dict)   # the common question
+    # Tasks in READY_STATUSES, kept by add_task/remove_task (so by every
+    # placement and its undo): a gang's readiness is asked several times a
+    # placement, and is read off this count rather than summed over statuses.
+    _ready: int = 0
 
     @property
     def namespace(self) -> str:
@@ -154,10 +158,14 @@ class JobInfo:
         if old is not None:
             counts[(old.subgroup, old.status)] -= 1
             totals[old.status] -= 1
+            if old.status in READY_STATUSES:
+                self._ready -= 1
         self.tasks[task.key] = task
         key = (task.subgroup, task.status)
         counts[key] = counts.get(key, 0) + 1
         totals[task.status] = totals.get(task.status, 0) + 1
+        if task.status in READY_STATUSES:
+            self._ready += 1
 
     update_task = add_task
 
@@ -166,6 +174,8 @@ class JobInfo:
         if old is not None:
             self._counts[(old.subgroup, old.status)] -= 1
             self._totals[old.status] -= 1
+            if old.status in READY_STATUSES:
+                self._ready -= 1
 
     def count(self, statuses: Iterable[TaskStatus], subgroup: str | None | object = ...) -> int:
         if subgroup is ...:
@@ -231,6 +241,27 @@ class JobInfo:
         if not self.spec.subgroups:
             return True
         return self.tree.met(self.leaf_counts(statuses))
+
+    def ready_met(self) -> bool:
+        """minimum_met(self.ready_statuses), read off the count kept."""
+        spec = self.spec
+        have = self._ready
+        if spec.rules is not GangRules.KAISCHED:        # a completed pod does not count
+            have -= self._totals.get(TaskStatus.SUCCEEDED, 0)
+        if have < spec.min_member:
+            return False
+        return not spec.subgroups or self.tree.met(self.leaf_counts(self.ready_statuses))
+
+    def pipelined_met(self) -> bool:
+        """minimum_met(self.ready_statuses | {PIPELINED}), read off the counts kept."""
+        spec = self.spec
+        have = self._ready + self._totals.get(TaskStatus.PIPELINED, 0)
+        if spec.rules is not GangRules.KAISCHED:
+            have -= self._totals.get(TaskStatus.SUCCEEDED, 0)
+        if have < spec.min_member:
+            return False
+        return not spec.subgroups or self.tree.met(
+            self.leaf_counts(self.ready_statuses | {TaskStatus.PIPELINED}))
 
     def members_of(self, subgroup: str) -> list[TaskInfo]:
         """The tasks in a subgroup: its own pods, or those of the leaves under it."""
@@ -321,4 +352,5 @@ class JobInfo:
 
     def clone(self) -> JobInfo:
         return JobInfo(self.key, self.spec, self.priority, self.creation, self.status,
-                       self.problem, dict(self.tasks), dict(self._counts), dict(self._totals))
+                       self.problem, dict(self.tasks), dict(self._counts), dict(self._totals),
+                       self._ready)

@@ -154,24 +154,33 @@ class NodeTable:
 
     # The three kinds of accounting change; each keeps idle and future in step.
     # A sign of 1 adds vec itself (x * 1.0 is x): one array call fewer a placement.
+    # Each row is changed through its view (row = a[i]; row += delta): the
+    # same sums as a[i] += delta, without writing the row back over itself.
     def add_used(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)
         delta = vec if sign == 1.0 else vec * sign
-        self.used[i] += delta
-        self.idle[i] -= delta
-        self.future[i] -= delta
+        row = self.used[i]
+        row += delta
+        row = self.idle[i]
+        row -= delta
+        row = self.future[i]
+        row -= delta
 
     def add_releasing(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)
         delta = vec if sign == 1.0 else vec * sign
-        self.releasing[i] += delta
-        self.future[i] += delta
+        row = self.releasing[i]
+        row += delta
+        row = self.future[i]
+        row += delta
 
     def add_pipelined(self, i: int, vec: np.ndarray, sign: float = 1.0) -> None:
         self._touch(i)
         delta = vec if sign == 1.0 else vec * sign
-        self.pipelined[i] += delta
-        self.future[i] -= delta
+        row = self.pipelined[i]
+        row += delta
+        row = self.future[i]
+        row -= delta
 
     def add_many(self, rows: np.ndarray, vecs: np.ndarray, releasing: np.ndarray) -> None:
         """Occupy rows with vecs in one go (building a snapshot); releasing

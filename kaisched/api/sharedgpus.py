@@ -230,12 +230,17 @@ class SharedGpus:
     # -- changes ------------------------------------------------------------------------
     def move(self, old: Sharer | None, new: Sharer | None) -> list[Change]:
         """A sharer changed (placed, evicted, undone, gone): the devices follow."""
-        if _unplaced(old) and _unplaced(new):
+        gone, came = _unplaced(old), _unplaced(new)
+        if gone and came:
             return []           # a pending pod that names no device: nothing here to move
+        # An unplaced side holds nothing and is labelled for nothing: no
+        # device to leave or take (the pending pod a placement takes, mostly).
         before: dict[SharedDevice, Hold | None] = {}
-        if old is not None and old.gpu is not None:
+        if not gone:
+            assert old is not None
             self._leave(old, before)
-        if new is not None and new.gpu is not None:
+        if not came:
+            assert new is not None
             self._take(new, before)
         return self._settle(before)
 

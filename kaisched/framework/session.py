@@ -243,7 +243,11 @@ class Session:
         return total
 
     def job_ready(self, job: JobInfo) -> bool:
-        return self.hooks.all_true(Hook.JOB_READY, job)
+        # all_true inlined: asked several times a placement.
+        for fn in self.hooks.callbacks(Hook.JOB_READY):
+            if not fn(job):
+                return False
+        return True
 
     def job_pipelined(self, job: JobInfo) -> bool:
         return self.hooks.all_true(Hook.JOB_PIPELINED, job)

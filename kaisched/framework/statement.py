@@ -156,7 +156,8 @@ class Statement:
         if self._ssn.prebinds:          # some plugin may need work done before binds
             found = self._ssn.prebind(placed)
             if found:
-                self.ops.extend(PrebindOp(p) for p in found)
+                for p in found:
+                    self.ops.append(PrebindOp(p))
                 self._prebind = True
         return placed
 
