@@ -190,6 +190,8 @@ class Session:
 
     def pending(self, job: JobInfo) -> list[TaskInfo]:
         """The job's tasks still to place: Pending, not gated, and not reserved this session."""
+        if not job.count_of(TaskStatus.PENDING):       # the count the job keeps: none to look at
+            return []
         return [t for t in job.tasks.values()
                 if t.status is TaskStatus.PENDING and not t.gates and t.key not in self.reservations]
 
