@@ -368,13 +368,13 @@ class ClusterInfo:
         """Put a pending task on a node as Allocated or Pipelined. A sharer
         takes the devices given, or the node's best for it (sharedgpus.py)."""
         if task.gpu is None:
-            new = task.evolve(status=status, node_name=node_name)
+            new = task.placed_as(status, node_name, None)
         else:
             row = self.table.index[node_name]
             idle, later = self.whole_gpus(row)
             share = self.gpus.place(task, node_name, idle, later, gpu_groups,
                                     pipelined=status is TaskStatus.PIPELINED)
-            new = task.evolve(status=status, node_name=node_name, gpu=share)
+            new = task.placed_as(status, node_name, share)
         self.replace(task, new)
         return new
 

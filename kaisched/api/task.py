@@ -81,7 +81,16 @@ class TaskInfo:
             values[_POSITION[name]] = value
         return TaskInfo(*values)
 
+    def placed_as(self, status: TaskStatus, node_name: NodeName, gpu: GpuShare | None) -> TaskInfo:
+        """evolve(status=, node_name=, gpu=): the copy a placement makes, the
+        fields it changes put by their known places (no changes to look up)."""
+        values = list(_FIELDS(self))
+        values[3], values[5], values[-1] = status, node_name, gpu
+        return TaskInfo(*values)
+
 
 _NAMES = tuple(a.name for a in attrs.fields(TaskInfo))
 _FIELDS = operator.attrgetter(*_NAMES)
 _POSITION = {name: i for i, name in enumerate(_NAMES)}
+# placed_as puts these by place.
+assert _NAMES[3] == "status" and _NAMES[5] == "node_name" and _NAMES[-1] == "gpu"

@@ -128,6 +128,13 @@ class Session:
         self.protections = Protections(self.hooks.callbacks(Hook.PROTECTION), cluster.jobs, self.now)
         self.explanation = Explanation(cluster, self.selection)
         self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
+        # Asked per placement (or several times a placement): the callbacks
+        # held here, not looked up through the registry each time. Plugins
+        # register only while the session opens, so the lists stay as they are.
+        self._ready_fns = self.hooks.callbacks(Hook.JOB_READY)
+        self._allocatable_fns = self.hooks.callbacks(Hook.ALLOCATABLE)
+        self._on_allocate = self.hooks.callbacks(Hook.ON_ALLOCATE)
+        self._on_deallocate = self.hooks.callbacks(Hook.ON_DEALLOCATE)
 
     # -- registration (plugins, while the session opens) -------------------------
     @overload
@@ -183,6 +190,8 @@ class Session:
 
     def pending(self, job: JobInfo) -> list[TaskInfo]:
         """The job's tasks still to place: Pending, not gated, and not reserved this session."""
+        if not job.count_of(TaskStatus.PENDING):       # the count the job keeps: none to look at
+            return []
         return [t for t in job.tasks.values()
                 if t.status is TaskStatus.PENDING and not t.gates and t.key not in self.reservations]
 
@@ -244,7 +253,7 @@ class Session:
 
     def job_ready(self, job: JobInfo) -> bool:
         # all_true inlined: asked several times a placement.
-        for fn in self.hooks.callbacks(Hook.JOB_READY):
+        for fn in self._ready_fns:
             if not fn(job):
                 return False
         return True
@@ -263,7 +272,11 @@ class Session:
 
     def allocatable(self, job: JobInfo, task: TaskInfo) -> str | None:
         """None when the job's queue has room for the task, else why not."""
-        return self.hooks.first_reason(Hook.ALLOCATABLE, job, task)
+        for fn in self._allocatable_fns:       # first_reason inlined: asked per placement
+            reason = fn(job, task)
+            if reason:
+                return reason
+        return None
 
     def overused(self, job: JobInfo, task: TaskInfo) -> str | None:
         """None when the job's queue may still take the task by reclaiming."""
@@ -445,7 +458,10 @@ class Session:
 
     def prebind(self, placed: TaskInfo) -> list[Prebind]:
         """What the plugins need done before a task just allocated is bound (none for most)."""
-        return self.hooks.every(Hook.PREBIND, placed)
+        fns = self.prebinds
+        if len(fns) == 1:       # one plugin's answer is every answer (read, never kept apart)
+            return fns[0](placed)
+        return [p for fn in fns for p in fn(placed)]
 
     def wait_for_binding(self, job: JobKey, reason: str) -> None:
         """The gang is placed but must not be bound yet (its volumes are being
@@ -457,7 +473,8 @@ class Session:
     def assign(self, task: TaskInfo, status: TaskStatus, node: NodeName,
                gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
         placed = self.cluster.assign(task, status, node, gpu_groups)
-        self.hooks.notify(Hook.ON_ALLOCATE, placed)
+        for fn in self._on_allocate:        # notify inlined: asked per placement
+            fn(placed)
         return placed
 
     def claim_moves(self, placed: TaskInfo) -> list[tuple[Claim, Claim]]:
@@ -471,7 +488,8 @@ class Session:
 
     def unassign(self, placed: TaskInfo, previous: TaskInfo) -> None:
         self.cluster.unassign(placed, previous)
-        self.hooks.notify(Hook.ON_DEALLOCATE, placed)
+        for fn in self._on_deallocate:
+            fn(placed)
 
     def release(self, task: TaskInfo) -> TaskInfo:
         released = self.cluster.release(task)

@@ -150,11 +150,13 @@ class Statement:
                  gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
         """Place the task on the node (a sharer on the GPUs given, else on
         those the model prefers there)."""
-        placed = self._ssn.assign(task, TaskStatus.ALLOCATED, node, gpu_groups)
-        self._claims(placed)
+        ssn = self._ssn
+        placed = ssn.assign(task, TaskStatus.ALLOCATED, node, gpu_groups)
+        if placed.claims:               # most pods name none: no call to find that out
+            self._claims(placed)
         self.ops.append(AllocateOp(placed, task))
-        if self._ssn.prebinds:          # some plugin may need work done before binds
-            found = self._ssn.prebind(placed)
+        if ssn.prebinds:                # some plugin may need work done before binds
+            found = ssn.prebind(placed)
             if found:
                 for p in found:
                     self.ops.append(PrebindOp(p))
