@@ -18,12 +18,19 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kaisched.api.types import EVICTABLE_STATUSES, TaskStatus
+from kaisched.api.types import TaskStatus
 from kaisched.framework import Hook, Session, parse_config
-from kaisched.framework.effects import Cause
 
 from .conftest import Obj, build_node, build_pod, snapshot
-from .test_selection_equivalence import CONFIG, EQUIVALENCE, REGISTRY, SHARES, clusters
+from .test_selection_equivalence import (
+    CONFIG,
+    EQUIVALENCE,
+    REGISTRY,
+    SHARES,
+    STATEMENT_STEPS,
+    clusters,
+    statement_step,
+)
 
 # nodeorder over more than seven resources: numpy sums pairwise there, and the
 # one-row form answers through the array form.
@@ -104,15 +111,8 @@ def test_one_row_forms_answer_as_the_array_forms(objs: list[Obj], strategy: str,
             choice = ssn.select_node(task)
             if choice is not None:
                 (stmt.pipeline if choice.pipelined else stmt.allocate)(task, choice.node)
-        elif step == "evict":
-            running = [t for j in ssn.cluster.jobs.values() for t in j.tasks.values()
-                       if t.status in EVICTABLE_STATUSES and t.node_name]
-            if running:
-                stmt.evict(data.draw(st.sampled_from(running)), Cause.PREEMPT)
-        elif step == "checkpoint":
-            marks.append(stmt.checkpoint())
-        elif step == "rollback" and marks:
-            stmt.rollback(marks.pop())
+        elif step in STATEMENT_STEPS:
+            statement_step(step, ssn, stmt, marks, data)
         check_every_form(ssn)
 
 

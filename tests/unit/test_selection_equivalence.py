@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES, TaskStatus
 from kaisched.catalog import register_builtins
-from kaisched.framework import Hook, Session, parse_config
+from kaisched.framework import Hook, Session, Statement, parse_config
 from kaisched.framework.effects import Cause
 from kaisched.framework.selection import Choice, NodeSelection
 
@@ -135,6 +135,24 @@ def same(ours: Choice | None, theirs: Any) -> bool:
     return (ours.node, ours.pipelined) == (theirs.node, theirs.pipelined)
 
 
+
+STATEMENT_STEPS = ("evict", "checkpoint", "rollback")
+
+
+def statement_step(step: str, ssn: Session, stmt: Statement, marks: list[int],
+                   data: st.DataObject) -> None:
+    """A random walk's step through the statement: evict a running task, mark,
+    or roll back to the last mark (what the selection must follow besides placements)."""
+    if step == "evict":
+        running = [t for j in ssn.cluster.jobs.values() for t in j.tasks.values()
+                   if t.status in EVICTABLE_STATUSES and t.node_name]
+        if running:
+            stmt.evict(data.draw(st.sampled_from(running)), Cause.PREEMPT)
+    elif step == "checkpoint":
+        marks.append(stmt.checkpoint())
+    elif step == "rollback" and marks:
+        stmt.rollback(marks.pop())
+
 @EQUIVALENCE
 @given(clusters(), st.sampled_from(["binpack", "spread"]), st.booleans(), st.data())
 def test_selection_decides_as_the_full_scan(objs: list[Obj], strategy: str, rule: bool,
@@ -167,15 +185,8 @@ def test_selection_decides_as_the_full_scan(objs: list[Obj], strategy: str, rule
                     stmt.pipeline(task, ours.node)
                 else:
                     stmt.allocate(task, ours.node)
-        elif step == "evict":
-            running = [t for j in ssn.cluster.jobs.values() for t in j.tasks.values()
-                       if t.status in EVICTABLE_STATUSES and t.node_name]
-            if running:
-                stmt.evict(data.draw(st.sampled_from(running)), Cause.PREEMPT)
-        elif step == "checkpoint":
-            marks.append(stmt.checkpoint())
-        elif step == "rollback" and marks:
-            stmt.rollback(marks.pop())
+        elif step in STATEMENT_STEPS:
+            statement_step(step, ssn, stmt, marks, data)
         elif step == "hold" and pending:
             room = np.zeros_like(table.alloc)
             rows = data.draw(st.lists(st.integers(0, size - 1), max_size=3))
