@@ -140,20 +140,20 @@ class NodeSelection:
 
     def static_mask(self, task: TaskInfo) -> np.ndarray:
         """Nodes passing every filter but resources: where room could be made."""
-        out = np.ones(len(self.cluster.table), dtype=bool)
-        for found in self.filters():
-            if found.label != RESOURCE_FIT:
-                out &= found.fn(task, self.all_rows)
-        return out
+        return self._passing(task, [f for f in self.filters() if f.label != RESOURCE_FIT])
 
     def node_mask(self, task: TaskInfo) -> np.ndarray:
         """Nodes whose own facts (readiness, labels, taints) let the task in,
         room aside (resources, and any filter whose refusal is a lack of
         room, such as a shared GPU's free part): what no eviction changes."""
+        return self._passing(task, [f for f in self.hooks.registrations(Hook.PREDICATE)
+                                    if f.label != RESOURCE_FIT and f.blocker is not Blocker.RESOURCES])
+
+    def _passing(self, task: TaskInfo, filters: list[Registration[NodeFilter]]) -> np.ndarray:
+        """The nodes every one of these filters lets the task onto."""
         out = np.ones(len(self.cluster.table), dtype=bool)
-        for found in self.hooks.registrations(Hook.PREDICATE):
-            if found.label != RESOURCE_FIT and found.blocker is not Blocker.RESOURCES:
-                out &= found.fn(task, self.all_rows)
+        for found in filters:
+            out &= found.fn(task, self.all_rows)
         return out
 
     def filters(self) -> list[Registration[NodeFilter]]:
