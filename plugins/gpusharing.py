@@ -145,9 +145,9 @@ class GpuSharingPlugin(PluginBase):
         if self.col is None:
             none = np.zeros(len(rows), dtype=bool)
             return none, none
-        scale = self.table.scale[self.col]
-        return (self.table.idle[rows, self.col] >= scale - 1e-6,
-                self.table.future[rows, self.col] >= scale - 1e-6)
+        bound = self._whole_bound
+        return (self.table.idle[rows, self.col] >= bound,
+                self.table.future[rows, self.col] >= bound)
 
     def _row(self, share: GpuShare, row: int) -> tuple[int, bool, bool, list[int]]:
         """_rows for one row, as Python values (a refresh of the row a
