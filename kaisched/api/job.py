@@ -244,24 +244,25 @@ class JobInfo:
 
     def ready_met(self) -> bool:
         """minimum_met(self.ready_statuses), read off the count kept."""
+        return self._kept_met(pipelined=False)
+
+    def pipelined_met(self) -> bool:
+        """minimum_met(self.ready_statuses | {PIPELINED}), read off the counts kept."""
+        return self._kept_met(pipelined=True)
+
+    def _kept_met(self, pipelined: bool) -> bool:
         spec = self.spec
         have = self._ready
+        if pipelined:
+            have += self._totals.get(TaskStatus.PIPELINED, 0)
         if spec.rules is not GangRules.KAISCHED:        # a completed pod does not count
             have -= self._totals.get(TaskStatus.SUCCEEDED, 0)
         if have < spec.min_member:
             return False
-        return not spec.subgroups or self.tree.met(self.leaf_counts(self.ready_statuses))
-
-    def pipelined_met(self) -> bool:
-        """minimum_met(self.ready_statuses | {PIPELINED}), read off the counts kept."""
-        spec = self.spec
-        have = self._ready + self._totals.get(TaskStatus.PIPELINED, 0)
-        if spec.rules is not GangRules.KAISCHED:
-            have -= self._totals.get(TaskStatus.SUCCEEDED, 0)
-        if have < spec.min_member:
-            return False
-        return not spec.subgroups or self.tree.met(
-            self.leaf_counts(self.ready_statuses | {TaskStatus.PIPELINED}))
+        if not spec.subgroups:
+            return True
+        statuses = self.ready_statuses | {TaskStatus.PIPELINED} if pipelined else self.ready_statuses
+        return self.tree.met(self.leaf_counts(statuses))
 
     def members_of(self, subgroup: str) -> list[TaskInfo]:
         """The tasks in a subgroup: its own pods, or those of the leaves under it."""
