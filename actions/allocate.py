@@ -94,13 +94,16 @@ class _Jobs:
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         return itertools.chain(itertools.islice(self.entries, self.cursor, None), self.back)
 
+    def _back_first(self) -> bool:
+        """The least entry is one put back (not the next of those sorted)."""
+        return bool(self.back) and (self.cursor == len(self.entries)
+                                    or self.back[0] < self.entries[self.cursor])
+
     def first(self) -> tuple[Any, ...]:
-        if self.back and (self.cursor == len(self.entries) or self.back[0] < self.entries[self.cursor]):
-            return self.back[0]
-        return self.entries[self.cursor]
+        return self.back[0] if self._back_first() else self.entries[self.cursor]
 
     def pop(self) -> tuple[Any, ...]:
-        if self.back and (self.cursor == len(self.entries) or self.back[0] < self.entries[self.cursor]):
+        if self._back_first():
             return heapq.heappop(self.back)
         self.cursor += 1
         return self.entries[self.cursor - 1]
