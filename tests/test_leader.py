@@ -131,3 +131,18 @@ def test_a_missing_namespace_is_said_once_then_reminded_each_minute(world, caplo
     assert "--lease-namespace" in lines[0] and "--no-leader-elect" in lines[0]
     assert lines[1].startswith("lease kaisched-system/kaisched: still: ")
     assert a._delay == 60.0         # backoff between tries, up to a minute
+
+
+def test_each_lead_taken_is_a_new_term_even_if_lost_and_taken_again_between_two_looks(
+        world) -> None:
+    cluster, clock = world
+    a = LeaderElector(cluster, clock, "a")
+    assert a.lead() and a.term == 1
+    clock.advance(2)
+    assert a.lead() and a.term == 1         # renewed: the same term
+    cluster.error = UnreachableError("get Lease: cannot reach the API server")
+    clock.advance(10)
+    a.tick()                                # the renew deadline passed: lost
+    cluster.error = None
+    a.tick()                                # its own record: taken again at once
+    assert a.is_leading() and a.term == 2   # leading at both looks, but a new term

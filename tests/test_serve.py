@@ -120,3 +120,23 @@ def test_a_standby_keeps_what_a_takeover_needs_built_and_takes_over() -> None:
     old.release()                           # the leader goes: the standby leads at its next try
     serve(standby, threading.Event(), LeaderElector(cluster, cluster.clock, "me"), cycles=1)
     assert all(cluster.get(POD, "default", f"p{i}")["spec"].get("nodeName") for i in range(2))
+
+
+def test_a_lead_lost_and_taken_again_between_two_looks_drops_what_the_old_term_meant() -> None:
+    """The loop looks at the lease once a period. A lead lost and taken again
+    in between is a new term all the same: the old term's queued binds, holds
+    and assumed binds are dropped, as when the loss is seen."""
+    from kaisched.runtime.scheduler import _LoopState
+
+    cluster = cluster_with_pods(2)
+    sched = scheduler(cluster)
+    sched.sync()
+    sched.cache.assume([])
+    state = _LoopState()
+    dropped: list[str] = []
+    sched.step_down = lambda: dropped.append("stepped down")     # type: ignore[method-assign]
+    state.leading(True, sched, None, term=1)
+    state.leading(True, sched, None, term=1)
+    assert dropped == []
+    state.leading(True, sched, None, term=2)
+    assert dropped == ["stepped down"]

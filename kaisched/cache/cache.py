@@ -101,6 +101,7 @@ class Cache:
         self._untold: dict[str, RecordEvent] = {}           # node -> its warning, not yet sent
         self._warned: dict[PodKey, tuple[str, ...]] = {}     # pod -> warnings, told once
         self._unwarned: dict[PodKey, RecordEvent] = {}      # pod -> its warning, not yet sent
+        self._assumed_at: dict[PodKey, float] = {}          # binds sent -> when (see unconfirmed)
 
     def sync(self, client: ClusterClient) -> int:
         """Apply every event since the last sync; the first one lists everything."""
@@ -397,15 +398,34 @@ class Cache:
         else:
             cluster.set_claimants(False)
 
-    def assume(self, binds: Iterable[Bind]) -> None:
-        """The session over the last snapshot sent these binds: the model keeps
-        the pods where it put them (as their echoes will show them) rather than
-        undo the move and make it again when the echo comes."""
-        self.model.keep({b.pod: b.node for b in binds})
+    def assume(self, binds: Iterable[Bind], at: float = 0.0) -> None:
+        """The session over the last snapshot sent these binds (at: when): the
+        model keeps the pods where it put them (as their echoes will show them)
+        rather than undo the move and make it again when the echo comes."""
+        kept = {b.pod: b.node for b in binds}
+        self.model.keep(kept)
+        self._assumed_at.update(dict.fromkeys(kept, at))
+
+    def unconfirmed(self, before: float) -> list[PodKey]:
+        """The pods assumed bound before `before` whose echo has not come: a
+        bind the binder neither confirmed nor reported must not be waited on
+        forever, so the caller reads them again."""
+        self.model.reclaim()
+        assumed = self.model.assumed
+        stale = []
+        for key, at in list(self._assumed_at.items()):
+            if key not in assumed:
+                del self._assumed_at[key]       # echoed, forgotten, or never kept
+            elif at < before:
+                stale.append(key)
+        return sorted(stale)
 
     def forget_binds(self, pods: Iterable[PodKey] | None = None) -> None:
         """These binds (None: every one not echoed yet) were refused or never
         made: the pods are what the cache last heard of them."""
+        # Taken back first: the binds of a session still lent are assumed only
+        # then, and a lost lease comes before any event has taken it back.
+        self.model.reclaim()
         keys = list(self.model.assumed) if pods is None else pods
         for key in keys:
             self.model.forget(key, self.pods.get(key))

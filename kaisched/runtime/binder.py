@@ -11,7 +11,9 @@ Transient failures are retried with backoff, within a total time budget; a
 409 is final (the pod is already bound: retrying cannot help, the scheduler
 re-reads it). Before each request the binder checks that this replica still
 leads; when it no longer does, what is queued is dropped. Every failure is
-reported and each failed bind logged, never swallowed.
+reported and each failed bind logged, never swallowed; every bind dropped
+unsent is told to the scheduler too (take_unsent), which then no longer
+counts its pod as bound: a bind is confirmed, failed or unsent, never lost.
 """
 from __future__ import annotations
 
@@ -161,6 +163,7 @@ class Binder:
         self._report = BindReport()
         self._bound: dict[PodKey, str] = {}     # pod -> node, bound since last taken
         self._resync: set[PodKey] = set()       # pods whose bind failed: read them again
+        self._unsent: set[PodKey] = set()       # pods whose bind was dropped before it was sent
         # ResourceClaim writes that must land before a pod's bind: the claims
         # per pod, and the newest status decided for each claim.
         self._claims_of: dict[PodKey, list[str]] = {}
@@ -198,7 +201,7 @@ class Binder:
             return
         with self._cond:
             if self._closed or (self._stopping is not None and not self._finishing(effect)):
-                self._forget(write)
+                self._drop(write)
                 return
             if isinstance(effect, _URGENT):
                 self._urgent.append(write)
@@ -236,6 +239,19 @@ class Binder:
             pods, self._resync = self._resync, set()
         return pods
 
+    def take_unsent(self) -> set[PodKey]:
+        """Pods whose bind was dropped unsent (the lease lost, a stop): not bound
+        by this replica, whatever the session that decided the bind assumed."""
+        with self._cond:
+            pods, self._unsent = self._unsent, set()
+        return pods
+
+    @property
+    def idle(self) -> bool:
+        """No bind or eviction queued or in flight."""
+        with self._cond:
+            return not self._urgent and not self._busy
+
     # -- standing down -----------------------------------------------------------------
     def abandon(self, why: str) -> None:
         """Drop everything queued (this replica lost the lease)."""
@@ -246,7 +262,7 @@ class Binder:
             self._begun.clear()
             self._cond.notify_all()
         for write in dropped:
-            self._forget(write)
+            self._drop(write)
         if dropped:
             binds = sum(isinstance(w.effect, Bind) for w in dropped)
             log.warning("%s: dropped %d queued binds and %d other writes",
@@ -259,9 +275,13 @@ class Binder:
             if first:
                 self._stopping = time.monotonic()
             kept = [w for w in self._urgent if self._finishing(w.effect)]
-            dropped = len(self._urgent) - len(kept) + len(self._writes)
+            left = [w for w in self._urgent if not self._finishing(w.effect)]
+            left += self._writes.values()
+            dropped = len(left)
             self._urgent = collections.deque(kept)
             self._writes.clear()
+            for write in left:
+                self._drop(write)
             self._cond.notify_all()
         if first or dropped:
             log.info("stopping: finishing %d binds of gangs already binding; %d effects not "
@@ -275,6 +295,8 @@ class Binder:
             while (self._urgent or self._busy) and time.monotonic() < deadline:
                 self._cond.wait(0.05)
             self._closed = True
+            for write in self._urgent:
+                self._drop(write)
             self._urgent.clear()
             self._cond.notify_all()
         for thread in self._threads:
@@ -309,11 +331,11 @@ class Binder:
                 self._active += 1
             try:
                 if self.leading is not None and not self.leading():
-                    self._forget(write)
+                    self._drop(write)
                     self.abandon("this replica no longer holds the lease")
                 elif self.halted is not None and self.halted() and not self._finishing(write.effect):
                     # Stopping: nothing new starts; gangs already binding go on.
-                    self._forget(write)
+                    self._drop(write)
                     self._halt()
                 else:
                     self.limit.take()
@@ -544,6 +566,13 @@ class Binder:
         """A status-like write that was not made: the next one must not wait."""
         if self.throttle is not None and write.admission is not None:
             self.throttle.forget(write.admission.target)
+
+    def _drop(self, write: _Write) -> None:
+        """A write dropped before it was sent; a bind's pod is told (take_unsent)."""
+        self._forget(write)
+        if isinstance(write.effect, Bind):
+            with self._cond:
+                self._unsent.add(write.effect.pod)
 
 
 def write_volume(client: ClusterClient, effect: SelectClaimNode | PrebindVolume) -> None:

@@ -14,7 +14,7 @@ import gc
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from kaisched.api.clock import Clock
 from kaisched.api.types import JobKey, PodKey
@@ -53,6 +53,9 @@ FREEZE_AFTER = 5000
 COLLECT_AFTER = 1000
 # How long a cycle waits for the watch to show the pods the last one bound.
 ECHO_WAIT = 2.0
+# A pod assumed bound this long with no echo, and no bind of it under way, is
+# read again: no optimisation may wait on a bind forever.
+ECHO_TTL = 30.0
 # How often a leader applies watch events while it waits for the next period.
 PAUSE_SYNC = 0.1
 
@@ -198,7 +201,7 @@ class Scheduler:
             self.cache.reported(self._spoken_of(effects), {
                 e.job: e.status for e in effects
                 if isinstance(e, SetPodGroupStatus) and not e.api_version})
-            self.cache.assume(e for e in effects if isinstance(e, Bind))
+            self.cache.assume((e for e in effects if isinstance(e, Bind)), now)
         if self.binder.live:
             self.binder.wait(cancel=lambda: not proceed())
             report = self.binder.take_report()
@@ -235,21 +238,15 @@ class Scheduler:
         self.cache.forget_binds()       # those dropped are not coming; the rest will echo
 
     def _catch_up(self, proceed: Callable[[], bool]) -> None:
-        """The cache as fresh as it can be: the pods whose binds failed are read
-        again (a 409 means someone bound it), and the pods the last cycle bound
-        are waited for, briefly, so they are not placed a second time."""
+        """The cache as fresh as it can be: the pods whose binds were dropped
+        unsent are as last heard, those whose binds failed are read again (a 409
+        means someone bound it), and the pods the last cycle bound are waited
+        for, briefly, so they are not placed a second time."""
         self.sync()
-        for key in self.binder.take_resync():
-            self.cache.forget_binds([key])      # not bound by us: as last heard, until read
-            ns, name = key.split("/", 1)
-            try:
-                pod = self.client.get(POD, ns, name)
-            except ApiError as exc:
-                log.debug("resync of %s failed: %s", key, exc)
-                continue
-            gone = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": ns, "name": name}}
-            self.cache.apply(WatchEvent("MODIFIED", POD, pod) if pod is not None
-                             else WatchEvent("DELETED", POD, gone))
+        unsent = self.binder.take_unsent()
+        if unsent:
+            self.cache.forget_binds(unsent)     # never sent: pending, as the cache heard them
+        self._read_again(self.binder.take_resync())
         bound = self.binder.take_bound()
         deadline = time.monotonic() + ECHO_WAIT
         while bound and proceed():
@@ -260,6 +257,28 @@ class Scheduler:
             time.sleep(0.01)
             self.sync()
         self._await_claims(proceed)
+        if self.binder.idle:
+            stale = self.cache.unconfirmed(self.clock.now() - ECHO_TTL)
+            if stale:
+                log.warning("no echo of %d binds after %.0fs and none under way (%s%s): "
+                            "their pods are read again", len(stale), ECHO_TTL,
+                            ", ".join(stale[:3]), ", ..." if len(stale) > 3 else "")
+                self._read_again(stale)
+
+    def _read_again(self, keys: Iterable[PodKey]) -> None:
+        """Pods whose bind did not land, or may not have: not bound by us, so
+        as last heard until read; then as the API server has them."""
+        for key in keys:
+            self.cache.forget_binds([key])
+            ns, name = key.split("/", 1)
+            try:
+                pod = self.client.get(POD, ns, name)
+            except ApiError as exc:
+                log.debug("resync of %s failed: %s", key, exc)
+                continue
+            gone = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": ns, "name": name}}
+            self.cache.apply(WatchEvent("MODIFIED", POD, pod) if pod is not None
+                             else WatchEvent("DELETED", POD, gone))
 
     def _await_claims(self, proceed: Callable[[], bool]) -> None:
         """The ResourceClaims the last cycle wrote are waited for, briefly, as
@@ -311,7 +330,8 @@ def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | 
             started = time.monotonic()
             try:
                 leads = leading()
-                state.leading(leads, scheduler, metrics)
+                state.leading(leads, scheduler, metrics,
+                              elector.term if elector is not None else 0)
                 if not leads:
                     scheduler.follow()      # a standby keeps up, to take over fast
                 else:
@@ -371,6 +391,7 @@ class _LoopState:
 
     def __init__(self) -> None:
         self._leading: bool | None = None
+        self._term = 0                          # the elector's count of leads taken
         self._watching = True
         self._failing = ""
         self._led_since: float | None = None    # leading, and no cycle has ended since
@@ -379,22 +400,29 @@ class _LoopState:
     def is_leading(self) -> bool:
         return bool(self._leading)
 
-    def leading(self, leads: bool, scheduler: Scheduler, metrics: Metrics | None) -> None:
-        if leads and not self._leading:
+    def leading(self, leads: bool, scheduler: Scheduler, metrics: Metrics | None,
+                term: int = 0) -> None:
+        """term: how many times this replica has taken the lead. A lead lost and
+        taken again between two looks is a new term: what the old one meant to
+        do is dropped as if the loss had been seen."""
+        lost = bool(self._leading) and (not leads or term != self._term)
+        if lost:
+            scheduler.step_down()
+            if metrics is not None:
+                metrics.forget_queues()     # only the leader's figures are the cluster's
+        taken = leads and (lost or not self._leading)
+        if taken:
             self._led_since = time.monotonic()
         if metrics is not None:
             metrics.leader.set(1 if leads else 0)
-            if leads and not self._leading:
+            if taken:
                 # Cycles report only the queues whose status changed: a new
                 # leader starts from what the Queue objects say.
                 for queue in scheduler.cache.queues.values():
                     if queue.status is not None and scheduler.cache.owns_queue(queue.name):
                         metrics.observe_queue(queue.name, queue.status, None)
-        if self._leading and not leads:
-            scheduler.step_down()
-            if metrics is not None:
-                metrics.forget_queues()     # only the leader's figures are the cluster's
         self._leading = leads
+        self._term = term
 
     def cycled(self, result: CycleResult) -> None:
         """Say how the first cycle of a new leader went: what a takeover cost."""

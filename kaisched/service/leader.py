@@ -56,6 +56,7 @@ class LeaderElector:
         self.retry_period = retry_period
         self.elected = threading.Event()        # set while leading: the loop wakes on it
         self.tried = threading.Event()          # set once the first try is over
+        self.term = 0                           # times this replica has taken the Lease
         self._held = False
         self._renewed_at = 0.0
         self._seen: tuple[object, ...] | None = None    # the holder's record, as last read
@@ -107,6 +108,7 @@ class LeaderElector:
         if taken:
             if not self._held:
                 log.info("%s now holds the lease %s/%s", self.identity, self.namespace, self.name)
+                self.term += 1
             self._held = True
             self._renewed_at = self.clock.now()
             self.elected.set()
