@@ -83,7 +83,9 @@ class GpuShare:
 
     def units(self, memory: int | None) -> int | None:
         """What it takes of one device of this memory (MiB; None: unlabelled),
-        in the device's units (MiB, or thousandths without a label); None
+        in the device's units (MiB, or thousandths without a label): a
+        fraction rounded up to whole units (0.3335 of an unlabelled GPU is
+        334 thousandths: three never share one), a float's noise aside. None
         when no such device can hold it."""
         if self.memory is not None:
             return self.memory if memory is not None and self.memory <= memory else None
