@@ -99,6 +99,14 @@ class GpuShare:
             return self.fraction if self.fraction is not None else 1.0
         return math.ceil(self.memory / memory * 100 - 1e-9) / 100
 
+    def at(self, memory: int | None) -> GpuShare:
+        """The share as its queue would be charged for it on GPUs of this
+        memory: a gpu-memory share's portion of such a GPU (a fraction is
+        charged alike everywhere)."""
+        if self.memory is None:
+            return self
+        return attrs.evolve(self, portion=self.portion_on(memory))
+
     def describe(self) -> str:
         what = f"gpu-fraction {self.fraction:g}" if self.fraction is not None \
             else f"gpu-memory {self.memory} MiB"
