@@ -90,6 +90,24 @@ def test_node_gpu_memory_is_read_in_mib_floored_to_100_as_kai_reads_it(label, mi
     assert gpu_memory_label({"nvidia.com/gpu.memory": label}) == mib
 
 
+def test_a_memory_share_is_charged_its_part_of_the_gpu_of_the_node_it_goes_to() -> None:
+    """Placing it, its queue is asked about its part of that node's GPU (KAI's
+    IsTaskAllocationOnNodeOverCapacity); the job-level checks, about the smallest GPU's."""
+    specs = [NodeSpec(NodeName(n), Resource.of({"cpu": 16000, GPU: 1, "pods": 110}),
+                      {"nvidia.com/gpu.memory": m}) for n, m in (("big", "80000"), ("small", "40000"))]
+    job = JobInfo(JobKey("ns/m"), GangSpec())
+    job.add_task(TaskInfo(PodKey("ns/m"), "uid-m", JobKey("ns/m"), TaskStatus.PENDING,
+                          Resource.of({"cpu": 1000, "pods": 1}), gpu=GpuShare(None, 20000, 2)))
+    cluster = ClusterInfo.assemble(specs, [job], [])
+    task = cluster.jobs[JobKey("ns/m")].tasks[PodKey("ns/m")]
+    assert cluster.charge(task).get(GPU) == 1.0                                  # 0.5 x 2 devices
+    assert cluster.charge(cluster.charged_on(task, NodeName("big"))).get(GPU) == 0.5   # 0.25 x 2
+    assert cluster.charge(cluster.charged_on(task, NodeName("small"))).get(GPU) == 1.0
+    rows = cluster.gpu_memory_rows()
+    assert sorted(rows) == [40000, 80000] and rows[80000].tolist() == [True, False]
+    assert GpuShare(0.5, None, 2, portion=0.5).at(80000) == GpuShare(0.5, None, 2, portion=0.5)
+
+
 # -- the devices and the table -------------------------------------------------------
 
 def _sharer(name: str, fraction: float, status: TaskStatus = TaskStatus.PENDING,
