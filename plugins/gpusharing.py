@@ -75,6 +75,9 @@ class GpuSharingPlugin(PluginBase):
         self.count = np.array([g.count for g in found], dtype=np.int64)
         self.units = np.array([g.units for g in found], dtype=np.int64)
         self.memory = np.array([g.memory or 0 for g in found], dtype=np.int64)
+        # The GPU memories the nodes tell (0: none), and each row's among them:
+        # what a share takes of a device is asked once per memory (see _need_of).
+        self._memories, self._memory_of = np.unique(self.memory, return_inverse=True)
         # Per row, the most free units of a shared device: used ones now and
         # later, releasing ones now and later (see sharedgpus.Summary).
         self.best = np.full((4, len(table)), NONE, dtype=np.int64)
@@ -112,16 +115,15 @@ class GpuSharingPlugin(PluginBase):
 
     def _need_of(self, share: GpuShare) -> np.ndarray:
         """_needs over every row: what a node's GPUs are does not change in a
-        session, so it is worked out once per ask."""
+        session, so it is worked out once per ask, by the share's own units
+        of a device (GpuShare.units: a fraction rounded up to whole units)
+        for each memory the nodes tell."""
         ask = share.ask
         need = self._need.get(ask)
         if need is None:
-            if share.memory is not None:
-                mem = self.memory
-                need = np.where((mem > 0) & (mem >= share.memory), share.memory, -1)
-            else:
-                assert share.fraction is not None
-                need = np.maximum(np.ceil(share.fraction * self.units - 1e-9).astype(np.int64), 1)
+            per_memory = [share.units(int(m) or None) for m in self._memories]
+            need = np.array([-1 if u is None else u for u in per_memory],
+                            dtype=np.int64)[self._memory_of]
             self._need[ask] = need
         return need
 

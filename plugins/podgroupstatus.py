@@ -148,7 +148,7 @@ def _waiting_extras(ssn: Session, job: JobInfo) -> list[Extra]:
     for task in ssn.pending(job):
         like = ssn.class_key(task)
         if like not in why:
-            refusal = ssn.allocatable(job, task)
+            refusal, _ = ssn.allocatable_on(job, task)
             why[like] = (refusal, Reason.WAITING_FOR_QUOTA) if refusal \
                 else (ssn.explain_task(task), Reason.UNSCHEDULABLE)
         out.append((task, *why[like]))

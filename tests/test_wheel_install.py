@@ -2,10 +2,16 @@
 copies, installed (without its dependencies, which this environment already has) into a
 fresh venv, runs from a directory with no checkout in sight: `kaisched simulate --list`,
 every bundled scenario by name, the what-if on a snapshot, `--version` of both commands and
-`python -m kaisched`."""
+`python -m kaisched`.
+
+The dependencies are this interpreter's, wherever it keeps them: a venv's own site-packages
+when the tests run in one (as the README sets it up), the system's when they run without (as
+CI does). `venv --system-site-packages` would see only the base Python's, which a venv's
+interpreter does not use: there the wheel found none of them."""
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -27,9 +33,24 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(wheels), str(tree)])
     (wheel,) = wheels.glob("kaisched-*.whl")
     env = tmp_path_factory.mktemp("venv")
-    run([sys.executable, "-m", "venv", "--system-site-packages", str(env)])
-    run([str(env / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)])
+    run([sys.executable, "-m", "venv", str(env)])
+    python = str(env / "bin" / "python")
+    run([python, "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)])
+    # Then this interpreter's packages, after the venv's own (the wheel first): each
+    # directory added as a site directory, its .pth files read, as a system site is.
+    purelib = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+    (Path(purelib.stdout.strip()) / "_kaisched_test_dependencies.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in package_dirs()))
     return env
+
+
+def package_dirs() -> list[str]:
+    """Where this interpreter finds installed packages: its site directories (a venv's own
+    in a venv, and the base's too if that venv sees them) and the user's, if it reads it."""
+    dirs = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    return [d for d in dirs if Path(d).is_dir()]
 
 
 def run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -88,7 +88,9 @@ def _place(ssn: Session, stmt: Statement, job: JobInfo, task: TaskInfo, idle_onl
     that is all there is); False, with the first failure kept, if none takes it."""
     if failed_classes and ssn.class_key(task) in failed_classes:
         return False     # its twin found no node: neither will it
-    refusal = ssn.allocatable(job, task)
+    refusal, rows = ssn.allocatable_on(job, task)
+    if rows is not None:        # its queue has room for it on these nodes only
+        within = rows if within is None else within & rows
     choice = None if refusal else ssn.select_node(task, idle_only, within)
     if choice is None:
         failed_classes.add(ssn.class_key(task))

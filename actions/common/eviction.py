@@ -422,22 +422,24 @@ def clear_rules(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, a
 
 def free_quota(ssn: Session, stmt: Statement, task: TaskInfo, allowed: Allowed,
                victims: list[TaskInfo], cause: Cause, by: Preemptor, check: Check,
-               gangs: bool = True) -> bool:
+               gangs: bool = True, there: TaskInfo | None = None) -> bool:
     """Evict victims of the task's own queue (wherever they run) until its
     queue has room for it under its limits: the room they free counts against
     the limit as well as on their nodes. Surplus tasks before whole gangs, in
     victim order; only victims holding what the task asks for. All or
-    nothing: True once the queue takes the task."""
+    nothing: True once the queue takes the task. there: the task as it is
+    charged on the node it goes to (ClusterInfo.charged_on), if not as it is."""
     # As the queue counts them: a share of a GPU is GPU asked for, and held.
     asked = {n for n, v in ssn.cluster.charge(task).items if v > 0 and n != PODS}
+    charged = task if there is None else there
     mark = stmt.checkpoint()
     for whole in (False, True) if gangs else (False,):
         for victim in still_evictable(ssn, victims):
-            if not check(task):
+            if not check(charged):
                 return True
             if any(ssn.cluster.charge(victim).get(n) > 0 for n in asked):
                 _evict_gang(ssn, stmt, task, victim, allowed, cause, by, whole)
-    if not check(task):
+    if not check(charged):
         return True
     stmt.rollback(mark)
     return False
@@ -501,8 +503,10 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
         candidates = _candidates(ssn, task, allowed, finder, order)
         node = _room_for(ssn, stmt, domains, job, task, allowed, finder, cause, by, order, gangs,
                          candidates)
-        if node is None or (check(task) and not free_quota(
-                ssn, stmt, task, allowed, candidates(), cause, by, check, gangs)):
+        # Its queue's room, as it would be charged on that node.
+        there = task if node is None else ssn.cluster.charged_on(task, node)
+        if node is None or (check(there) and not free_quota(
+                ssn, stmt, task, allowed, candidates(), cause, by, check, gangs, there)):
             stmt.rollback(mark)
             break
         stmt.pipeline(task, node)

@@ -155,8 +155,11 @@ class LargestBlockersFirst:
         """Pipeline the task where it fits, making room if need be. Its gang
         starts only once the moved pods are gone: no task of it is bound now."""
         ssn = self.ssn
-        if ssn.allocatable(self.job, task) is not None:
+        refusal, rows = ssn.allocatable_on(self.job, task)
+        if refusal is not None:
             return False        # its queue's quota or limit: no move helps
+        if rows is not None:    # ... but on these nodes
+            within = rows if within is None else within & rows
         choice = ssn.select_node(task, within=within)
         if choice is not None:
             stmt.pipeline(task, choice.node)

@@ -120,6 +120,7 @@ class ClusterInfo:
     gpus: SharedGpus = attrs.field(default=None)
     _sharers: bool | None = None        # some task asks for part of a GPU
     _least_gpu_memory: float | None = None
+    _gpu_memory_rows: dict[int, np.ndarray] | None = None     # see gpu_memory_rows
     # charge() per (requests, share charged), with the least GPU memory it was
     # worked out with: asked per placement, the same for alike sharers.
     _charges: dict[tuple[Resource, Resource], tuple[float, Resource]] = attrs.field(factory=dict)
@@ -243,7 +244,9 @@ class ClusterInfo:
     def charge(self, task: TaskInfo) -> Resource:
         """What the task's queue is charged (TaskInfo.charge), a pending
         gpu-memory pod's GPUs as its part of the smallest labelled GPU (what it
-        may be charged at most, once it lands)."""
+        may be charged at most, once it lands): what the checks of a job as a
+        whole count; the check as it is placed counts its part of the node's
+        GPU (charged_on)."""
         gpu = task.gpu
         if gpu is None:
             return task.resreq
@@ -268,6 +271,26 @@ class ClusterInfo:
             found = [m for m in (gpu_memory_label(n.spec.labels) for n in self.nodes.values()) if m]
             self._least_gpu_memory = float(min(found)) if found else 0.0
         return self._least_gpu_memory
+
+    def gpu_memory_rows(self) -> dict[int, np.ndarray]:
+        """The nodes by the memory of their GPUs, as their labels tell it: for
+        each memory, a mask over the table's rows (nodes that tell none are in
+        no mask)."""
+        if self._gpu_memory_rows is None:
+            memories = np.array([gpu_memory_label(self.nodes[n].spec.labels) or 0
+                                 for n in self.table.names], dtype=np.int64)
+            self._gpu_memory_rows = {int(m): memories == m for m in np.unique(memories) if m}
+        return self._gpu_memory_rows
+
+    def charged_on(self, task: TaskInfo, node: NodeName) -> TaskInfo:
+        """The task as its queue would be charged for it on the node: a
+        pending gpu-memory share as its part of that node's GPU, not of the
+        smallest (see charge); any other task as it is."""
+        share = task.gpu
+        if share is None or share.memory is None or share.portion is not None:
+            return task
+        gpus = self.gpus.gpus(node)
+        return task.evolve(gpu=share.at(gpus.memory if gpus is not None else None))
     def node_shapes(self) -> NodeShapes:
         """Readiness, and the nodes grouped by labels and taints, in table order
         (made once, then kept up to date by respec; see kaisched.api.nodeshapes)."""
@@ -322,7 +345,7 @@ class ClusterInfo:
         GPU memory a label tells is looked for again)."""
         if node.spec.labels != spec.labels:
             self._domains.clear()
-            self._least_gpu_memory = None
+            self._least_gpu_memory = self._gpu_memory_rows = None
         if self._shapes is not None:
             self._shapes.update(node.index, spec)
         node.spec = spec
@@ -332,7 +355,7 @@ class ClusterInfo:
         self.nodes, self.table, self.gpus = nodes, table, gpus
         self._domains = {}
         self._shapes = None
-        self._least_gpu_memory = None
+        self._least_gpu_memory = self._gpu_memory_rows = None
 
     def share_moved(self, old: TaskInfo | None, new: TaskInfo | None) -> list[Change]:
         """A sharer the cache saw change: its devices follow (what their GPUs

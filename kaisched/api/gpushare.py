@@ -32,7 +32,7 @@ GPU_GROUP_PREFIX = GPU_GROUP + "/"              # label per device, for a share 
 RECEIVED_TYPE = "received-resource-type"        # annotation KAI's binder writes on a sharer
 RECEIVED_FRACTION = "Fraction"
 # GPU feature discovery's node labels.
-MEMORY_LABEL = "nvidia.com/gpu.memory"          # MiB per GPU
+MEMORY_LABEL = "nvidia.com/gpu.memory"          # MiB per GPU (read floored, see gpu_memory_label)
 COUNT_LABEL = "nvidia.com/gpu.count"
 # Reservation pods: kaisched's own, and those KAI made (recognised when taking over).
 RESERVATION_NAMESPACE = "kaisched-system"
@@ -46,6 +46,9 @@ FRACTION_UNITS = 1000
 MEMORY_ASK = "kaisched.io/gpu-memory-mib"
 # GPU feature discovery once wrote bytes; KAI reads a value this large as bytes.
 _MIB_LIMIT = 1024 * 1024
+# KAI floors a GPU's memory to a multiple of this many MiB (getNodeGpuMemory),
+# so that shares of it are counted alike on every node of one model.
+MEMORY_STEP = 100
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
@@ -80,7 +83,9 @@ class GpuShare:
 
     def units(self, memory: int | None) -> int | None:
         """What it takes of one device of this memory (MiB; None: unlabelled),
-        in the device's units (MiB, or thousandths without a label); None
+        in the device's units (MiB, or thousandths without a label): a
+        fraction rounded up to whole units (0.3335 of an unlabelled GPU is
+        334 thousandths: three never share one), a float's noise aside. None
         when no such device can hold it."""
         if self.memory is not None:
             return self.memory if memory is not None and self.memory <= memory else None
@@ -93,6 +98,14 @@ class GpuShare:
         if self.memory is None or not memory:
             return self.fraction if self.fraction is not None else 1.0
         return math.ceil(self.memory / memory * 100 - 1e-9) / 100
+
+    def at(self, memory: int | None) -> GpuShare:
+        """The share as its queue would be charged for it on GPUs of this
+        memory: a gpu-memory share's portion of such a GPU (a fraction is
+        charged alike everywhere)."""
+        if self.memory is None:
+            return self
+        return attrs.evolve(self, portion=self.portion_on(memory))
 
     def describe(self) -> str:
         what = f"gpu-fraction {self.fraction:g}" if self.fraction is not None \
@@ -121,8 +134,10 @@ def device_units(memory: int | None) -> int:
 
 
 def gpu_memory_label(labels: Mapping[str, str]) -> int | None:
-    """MiB per GPU from GPU feature discovery's label (bytes, as an old GFD
-    wrote them, read as KAI reads them); None when absent or not a number."""
+    """MiB per GPU from GPU feature discovery's label, as KAI reads it: in
+    MiB (a value of a TiB or more is bytes, as an old GFD wrote them), floored
+    to a multiple of 100 MiB (a GPU labelled 40960 holds 40900 MiB of
+    shares); None when absent, not a number, or less than 100 MiB."""
     raw = labels.get(MEMORY_LABEL)
     if raw is None:
         return None
@@ -132,6 +147,7 @@ def gpu_memory_label(labels: Mapping[str, str]) -> int | None:
         return None
     if value >= _MIB_LIMIT:
         value //= 1024 * 1024
+    value -= value % MEMORY_STEP
     return value if value > 0 else None
 
 

@@ -278,6 +278,23 @@ class Session:
                 return reason
         return None
 
+    def allocatable_on(self, job: JobInfo, task: TaskInfo) -> tuple[str | None, np.ndarray | None]:
+        """The queue's answer node by node, as KAI's
+        IsTaskAllocationOnNodeOverCapacity gives it: (None, None) when the
+        job's queue has room for the task wherever it goes; (None, rows) when
+        only on those nodes (a gpu-memory share is charged its part of the
+        GPU it lands on: less on a bigger GPU); (why, None) when on none."""
+        refusal = self.allocatable(job, task)
+        share = task.gpu
+        if refusal is None or share is None or share.memory is None or share.portion is not None:
+            return refusal, None
+        # Refused at its part of the smallest GPU: asked again per GPU memory.
+        rows = None
+        for memory, mask in self.cluster.gpu_memory_rows().items():
+            if self.allocatable(job, task.evolve(gpu=share.at(memory))) is None:
+                rows = mask if rows is None else rows | mask
+        return (refusal, None) if rows is None else (None, rows)
+
     def overused(self, job: JobInfo, task: TaskInfo) -> str | None:
         """None when the job's queue may still take the task by reclaiming."""
         return self.hooks.first_reason(Hook.OVERUSED, job, task)

@@ -9,7 +9,7 @@ import pytest
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.clusterinfo import ClusterInfo
-from kaisched.api.gpushare import GpuShare, group_labels, parse_share, reservation_name
+from kaisched.api.gpushare import GpuShare, gpu_memory_label, group_labels, parse_share, reservation_name
 from kaisched.api.job import GangSpec, JobInfo
 from kaisched.api.node import NodeSpec
 from kaisched.api.resource import GPU, Resource
@@ -74,6 +74,38 @@ def test_units_and_charge_on_a_device() -> None:
     assert mem.portion_on(40960) == 0.49        # rounded up to a hundredth, as KAI charges
     assert half.charge == Resource.of({GPU: 0.5})
     assert mem.charge.get("kaisched.io/gpu-memory-mib") == 20000
+
+
+@pytest.mark.parametrize(("label", "mib"), [
+    ("40960", 40900),               # MiB, floored to a multiple of 100 (KAI's getNodeGpuMemory)
+    ("81920", 81900),
+    ("16384", 16300),
+    ("100", 100),
+    ("42949672960", 40900),         # bytes, as an old GPU feature discovery wrote them
+    ("99", None),                   # floored to nothing: no memory to share
+    ("0", None),
+    ("40GiB", None),
+])
+def test_node_gpu_memory_is_read_in_mib_floored_to_100_as_kai_reads_it(label, mib) -> None:
+    assert gpu_memory_label({"nvidia.com/gpu.memory": label}) == mib
+
+
+def test_a_memory_share_is_charged_its_part_of_the_gpu_of_the_node_it_goes_to() -> None:
+    """Placing it, its queue is asked about its part of that node's GPU (KAI's
+    IsTaskAllocationOnNodeOverCapacity); the job-level checks, about the smallest GPU's."""
+    specs = [NodeSpec(NodeName(n), Resource.of({"cpu": 16000, GPU: 1, "pods": 110}),
+                      {"nvidia.com/gpu.memory": m}) for n, m in (("big", "80000"), ("small", "40000"))]
+    job = JobInfo(JobKey("ns/m"), GangSpec())
+    job.add_task(TaskInfo(PodKey("ns/m"), "uid-m", JobKey("ns/m"), TaskStatus.PENDING,
+                          Resource.of({"cpu": 1000, "pods": 1}), gpu=GpuShare(None, 20000, 2)))
+    cluster = ClusterInfo.assemble(specs, [job], [])
+    task = cluster.jobs[JobKey("ns/m")].tasks[PodKey("ns/m")]
+    assert cluster.charge(task).get(GPU) == 1.0                                  # 0.5 x 2 devices
+    assert cluster.charge(cluster.charged_on(task, NodeName("big"))).get(GPU) == 0.5   # 0.25 x 2
+    assert cluster.charge(cluster.charged_on(task, NodeName("small"))).get(GPU) == 1.0
+    rows = cluster.gpu_memory_rows()
+    assert sorted(rows) == [40000, 80000] and rows[80000].tolist() == [True, False]
+    assert GpuShare(0.5, None, 2, portion=0.5).at(80000) == GpuShare(0.5, None, 2, portion=0.5)
 
 
 # -- the devices and the table -------------------------------------------------------
@@ -180,7 +212,7 @@ def _reservation(name: str, node: str, group: str, namespace: str = "kaisched-sy
 def test_the_cache_keeps_shared_gpus_as_a_rebuild_would(order: str) -> None:
     node = build_node("n", cpu=8, gpu=2, labels={"nvidia.com/gpu.memory": "40960"})
     pods = [_sharer_pod("a", "0.5", "n", "g"), _reservation("r", "n", "g"),
-            build_pod("m", node="n", annotations={"gpu-memory": "20480"}, labels={"runai-gpu-group": "g"}),
+            build_pod("m", node="n", annotations={"gpu-memory": "20450"}, labels={"runai-gpu-group": "g"}),
             _reservation("kai", "n", "k", "kai-resource-reservation", "runai-reservation")]
     if order == "sharer first":
         pods = [pods[0], pods[2], pods[1], pods[3]]
@@ -195,7 +227,7 @@ def test_the_cache_keeps_shared_gpus_as_a_rebuild_would(order: str) -> None:
     devices = snap.gpus.on(NodeName("n"))
     assert sorted(devices) == ["g", "k"]
     assert devices["g"].reservation == "kaisched-system/r" and devices["k"].kai
-    # the memory pod's share of its 40960 MiB GPU, as its queue is charged
+    # the memory pod's share of its GPU (labelled 40960: 40900 MiB), as its queue is charged
     task = snap.jobs[JobKey("default/m")].tasks[PodKey("default/m")]
     assert task.charge.get(GPU) == 0.5
     # Two GPUs held: g (sharers and its reservation pod) and KAI's orphaned k.
