@@ -19,7 +19,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
+from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, QueueName, TaskStatus
 from kaisched.framework.effects import Cause, Effect, Hold, MoveHold, Prebind
 from kaisched.framework.explanation import Explanation
 from kaisched.framework.hooks import (
@@ -90,10 +90,12 @@ class Session:
         self.no_hold: set[JobKey] = set()
         self.holds: dict[JobKey, Hold] = {}
         # The enqueue gate: None when no enqueue action runs (nothing gated),
-        # else the gangs admitted; inqueue holds the minResources of those
-        # admitted that have not started, which later admissions must leave.
+        # else the gangs admitted; inqueue holds the queue and minResources of
+        # those admitted that have not started, which later admissions must
+        # leave (the queue kept here: a PodGroup with no pods yet is no job of
+        # the cluster's).
         self.admitted: set[JobKey] | None = None
-        self.inqueue: dict[JobKey, Resource] = {}
+        self.inqueue: dict[JobKey, tuple[QueueName, Resource]] = {}
         # Room held for starving gangs, per gang (rows x resources of the node
         # table): other gangs may use a node's room only beyond it.
         self.reserved_for: dict[JobKey, np.ndarray] = {}
@@ -240,14 +242,14 @@ class Session:
         assert self.admitted is not None, "admit() is the enqueue action's"
         self.admitted.add(job.key)
         if job.spec.min_resources is not None and not self.job_ready(job):
-            self.inqueue[job.key] = job.spec.min_resources
+            self.inqueue[job.key] = (job.queue, job.spec.min_resources)
 
     def inqueue_request(self, but: JobInfo, queues: Sequence[str] | None = None) -> Resource:
         """minResources of the admitted gangs not started yet, but one, in
         the given queues (default: everywhere)."""
         total = Resource()
-        for key, need in self.inqueue.items():
-            if key != but.key and (queues is None or self.cluster.jobs[key].queue in queues):
+        for key, (queue, need) in self.inqueue.items():
+            if key != but.key and (queues is None or queue in queues):
                 total = total + need
         return total
 
