@@ -40,11 +40,12 @@ class PodGroupStatusPlugin(PluginBase):
 def _enqueued(ssn: Session, job: JobInfo) -> None:
     """A PodGroup no pod names yet: Inqueue once admitted (at once, with no
     enqueue action to gate it), so a controller waiting for that makes its
-    pods; else Pending, saying why when enqueue said so."""
+    pods; else Pending, saying why when enqueue said so (waiting for quota
+    when only its queue's room refused it, as for a gang with pods)."""
     admitted = ssn.admitted is None or job.key in ssn.admitted
     why = job.problem or ssn.unschedulable.get(job.key)
     cond = None if admitted or not why else _condition(
-        job.status, "False", (Reason.INVALID if job.problem else Reason.UNSCHEDULABLE).value,
+        job.status, "False", (Reason.INVALID if job.problem else _waiting_reason(ssn, job)).value,
         why, ssn.now_text)
     new = attrs.evolve(job.status, phase=PodGroupPhase.INQUEUE if admitted and not job.problem
                        else PodGroupPhase.PENDING, conditions=tuple(
