@@ -22,6 +22,7 @@ from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, QueueName, TaskStatus
 from kaisched.framework.effects import Cause, Effect, Hold, MoveHold, Prebind
 from kaisched.framework.explanation import Explanation
+from kaisched.framework.failures import Failures, JobError
 from kaisched.framework.hooks import (
     CheckKey,
     FilterKey,
@@ -76,6 +77,10 @@ class Session:
         # Where decisions go: a plain list, or the runtime's outbox that hands
         # each effect to the binder as it is made.
         self.effects: list[Effect] = [] if effects is None else effects
+        # The action deciding now (the scheduler names it before each runs),
+        # and the jobs whose decision raised: each lost its turn (decide()).
+        self.action = ""
+        self.failures = Failures()
         self.placed: dict[PodKey, NodeName] = {}          # committed binds
         self.reservations: dict[PodKey, NodeName] = {}    # held for this session only
         self.unschedulable: dict[JobKey, str] = {}        # why a job was not placed
@@ -174,6 +179,7 @@ class Session:
 
     def close(self) -> list[Effect]:
         for plugin in reversed(self.plugins):
+            self.action = plugin.name       # what a job's guarded report there says
             plugin.on_session_close(self)
         return self.effects
 
@@ -415,7 +421,10 @@ class Session:
     def record_unschedulable(self, job: JobInfo, message: str,
                              blocker: Blocker | None = None) -> None:
         """Why the job was not placed, and the class of what blocks it (kept from
-        an earlier record when not given; resources when never given)."""
+        an earlier record when not given; resources when never given). A job
+        whose decision raised keeps saying so."""
+        if job.key in self.failures.failed:
+            return
         self.unschedulable[job.key] = message
         if blocker is not None:
             self.blockers[job.key] = blocker
@@ -426,7 +435,7 @@ class Session:
         """Add to why the job was not placed (what an eviction it could not
         make was held back by), keeping the class of what blocks it."""
         said = self.unschedulable.get(job.key)
-        if said is not None and note not in said:
+        if said is not None and note not in said and job.key not in self.failures.failed:
             self.unschedulable[job.key] = f"{said}; {note}"
 
     def blocker_of(self, task: TaskInfo) -> Blocker:
@@ -451,9 +460,51 @@ class Session:
         """Why this node does not take the task, or None if it fits."""
         return self.explanation.node(task, node)
 
+    # -- one job's decision, guarded --------------------------------------------------
+    def decide(self, job: JobInfo, fn: Callable[[*Ts], R], *args: *Ts) -> R | None:
+        """fn(*args), the decision of one job (or a question about it alone).
+        An exception costs the job its turn, never the cycle: the statements
+        opened meanwhile are discarded, and a NonStrict hold it had; the job
+        says SchedulerError with the exception's message; the error is kept
+        for the cycle's result (counted, its traceback logged); and None is
+        returned, as it is for a job that already failed this session, which
+        is not asked again."""
+        if job.key in self.failures.failed:
+            return None
+        return self.guard(job, fn, *args)
+
+    def guard(self, job: JobInfo, fn: Callable[[*Ts], R], *args: *Ts) -> R | None:
+        """decide(), asked even of a job that failed this session (what is
+        said of it when the session closes)."""
+        failures = self.failures
+        held = self.held.get(job.key)
+        failures.begin()
+        try:
+            found = fn(*args)
+        except Exception as exc:       # a bug, or an object no check foresaw
+            for stmt in failures.end():
+                stmt.discard()
+            if held is not None:
+                held.discard()
+                self.held.pop(job.key, None)
+            self.holds.pop(job.key, None)
+            self.fail(job, JobError.of(job.key, self.action, exc))
+            return None
+        failures.end()
+        return found
+
+    def fail(self, job: JobInfo, error: JobError) -> None:
+        """The job's decision raised: it says so, and is not decided again this session."""
+        self.unreserve(job.key)
+        self.record_unschedulable(job, f"scheduler error in {error.action or 'the session'}: "
+                                  f"{error.message}", Blocker.ERROR)
+        self.failures.add(error)
+
     # -- changes (only Statement operations call these) ----------------------------
     def statement(self) -> Statement:
-        return Statement(self)
+        stmt = Statement(self)
+        self.failures.opened(stmt)
+        return stmt
 
     def emit(self, effect: Effect) -> None:
         self.effects.append(effect)

@@ -1,0 +1,69 @@
+"""Failures: what a session keeps of the jobs whose decision raised.
+
+An exception while one job is decided is a bug (or an object no check
+foresaw), and it costs that job its turn, never the cycle: the statements
+opened for it are discarded (their operations undone, in reverse), the job
+is told why (reason SchedulerError, with the exception's message), is not
+tried again in this session, and every other job is decided as if it were
+not there. The errors are values the cycle's result carries: the runtime
+counts them and logs their tracebacks; the session does no I/O.
+"""
+from __future__ import annotations
+
+import traceback
+from typing import TYPE_CHECKING
+
+import attrs
+
+from kaisched.api.types import JobKey
+
+if TYPE_CHECKING:
+    from kaisched.framework.statement import Statement
+
+
+@attrs.frozen
+class JobError:
+    """One job's decision raised: in which action, the exception in one line,
+    and its traceback (for the log)."""
+
+    job: JobKey
+    action: str
+    message: str
+    trace: str
+
+    @classmethod
+    def of(cls, job: JobKey, action: str, exc: Exception) -> JobError:
+        text = str(exc)
+        message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        return cls(job, action, message, "".join(traceback.format_exception(exc)))
+
+
+class Failures:
+    """The errors of one session, the jobs they cost their turn, and the
+    statements opened while a job is decided (the innermost decision's last)."""
+
+    __slots__ = ("errors", "failed", "_opened")
+
+    def __init__(self) -> None:
+        self.errors: list[JobError] = []
+        self.failed: set[JobKey] = set()
+        self._opened: list[list[Statement]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.errors)
+
+    def opened(self, stmt: Statement) -> None:
+        """A statement was opened: it belongs to the job being decided, if any."""
+        if self._opened:
+            self._opened[-1].append(stmt)
+
+    def begin(self) -> None:
+        self._opened.append([])
+
+    def end(self) -> list[Statement]:
+        """The decision is over: the statements it opened, last first."""
+        return self._opened.pop()[::-1]
+
+    def add(self, error: JobError) -> None:
+        self.errors.append(error)
+        self.failed.add(error.job)
