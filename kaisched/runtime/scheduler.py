@@ -37,6 +37,7 @@ from kaisched.framework.holds import apply_holds, release_deadlocks
 from kaisched.framework.moves import apply_moves
 from kaisched.runtime.binder import Binder, BindReport
 from kaisched.runtime.cycle import CycleResult
+from kaisched.runtime.errorlog import ErrorLog
 from kaisched.runtime.usage import UsageBook, usage_book
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class Scheduler:
         # what it saw; the production loop lets each one go with its cycle.
         self.keep_session = False
         self.last_session: Session | None = None
+        self.error_log = ErrorLog()         # tracebacks of jobs whose decision raised
         self.synced = False                     # the first sync listed everything
         self.warmed_at: float | None = None     # when a standby last prepared (follow)
         # Fair share with memory: each queue's usage, kept by this scheduler or
@@ -178,6 +180,7 @@ class Scheduler:
                 if not proceed():
                     abandoned = True
                     break
+                ssn.action = action.name
                 action.execute(ssn)
             if self.keep_session:
                 self.last_session = ssn
@@ -192,6 +195,7 @@ class Scheduler:
                     for write in self.usage.writes(now):
                         effects.append(write)       # an Outbox hands each to the binder
         decided, decided_cpu = time.perf_counter(), time.process_time()
+        self.error_log.report(ssn.failures.errors, now)
         if not abandoned:
             # The statuses written to kaisched's own PodGroup kinds (an upstream
             # one's is a condition merged into what is there): their echoes are known.
@@ -210,7 +214,8 @@ class Scheduler:
                            snapshotted - started, decided - snapshotted, abandoned, cluster,
                            blockers, dict(ssn.preemption_delay.delayed),
                            dict(ssn.protections.protected),
-                           snapshotted_cpu - started_cpu, decided_cpu - snapshotted_cpu)
+                           snapshotted_cpu - started_cpu, decided_cpu - snapshotted_cpu,
+                           tuple(ssn.failures.errors))
 
     def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
         """The jobs the effects bind, evict or write something of."""
