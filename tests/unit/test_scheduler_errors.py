@@ -32,6 +32,7 @@ from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Hook, PluginBase, Session, parse_config
 from kaisched.framework.effects import Bind, Evict
 from kaisched.framework.failures import JobError
+from kaisched.framework.statement import AllocateOp
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.errorlog import ErrorLog
@@ -319,3 +320,20 @@ def _assert_stale_bad(result: CycleResult, cluster: MemoryCluster) -> None:
     status = cluster.get(PODGROUP, "default", "bad").get("status") or {}
     cond = next(c for c in status["conditions"] if c["type"] == "Scheduled")
     assert cond["reason"] == "SchedulerError" and "planted in stalegangeviction" in cond["message"]
+
+
+def test_a_commit_that_raises_binds_none_of_its_gang(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bind of bad's first pod is made before its second raises: none
+    is handed over (no gang bound in part), and the room goes to good."""
+    original = AllocateOp.commit
+
+    def commit(self: AllocateOp, ssn: Session) -> None:
+        if self.task.key == "default/bad-1":
+            raise _boom("a commit")
+        original(self, ssn)
+
+    monkeypatch.setattr(AllocateOp, "commit", commit)
+    result, cluster = cycle(gangs(), "allocate, backfill")
+    assert bound(result) == {"default/good-0": "n1", "default/good-1": "n1"}
+    assert_bad_lost_its_turn(result, cluster, "a commit", "allocate")
+    assert not [p for p in result.placed if p.startswith("default/bad-")]
