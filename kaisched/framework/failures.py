@@ -42,27 +42,21 @@ class Failures:
     """The errors of one session, the jobs they cost their turn, and the
     statements opened while a job is decided (the innermost decision's last)."""
 
-    __slots__ = ("errors", "failed", "_opened")
+    __slots__ = ("errors", "failed", "opened_stack")
 
     def __init__(self) -> None:
         self.errors: list[JobError] = []
         self.failed: set[JobKey] = set()
-        self._opened: list[list[Statement]] = []
+        # Per decision under way (the innermost last), the statements it opened.
+        self.opened_stack: list[list[Statement]] = []
 
     def __bool__(self) -> bool:
         return bool(self.errors)
 
     def opened(self, stmt: Statement) -> None:
         """A statement was opened: it belongs to the job being decided, if any."""
-        if self._opened:
-            self._opened[-1].append(stmt)
-
-    def begin(self) -> None:
-        self._opened.append([])
-
-    def end(self) -> list[Statement]:
-        """The decision is over: the statements it opened, last first."""
-        return self._opened.pop()[::-1]
+        if self.opened_stack:
+            self.opened_stack[-1].append(stmt)
 
     def add(self, error: JobError) -> None:
         self.errors.append(error)

@@ -468,30 +468,46 @@ class Session:
         says SchedulerError with the exception's message; the error is kept
         for the cycle's result (counted, its traceback logged); and None is
         returned, as it is for a job that already failed this session, which
-        is not asked again."""
-        if job.key in self.failures.failed:
+        is not asked again. (Asked per job of every action: kept lean.)"""
+        failures = self.failures
+        if failures.failed and job.key in failures.failed:
             return None
-        return self.guard(job, fn, *args)
+        held = self.held.get(job.key) if self.held else None    # a decision may take it
+        opened = failures.opened_stack
+        opened.append([])
+        try:
+            found = fn(*args)
+        except Exception as exc:       # a bug, or an object no check foresaw
+            self._undo(job, opened.pop(), held, exc)
+            return None
+        opened.pop()
+        return found
 
     def guard(self, job: JobInfo, fn: Callable[[*Ts], R], *args: *Ts) -> R | None:
         """decide(), asked even of a job that failed this session (what is
         said of it when the session closes)."""
-        failures = self.failures
-        held = self.held.get(job.key)
-        failures.begin()
+        held = self.held.get(job.key) if self.held else None
+        opened = self.failures.opened_stack
+        opened.append([])
         try:
             found = fn(*args)
-        except Exception as exc:       # a bug, or an object no check foresaw
-            for stmt in failures.end():
-                stmt.discard()
-            if held is not None:
-                held.discard()
-                self.held.pop(job.key, None)
-            self.holds.pop(job.key, None)
-            self.fail(job, JobError.of(job.key, self.action, exc))
+        except Exception as exc:
+            self._undo(job, opened.pop(), held, exc)
             return None
-        failures.end()
+        opened.pop()
         return found
+
+    def _undo(self, job: JobInfo, opened: list[Statement], held: Statement | None,
+              exc: Exception) -> None:
+        """A decision raised: discard what it opened (last first) and the
+        NonStrict hold the job had when it began, and say so."""
+        for stmt in reversed(opened):
+            stmt.discard()
+        if held is not None:
+            held.discard()
+            self.held.pop(job.key, None)
+        self.holds.pop(job.key, None)
+        self.fail(job, JobError.of(job.key, self.action, exc))
 
     def fail(self, job: JobInfo, error: JobError) -> None:
         """The job's decision raised: it says so, and is not decided again this session."""

@@ -30,7 +30,7 @@ from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Hook, PluginBase, Session, parse_config
-from kaisched.framework.effects import Bind, Evict
+from kaisched.framework.effects import Bind, Evict, Hold
 from kaisched.framework.failures import JobError
 from kaisched.framework.statement import AllocateOp
 from kaisched.runtime.binder import Binder
@@ -337,3 +337,26 @@ def test_a_commit_that_raises_binds_none_of_its_gang(monkeypatch: pytest.MonkeyP
     assert bound(result) == {"default/good-0": "n1", "default/good-1": "n1"}
     assert_bad_lost_its_turn(result, cluster, "a commit", "allocate")
     assert not [p for p in result.placed if p.startswith("default/bad-")]
+
+
+def test_a_nonstrict_hold_is_let_go_when_its_job_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bad (NonStrict) holds node n1 from the last session; deciding it
+    raises: the hold is discarded and not carried on, so good takes both nodes."""
+    objects = [build_node("n1", cpu=2), build_node("n2", cpu=2),
+               build_podgroup("bad", min_member=2, mode="NonStrict"), build_podgroup("good", min_member=2)]
+    objects[2]["metadata"]["creationTimestamp"] = "2025-12-31T00:00:00Z"
+    objects += [build_pod(f"bad-{i}", cpu=2, group="bad", creation="2025-12-31T00:00:00Z") for i in range(2)]
+    objects += [build_pod(f"good-{i}", cpu=2, group="good", creation="2025-12-31T01:00:00Z") for i in range(2)]
+    monkeypatch.setattr(actions.allocate, "place_job",
+                        _raising_for_bad(actions.allocate.place_job, "allocate"))
+    registry = register_builtins()
+    config = parse_config("actions: [allocate]\n" + TIERS % "", registry)
+    clock = ManualClock()
+    cluster = load_cluster(objects, clock)
+    scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
+    scheduler.holds = {BAD: Hold((("default/bad-0", "n1"),), clock.now() - 5)}
+    result = scheduler.run_once()
+    assert bound(result) == {"default/good-0": "n1", "default/good-1": "n2"} or \
+        bound(result) == {"default/good-0": "n2", "default/good-1": "n1"}
+    assert_bad_lost_its_turn(result, cluster, "allocate", "allocate")
+    assert BAD not in scheduler.holds
