@@ -146,6 +146,9 @@ def assert_bad_lost_its_turn(result: CycleResult, cluster: MemoryCluster, where:
     metrics = Metrics()
     metrics.observe(result, 0.0)
     assert metrics.registry.get_sample_value("kaisched_job_errors_total", {"action": action}) == 1
+    queue = cluster.get(PODGROUP, "default", "bad")["spec"].get("queue", "default")
+    assert metrics.registry.get_sample_value("kaisched_pending_gangs",
+                                             {"queue": queue, "reason": "error"}) == 1
 
 
 def bound(result: CycleResult) -> dict[str, str]:
