@@ -27,7 +27,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker
 from kaisched.catalog import register_builtins
-from kaisched.cluster.kinds import POD, PODGROUP
+from kaisched.cluster.kinds import POD, PODGROUP, UPSTREAM_PODGROUPS
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Hook, PluginBase, Session, parse_config
 from kaisched.framework.effects import Bind, Evict, Hold
@@ -363,3 +363,30 @@ def test_a_nonstrict_hold_is_let_go_when_its_job_raises(monkeypatch: pytest.Monk
         bound(result) == {"default/good-0": "n2", "default/good-1": "n1"}
     assert_bad_lost_its_turn(result, cluster, "allocate", "allocate")
     assert BAD not in scheduler.holds
+
+
+@pytest.mark.parametrize("api, condition", [
+    ("scheduling.k8s.io/v1beta1", "PodGroupInitiallyScheduled"),
+    ("scheduling.k8s.io/v1alpha2", "PodGroupScheduled"),
+])
+def test_an_upstream_podgroup_says_scheduler_error_in_its_own_condition(
+        monkeypatch: pytest.MonkeyPatch, api: str, condition: str) -> None:
+    monkeypatch.setattr(actions.allocate, "place_job",
+                        _raising_for_bad(actions.allocate.place_job, "allocate"))
+    objects: list[dict[str, Any]] = [build_node("n1", cpu=4)]
+    for name in ("bad", "good"):
+        objects.append({"apiVersion": api, "kind": "PodGroup",
+                        "metadata": {"name": name, "namespace": "default"},
+                        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
+        for i in range(2):
+            pod = build_pod(f"{name}-{i}", cpu=1)
+            pod["spec"]["schedulingGroup"] = {"podGroupName": name}
+            objects.append(pod)
+    result, cluster = cycle(objects, "allocate")
+    assert sorted(bound(result)) == ["default/good-0", "default/good-1"]
+    assert [e.job for e in result.errors] == [BAD]
+    kind = next(k for k in UPSTREAM_PODGROUPS if k.api_version == api)
+    group = cluster.get(kind, "default", "bad")
+    said = next(c for c in group["status"]["conditions"] if c["type"] == condition)
+    assert (said["status"], said["reason"]) == ("False", "SchedulerError"), said
+    assert "planted in allocate" in said["message"]
