@@ -173,6 +173,7 @@ class Scheduler:
             snapshotted, snapshotted_cpu = time.perf_counter(), time.process_time()
             outbox = Outbox(self.binder.submit) if self.binder.live else None
             ssn = Session(cluster, self.config, self.registry.build_plugins(self.config), outbox)
+            ssn.action = "session open"       # what a job's error while its room is put back says
             apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
             apply_moves(ssn, self.moves)       # and the room consolidation made
             abandoned = False

@@ -22,6 +22,7 @@ import actions.enqueue
 import actions.preempt
 import actions.reclaim
 import actions.stalegangeviction
+import kaisched.framework.holds
 from kaisched.api.clock import ManualClock
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
@@ -342,7 +343,12 @@ def test_a_commit_that_raises_binds_none_of_its_gang(monkeypatch: pytest.MonkeyP
     assert not [p for p in result.placed if p.startswith("default/bad-")]
 
 
-def test_a_nonstrict_hold_is_let_go_when_its_job_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("module, name, action", [
+    (actions.allocate, "place_job", "allocate"),
+    (kaisched.framework.holds, "_put_back", "session open"),    # as its hold is put back
+], ids=["deciding it", "putting its hold back"])
+def test_a_nonstrict_hold_is_let_go_when_its_job_raises(
+        monkeypatch: pytest.MonkeyPatch, module: Any, name: str, action: str) -> None:
     """bad (NonStrict) holds node n1 from the last session; deciding it
     raises: the hold is discarded and not carried on, so good takes both nodes."""
     objects = [build_node("n1", cpu=2), build_node("n2", cpu=2),
@@ -350,8 +356,7 @@ def test_a_nonstrict_hold_is_let_go_when_its_job_raises(monkeypatch: pytest.Monk
     objects[2]["metadata"]["creationTimestamp"] = "2025-12-31T00:00:00Z"
     objects += [build_pod(f"bad-{i}", cpu=2, group="bad", creation="2025-12-31T00:00:00Z") for i in range(2)]
     objects += [build_pod(f"good-{i}", cpu=2, group="good", creation="2025-12-31T01:00:00Z") for i in range(2)]
-    monkeypatch.setattr(actions.allocate, "place_job",
-                        _raising_for_bad(actions.allocate.place_job, "allocate"))
+    monkeypatch.setattr(module, name, _raising_for_bad(getattr(module, name), action))
     registry = register_builtins()
     config = parse_config("actions: [allocate]\n" + TIERS % "", registry)
     clock = ManualClock()
@@ -361,7 +366,7 @@ def test_a_nonstrict_hold_is_let_go_when_its_job_raises(monkeypatch: pytest.Monk
     result = scheduler.run_once()
     assert bound(result) == {"default/good-0": "n1", "default/good-1": "n2"} or \
         bound(result) == {"default/good-0": "n2", "default/good-1": "n1"}
-    assert_bad_lost_its_turn(result, cluster, "allocate", "allocate")
+    assert_bad_lost_its_turn(result, cluster, action, action)
     assert BAD not in scheduler.holds
 
 
