@@ -50,9 +50,6 @@ class Failures:
         # Per decision under way (the innermost last), the statements it opened.
         self.opened_stack: list[list[Statement]] = []
 
-    def __bool__(self) -> bool:
-        return bool(self.errors)
-
     def opened(self, stmt: Statement) -> None:
         """A statement was opened: it belongs to the job being decided, if any."""
         if self.opened_stack:
