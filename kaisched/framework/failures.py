@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 @attrs.frozen
 class JobError:
     """One job's decision raised: in which action, the exception in one line,
-    and its traceback (for the log)."""
+    and its traceback (for the log). An action's own step over many jobs
+    that raised has no job ("")."""
 
     job: JobKey
     action: str

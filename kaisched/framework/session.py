@@ -77,8 +77,8 @@ class Session:
         # Where decisions go: a plain list, or the runtime's outbox that hands
         # each effect to the binder as it is made.
         self.effects: list[Effect] = [] if effects is None else effects
-        # The action deciding now (the scheduler names it before each runs),
-        # and the jobs whose decision raised: each lost its turn (decide()).
+        # The action deciding now (run() names it), and the jobs whose
+        # decision raised: each lost its turn (decide()).
         self.action = ""
         self.failures = Failures()
         self.placed: dict[PodKey, NodeName] = {}          # committed binds
@@ -508,6 +508,24 @@ class Session:
             self.held.pop(job.key, None)
         self.holds.pop(job.key, None)
         self.fail(job, JobError.of(job.key, self.action, exc))
+
+    def run(self, action: str, execute: Callable[[Session], None]) -> None:
+        """Run an action (its name, its execute). An exception outside any
+        one job's decision (a step over many jobs: victims in order, say)
+        costs the rest of that action this cycle, never the cycle: the
+        statements it opened are discarded, the error is kept (counted and
+        logged as a job's is, under no job), and the next action runs."""
+        self.action = action
+        opened = self.failures.opened_stack
+        opened.append([])
+        try:
+            execute(self)
+        except Exception as exc:
+            for stmt in reversed(opened.pop()):
+                stmt.discard()
+            self.failures.errors.append(JobError.of(JobKey(""), action, exc))
+            return
+        opened.pop()
 
     def fail(self, job: JobInfo, error: JobError) -> None:
         """The job's decision raised: it says so, and is not decided again this session."""

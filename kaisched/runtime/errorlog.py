@@ -1,5 +1,5 @@
 """The log of jobs whose decision raised: each error's traceback is logged,
-at most once per job a minute, so a job that fails every cycle reports its
+at most once per job (or action, for an action's own step) a minute, so a job that fails every cycle reports its
 bug without flooding the log. Every error is counted all the same (the
 cycle's result carries them to the metrics), and the job's condition says
 SchedulerError with the message: the error is reported, never swallowed."""
@@ -27,13 +27,19 @@ class ErrorLog:
         returns those logged."""
         logged = []
         for error in errors:
-            last = self._last.get(error.job)
+            who = error.job or JobKey(f"action {error.action}")
+            last = self._last.get(who)
             if last is not None and now - last < self.every:
                 continue
-            self._last[error.job] = now
-            log.error("deciding %s in %s raised %s (it lost its turn this cycle; "
-                      "other jobs were scheduled)\n%s", error.job, error.action or "the session",
-                      error.message, error.trace.rstrip())
+            self._last[who] = now
+            if error.job:
+                log.error("deciding %s in %s raised %s (it lost its turn this cycle; "
+                          "other jobs were scheduled)\n%s", error.job, error.action or "the session",
+                          error.message, error.trace.rstrip())
+            else:
+                log.error("%s raised %s outside any one job's decision (the rest of it was "
+                          "skipped this cycle; the other actions ran)\n%s", error.action,
+                          error.message, error.trace.rstrip())
             logged.append(error)
         # Jobs quiet for longer than that are forgotten: the map stays small.
         self._last = {k: t for k, t in self._last.items() if now - t < self.every}

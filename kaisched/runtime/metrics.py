@@ -128,7 +128,9 @@ class Metrics:
         self.job_errors = r.counter("kaisched_job_errors",
                                     "Jobs whose decision raised (a scheduler error): each lost "
                                     "its turn that cycle, with reason SchedulerError; every other "
-                                    "job was scheduled. By the action deciding it.", ["action"])
+                                    "job was scheduled. By the action deciding it (also an "
+                                    "action's own step over many jobs that raised: the rest of "
+                                    "that action was skipped).", ["action"])
         # The numbers of each Queue's status, per resource (cpu in cores, memory in bytes).
         self.queue_amounts = {
             field: r.gauge(f"kaisched_queue_{field}", text, ["queue", "resource"])

@@ -181,8 +181,7 @@ class Scheduler:
                 if not proceed():
                     abandoned = True
                     break
-                ssn.action = action.name
-                action.execute(ssn)
+                ssn.run(action.name, action.execute)
             if self.keep_session:
                 self.last_session = ssn
             if abandoned or not proceed():

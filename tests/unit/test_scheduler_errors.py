@@ -395,3 +395,34 @@ def test_an_upstream_podgroup_says_scheduler_error_in_its_own_condition(
     said = next(c for c in group["status"]["conditions"] if c["type"] == condition)
     assert (said["status"], said["reason"]) == ("False", "SchedulerError"), said
     assert "planted in allocate" in said["message"]
+
+
+def test_an_error_outside_any_one_jobs_decision_costs_the_rest_of_its_action_only(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """preempt's victim order (a step over every candidate) raises: preempt
+    stops, evicts nothing; allocate's binds stand, stale-gang eviction runs,
+    statuses are written; the error is counted under preempt and logged."""
+    def victim_order(*args: Any) -> Any:
+        raise _boom("the victim order")
+
+    monkeypatch.setattr(actions.preempt, "victim_order", victim_order)
+    # n1 full of low; hi (high priority) would preempt there. small fits n2.
+    # st, on n3, is a gang short of its minimum past its grace period.
+    objects = [build_node("n1", cpu=4), build_node("n2", cpu=1), build_node("n3", cpu=2),
+               build_podgroup("low"), build_podgroup("hi"), build_podgroup("small"),
+               build_podgroup("st", min_member=3)]
+    objects[-1]["status"] = {"phase": "Running", "staleSince": "2025-12-31T23:50:00Z"}
+    objects += [build_pod(f"low-{i}", cpu=1, group="low", node="n1", priority=0) for i in range(4)]
+    objects += [build_pod("hi-0", cpu=2, group="hi", priority=10), build_pod("small-0", cpu=1, group="small")]
+    objects += [build_pod(f"st-{i}", cpu=1, group="st", node="n3") for i in range(2)]
+    with caplog.at_level(logging.ERROR, logger="kaisched.runtime.scheduler"):
+        result, cluster = cycle(objects, "allocate, preempt, stalegangeviction")
+    assert bound(result) == {"default/small-0": "n2"}
+    assert [(e.job, e.action, e.message) for e in result.errors] == [
+        ("", "preempt", "Planted: planted in the victim order")]
+    evicted = sorted(e.pod for e in result.effects if isinstance(e, Evict))
+    assert evicted == ["default/st-0", "default/st-1"]      # stale-gang eviction, after it
+    assert "the rest of it was skipped" in caplog.text and "Traceback" in caplog.text
+    metrics = Metrics()
+    metrics.observe(result, 0.0)
+    assert metrics.registry.get_sample_value("kaisched_job_errors_total", {"action": "preempt"}) == 1
