@@ -507,7 +507,13 @@ class Session:
             held.discard()
             self.held.pop(job.key, None)
         self.holds.pop(job.key, None)
-        self.fail(job, JobError.of(job.key, self.action, exc))
+        error = JobError.of(job.key, self.action, exc)
+        self.fail(job, error)
+        # The gangs of its gang group are decided with it: they lose the turn too.
+        for key in job.spec.gang_group:
+            member = self.cluster.jobs.get(key)
+            if member is not None and key not in self.failures.failed:
+                self.fail(member, error, counted=False)
 
     def run(self, action: str, execute: Callable[[Session], None]) -> None:
         """Run an action (its name, its execute). An exception outside any
@@ -527,12 +533,16 @@ class Session:
             return
         opened.pop()
 
-    def fail(self, job: JobInfo, error: JobError) -> None:
-        """The job's decision raised: it says so, and is not decided again this session."""
+    def fail(self, job: JobInfo, error: JobError, counted: bool = True) -> None:
+        """The job's decision raised (or, not counted, that of a gang decided
+        with it): it says so, and is not decided again this session."""
         self.unreserve(job.key)
         self.record_unschedulable(job, f"scheduler error in {error.action or 'the session'}: "
                                   f"{error.message}", Blocker.ERROR)
-        self.failures.add(error)
+        if counted:
+            self.failures.add(error)
+        else:
+            self.failures.failed.add(job.key)
 
     # -- changes (only Statement operations call these) ----------------------------
     def statement(self) -> Statement:

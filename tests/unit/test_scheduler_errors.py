@@ -426,3 +426,23 @@ def test_an_error_outside_any_one_jobs_decision_costs_the_rest_of_its_action_onl
     metrics = Metrics()
     metrics.observe(result, 0.0)
     assert metrics.registry.get_sample_value("kaisched_job_errors_total", {"action": "preempt"}) == 1
+
+
+def test_the_gangs_of_a_gang_group_lose_their_turn_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bad and mate form a gang group; placing them raises: neither is
+    placed, both say SchedulerError, the error is counted once; good is placed."""
+    def place_group(*args: Any) -> bool:
+        raise _boom("a gang group")
+
+    monkeypatch.setattr(actions.allocate, "place_group", place_group)
+    group = ["default/bad", "default/mate"]
+    objects = [build_node("n1", cpu=4), build_podgroup("bad", gangGroup=group),
+               build_podgroup("mate", gangGroup=group), build_podgroup("good")]
+    objects += [build_pod(f"{n}-0", cpu=1, group=n) for n in ("bad", "mate", "good")]
+    result, cluster = cycle(objects, "allocate, backfill")
+    assert bound(result) == {"default/good-0": "n1"}
+    assert [e.job for e in result.errors] in ([BAD], ["default/mate"])
+    for name in ("bad", "mate"):
+        cond = next(c for c in cluster.get(PODGROUP, "default", name)["status"]["conditions"]
+                    if c["type"] == "Scheduled")
+        assert cond["reason"] == "SchedulerError" and "planted in a gang group" in cond["message"]
