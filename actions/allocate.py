@@ -7,7 +7,9 @@ committed only when the gang is ready; a job that could start once releasing
 pods are gone keeps its placements as reservations for this session; anything
 else is undone. Tasks beyond the minimum go one at a time, the job re-queued,
 so other jobs' minimums come first. The gangs of a gangGroup share one
-statement: every one reaches its minimum, or none is placed.
+statement: every one reaches its minimum, or none is placed. Each job is
+placed under its own guard (Session.decide): one whose placement raises
+loses its turn, the others are placed as if it were not there.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from actions.common.placement import (
     queue_of,
 )
 from kaisched.api.job import JobInfo
+from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, QueueName
 from kaisched.framework import Session
 
@@ -38,11 +41,9 @@ class AllocateAction:
         domains = DomainChoice(ssn)
         entries: dict[QueueName, list[tuple[Any, ...]]] = {}
         for job in ssn.cluster.active_jobs():
-            if job.key in ssn.held:
-                pass         # a NonStrict hold: it must be finished or kept either way
-            elif not placeable(ssn, job) or all(t.best_effort for t in ssn.pending(job)):
-                continue     # nothing to place, or all best-effort: backfill's
-            entries.setdefault(job.queue, []).append((ssn.job_order_key(job), next(seq), job))
+            key = ssn.decide(job, _entry_key, ssn, job)
+            if key is not None:
+                entries.setdefault(job.queue, []).append((key, next(seq), job))
         jobs = {name: _Jobs(found) for name, found in entries.items()}
         guards = starvation.guard(ssn, heads(ssn, jobs.values()))
         head_key = ssn.queue_head_order_key
@@ -50,8 +51,12 @@ class AllocateAction:
 
         def queue_key(name: QueueName) -> tuple[Any, ...]:
             queue = queue_of(ssn, name)
-            head = head_key(queue, need_of(ssn, jobs[name].first()[2])) if several else ()
-            return (head, ssn.queue_order_key(queue))
+            if not several:
+                return ((), ssn.queue_order_key(queue))
+            job = jobs[name].first()[2]
+            # A head whose need raised is asked for nothing: it is popped, and passed over.
+            need = ssn.decide(job, need_of, ssn, job)
+            return (head_key(queue, need if need is not None else Resource()), ssn.queue_order_key(queue))
 
         queues = [(queue_key(q), q) for q in jobs]
         heapq.heapify(queues)
@@ -60,15 +65,9 @@ class AllocateAction:
             _, name = heapq.heappop(queues)
             heap = jobs[name]
             _, _, job = heap.pop()
-            if job.spec.gang_group and not ssn.job_ready(job):
-                if job.key not in grouped:
-                    members = group_members(ssn, job)
-                    grouped.update(m.key for m in members)
-                    place_group(ssn, domains, members)
-            elif place_job(ssn, domains, job) and ssn.pending(job):
-                heap.push((ssn.job_order_key(job), next(seq), job))
-            if job.key in ssn.reserved_for and ssn.job_pipelined(job):
-                ssn.unreserve(job.key)      # placed, or waiting only for releasing room
+            again = ssn.decide(job, _place, ssn, domains, job, grouped)
+            if again is not None:
+                heap.push((again, next(seq), job))
             if heap:        # one queue alone needs no key: nothing to order it against
                 heapq.heappush(queues, (queue_key(name) if several else (), name))
         starvation.report(ssn, guards)
@@ -112,11 +111,37 @@ class _Jobs:
         heapq.heappush(self.back, entry)
 
 
+def _entry_key(ssn: Session, job: JobInfo) -> tuple[Any, ...] | None:
+    """The job's order key when allocate has something to place for it."""
+    if job.key not in ssn.held and (       # a NonStrict hold must be finished or kept either way
+            not placeable(ssn, job) or all(t.best_effort for t in ssn.pending(job))):
+        return None     # nothing to place, or all best-effort: backfill's
+    return ssn.job_order_key(job)
+
+
+def _place(ssn: Session, domains: DomainChoice, job: JobInfo, grouped: set[JobKey]
+           ) -> tuple[Any, ...] | None:
+    """Place the job's minimum (with its gang group's, once), or one more
+    task; the job's key when it has more to place after this."""
+    again = None
+    if job.spec.gang_group and not ssn.job_ready(job):
+        if job.key not in grouped:
+            members = group_members(ssn, job)
+            grouped.update(m.key for m in members)
+            place_group(ssn, domains, members)
+    elif place_job(ssn, domains, job) and ssn.pending(job):
+        again = ssn.job_order_key(job)
+    if job.key in ssn.reserved_for and ssn.job_pipelined(job):
+        ssn.unreserve(job.key)      # placed, or waiting only for releasing room
+    return again
+
+
 def heads(ssn: Session, queues: Iterable[Iterable[tuple[Any, ...]]]) -> list[JobInfo]:
     """The first gang of every queue that still waits for its minimum."""
     out = []
     for heap in queues:
-        waiting = [entry for entry in heap if not ssn.job_ready(entry[2])]
+        # (A job whose readiness raised is no head: it is not placed this session.)
+        waiting = [entry for entry in heap if ssn.decide(entry[2], ssn.job_ready, entry[2]) is False]
         if waiting:
             out.append(min(waiting, key=lambda entry: entry[:2])[2])
     return out

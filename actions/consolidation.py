@@ -38,24 +38,30 @@ class ConsolidationAction:
         verdicts: dict[JobKey, str | None] = {}     # why each job may not move (None: it may)
         taken: list[TaskInfo] = []                  # pods moved in this session
         tried = 0
-        for job, tasks in jobs:
-            if len(taken) >= config.max_pods or tried >= JOBS_TRIED:
-                break
+
+        def consolidate(job: JobInfo, tasks: list[TaskInfo]) -> None:
+            nonlocal tried
             if ssn.job_pipelined(job) or job.spec.gang_group:
-                continue        # placed already; or one of a gang group, placed with the others only
+                return          # placed already; or one of a gang group, placed with the others only
             search = LargestBlockersFirst(ssn, job, still_needed(ssn, job, tasks), movable,
                                           config.max_pods, config.cooldown, disruptions, taken,
                                           verdicts)
             if not search.room_enough():
-                continue        # the cluster lacks the room, in pieces or not: moves give none
+                return          # the cluster lacks the room, in pieces or not: moves give none
             tried += 1
             stmt = search.build()
             if stmt is None:
                 _note_protected(ssn, job, search.protected)
-                continue
+                return
             stmt.commit()
             _record(ssn, job, search.moved)
             taken.extend(search.moved)
+
+        # Each job under its own guard: one whose plan raises loses its turn.
+        for job, tasks in jobs:
+            if len(taken) >= config.max_pods or tried >= JOBS_TRIED:
+                break
+            ssn.decide(job, consolidate, job, tasks)
 
 
 def _note_protected(ssn: Session, job: JobInfo, protected: dict[JobKey, str]) -> None:

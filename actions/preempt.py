@@ -53,15 +53,23 @@ class PreemptAction:
         def check_of(job: JobInfo) -> Check:
             return lambda t: ssn.allocatable(job, t)
 
-        for job, tasks in jobs:
-            if job.queue not in any_victim or ssn.job_pipelined(job):
-                continue
+        def preempt_for(job: JobInfo, tasks: list[TaskInfo]) -> None:
+            if ssn.job_pipelined(job):
+                return
             if not place_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
                                      Cause.PREEMPT, check_of(job), order) and ssn.protects:
                 lower = {t.job for t in by_queue[job.queue]
                          if ssn.cluster.jobs[t.job].priority < job.priority}
                 note_protected(ssn, job, Cause.PREEMPT, (ssn.cluster.jobs[k] for k in sorted(lower)))
+
+        def preempt_extras(job: JobInfo, tasks: list[TaskInfo]) -> None:
+            place_extras_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
+                                     check_of(job), Cause.PREEMPT, order)
+
+        # Each job under its own guard: one whose decision raises loses its turn.
+        for job, tasks in jobs:
+            if job.queue in any_victim:
+                ssn.decide(job, preempt_for, job, tasks)
         for job, tasks in extras:
             if job.queue in any_victim:
-                place_extras_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
-                                         check_of(job), Cause.PREEMPT, order)
+                ssn.decide(job, preempt_extras, job, tasks)

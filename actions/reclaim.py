@@ -39,14 +39,23 @@ class ReclaimAction:
         if not jobs and not extras:
             return
         domains = DomainChoice(ssn)
+        # Each job under its own guard: one whose decision raises loses its turn.
         for job, tasks in jobs:
-            if not ssn.job_pipelined(job) and not reclaim_for(
-                    ssn, domains, job, still_needed(ssn, job, tasks)) and ssn.protects:
-                note_protected(ssn, job, Cause.RECLAIM, candidates(ssn, job))
+            ssn.decide(job, _reclaim_minimum, ssn, domains, job, tasks)
         for job, tasks in extras:
-            for task in tasks:
-                if not reclaim_for(ssn, domains, job, [task], surplus_only=True):
-                    break
+            ssn.decide(job, _reclaim_extras, ssn, domains, job, tasks)
+
+
+def _reclaim_minimum(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo]) -> None:
+    if not ssn.job_pipelined(job) and not reclaim_for(
+            ssn, domains, job, still_needed(ssn, job, tasks)) and ssn.protects:
+        note_protected(ssn, job, Cause.RECLAIM, candidates(ssn, job))
+
+
+def _reclaim_extras(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo]) -> None:
+    for task in tasks:
+        if not reclaim_for(ssn, domains, job, [task], surplus_only=True):
+            break
 
 
 def candidates(ssn: Session, job: JobInfo) -> list[JobInfo]:

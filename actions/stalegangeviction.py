@@ -50,35 +50,40 @@ class StaleGangEvictionAction:
         for job in ssn.cluster.active_jobs():   # a settled gang is whole
             if job.min_member <= 1 and not job.spec.subgroups and not job.status.stale_since:
                 continue    # a gang of one is never partly alive
-            # Alive counts Succeeded pods even where the gang's own rules do not
-            # (the upstream Workload API's): a finishing gang is not stale; nor is
-            # one still starting. The whole gang (the common case) is asked first,
-            # its pods on nodes only of a gang short of it.
-            on_nodes: list[TaskInfo] = []
-            if job.minimum_met(READY_STATUSES) or ssn.job_ready(job) or not (on_nodes := [
-                    t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]) \
-                    or finishing(job) or starting(job):
-                if job.status.stale_since:
-                    ssn.stale_since[job.key] = None
-                continue
-            alive = job.count(READY_STATUSES)
-            since = from_rfc3339(job.status.stale_since) or ssn.now
-            ssn.stale_since[job.key] = to_rfc3339(since)
-            grace = job.spec.stale_grace if job.spec.stale_grace is not None \
-                else ssn.config.stale_gang_grace_period
-            if ssn.now - since < grace:
-                continue
-            short = f"{alive}/{job.min_member} pods alive"
-            have = job.leaf_counts(READY_STATUSES)
-            if job.spec.subgroups and not job.tree.met(have):
-                short += f" ({job.tree.shortfall(have)})"
-            message = (f"gang {job.key} has had {short} for "
-                       f"{ssn.now - since:.0f}s, past its grace period of {grace:.0f}s")
-            stmt = ssn.statement()
-            for task in on_nodes:
-                stmt.evict(task, Cause.STALE_GANG, detail=message)
-            stmt.commit()
+            ssn.decide(job, _look_at, ssn, job)     # under its own guard: one that raises loses its turn
+
+
+def _look_at(ssn: Session, job: JobInfo) -> None:
+    """Time the gang's shortfall; evict it whole once past its grace period."""
+    # Alive counts Succeeded pods even where the gang's own rules do not
+    # (the upstream Workload API's): a finishing gang is not stale; nor is
+    # one still starting. The whole gang (the common case) is asked first,
+    # its pods on nodes only of a gang short of it.
+    on_nodes: list[TaskInfo] = []
+    if job.minimum_met(READY_STATUSES) or ssn.job_ready(job) or not (on_nodes := [
+            t for t in job.tasks.values() if t.status in EVICTABLE and not t.critical]) \
+            or finishing(job) or starting(job):
+        if job.status.stale_since:
             ssn.stale_since[job.key] = None
+        return
+    alive = job.count(READY_STATUSES)
+    since = from_rfc3339(job.status.stale_since) or ssn.now
+    ssn.stale_since[job.key] = to_rfc3339(since)
+    grace = job.spec.stale_grace if job.spec.stale_grace is not None \
+        else ssn.config.stale_gang_grace_period
+    if ssn.now - since < grace:
+        return
+    short = f"{alive}/{job.min_member} pods alive"
+    have = job.leaf_counts(READY_STATUSES)
+    if job.spec.subgroups and not job.tree.met(have):
+        short += f" ({job.tree.shortfall(have)})"
+    message = (f"gang {job.key} has had {short} for "
+               f"{ssn.now - since:.0f}s, past its grace period of {grace:.0f}s")
+    stmt = ssn.statement()
+    for task in on_nodes:
+        stmt.evict(task, Cause.STALE_GANG, detail=message)
+    stmt.commit()
+    ssn.stale_since[job.key] = None
 
 
 def finishing(job: JobInfo) -> bool:

@@ -19,6 +19,8 @@ from kaisched.framework.effects import RecordEvent, SetPodCondition, SetPodGroup
 
 _WAITING = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 _NONE = dict.fromkeys(TaskStatus, 0)     # every status counted, as none (copied by `|`)
+# The gang's reasons its pods' PodScheduled condition says too (no node helps them).
+_KEPT_BY_PODS = (Reason.WAITING_FOR_QUOTA.value, Reason.SCHEDULER_ERROR.value)
 # How a gang ended: the upstream API's condition has no word for it.
 _ENDED = (Reason.SUCCEEDED.value, Reason.FAILED.value)
 
@@ -31,20 +33,24 @@ class PodGroupStatusPlugin(PluginBase):
 
     def on_session_close(self, ssn: Session) -> None:
         # A settled job that did not change has nothing new to say.
+        # Each under its own guard: a job whose report raises keeps the
+        # status it had (the error is counted and logged), the others are
+        # reported; one whose decision raised is reported too (SchedulerError).
         for job in ssn.cluster.active_jobs():
-            _report(ssn, job)
+            ssn.guard(job, _report, ssn, job)
         for job in ssn.cluster.waiting_groups:
-            _enqueued(ssn, job)
+            ssn.guard(job, _enqueued, ssn, job)
 
 
 def _enqueued(ssn: Session, job: JobInfo) -> None:
     """A PodGroup no pod names yet: Inqueue once admitted (at once, with no
     enqueue action to gate it), so a controller waiting for that makes its
-    pods; else Pending, saying why when enqueue said so."""
+    pods; else Pending, saying why when enqueue said so (waiting for quota
+    when only its queue's room refused it, as for a gang with pods)."""
     admitted = ssn.admitted is None or job.key in ssn.admitted
     why = job.problem or ssn.unschedulable.get(job.key)
     cond = None if admitted or not why else _condition(
-        job.status, "False", (Reason.INVALID if job.problem else Reason.UNSCHEDULABLE).value,
+        job.status, "False", (Reason.INVALID if job.problem else _waiting_reason(ssn, job)).value,
         why, ssn.now_text)
     new = attrs.evolve(job.status, phase=PodGroupPhase.INQUEUE if admitted and not job.problem
                        else PodGroupPhase.PENDING, conditions=tuple(
@@ -93,9 +99,8 @@ def _report(ssn: Session, job: JobInfo) -> None:
         return
     changed = job.spec.declared and old.condition("Scheduled") != cond
     # Its pods say Unschedulable (which cluster autoscalers act on) unless
-    # they wait only for their queue.
-    said = Reason.WAITING_FOR_QUOTA.value if cond.reason == Reason.WAITING_FOR_QUOTA.value \
-        else Reason.UNSCHEDULABLE.value
+    # they wait only for their queue, or deciding them raised.
+    said = cond.reason if cond.reason in _KEPT_BY_PODS else Reason.UNSCHEDULABLE.value
     for task in job.tasks.values():
         waiting = task.status in _WAITING or (
             task.status is TaskStatus.ALLOCATED and task.key not in ssn.placed)
@@ -115,8 +120,8 @@ def _upstream(ssn: Session, job: JobInfo, target: StatusTarget, said: Condition)
         return
     # In the words its API allows: waiting for room, quota or order is Unschedulable; a
     # group that cannot be used as it is, SchedulerError.
-    reason = "Scheduled" if said.status == "True" else \
-        "SchedulerError" if said.reason == Reason.INVALID.value else Reason.UNSCHEDULABLE.value
+    reason = "Scheduled" if said.status == "True" else "SchedulerError" \
+        if said.reason in (Reason.INVALID.value, Reason.SCHEDULER_ERROR.value) else Reason.UNSCHEDULABLE.value
     old = job.status.condition(target.condition)
     if target.terminal and old is not None and old.status == "True":
         return
@@ -155,11 +160,15 @@ def _waiting_extras(ssn: Session, job: JobInfo) -> list[Extra]:
     return out
 
 
+_REASON_OF = {Blocker.QUOTA: Reason.WAITING_FOR_QUOTA, Blocker.ERROR: Reason.SCHEDULER_ERROR}
+
+
 def _waiting_reason(ssn: Session, job: JobInfo) -> Reason:
     """Unschedulable, unless the gang waits only for its queue's quota,
-    limit or order: then no node would help, and autoscalers must not add one."""
-    return Reason.WAITING_FOR_QUOTA if ssn.blockers.get(job.key) is Blocker.QUOTA \
-        else Reason.UNSCHEDULABLE
+    limit or order (then no node would help, and autoscalers must not add
+    one), or deciding it raised: SchedulerError, which no node helps either."""
+    blocker = ssn.blockers.get(job.key)
+    return Reason.UNSCHEDULABLE if blocker is None else _REASON_OF.get(blocker, Reason.UNSCHEDULABLE)
 
 
 def _status(ssn: Session, job: JobInfo, extras: list[Extra] | None = None) -> PodGroupStatus:

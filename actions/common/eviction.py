@@ -18,6 +18,7 @@ from actions.common.topology import bound_domain
 from kaisched.api.conflicts import stands_in_way
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
+from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import GPU, PODS
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
@@ -73,7 +74,7 @@ def starving_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     """Jobs that are not even pipelined-ready, with their pending tasks in task
     order; queues fairest first, then jobs in job order."""
     queues = ssn.cluster.queues
-    waiting = [(j, starving(ssn, j)) for j in ssn.cluster.active_jobs()
+    waiting = [(j, ssn.decide(j, starving, ssn, j)) for j in ssn.cluster.active_jobs()
                if j.count_of(TaskStatus.PENDING) and j.queue in queues]
     return _in_order(ssn, [(j, tasks) for j, tasks in waiting if tasks])
 
@@ -84,21 +85,34 @@ def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     queues = ssn.cluster.queues
     waiting = []
     for job in ssn.cluster.active_jobs():
-        if not job.count_of(TaskStatus.PENDING) or job.queue not in queues \
-                or not ssn.job_ready(job) or refused(ssn, job) or delayed(ssn, job):
-            continue
-        extras = ssn.pending(job)
-        if extras and not never_preempts(extras):
-            waiting.append((job, ssn.ordered_tasks(job, extras)))
+        if job.count_of(TaskStatus.PENDING) and job.queue in queues:
+            extras = ssn.decide(job, _extras, ssn, job)
+            if extras:
+                waiting.append((job, extras))
     return _in_order(ssn, waiting)
+
+
+def _extras(ssn: Session, job: JobInfo) -> list[TaskInfo]:
+    """The pending tasks of a running job that may evict for them, in order."""
+    if not ssn.job_ready(job) or refused(ssn, job) or delayed(ssn, job):
+        return []
+    extras = ssn.pending(job)
+    return ssn.ordered_tasks(job, extras) if extras and not never_preempts(extras) else []
 
 
 def _in_order(ssn: Session, waiting: list[tuple[JobInfo, list[TaskInfo]]]
               ) -> list[tuple[JobInfo, list[TaskInfo]]]:
-    """Queues in queue order (fairest first), jobs in job order inside each."""
+    """Queues in queue order (fairest first), jobs in job order inside each
+    (a job whose key raised is left out: it lost its turn)."""
     queues = ssn.cluster.queues
-    return sorted(waiting, key=lambda jt: (ssn.queue_order_key(queues[jt[0].queue]),
-                                           ssn.job_order_key(jt[0])))
+    keyed = [(key, jt) for jt in waiting
+             if (key := ssn.decide(jt[0], _order_key, ssn, queues[jt[0].queue], jt[0])) is not None]
+    keyed.sort(key=lambda kjt: kjt[0])
+    return [jt for _, jt in keyed]
+
+
+def _order_key(ssn: Session, queue: QueueInfo, job: JobInfo) -> tuple[Any, ...]:
+    return (ssn.queue_order_key(queue), ssn.job_order_key(job))
 
 
 def starving(ssn: Session, job: JobInfo) -> list[TaskInfo]:

@@ -28,15 +28,15 @@ def queue_of(ssn: Session, name: QueueName) -> QueueInfo:
 
 def placeable(ssn: Session, job: JobInfo) -> bool:
     """The job has pending tasks, is valid and admitted by the enqueue gate;
-    an invalid one is told why."""
-    if not job.count_of(TaskStatus.PENDING) or not ssn.admits(job):
+    an invalid one is told why (also when the gate held it back for that)."""
+    if not job.count_of(TaskStatus.PENDING):
         return False
     reason = ssn.job_invalid(job)
     if reason:
         gated = any(t.gates for t in job.tasks.values() if t.status is TaskStatus.PENDING)
         ssn.record_unschedulable(job, reason, Blocker.GATES if gated else Blocker.INVALID)
         return False
-    return True
+    return ssn.admits(job)
 
 
 def still_needed(ssn: Session, job: JobInfo, tasks: list[TaskInfo] | None = None

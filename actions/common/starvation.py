@@ -43,6 +43,12 @@ def starving_since(ssn: Session, job: JobInfo) -> float | None:
     return crossed if crossed <= ssn.now else None
 
 
+def _starving_since(ssn: Session, job: JobInfo) -> float | None:
+    """starving_since, for a gang waiting for room (not for what no room gives)."""
+    since = starving_since(ssn, job)
+    return since if since is not None and not refused(ssn, job) else None
+
+
 def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
     """Room (rows x resources) for the gang's minimum on the nodes it would
     use, or None if it would not fit even on empty nodes."""
@@ -77,11 +83,12 @@ def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
 def guard(ssn: Session, heads: Iterable[JobInfo]) -> list[Guard]:
     """Hold room for every starving head-of-queue gang; oldest wait first."""
     # A gang waiting for what no room gives (its minResources, gates, ...) holds nothing.
+    # Each gang is asked under its own guard: one whose questions raise holds nothing.
     starving = [(since, job) for job in heads
-                if (since := starving_since(ssn, job)) is not None and not refused(ssn, job)]
+                if (since := ssn.decide(job, _starving_since, ssn, job)) is not None]
     guards = []
     for since, job in sorted(starving, key=lambda sj: (sj[0], sj[1].key)):
-        room = plan(ssn, job)
+        room = ssn.decide(job, plan, ssn, job)
         if room is None:
             continue        # it would not fit on empty nodes: holding room helps no one
         ssn.reserve(job.key, room)

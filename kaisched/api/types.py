@@ -82,6 +82,7 @@ class Blocker(str, enum.Enum):
     VOLUMES = "volumes"         # its volumes or claims cannot be had where it could run
     PLACEMENT = "placement"     # placement rules: affinity, taints, spread, ports, selectors
     INVALID = "invalid"         # its PodGroup or pods are invalid
+    ERROR = "error"             # deciding it raised: a scheduler error, tried again next cycle
 
 
 class Reason(str, enum.Enum):
@@ -93,6 +94,9 @@ class Reason(str, enum.Enum):
     SCHEDULED = "Scheduled"
     FAILED_SCHEDULING = "FailedScheduling"
     INVALID = "InvalidPodGroup"
+    # Deciding it raised (a bug, or an object no check foresaw): it lost its
+    # turn this cycle, every other job was scheduled (kube-scheduler's word).
+    SCHEDULER_ERROR = "SchedulerError"
     TIMEOUT = "Timeout"
     PREEMPTED = "Preempted"
     EVICTED = "Evicted"

@@ -27,34 +27,39 @@ DEFAULT_WAIT = 600.0    # seconds a NonStrict gang may hold room without startin
 
 def apply_holds(ssn: Session, holds: Mapping[JobKey, Hold]) -> None:
     """Put last session's holds back (ssn.held) before any action runs, so no
-    other job takes their room; an expired hold is dropped and may not re-hold now."""
-    held = ssn.held
-    table = ssn.cluster.table
+    other job takes their room; an expired hold is dropped and may not re-hold
+    now. Each job's under its own guard: one that raises holds nothing."""
     for key in sorted(holds):
-        hold, job = holds[key], ssn.cluster.jobs.get(key)
-        if job is None or job.spec.mode is not GangMode.NON_STRICT or ssn.job_invalid(job):
+        job = ssn.cluster.jobs.get(key)
+        if job is not None:
+            ssn.decide(job, _put_back, ssn, holds[key], job)
+
+
+def _put_back(ssn: Session, hold: Hold, job: JobInfo) -> None:
+    key, table = job.key, ssn.cluster.table
+    if job.spec.mode is not GangMode.NON_STRICT or ssn.job_invalid(job):
+        return
+    wait = job.spec.wait_time or DEFAULT_WAIT
+    if ssn.now - hold.since >= wait:
+        ssn.no_hold.add(key)
+        return
+    stmt = ssn.statement()
+    for pod, node in hold.tasks:
+        task = job.tasks.get(pod)
+        row = table.index.get(node)
+        if task is None or task.status is not TaskStatus.PENDING or row is None:
             continue
-        wait = job.spec.wait_time or DEFAULT_WAIT
-        if ssn.now - hold.since >= wait:
-            ssn.no_hold.add(key)
+        vec = table.vector(task.resreq)
+        if not ssn.static_mask(task)[row] or not table.fits(vec, table.future[row:row + 1])[0] \
+                or not ssn.pod_fits(task, node) or not ssn.devices_fit(task, node):
             continue
-        stmt = ssn.statement()
-        for pod, node in hold.tasks:
-            task = job.tasks.get(pod)
-            row = table.index.get(node)
-            if task is None or task.status is not TaskStatus.PENDING or row is None:
-                continue
-            vec = table.vector(task.resreq)
-            if not ssn.static_mask(task)[row] or not table.fits(vec, table.future[row:row + 1])[0] \
-                    or not ssn.pod_fits(task, node) or not ssn.devices_fit(task, node):
-                continue
-            if table.fits(vec, table.idle[row:row + 1])[0] and ssn.free_beyond_resources(task, node):
-                stmt.allocate(task, node)
-            else:
-                stmt.pipeline(task, node)
-        if stmt.ops:
-            held[key] = stmt
-            ssn.hold_since[key] = hold.since
+        if table.fits(vec, table.idle[row:row + 1])[0] and ssn.free_beyond_resources(task, node):
+            stmt.allocate(task, node)
+        else:
+            stmt.pipeline(task, node)
+    if stmt.ops:
+        ssn.held[key] = stmt
+        ssn.hold_since[key] = hold.since
 
 
 def hold_of(ssn: Session, job: JobInfo) -> Hold:

@@ -31,26 +31,34 @@ HOLD_LIMIT = 300.0      # seconds the room is held for pods that do not come
 
 
 def apply_moves(ssn: Session, moves: Mapping[JobKey, MoveHold]) -> None:
-    """Put the held room back for each job that has not taken all of it."""
+    """Put the held room back for each job that has not taken all of it
+    (each job's under its own guard: one that raises holds nothing)."""
     for key in sorted(moves):
         hold, job = moves[key], ssn.cluster.jobs.get(key)
         if ssn.now - hold.since >= HOLD_LIMIT or (job is None and not hold.awaited):
             continue
         if job is None:
-            # Its pods are gone and none is made again yet: the room waits for them.
-            slots = list(hold.slots)
-            sharers = list(hold.sharers)
-            room = _room(ssn, slots)
+            _put_back(ssn, key, hold, None)
         else:
-            slots = open_slots(job, hold)
-            if not slots or placed_elsewhere(ssn, job, hold):
-                continue        # its pods sit on all of the room, or are placed anyway: done
-            sharers = _open_sharers(hold, slots)
-            room = _place(ssn, job, slots, sharers)
-        ssn.moves[key] = hold   # carried on to the next session
-        room = _hold_gpus(ssn, sharers, room)
-        if room.any():
-            ssn.reserve(key, room)
+            ssn.decide(job, _put_back, ssn, key, hold, job)
+
+
+def _put_back(ssn: Session, key: JobKey, hold: MoveHold, job: JobInfo | None) -> None:
+    if job is None:
+        # Its pods are gone and none is made again yet: the room waits for them.
+        slots = list(hold.slots)
+        sharers = list(hold.sharers)
+        room = _room(ssn, slots)
+    else:
+        slots = open_slots(job, hold)
+        if not slots or placed_elsewhere(ssn, job, hold):
+            return          # its pods sit on all of the room, or are placed anyway: done
+        sharers = _open_sharers(hold, slots)
+        room = _place(ssn, job, slots, sharers)
+    ssn.moves[key] = hold   # carried on to the next session
+    room = _hold_gpus(ssn, sharers, room)
+    if room.any():
+        ssn.reserve(key, room)
 
 
 def hold_of(job: JobInfo, slots: tuple[tuple[NodeName, Resource], ...], since: float,

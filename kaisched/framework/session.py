@@ -19,9 +19,10 @@ from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
+from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, QueueName, TaskStatus
 from kaisched.framework.effects import Cause, Effect, Hold, MoveHold, Prebind
 from kaisched.framework.explanation import Explanation
+from kaisched.framework.failures import Failures, JobError
 from kaisched.framework.hooks import (
     CheckKey,
     FilterKey,
@@ -76,6 +77,10 @@ class Session:
         # Where decisions go: a plain list, or the runtime's outbox that hands
         # each effect to the binder as it is made.
         self.effects: list[Effect] = [] if effects is None else effects
+        # The action deciding now (run() names it), and the jobs whose
+        # decision raised: each lost its turn (decide()).
+        self.action = ""
+        self.failures = Failures()
         self.placed: dict[PodKey, NodeName] = {}          # committed binds
         self.reservations: dict[PodKey, NodeName] = {}    # held for this session only
         self.unschedulable: dict[JobKey, str] = {}        # why a job was not placed
@@ -90,10 +95,12 @@ class Session:
         self.no_hold: set[JobKey] = set()
         self.holds: dict[JobKey, Hold] = {}
         # The enqueue gate: None when no enqueue action runs (nothing gated),
-        # else the gangs admitted; inqueue holds the minResources of those
-        # admitted that have not started, which later admissions must leave.
+        # else the gangs admitted; inqueue holds the queue and minResources of
+        # those admitted that have not started, which later admissions must
+        # leave (the queue kept here: a PodGroup with no pods yet is no job of
+        # the cluster's).
         self.admitted: set[JobKey] | None = None
-        self.inqueue: dict[JobKey, Resource] = {}
+        self.inqueue: dict[JobKey, tuple[QueueName, Resource]] = {}
         # Room held for starving gangs, per gang (rows x resources of the node
         # table): other gangs may use a node's room only beyond it.
         self.reserved_for: dict[JobKey, np.ndarray] = {}
@@ -172,6 +179,7 @@ class Session:
 
     def close(self) -> list[Effect]:
         for plugin in reversed(self.plugins):
+            self.action = plugin.name       # what a job's guarded report there says
             plugin.on_session_close(self)
         return self.effects
 
@@ -240,14 +248,14 @@ class Session:
         assert self.admitted is not None, "admit() is the enqueue action's"
         self.admitted.add(job.key)
         if job.spec.min_resources is not None and not self.job_ready(job):
-            self.inqueue[job.key] = job.spec.min_resources
+            self.inqueue[job.key] = (job.queue, job.spec.min_resources)
 
     def inqueue_request(self, but: JobInfo, queues: Sequence[str] | None = None) -> Resource:
         """minResources of the admitted gangs not started yet, but one, in
         the given queues (default: everywhere)."""
         total = Resource()
-        for key, need in self.inqueue.items():
-            if key != but.key and (queues is None or self.cluster.jobs[key].queue in queues):
+        for key, (queue, need) in self.inqueue.items():
+            if key != but.key and (queues is None or queue in queues):
                 total = total + need
         return total
 
@@ -430,7 +438,10 @@ class Session:
     def record_unschedulable(self, job: JobInfo, message: str,
                              blocker: Blocker | None = None) -> None:
         """Why the job was not placed, and the class of what blocks it (kept from
-        an earlier record when not given; resources when never given)."""
+        an earlier record when not given; resources when never given). A job
+        whose decision raised keeps saying so."""
+        if job.key in self.failures.failed:
+            return
         self.unschedulable[job.key] = message
         if blocker is not None:
             self.blockers[job.key] = blocker
@@ -441,7 +452,7 @@ class Session:
         """Add to why the job was not placed (what an eviction it could not
         make was held back by), keeping the class of what blocks it."""
         said = self.unschedulable.get(job.key)
-        if said is not None and note not in said:
+        if said is not None and note not in said and job.key not in self.failures.failed:
             self.unschedulable[job.key] = f"{said}; {note}"
 
     def blocker_of(self, task: TaskInfo) -> Blocker:
@@ -466,9 +477,95 @@ class Session:
         """Why this node does not take the task, or None if it fits."""
         return self.explanation.node(task, node)
 
+    # -- one job's decision, guarded --------------------------------------------------
+    def decide(self, job: JobInfo, fn: Callable[[*Ts], R], *args: *Ts) -> R | None:
+        """fn(*args), the decision of one job (or a question about it alone).
+        An exception costs the job its turn, never the cycle: the statements
+        opened meanwhile are discarded, and a NonStrict hold it had; the job
+        says SchedulerError with the exception's message; the error is kept
+        for the cycle's result (counted, its traceback logged); and None is
+        returned, as it is for a job that already failed this session, which
+        is not asked again. (Asked per job of every action: kept lean.)"""
+        failures = self.failures
+        if failures.failed and job.key in failures.failed:
+            return None
+        held = self.held.get(job.key) if self.held else None    # a decision may take it
+        opened = failures.opened_stack
+        opened.append([])
+        try:
+            found = fn(*args)
+        except Exception as exc:       # a bug, or an object no check foresaw
+            self._undo(job, opened.pop(), held, exc)
+            return None
+        opened.pop()
+        return found
+
+    def guard(self, job: JobInfo, fn: Callable[[*Ts], R], *args: *Ts) -> R | None:
+        """decide(), asked even of a job that failed this session (what is
+        said of it when the session closes)."""
+        held = self.held.get(job.key) if self.held else None
+        opened = self.failures.opened_stack
+        opened.append([])
+        try:
+            found = fn(*args)
+        except Exception as exc:
+            self._undo(job, opened.pop(), held, exc)
+            return None
+        opened.pop()
+        return found
+
+    def _undo(self, job: JobInfo, opened: list[Statement], held: Statement | None,
+              exc: Exception) -> None:
+        """A decision raised: discard what it opened (last first) and the
+        NonStrict hold the job had when it began, and say so."""
+        for stmt in reversed(opened):
+            stmt.discard()
+        if held is not None:
+            held.discard()
+            self.held.pop(job.key, None)
+        self.holds.pop(job.key, None)
+        error = JobError.of(job.key, self.action, exc)
+        self.fail(job, error)
+        # The gangs of its gang group are decided with it: they lose the turn too.
+        for key in job.spec.gang_group:
+            member = self.cluster.jobs.get(key)
+            if member is not None and key not in self.failures.failed:
+                self.fail(member, error, counted=False)
+
+    def run(self, action: str, execute: Callable[[Session], None]) -> None:
+        """Run an action (its name, its execute). An exception outside any
+        one job's decision (a step over many jobs: victims in order, say)
+        costs the rest of that action this cycle, never the cycle: the
+        statements it opened are discarded, the error is kept (counted and
+        logged as a job's is, under no job), and the next action runs."""
+        self.action = action
+        opened = self.failures.opened_stack
+        opened.append([])
+        try:
+            execute(self)
+        except Exception as exc:
+            for stmt in reversed(opened.pop()):
+                stmt.discard()
+            self.failures.errors.append(JobError.of(JobKey(""), action, exc))
+            return
+        opened.pop()
+
+    def fail(self, job: JobInfo, error: JobError, counted: bool = True) -> None:
+        """The job's decision raised (or, not counted, that of a gang decided
+        with it): it says so, and is not decided again this session."""
+        self.unreserve(job.key)
+        self.record_unschedulable(job, f"scheduler error in {error.action or 'the session'}: "
+                                  f"{error.message}", Blocker.ERROR)
+        if counted:
+            self.failures.add(error)
+        else:
+            self.failures.failed.add(job.key)
+
     # -- changes (only Statement operations call these) ----------------------------
     def statement(self) -> Statement:
-        return Statement(self)
+        stmt = Statement(self)
+        self.failures.opened(stmt)
+        return stmt
 
     def emit(self, effect: Effect) -> None:
         self.effects.append(effect)

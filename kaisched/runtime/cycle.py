@@ -8,6 +8,7 @@ import attrs
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey
 from kaisched.framework.effects import Effect
+from kaisched.framework.failures import JobError
 from kaisched.runtime.binder import BindReport
 
 
@@ -31,3 +32,5 @@ class CycleResult:
     # The snapshot's and the session's CPU time (the process's, every thread).
     snapshot_cpu_seconds: float = 0.0
     session_cpu_seconds: float = 0.0
+    # Jobs whose decision raised: each lost its turn, every other job was decided.
+    errors: tuple[JobError, ...] = ()

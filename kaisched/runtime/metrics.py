@@ -125,6 +125,12 @@ class Metrics:
         self.leader = r.gauge("kaisched_is_leader", "1 while this replica schedules.")
         self.cycle_errors = r.counter("kaisched_cycle_errors",
                                       "Cycles that could not reach the API.")
+        self.job_errors = r.counter("kaisched_job_errors",
+                                    "Jobs whose decision raised (a scheduler error): each lost "
+                                    "its turn that cycle, with reason SchedulerError; every other "
+                                    "job was scheduled. By the action deciding it (also an "
+                                    "action's own step over many jobs that raised: the rest of "
+                                    "that action was skipped).", ["action"])
         # The numbers of each Queue's status, per resource (cpu in cores, memory in bytes).
         self.queue_amounts = {
             field: r.gauge(f"kaisched_queue_{field}", text, ["queue", "resource"])
@@ -172,6 +178,8 @@ class Metrics:
                 if job is not None and job.spec.rules is GangRules.WORKLOAD and job.creation \
                         and _binds_minimum(job, pods):
                     self.job_seconds.labels(job.queue).observe(max(0.0, now - job.creation))
+        for error in result.errors:
+            self.job_errors.labels(error.action).inc()
         for effect in result.report.applied:
             if isinstance(effect, Evict):
                 job = jobs.get(effect.job)

@@ -37,6 +37,7 @@ from kaisched.framework.holds import apply_holds, release_deadlocks
 from kaisched.framework.moves import apply_moves
 from kaisched.runtime.binder import Binder, BindReport
 from kaisched.runtime.cycle import CycleResult
+from kaisched.runtime.errorlog import ErrorLog
 from kaisched.runtime.usage import UsageBook, usage_book
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ class Scheduler:
         # what it saw; the production loop lets each one go with its cycle.
         self.keep_session = False
         self.last_session: Session | None = None
+        self.error_log = ErrorLog()         # tracebacks of jobs whose decision raised
         self.synced = False                     # the first sync listed everything
         self.warmed_at: float | None = None     # when a standby last prepared (follow)
         # Fair share with memory: each queue's usage, kept by this scheduler or
@@ -174,6 +176,7 @@ class Scheduler:
             snapshotted, snapshotted_cpu = time.perf_counter(), time.process_time()
             outbox = Outbox(self.binder.submit) if self.binder.live else None
             ssn = Session(cluster, self.config, self.registry.build_plugins(self.config), outbox)
+            ssn.action = "session open"       # what a job's error while its room is put back says
             apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
             apply_moves(ssn, self.moves)       # and the room consolidation made
             abandoned = False
@@ -181,7 +184,7 @@ class Scheduler:
                 if not proceed():
                     abandoned = True
                     break
-                action.execute(ssn)
+                ssn.run(action.name, action.execute)
             if self.keep_session:
                 self.last_session = ssn
             if abandoned or not proceed():
@@ -195,6 +198,7 @@ class Scheduler:
                     for write in self.usage.writes(now):
                         effects.append(write)       # an Outbox hands each to the binder
         decided, decided_cpu = time.perf_counter(), time.process_time()
+        self.error_log.report(ssn.failures.errors, now)
         if not abandoned:
             # The statuses written to kaisched's own PodGroup kinds (an upstream
             # one's is a condition merged into what is there): their echoes are known.
@@ -213,7 +217,8 @@ class Scheduler:
                            snapshotted - started, decided - snapshotted, abandoned, cluster,
                            blockers, dict(ssn.preemption_delay.delayed),
                            dict(ssn.protections.protected),
-                           snapshotted_cpu - started_cpu, decided_cpu - snapshotted_cpu)
+                           snapshotted_cpu - started_cpu, decided_cpu - snapshotted_cpu,
+                           tuple(ssn.failures.errors))
 
     def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
         """The jobs the effects bind, evict or write something of."""

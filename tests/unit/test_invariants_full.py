@@ -15,7 +15,11 @@ and the same input gives the same decisions.
 
 The generators fill nodes with running jobs of two queues and bring pending
 jobs of both, at several priorities, so that preemption and reclaim are
-common (see `contended`).
+common (see `contended`). Some running pods are already being deleted when
+the first session opens, and evicted pods may take a session more to go
+(evictions in flight): room is often releasing, so gangs are pipelined onto
+it, some of their pods placed on idle room and the rest waiting -- the state
+in which a gang must not be bound in part.
 """
 from __future__ import annotations
 
@@ -62,6 +66,7 @@ class Job:
     pods: tuple[str | None, ...]    # per pod: the node it runs on, or None (pending)
     doom: str | None = None         # how it is refused for a reason eviction cannot fix
     gated: int = 0                  # its last pods carry a scheduling gate
+    releasing: int = 0              # its last running pods are being deleted (Releasing)
 
 
 @attrs.frozen
@@ -69,6 +74,7 @@ class Contended:
     nodes: dict[str, int]           # name -> GPUs (cpu: 16 each)
     queues: dict[str, tuple[str | None, float | None, float | None]]  # (parent, quota, limit)
     jobs: tuple[Job, ...]
+    linger: int = 0                 # sessions a pod being deleted stays (evictions in flight)
 
     def objects(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [
@@ -98,6 +104,8 @@ class Contended:
                     pod["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
                 if job.doom == "never":
                     pod["spec"]["priorityClassName"] = "non-preempting"
+                if node is not None and i >= len(job.pods) - job.releasing:
+                    pod["metadata"]["deletionTimestamp"] = "2025-12-31T23:59:59Z"
                 out.append(pod)
         return out
 
@@ -133,8 +141,11 @@ def contended(draw: st.DrawFn) -> Contended:
             free[node] -= gpu
             spots.append(node)
         if spots:
+            # Some pods of it may be on their way out (deleted by someone, or
+            # evicted last cycle): their room is releasing, so gangs get pipelined.
+            releasing = draw(st.sampled_from([0, 0, 0, 1, len(spots)]))
             jobs.append(Job(f"run{j}", queue, draw(st.integers(1, len(spots))),
-                            draw(st.integers(0, 1)), gpu, tuple(spots)))
+                            draw(st.integers(0, 1)), gpu, tuple(spots), releasing=releasing))
     for j in range(draw(st.integers(1, 4))):            # pending, wanting room
         size = draw(st.integers(1, 3))
         min_member = draw(st.integers(1, size))
@@ -147,26 +158,32 @@ def contended(draw: st.DrawFn) -> Contended:
         doom = draw(st.sampled_from(DOOMS))
         size = 2 if doom in ("gated", "min-resources") else draw(st.integers(1, 2))
         jobs.append(Job("doomed", draw(st.sampled_from(leaves)), size, 2, 1, (None,) * size, doom))
-    return Contended(nodes, queues, tuple(jobs))
+    return Contended(nodes, queues, tuple(jobs), linger=draw(st.sampled_from([0, 0, 1])))
 
 
 # -- sessions and checks -----------------------------------------------------------------
 
-def sessions(objects: list[dict[str, Any]], config: SchedulerConfig | None
+def sessions(objects: list[dict[str, Any]], config: SchedulerConfig | None, linger: int = 0
              ) -> Iterator[tuple[CycleResult, MemoryCluster]]:
     """Each session's result and the cluster after it; between sessions bound
-    pods start and pods being deleted are gone."""
+    pods start and pods being deleted are gone once they have been so for
+    linger sessions more (a slow termination: the eviction still in flight
+    when the next session opens)."""
     registry = register_builtins()
     config = config or default_config(registry)
     clock = ManualClock()
     cluster = load_cluster(objects, clock)
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
+    deleting: dict[str, int] = {}       # pod -> sessions it has been on its way out
     for number in range(SESSIONS):
         if number:
             for pod in cluster.list(POD):
                 meta, spec = pod["metadata"], pod.get("spec") or {}
                 if meta.get("deletionTimestamp"):
-                    cluster.delete(POD, meta["namespace"], meta["name"])
+                    key = f"{meta['namespace']}/{meta['name']}"
+                    deleting[key] = deleting.get(key, 0) + 1
+                    if deleting[key] > linger:
+                        cluster.delete(POD, meta["namespace"], meta["name"])
                 elif spec.get("nodeName") and (pod.get("status") or {}).get("phase") == "Pending":
                     cluster.replace({**pod, "status": {**pod["status"], "phase": "Running"}})
             clock.advance(config.schedule_period)
@@ -185,7 +202,7 @@ def _requests(pod: dict[str, Any]) -> dict[str, float]:
 
 def check(objects: list[dict[str, Any]], config: SchedulerConfig | None,
           doomed: set[str] = frozenset(), gated: set[str] = frozenset(),
-          never: set[str] = frozenset()) -> list[tuple]:
+          never: set[str] = frozenset(), linger: int = 0) -> list[tuple]:
     """Run the sessions, checking every invariant after each; the decisions.
     doomed: jobs refused for a reason no eviction fixes (never placed, never
     evicting); never: jobs that may be placed but never evict."""
@@ -213,7 +230,9 @@ def check(objects: list[dict[str, Any]], config: SchedulerConfig | None,
     decisions = []
     evicted: list[str] = []
     causes: set[str] = set()
-    for result, cluster in sessions(objects, config):
+    pipelined = False
+    for result, cluster in sessions(objects, config, linger):
+        pipelined = pipelined or bool(result.reservations)
         pods = cluster.list(POD)
         job_of = {f"default/{p['metadata']['name']}":
                   f"default/{p['metadata']['annotations']['kaisched.io/pod-group']}" for p in pods}
@@ -266,6 +285,8 @@ def check(objects: list[dict[str, Any]], config: SchedulerConfig | None,
                     assert usage[(queue, res)] <= max(limit, before[(queue, res)]) + 1e-6, \
                         (queue, res, usage[(queue, res)], limit)
     event(f"evicted: {bool(evicted)}")
+    event(f"pipelined: {pipelined}")
+    event(f"releasing at the start: {any(o['metadata'].get('deletionTimestamp') for o in objects)}")
     for cause in sorted(causes):
         event(f"evicted by {cause}")
     return decisions
@@ -280,8 +301,9 @@ def _doomed(scenario: Contended) -> tuple[set[str], set[str]]:
 @given(contended())
 def test_invariants_hold_where_room_is_contended(scenario: Contended) -> None:
     doomed, never = _doomed(scenario)
-    decisions = check(scenario.objects(), None, doomed, scenario.gated_pods(), never)
-    assert check(scenario.objects(), None, doomed, scenario.gated_pods(), never) == decisions
+    decisions = check(scenario.objects(), None, doomed, scenario.gated_pods(), never, scenario.linger)
+    assert check(scenario.objects(), None, doomed, scenario.gated_pods(), never, scenario.linger) \
+        == decisions
 
 
 @settings(max_examples=100, deadline=None)
@@ -289,7 +311,7 @@ def test_invariants_hold_where_room_is_contended(scenario: Contended) -> None:
 def test_invariants_hold_contended_with_enqueue_and_the_starvation_guard(
         scenario: Contended) -> None:
     doomed, never = _doomed(scenario)
-    check(scenario.objects(), gated_config(), doomed, scenario.gated_pods(), never)
+    check(scenario.objects(), gated_config(), doomed, scenario.gated_pods(), never, scenario.linger)
 
 
 @settings(max_examples=100, deadline=None)
