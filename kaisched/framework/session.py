@@ -486,29 +486,20 @@ class Session:
         for the cycle's result (counted, its traceback logged); and None is
         returned, as it is for a job that already failed this session, which
         is not asked again. (Asked per job of every action: kept lean.)"""
-        failures = self.failures
-        if failures.failed and job.key in failures.failed:
+        failed = self.failures.failed
+        if failed and job.key in failed:
             return None
-        held = self.held.get(job.key) if self.held else None    # a decision may take it
-        opened = failures.opened_stack
-        opened.append([])
-        try:
-            found = fn(*args)
-        except Exception as exc:       # a bug, or an object no check foresaw
-            self._undo(job, opened.pop(), held, exc)
-            return None
-        opened.pop()
-        return found
+        return self.guard(job, fn, *args)
 
     def guard(self, job: JobInfo, fn: Callable[[*Ts], R], *args: *Ts) -> R | None:
         """decide(), asked even of a job that failed this session (what is
         said of it when the session closes)."""
-        held = self.held.get(job.key) if self.held else None
+        held = self.held.get(job.key) if self.held else None    # a decision may take it
         opened = self.failures.opened_stack
         opened.append([])
         try:
             found = fn(*args)
-        except Exception as exc:
+        except Exception as exc:       # a bug, or an object no check foresaw
             self._undo(job, opened.pop(), held, exc)
             return None
         opened.pop()
