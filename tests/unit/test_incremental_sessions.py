@@ -21,11 +21,13 @@ Run thousands of sequences on demand:
 """
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 from typing import Any, Union
 
 import attrs
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +43,7 @@ from kaisched.framework.effects import Effect
 from kaisched.framework.holds import apply_holds, release_deadlocks
 from kaisched.framework.moves import apply_moves
 from kaisched.runtime.binder import Binder
-from kaisched.runtime.scheduler import Scheduler
+from kaisched.runtime.scheduler import ECHO_TTL, Scheduler
 
 from .conftest import build_node, build_pod, build_podgroup, build_queue
 
@@ -441,3 +443,35 @@ def test_binds_dropped_by_a_lease_lost_mid_gang_are_placed_again() -> None:
             assert not world.scheduler.cache.model.assumed
         finally:
             world.close()
+
+
+def test_a_bind_answered_but_never_echoed_is_read_again_after_the_echo_ttl(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The last guard: a bind the API server answered but that never shows
+    (no watch event ever comes) is counted as bound only for ECHO_TTL; then
+    the pod is read again, found pending, and placed again."""
+    world = World(live=True)
+    try:
+        answered = world.writes.bind
+        lost = [True]
+
+        def bind(namespace: str, name: str, uid: str, node: str) -> None:
+            if lost[0]:
+                lost[0] = False         # answered, never made
+                return
+            answered(namespace, name, uid, node)
+
+        world.writes.bind = bind  # type: ignore[method-assign]
+        world.step(AddGang(1, 1, 0, 1, None))
+        first = world.scheduler.run_once()
+        assert first.placed and not first.report.failed
+        world.clock.advance(1.0)
+        assert not world.scheduler.run_once().placed      # counted as bound meanwhile
+        assert not any(p["spec"].get("nodeName") for p in world.pods())
+        world.clock.advance(ECHO_TTL)
+        with caplog.at_level(logging.WARNING, logger="kaisched.runtime.scheduler"):
+            again = world.scheduler.run_once()
+        assert again.placed and all(p["spec"].get("nodeName") for p in world.pods())
+        assert "no echo of 1 binds after 30s" in caplog.text
+    finally:
+        world.close()
