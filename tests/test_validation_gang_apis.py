@@ -58,8 +58,6 @@ def test_each_version_serves_its_own_kinds_and_pod_fields() -> None:
      "spec.schedulingPolicy.gang.minCount: must be greater than or equal to 1, got 0"),
     ({"schedulingPolicy": {}}, "spec.schedulingPolicy: exactly one of basic, gang is required"),
     ({"disruptionMode": {}}, "spec.disruptionMode: exactly one of single, all is required"),
-    ({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}},
-     "spec.disruptionMode: all disrupts the whole group: it needs a gang policy"),
     ({"schedulingConstraints": {"topology": [{"key": "-rack"}]}},
      "spec.schedulingConstraints.topology[0].key: must be a qualified name"),
     ({"priority": 1_000_000_001}, "spec.priority: must be at most 1000000000"),
@@ -73,6 +71,14 @@ def test_each_version_serves_its_own_kinds_and_pod_fields() -> None:
 def test_v1beta1_podgroup_rules(spec: Obj, rule: str) -> None:
     found = rules(podgroup(**spec))
     assert any(r.startswith(rule) for r in found), found
+
+
+@pytest.mark.parametrize("version, kube, mode", [
+    ("v1beta1", "1.37", {"all": {}}), ("v1alpha2", "1.36", "PodGroup")])
+def test_a_basic_group_may_be_disrupted_whole(version: str, kube: str, mode: Any) -> None:
+    """kube-scheduler's preemption tests create such groups: the API server takes them."""
+    group = podgroup(version, schedulingPolicy={"basic": {}}, disruptionMode=mode)
+    assert rules(group, kube) == []
 
 
 def test_a_system_class_may_carry_a_system_priority() -> None:

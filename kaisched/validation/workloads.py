@@ -5,9 +5,10 @@ and the pod fields that name a group): a podGroup's or PodGroup's policy sets
 exactly one of basic and gang, a gang's minCount is at least 1, at most 8
 podGroups (templates) per Workload with unique DNS-label names, the
 disruption mode is one of its version's (v1alpha2's enum `Pod`|`PodGroup`,
-v1beta1's union {single}|{all}) and the whole-group one only with a gang,
-at most one topology constraint whose key is a label key, a priority no
-higher than users may set, names of the formats each reference takes.
+v1beta1's union {single}|{all}; a basic group may be disrupted whole too,
+as kube-scheduler's own preemption tests create one), at most one topology
+constraint whose key is a label key, a priority no higher than users may
+set, names of the formats each reference takes.
 
 KAI's admission webhooks: subGroup names lowercase and unique, each parent
 one of the subGroups, no cycle; a Queue sets spec.resources.
@@ -112,8 +113,6 @@ def _group_fields(spec: Mapping[str, Any], at: str, version: str) -> Found:
     """What a PodGroup and a Workload's template share: policy, constraints,
     disruption mode, priority, resource claims."""
     out = _policy(spec.get("schedulingPolicy"), f"{at}.schedulingPolicy")
-    policy = spec.get("schedulingPolicy")
-    basic = isinstance(policy, Mapping) and policy.get("basic") is not None
     out += _topology(spec.get("schedulingConstraints"), f"{at}.schedulingConstraints")
     mode = spec.get("disruptionMode")
     where = f"{at}.disruptionMode"
@@ -122,12 +121,8 @@ def _group_fields(spec: Mapping[str, Any], at: str, version: str) -> Found:
     elif version == "v1alpha2":
         if mode not in ("Pod", "PodGroup"):
             out.append((where, f"unsupported value {mode!r}: Pod or PodGroup"))
-        elif mode == "PodGroup" and basic:
-            out.append((where, "PodGroup disrupts the whole group: it needs a gang policy"))
     elif not isinstance(mode, Mapping) or len([k for k in ("single", "all") if mode.get(k) is not None]) != 1:
         out.append((where, "exactly one of single, all is required"))
-    elif mode.get("all") is not None and basic:
-        out.append((where, "all disrupts the whole group: it needs a gang policy"))
     out += _priority(spec, at)
     claims = spec.get("resourceClaims")
     if isinstance(claims, list):
