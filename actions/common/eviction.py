@@ -22,7 +22,7 @@ from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import GPU, PODS
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES as EVICTABLE
-from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, TaskStatus
+from kaisched.api.types import Disruption, JobKey, NodeName, PodKey, QueueName, TaskStatus
 from kaisched.framework import Session, Statement
 from kaisched.framework.effects import Cause, Preemptor
 from kaisched.framework.statement import EvictOp
@@ -199,7 +199,8 @@ def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
 def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo], tuple[Any, ...]]:
     """Surplus tasks (those above their job's minimum) before whole gangs,
     spread over jobs: the newest surplus task of every job before the second
-    of any. Then lowest priority first, most recently started, fewest pods.
+    of any (a group the Workload API disrupts only whole has none). Then
+    lowest priority first, most recently started, fewest pods.
     An action computes it once, before its first eviction, over the evictable
     tasks of every job whose tasks it may evict (a job's ranks read only its own)."""
     jobs = ssn.cluster.jobs
@@ -209,7 +210,8 @@ def victim_order(ssn: Session, evictable: list[TaskInfo]) -> Callable[[TaskInfo]
     rank: dict[PodKey, int] = {}
     for job_key, running in by_job.items():
         info = jobs[job_key]
-        if info.ready_count() - info.min_member > 0:
+        # A group disrupted only whole has no surplus: its cost is all of it.
+        if info.ready_count() - info.min_member > 0 and info.spec.disruption is not Disruption.ALL:
             running.sort(key=lambda t: (-t.creation, t.key))
             for i, task in enumerate(surplus_tasks(info, running)):
                 rank[task.key] = i
