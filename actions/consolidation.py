@@ -13,7 +13,7 @@ from __future__ import annotations
 from actions.common.eviction import starving_jobs
 from actions.common.movable import Disruptions
 from actions.common.placement import still_needed
-from actions.common.repack import LargestBlockersFirst, Movable
+from actions.common.repack import FewestMoves, Movable
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, TaskStatus
@@ -43,9 +43,8 @@ class ConsolidationAction:
             nonlocal tried
             if ssn.job_pipelined(job) or job.spec.gang_group:
                 return          # placed already; or one of a gang group, placed with the others only
-            search = LargestBlockersFirst(ssn, job, still_needed(ssn, job, tasks), movable,
-                                          config.max_pods, config.cooldown, disruptions, taken,
-                                          verdicts)
+            search = FewestMoves(ssn, job, still_needed(ssn, job, tasks), movable,
+                                 config.max_pods, config.cooldown, disruptions, taken, verdicts)
             if not search.room_enough():
                 return          # the cluster lacks the room, in pieces or not: moves give none
             tried += 1

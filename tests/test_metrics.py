@@ -179,7 +179,7 @@ def test_a_move_is_an_eviction_of_cause_consolidation_with_its_event() -> None:
                                                            "[allocate, consolidation]"))
     assert value(metrics, "kaisched_evictions_total", queue="default", cause="consolidation") == 1
     events = [e for e in cluster.list(EVENT) if e["reason"] == "Evicted"]
-    assert [e["involvedObject"]["name"] for e in events] == ["a-0"]
+    assert [e["involvedObject"]["name"] for e in events] == ["b-0"]
     assert "moved by consolidation to make room for default/big" in events[0]["message"]
 
 

@@ -7,9 +7,13 @@ cooldown (kept in its PodGroup status, so only jobs with a PodGroup move),
 that is inside either of its min-runtimes (a move is an eviction as much
 as preempt's or reclaim's, so whichever protects the job holds), or that a
 PodDisruptionBudget protects; a pod holding ResourceClaims stays
-(its devices would have to move with it). Pods move in the units eviction
-takes them in: a pod above its job's and every subgroup's minimum alone, a
-job at its minimum whole (a partial gang is useless).
+(its devices would have to move with it). A pod moves alone, unless its
+group moves only whole (the Workload API's disruption mode `all`).
+
+Which pods move first, of those that free as much: KAI's victim order
+(GetVictimsQueue), the reverse of the order jobs are placed in: the last
+queue first, in it the last job (the lowest priority, then the newest),
+in it the last task.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from kaisched.api.clock import from_rfc3339
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, JobKey, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, Disruption, JobKey, PodKey, TaskStatus
 from kaisched.framework import Session
 from kaisched.framework.effects import Cause
 
@@ -55,20 +59,42 @@ def protected(ssn: Session, job: JobInfo, by: JobInfo) -> str | None:
 
 def unit_of(ssn: Session, task: TaskInfo, cooldown: float,
             verdicts: dict[JobKey, str | None], by: JobInfo) -> list[TaskInfo] | None:
-    """The pods that move with the task (the task alone above its job's
-    minimum, else its whole job) to make room for by, or None when they may
-    not move. verdicts remembers each job's why_unmovable for the action
+    """The pods that move with the task to make room for by, or None when
+    they may not move: the task alone (a moved pod is placed again in the
+    same plan, so its job keeps its count; the pods of its job that are not
+    in the way stay where they are, as KAI's solver puts back a victim that
+    still fits on its own node), or all of a group the Workload API disrupts
+    only whole. verdicts remembers each job's why_unmovable for the action
     (protection depends on by's queue: the session remembers that)."""
     job = ssn.cluster.jobs[task.job]
     if job.key not in verdicts:
         verdicts[job.key] = why_unmovable(ssn, job, cooldown)
     if verdicts[job.key] is not None or protected(ssn, job, by) is not None:
         return None
-    unit = ssn.eviction_group(task)
+    unit = ssn.eviction_group(task) if job.spec.disruption is Disruption.ALL else [task]
     if any(t.status not in EVICTABLE_STATUSES or t.critical or not t.controlled or t.claims
            for t in unit):
         return None         # part of it cannot go (placed this session, bare, or holding devices)
     return unit
+
+
+def victim_ranks(ssn: Session, pods: Sequence[TaskInfo]) -> dict[PodKey, int]:
+    """Each pod's place in the victim order (0: the first to move): queue
+    order, job order and task order, all reversed."""
+    queues, jobs = ssn.cluster.queues, ssn.cluster.jobs
+    queue_keys: dict[str, tuple[object, ...]] = {}
+    job_keys: dict[JobKey, tuple[object, ...]] = {}
+    for pod in pods:
+        if pod.job not in job_keys:
+            job = jobs[pod.job]
+            if job.queue not in queue_keys:
+                info = queues.get(job.queue)
+                queue_keys[job.queue] = ssn.queue_order_key(info) if info is not None else ()
+            job_keys[pod.job] = ssn.job_order_key(job)
+    placed = sorted(pods, key=lambda p: (queue_keys[jobs[p.job].queue], job_keys[p.job],
+                                         ssn.task_order_key(p)))
+    last = len(placed) - 1
+    return {pod.key: last - i for i, pod in enumerate(placed)}
 
 
 class Disruptions:

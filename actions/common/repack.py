@@ -1,24 +1,29 @@
 """Consolidation's search: where a pending job's tasks go once running pods
-move out of their way. A bounded greedy search, largest blocking pods first
-(LargestBlockersFirst):
+move out of their way. A bounded greedy search, the fewest pods moved first
+(FewestMoves):
 
 For each task the job still needs, in task order: a node where it fits as
 the cluster stands (room free now, or freed by the plan so far) takes it.
 Else room is made on a node by moving pods off it. The candidate nodes are
 those where the task would fit once their movable pods were gone, those
 needing the fewest moves first (estimated by taking their largest pods
-first), at most NODES_TRIED of them. On a node, its movable pods go largest
-first (largest in what the task lacks there), each with its unit (a pod
-above its job's and subgroup's minimum alone, a job at its minimum whole):
-the unit is evicted and each of its pods placed again elsewhere (never on
-the node being cleared, nor inside the domain a topology-bound job is
-given), on room free now or freed by the plan; a unit that cannot be placed
-again whole is put back and the next one tried. A node where the task still
-does not fit is put back as it was and the next candidate tried; a task no
-candidate takes fails the plan. At most `budget` pods move. A share of a
-GPU has one more kind of candidate: a shared GPU some of whose sharers
-moving leaves room for it (actions/common/sharepart.py); candidates of both
-kinds are tried by their estimated moves.
+first), of equal ones the node whose first pod in the victim order
+(actions/common/movable.py) comes first, at most NODES_TRIED of them; the
+first whose moves are as few as estimated is taken, else the one that
+moved the fewest. On a node, of the sets of its blocks that free what the
+task lacks, the one moving the fewest pods goes, of equal ones the one
+whose pods come first in the victim order (actions/common/moveset.py);
+beyond its bound, the largest blocks first. Each pod goes with its unit (the
+pod alone, or a group disrupted only whole): the unit is evicted and each of
+its pods placed again elsewhere (never on the node being cleared, nor inside
+the domain a topology-bound job is given), on room free now or freed by the
+plan; a set whose units cannot all be placed again is put back and the next
+one tried. A node where the task still does not fit is put back as it was
+and the next candidate tried; a task no candidate takes fails the plan. At
+most `budget` pods move. A share of a GPU has one more kind of candidate: a
+shared GPU some of whose sharers moving leaves room for it
+(actions/common/sharepart.py); candidates of both kinds are tried by their
+estimated moves.
 
 A job that requires a topology domain gets one domain at a time (those
 missing the least room first, at most DOMAINS_TRIED): its tasks go inside
@@ -31,13 +36,14 @@ from typing import Sequence
 
 import numpy as np
 
-from actions.common.movable import Disruptions, protected, unit_of, why_unmovable
+from actions.common.movable import Disruptions, protected, unit_of, victim_ranks, why_unmovable
+from actions.common.moveset import Block, move_sets
 from actions.common.sharepart import PartOption, part_options
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.sharedgpus import ONE_GPU, Hold
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, JobKey, NodeName
+from kaisched.api.types import EVICTABLE_STATUSES, Disruption, JobKey, NodeName
 from kaisched.framework import Session, Statement
 from kaisched.framework.effects import Cause, Preemptor
 
@@ -71,9 +77,11 @@ class Movable:
         # it once every sharer of the GPU goes).
         self.vecs = np.array([ssn.cluster.held(p) for p in self.pods]).reshape(
             len(self.pods), len(table.dims))
+        self.rank = victim_ranks(ssn, self.pods)        # 0: the first to move
+        self.ranks = np.array([self.rank[p.key] for p in self.pods], dtype=np.int64)
 
 
-class LargestBlockersFirst:
+class FewestMoves:
     """One pending job's plan: build() returns the statement that moves the
     pods and pipelines the job's tasks, or None; moved lists the pods moved."""
 
@@ -110,11 +118,24 @@ class LargestBlockersFirst:
     def _place_all(self, stmt: Statement, within: np.ndarray | None) -> bool:
         """Every task placed, subgroup by subgroup; one that requires a domain
         inside the one it runs in already, else in one domain at a time (the
-        least missing first, the pods moved for it leaving the domain)."""
+        least missing first, the pods moved for it leaving the domain). The
+        subgroups with a task that fits nowhere as things stand go first: as
+        KAI's solver places the job only once its victims are out, a task
+        that fits anyway does not take the room a moved pod could have gone
+        to."""
         groups: dict[str | None, list[TaskInfo]] = {}
         for task in self.tasks:
             groups.setdefault(task.subgroup, []).append(task)
-        for tasks in groups.values():
+        seen: dict[tuple[object, ...], bool] = {}
+
+        def fits_now(task: TaskInfo) -> bool:
+            like = self.ssn.class_key(task)     # alike tasks get the same answer
+            if like not in seen:
+                seen[like] = self.ssn.select_node(task, within=within) is not None
+            return seen[like]
+        ordered = sorted(groups.values(), key=lambda ts: all(fits_now(t) for t in ts)) \
+            if len(groups) > 1 else list(groups.values())
+        for tasks in ordered:
             key = self._subgroup_key(tasks[0])
             here = self._subgroup_domain(tasks[0])
             choices: list[np.ndarray | None] = [here] if key is None or here is not None \
@@ -171,34 +192,53 @@ class LargestBlockersFirst:
             (cost, 1, row, None) for cost, row in self._candidates(task, within)[:NODES_TRIED]]
         if task.gpu is not None:
             costs = dict(zip((p.key for p in self.movable.pods), self._costs().tolist(), strict=True))
+            rank = self.movable.rank
             parts = part_options(ssn, task, self.movable.on_row, within, self._movable_now,
-                                 lambda p: costs[p.key])
+                                 lambda p: costs[p.key], lambda p: rank.get(p.key, len(rank)))
             options += [(o.cost, 0, o.row, o) for o in parts[:NODES_TRIED]]
-        for _, _, row, part in sorted(options, key=lambda o: o[:2]):    # stable: rows keep their order
+        best: tuple[int, int, PartOption | None] | None = None      # fewest moved so far
+        for cost, _, row, part in sorted(options, key=lambda o: o[:2]):    # stable: rows keep their order
+            if best is not None and cost >= best[0] - EPSILON:
+                break       # estimated at least as many moves as one already made
             mark, count = stmt.checkpoint(), len(self.moved)
-            avoid = within if within is not None else self._rows == row
-            cleared = self._clear(stmt, task, row, avoid, by) if part is None \
-                else self._move_block(stmt, list(part.pods), np.zeros(0, dtype=bool), row, avoid, by)
-            if cleared:
-                choice = ssn.select_node(task, within=self._rows == row)
-                if choice is not None:
-                    stmt.pipeline(task, choice.node)
-                    return True
+            if self._make_room(stmt, task, row, part, within, by):
+                moved = len(self.moved) - count
+                if moved <= cost + EPSILON:
+                    return True     # as few as estimated: no candidate after it moves fewer
+                best = (moved, row, part) if best is None or moved < best[0] else best
             stmt.rollback(mark)
             del self.moved[count:]
-        return False
+        return best is not None and self._make_room(stmt, task, best[1], best[2], within, by)
+
+    def _make_room(self, stmt: Statement, task: TaskInfo, row: int, part: PartOption | None,
+                   within: np.ndarray | None, by: Preemptor) -> bool:
+        """Clear the node (or part of a shared GPU) and pipeline the task
+        there; False (the caller rolls back) when it does not fit then."""
+        avoid = within if within is not None else self._rows == row
+        cleared = self._clear(stmt, task, row, avoid, by) if part is None \
+            else self._move_block(stmt, list(part.pods), np.zeros(0, dtype=bool), row, avoid, by)
+        if not cleared:
+            return False
+        choice = self.ssn.select_node(task, within=self._rows == row)
+        if choice is None:
+            return False
+        stmt.pipeline(task, choice.node)
+        return True
 
     def _candidates(self, task: TaskInfo, within: np.ndarray | None) -> list[tuple[float, int]]:
         """Rows where the task would fit once the pods that might move were
         gone, with their moves, fewest moves first (as estimated: taking
         each row's largest pods first, in what the task lacks there), then
-        least missing, then in table order. Worked out over all rows at once."""
+        the row whose first pod in the victim order (of those holding what
+        it lacks) comes first, then least missing, then in table order.
+        Worked out over all rows at once."""
         table = self.ssn.cluster.table
         vec = self._need(task)
         pods = self.movable
         alive = np.array([self._movable_now(p) for p in pods.pods], dtype=bool)
         rows, vecs = pods.rows[alive], pods.vecs[alive]
         costs, created = self._costs()[alive], pods.created[alive]
+        ranks = pods.ranks[alive]
         movable = np.zeros_like(table.alloc)
         np.add.at(movable, rows, vecs)
         mask = self.ssn.static_mask(task) & table.fits(vec, table.future + movable)
@@ -209,10 +249,13 @@ class LargestBlockersFirst:
             share = np.where(table.alloc > 0, 1.0 / table.alloc, 0.0)
         missing = (lacking * share).sum(axis=1)
         moves = np.where(mask & (missing > 0), np.inf, 0.0)
+        first = np.full(len(table), len(pods.pods), dtype=np.int64)   # per row, its first victim
         if len(rows):
             # Each pod's size in what its row lacks; largest first within each row.
             short = lacking[rows] > EPSILON
             size = (vecs * share[rows] * short).sum(axis=1)
+            useful = size > 0
+            np.minimum.at(first, rows[useful], ranks[useful])
             order = np.lexsort((-created, -size, rows))     # as _blocks orders them
             rows, vecs, costs = rows[order], vecs[order], costs[order]
             starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
@@ -222,12 +265,12 @@ class LargestBlockersFirst:
             spent = np.cumsum(costs)
             spent -= (spent - costs)[group]
             covered = (freed >= lacking[rows] - EPSILON).all(axis=1)
-            first = np.unique(rows[covered], return_index=True)
-            found = rows[covered][first[1]]
-            moves[found] = np.where(missing[found] > 0, spent[covered][first[1]], 0.0)
-        ranked = sorted(zip(moves[mask].tolist(), missing[mask].tolist(),
+            firsts = np.unique(rows[covered], return_index=True)
+            found = rows[covered][firsts[1]]
+            moves[found] = np.where(missing[found] > 0, spent[covered][firsts[1]], 0.0)
+        ranked = sorted(zip(moves[mask].tolist(), first[mask].tolist(), missing[mask].tolist(),
                             np.flatnonzero(mask).tolist(), strict=True))
-        return [(cost, row) for cost, _, row in ranked if cost != np.inf]
+        return [(cost, row) for cost, _, _, row in ranked if cost != np.inf]
 
     def _movable_now(self, pod: TaskInfo) -> bool:
         current = self.ssn.cluster.jobs[pod.job].tasks.get(pod.key)
@@ -247,13 +290,20 @@ class LargestBlockersFirst:
     # -- making room on one node ------------------------------------------------------------
     def _clear(self, stmt: Statement, task: TaskInfo, row: int, avoid: np.ndarray,
                by: Preemptor) -> bool:
-        """Move pods off the node until the task fits there, a block at a time
-        (see _blocks); a block that frees nothing the task lacks is put back."""
+        """Move pods off the node until the task fits there: the set of its
+        blocks (see _blocks) that moves the fewest pods, of equal ones the
+        victims first (see moveset); else, beyond the sets weighed, a block
+        at a time, largest first (a block that frees nothing the task lacks
+        is put back)."""
         table = self.ssn.cluster.table
         vec = self._need(task)
         lacking = np.clip(vec - table.future[row], 0, None)
         pods = self._current(self.movable.on_row.get(row, []))
-        for block in self._blocks(pods, row, lacking):
+        blocks = self._blocks(pods, row, lacking)
+        fits = self._fewest(stmt, task, row, blocks, lacking, avoid, by)
+        if fits is not None:
+            return fits
+        for block in blocks:
             short = vec > table.future[row] + EPSILON
             if not short.any():
                 break
@@ -263,6 +313,40 @@ class LargestBlockersFirst:
                 stmt.rollback(mark)
                 del self.moved[count:]
         return bool(table.fits(vec, table.future[row:row + 1])[0])
+
+    def _fewest(self, stmt: Statement, task: TaskInfo, row: int, blocks: list[list[TaskInfo]],
+                lacking: np.ndarray, avoid: np.ndarray, by: Preemptor) -> bool | None:
+        """Try the sets of blocks that free what the task lacks, fewest pods
+        first; True once one clears the node, False when none does, None
+        when none was found to try (the caller goes on block by block)."""
+        table = self.ssn.cluster.table
+        vec = self._need(task)
+        rank = self.movable.rank
+        weighed = [Block(i, np.asarray(sum(self.ssn.cluster.held(p) for p in block)),
+                         self._pods_moved(block), min(rank.get(p.key, len(rank)) for p in block))
+                   for i, block in enumerate(blocks)]
+        sets = move_sets(weighed, lacking)
+        if not sets:
+            return None
+        short = vec > table.future[row] + EPSILON
+        for chosen in sets:
+            mark, count = stmt.checkpoint(), len(self.moved)
+            if all(self._move_block(stmt, blocks[i], short, row, avoid, by) for i in chosen) \
+                    and table.fits(vec, table.future[row:row + 1])[0]:
+                return True
+            stmt.rollback(mark)
+            del self.moved[count:]
+        return False
+
+    def _pods_moved(self, block: list[TaskInfo]) -> int:
+        """The pods moving the block moves: its own, or all of a group that
+        moves only whole."""
+        jobs = self.ssn.cluster.jobs
+        out = 0
+        for pod in block:
+            job = jobs[pod.job]
+            out += job.ready_count() if job.spec.disruption is Disruption.ALL else 1
+        return out
 
     def _move_block(self, stmt: Statement, block: list[TaskInfo], short: np.ndarray, row: int,
                     avoid: np.ndarray, by: Preemptor) -> bool:
@@ -380,11 +464,11 @@ class LargestBlockersFirst:
         return why is None
 
     def _unit_cost(self, pod: TaskInfo) -> float:
-        """Pods that would move with it, as a cheap estimate (one above its
-        job's minimum, else the job's running pods), shared among the nodes
-        they would leave: moving a gang clears each of its nodes at once."""
+        """Pods that would move with it: itself, or all of a group that moves
+        only whole, shared among the nodes they would leave (moving it clears
+        each of its nodes at once)."""
         job = self.ssn.cluster.jobs[pod.job]
-        if job.ready_count() > job.min_member:
+        if job.spec.disruption is not Disruption.ALL:
             return 1.0
         nodes = {t.node_name for t in job.tasks.values() if t.status in EVICTABLE_STATUSES}
         return max(job.ready_count(), 1) / max(len(nodes), 1)

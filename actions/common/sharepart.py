@@ -8,7 +8,7 @@ and the pending share sits beside those that stay -- fewer moves than
 emptying a GPU, and one shared GPU fuller rather than a new one opened (as
 KAI's consolidation does: it tries victims in turn and keeps the first
 arrangement that places the pending pod, shared GPUs first). The sharers
-that go are the fewest, and of those the ones holding the least of it.
+that go are the fewest, and of those the first in KAI's victim order.
 """
 from __future__ import annotations
 
@@ -39,21 +39,22 @@ class PartOption:
 
 def part_options(ssn: Session, task: TaskInfo, on_row: dict[int, list[TaskInfo]],
                  within: np.ndarray | None, may_move: Callable[[TaskInfo], bool],
-                 cost: Callable[[TaskInfo], float]) -> list[PartOption]:
+                 cost: Callable[[TaskInfo], float],
+                 rank: Callable[[TaskInfo], int]) -> list[PartOption]:
     """For a pending share of one GPU: each shared GPU (on a node the task
     may go to, with room for its other requests) that some of its movable
-    sharers would leave room on, with the fewest of them; the cheapest
-    first, then the one whose sharers moving hold the least of it (the
-    GPU left fullest), then in table order. A GPU every sharer
-    would have to leave is not among them (that frees it whole: the
-    caller's other way)."""
+    sharers would leave room on, with the fewest of them (of equal ones,
+    those first in the victim order: rank); the cheapest first, then the
+    one whose sharers come first in the victim order, then in table order.
+    A GPU every sharer would have to leave is not among them (that frees it
+    whole: the caller's other way)."""
     share, gpus, table = task.gpu, ssn.cluster.gpus, ssn.cluster.table
     if share is None or share.devices != 1 or not gpus:
         return []
     mask = ssn.static_mask(task) & table.fits(table.vector(task.resreq), table.future)
     if within is not None:
         mask &= within
-    out: list[tuple[float, float, int, str, tuple[TaskInfo, ...]]] = []
+    out: list[tuple[float, tuple[int, ...], int, str, tuple[TaskInfo, ...]]] = []
     for node, devices in gpus.devices.items():
         row = table.index.get(node)
         info = gpus.gpus(node)
@@ -68,19 +69,21 @@ def part_options(ssn: Session, task: TaskInfo, on_row: dict[int, list[TaskInfo]]
                 continue
             here = sorted((p for p in pods if p.key in device.live),
                           key=lambda p: (-device.live[p.key], -p.creation, p.key))
-            chosen = _fewest(here, [device.live[p.key] for p in here], units - device.free_later)
+            chosen = _fewest(here, [device.live[p.key] for p in here], units - device.free_later,
+                             [rank(p) for p in here])
             if chosen is None or len(chosen) >= device.sharers:
                 continue
-            moved = sum(device.live[p.key] for p in chosen) / device.units
-            out.append((sum(cost(p) for p in chosen), moved, row, group, chosen))
+            first = tuple(sorted(rank(p) for p in chosen))
+            out.append((sum(cost(p) for p in chosen), first, row, group, chosen))
     out.sort(key=lambda o: (o[0], o[1], o[2], o[3]))
     return [PartOption(c, row, group, pods) for c, _, row, group, pods in out]
 
 
-def _fewest(pods: Sequence[TaskInfo], held: Sequence[int], lacking: int) -> tuple[TaskInfo, ...] | None:
+def _fewest(pods: Sequence[TaskInfo], held: Sequence[int], lacking: int,
+            ranks: Sequence[int]) -> tuple[TaskInfo, ...] | None:
     """The fewest pods that together hold what is lacking (as many as the
-    largest first take), of those the ones holding the least (the GPU left
-    fullest): every choice of that many, for a GPU of few sharers."""
+    largest first take), of those the ones first in the victim order
+    (ranks): every choice of that many, for a GPU of few sharers."""
     freed, count = 0, None
     for i, units in enumerate(held):
         freed += units
@@ -93,7 +96,7 @@ def _fewest(pods: Sequence[TaskInfo], held: Sequence[int], lacking: int) -> tupl
         return tuple(pods[:count])
     best = min((c for c in combinations(range(len(pods)), count)
                 if sum(held[i] for i in c) >= lacking),
-               key=lambda c: (sum(held[i] for i in c), c))
+               key=lambda c: (sorted(ranks[i] for i in c), c))
     return tuple(pods[i] for i in best)
 
 

@@ -25,8 +25,11 @@ OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "a", "uid": "a-u
 
 
 def objects() -> list[dict[str, Any]]:
+    # b is the older job: of two moves freeing as much, the newer job's (a's) goes.
+    older = build_podgroup("b")
+    older["metadata"]["creationTimestamp"] = "2025-12-31T12:00:00Z"
     return [build_node("node-0", cpu=8, gpu=4), build_node("node-1", cpu=8, gpu=4),
-            build_podgroup("a"), build_podgroup("b"), build_podgroup("big"),
+            build_podgroup("a"), older, build_podgroup("big"),
             build_pod("a-0", gpu=2, group="a", node="node-0", owner=OWNER),
             build_pod("b-0", gpu=2, group="b", node="node-1",
                       owner={**OWNER, "name": "b", "uid": "b-uid"}),

@@ -293,7 +293,7 @@ def _moving() -> list[dict[str, Any]]:
     ("backfill", (actions.backfill, "place_job"), "allocate, backfill", _best_effort),
     ("preempt", (actions.preempt, "place_by_eviction"), "allocate, preempt", _preempting),
     ("reclaim", (actions.reclaim, "reclaim_for"), "allocate, reclaim", _reclaiming),
-    ("consolidation", (actions.consolidation, "LargestBlockersFirst"), "allocate, consolidation", _moving),
+    ("consolidation", (actions.consolidation, "FewestMoves"), "allocate, consolidation", _moving),
     ("stalegangeviction", (actions.stalegangeviction, "finishing"), "allocate, stalegangeviction", _stale),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_every_action_decides_each_job_under_its_own_guard(

@@ -49,8 +49,10 @@ def _node_of(cluster: KubeCluster, name: str) -> str | None:
 
 def test_a_move_is_an_eviction_with_cause_consolidation_and_the_gang_binds_after(
         apiserver: Emulator, cluster: KubeCluster) -> None:
+    older = build_podgroup("b")     # of two moves freeing as much, the newer job's (a's) goes
+    older["metadata"]["creationTimestamp"] = "2025-12-31T12:00:00Z"
     for obj in (_gpu_node("n0"), _gpu_node("n1"),
-                build_podgroup("a"), build_podgroup("b"), build_podgroup("big"),
+                build_podgroup("a"), older, build_podgroup("big"),
                 _gpu_pod("a-0", "a", "2", "n0"), _gpu_pod("b-0", "b", "2", "n1"),
                 _gpu_pod("big-0", "big", "3")):
         cluster.create(obj)
