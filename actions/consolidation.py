@@ -5,12 +5,15 @@ on another node), all under one statement: it commits only if every moved
 pod and the pending gang's minimum are placed. How the moves are found:
 actions/common/repack.py; which pods may move: actions/common/movable.py.
 
+A running elastic job's next pod beyond its minimum gets room made the same
+way, after the starving gangs (KAI consolidates for it too).
+
 The moved pods' new room, and the room made for the gang, are held for
 them into the next sessions (kaisched.framework.moves), until they take it.
 """
 from __future__ import annotations
 
-from actions.common.eviction import starving_jobs
+from actions.common.eviction import elastic_jobs, starving_jobs
 from actions.common.movable import Disruptions
 from actions.common.placement import still_needed
 from actions.common.repack import FewestMoves, Movable
@@ -29,8 +32,8 @@ class ConsolidationAction:
     name = "consolidation"
 
     def execute(self, ssn: Session) -> None:
-        jobs = starving_jobs(ssn)
-        if not jobs:
+        jobs, extras = starving_jobs(ssn), elastic_jobs(ssn)
+        if not jobs and not extras:
             return
         config = ssn.config.consolidation
         disruptions = Disruptions(ssn.cluster)
@@ -39,28 +42,39 @@ class ConsolidationAction:
         taken: list[TaskInfo] = []                  # pods moved in this session
         tried = 0
 
-        def consolidate(job: JobInfo, tasks: list[TaskInfo]) -> None:
+        def consolidate(job: JobInfo, tasks: list[TaskInfo], extra: bool) -> None:
             nonlocal tried
-            if ssn.job_pipelined(job) or job.spec.gang_group:
-                return          # placed already; or one of a gang group, placed with the others only
-            search = FewestMoves(ssn, job, still_needed(ssn, job, tasks), movable,
-                                 config.max_pods, config.cooldown, disruptions, taken, verdicts)
+            if job.spec.gang_group or (not extra and ssn.job_pipelined(job)):
+                return          # one of a gang group, placed with the others only; or placed already
+            needed = tasks[:1] if extra else still_needed(ssn, job, tasks)
+            if not needed:
+                return
+            search = FewestMoves(ssn, job, needed, movable, config.max_pods, config.cooldown,
+                                 disruptions, taken, verdicts)
             if not search.room_enough():
                 return          # the cluster lacks the room, in pieces or not: moves give none
             tried += 1
             stmt = search.build()
             if stmt is None:
-                _note_protected(ssn, job, search.protected)
+                if not extra:
+                    _note_protected(ssn, job, search.protected)
+                return
+            if extra and not search.moved:
+                stmt.discard()      # it fits without a move: allocate's to place
                 return
             stmt.commit()
-            _record(ssn, job, search.moved)
+            _record(ssn, job, search.moved, extra)
             taken.extend(search.moved)
 
-        # Each job under its own guard: one whose plan raises loses its turn.
-        for job, tasks in jobs:
+        # The starving gangs, then a running elastic job's next pod beyond its
+        # minimum (as KAI consolidates for it too), one a job. Each job under
+        # its own guard: one whose plan raises loses its turn.
+        wanted = [(job, tasks, False) for job, tasks in jobs] + \
+            [(job, tasks, True) for job, tasks in extras]
+        for job, tasks, extra in wanted:
             if len(taken) >= config.max_pods or tried >= JOBS_TRIED:
                 break
-            ssn.decide(job, consolidate, job, tasks)
+            ssn.decide(job, consolidate, job, tasks, extra)
 
 
 def _note_protected(ssn: Session, job: JobInfo, protected: dict[JobKey, str]) -> None:
@@ -71,7 +85,7 @@ def _note_protected(ssn: Session, job: JobInfo, protected: dict[JobKey, str]) ->
         ssn.note_unschedulable(job, f"consolidation may not move {key}: {protected[key]}{more}")
 
 
-def _record(ssn: Session, job: JobInfo, moved: list[TaskInfo]) -> None:
+def _record(ssn: Session, job: JobInfo, moved: list[TaskInfo], extra: bool = False) -> None:
     """After a plan commits: each moved job's cooldown starts, the room made
     is carried to the next sessions for the moved pods and for the job, and
     the job says what it waits for."""
@@ -86,6 +100,8 @@ def _record(ssn: Session, job: JobInfo, moved: list[TaskInfo]) -> None:
     placed = tuple((t.node_name, t.resreq) for t in job.tasks.values()
                    if t.status is TaskStatus.PIPELINED and t.node_name is not None)
     ssn.moves[job.key] = hold_of(job, placed, ssn.now)
+    if extra:
+        return      # a running job: its pod beyond its minimum waits, the job does not
     ssn.record_unschedulable(job, (
         f"{len(placed)}/{len(job.tasks)} tasks pipelined, minMember {job.min_member}; "
         f"consolidation moved {len(moved)} pod(s) of {len(slots)} job(s) to make room, "
