@@ -14,9 +14,9 @@ them into the next sessions (kaisched.framework.moves), until they take it.
 from __future__ import annotations
 
 from actions.common.eviction import elastic_jobs, starving_jobs
-from actions.common.movable import Disruptions
+from actions.common.movable import Disruptions, Movable
 from actions.common.placement import still_needed
-from actions.common.repack import FewestMoves, Movable
+from actions.common.repack import FewestMoves
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, TaskStatus

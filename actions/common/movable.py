@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from kaisched.api.budgets import DisruptionBudget
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.clusterinfo import ClusterInfo
@@ -144,3 +146,33 @@ def _pods(cluster: ClusterInfo, namespace: str
         if pod.namespace == namespace:
             yield (pod.namespace, dict(pod.labels),
                    TaskStatus.RELEASING if pod.releasing else TaskStatus.RUNNING)
+
+
+class Movable:
+    """The running pods that might move (of preemptible jobs, made again by
+    a controller, not critical), as they stood when the action began, by
+    node and as arrays: their rows, requests and start. Made once per action
+    and shared by its plans; whether a pod may move now is asked as it is
+    tried (it may have moved, or its job may be protected)."""
+
+    def __init__(self, ssn: Session) -> None:
+        table = ssn.cluster.table
+        self.on_row: dict[int, list[TaskInfo]] = {}
+        for job in ssn.cluster.jobs.values():
+            if not job.spec.preemptible:
+                continue
+            for task in job.tasks.values():
+                if task.status in EVICTABLE_STATUSES and task.controlled and not task.critical \
+                        and task.node_name in table.index:
+                    self.on_row.setdefault(table.index[task.node_name], []).append(task)
+        self.pods = [p for row in sorted(self.on_row)
+                     for p in sorted(self.on_row[row], key=lambda t: t.key)]
+        self.created = np.array([p.creation for p in self.pods], dtype=np.float64)
+        self.rows = np.array([table.index[p.node_name] for p in self.pods],   # type: ignore[index]  # on a node
+                             dtype=np.int64)
+        # What moving each gives back: a sharer its part of its GPU (all of
+        # it once every sharer of the GPU goes).
+        self.vecs = np.array([ssn.cluster.held(p) for p in self.pods]).reshape(
+            len(self.pods), len(table.dims))
+        self.rank = victim_ranks(ssn, self.pods)        # 0: the first to move
+        self.ranks = np.array([self.rank[p.key] for p in self.pods], dtype=np.int64)

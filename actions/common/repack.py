@@ -36,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-from actions.common.movable import Disruptions, protected, unit_of, victim_ranks, why_unmovable
+from actions.common.movable import Disruptions, Movable, protected, unit_of, why_unmovable
 from actions.common.moveset import Block, move_sets
 from actions.common.sharepart import PartOption, part_options
 from kaisched.api.job import JobInfo
@@ -49,36 +49,6 @@ from kaisched.framework.effects import Cause, Preemptor
 
 NODES_TRIED = 8         # nodes cleared, at most, for one task
 DOMAINS_TRIED = 4       # domains tried, at most, for a gang that requires one
-
-
-class Movable:
-    """The running pods that might move (of preemptible jobs, made again by
-    a controller, not critical), as they stood when the action began, by
-    node and as arrays: their rows, requests and start. Made once per action
-    and shared by its plans; whether a pod may move now is asked as it is
-    tried (it may have moved, or its job may be protected)."""
-
-    def __init__(self, ssn: Session) -> None:
-        table = ssn.cluster.table
-        self.on_row: dict[int, list[TaskInfo]] = {}
-        for job in ssn.cluster.jobs.values():
-            if not job.spec.preemptible:
-                continue
-            for task in job.tasks.values():
-                if task.status in EVICTABLE_STATUSES and task.controlled and not task.critical \
-                        and task.node_name in table.index:
-                    self.on_row.setdefault(table.index[task.node_name], []).append(task)
-        self.pods = [p for row in sorted(self.on_row)
-                     for p in sorted(self.on_row[row], key=lambda t: t.key)]
-        self.created = np.array([p.creation for p in self.pods], dtype=np.float64)
-        self.rows = np.array([table.index[p.node_name] for p in self.pods],   # type: ignore[index]  # on a node
-                             dtype=np.int64)
-        # What moving each gives back: a sharer its part of its GPU (all of
-        # it once every sharer of the GPU goes).
-        self.vecs = np.array([ssn.cluster.held(p) for p in self.pods]).reshape(
-            len(self.pods), len(table.dims))
-        self.rank = victim_ranks(ssn, self.pods)        # 0: the first to move
-        self.ranks = np.array([self.rank[p.key] for p in self.pods], dtype=np.int64)
 
 
 class FewestMoves:
@@ -292,17 +262,16 @@ class FewestMoves:
                by: Preemptor) -> bool:
         """Move pods off the node until the task fits there: the set of its
         blocks (see _blocks) that moves the fewest pods, of equal ones the
-        victims first (see moveset); else, beyond the sets weighed, a block
-        at a time, largest first (a block that frees nothing the task lacks
-        is put back)."""
+        victims first (see moveset); else (none weighed could all be placed
+        again) a block at a time, largest first (a block that frees nothing
+        the task lacks is put back)."""
         table = self.ssn.cluster.table
         vec = self._need(task)
         lacking = np.clip(vec - table.future[row], 0, None)
         pods = self._current(self.movable.on_row.get(row, []))
         blocks = self._blocks(pods, row, lacking)
-        fits = self._fewest(stmt, task, row, blocks, lacking, avoid, by)
-        if fits is not None:
-            return fits
+        if self._fewest(stmt, task, row, blocks, lacking, avoid, by):
+            return True
         for block in blocks:
             short = vec > table.future[row] + EPSILON
             if not short.any():
@@ -315,10 +284,10 @@ class FewestMoves:
         return bool(table.fits(vec, table.future[row:row + 1])[0])
 
     def _fewest(self, stmt: Statement, task: TaskInfo, row: int, blocks: list[list[TaskInfo]],
-                lacking: np.ndarray, avoid: np.ndarray, by: Preemptor) -> bool | None:
+                lacking: np.ndarray, avoid: np.ndarray, by: Preemptor) -> bool:
         """Try the sets of blocks that free what the task lacks, fewest pods
-        first; True once one clears the node, False when none does, None
-        when none was found to try (the caller goes on block by block)."""
+        first; True once one clears the node, else False with nothing moved
+        (the caller goes on block by block)."""
         table = self.ssn.cluster.table
         vec = self._need(task)
         rank = self.movable.rank
@@ -326,8 +295,6 @@ class FewestMoves:
                          self._pods_moved(block), min(rank.get(p.key, len(rank)) for p in block))
                    for i, block in enumerate(blocks)]
         sets = move_sets(weighed, lacking)
-        if not sets:
-            return None
         short = vec > table.future[row] + EPSILON
         for chosen in sets:
             mark, count = stmt.checkpoint(), len(self.moved)
