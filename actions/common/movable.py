@@ -17,7 +17,7 @@ in it the last task.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -80,23 +80,42 @@ def unit_of(ssn: Session, task: TaskInfo, cooldown: float,
     return unit
 
 
-def victim_ranks(ssn: Session, pods: Sequence[TaskInfo]) -> dict[PodKey, int]:
-    """Each pod's place in the victim order (0: the first to move): queue
-    order, job order and task order, all reversed."""
-    queues, jobs = ssn.cluster.queues, ssn.cluster.jobs
-    queue_keys: dict[str, tuple[object, ...]] = {}
-    job_keys: dict[JobKey, tuple[object, ...]] = {}
-    for pod in pods:
-        if pod.job not in job_keys:
-            job = jobs[pod.job]
-            if job.queue not in queue_keys:
+class VictimOrder:
+    """Each pod's place in the victim order, as (its job's place, its own
+    place in its job; 0: the first to move): queue order and job order
+    reversed, then task order reversed. The jobs are ranked at once; a job's
+    pods only when asked (most plans compare pods of different jobs)."""
+
+    def __init__(self, ssn: Session, pods: Mapping[JobKey, Sequence[TaskInfo]]) -> None:
+        """pods: the pods to rank, by job."""
+        self.ssn = ssn
+        self._pods = pods
+        queues, jobs = ssn.cluster.queues, ssn.cluster.jobs
+        queue_keys: dict[str, tuple[object, ...]] = {}
+        keyed = []
+        for key in pods:
+            job = jobs[key]
+            queue_key = queue_keys.get(job.queue)
+            if queue_key is None:
                 info = queues.get(job.queue)
-                queue_keys[job.queue] = ssn.queue_order_key(info) if info is not None else ()
-            job_keys[pod.job] = ssn.job_order_key(job)
-    placed = sorted(pods, key=lambda p: (queue_keys[jobs[p.job].queue], job_keys[p.job],
-                                         ssn.task_order_key(p)))
-    last = len(placed) - 1
-    return {pod.key: last - i for i, pod in enumerate(placed)}
+                queue_key = queue_keys[job.queue] = \
+                    ssn.queue_order_key(info) if info is not None else ()
+            keyed.append((queue_key, ssn.job_order_key(job), key))
+        keyed.sort()
+        last = len(keyed) - 1
+        self.job: dict[JobKey, int] = {key: last - i for i, (_, _, key) in enumerate(keyed)}
+        self._in_job: dict[PodKey, int] = {}
+
+    def of(self, pod: TaskInfo) -> tuple[int, int]:
+        """The pod's place (a pod not among those ranked: last)."""
+        job = self.job.get(pod.job)
+        if job is None:
+            return (len(self.job), 0)
+        if pod.key not in self._in_job:
+            placed = sorted(self._pods[pod.job], key=self.ssn.task_order_key)
+            last = len(placed) - 1
+            self._in_job.update((p.key, last - i) for i, p in enumerate(placed))
+        return (job, self._in_job.get(pod.key, 0))
 
 
 class Disruptions:
@@ -158,13 +177,16 @@ class Movable:
     def __init__(self, ssn: Session) -> None:
         table = ssn.cluster.table
         self.on_row: dict[int, list[TaskInfo]] = {}
+        by_job: dict[JobKey, list[TaskInfo]] = {}
         for job in ssn.cluster.jobs.values():
             if not job.spec.preemptible:
                 continue
-            for task in job.tasks.values():
-                if task.status in EVICTABLE_STATUSES and task.controlled and not task.critical \
-                        and task.node_name in table.index:
-                    self.on_row.setdefault(table.index[task.node_name], []).append(task)
+            mine = [t for t in job.tasks.values() if t.status in EVICTABLE_STATUSES
+                    and t.controlled and not t.critical and t.node_name in table.index]
+            if mine:
+                by_job[job.key] = mine
+                for task in mine:
+                    self.on_row.setdefault(table.index[task.node_name], []).append(task)  # type: ignore[index]
         self.pods = [p for row in sorted(self.on_row)
                      for p in sorted(self.on_row[row], key=lambda t: t.key)]
         self.created = np.array([p.creation for p in self.pods], dtype=np.float64)
@@ -174,5 +196,8 @@ class Movable:
         # it once every sharer of the GPU goes).
         self.vecs = np.array([ssn.cluster.held(p) for p in self.pods]).reshape(
             len(self.pods), len(table.dims))
-        self.rank = victim_ranks(ssn, self.pods)        # 0: the first to move
-        self.ranks = np.array([self.rank[p.key] for p in self.pods], dtype=np.int64)
+        self.order = VictimOrder(ssn, by_job)
+        # Each pod's job's place in the victim order (0: the first to move).
+        rank = self.order.job
+        self.job_ranks = np.fromiter((rank[p.job] for p in self.pods), dtype=np.int64,
+                                     count=len(self.pods))

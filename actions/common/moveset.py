@@ -30,7 +30,7 @@ class Block:
     index: int          # the caller's block
     freed: np.ndarray
     pods: int
-    rank: int
+    rank: tuple[int, ...]
 
 
 def move_sets(blocks: Sequence[Block], lacking: np.ndarray) -> list[tuple[int, ...]]:
@@ -40,7 +40,7 @@ def move_sets(blocks: Sequence[Block], lacking: np.ndarray) -> list[tuple[int, .
     ordered = sorted(blocks, key=lambda b: (b.rank, b.index))
     short = lacking > EPSILON
     need = lacking[short] - EPSILON
-    found: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+    found: list[tuple[int, tuple[tuple[int, ...], ...], tuple[int, ...]]] = []
     weighed = 0
     for size in range(1, len(ordered) + 1):
         # Every block moves at least one pod: once enough sets are found that

@@ -162,9 +162,8 @@ class FewestMoves:
             (cost, 1, row, None) for cost, row in self._candidates(task, within)[:NODES_TRIED]]
         if task.gpu is not None:
             costs = dict(zip((p.key for p in self.movable.pods), self._costs().tolist(), strict=True))
-            rank = self.movable.rank
             parts = part_options(ssn, task, self.movable.on_row, within, self._movable_now,
-                                 lambda p: costs[p.key], lambda p: rank.get(p.key, len(rank)))
+                                 lambda p: costs[p.key], self.movable.order.of)
             options += [(o.cost, 0, o.row, o) for o in parts[:NODES_TRIED]]
         best: tuple[int, int, PartOption | None] | None = None      # fewest moved so far
         for cost, _, row, part in sorted(options, key=lambda o: o[:2]):    # stable: rows keep their order
@@ -208,7 +207,7 @@ class FewestMoves:
         alive = np.array([self._movable_now(p) for p in pods.pods], dtype=bool)
         rows, vecs = pods.rows[alive], pods.vecs[alive]
         costs, created = self._costs()[alive], pods.created[alive]
-        ranks = pods.ranks[alive]
+        ranks = pods.job_ranks[alive]
         movable = np.zeros_like(table.alloc)
         np.add.at(movable, rows, vecs)
         mask = self.ssn.static_mask(task) & table.fits(vec, table.future + movable)
@@ -219,13 +218,15 @@ class FewestMoves:
             share = np.where(table.alloc > 0, 1.0 / table.alloc, 0.0)
         missing = (lacking * share).sum(axis=1)
         moves = np.where(mask & (missing > 0), np.inf, 0.0)
-        first = np.full(len(table), len(pods.pods), dtype=np.int64)   # per row, its first victim
+        first = np.full(len(table), len(pods.pods), dtype=np.int64)   # per row, its first victim's job
+        within_job = np.zeros(len(table), dtype=np.int64)
         if len(rows):
             # Each pod's size in what its row lacks; largest first within each row.
             short = lacking[rows] > EPSILON
             size = (vecs * share[rows] * short).sum(axis=1)
             useful = size > 0
             np.minimum.at(first, rows[useful], ranks[useful])
+            within_job = self._first_in_job(first, mask, alive, rows, useful)
             order = np.lexsort((-created, -size, rows))     # as _blocks orders them
             rows, vecs, costs = rows[order], vecs[order], costs[order]
             starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
@@ -238,9 +239,31 @@ class FewestMoves:
             firsts = np.unique(rows[covered], return_index=True)
             found = rows[covered][firsts[1]]
             moves[found] = np.where(missing[found] > 0, spent[covered][firsts[1]], 0.0)
-        ranked = sorted(zip(moves[mask].tolist(), first[mask].tolist(), missing[mask].tolist(),
-                            np.flatnonzero(mask).tolist(), strict=True))
-        return [(cost, row) for cost, _, _, row in ranked if cost != np.inf]
+        ranked = sorted(zip(moves[mask].tolist(), first[mask].tolist(), within_job[mask].tolist(),
+                            missing[mask].tolist(), np.flatnonzero(mask).tolist(), strict=True))
+        return [(cost, row) for cost, _, _, _, row in ranked if cost != np.inf]
+
+    def _first_in_job(self, first: np.ndarray, mask: np.ndarray, alive: np.ndarray,
+                      rows: np.ndarray, useful: np.ndarray) -> np.ndarray:
+        """Per row, the place in its job of the row's first victim, where one
+        job is first on several rows: its task order decides between them
+        (elsewhere 0). rows and useful: of the alive pods, in their order."""
+        out = np.zeros(len(first), dtype=np.int64)
+        jobs, counts = np.unique(first[mask & (first < len(self.movable.pods))], return_counts=True)
+        shared = set(jobs[counts > 1].tolist())
+        if not shared:
+            return out
+        order = self.movable.order
+        best: dict[int, int] = {}
+        alive_pods = (p for p, a in zip(self.movable.pods, alive.tolist(), strict=True) if a)
+        for pod, row, use in zip(alive_pods, rows.tolist(), useful.tolist(), strict=True):
+            job = order.job[pod.job]
+            if use and job in shared and job == first[row]:
+                place = order.of(pod)[1]
+                best[row] = min(best.get(row, place), place)
+        for row, place in best.items():
+            out[row] = place
+        return out
 
     def _movable_now(self, pod: TaskInfo) -> bool:
         current = self.ssn.cluster.jobs[pod.job].tasks.get(pod.key)
@@ -290,9 +313,9 @@ class FewestMoves:
         (the caller goes on block by block)."""
         table = self.ssn.cluster.table
         vec = self._need(task)
-        rank = self.movable.rank
+        order = self.movable.order
         weighed = [Block(i, np.asarray(sum(self.ssn.cluster.held(p) for p in block)),
-                         self._pods_moved(block), min(rank.get(p.key, len(rank)) for p in block))
+                         self._pods_moved(block), min(order.of(p) for p in block))
                    for i, block in enumerate(blocks)]
         sets = move_sets(weighed, lacking)
         short = vec > table.future[row] + EPSILON

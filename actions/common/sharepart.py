@@ -40,7 +40,7 @@ class PartOption:
 def part_options(ssn: Session, task: TaskInfo, on_row: dict[int, list[TaskInfo]],
                  within: np.ndarray | None, may_move: Callable[[TaskInfo], bool],
                  cost: Callable[[TaskInfo], float],
-                 rank: Callable[[TaskInfo], int]) -> list[PartOption]:
+                 rank: Callable[[TaskInfo], tuple[int, ...]]) -> list[PartOption]:
     """For a pending share of one GPU: each shared GPU (on a node the task
     may go to, with room for its other requests) that some of its movable
     sharers would leave room on, with the fewest of them (of equal ones,
@@ -54,7 +54,7 @@ def part_options(ssn: Session, task: TaskInfo, on_row: dict[int, list[TaskInfo]]
     mask = ssn.static_mask(task) & table.fits(table.vector(task.resreq), table.future)
     if within is not None:
         mask &= within
-    out: list[tuple[float, tuple[int, ...], int, str, tuple[TaskInfo, ...]]] = []
+    out: list[tuple[float, tuple[tuple[int, ...], ...], int, str, tuple[TaskInfo, ...]]] = []
     for node, devices in gpus.devices.items():
         row = table.index.get(node)
         info = gpus.gpus(node)
@@ -80,7 +80,7 @@ def part_options(ssn: Session, task: TaskInfo, on_row: dict[int, list[TaskInfo]]
 
 
 def _fewest(pods: Sequence[TaskInfo], held: Sequence[int], lacking: int,
-            ranks: Sequence[int]) -> tuple[TaskInfo, ...] | None:
+            ranks: Sequence[tuple[int, ...]]) -> tuple[TaskInfo, ...] | None:
     """The fewest pods that together hold what is lacking (as many as the
     largest first take), of those the ones first in the victim order
     (ranks): every choice of that many, for a GPU of few sharers."""

@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from actions.common.movable import unit_of, victim_ranks
+from actions.common.movable import VictimOrder, unit_of
 from actions.common.moveset import SETS_TRIED, Block, move_sets
 from kaisched.api.types import Disruption, JobKey
 
@@ -40,16 +40,16 @@ def test_the_victim_order_is_the_job_order_reversed() -> None:
         _pod("new-0", "new", "n0", "2026-01-01T00:05:00Z"),
         _pod("new-1", "new", "n0", "2026-01-01T00:05:00Z"),
         _pod("high-0", "high", "n0", "2026-01-01T00:09:00Z", priority=100)])
-    pods = [t for j in ssn.cluster.jobs.values() for t in j.tasks.values()]
-    ranks = victim_ranks(ssn, pods)
-    order = sorted(ranks, key=ranks.__getitem__)
+    by_job = {j.key: list(j.tasks.values()) for j in ssn.cluster.jobs.values()}
+    pods = [t for tasks in by_job.values() for t in tasks]
+    order = [p.key for p in sorted(pods, key=VictimOrder(ssn, by_job).of)]
     # The newest job of the lowest priority first, its last task first; the
     # higher priority last, though it is the newest.
     assert order == ["default/new-1", "default/new-0", "default/old-0", "default/high-0"]
 
 
 def _block(index: int, gpus: float, rank: int, pods: int = 1) -> Block:
-    return Block(index, np.array([gpus]), pods, rank)
+    return Block(index, np.array([gpus]), pods, (rank, 0))
 
 
 def test_the_fewest_pods_move_then_the_first_victims() -> None:
