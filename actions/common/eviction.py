@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from actions.common.domainchoice import DomainChoice
+from actions.common.sparing import Place, spare
 from actions.common.topology import bound_domain
 from kaisched.api.conflicts import stands_in_way
 from kaisched.api.job import JobInfo
@@ -506,7 +507,8 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
     """Pipeline the job's tasks, evicting where needed, until it is
     pipelined-ready; commit then, else undo everything. True if committed.
 
-    Each task goes where the fewest pods must go for it (_room_for).
+    Each task goes where the fewest pods must go for it (_room_for); once the
+    job is placed, every victim it can do without is spared (sparing.py).
     A job already pipelined-ready (an elastic job's extras) places one task
     per call, and with gangs=False takes only other jobs' surplus tasks.
     order is the action's victim order, fixed before its first eviction.
@@ -527,6 +529,7 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
             break
     evicted = sum(1 for op in stmt.ops if isinstance(op, EvictOp))
     if ssn.job_pipelined(job) and evicted:
+        evicted -= spare(ssn, stmt, order, _placer(ssn, domains, job, finder))
         pipelined = len(stmt.ops) - evicted
         stmt.commit()
         if gangs:
@@ -598,6 +601,26 @@ def _room_for(ssn: Session, stmt: Statement, domains: DomainChoice, job: JobInfo
     cost = evict_for(best[1])
     assert cost == best[0], "the same victims are found again"
     return best[1]
+
+
+def _placer(ssn: Session, domains: DomainChoice, job: JobInfo,
+            finder: Callable[[TaskInfo], RoomFinder]) -> Place:
+    """Place tasks as they go over victims: the best node, pipelined, inside
+    the job's domain and where its queue takes it."""
+    def place(stmt: Statement, tasks: list[TaskInfo]) -> bool:
+        for task in tasks:
+            within = bound_domain(ssn, domains, job, _room_of(finder, task), task)
+            refusal, rows = ssn.allocatable_on(job, task)
+            if refusal:
+                return False
+            if rows is not None:
+                within = rows if within is None else within & rows
+            choice = ssn.select_node(task, within=within)
+            if choice is None:
+                return False
+            stmt.pipeline(task, choice.node)
+        return True
+    return place
 
 
 def _candidates(ssn: Session, task: TaskInfo, allowed: Allowed, finder: Callable[[TaskInfo], RoomFinder],
