@@ -10,7 +10,9 @@ For each starving job, once per session, in queue and job order:
 - the victims come from preemptible jobs of every other leaf queue, one unit
   at a time in victim order (actions/common/victims.py), searched task by
   task (actions/common/solver.py); the plugins check the victim side before
-  each chunk and the queues' saturation after the reclaim.
+  each chunk and the queues' saturation after the reclaim;
+- every unit the job can do without is then kept running
+  (actions/common/sparing.py).
 The victims become Releasing and the job's tasks are pipelined onto the room.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from actions.common.domainchoice import DomainChoice
 from actions.common.eviction import elastic_jobs, note_protected, starving_jobs
 from actions.common.placement import still_needed
 from actions.common.solver import ReclaimSolver
+from actions.common.sparing import spare
 from actions.common.topology import bound_domain
 from actions.common.victims import Unit, VictimPicker
 from kaisched.api.job import JobInfo
@@ -106,7 +109,10 @@ def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[T
     stmt = solver.apply(victims, lambda t: Preemptor(t.key, job.key, job.priority, job.queue))
     if stmt is None:
         return False
-    evicted = sum(len(u.tasks) for u in victims)
+    # Every unit the job can do without is kept running (the last in victim order first).
+    rank = {t.key: i for i, u in enumerate(victims) for t in u.tasks}
+    spared = spare(ssn, stmt, lambda t: (rank.get(t.key, len(rank)), t.key), solver.place)
+    evicted = sum(len(u.tasks) for u in victims) - spared
     stmt.commit()
     if not surplus_only:
         ssn.record_unschedulable(job, (

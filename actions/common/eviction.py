@@ -9,11 +9,13 @@ task by task instead: actions/common/victims.py and solver.py.)
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from actions.common.domainchoice import DomainChoice
+from actions.common.sparing import Place, spare
 from actions.common.topology import bound_domain
 from kaisched.api.conflicts import stands_in_way
 from kaisched.api.job import JobInfo
@@ -360,18 +362,20 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
               gangs: bool = True, others: Callable[[], list[TaskInfo]] | None = None) -> bool:
     """Evict victims on node until task fits; all or nothing.
 
-    Single surplus tasks go first; a candidate whose eviction would take its
+    First, where a required rule of the task (anti-affinity, hard spread, an
+    existing pod's anti-affinity) is broken on the node by pods it may evict
+    (others: every candidate, in victim order, wherever it runs), those go:
+    they must go anyway, and the room they free counts. Then, for room,
+    single surplus tasks go first; a candidate whose eviction would take its
     job or a subgroup below the minimum is passed over for the next one, and
     only when surplus is not enough do whole gangs go (never, if not gangs).
-    Then, where a required rule of the task (anti-affinity, hard spread, an
-    existing pod's anti-affinity) is broken on the node by pods it may evict
-    (others: every candidate, in victim order, wherever it runs), those go
-    too, and the rules are asked again with them gone.
     """
     table = ssn.cluster.table
     row, vec = table.index[node], table.vector(task.resreq)
     rules = ssn.cluster.rules_in_play().any_rule
     mark = stmt.checkpoint()
+    if rules and others is not None and not ssn.pod_fits(task, node):
+        clear_rules(ssn, stmt, task, node, allowed, others(), cause, by, gangs)
     # Devices (ResourceClaims, a share of a GPU) the task needs beyond resources.
     wants_devices = bool(task.claims) or task.gpu is not None
     if task.gpu is not None:
@@ -391,8 +395,6 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
                     and not (devices and _holds_devices(task, current)):
                 continue        # frees nothing the task lacks: evicting it is pure loss
             _evict_gang(ssn, stmt, task, current, allowed, cause, by, whole)
-    if rules and others is not None and not ssn.pod_fits(task, node):
-        clear_rules(ssn, stmt, task, node, allowed, others(), cause, by, gangs)
     if table.fits(vec, table.future[row:row + 1])[0] \
             and (not (wants_devices or rules) or ssn.pod_fits(task, node)) \
             and (not wants_devices or ssn.devices_fit(task, node)):
@@ -507,6 +509,8 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
     """Pipeline the job's tasks, evicting where needed, until it is
     pipelined-ready; commit then, else undo everything. True if committed.
 
+    Each task goes where the fewest pods must go for it (_room_for); once the
+    job is placed, every victim it can do without is spared (sparing.py).
     A job already pipelined-ready (an elastic job's extras) places one task
     per call, and with gangs=False takes only other jobs' surplus tasks.
     order is the action's victim order, fixed before its first eviction.
@@ -518,11 +522,8 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
         by = Preemptor(task.key, job.key, job.priority, job.queue)
         candidates = _candidates(ssn, task, allowed, finder, order)
         node = _room_for(ssn, stmt, domains, job, task, allowed, finder, cause, by, order, gangs,
-                         candidates)
-        # Its queue's room, as it would be charged on that node.
-        there = task if node is None else ssn.cluster.charged_on(task, node)
-        if node is None or (check(there) and not free_quota(
-                ssn, stmt, task, allowed, candidates(), cause, by, check, gangs, there)):
+                         candidates, check)
+        if node is None:
             stmt.rollback(mark)
             break
         stmt.pipeline(task, node)
@@ -530,6 +531,7 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
             break
     evicted = sum(1 for op in stmt.ops if isinstance(op, EvictOp))
     if ssn.job_pipelined(job) and evicted:
+        evicted -= spare(ssn, stmt, order, _placer(ssn, domains, job, finder))
         pipelined = len(stmt.ops) - evicted
         stmt.commit()
         if gangs:
@@ -541,23 +543,86 @@ def place_by_eviction(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: 
     return False
 
 
+# Nodes looked at beyond the first where room can be made, for one with fewer
+# victims (none is looked at once a node needs a single pod to go).
+LOOK_FURTHER = 16
+
+
 def _room_for(ssn: Session, stmt: Statement, domains: DomainChoice, job: JobInfo, task: TaskInfo,
               allowed: Allowed, finder: Callable[[TaskInfo], RoomFinder], cause: Cause, by: Preemptor,
               order: Callable[[TaskInfo], tuple[Any, ...]], gangs: bool,
-              candidates: Callable[[], list[TaskInfo]]) -> NodeName | None:
-    """A node for the task: one with room now (or once releasing pods are
-    gone), else one where evicting victims makes room; None when there is none."""
+              candidates: Callable[[], list[TaskInfo]], check: Check) -> NodeName | None:
+    """A node for the task, with what it lacks there evicted: a node with room
+    now (or once releasing pods are gone) that its queue takes it on needs no
+    one to go. Else the node where the fewest pods must go to free all it
+    lacks -- room on the node, the pods its required rules keep it from, and
+    its queue's room under its limits, from the pods on that node first.
+    Ties go to the order the nodes are tried in (the node with room first,
+    then as the finder names them: preempt's victim order across nodes).
+    None when there is no such node."""
     choice = ssn.select_node(task, within=bound_domain(
         ssn, domains, job, _room_of(finder, task), task))
-    if choice is not None:
+    if choice is not None and not check(ssn.cluster.charged_on(task, choice.node)):
         return choice.node
     rooms = finder(task)
-    for node in rooms.nodes(task):
+    mark = stmt.checkpoint()
+
+    def evict_for(node: NodeName) -> int | None:
         here = still_evictable(ssn, rooms.by_node.get(node, []))
         victims = sorted(allowed(task, here), key=order)
-        if make_room(ssn, stmt, task, node, allowed, victims, cause, by, gangs, candidates):
-            return node
-    return None
+        if not make_room(ssn, stmt, task, node, allowed, victims, cause, by, gangs, candidates):
+            return None
+        there = ssn.cluster.charged_on(task, node)
+        if check(there):
+            rest = candidates()
+            first = [v for v in rest if v.node_name == node] + [v for v in rest if v.node_name != node]
+            if not free_quota(ssn, stmt, task, allowed, first, cause, by, check, gangs, there):
+                return None
+        return sum(1 for op in stmt.ops[mark:] if isinstance(op, EvictOp))
+
+    best: tuple[int, NodeName] | None = None
+    looked = 0
+    tried: set[NodeName] = set()
+    nodes = rooms.nodes(task)
+    for node in itertools.chain([choice.node] if choice is not None else [], nodes):
+        if node in tried:
+            continue
+        tried.add(node)
+        cost = evict_for(node)
+        if cost is not None and cost <= 1:
+            return node         # none could need fewer: kept as evicted
+        stmt.rollback(mark)
+        if cost is not None and (best is None or cost < best[0]):
+            best = (cost, node)
+        if best is not None:
+            looked += 1
+            if looked > LOOK_FURTHER:
+                break
+    if best is None:
+        return None
+    cost = evict_for(best[1])
+    assert cost == best[0], "the same victims are found again"
+    return best[1]
+
+
+def _placer(ssn: Session, domains: DomainChoice, job: JobInfo,
+            finder: Callable[[TaskInfo], RoomFinder]) -> Place:
+    """Place tasks as they go over victims: the best node, pipelined, inside
+    the job's domain and where its queue takes it."""
+    def place(stmt: Statement, tasks: list[TaskInfo]) -> bool:
+        for task in tasks:
+            within = bound_domain(ssn, domains, job, _room_of(finder, task), task)
+            refusal, rows = ssn.allocatable_on(job, task)
+            if refusal:
+                return False
+            if rows is not None:
+                within = rows if within is None else within & rows
+            choice = ssn.select_node(task, within=within)
+            if choice is None:
+                return False
+            stmt.pipeline(task, choice.node)
+        return True
+    return place
 
 
 def _candidates(ssn: Session, task: TaskInfo, allowed: Allowed, finder: Callable[[TaskInfo], RoomFinder],

@@ -97,7 +97,7 @@ class ReclaimSolver:
         """The victims evicted and every task pipelined, under one statement."""
         stmt = self.ssn.statement()
         self._evict(stmt, victims, cause, by(self.tasks[0]))
-        if self._place(stmt, self.tasks):
+        if self.place(stmt, self.tasks):
             return stmt
         stmt.discard()
         return None
@@ -186,7 +186,8 @@ class ReclaimSolver:
                 if current is not None and current.status in EVICTABLE_STATUSES:
                     stmt.evict(current, cause, by)
 
-    def _place(self, stmt: Statement, tasks: list[TaskInfo]) -> bool:
+    def place(self, stmt: Statement, tasks: list[TaskInfo]) -> bool:
+        """Pipeline the tasks, each on its best node; True if all are placed."""
         for task in tasks:
             choice = self.ssn.select_node(task, within=self.within(task))
             if choice is None:
@@ -214,7 +215,7 @@ class ReclaimSolver:
         chosen = self._relevant(chosen, len(want))
         stmt = self.ssn.statement()
         self._evict(stmt, chosen, Cause.RECLAIM, None)
-        if not self._place(stmt, want):
+        if not self.place(stmt, want):
             stmt.discard()
             return None
         table = self.ssn.cluster.table
