@@ -17,7 +17,7 @@ import orjson
 
 from kaisched.bench import BENCHES
 from kaisched.catalog import register_builtins
-from kaisched.console import OneLineGroup, say
+from kaisched.console import OneLineGroup, emit, output_option, say
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config
 
@@ -113,8 +113,8 @@ def _load(path: str, strict: bool) -> LoadedFile:
 @click.option("--sessions", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Scheduling cycles to run, one schedulePeriod apart (bound pods start "
                    "running between them).")
-@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
-              help="json: bindings, evictions, pipelined pods and PodGroups, for tools.")
+@output_option("text", "json", "yaml", default="text",
+               help="json or yaml: bindings, evictions, pipelined pods and PodGroups, for tools.")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
 @kube_version_option
@@ -128,8 +128,8 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
     registry = register_builtins()
     config = _config(config_path, registry, loaded.config)
     result = run_replay(loaded.objects, config, registry, sessions)
-    if output == "json":
-        click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+    if output != "text":
+        emit(result.to_json(), output)
         return
     say(f"{result.sessions} session(s)")
     say(f"bindings ({len(result.bindings)}):")
@@ -276,32 +276,69 @@ def shard_lease(pool: str | None) -> str:
     return f"kaisched-{name}"[:253]
 
 
+class _FormatOrOldPath(click.Choice):
+    """snapshot-dump's -o: a format; for one release, any other value is the file to
+    write, as -o meant before, with a deprecation line."""
+
+    name = "format"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value in self.choices:
+            return value
+        click.echo(f"warning: -o {value}: -o now names a format (json or yaml); a file is "
+                   f"-f FILE or a path after the command. -o FILE is taken as -f {value} "
+                   "until the next release", err=True)
+        return _OldPath(value)
+
+
+class _OldPath(str):
+    """The file of a deprecated `-o FILE`."""
+
+
 @main.command("snapshot-dump")
+@click.argument("path", required=False, metavar="[FILE]", type=click.Path(dir_okay=False))
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help=KUBECONFIG_HELP)
-@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
-              help="The Snapshot file to write ('-': standard output).")
+@click.option("-f", "--file", "file", type=click.Path(dir_okay=False),
+              help="The Snapshot file to write (or FILE after the command; '-' or none: "
+                   "standard output).")
+@click.option("-o", "--output", "output", type=_FormatOrOldPath(["json", "yaml"]),
+              default="json", show_default=True,
+              help="json or yaml: how the Snapshot is written (a file name here is taken "
+                   "as -f, with a warning, until the next release).")
 @click.option("--config", "config_path", metavar="FILE",
               help="The scheduler config to record (default: built-in).")
 @click.option("--redact", is_flag=True,
               help="Keep only what scheduling reads: no env, commands, images, foreign annotations.")
-def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
-                  redact: bool) -> None:
-    """Write the cluster's scheduling state as a Snapshot, to replay or explain."""
+def snapshot_dump(path: str | None, kubeconfig: str | None, file: str | None, output: str,
+                  config_path: str | None, redact: bool) -> None:
+    """Write the cluster's scheduling state as a Snapshot (to FILE, else standard output),
+    to replay, explain or simulate from."""
+    import yaml
+
     from kaisched.cluster.snapshot import build_snapshot
     from kaisched.files import check_writable
 
-    if output != "-":
-        check_writable(output, "-o")        # before the cluster is read, not after
+    given = [(flag, p) for flag, p in (("FILE", path), ("-f", file),
+                                      ("-o", output if isinstance(output, _OldPath) else None))
+             if p is not None]
+    if len(given) > 1:
+        raise click.UsageError("give the file once: " + " and ".join(
+            f"{flag} {p}" if flag != "FILE" else p for flag, p in given))
+    flag, target = given[0] if given else ("-f", "-")
+    fmt = "json" if isinstance(output, _OldPath) else output
+    if target != "-":
+        check_writable(target, flag if flag != "FILE" else "FILE")  # before the cluster is read
     config = _config(config_path, register_builtins(), None)
     taken = time.time()
     items = _read_live(kubeconfig)
-    data = orjson.dumps(build_snapshot(items, config.to_dict(), redact, taken),
-                        option=orjson.OPT_INDENT_2)
-    if output == "-":
-        click.echo(data)
+    snapshot = build_snapshot(items, config.to_dict(), redact, taken)
+    data = orjson.dumps(snapshot, option=orjson.OPT_INDENT_2) if fmt == "json" else \
+        yaml.safe_dump(orjson.loads(orjson.dumps(snapshot)), sort_keys=False).encode()
+    if target == "-":
+        click.echo(data.rstrip(b"\n"))
     else:
-        Path(output).write_bytes(data)
-        click.echo(f"{len(items)} objects written to {output}", err=True)
+        Path(target).write_bytes(data)
+        click.echo(f"{len(items)} objects written to {target}", err=True)
 
 
 @main.command()
@@ -314,8 +351,8 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
               help="Scheduler config YAML (default: the snapshot's, else built-in).")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
-@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
-              help="json: the same content as the text, for tools.")
+@output_option("text", "json", "yaml", default="text",
+               help="json or yaml: the same content as the text, for tools.")
 @kube_version_option
 def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
             config_path: str | None, strict: bool, output: str) -> None:
@@ -338,8 +375,8 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
         objects, embedded = _read_live(kubeconfig), None
     config = _config(config_path, registry, embedded)
     data = explain_data(objects, name, config, registry)
-    if output == "json":
-        click.echo(orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+    if output != "text":
+        emit(data, output)
         return
     for line in text_lines(data):
         say(line)
@@ -387,8 +424,9 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
 @click.option("--seed", type=click.IntRange(min=0), metavar="N",
               help="Seed of a generated workload (the scenario's generate: block; a warning "
                    "without one).")
-@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
-              help="json: the same figures as the tables and every job's history.")
+@output_option("text", "json", "yaml", "wide", default="text",
+               help="json or yaml: the same figures as the tables and every job's history; "
+                    "wide: the tables with every column (as --wide).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Draw utilisation, each queue's use against its fair share and the job "
                    "timeline into this file (.png, .svg or .pdf).")
@@ -396,7 +434,7 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
               help="A job a cluster would refuse is an error, not reported as failed.")
 @kube_version_option
 @click.option("--from-snapshot", "snapshot_path", type=click.Path(dir_okay=False),
-              help="Start from this cluster (a kaisched snapshot-dump): its nodes, queues and "
+              help="Start from this cluster (a Snapshot file): its nodes, queues and "
                    "running and waiting jobs; SCENARIO then adds jobs, and nodes and queues "
                    "the snapshot does not have.")
 @click.option("--remaining", "remaining", metavar="DURATION",
@@ -451,6 +489,8 @@ def simulate(scenario: str | None, list_bundled: bool, config_path: str | None,
     configs = [(first, _config(config_file, registry, embedded))]
     if compare_path:
         configs.append((compare_path, _config(compare_file, registry, None)))
+    if output == "wide":
+        output, wide = "text", True
     run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict,
                    what_if, wide, max_objects, _duration_option(until, "--until"), dump_path)
 
@@ -493,9 +533,15 @@ def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
               help="e2e: the stock kube-scheduler binary to compare with.")
 @click.option("--prefix", default="kaisched-e2e", show_default=True, metavar="NAME",
               help="e2e: the name of the namespace and of the nodes it creates.")
+@output_option("json", "yaml", default="json",
+               help="json: the figures on one line; yaml: a line each.")
 def bench(scenario: str, scale: float, profile: int, config_path: str | None,
-          kubeconfig: str | None, runs: int, kube_scheduler: str, prefix: str) -> None:
+          kubeconfig: str | None, runs: int, kube_scheduler: str, prefix: str,
+          output: str) -> None:
+    import sys
+
     from kaisched.bench.scenarios import run
+    from kaisched.console import Elapsed
 
     in_process = scenario not in ("binds", "simulate", "what-if-10k", "e2e")
     if profile and not in_process:
@@ -508,10 +554,16 @@ def bench(scenario: str, scale: float, profile: int, config_path: str | None,
         if not Path(kubeconfig).is_file():
             raise click.UsageError(f"--kubeconfig {kubeconfig}: no such file")
         from kaisched.bench.e2e import run_e2e
-        click.echo(orjson.dumps(run_e2e(kubeconfig, runs, kube_scheduler, prefix, scale)))
-        return
-    config = _config(config_path, register_builtins(), None) if config_path else None
-    click.echo(orjson.dumps(run(scenario, scale, profile, config)))
+        with Elapsed(f"bench {scenario}", sys.stderr):
+            figures = run_e2e(kubeconfig, runs, kube_scheduler, prefix, scale)
+    else:
+        config = _config(config_path, register_builtins(), None) if config_path else None
+        with Elapsed(f"bench {scenario}", sys.stderr):      # on a terminal only
+            figures = run(scenario, scale, profile, config)
+    if output == "yaml":
+        emit(figures, "yaml")
+    else:
+        click.echo(orjson.dumps(figures))
 
 
 if __name__ == "__main__":     # python -m kaisched.cli, for a checkout not installed

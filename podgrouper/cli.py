@@ -11,9 +11,10 @@ import threading
 from typing import Any
 
 import click
+import orjson
 import yaml
 
-from kaisched.console import OneLineGroup
+from kaisched.console import OneLineGroup, output_option
 from kaisched.errors import ApiError, InputError
 
 
@@ -103,9 +104,11 @@ def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_na
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--scheduler-name", default="kaisched", show_default=True, metavar="NAME",
               help="Group only pods with this spec.schedulerName.")
-def sync(file: str, scheduler_name: str) -> None:
+@output_option("yaml", "json", default="yaml",
+               help="yaml: the PodGroups as documents; json: as a kind: List.")
+def sync(file: str, scheduler_name: str, output: str) -> None:
     """Load FILE (multi-document YAML of plain objects: owners and their pods),
-    run one sync, and print the PodGroups it made as YAML. Warnings go to stderr."""
+    run one sync, and print the PodGroups it made. Warnings go to stderr."""
     from kaisched.api.clock import ManualClock
     from kaisched.cluster.kinds import EVENT, PODGROUP
     from kaisched.cluster.memory import MemoryCluster
@@ -128,7 +131,10 @@ def sync(file: str, scheduler_name: str) -> None:
         where = f"{involved.get('kind')} {involved.get('namespace')}/{involved.get('name')}"
         click.echo(f"warning: {where}: {event.get('reason')}: {event.get('message')}", err=True)
     made = [_shown(pg, COMPUTED_ANNOTATION) for pg in cluster.list(PODGROUP) if is_managed(pg)]
-    if made:
+    if output == "json":
+        click.echo(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": made},
+                                option=orjson.OPT_INDENT_2))
+    elif made:
         click.echo(yaml.safe_dump_all(made, sort_keys=False), nl=False)
     click.echo(f"{len(made)} PodGroup(s) made", err=True)
 

@@ -31,7 +31,7 @@ def bad_paths(tmp_path: Path) -> list[tuple[str, str]]:
 COMMANDS = {
     "simulate --dump-snapshot": lambda p: ["simulate", "--dump-snapshot", p],
     "simulate --plot": lambda p: ["simulate", "--plot", p.replace(".json", ".png")],
-    "snapshot-dump -o": lambda p: ["snapshot-dump", *NO_CLUSTER, "-o", p],
+    "snapshot-dump -f": lambda p: ["snapshot-dump", *NO_CLUSTER, "-f", p],
     "simulate --from-snapshot --dump-snapshot":
         lambda p: ["simulate", "--from-snapshot", "/nonexistent/snap.json", "--dump-snapshot", p],
 }
