@@ -352,7 +352,7 @@ def snapshot_dump(path: str | None, kubeconfig: str | None, file: str | None, ou
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
 @output_option("text", "json", "yaml", default="text",
-               help="json or yaml: the same content as the text, for tools.")
+               help="json or yaml: the decision in fields, for tools (docs/explain-json.md).")
 @kube_version_option
 def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
             config_path: str | None, strict: bool, output: str) -> None:
@@ -363,7 +363,7 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
     --snapshot FILE or, live, from --kubeconfig PATH; one scheduling cycle
     runs on a copy of it.
     """
-    from kaisched.tools.explain import explain_data, text_lines
+    from kaisched.tools.explain import explain_report
 
     if (snapshot_path is None) == (kubeconfig is None):
         raise click.UsageError("give the cluster as --snapshot FILE or --kubeconfig PATH (one of them)")
@@ -374,11 +374,11 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
     else:
         objects, embedded = _read_live(kubeconfig), None
     config = _config(config_path, registry, embedded)
-    data = explain_data(objects, name, config, registry)
+    report = explain_report(objects, name, config, registry)
     if output != "text":
-        emit(data, output)
+        emit(report.fields, output)
         return
-    for line in text_lines(data):
+    for line in report.lines:
         say(line)
 
 
