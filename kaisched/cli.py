@@ -43,6 +43,18 @@ def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | Non
     from kaisched.files import read_mapping
 
     if path:
+        if not Path(path).exists() and "/" not in path:
+            from kaisched.sim.bundled import find_bundled, misplaced
+
+            wrong = misplaced(path, ("config",))
+            if wrong is not None:
+                raise InputError(wrong)
+            if find_bundled(path) is not None:
+                path = str(find_bundled(path))
+        if not Path(path).exists() and "/" not in path:
+            from kaisched.sim.bundled import names_hint
+
+            raise InputError(f"{path}: no such file; {names_hint('config')}")
         data = read_mapping(path, " of schedulerName, actions, tiers, ...", empty_ok=True)
         try:
             return load_config(data, registry)
@@ -158,6 +170,19 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
         say(f"failed: {failure}")
 
 
+def _memory_limit(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """--memory-limit checked with the command line, before any cluster is asked."""
+    from kaisched.service import memory
+
+    if value is not None:
+        try:
+            memory.parse_limit(value)
+        except InputError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--memory-limit"
+                                                           ).removeprefix(":").strip()) from None
+    return value
+
+
 @main.command()
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help=KUBECONFIG_HELP)
 @click.option("--config", "config_path", metavar="FILE",
@@ -188,7 +213,7 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
               help="Writes at once above --api-qps.")
 @click.option("--cycles", type=click.IntRange(min=1), metavar="N",
               help="Stop after this many cycles (default: run until SIGTERM).")
-@click.option("--memory-limit", metavar="SIZE",
+@click.option("--memory-limit", metavar="SIZE", callback=_memory_limit,
               help="Check the cluster at start against this much memory (6Gi; 0: no check) "
                    "instead of the container's limit.")
 def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
@@ -330,7 +355,7 @@ def snapshot_dump(path: str | None, kubeconfig: str | None, file: str | None, ou
         check_writable(target, flag if flag != "FILE" else "FILE")  # before the cluster is read
     config = _config(config_path, register_builtins(), None)
     taken = time.time()
-    items = _read_live(kubeconfig)
+    items = _read_live(kubeconfig, "snapshot-dump")
     snapshot = build_snapshot(items, config.to_dict(), redact, taken)
     data = orjson.dumps(snapshot, option=orjson.OPT_INDENT_2) if fmt == "json" else \
         yaml.safe_dump(orjson.loads(orjson.dumps(snapshot)), sort_keys=False).encode()
@@ -372,7 +397,7 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
         loaded = _load(snapshot_path, strict)
         objects, embedded = loaded.objects, loaded.config
     else:
-        objects, embedded = _read_live(kubeconfig), None
+        objects, embedded = _read_live(kubeconfig, "explain"), None
     config = _config(config_path, registry, embedded)
     report = explain_report(objects, name, config, registry)
     if output != "text":
@@ -393,20 +418,38 @@ def _duration_option(value: str | None, flag: str) -> float | None:
         raise click.BadParameter(str(exc), param_hint=flag) from None
 
 
-def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
-    """Every object scheduling reads, listed from the cluster."""
+# A command that reads a cluster once (snapshot-dump, explain) asks again after these
+# pauses while the API server cannot be reached, then gives up.
+READ_RETRIES = (1.0, 2.0, 4.0)
+
+
+def _read_live(kubeconfig: str | None, command: str) -> list[dict[str, Any]]:
+    """Every object scheduling reads, listed from the cluster; while the API server
+    cannot be reached, asked again a few times (said once on stderr), then an error."""
     from kaisched.cluster.kinds import SCHEDULING_KINDS
     from kaisched.cluster.kube import KubeCluster
-    from kaisched.errors import NotFoundError
+    from kaisched.cluster.reachability import Reachability
+    from kaisched.errors import NotFoundError, UnreachableError
 
-    client = KubeCluster(kubeconfig)
+    waits = sum(READ_RETRIES)
+    health = Reachability(meanwhile=f"{command} is retrying for {waits:g}s; nothing is written "
+                                    "until it answers",
+                          say=lambda line: click.echo(f"warning: {line}", err=True))
+    client = KubeCluster(kubeconfig, health=health)
     items: list[dict[str, Any]] = []
     try:
         for kind in SCHEDULING_KINDS:
-            try:
-                items.extend(client.list(kind))
-            except NotFoundError:
-                continue        # a CRD that is not installed (scheduler-plugins PodGroup)
+            for pause in (*READ_RETRIES, None):
+                try:
+                    items.extend(client.list(kind))
+                    break
+                except NotFoundError:
+                    break       # a CRD that is not installed (scheduler-plugins PodGroup)
+                except UnreachableError as exc:
+                    if pause is None:
+                        raise UnreachableError(f"{exc}; gave up after retrying for "
+                                               f"{waits:g}s") from None
+                    time.sleep(pause)
     finally:
         client.close()
     return items
@@ -473,9 +516,10 @@ def simulate(scenario: str | None, list_bundled: bool, config_path: str | None,
             click.echo(line)
         return
     check_outputs(plot_path, dump_path)
-    scenario = _bundled_or_file(scenario, resolve)
-    config_file = _bundled_or_file(config_path, resolve)
-    compare_file = _bundled_or_file(compare_path, resolve)
+    scenario = _bundled_or_file(scenario, resolve,
+                                *(("what-if", "scenario") if snapshot_path else ("scenario",)))
+    config_file = _bundled_or_file(config_path, resolve, "config")
+    compare_file = _bundled_or_file(compare_path, resolve, "config")
     registry = register_builtins()
     what_if, embedded = None, None
     if remaining is not None and snapshot_path is None:
@@ -495,18 +539,25 @@ def simulate(scenario: str | None, list_bundled: bool, config_path: str | None,
                    what_if, wide, max_objects, _duration_option(until, "--until"), dump_path)
 
 
-def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
-    """A file as given, else the bundled file of that name; neither is one error line."""
-    from kaisched.sim.bundled import names_hint
+def _bundled_or_file(arg: str | None, resolve: Any, *kinds: str) -> str | None:
+    """A file as given, else the bundled file of that name and kind (a scenario, a
+    config); a bundled file of another kind, or nothing, is one error line that names
+    the bundled files of the kind wanted."""
+    from kaisched.sim.bundled import misplaced, names_hint
 
     if arg is None:
         return None
+    if not Path(arg).exists() and "/" not in arg:
+        wrong = misplaced(arg, kinds)
+        if wrong is not None:
+            raise InputError(wrong)
     found = resolve(arg)
     if not Path(found).exists():
         if "/" in arg:      # a path, not a name
             raise InputError(f"{arg}: no such file")
-        raise InputError(f"{arg}: no such file, nor a bundled scenario or config of that name; "
-                         f"{names_hint()}")
+        what = " or ".join(kinds)
+        raise InputError(f"{arg}: no such file, nor a bundled {what} of that name; "
+                         f"{names_hint(kinds[0])}")
     return str(found)
 
 

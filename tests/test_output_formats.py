@@ -73,7 +73,7 @@ def live(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     from kaisched.cluster.snapshot import load_file
 
     items = load_file(GANG).objects
-    monkeypatch.setattr(cli, "_read_live", lambda *_: items)
+    monkeypatch.setattr(cli, "_read_live", lambda kubeconfig, command: items)
     return items
 
 
