@@ -18,7 +18,7 @@ import orjson
 from kaisched.bench import BENCHES
 from kaisched.catalog import register_builtins
 from kaisched.console import OneLineGroup, emit, output_option, say
-from kaisched.errors import InputError
+from kaisched.errors import InputError, PathError
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config
 
 if TYPE_CHECKING:
@@ -48,13 +48,13 @@ def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | Non
 
             wrong = misplaced(path, ("config",))
             if wrong is not None:
-                raise InputError(wrong)
+                raise PathError(wrong)
             if find_bundled(path) is not None:
                 path = str(find_bundled(path))
         if not Path(path).exists() and "/" not in path:
             from kaisched.sim.bundled import names_hint
 
-            raise InputError(f"{path}: no such file; {names_hint('config')}")
+            raise PathError(f"{path}: no such file; {names_hint('config')}")
         data = read_mapping(path, " of schedulerName, actions, tiers, ...", empty_ok=True)
         try:
             return load_config(data, registry)
@@ -550,13 +550,13 @@ def _bundled_or_file(arg: str | None, resolve: Any, *kinds: str) -> str | None:
     if not Path(arg).exists() and "/" not in arg:
         wrong = misplaced(arg, kinds)
         if wrong is not None:
-            raise InputError(wrong)
+            raise PathError(wrong)
     found = resolve(arg)
     if not Path(found).exists():
         if "/" in arg:      # a path, not a name
-            raise InputError(f"{arg}: no such file")
+            raise PathError(f"{arg}: no such file")
         what = " or ".join(kinds)
-        raise InputError(f"{arg}: no such file, nor a bundled {what} of that name; "
+        raise PathError(f"{arg}: no such file, nor a bundled {what} of that name; "
                          f"{names_hint(kinds[0])}")
     return str(found)
 

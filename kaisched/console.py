@@ -39,9 +39,9 @@ class OneLineGroup(click.Group):
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
             click.echo(f"error: {exc.format_message()}{hint}", err=True)
             sys.exit(exc.exit_code)
-        except KaischedError as exc:
+        except KaischedError as exc:       # 2: a path refused before the work; 1: after
             click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+            sys.exit(getattr(exc, "exit_code", 1))
         sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -95,7 +95,7 @@ def _configs() -> str:
                                   ["replay", str(ROOT / "config/examples/gang.yaml"), "--config", "demo"]])
 def test_a_scenario_given_as_a_config_says_it_is_a_scenario(args: list[str]) -> None:
     result = CliRunner().invoke(main, args)
-    assert result.exit_code == 1
+    assert result.exit_code == 2            # the command line names the wrong file
     assert result.stderr == ("error: demo is a bundled scenario, not a config: give it as "
                              f"`kaisched simulate demo`; bundled configs: {_configs()} "
                              "(kaisched simulate --list)\n")
@@ -103,7 +103,7 @@ def test_a_scenario_given_as_a_config_says_it_is_a_scenario(args: list[str]) -> 
 
 def test_a_config_given_as_a_scenario_says_it_is_a_config() -> None:
     result = CliRunner().invoke(main, ["simulate", "usage-on"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.startswith("error: usage-on is a bundled config, not a scenario: give "
                                     "it as `kaisched simulate --config usage-on`; bundled "
                                     "scenarios: ")
@@ -114,7 +114,7 @@ def test_a_config_not_found_lists_the_bundled_configs(command: str) -> None:
     args = ["simulate", "--config", "nofile.yaml"] if command == "simulate" else \
         ["replay", str(ROOT / "config/examples/gang.yaml"), "--config", "nofile.yaml"]
     result = CliRunner().invoke(main, args)
-    assert result.exit_code == 1 and "bundled configs: " + _configs() in result.stderr
+    assert result.exit_code == 2 and "bundled configs: " + _configs() in result.stderr
     assert "bundled scenarios" not in result.stderr
 
 

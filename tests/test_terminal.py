@@ -181,10 +181,13 @@ def test_no_color_means_no_colour_codes() -> None:
 @pytest.mark.parametrize("args,code", [
     (["simulate", "--until", "1m"], 0),
     (["replay", str(GANG)], 0),
-    (["simulate", "/nonexistent.yaml"], 1),                 # input: a file
-    (["replay", str(ROOT / "kaisched" / "examples" / "demo.yaml")], 1),
-    (["simulate", "--plot", "/nonexistent/x.png"], 1),      # input: an output path
-    (["explain", "no/such", "--snapshot", str(GANG)], 1),   # input: a name
+    (["simulate", "/nonexistent.yaml"], 2),                 # a path, refused before the work
+    (["simulate", "--config", "demo"], 2),                  # a bundled name of the wrong kind
+    (["replay", str(ROOT / "kaisched" / "examples" / "demo.yaml")], 1),   # what a file says
+    (["simulate", "--plot", "/nonexistent/x.png"], 2),      # an output path
+    (["explain", "no/such", "--snapshot", str(GANG)], 1),   # a name, found in the work
+    (["replay", "/nonexistent.yaml"], 2),
+    (["simulate", "--until", "5"], 2),                      # a duration without a unit
     (["simulate", "--no-such-flag"], 2),                    # usage
     (["replay", str(GANG), "--output", "xml"], 2),
     (["bench", "nope"], 2),
@@ -200,5 +203,6 @@ def test_exit_codes_are_the_documented_ones(args: list[str], code: int) -> None:
 
 def test_the_readme_documents_the_exit_codes() -> None:
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert "0 when it did what it was asked, 1 for bad input" in readme
-    assert "2 for a bad command line" in readme
+    assert "The exit codes follow click's rule: 0 when it did what it was asked; 2 for anything " \
+           "refused before the work starts" in readme
+    assert "; 1 for a failure after" in readme
