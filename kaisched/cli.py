@@ -17,8 +17,8 @@ import orjson
 
 from kaisched.bench import BENCHES
 from kaisched.catalog import register_builtins
-from kaisched.console import OneLineGroup, say
-from kaisched.errors import InputError
+from kaisched.console import OneLineGroup, emit, output_option, say
+from kaisched.errors import InputError, PathError
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config
 
 if TYPE_CHECKING:
@@ -43,6 +43,18 @@ def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | Non
     from kaisched.files import read_mapping
 
     if path:
+        if not Path(path).exists() and "/" not in path:
+            from kaisched.sim.bundled import find_bundled, misplaced
+
+            wrong = misplaced(path, ("config",))
+            if wrong is not None:
+                raise PathError(wrong)
+            if find_bundled(path) is not None:
+                path = str(find_bundled(path))
+        if not Path(path).exists() and "/" not in path:
+            from kaisched.sim.bundled import names_hint
+
+            raise PathError(f"{path}: no such file; {names_hint('config')}")
         data = read_mapping(path, " of schedulerName, actions, tiers, ...", empty_ok=True)
         try:
             return load_config(data, registry)
@@ -113,8 +125,8 @@ def _load(path: str, strict: bool) -> LoadedFile:
 @click.option("--sessions", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Scheduling cycles to run, one schedulePeriod apart (bound pods start "
                    "running between them).")
-@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
-              help="json: bindings, evictions, pipelined pods and PodGroups, for tools.")
+@output_option("text", "json", "yaml", default="text",
+               help="json or yaml: bindings, evictions, pipelined pods and PodGroups, for tools.")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
 @kube_version_option
@@ -128,8 +140,8 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
     registry = register_builtins()
     config = _config(config_path, registry, loaded.config)
     result = run_replay(loaded.objects, config, registry, sessions)
-    if output == "json":
-        click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+    if output != "text":
+        emit(result.to_json(), output)
         return
     say(f"{result.sessions} session(s)")
     say(f"bindings ({len(result.bindings)}):")
@@ -156,6 +168,19 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
         say(f"  {key}  {pg['phase']}  minMember={pg['minMember']}{why}")
     for failure in result.failures:
         say(f"failed: {failure}")
+
+
+def _memory_limit(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """--memory-limit checked with the command line, before any cluster is asked."""
+    from kaisched.service import memory
+
+    if value is not None:
+        try:
+            memory.parse_limit(value)
+        except InputError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--memory-limit"
+                                                           ).removeprefix(":").strip()) from None
+    return value
 
 
 @main.command()
@@ -188,7 +213,7 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
               help="Writes at once above --api-qps.")
 @click.option("--cycles", type=click.IntRange(min=1), metavar="N",
               help="Stop after this many cycles (default: run until SIGTERM).")
-@click.option("--memory-limit", metavar="SIZE",
+@click.option("--memory-limit", metavar="SIZE", callback=_memory_limit,
               help="Check the cluster at start against this much memory (6Gi; 0: no check) "
                    "instead of the container's limit.")
 def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
@@ -276,32 +301,69 @@ def shard_lease(pool: str | None) -> str:
     return f"kaisched-{name}"[:253]
 
 
+class _FormatOrOldPath(click.Choice):
+    """snapshot-dump's -o: a format; for one release, any other value is the file to
+    write, as -o meant before, with a deprecation line."""
+
+    name = "format"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value in self.choices:
+            return value
+        click.echo(f"warning: -o {value}: -o now names a format (json or yaml); a file is "
+                   f"-f FILE or a path after the command. -o FILE is taken as -f {value} "
+                   "until the next release", err=True)
+        return _OldPath(value)
+
+
+class _OldPath(str):
+    """The file of a deprecated `-o FILE`."""
+
+
 @main.command("snapshot-dump")
+@click.argument("path", required=False, metavar="[FILE]", type=click.Path(dir_okay=False))
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help=KUBECONFIG_HELP)
-@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
-              help="The Snapshot file to write ('-': standard output).")
+@click.option("-f", "--file", "file", type=click.Path(dir_okay=False),
+              help="The Snapshot file to write (or FILE after the command; '-' or none: "
+                   "standard output).")
+@click.option("-o", "--output", "output", type=_FormatOrOldPath(["json", "yaml"]),
+              default="json", show_default=True,
+              help="json or yaml: how the Snapshot is written (a file name here is taken "
+                   "as -f, with a warning, until the next release).")
 @click.option("--config", "config_path", metavar="FILE",
               help="The scheduler config to record (default: built-in).")
 @click.option("--redact", is_flag=True,
               help="Keep only what scheduling reads: no env, commands, images, foreign annotations.")
-def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
-                  redact: bool) -> None:
-    """Write the cluster's scheduling state as a Snapshot, to replay or explain."""
+def snapshot_dump(path: str | None, kubeconfig: str | None, file: str | None, output: str,
+                  config_path: str | None, redact: bool) -> None:
+    """Write the cluster's scheduling state as a Snapshot (to FILE, else standard output),
+    to replay, explain or simulate from."""
+    import yaml
+
     from kaisched.cluster.snapshot import build_snapshot
     from kaisched.files import check_writable
 
-    if output != "-":
-        check_writable(output, "-o")        # before the cluster is read, not after
+    given = [(flag, p) for flag, p in (("FILE", path), ("-f", file),
+                                      ("-o", output if isinstance(output, _OldPath) else None))
+             if p is not None]
+    if len(given) > 1:
+        raise click.UsageError("give the file once: " + " and ".join(
+            f"{flag} {p}" if flag != "FILE" else p for flag, p in given))
+    flag, target = given[0] if given else ("-f", "-")
+    fmt = "json" if isinstance(output, _OldPath) else output
+    if target != "-":
+        check_writable(target, flag if flag != "FILE" else "FILE")  # before the cluster is read
     config = _config(config_path, register_builtins(), None)
     taken = time.time()
-    items = _read_live(kubeconfig)
-    data = orjson.dumps(build_snapshot(items, config.to_dict(), redact, taken),
-                        option=orjson.OPT_INDENT_2)
-    if output == "-":
-        click.echo(data)
+    items = _read_live(kubeconfig, "snapshot-dump")
+    snapshot = build_snapshot(items, config.to_dict(), redact, taken)
+    data = orjson.dumps(snapshot, option=orjson.OPT_INDENT_2) if fmt == "json" else \
+        yaml.safe_dump(orjson.loads(orjson.dumps(snapshot)), sort_keys=False).encode()
+    if target == "-":
+        click.echo(data.rstrip(b"\n"))
     else:
-        Path(output).write_bytes(data)
-        click.echo(f"{len(items)} objects written to {output}", err=True)
+        Path(target).write_bytes(data)
+        click.echo(f"{len(items)} objects written to {target}", err=True)
 
 
 @main.command()
@@ -314,8 +376,8 @@ def snapshot_dump(kubeconfig: str | None, output: str, config_path: str | None,
               help="Scheduler config YAML (default: the snapshot's, else built-in).")
 @click.option("--strict", is_flag=True,
               help="An object a cluster would refuse is an error, not skipped with a warning.")
-@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
-              help="json: the same content as the text, for tools.")
+@output_option("text", "json", "yaml", default="text",
+               help="json or yaml: the decision in fields, for tools (docs/explain-json.md).")
 @kube_version_option
 def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
             config_path: str | None, strict: bool, output: str) -> None:
@@ -326,7 +388,7 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
     --snapshot FILE or, live, from --kubeconfig PATH; one scheduling cycle
     runs on a copy of it.
     """
-    from kaisched.tools.explain import explain_data, text_lines
+    from kaisched.tools.explain import explain_report
 
     if (snapshot_path is None) == (kubeconfig is None):
         raise click.UsageError("give the cluster as --snapshot FILE or --kubeconfig PATH (one of them)")
@@ -335,13 +397,13 @@ def explain(name: str, snapshot_path: str | None, kubeconfig: str | None,
         loaded = _load(snapshot_path, strict)
         objects, embedded = loaded.objects, loaded.config
     else:
-        objects, embedded = _read_live(kubeconfig), None
+        objects, embedded = _read_live(kubeconfig, "explain"), None
     config = _config(config_path, registry, embedded)
-    data = explain_data(objects, name, config, registry)
-    if output == "json":
-        click.echo(orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+    report = explain_report(objects, name, config, registry)
+    if output != "text":
+        emit(report.fields, output)
         return
-    for line in text_lines(data):
+    for line in report.lines:
         say(line)
 
 
@@ -356,20 +418,38 @@ def _duration_option(value: str | None, flag: str) -> float | None:
         raise click.BadParameter(str(exc), param_hint=flag) from None
 
 
-def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
-    """Every object scheduling reads, listed from the cluster."""
+# A command that reads a cluster once (snapshot-dump, explain) asks again after these
+# pauses while the API server cannot be reached, then gives up.
+READ_RETRIES = (1.0, 2.0, 4.0)
+
+
+def _read_live(kubeconfig: str | None, command: str) -> list[dict[str, Any]]:
+    """Every object scheduling reads, listed from the cluster; while the API server
+    cannot be reached, asked again a few times (said once on stderr), then an error."""
     from kaisched.cluster.kinds import SCHEDULING_KINDS
     from kaisched.cluster.kube import KubeCluster
-    from kaisched.errors import NotFoundError
+    from kaisched.cluster.reachability import Reachability
+    from kaisched.errors import NotFoundError, UnreachableError
 
-    client = KubeCluster(kubeconfig)
+    waits = sum(READ_RETRIES)
+    health = Reachability(meanwhile=f"{command} is retrying for {waits:g}s; nothing is written "
+                                    "until it answers",
+                          say=lambda line: click.echo(f"warning: {line}", err=True))
+    client = KubeCluster(kubeconfig, health=health)
     items: list[dict[str, Any]] = []
     try:
         for kind in SCHEDULING_KINDS:
-            try:
-                items.extend(client.list(kind))
-            except NotFoundError:
-                continue        # a CRD that is not installed (scheduler-plugins PodGroup)
+            for pause in (*READ_RETRIES, None):
+                try:
+                    items.extend(client.list(kind))
+                    break
+                except NotFoundError:
+                    break       # a CRD that is not installed (scheduler-plugins PodGroup)
+                except UnreachableError as exc:
+                    if pause is None:
+                        raise UnreachableError(f"{exc}; gave up after retrying for "
+                                               f"{waits:g}s") from None
+                    time.sleep(pause)
     finally:
         client.close()
     return items
@@ -387,8 +467,9 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
 @click.option("--seed", type=click.IntRange(min=0), metavar="N",
               help="Seed of a generated workload (the scenario's generate: block; a warning "
                    "without one).")
-@click.option("--output", type=click.Choice(["json", "text"]), default="text", show_default=True,
-              help="json: the same figures as the tables and every job's history.")
+@output_option("text", "json", "yaml", "wide", default="text",
+               help="json or yaml: the same figures as the tables and every job's history; "
+                    "wide: the tables with every column (as --wide).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Draw utilisation, each queue's use against its fair share and the job "
                    "timeline into this file (.png, .svg or .pdf).")
@@ -396,7 +477,7 @@ def _read_live(kubeconfig: str | None) -> list[dict[str, Any]]:
               help="A job a cluster would refuse is an error, not reported as failed.")
 @kube_version_option
 @click.option("--from-snapshot", "snapshot_path", type=click.Path(dir_okay=False),
-              help="Start from this cluster (a kaisched snapshot-dump): its nodes, queues and "
+              help="Start from this cluster (a Snapshot file): its nodes, queues and "
                    "running and waiting jobs; SCENARIO then adds jobs, and nodes and queues "
                    "the snapshot does not have.")
 @click.option("--remaining", "remaining", metavar="DURATION",
@@ -435,9 +516,10 @@ def simulate(scenario: str | None, list_bundled: bool, config_path: str | None,
             click.echo(line)
         return
     check_outputs(plot_path, dump_path)
-    scenario = _bundled_or_file(scenario, resolve)
-    config_file = _bundled_or_file(config_path, resolve)
-    compare_file = _bundled_or_file(compare_path, resolve)
+    scenario = _bundled_or_file(scenario, resolve,
+                                *(("what-if", "scenario") if snapshot_path else ("scenario",)))
+    config_file = _bundled_or_file(config_path, resolve, "config")
+    compare_file = _bundled_or_file(compare_path, resolve, "config")
     registry = register_builtins()
     what_if, embedded = None, None
     if remaining is not None and snapshot_path is None:
@@ -451,22 +533,31 @@ def simulate(scenario: str | None, list_bundled: bool, config_path: str | None,
     configs = [(first, _config(config_file, registry, embedded))]
     if compare_path:
         configs.append((compare_path, _config(compare_file, registry, None)))
+    if output == "wide":
+        output, wide = "text", True
     run_simulation(scenario, configs, seed, output, plot_path, sys.stdout, sys.stderr, strict,
                    what_if, wide, max_objects, _duration_option(until, "--until"), dump_path)
 
 
-def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
-    """A file as given, else the bundled file of that name; neither is one error line."""
-    from kaisched.sim.bundled import names_hint
+def _bundled_or_file(arg: str | None, resolve: Any, *kinds: str) -> str | None:
+    """A file as given, else the bundled file of that name and kind (a scenario, a
+    config); a bundled file of another kind, or nothing, is one error line that names
+    the bundled files of the kind wanted."""
+    from kaisched.sim.bundled import misplaced, names_hint
 
     if arg is None:
         return None
+    if not Path(arg).exists() and "/" not in arg:
+        wrong = misplaced(arg, kinds)
+        if wrong is not None:
+            raise PathError(wrong)
     found = resolve(arg)
     if not Path(found).exists():
         if "/" in arg:      # a path, not a name
-            raise InputError(f"{arg}: no such file")
-        raise InputError(f"{arg}: no such file, nor a bundled scenario or config of that name; "
-                         f"{names_hint()}")
+            raise PathError(f"{arg}: no such file")
+        what = " or ".join(kinds)
+        raise PathError(f"{arg}: no such file, nor a bundled {what} of that name; "
+                         f"{names_hint(kinds[0])}")
     return str(found)
 
 
@@ -493,9 +584,15 @@ def _bundled_or_file(arg: str | None, resolve: Any) -> str | None:
               help="e2e: the stock kube-scheduler binary to compare with.")
 @click.option("--prefix", default="kaisched-e2e", show_default=True, metavar="NAME",
               help="e2e: the name of the namespace and of the nodes it creates.")
+@output_option("json", "yaml", default="json",
+               help="json: the figures on one line; yaml: a line each.")
 def bench(scenario: str, scale: float, profile: int, config_path: str | None,
-          kubeconfig: str | None, runs: int, kube_scheduler: str, prefix: str) -> None:
+          kubeconfig: str | None, runs: int, kube_scheduler: str, prefix: str,
+          output: str) -> None:
+    import sys
+
     from kaisched.bench.scenarios import run
+    from kaisched.console import Elapsed
 
     in_process = scenario not in ("binds", "simulate", "what-if-10k", "e2e")
     if profile and not in_process:
@@ -508,10 +605,16 @@ def bench(scenario: str, scale: float, profile: int, config_path: str | None,
         if not Path(kubeconfig).is_file():
             raise click.UsageError(f"--kubeconfig {kubeconfig}: no such file")
         from kaisched.bench.e2e import run_e2e
-        click.echo(orjson.dumps(run_e2e(kubeconfig, runs, kube_scheduler, prefix, scale)))
-        return
-    config = _config(config_path, register_builtins(), None) if config_path else None
-    click.echo(orjson.dumps(run(scenario, scale, profile, config)))
+        with Elapsed(f"bench {scenario}", sys.stderr):
+            figures = run_e2e(kubeconfig, runs, kube_scheduler, prefix, scale)
+    else:
+        config = _config(config_path, register_builtins(), None) if config_path else None
+        with Elapsed(f"bench {scenario}", sys.stderr):      # on a terminal only
+            figures = run(scenario, scale, profile, config)
+    if output == "yaml":
+        emit(figures, "yaml")
+    else:
+        click.echo(orjson.dumps(figures))
 
 
 if __name__ == "__main__":     # python -m kaisched.cli, for a checkout not installed

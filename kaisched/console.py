@@ -4,15 +4,26 @@ from __future__ import annotations
 import shutil
 import sys
 import textwrap
-from typing import Any
+import threading
+import time
+from typing import Any, TextIO
 
 import click
+import orjson
+import yaml
 
 from kaisched.errors import KaischedError
 
 
 class OneLineGroup(click.Group):
-    """Every error, a bad flag included, as one line on stderr."""
+    """Every error, a bad flag included, as one line on stderr; the bare program prints
+    its help and exits 0, as kubectl does."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -28,9 +39,9 @@ class OneLineGroup(click.Group):
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
             click.echo(f"error: {exc.format_message()}{hint}", err=True)
             sys.exit(exc.exit_code)
-        except KaischedError as exc:
+        except KaischedError as exc:       # 2: a path refused before the work; 1: after
             click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+            sys.exit(getattr(exc, "exit_code", 1))
         sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -49,3 +60,68 @@ def fold(line: str, width: int | None) -> list[str]:
     indent = " " * (len(line) - len(line.lstrip()) + 4)
     return textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
                          break_on_hyphens=False) or [line]
+
+
+class Format(click.Choice):
+    """-o/--output: the formats a command prints, as kubectl names them."""
+
+    name = "format"
+
+    def __init__(self, *formats: str) -> None:
+        super().__init__(formats)
+
+
+def output_option(*formats: str, default: str, help: str) -> Any:
+    """-o/--output, as kubectl has it: json and yaml for tools, wide where a table exists."""
+    return click.option("-o", "--output", "output", type=Format(*formats), default=default,
+                        show_default=True, help=help)
+
+
+def emit(data: Any, output: str) -> None:
+    """A report for tools on standard output: JSON (keys sorted, indented) or YAML, the same
+    content either way."""
+    if output == "yaml":
+        plain = orjson.loads(orjson.dumps(data))        # enums, tuples: as JSON has them
+        click.echo(yaml.safe_dump(plain, sort_keys=True, allow_unicode=True), nl=False)
+    else:
+        click.echo(orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+
+
+class Elapsed:
+    """Progress of long work on a terminal: `what: 0:42 elapsed` redrawn on stream
+    every `every` seconds and wiped at the end; nothing at all when stream is not a
+    terminal (a log, a pipe, CI)."""
+
+    def __init__(self, what: str, stream: TextIO, every: float = 1.0) -> None:
+        self.what = what
+        self.stream = stream
+        self.every = every
+        self.shown = stream.isatty()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+        self._width = 0
+
+    def __enter__(self) -> "Elapsed":
+        if self.shown:
+            self._start = time.monotonic()
+            self._draw()
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.shown:
+            self._stop.set()
+            self._thread.join()
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every):
+            self._draw()
+
+    def _draw(self) -> None:
+        seconds = int(time.monotonic() - self._start)
+        line = f"{self.what}: {seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d} elapsed"
+        self._width = max(self._width, len(line))
+        self.stream.write("\r" + line)
+        self.stream.flush()

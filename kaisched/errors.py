@@ -16,6 +16,22 @@ class ConfigError(KaischedError):
 class InputError(KaischedError):
     """A file or object handed to the command line cannot be used."""
 
+    exit_code = 1       # found once the work started: what a file says, a name not found
+
+
+class PathError(InputError):
+    """A path the command line names cannot be used: a file that is not there or is a
+    directory, an output that cannot be written, a bundled name of the wrong kind. Refused
+    before any work starts, so it exits 2, as click does for a bad command line."""
+
+    exit_code = 2
+
+
+class MissingConfigFile(ConfigError, PathError):
+    """A configuration file the command line names (a kubeconfig) is not there: a
+    ConfigError to the code that loads it, a path refused before the work (exit 2) to
+    the user."""
+
 
 class ApiError(KaischedError):
     """A call to the cluster API failed."""

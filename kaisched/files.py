@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from kaisched.errors import InputError
+from kaisched.errors import InputError, PathError
 
 # The C loader where PyYAML has it (fast on big snapshots); every file is read with the
 # same one, so a YAML mistake is worded alike whichever command reads it.
@@ -24,13 +24,13 @@ def read_text(path: str | Path) -> str:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise PathError(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file") from None
+        raise PathError(f"{path}: is a directory, not a file") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); a binary file?") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc.__class__.__name__}") from None
+        raise PathError(f"{path}: cannot read: {exc.strerror or exc.__class__.__name__}") from None
     if "\0" in text:          # valid UTF-8, but no text file holds a NUL
         raise InputError(f"{path}: not UTF-8 text (byte {text.index(chr(0))}); a binary file?")
     return text
@@ -79,17 +79,17 @@ def check_writable(path: str | Path, option: str) -> None:
     folder = path.parent
     said = f"{option} {path}"
     if path.is_dir():
-        raise InputError(f"{said}: is a directory")
+        raise PathError(f"{said}: is a directory")
     if not folder.exists():
-        raise InputError(f"{said}: no directory {folder}")
+        raise PathError(f"{said}: no directory {folder}")
     if not folder.is_dir():
-        raise InputError(f"{said}: {folder} is not a directory")
+        raise PathError(f"{said}: {folder} is not a directory")
     if path.exists() and not os.access(path, os.W_OK):
-        raise InputError(f"{said}: not writable")
+        raise PathError(f"{said}: not writable")
     try:
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".kaisched-write-check-")
     except OSError as exc:
-        raise InputError(f"{said}: cannot write a file in {folder} "
+        raise PathError(f"{said}: cannot write a file in {folder} "
                          f"({exc.strerror or exc.__class__.__name__})") from None
     os.close(fd)
     os.unlink(probe)

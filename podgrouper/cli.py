@@ -11,9 +11,10 @@ import threading
 from typing import Any
 
 import click
+import orjson
 import yaml
 
-from kaisched.console import OneLineGroup
+from kaisched.console import OneLineGroup, output_option
 from kaisched.errors import ApiError, InputError
 
 
@@ -75,7 +76,10 @@ def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_na
 
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    client = KubeCluster(kubeconfig=kubeconfig)
+    from kaisched.cluster.reachability import Reachability
+
+    client = KubeCluster(kubeconfig=kubeconfig, health=Reachability(
+        meanwhile="grouping pauses and is retried; the PodGroups made are kept"))
     clock = WallClock()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -103,9 +107,12 @@ def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_na
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--scheduler-name", default="kaisched", show_default=True, metavar="NAME",
               help="Group only pods with this spec.schedulerName.")
-def sync(file: str, scheduler_name: str) -> None:
+@output_option("yaml", "json", default="yaml",
+               help="yaml: the PodGroups as documents; json: as a kind: List.")
+def sync(file: str, scheduler_name: str, output: str) -> None:
     """Load FILE (multi-document YAML of plain objects: owners and their pods),
-    run one sync, and print the PodGroups it made as YAML. Warnings go to stderr."""
+    run one sync, and print the PodGroups it made. Warnings go to stderr, and
+    for each workload that made none, why."""
     from kaisched.api.clock import ManualClock
     from kaisched.cluster.kinds import EVENT, PODGROUP
     from kaisched.cluster.memory import MemoryCluster
@@ -127,10 +134,65 @@ def sync(file: str, scheduler_name: str) -> None:
         involved = event.get("involvedObject") or {}
         where = f"{involved.get('kind')} {involved.get('namespace')}/{involved.get('name')}"
         click.echo(f"warning: {where}: {event.get('reason')}: {event.get('message')}", err=True)
-    made = [_shown(pg, COMPUTED_ANNOTATION) for pg in cluster.list(PODGROUP) if is_managed(pg)]
-    if made:
+    groups = [pg for pg in cluster.list(PODGROUP) if is_managed(pg)]
+    made = [_shown(pg, COMPUTED_ANNOTATION) for pg in groups]
+    if output == "json":
+        click.echo(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": made},
+                                option=orjson.OPT_INDENT_2))
+    elif made:
         click.echo(yaml.safe_dump_all(made, sort_keys=False), nl=False)
+    for line in _made_none(objects, groups, cluster, scheduler_name):
+        click.echo(f"note: {line}", err=True)
     click.echo(f"{len(made)} PodGroup(s) made", err=True)
+
+
+def _made_none(objects: list[dict[str, Any]], groups: list[dict[str, Any]], cluster: Any,
+               scheduler_name: str) -> list[str]:
+    """For each workload of the file that no PodGroup was made for, why: no pods at all,
+    none of the pods it owns, or its pods for another scheduler."""
+    from kaisched.api.workloadkinds import of_object
+    from kaisched.cluster.kinds import POD, kind_for
+    from podgrouper.owners import OwnerRef, controller_refs, top_owner
+
+    def key(obj: dict[str, Any]) -> tuple[str, str, str]:
+        meta = obj.get("metadata") or {}
+        return str(obj.get("kind")), str(meta.get("namespace") or "default"), str(meta.get("name"))
+
+    grouped = {(str(ref.get("kind")), str(g["metadata"].get("namespace") or "default"),
+                str(ref.get("name")))
+               for g in groups for ref in g["metadata"].get("ownerReferences") or ()}
+
+    def read(namespace: str, ref: OwnerRef) -> Any:
+        return cluster.get(kind_for(ref.api_version, ref.kind), namespace, ref.name)
+
+    pods = cluster.list(POD)
+    tops: dict[tuple[str, str, str], list[str]] = {}      # top owner: its pods' schedulerNames
+    for pod in pods:
+        walk = top_owner(pod, read)
+        for owner in walk.owners:
+            tops.setdefault(key(dict(owner)), []).append(
+                str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler"))
+    lines = []
+    for obj in objects:
+        kind = of_object(obj.get("apiVersion"), obj.get("kind"))
+        if kind is None or obj.get("kind") == "Pod" or controller_refs(obj)[0] \
+                or key(obj) in grouped:
+            continue
+        what, namespace, name = key(obj)
+        if not pods:
+            why = "no pods in the file; the PodGrouper groups pods by their top owner " \
+                  "(an operator makes the pods: `kaisched simulate` emulates operators)"
+        elif key(obj) not in tops:
+            why = "none of the file's pods is owned by it (a pod's ownerReferences, " \
+                  "controller: true, lead to its top owner)"
+        elif scheduler_name not in tops[key(obj)]:
+            others = ", ".join(sorted(set(tops[key(obj)])))
+            why = f"its {len(tops[key(obj)])} pod(s) have schedulerName {others}, not " \
+                  f"{scheduler_name} (--scheduler-name)"
+        else:
+            why = "its pods made none (the warnings above say why)"
+        lines.append(f"{what} {namespace}/{name}: no PodGroup made: {why}")
+    return lines
 
 
 def _shown(group: dict[str, Any], hidden_annotation: str) -> dict[str, Any]:

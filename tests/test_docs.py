@@ -144,3 +144,15 @@ def test_the_documented_list_is_what_list_prints() -> None:
     page = (ROOT / "docs" / "simulate.md").read_text()
     shown = page[page.index("`kaisched simulate --list` names them"):].split("```\n", 2)[1]
     assert shown.splitlines() == listing(80)
+
+
+def test_the_suite_time_says_how_it_was_measured() -> None:
+    """The development page says how long the suite takes on the 2-core machine, loaded and
+    idle, each with how it was found (or why it was not), not one bare figure."""
+    text = " ".join((ROOT / "docs" / "development.md").read_text().split())
+    tests = text[text.index("## Tests"):]
+    assert "on the 2-core development machine" in tests
+    for state in ("**loaded**", "**idle**"):
+        said = tests[tests.index(state):].split("; - **")[0]
+        assert re.search(r"load average|uptime", said), f"{state}: how it was measured"
+    assert "about three minutes on two cores" not in text

@@ -150,4 +150,4 @@ def test_explain_names_the_short_subtree_of_a_subgroup_tree() -> None:
             ) in result.output
     data = CliRunner().invoke(main, ["explain", "default/serve", "--snapshot", str(scenario),
                                      "--output", "json"])
-    assert "prefill-workers 0/2" in json.loads(data.output)["subgroups"]
+    assert "prefill-workers 0/2" in json.loads(data.output)["gang"]["subgroups"]

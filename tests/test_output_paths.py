@@ -1,5 +1,5 @@
 """Every command that writes a file checks the path before any work starts: one `error:`
-line, exit 1, no traceback, and nothing run (no snapshot read, no cluster asked, no
+line, exit 2 (refused before the work, as click refuses a bad command line), no traceback, and nothing run (no snapshot read, no cluster asked, no
 simulation): a missing directory, a path under a file, a directory, a place where no file
 can be made (/proc), an unknown plot type."""
 from __future__ import annotations
@@ -31,7 +31,7 @@ def bad_paths(tmp_path: Path) -> list[tuple[str, str]]:
 COMMANDS = {
     "simulate --dump-snapshot": lambda p: ["simulate", "--dump-snapshot", p],
     "simulate --plot": lambda p: ["simulate", "--plot", p.replace(".json", ".png")],
-    "snapshot-dump -o": lambda p: ["snapshot-dump", *NO_CLUSTER, "-o", p],
+    "snapshot-dump -f": lambda p: ["snapshot-dump", *NO_CLUSTER, "-f", p],
     "simulate --from-snapshot --dump-snapshot":
         lambda p: ["simulate", "--from-snapshot", "/nonexistent/snap.json", "--dump-snapshot", p],
 }
@@ -44,7 +44,7 @@ def test_an_unwritable_output_is_one_line_before_any_work(tmp_path: Path, comman
     path, why = bad_paths(tmp_path)[case]
     args = COMMANDS[command](path)
     result = CliRunner().invoke(main, args)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output
     option = args[-2]
     shown = args[-1]
     # /proc's reason (no such file, permission denied) is the kernel's to choose
@@ -55,7 +55,7 @@ def test_an_unwritable_output_is_one_line_before_any_work(tmp_path: Path, comman
 
 def test_a_directory_or_an_unknown_plot_type_is_refused_before_the_run(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["simulate", "--plot", str(tmp_path / "x.gif")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr == (f"error: --plot {tmp_path / 'x.gif'}: the file type follows the "
                              "extension: .png, .svg, .pdf\n")
     result = CliRunner().invoke(main, ["simulate", "--dump-snapshot", str(tmp_path)])

@@ -81,6 +81,34 @@ def test_every_report_table_fits_without_breaking_a_word(reports: dict[str, dict
                            for i in range(1, len(word))), (name, word)
 
 
+def _fragments(lines: list[str], whole: list[str]) -> set[str]:
+    """Tokens of lines that are not tokens of the same report at full width: a word split
+    (the notes that name the columns left out, and the tables' rules, aside)."""
+    notes = " ".join(re.findall(r"\(a \d+-column terminal: [^)]*\)", " ".join(lines)))
+    tokens = {t for line in lines for t in line.split() if set(t) != {"─"}}
+    return tokens - set(notes.split()) - {t for line in whole for t in line.split()}
+
+
+@pytest.mark.parametrize("width", [79, 60, 40])
+def test_below_80_columns_tables_drop_columns_rather_than_split_words(
+        reports: dict[str, dict], width: int) -> None:
+    for name, report in reports.items():
+        lines = shown(report, width)
+        assert max(len(line) for line in lines) <= width, name
+        assert _fragments(lines, shown(report, 1000)) == set(), (name, width)
+        header = next(line for line in lines if line.split()[:1] in (["job"], ["job", "kind"]))
+        assert header.split()[0] == "job"       # the column that names the row stays
+    assert "the jobs table leaves out" in " ".join(" ".join(shown(reports["demo"], 40)).split())
+    out = io.StringIO()
+    a, b = reports["starvation"], dict(reports["starvation"], config="no-starvation-guard")
+    render_compare([a, b], Console(file=out, width=width, force_terminal=True, color_system=None))
+    compared = out.getvalue().splitlines()
+    full = io.StringIO()
+    render_compare([a, b], Console(file=full, width=1000, force_terminal=True, color_system=None))
+    assert max(len(line) for line in compared) <= width
+    assert _fragments(compared, full.getvalue().splitlines()) == set()
+
+
 def test_a_column_left_out_is_named(reports: dict[str, dict]) -> None:
     lines = shown(reports["demo"], 80)
     text = " ".join(lines)
@@ -181,10 +209,13 @@ def test_no_color_means_no_colour_codes() -> None:
 @pytest.mark.parametrize("args,code", [
     (["simulate", "--until", "1m"], 0),
     (["replay", str(GANG)], 0),
-    (["simulate", "/nonexistent.yaml"], 1),                 # input: a file
-    (["replay", str(ROOT / "kaisched" / "examples" / "demo.yaml")], 1),
-    (["simulate", "--plot", "/nonexistent/x.png"], 1),      # input: an output path
-    (["explain", "no/such", "--snapshot", str(GANG)], 1),   # input: a name
+    (["simulate", "/nonexistent.yaml"], 2),                 # a path, refused before the work
+    (["simulate", "--config", "demo"], 2),                  # a bundled name of the wrong kind
+    (["replay", str(ROOT / "kaisched" / "examples" / "demo.yaml")], 1),   # what a file says
+    (["simulate", "--plot", "/nonexistent/x.png"], 2),      # an output path
+    (["explain", "no/such", "--snapshot", str(GANG)], 1),   # a name, found in the work
+    (["replay", "/nonexistent.yaml"], 2),
+    (["simulate", "--until", "5"], 2),                      # a duration without a unit
     (["simulate", "--no-such-flag"], 2),                    # usage
     (["replay", str(GANG), "--output", "xml"], 2),
     (["bench", "nope"], 2),
@@ -200,5 +231,6 @@ def test_exit_codes_are_the_documented_ones(args: list[str], code: int) -> None:
 
 def test_the_readme_documents_the_exit_codes() -> None:
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert "0 when it did what it was asked, 1 for bad input" in readme
-    assert "2 for a bad command line" in readme
+    assert "The exit codes follow click's rule: 0 when it did what it was asked; 2 for anything " \
+           "refused before the work starts" in readme
+    assert "; 1 for a failure after" in readme

@@ -28,6 +28,7 @@ from kaisched.errors import (
     ConfigError,
     ConflictError,
     GoneError,
+    MissingConfigFile,
     NotFoundError,
     PermanentApiError,
     TransientApiError,
@@ -87,7 +88,7 @@ def _check_kubeconfig(path: str) -> None:
         with open(path, encoding="utf-8") as f:
             doc = yaml.safe_load(f)
     except FileNotFoundError:
-        raise ConfigError(f"kubeconfig {path} does not exist") from None
+        raise MissingConfigFile(f"kubeconfig {path} does not exist") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         reason = " ".join(str(exc).split()) or exc.__class__.__name__
         raise ConfigError(f"cannot load kubeconfig {path}: {reason}") from None

@@ -10,17 +10,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 log = logging.getLogger("kaisched.api")
 
 REMIND = 60.0
+# What the scheduler does while the server is away; another program says its own.
+SCHEDULER_PAUSES = "scheduling pauses, every state is kept"
 
 
 class Reachability:
     def __init__(self, remind: float = REMIND,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 meanwhile: str = SCHEDULER_PAUSES,
+                 say: Optional[Callable[[str], None]] = None) -> None:
         self.remind = remind
+        self.meanwhile = meanwhile      # what the program does until the server answers
+        self.say = say or log.warning   # a one-shot command says it on stderr itself
         self.monotonic = monotonic
         self._lock = threading.Lock()
         self._down_since: float | None = None
@@ -38,12 +44,12 @@ class Reachability:
             self.failures += 1
             if self._down_since is None:
                 self._down_since = self._reminded = now
-                log.warning("the API server cannot be reached: %s; scheduling pauses, "
-                            "every state is kept", reason)
+                self.say(f"the API server cannot be reached: {reason}; {self.meanwhile}")
             elif now - self._reminded >= self.remind:
                 self._reminded = now
-                log.warning("the API server is still unreachable after %.0fs (%d failed "
-                            "requests): %s", now - self._down_since, self.failures, reason)
+                self.say(f"the API server is still unreachable after "
+                         f"{now - self._down_since:.0f}s ({self.failures} failed requests): "
+                         f"{reason}")
 
     def pause(self, seconds: float, stop: threading.Event) -> bool:
         """Wait up to seconds, or less: until stop is set, or until the server
@@ -67,7 +73,8 @@ class Reachability:
         with self._lock:
             if self._down_since is None:
                 return
-            log.warning("the API server answers again after %.0fs (%d failed requests)",
-                        self.monotonic() - self._down_since, self.failures)
+            self.say(f"the API server answers again after "
+                     f"{self.monotonic() - self._down_since:.0f}s ({self.failures} failed "
+                     "requests)")
             self._down_since = None
             self.failures = 0

@@ -4,15 +4,46 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import numpy as np
 
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.resource import format_amount
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import NodeName
+from kaisched.api.types import Blocker, NodeName
 from kaisched.framework.hooks import Hook
 from kaisched.framework.selection import RESOURCE_FIT, NodeSelection
+
+
+@attrs.frozen
+class Short:
+    """A resource a node lacks for a task: what the task needs, what the node has free
+    (internal units: millicores, bytes, units)."""
+    resource: str
+    need: float
+    free: float
+
+
+@attrs.frozen
+class Refusal:
+    """The first filter that keeps a task off a node: its label as its plugin registered
+    it, the class of what blocks it, and for the resource fit the resources short."""
+    filter: str
+    code: Blocker
+    short: tuple[Short, ...] = ()
+
+
+@attrs.frozen
+class Cause:
+    """One reason no node takes a task: a filter and how many nodes it refuses, or a
+    resource short on node_count nodes (need per pod, best_free the most one node has)."""
+    code: Blocker
+    filter: str
+    node_count: int
+    resource: str | None = None
+    need: float | None = None
+    best_free: float | None = None
 
 
 class Explanation:
@@ -33,24 +64,37 @@ class Explanation:
     def node(self, task: TaskInfo, node: NodeName) -> str | None:
         """Why this node does not take the task (the first filter that refuses,
         resources in numbers), or None if it fits now or once room is released."""
+        found = self.refusal(task, node)
+        if found is None:
+            return None
+        if found.filter != RESOURCE_FIT:
+            return found.filter.replace("node(s)", "node")
+        return "insufficient " + ", ".join(
+            f"{s.resource} (need {format_amount(s.resource, s.need)}, "
+            f"{format_amount(s.resource, s.free)} free)" for s in found.short)
+
+    def refusal(self, task: TaskInfo, node: NodeName) -> Refusal | None:
+        """The first filter that keeps the task off this node, or None if it fits now
+        or once room is released."""
         table = self.cluster.table
         row = np.array([table.index[node]])
         for found in self.selection.filters():
             if found.fn(task, row)[0]:
                 continue
             if found.label != RESOURCE_FIT:
-                return found.label.replace("node(s)", "node")
+                return Refusal(found.label, found.blocker)
             vec, room = table.vector(task.resreq), table.future[row[0]]
-            short = [f"{d} (need {format_amount(d, table.amount(i, vec[i]))}, "
-                     f"{format_amount(d, max(table.amount(i, room[i]), 0.0))} free)"
-                     for i, d in enumerate(table.dims) if vec[i] > room[i] + EPSILON]
-            return "insufficient " + ", ".join(short)
+            return Refusal(found.label, Blocker.RESOURCES, tuple(
+                Short(d, table.amount(i, vec[i]), max(table.amount(i, room[i]), 0.0))
+                for i, d in enumerate(table.dims) if vec[i] > room[i] + EPSILON))
         return None
 
-    def _explain(self, task: TaskInfo) -> str:
+    def causes(self, task: TaskInfo) -> list[Cause]:
+        """Why no node takes the task: each filter that refuses some node the filters
+        before it let in, with how many, then each resource too few of those left have."""
         table = self.cluster.table
         alive = np.ones(len(table), dtype=bool)
-        parts: list[str] = []
+        found_causes: list[Cause] = []
         resource_fit = None
         for found in self.selection.filters():
             if found.label == RESOURCE_FIT:
@@ -60,7 +104,7 @@ class Explanation:
             rejected = int((alive & ~passed).sum())
             alive &= passed
             if rejected:
-                parts.append(f"{found.label} on {_nodes(rejected)}")
+                found_causes.append(Cause(found.blocker, found.label, rejected))
         if resource_fit is not None and alive.any():
             vec = table.vector(task.resreq)
             room = table.future[alive]
@@ -69,11 +113,18 @@ class Explanation:
                     continue
                 short = room[:, d] < vec[d] - EPSILON
                 if short.any():
-                    best = max(table.amount(d, room[:, d].max()), 0.0)
-                    parts.append(f"insufficient {name} on {_nodes(int(short.sum()))} "
-                                 f"(need {format_amount(name, table.amount(d, vec[d]))}, "
-                                 f"best node has {format_amount(name, best)} free)")
-        if not len(table):
+                    found_causes.append(Cause(
+                        Blocker.RESOURCES, RESOURCE_FIT, int(short.sum()), name,
+                        table.amount(d, vec[d]), max(table.amount(d, room[:, d].max()), 0.0)))
+        return found_causes
+
+    def _explain(self, task: TaskInfo) -> str:
+        parts = [f"insufficient {c.resource} on {_nodes(c.node_count)} "
+                 f"(need {format_amount(c.resource, c.need or 0.0)}, best node has "
+                 f"{format_amount(c.resource, c.best_free or 0.0)} free)"
+                 if c.resource is not None else f"{c.filter} on {_nodes(c.node_count)}"
+                 for c in self.causes(task)]
+        if not len(self.cluster.table):
             return "no nodes in the cluster"
         parts += self.selection.hooks.reasons(Hook.EXPLAIN, task)
         return "; ".join(parts) or "no node fits"

@@ -55,11 +55,16 @@ def cgroup_limit(files: Sequence[Path] = CGROUP_FILES) -> int | None:
 
 
 def parse_limit(text: str) -> int:
-    """--memory-limit: a quantity of bytes (6Gi, 6442450944); 0 checks nothing."""
+    """--memory-limit: a quantity with its unit (6Gi, 512Mi, 6G); 0 checks nothing.
+    A number without a unit is refused, as a duration without one is: 6 could be
+    bytes or GiB."""
     try:
         value = parse_quantity(text)
     except ValueError as exc:
         raise InputError(f"--memory-limit: {exc}") from None
+    if value and text.strip().lstrip("+").replace(".", "", 1).isdigit():
+        raise InputError(f"--memory-limit: {text} could mean bytes or GiB; give a unit, "
+                         f"e.g. {text}Gi or {text}Mi (0: no check)")
     if value < 0:
         raise InputError(f"--memory-limit: must not be negative, not {text!r}")
     return int(value)

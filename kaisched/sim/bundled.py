@@ -79,10 +79,26 @@ def resolve(arg: str) -> str:
     return str(found) if found is not None else arg
 
 
-def names_hint() -> str:
-    """What to say after 'no such file': the names that would have worked."""
-    scenarios = [b.name for b in bundled_examples() if b.kind == "scenario"]
-    return f"bundled scenarios: {', '.join(scenarios)} (kaisched simulate --list)"
+# What each kind of bundled file is given as, on the command line.
+USES = {"scenario": "kaisched simulate NAME", "what-if": "kaisched simulate --from-snapshot FILE NAME",
+        "config": "kaisched simulate --config NAME"}
+
+
+def names_hint(kind: str = "scenario") -> str:
+    """What to say after 'no such file': the names of that kind that would have worked."""
+    names = [b.name for b in bundled_examples() if b.kind == kind]
+    plural = "what-ifs" if kind == "what-if" else f"{kind}s"
+    return f"bundled {plural}: {', '.join(names)} (kaisched simulate --list)"
+
+
+def misplaced(arg: str, wanted: tuple[str, ...]) -> str | None:
+    """When ARG names a bundled file of another kind than wanted (a scenario given as a
+    config), what it is and how it is given; else None."""
+    found = next((b for b in bundled_examples() if b.name == arg), None)
+    if found is None or found.kind in wanted:
+        return None
+    return (f"{arg} is a bundled {found.kind}, not a {' or '.join(wanted)}: give it as "
+            f"`{USES[found.kind].replace('NAME', arg)}`; {names_hint(wanted[0])}")
 
 
 def _first_comment(path: Path) -> str:

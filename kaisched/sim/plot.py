@@ -21,7 +21,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator
 
 from kaisched.api.resource import CPU, GPU
 from kaisched.catalog import register_builtins
-from kaisched.errors import InputError
+from kaisched.errors import PathError
 from kaisched.files import check_writable
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.sim.lanes import STATES, Lane, lanes
@@ -36,12 +36,12 @@ STATE_COLOURS = {"waiting": "#f2c14e", "running": "#3a9d5d", "evicted": "#d1495b
 
 
 def check_path(path: str | Path) -> str:
-    """The format for the plot file, or an InputError before anything runs:
+    """The format for the plot file, or a PathError before anything runs:
     an extension other than .png, .svg or .pdf, or a place it cannot be written."""
     path = Path(path)
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise InputError(f"--plot {path}: the file type follows the extension: "
+        raise PathError(f"--plot {path}: the file type follows the extension: "
                          f"{', '.join(FORMATS)}")
     check_writable(path, "--plot")
     return fmt

@@ -9,6 +9,7 @@ from typing import TextIO
 
 import attrs
 import orjson
+import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
@@ -85,10 +86,12 @@ def simulate(scenario_path: str | None, configs: list[tuple[str, SchedulerConfig
     if plot:
         from kaisched.sim.plot import draw
         draw(results, plot)
-    if output == "json":
+    if output in ("json", "yaml"):
         data = reports[0] if len(reports) == 1 else {"compare": reports}
-        out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
-        out.write("\n")
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+        if output == "yaml":
+            text = yaml.safe_dump(orjson.loads(text), sort_keys=True, allow_unicode=True)
+        out.write(text if text.endswith("\n") else text + "\n")
         return
     tty = out.isatty()
     # A pipe gets one job per line (no width to fit); a terminal the width it

@@ -148,6 +148,7 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
     for i, q in enumerate(own):
         if q.parent is not None and q.parent not in names:
             raise FieldError(f"queues[{i}] ({q.name}).parent: no queue named {q.parent!r}")
+    _refuse_cycles(queues, own)
     classes = tuple(sorted({**dict(base.priority_classes if base else ()),
                             **dict(_priority_classes(top.get("priorityClasses")))}.items()))
     all_pools = (base.pools if base else ()) + pools
@@ -262,6 +263,20 @@ def _storage_class(data: Any, where: str) -> StorageClassSpec:
         failure=text(failure, f"{where}.failure") if failure is not None else None)
 
 
+def _refuse_cycles(queues: tuple[QueueSpec, ...], own: tuple[QueueSpec, ...]) -> None:
+    """A queue that is its own ancestor (q -> q, or q -> q2 -> q): one line naming the
+    cycle, as a cluster's Queue says it (the scheduler could not use any of them)."""
+    parent = {q.name: q.parent for q in queues}
+    for i, q in enumerate(own):
+        path, at = [q.name], q.parent
+        while at is not None and at not in path and at in parent:
+            path.append(at)
+            at = parent[at]
+        if at == q.name:
+            raise FieldError(f"queues[{i}] ({q.name}).parent: queue cycle: "
+                             f"{' -> '.join([*path, q.name])}")
+
+
 def _gpu_share(f: Mapping[str, Any], where: str,
                requests: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     """A role's share of GPUs (gpuFraction: 0.5, or gpuMemory: MiB; gpuDevices: how
@@ -278,11 +293,12 @@ def _gpu_share(f: Mapping[str, Any], where: str,
                          f"also request nvidia.com/gpu")
     out = []
     if fraction is not None:
-        value = number(fraction, f"{where}.gpuFraction")
-        if not 0 < value <= 1:
+        # Its own range, said whole: a negative share is out of (0, 1], not "not >= 0".
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
+                or not 0 < fraction <= 1:
             raise FieldError(f"{where}.gpuFraction: must be in (0, 1], the part of one GPU; "
                              f"got {fraction!r}")
-        out.append((GPU_FRACTION, f"{value:g}"))
+        out.append((GPU_FRACTION, f"{float(fraction):g}"))
     else:
         out.append((GPU_MEMORY, str(integer(memory, f"{where}.gpuMemory", 1))))
     if devices is not None:

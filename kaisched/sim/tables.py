@@ -1,7 +1,8 @@
 """The report's tables, fitted to the terminal without breaking a word: rich wraps a cell
 at spaces, and folds a word only when the columns' narrowest (each as wide as its longest
-word) still do not fit — so columns are dropped, least needed first, until they do, and
-the caller says which. A pipe (or --wide) gets every column, one row per line."""
+word) still do not fit — so columns are dropped, least needed first (below 80 columns,
+those always shown at 80 too, all but the first), until they do, and the caller says which.
+A pipe (or --wide) gets every column, one row per line."""
 from __future__ import annotations
 
 import io
@@ -31,10 +32,12 @@ def fitted(title: str, columns: Sequence[Column], rows: Sequence[Mapping[str, st
     while True:
         budget = width - _overhead(title, shown)
         least = [_longest_word(c, rows) for c in shown]
-        candidates = [c for c in shown if c.drop]
-        if sum(least) <= budget or not candidates:
+        if sum(least) <= budget or len(shown) == 1:
             break
-        gone = max(candidates, key=lambda c: c.drop)
+        # The least needed first; on a terminal narrower than 80 columns, then those always
+        # shown at 80, right to left -- never the first, which names the row.
+        candidates = [c for c in shown if c.drop]
+        gone = max(candidates, key=lambda c: c.drop) if candidates else shown[-1]
         shown.remove(gone)
         dropped.append(gone.name)
     widths = [max(len(c.name), *(len(r[c.name]) for r in rows)) for c in shown]

@@ -16,16 +16,17 @@ import difflib
 import functools
 from typing import Any, Iterable
 
+import attrs
 import numpy as np
 
 from kaisched.api import labels as L
 from kaisched.api.clock import ManualClock
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
-from kaisched.api.resource import GPU, PODS, Resource, format_amount, format_resource
+from kaisched.api.resource import CPU, GPU, PODS, Resource, format_amount, format_resource
 from kaisched.api.sharedgpus import Hold, NodeGpus
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import READY_STATUSES, JobKey, NodeName, QueueName, TaskStatus
+from kaisched.api.types import READY_STATUSES, JobKey, NodeName, QueueName, Reason, TaskStatus
 from kaisched.cache.convert import pod_facts
 from kaisched.cache.convert.queues import queue_status
 from kaisched.cluster.kinds import POD, PODGROUP, QUEUE, UPSTREAM_PODGROUPS
@@ -33,6 +34,7 @@ from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import InputError
 from kaisched.framework import Registry, SchedulerConfig, Session
 from kaisched.framework.effects import Bind, Cause
+from kaisched.framework.hooks import Hook
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.sim.claims import make_claims
@@ -44,17 +46,36 @@ MAX_NODES = 20      # per task; beyond that, nodes are counted by reason
 _OTHER_APIS = ("upstream", "workload", "kai", "x-k8s", "koord")
 
 
+# The version of the fields `explain -o json|yaml` prints (docs/explain-json.md); a field
+# renamed or removed, or its meaning changed, is a new version.
+SCHEMA = "kaisched.io/explain/v1"
+
+
+@attrs.frozen
+class Explained:
+    """One explanation, as a person reads it (lines) and as a tool does (fields)."""
+    lines: list[str]
+    fields: dict[str, Any]
+
+
 def explain(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfig,
             registry: Registry) -> list[str]:
     """Why NAME (a PodGroup, a pod or a workload) waits, as text lines."""
-    return text_lines(explain_data(objects, name, config, registry))
+    return explain_report(objects, name, config, registry).lines
 
 
 def explain_data(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfig,
                  registry: Registry) -> dict[str, Any]:
+    """Why NAME waits, in fields, for tools: what `explain -o json` prints."""
+    return explain_report(objects, name, config, registry).fields
+
+
+def explain_report(objects: Iterable[dict[str, Any]], name: str, config: SchedulerConfig,
+                   registry: Registry) -> Explained:
     """Why NAME waits, as one cycle of the production Scheduler on a copy of the cluster
-    decided it: the content `explain --output json` prints and the text is made from
-    (each detail line kept as the text shows it, less the indentation of its section)."""
+    decided it: the text, and the same decision in fields read from what the session
+    recorded (its filters' answers, the gang's counts, the Queue's status) -- never
+    from the text."""
     clock = ManualClock()
     cluster = load_cluster(objects, clock)
     PodGrouper(cluster, clock, scheduler_name=config.scheduler_name).sync()
@@ -72,35 +93,168 @@ def explain_data(objects: Iterable[dict[str, Any]], name: str, config: Scheduler
     # A gang with no object to carry a condition (a Workload's, KAI's): the session's own word.
     why = job.problem or _unscheduled(cluster, key) or ssn.unschedulable.get(job.key)
     waits = bool(why and not placed and not job.problem)
-    gang = _gang_lines(ssn, job) if waits else []
+    together: dict[str, Any] = {}
+    gang = _gang_lines(ssn, job, together) if waits else []
     protected = _protection_lines(ssn, job) if waits else []
     pods = []
     for task in sorted(job.tasks.values(), key=ssn.task_order_key):
         state = ("would bind to " + placed[task.key] if task.key in placed
                  else task.status.value + (f" on {task.node_name}" if task.node_name else ""))
         nodes = _node_lines(ssn, task, "fits on its own" if gang else "fits") \
-            if task.status is TaskStatus.PENDING and task.key not in result.reservations else []
+            if task.status is TaskStatus.PENDING and task.key not in result.reservations \
+            and not job.problem else []
+        if job.problem and task.status is TaskStatus.PENDING:
+            # An invalid gang is refused whole before any node is asked: no node "fits".
+            state += f", refused ({Reason.INVALID.value}: see above); no node is tried"
         requests = format_resource(task.resreq - Resource.of({PODS: 1}))
         if task.gpu is not None:
             requests += f", {task.gpu.describe()}"
         pods.append({"pod": task.key, "state": state, "requests": requests,
                      "nodes": _dedent(nodes, 4)})
-    return {"name": name, "podGroup": key, "minMember": job.min_member, "pods": len(job.tasks),
-            "queue": job.queue, "priority": job.priority, "mode": job.spec.mode.value,
-            "waiting": why or None, "wouldBind": len(placed), "placedAlready": job.ready_count(),
-            "subgroups": _subgroup_state(job) if why else None,
-            "queueStatus": _dedent(_queue_lines(cluster, ssn, job.queue), 2),
-            "protected": _dedent(protected, 2), "gang": _dedent(gang, 2), "tasks": pods}
+    prose = {"name": name, "podGroup": key, "minMember": job.min_member, "pods": len(job.tasks),
+             "queue": job.queue, "priority": job.priority, "mode": job.spec.mode.value,
+             "waiting": why or None, "invalid": job.problem, "wouldBind": len(placed),
+             "placedAlready": job.ready_count(),
+             "subgroups": _subgroup_state(job) if why else None,
+             "queueStatus": _dedent(_queue_lines(cluster, ssn, job.queue), 2),
+             "protected": _dedent(protected, 2), "gang": _dedent(gang, 2), "tasks": pods}
+    pipelined = {pod: node for pod, node in result.reservations.items() if pod in job.tasks}
+    fields = {
+        "schema": SCHEMA, "name": name, "podGroup": key, "queue": job.queue,
+        "priority": job.priority, "mode": job.spec.mode.value,
+        "gang": _gang_fields(ssn, job, why, placed, pipelined, together if waits else None),
+        "queueStatus": _queue_fields(cluster, ssn, job),
+        "pods": [_pod_fields(ssn, task, placed, pipelined, bool(job.problem))
+                 for task in sorted(job.tasks.values(), key=ssn.task_order_key)],
+    }
+    return Explained(text_lines(prose), fields)
+
+
+def _number(resource: str, value: float) -> float:
+    """An amount for tools: cpu in cores, memory and storage in bytes, the rest in units."""
+    amount = value / 1000 if resource == CPU else value
+    return round(amount, 6) if amount != int(amount) else int(amount)
+
+
+def _amounts(res: Resource) -> dict[str, float]:
+    return {name: _number(name, res.get(name)) for name in sorted(res.names()) if name != PODS}
+
+
+def _gang_fields(ssn: Session, job: JobInfo, why: str | None, placed: dict[Any, NodeName],
+                 pipelined: dict[Any, NodeName], together: dict[str, Any] | None
+                 ) -> dict[str, Any]:
+    """The gang in numbers: its minimum, what is placed, and per reason a pod fits no node
+    (the session's filters: the class of the reason, the filter, how many nodes it refuses,
+    and for a resource the need per pod and the most one node has free)."""
+    blocker = ssn.blockers.get(job.key)
+    reasons: dict[tuple[Any, ...], dict[str, Any]] = {}
+    notes: list[str] = []
+    for task in job.tasks.values():
+        if task.status is not TaskStatus.PENDING or task.key in placed or task.key in pipelined:
+            continue
+        for cause in ssn.explanation.causes(task):
+            found = {"code": cause.code.value, "filter": cause.filter,
+                     "node_count": cause.node_count, "resource": cause.resource,
+                     "need": None if cause.need is None or cause.resource is None
+                     else _number(cause.resource, cause.need),
+                     "best_free": None if cause.best_free is None or cause.resource is None
+                     else _number(cause.resource, cause.best_free)}
+            entry = reasons.setdefault(tuple(found.values()), {**found, "pods": 0})
+            entry["pods"] += 1
+        notes.extend(n for n in ssn.selection.hooks.reasons(Hook.EXPLAIN, task) if n not in notes)
+    return {"minMember": job.min_member, "pods": len(job.tasks), "placed": job.ready_count(),
+            "wouldBind": len(placed), "pipelined": len(pipelined),
+            "waiting": bool(why and not placed and not job.problem),
+            "invalid": bool(job.problem),
+            "blocker": blocker.value if blocker is not None and why else None,
+            "message": why or None, "subgroups": _subgroup_state(job) if why else None,
+            "reasons": list(reasons.values()), "notes": notes,
+            "together": together or None}
+
+
+def _queue_fields(cluster: MemoryCluster, ssn: Session, job: JobInfo) -> dict[str, Any]:
+    """The queue's quota, limits, fair share and use (the status the cycle wrote on the
+    Queue), and what is missing for the pods of the gang's minimum still waiting: the
+    amount by which they would take the queue past its fair share, and past its limits."""
+    info = ssn.cluster.queues.get(job.queue)
+    if info is None:
+        return {"name": job.queue, "exists": False}
+    status = queue_status((cluster.get(QUEUE, "", job.queue) or {}).get("status"))
+    fair = Resource.of(dict(status.fair_share)) if status is not None else None
+    used = Resource.of(dict(status.allocated)) if status is not None else None
+    waiting = ssn.minimum_tasks(job, [t for t in job.tasks.values()
+                                      if t.status is TaskStatus.PENDING]) \
+        if not job.minimum_met(READY_STATUSES) else []
+    need = Resource.of({})
+    for task in waiting:
+        need = need + task.resreq
+    after = (used or Resource.of({})) + need
+    limits = Resource.of(dict(info.limits))
+    beyond_fair = {name: _number(name, after.get(name) - fair.get(name)) for name in need.names()
+                   if name != PODS and fair is not None and need.get(name) > 0
+                   and after.get(name) > fair.get(name) + EPSILON}
+    beyond_limit = {name: _number(name, after.get(name) - limits.get(name))
+                    for name in limits.names() if need.get(name) > 0
+                    and after.get(name) > limits.get(name) + EPSILON}
+    usage = {name: round(value, 6) for name, value in info.usage.normalized} \
+        if info.usage is not None and info.usage.normalized else None
+    return {"name": job.queue, "exists": True, "quota": _amounts(info.quota),
+            "limits": _amounts(limits), "fairShare": _amounts(fair) if fair is not None else None,
+            "inUse": _amounts(used) if used is not None else None, "usageOverWindow": usage,
+            "waitingNeeds": _amounts(need),
+            "missing": {"overFairShare": beyond_fair, "overLimits": beyond_limit}}
+
+
+def _pod_fields(ssn: Session, task: TaskInfo, placed: dict[Any, NodeName],
+                pipelined: dict[Any, NodeName], refused: bool) -> dict[str, Any]:
+    """A pod: its status and node, what this cycle did with it, what it requests, and for a
+    pending one per node whether it fits or the first filter that refuses it, in numbers."""
+    nodes = None
+    if task.status is TaskStatus.PENDING and task.key not in pipelined and not refused:
+        nodes = []
+        for name in ssn.cluster.nodes:
+            refusal = ssn.explanation.refusal(task, NodeName(name))
+            nodes.append({"node": name, "fits": refusal is None,
+                          "code": refusal.code.value if refusal else None,
+                          "filter": refusal.filter if refusal else None,
+                          "short": [{"resource": s.resource, "need": _number(s.resource, s.need),
+                                     "free": _number(s.resource, s.free)}
+                                    for s in (refusal.short if refusal else ())]})
+    return {"pod": task.key, "status": task.status.value, "node": task.node_name or None,
+            "refused": refused and task.status is TaskStatus.PENDING,
+            "wouldBindTo": placed.get(task.key), "pipelinedTo": pipelined.get(task.key),
+            "requests": _amounts(task.resreq),
+            "gpuShare": task.gpu.describe() if task.gpu is not None else None,
+            "nodes": nodes if nodes is None or len(nodes) <= MAX_NODES else None,
+            "nodeSummary": _summary(nodes) if nodes is not None else None}
+
+
+def _summary(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Nodes counted by answer (fits, or the filter that refuses, and the resources short):
+    what a tool reads on a cluster too big to list node by node."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for node in nodes:
+        short = tuple(s["resource"] for s in node.get("short") or ())
+        key = (node["fits"], node.get("code"), node.get("filter"), short)
+        entry = groups.setdefault(key, {"fits": node["fits"], "code": node.get("code"),
+                                        "filter": node.get("filter"), "short": list(short),
+                                        "count": 0, "examples": []})
+        entry["count"] += 1
+        if len(entry["examples"]) < 3:
+            entry["examples"].append(node["node"])
+    return sorted(groups.values(), key=lambda g: -g["count"])
 
 
 def text_lines(data: dict[str, Any]) -> list[str]:
-    """The text of `kaisched explain`, made from the same content as its JSON."""
+    """The text of `kaisched explain`."""
     key = data["podGroup"]
     lines = [f"PodGroup {key}: minMember {data['minMember']}, {data['pods']} pod(s), "
              f"queue {data['queue']}, priority {data['priority']}, mode {data['mode']}"]
     if data["name"] != key:
         lines[0] += f" (the PodGroup of {data['name']})"
-    if data["waiting"]:
+    if data["invalid"]:
+        lines.append(f"  refused ({Reason.INVALID.value}): {data['invalid']}")
+    elif data["waiting"]:
         lines.append(f"  waiting: {data['waiting']}")
     elif data["wouldBind"]:
         lines.append(f"  schedulable now: {data['wouldBind']} pod(s) would bind")
@@ -309,7 +463,7 @@ def _subgroup_state(job: JobInfo) -> str | None:
     return job.tree.shortfall(have, job.alive_counts())
 
 
-def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
+def _gang_lines(ssn: Session, job: JobInfo, fields: dict[str, Any]) -> list[str]:
     """The pods that must be placed together (the missing part of minMember,
     in the order allocate places them), how many of them each node could hold
     on its own and what runs out there first, and the shortfall in total."""
@@ -326,20 +480,29 @@ def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
         if (t.resreq, t.placement) not in masks:
             masks[(t.resreq, t.placement)] = ssn.static_mask(t)
     allowed = [masks[(t.resreq, t.placement)] for t in tasks]
+    per_node: list[dict[str, Any]] = []
     lines = [f"  the gang as the scheduler tried it: {len(tasks)} pod(s) to place together "
              f"(minMember {job.min_member}, {job.ready_count()} placed already)"]
     held_total, eligible = 0, []
     by_reason: dict[str, list[str]] = {}
     for row, name in enumerate(table.names):
+        runs_out: list[dict[str, Any]] = []
         if not any(mask[row] for mask in allowed):
             reason = "could hold none: " + (ssn.explain_node(tasks[0], name) or "filtered out")
+            refusal = ssn.explanation.refusal(tasks[0], NodeName(name))
+            per_node.append({"node": name, "holds": 0,
+                             "code": refusal.code.value if refusal else None,
+                             "filter": refusal.filter if refusal else None, "runsOut": []})
         else:
             eligible.append(row)
             if any(t.gpu is not None for t in tasks):
                 held, reason = _node_holds_shares(ssn, name, tasks, [m[row] for m in allowed])
             else:
-                held, reason = _node_holds(table, row, vectors, [m[row] for m in allowed])
+                held, reason = _node_holds(table, row, vectors, [m[row] for m in allowed],
+                                           runs_out)
             held_total += held
+            per_node.append({"node": name, "holds": held, "code": None, "filter": None,
+                             "runsOut": runs_out})
         by_reason.setdefault(reason, []).append(name)
     if len(table) <= MAX_NODES:
         lines += [f"    {name}: {reason}" for row, name in enumerate(table.names)
@@ -348,6 +511,8 @@ def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
         lines += [f"    {len(names)} node(s): {reason} (e.g. {', '.join(names[:3])})"
                   for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1]))]
     could = min(held_total, len(tasks))
+    fields.update({"pods": len(tasks), "couldHold": could, "short": len(tasks) - could,
+                   "nodes": per_node if len(table) <= MAX_NODES else None, "resources": []})
     if could >= len(tasks):
         lines.append(f"  in total: the nodes could hold all {len(tasks)} pods; "
                      "room on the nodes is not what it waits for")
@@ -358,7 +523,7 @@ def _gang_lines(ssn: Session, job: JobInfo) -> list[str]:
         lines.append("    too few GPUs with room for their shares (each node's GPUs are listed "
                      "with its pods below)")
     else:
-        lines.extend(_shortfall(table, np.sum(vectors, axis=0), eligible))
+        lines.extend(_shortfall(table, np.sum(vectors, axis=0), eligible, fields["resources"]))
     return lines
 
 
@@ -387,7 +552,7 @@ def _node_holds_shares(ssn: Session, node: NodeName, tasks: list[TaskInfo],
 
 
 def _node_holds(table: Any, row: int, vectors: list[np.ndarray],
-                allowed: list[bool]) -> tuple[int, str]:
+                allowed: list[bool], runs_out: list[dict[str, Any]]) -> tuple[int, str]:
     """How many of the pods (in order) fit this node alone, and what stops the next."""
     free = np.maximum(table.future[row], 0.0)
     room = free.copy()
@@ -399,6 +564,10 @@ def _node_holds(table: Any, row: int, vectors: list[np.ndarray],
         if len(short):
             def amount(d: int, value: float) -> str:
                 return format_amount(table.dims[d], table.amount(d, value))
+            runs_out.extend({"resource": table.dims[d],
+                             "free": _number(table.dims[d], table.amount(d, free[d])),
+                             "perPod": _number(table.dims[d], table.amount(d, vector[d]))}
+                            for d in map(int, short))
             out = "; ".join(
                 f"{table.dims[d]} runs out first ({amount(d, free[d])} free, "
                 f"{amount(d, vector[d])} per pod" + (f": {amount(d, room[d])} left)" if held else ")")
@@ -409,7 +578,8 @@ def _node_holds(table: Any, row: int, vectors: list[np.ndarray],
     return held, f"could hold all {held} of them"
 
 
-def _shortfall(table: Any, need: np.ndarray, rows: list[int]) -> list[str]:
+def _shortfall(table: Any, need: np.ndarray, rows: list[int],
+               fields: list[dict[str, Any]]) -> list[str]:
     """Per resource the gang needs more of than the nodes that could take it
     hold in all: "needs 4 nvidia.com/gpu on 2 nodes holding 1 each: 2 short"."""
     free = np.maximum(table.future[rows], 0.0) if rows else np.zeros((0, len(table.dims)))
@@ -419,6 +589,9 @@ def _shortfall(table: Any, need: np.ndarray, rows: list[int]) -> list[str]:
         if need[d] <= total + EPSILON:
             continue
         amount = functools.partial(_amount, table, d, name)
+        fields.append({"resource": name, "need": _number(name, table.amount(d, need[d])),
+                       "free": _number(name, table.amount(d, total)), "nodes": len(rows),
+                       "short": _number(name, table.amount(d, need[d] - total))})
         nodes = f"{len(rows)} node" + ("s" if len(rows) != 1 else "")
         if not rows:
             where = "no node that could take its pods"

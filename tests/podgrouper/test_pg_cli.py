@@ -51,7 +51,7 @@ def test_sync_with_nothing_to_group(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content, message", [
-    (None, "no such file"),
+    (None, "no such file"),                 # a path: exit 2, refused before the work
     ("kind: [unclosed\n", "invalid YAML"),
     ("- just\n- a list\n", "is not a Kubernetes object"),
     ("apiVersion: apps/v1\nkind: Deploymnet\nmetadata: {name: x}\n", "unknown kind 'Deploymnet'"),
@@ -64,14 +64,14 @@ def test_sync_input_errors_are_one_line_and_exit_1(tmp_path: Path, content: str 
     if content is not None:
         path.write_text(content)
     code, out, err = invoke("sync", str(path))
-    assert code == 1 and out == ""
+    assert code == (2 if content is None else 1) and out == ""
     assert err.startswith("error: ") and message in err
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_run_with_a_missing_kubeconfig_is_one_line() -> None:
     code, out, err = invoke("run", "--kubeconfig", "/nonexistent/kubeconfig", "--period", "1s")
-    assert code == 1
+    assert code == 2            # a path refused before the work starts
     assert err == "error: kubeconfig /nonexistent/kubeconfig does not exist\n"
 
 

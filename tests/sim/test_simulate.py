@@ -191,7 +191,7 @@ def test_missing_scenario_and_bad_config_are_one_line(tmp_path: Path) -> None:
     result = invoke(str(tmp_path / "nope.yaml"))
     assert result.exit_code != 0 and f"{tmp_path / 'nope.yaml'}: no such file\n" == result.stderr[7:]
     named = invoke("nope")
-    assert named.stderr == ("error: nope: no such file, nor a bundled scenario or config of that "
+    assert named.stderr == ("error: nope: no such file, nor a bundled scenario of that "
                             "name; bundled scenarios: consolidation, consolidation-fractions, demo, fair-share-memory, "
                             "gpu-sharing, "
                             "preemption, starvation, volumes, workloads-2026 (kaisched simulate --list)\n")

@@ -43,7 +43,7 @@ def test_run_takes_the_lease_and_binds(apiserver: Emulator, cluster: KubeCluster
 def test_run_with_a_bad_kubeconfig_says_so_in_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["run", "--kubeconfig", str(tmp_path / "missing"),
                                        "--cycles", "1", "--metrics-port", "0"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2            # a path refused before the work starts
     assert result.stderr.strip().splitlines() == [f"error: kubeconfig {tmp_path / 'missing'} does not exist"]
 
 

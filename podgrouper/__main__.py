@@ -1,0 +1,4 @@
+"""`python -m podgrouper`: the same command as `podgrouper`."""
+from podgrouper.cli import main
+
+main()
