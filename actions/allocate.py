@@ -40,8 +40,8 @@ class AllocateAction:
         seq = itertools.count()
         domains = DomainChoice(ssn)
         entries: dict[QueueName, list[tuple[Any, ...]]] = {}
-        for job in ssn.cluster.active_jobs():
-            key = ssn.decide(job, _entry_key, ssn, job)
+        active = list(ssn.cluster.active_jobs())
+        for job, key in zip(active, ssn.ask_each(active, lambda j: _entry_key(ssn, j)), strict=True):
             if key is not None:
                 entries.setdefault(job.queue, []).append((key, next(seq), job))
         jobs = {name: _Jobs(found) for name, found in entries.items()}
@@ -141,7 +141,9 @@ def heads(ssn: Session, queues: Iterable[Iterable[tuple[Any, ...]]]) -> list[Job
     out = []
     for heap in queues:
         # (A job whose readiness raised is no head: it is not placed this session.)
-        waiting = [entry for entry in heap if ssn.decide(entry[2], ssn.job_ready, entry[2]) is False]
+        entries = list(heap)
+        ready = ssn.ask_each([entry[2] for entry in entries], ssn.job_ready)
+        waiting = [entry for entry, r in zip(entries, ready, strict=True) if r is False]
         if waiting:
             out.append(min(waiting, key=lambda entry: entry[:2])[2])
     return out

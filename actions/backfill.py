@@ -16,12 +16,9 @@ class BackfillAction:
 
     def execute(self, ssn: Session) -> None:
         domains = DomainChoice(ssn)
-        waiting = []
-        for job in ssn.cluster.active_jobs():
-            if job.count_of(TaskStatus.PENDING):
-                key = ssn.decide(job, ssn.job_order_key, job)
-                if key is not None:
-                    waiting.append((key, job))
+        pending = [job for job in ssn.cluster.active_jobs() if job.count_of(TaskStatus.PENDING)]
+        waiting = [(key, job) for job, key in zip(pending, ssn.ask_each(pending, ssn.job_order_key), strict=True)
+                   if key is not None]
         waiting.sort(key=lambda kj: kj[0])
         for _, job in waiting:
             if job.key not in ssn.unschedulable:

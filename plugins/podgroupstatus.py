@@ -36,10 +36,8 @@ class PodGroupStatusPlugin(PluginBase):
         # Each under its own guard: a job whose report raises keeps the
         # status it had (the error is counted and logged), the others are
         # reported; one whose decision raised is reported too (SchedulerError).
-        for job in ssn.cluster.active_jobs():
-            ssn.guard(job, _report, ssn, job)
-        for job in ssn.cluster.waiting_groups:
-            ssn.guard(job, _enqueued, ssn, job)
+        ssn.report_each(list(ssn.cluster.active_jobs()), _report)
+        ssn.report_each(ssn.cluster.waiting_groups, _enqueued)
 
 
 def _enqueued(ssn: Session, job: JobInfo) -> None:

@@ -76,8 +76,8 @@ def starving_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     """Jobs that are not even pipelined-ready, with their pending tasks in task
     order; queues fairest first, then jobs in job order."""
     queues = ssn.cluster.queues
-    waiting = [(j, ssn.decide(j, starving, ssn, j)) for j in ssn.cluster.active_jobs()
-               if j.count_of(TaskStatus.PENDING) and j.queue in queues]
+    jobs = [j for j in ssn.cluster.active_jobs() if j.count_of(TaskStatus.PENDING) and j.queue in queues]
+    waiting = zip(jobs, ssn.ask_each(jobs, lambda j: starving(ssn, j)), strict=True)
     return _in_order(ssn, [(j, tasks) for j, tasks in waiting if tasks])
 
 
@@ -107,8 +107,8 @@ def _in_order(ssn: Session, waiting: list[tuple[JobInfo, list[TaskInfo]]]
     """Queues in queue order (fairest first), jobs in job order inside each
     (a job whose key raised is left out: it lost its turn)."""
     queues = ssn.cluster.queues
-    keyed = [(key, jt) for jt in waiting
-             if (key := ssn.decide(jt[0], _order_key, ssn, queues[jt[0].queue], jt[0])) is not None]
+    keys = ssn.ask_each([j for j, _ in waiting], lambda j: _order_key(ssn, queues[j.queue], j))
+    keyed = [(key, jt) for key, jt in zip(keys, waiting, strict=True) if key is not None]
     keyed.sort(key=lambda kjt: kjt[0])
     return [jt for _, jt in keyed]
 
@@ -346,11 +346,15 @@ class RoomFinder:
         if domain is not None:
             mask &= domain          # a topology-bound gang: room inside its domain only
         rows = np.flatnonzero(mask)
+        # Every row, as on a full cluster where room can be made anywhere: the
+        # arrays as they are, not copies of every row of them.
+        every = len(rows) == len(table)
+        alloc, future, surplus = (table.alloc, table.future, self.surplus) if every else (
+            table.alloc[rows], table.future[rows], self.surplus[rows])
         with np.errstate(divide="ignore", invalid="ignore"):
-            missing = np.where(table.alloc[rows] > 0,
-                               np.clip(vec - table.future[rows], 0, None) / table.alloc[rows], 0)
-        released = (table.releasing - self.releasing_at_start)[rows]
-        gang_needed = ~table.fits(vec, table.future[rows] + self.surplus[rows] - released)
+            missing = np.where(alloc > 0, np.clip(vec - future, 0, None) / alloc, 0)
+        released = table.releasing - self.releasing_at_start
+        gang_needed = ~table.fits(vec, future + surplus - (released if every else released[rows]))
         first = self._first_victims(rows)
         order = np.lexsort((rows, first, missing.sum(axis=1), gang_needed))
         names = table.names
@@ -578,16 +582,15 @@ def _room_for(ssn: Session, stmt: Statement, domains: DomainChoice, job: JobInfo
             first = [v for v in rest if v.node_name == node] + [v for v in rest if v.node_name != node]
             if not free_quota(ssn, stmt, task, allowed, first, cause, by, check, gangs, there):
                 return None
-        return sum(1 for op in stmt.ops[mark:] if isinstance(op, EvictOp))
+        return len(stmt.ops) - mark      # all evictions: make_room and free_quota only evict
 
     best: tuple[int, NodeName] | None = None
     looked = 0
-    tried: set[NodeName] = set()
     nodes = rooms.nodes(task)
-    for node in itertools.chain([choice.node] if choice is not None else [], nodes):
-        if node in tried:
-            continue
-        tried.add(node)
+    if choice is not None:      # it has room, but not its queue: tried first, and once
+        first = choice.node
+        nodes = itertools.chain([first], (n for n in nodes if n != first))
+    for node in nodes:
         cost = evict_for(node)
         if cost is not None and cost <= 1:
             return node         # none could need fewer: kept as evicted

@@ -91,11 +91,11 @@ class VictimPicker:
                 and t.key not in gone and (not here or t.node_name in nodes)]
 
     def _above_min(self, job: JobInfo) -> bool:
-        if job.spec.disruption is Disruption.ALL:
-            return False        # it gives nothing but all of it
         gone = self.gone.get(job.key)
         if job.count(job.ready_statuses) - (len(gone) if gone else 0) <= job.min_member:
             return False        # _spare's first answer, without its work: most jobs run at their minimum
+        if job.spec.disruption is Disruption.ALL:
+            return False        # it gives nothing but all of it
         return self._spare(job) is not None
 
     def _spare(self, job: JobInfo) -> list[TaskInfo] | None:

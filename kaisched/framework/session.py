@@ -6,7 +6,18 @@ effects. A session does no I/O.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypeVar, TypeVarTuple, overload
+import contextlib
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterator,
+    Protocol,
+    Sequence,
+    TypeVar,
+    TypeVarTuple,
+    overload,
+)
 
 import numpy as np
 
@@ -490,6 +501,47 @@ class Session:
         if failed and job.key in failed:
             return None
         return self.guard(job, fn, *args)
+
+    def ask_each(self, jobs: Sequence[JobInfo], fn: Callable[[JobInfo], R]) -> list[R | None]:
+        """fn(job) of each job, in order: a question about each job alone,
+        which asked twice answers the same and changes nothing more (what it
+        records of a job, it records alike). Asked under one guard for all of
+        them -- a guard per job costs more than most answers -- and only when
+        one raises, again job by job under decide(), so that job alone loses
+        its turn. A job that failed this session answers None."""
+        failed = self.failures.failed
+        try:
+            return [None if failed and job.key in failed else fn(job) for job in jobs]
+        except Exception:
+            return [self.decide(job, fn, job) for job in jobs]
+
+    def report_each(self, jobs: Sequence[JobInfo], fn: Callable[[Session, JobInfo], None]) -> None:
+        """fn(self, job) of each job, in order, where all fn changes is what it
+        emits (what a plugin says of each job as the session closes): under
+        one guard for all, its effects handed over together at the end; when
+        one raises, none of them, and each job asked again under its own
+        guard (guard(): said of even a job that failed this session)."""
+        try:
+            with self.together():
+                for job in jobs:
+                    fn(self, job)
+        except Exception:
+            for job in jobs:
+                self.guard(job, fn, self, job)
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """The effects emitted inside are handed over together as it ends,
+        in order, or, if it raises, never."""
+        out, self.effects = self.effects, []
+        try:
+            yield
+        except BaseException:
+            self.effects = out
+            raise
+        made, self.effects = self.effects, out
+        for effect in made:
+            out.append(effect)          # (an outbox hands each to the binder)
 
     def guard(self, job: JobInfo, fn: Callable[[*Ts], R], *args: *Ts) -> R | None:
         """decide(), asked even of a job that failed this session (what is
