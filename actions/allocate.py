@@ -13,6 +13,7 @@ loses its turn, the others are placed as if it were not there.
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 from typing import Any, Iterable, Iterator
@@ -41,7 +42,7 @@ class AllocateAction:
         domains = DomainChoice(ssn)
         entries: dict[QueueName, list[tuple[Any, ...]]] = {}
         active = list(ssn.cluster.active_jobs())
-        for job, key in zip(active, ssn.ask_each(active, lambda j: _entry_key(ssn, j)), strict=True):
+        for job, key in zip(active, ssn.ask_each(active, functools.partial(_entry_key, ssn)), strict=True):
             if key is not None:
                 entries.setdefault(job.queue, []).append((key, next(seq), job))
         jobs = {name: _Jobs(found) for name, found in entries.items()}

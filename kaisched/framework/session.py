@@ -500,7 +500,16 @@ class Session:
         failed = self.failures.failed
         if failed and job.key in failed:
             return None
-        return self.guard(job, fn, *args)
+        held = self.held.get(job.key) if self.held else None    # a decision may take it
+        opened = self.failures.opened_stack
+        opened.append([])
+        try:
+            found = fn(*args)
+        except Exception as exc:       # a bug, or an object no check foresaw
+            self._undo(job, opened.pop(), held, exc)
+            return None
+        opened.pop()
+        return found
 
     def ask_each(self, jobs: Sequence[JobInfo], fn: Callable[[JobInfo], R]) -> list[R | None]:
         """fn(job) of each job, in order: a question about each job alone,
@@ -546,16 +555,14 @@ class Session:
     def guard(self, job: JobInfo, fn: Callable[[*Ts], R], *args: *Ts) -> R | None:
         """decide(), asked even of a job that failed this session (what is
         said of it when the session closes)."""
-        held = self.held.get(job.key) if self.held else None    # a decision may take it
-        opened = self.failures.opened_stack
-        opened.append([])
+        failed = self.failures.failed
+        if job.key not in failed:
+            return self.decide(job, fn, *args)
+        failed.discard(job.key)     # asked once more, as if it had not failed
         try:
-            found = fn(*args)
-        except Exception as exc:       # a bug, or an object no check foresaw
-            self._undo(job, opened.pop(), held, exc)
-            return None
-        opened.pop()
-        return found
+            return self.decide(job, fn, *args)
+        finally:
+            failed.add(job.key)
 
     def _undo(self, job: JobInfo, opened: list[Statement], held: Statement | None,
               exc: Exception) -> None:
@@ -607,7 +614,9 @@ class Session:
     # -- changes (only Statement operations call these) ----------------------------
     def statement(self) -> Statement:
         stmt = Statement(self)
-        self.failures.opened(stmt)
+        stack = self.failures.opened_stack     # (Failures.opened, inline: one per placement)
+        if stack:
+            stack[-1].append(stmt)
         return stmt
 
     def emit(self, effect: Effect) -> None:

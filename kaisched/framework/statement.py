@@ -213,22 +213,27 @@ class Statement:
         one that raises leaves none of them made (no gang bound in part),
         and the statement whole, for the caller to discard."""
         ssn = self._ssn
+        # As Session.together() does, inline: a commit is made per placement.
+        out, ssn.effects = ssn.effects, []
         try:
-            with ssn.together():
-                if self._prebind:
-                    for op in self.ops:
-                        if isinstance(op, PrebindOp):
-                            op.commit(ssn)
+            if self._prebind:
                 for op in self.ops:
-                    if not (self._prebind and isinstance(op, PrebindOp)):
+                    if isinstance(op, PrebindOp):
                         op.commit(ssn)
+            for op in self.ops:
+                if not (self._prebind and isinstance(op, PrebindOp)):
+                    op.commit(ssn)
         except Exception:
+            ssn.effects = out
             for op in self.ops:         # what the commits noted of the pods they placed
                 if isinstance(op, (AllocateOp, PipelineOp, MoveOp)):
                     key = op.task.successor_of or op.task.key
                     ssn.placed.pop(key, None)
                     ssn.reservations.pop(key, None)
             raise
+        made, ssn.effects = ssn.effects, out
+        for effect in made:
+            out.append(effect)          # (an outbox hands each to the binder)
         self.ops = []
         self._prebind = False
 
