@@ -31,10 +31,17 @@ import pytest
 from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import POD, PODGROUP
+from kaisched.cluster.kinds import POD
 from kaisched.cluster.kube import KubeCluster
 
-from .conftest import as_account, describe, eventually, scheduler_process, shipped_config
+from .conftest import (
+    as_account,
+    describe,
+    eventually,
+    make_gang,
+    scheduler_process,
+    shipped_config,
+)
 
 OWNER = "outage"
 RESTART = "KAISCHED_TEST_RESTART_APISERVER"
@@ -61,20 +68,9 @@ def metric(text: str, name: str) -> float:
 
 
 def create_gangs(admin: KubeCluster, namespace: str, scheduler: str, count: int) -> None:
-    def gang(index: int) -> None:
-        name = f"g{index}"
-        admin.create({"apiVersion": PODGROUP.api_version, "kind": "PodGroup",
-                      "metadata": {"name": name, "namespace": namespace},
-                      "spec": {"minMember": GANG}})
-        for i in range(GANG):
-            admin.create({"apiVersion": "v1", "kind": "Pod",
-                          "metadata": {"name": f"{name}-{i}", "namespace": namespace,
-                                       "annotations": {"kaisched.io/pod-group": name}},
-                          "spec": {"schedulerName": scheduler, "containers": [{
-                              "name": "main", "image": "trainer:1",
-                              "resources": {"requests": {"cpu": "1"}}}]}})
+    """count gangs g0.. of GANG one-cpu pods, made eight at a time."""
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        list(pool.map(gang, range(count)))
+        list(pool.map(lambda i: make_gang(admin, namespace, scheduler, f"g{i}", GANG), range(count)))
 
 
 def test_every_gang_is_bound_whole_after_an_outage_that_lands_mid_bind(
