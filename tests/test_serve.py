@@ -131,7 +131,6 @@ def test_a_lead_lost_and_taken_again_between_two_looks_drops_what_the_old_term_m
     cluster = cluster_with_pods(2)
     sched = scheduler(cluster)
     sched.sync()
-    sched.cache.assume([])
     state = _LoopState()
     dropped: list[str] = []
     sched.step_down = lambda: dropped.append("stepped down")     # type: ignore[method-assign]
