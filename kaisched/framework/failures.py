@@ -11,14 +11,18 @@ counts them and logs their tracebacks; the session does no I/O.
 from __future__ import annotations
 
 import traceback
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import attrs
 
 from kaisched.api.types import JobKey
 
-if TYPE_CHECKING:
-    from kaisched.framework.statement import Statement
+
+class Opened(Protocol):
+    """A statement opened while a job is decided, as the guard sees it: one it
+    can discard (so this module never names the statement, which sits above it)."""
+
+    def discard(self) -> None: ...
 
 
 @attrs.frozen
@@ -48,13 +52,9 @@ class Failures:
     def __init__(self) -> None:
         self.errors: list[JobError] = []
         self.failed: set[JobKey] = set()
-        # Per decision under way (the innermost last), the statements it opened.
-        self.opened_stack: list[list[Statement]] = []
-
-    def opened(self, stmt: Statement) -> None:
-        """A statement was opened: it belongs to the job being decided, if any."""
-        if self.opened_stack:
-            self.opened_stack[-1].append(stmt)
+        # Per decision under way (the innermost last), the statements it opened
+        # (Session.statement puts each on the innermost).
+        self.opened_stack: list[list[Opened]] = []
 
     def add(self, error: JobError) -> None:
         self.errors.append(error)

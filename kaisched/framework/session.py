@@ -33,7 +33,7 @@ from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, QueueName, TaskStatus
 from kaisched.framework.effects import Cause, Effect, Hold, MoveHold, Prebind
 from kaisched.framework.explanation import Explanation
-from kaisched.framework.failures import Failures, JobError
+from kaisched.framework.failures import Failures, JobError, Opened
 from kaisched.framework.hooks import (
     CheckKey,
     FilterKey,
@@ -564,7 +564,7 @@ class Session:
         finally:
             failed.add(job.key)
 
-    def _undo(self, job: JobInfo, opened: list[Statement], held: Statement | None,
+    def _undo(self, job: JobInfo, opened: list[Opened], held: Statement | None,
               exc: Exception) -> None:
         """A decision raised: discard what it opened (last first) and the
         NonStrict hold the job had when it began, and say so."""
@@ -614,7 +614,7 @@ class Session:
     # -- changes (only Statement operations call these) ----------------------------
     def statement(self) -> Statement:
         stmt = Statement(self)
-        stack = self.failures.opened_stack     # (Failures.opened, inline: one per placement)
+        stack = self.failures.opened_stack     # the job being decided, if any, opened it
         if stack:
             stack[-1].append(stmt)
         return stmt
