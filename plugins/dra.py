@@ -40,6 +40,7 @@ from kaisched.api.types import EVICTABLE_STATUSES, Blocker, NodeName, TaskStatus
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetClaimStatus
+from kaisched.framework.registry import plugin_arguments
 
 UNSATISFIED = "node(s) cannot allocate the pod's ResourceClaims"
 
@@ -69,10 +70,7 @@ class DraPlugin(PluginBase):
     name = "dra"
 
     def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
-        arguments = dict(arguments or {})
-        unknown = sorted(set(arguments) - {"packWeight"})
-        if unknown:
-            raise ConfigError(f"unknown argument {unknown[0]!r} (known: packWeight)")
+        arguments = plugin_arguments(arguments, "packWeight")
         weight = arguments.get("packWeight", 1.0)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
             raise ConfigError(f"packWeight: expected a number >= 0, not {weight!r}")

@@ -34,6 +34,7 @@ from kaisched.api.types import Blocker, NodeName, PodKey, TaskStatus
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import Prebind, ReleaseGpu, Reservation, ReserveGpu, ShareGpu
+from kaisched.framework.registry import plugin_arguments
 
 NO_ROOM = "node(s) had no GPU with room for the pod's share"
 DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
@@ -49,10 +50,7 @@ class GpuSharingPlugin(PluginBase):
     name = "gpusharing"
 
     def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
-        arguments = dict(arguments or {})
-        unknown = sorted(set(arguments) - {"reservationImage"})
-        if unknown:
-            raise ConfigError(f"unknown argument {unknown[0]!r} (known: reservationImage)")
+        arguments = plugin_arguments(arguments, "reservationImage")
         image = arguments.get("reservationImage", DEFAULT_IMAGE)
         if not isinstance(image, str) or not image.strip():
             raise ConfigError(f"reservationImage: expected an image name, not {image!r}")

@@ -26,6 +26,7 @@ from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import Cause
 from kaisched.framework.protection import Protection
+from kaisched.framework.registry import plugin_arguments
 
 _DEFAULTS = {"defaultPreemptMinRuntime": Cause.PREEMPT, "defaultReclaimMinRuntime": Cause.RECLAIM}
 _METHODS = ("lca", "queue")
@@ -35,11 +36,7 @@ class MinRuntimePlugin(PluginBase):
     name = "minruntime"
 
     def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
-        arguments = dict(arguments or {})
-        known = [*_DEFAULTS, "reclaimResolveMethod"]
-        unknown = sorted(set(arguments) - set(known))
-        if unknown:
-            raise ConfigError(f"unknown argument {unknown[0]!r} (known: {', '.join(known)})")
+        arguments = plugin_arguments(arguments, *_DEFAULTS, "reclaimResolveMethod")
         self.defaults: dict[Cause, float] = {}
         for key, kind in _DEFAULTS.items():
             try:

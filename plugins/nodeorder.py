@@ -14,6 +14,7 @@ from kaisched.api.resource import CPU, GPU, MEMORY, Resource
 from kaisched.api.task import TaskInfo
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
+from kaisched.framework.registry import plugin_arguments
 
 STRATEGIES = ("binpack", "spread")
 DEFAULT_WEIGHTS = {CPU: 1.0, MEMORY: 1.0, GPU: 2.0}
@@ -23,10 +24,7 @@ class NodeOrderPlugin(PluginBase):
     name = "nodeorder"
 
     def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
-        arguments = dict(arguments or {})
-        unknown = sorted(set(arguments) - {"strategy", "weights"})
-        if unknown:
-            raise ConfigError(f"unknown argument {unknown[0]!r} (known: strategy, weights)")
+        arguments = plugin_arguments(arguments, "strategy", "weights")
         self.strategy = arguments.get("strategy", "binpack")
         if self.strategy not in STRATEGIES:
             raise ConfigError(f"strategy: must be one of {', '.join(STRATEGIES)}, "

@@ -30,6 +30,7 @@ from kaisched.api.types import READY_STATUSES, Blocker, PodKey, QueueName, TaskS
 from kaisched.errors import ConfigError
 from kaisched.framework import Hook, PluginBase, Session
 from kaisched.framework.effects import SetQueueStatus
+from kaisched.framework.registry import plugin_arguments
 from plugins.reclaimrules import ReclaimRules
 from plugins.usagedivision import divide_with_usage
 
@@ -57,10 +58,7 @@ class ProportionPlugin(PluginBase):
     name = "proportion"
 
     def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
-        arguments = dict(arguments or {})
-        unknown = sorted(set(arguments) - {"kValue"})
-        if unknown:
-            raise ConfigError(f"unknown argument {unknown[0]!r} (known: kValue)")
+        arguments = plugin_arguments(arguments, "kValue")
         k_value = arguments.get("kValue", DEFAULT_K_VALUE)
         if isinstance(k_value, str):        # KAI's arguments are strings ("1.5")
             try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Protocol
 
+from kaisched.errors import ConfigError
 from kaisched.framework.config import SchedulerConfig
 from kaisched.framework.session import Plugin, Session
 
@@ -60,15 +61,21 @@ class PluginBase:
         return None
 
 
+def plugin_arguments(arguments: Mapping[str, Any] | None, *known: str) -> dict[str, Any]:
+    """A plugin's arguments, refused at load time when one is not among those
+    it knows (the first unknown named, every known one listed): a misspelt
+    argument is an error, never silently ignored."""
+    given = dict(arguments or {})
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown argument {unknown[0]!r} (known: {', '.join(known)})")
+    return given
+
+
 def weight_argument(arguments: Mapping[str, Any] | None) -> float:
     """The one argument of a scoring plugin: how much its score counts
     against the others (a number >= 0, default 1)."""
-    from kaisched.errors import ConfigError
-    arguments = dict(arguments or {})
-    unknown = sorted(set(arguments) - {"weight"})
-    if unknown:
-        raise ConfigError(f"unknown argument {unknown[0]!r} (known: weight)")
-    weight = arguments.get("weight", 1.0)
+    weight = plugin_arguments(arguments, "weight").get("weight", 1.0)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
         raise ConfigError(f"weight: expected a number >= 0, not {weight!r}")
     return float(weight)
