@@ -9,6 +9,7 @@ task by task instead: actions/common/victims.py and solver.py.)
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -77,7 +78,7 @@ def starving_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     order; queues fairest first, then jobs in job order."""
     queues = ssn.cluster.queues
     jobs = [j for j in ssn.cluster.active_jobs() if j.count_of(TaskStatus.PENDING) and j.queue in queues]
-    waiting = zip(jobs, ssn.ask_each(jobs, lambda j: starving(ssn, j)), strict=True)
+    waiting = zip(jobs, ssn.ask_each(jobs, functools.partial(starving, ssn)), strict=True)
     return _in_order(ssn, [(j, tasks) for j, tasks in waiting if tasks])
 
 
@@ -85,13 +86,9 @@ def elastic_jobs(ssn: Session) -> list[tuple[JobInfo, list[TaskInfo]]]:
     """Running jobs with pending tasks beyond their minimum, in the order of
     starving_jobs: their extras may take other jobs' surplus, never a gang."""
     queues = ssn.cluster.queues
-    waiting = []
-    for job in ssn.cluster.active_jobs():
-        if job.count_of(TaskStatus.PENDING) and job.queue in queues:
-            extras = ssn.decide(job, _extras, ssn, job)
-            if extras:
-                waiting.append((job, extras))
-    return _in_order(ssn, waiting)
+    jobs = [j for j in ssn.cluster.active_jobs() if j.count_of(TaskStatus.PENDING) and j.queue in queues]
+    waiting = zip(jobs, ssn.ask_each(jobs, functools.partial(_extras, ssn)), strict=True)
+    return _in_order(ssn, [(j, extras) for j, extras in waiting if extras])
 
 
 def _extras(ssn: Session, job: JobInfo) -> list[TaskInfo]:
