@@ -205,9 +205,27 @@ class ApiServer(kmock.KubernetesEmulator, _PromptReactions):
             meta.setdefault("creationTimestamp", _now())
             meta["resourceVersion"] = str(next(self._versions))
         elif request.action == kmock.action.UPDATE:
+            self._check_version(request, data)
             # The patch carries the new version, so the merged object has it.
             data.setdefault("metadata", {})["resourceVersion"] = str(next(self._versions))
         return await super()._handle(request)
+
+
+    def _check_version(self, request: kmock.Request, data: Obj) -> None:
+        """A write that names a resourceVersion is a compare-and-swap, as on a real
+        API server: 409 when the object has changed since that version."""
+        sent = (data.get("metadata") or {}).get("resourceVersion")
+        if not sent or request.name is None or request.resource is None:
+            return
+        found = self._objects._objects.get((request.resource, request.namespace, request.name))
+        if found is None or found.deleted:
+            return
+        current = (found.raw.get("metadata") or {}).get("resourceVersion")
+        if current is not None and str(sent) != str(current):
+            raise kmock.KubernetesError(status=409, reason="Conflict", message=(
+                f'Operation cannot be fulfilled on {request.resource.plural} "{request.name}": '
+                "the object has been modified; please apply your changes to the latest "
+                "version and try again"))
 
 
 def _now() -> str:

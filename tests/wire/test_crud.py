@@ -151,3 +151,20 @@ def test_list_follows_continue_tokens(apiserver: Emulator, cluster: KubeCluster)
     assert version == "42"
     assert [p.get("continue") for p in pages] == [None, "t1"]
     assert {p["limit"] for p in pages} == {"500"}
+
+
+def test_a_patch_that_names_an_old_resource_version_conflicts(cluster: KubeCluster) -> None:
+    """A write naming a resourceVersion is a compare-and-swap, as on a real API
+    server: the Lease's renew relies on it to see a takeover."""
+    cluster.create(build_podgroup("g"))
+    seen = cluster.get(PODGROUP, "default", "g")["metadata"]["resourceVersion"]
+    cluster.patch(PODGROUP, "default", "g", {"spec": {"minMember": 2}})
+    with pytest.raises(ConflictError, match="has been modified"):
+        cluster.patch(PODGROUP, "default", "g", {"metadata": {"resourceVersion": seen},
+                                                 "spec": {"minMember": 3}})
+    now = cluster.get(PODGROUP, "default", "g")
+    assert now["spec"]["minMember"] == 2
+    cluster.patch(PODGROUP, "default", "g", {"metadata": {"resourceVersion":
+                                                          now["metadata"]["resourceVersion"]},
+                                             "spec": {"minMember": 3}})
+    assert cluster.get(PODGROUP, "default", "g")["spec"]["minMember"] == 3
