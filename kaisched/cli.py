@@ -16,7 +16,7 @@ import click
 import orjson
 
 from kaisched.bench import BENCHES
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.console import OneLineGroup, emit, output_option, say
 from kaisched.errors import InputError, PathError
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config
@@ -39,8 +39,8 @@ def main() -> None:
 
 
 def _config(path: str | None, registry: Registry, embedded: dict[str, Any] | None) -> SchedulerConfig:
+    from kaisched.cluster.files import read_mapping
     from kaisched.errors import ConfigError
-    from kaisched.files import read_mapping
 
     if path:
         if not Path(path).exists() and "/" not in path:
@@ -172,11 +172,11 @@ def replay(file: str, config_path: str | None, sessions: int, output: str, stric
 
 def _memory_limit(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """--memory-limit checked with the command line, before any cluster is asked."""
-    from kaisched.service import memory
+    from kaisched.service import memorylimit
 
     if value is not None:
         try:
-            memory.parse_limit(value)
+            memorylimit.parse_limit(value)
         except InputError as exc:
             raise click.BadParameter(str(exc).removeprefix("--memory-limit"
                                                            ).removeprefix(":").strip()) from None
@@ -273,13 +273,13 @@ def _check_memory(client: KubeCluster, flag: str | None) -> None:
     """Refuse, in one line, a cluster too big for the memory given, before
     the first lists fill it (the counts come from lists of one object)."""
     from kaisched.cluster.kinds import NODE, POD
-    from kaisched.service import memory
+    from kaisched.service import memorylimit
 
     if flag is not None:
-        limit: int | None = memory.parse_limit(flag)
+        limit: int | None = memorylimit.parse_limit(flag)
         source = f"--memory-limit {flag}"
     else:
-        limit, source = memory.cgroup_limit(), "the container's limit (cgroup)"
+        limit, source = memorylimit.cgroup_limit(), "the container's limit (cgroup)"
     if not limit:
         return
     nodes, pods = client.count(NODE), client.count(POD)
@@ -287,7 +287,7 @@ def _check_memory(client: KubeCluster, flag: str | None) -> None:
         logging.getLogger("kaisched").info(
             "the API server did not say how many nodes and pods there are: memory not checked")
         return
-    found = memory.shortfall(nodes, pods, limit, source)
+    found = memorylimit.shortfall(nodes, pods, limit, source)
     if found is not None:
         raise click.ClickException(found)
 
@@ -340,8 +340,8 @@ def snapshot_dump(path: str | None, kubeconfig: str | None, file: str | None, ou
     to replay, explain or simulate from."""
     import yaml
 
+    from kaisched.cluster.files import check_writable
     from kaisched.cluster.snapshot import build_snapshot
-    from kaisched.files import check_writable
 
     given = [(flag, p) for flag, p in (("FILE", path), ("-f", file),
                                       ("-o", output if isinstance(output, _OldPath) else None))

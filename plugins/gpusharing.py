@@ -6,7 +6,7 @@ opened, and, among nodes, to the one with such a GPU (KAI's gpusharingorder;
 nodeorder's binpack then picks the fullest); never over a GPU's whole, nor
 over its memory. A node where the share fits only once pods going away are
 gone takes it pipelined, as for whole pods. Which GPU of the node it takes is
-the model's choice (kaisched.api.sharedgpus), made as the statement places it.
+the model's choice (kaisched.api.gpudevices), made as the statement places it.
 
 Before a sharer's bind its devices are recorded on it, and each device with
 no reservation pod gets one (a ShareGpu effect, written ahead of the bind);
@@ -26,9 +26,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kaisched.api.gpushare import GPU_GROUP, RESERVATION_NAMESPACE, GpuShare, groups_of, reservation_name
+from kaisched.api.gpuask import GPU_GROUP, RESERVATION_NAMESPACE, GpuShare, groups_of, reservation_name
+from kaisched.api.gpudevices import NONE, NOW, NodeGpus, SharedDevice
 from kaisched.api.resource import GPU
-from kaisched.api.sharedgpus import NONE, NOW, NodeGpus, SharedDevice
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, NodeName, PodKey, TaskStatus
 from kaisched.errors import ConfigError
@@ -77,7 +77,7 @@ class GpuSharingPlugin(PluginBase):
         # what a share takes of a device is asked once per memory (see _need_of).
         self._memories, self._memory_of = np.unique(self.memory, return_inverse=True)
         # Per row, the most free units of a shared device: used ones now and
-        # later, releasing ones now and later (see sharedgpus.Summary).
+        # later, releasing ones now and later (see gpudevices.Summary).
         self.best = np.full((4, len(table)), NONE, dtype=np.int64)
         # The filter, idle test and order are asked in turn about the same rows
         # (selection's refresh of a class): what they read of those rows is

@@ -5,7 +5,7 @@ that lower the part of queues that used much over the window.
 
 A queue still wanting more has nW = its overQuotaWeight over the sum of the
 weights of the queues still wanting more (of its priority) and nUsage its
-normalised usage (kaisched.api.usage); its share weight is
+normalised usage (kaisched.api.decayedusage); its share weight is
 
     max(0, nW + kValue x (nW - nUsage))
 

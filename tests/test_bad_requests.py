@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import EVENT, POD
 from kaisched.framework import default_config
 from kaisched.tools.replay import replay

@@ -15,7 +15,7 @@ from kaisched.api.constraints import HOSTNAME_KEY
 from kaisched.api.quantity import parse_quantity
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench.scenarios import SCENARIOS
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import main
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster

@@ -4,7 +4,7 @@ gang's binds and never retried, and nothing is swallowed."""
 from __future__ import annotations
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import EVENT, POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import ConflictError, NotFoundError, TransientApiError

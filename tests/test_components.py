@@ -13,7 +13,7 @@ import attrs
 import pytest
 import yaml
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import parse_config
 from kaisched.framework.config import NodePool
 

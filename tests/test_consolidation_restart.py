@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from kaisched.api.clock import ManualClock, to_rfc3339
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import parse_config

@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 import yaml
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import default_config
 from kaisched.tools.replay import replay
 from kaisched.validation import KUBERNETES_VERSION, partition, summarize, use_kube_version

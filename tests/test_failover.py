@@ -8,7 +8,7 @@ from typing import Any
 
 from kaisched.api.clock import ManualClock
 from kaisched.bench import scale10k as bench_scale
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config

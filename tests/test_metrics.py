@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import EVENT
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config, parse_config
@@ -279,7 +279,7 @@ def test_queue_usage_and_cluster_capacity_are_exported_and_a_standby_forgets_the
     cluster offers (Prometheus-sourced usage reads it back); a replica that
     stops leading exports no queue figures, so only the leader's count."""
     from kaisched.api.clock import ManualClock
-    from kaisched.catalog import register_builtins
+    from kaisched.builtins.catalog import register_builtins
     from kaisched.cluster.memory import MemoryCluster
     from kaisched.framework import parse_config
     from kaisched.runtime.binder import Binder

@@ -3,11 +3,11 @@ gang's hold is released so the older one can finish."""
 from __future__ import annotations
 
 from kaisched.api.clock import ManualClock, to_rfc3339
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
-from kaisched.framework.effects import Hold
+from kaisched.framework.effects import CarriedGang
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 
@@ -43,8 +43,8 @@ def test_deadlocked_holds_release_the_youngest() -> None:
     scheduler = Scheduler(cluster, default_config(registry), registry, clock,
                           Binder(cluster, clock.now))
     # Each gang holds one node and waits for the other's: a deadlock.
-    scheduler.holds = {"default/older": Hold((("default/older-0", "node-1"),), START - 5),
-                       "default/younger": Hold((("default/younger-0", "node-2"),), START - 5)}
+    scheduler.holds = {"default/older": CarriedGang((("default/older-0", "node-1"),), START - 5),
+                       "default/younger": CarriedGang((("default/younger-0", "node-2"),), START - 5)}
 
     first = scheduler.run_once()
     assert first.placed == {}

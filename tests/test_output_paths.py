@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from kaisched.cli import main
+from kaisched.cluster.files import check_writable
 from kaisched.errors import InputError
-from kaisched.files import check_writable
 
 # A kubeconfig that would make snapshot-dump fail differently if it got as far as reading it.
 NO_CLUSTER = ["--kubeconfig", "/nonexistent/kubeconfig"]

@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kaisched.api.gpushare import GPU_GROUP, RESERVATION_APP, RESERVATION_NAMESPACE, groups_of
-from kaisched.catalog import register_builtins
+from kaisched.api.gpuask import GPU_GROUP, RESERVATION_APP, RESERVATION_NAMESPACE, groups_of
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP, PVC, QUEUE, RESOURCE_CLAIMS
 from kaisched.cluster.snapshot import load_file
 from kaisched.framework import default_config, load_config

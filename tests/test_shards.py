@@ -12,7 +12,7 @@ import yaml
 from prometheus_client import generate_latest
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import shard_lease
 from kaisched.cluster.kinds import NODE, POD, QUEUE
 from kaisched.cluster.memory import MemoryCluster

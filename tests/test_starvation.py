@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config

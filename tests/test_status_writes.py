@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.job import Condition
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import EVENT, POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config

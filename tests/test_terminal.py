@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import main
 from kaisched.console import fold
 from kaisched.framework import default_config

@@ -13,7 +13,7 @@ import orjson
 import pytest
 import yaml
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import SCHEDULING_KINDS
 from kaisched.cluster.snapshot import build_snapshot, load_file, load_text
 from kaisched.framework import default_config
@@ -107,7 +107,7 @@ def objects_of(path: Path) -> list[dict[str, Any]]:
 
 def _is_scheduler_config(path: Path) -> bool:
     """A scheduler config to compare with (kaisched/examples/no-starvation-guard.yaml): no objects."""
-    from kaisched.catalog import register_builtins
+    from kaisched.builtins.catalog import register_builtins
     from kaisched.errors import KaischedError
     from kaisched.framework import parse_config
 

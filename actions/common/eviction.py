@@ -5,7 +5,7 @@ A preemptor's tasks are pipelined (never bound in the same session), so a
 gang that needs evictions starts whole in a later session, once its victims
 are gone. Victims go gang-wise and cheapest first; on a node where room cannot
 be made, every eviction there is rolled back. (Reclaim searches its victims
-task by task instead: actions/common/victims.py and solver.py.)
+task by task instead: actions/common/victims.py and actions/reclaim/search.py.)
 """
 from __future__ import annotations
 
@@ -290,7 +290,7 @@ class RoomFinder:
         self.summed[rows] = True
         self._ranks = None
         table, order = self.ssn.cluster.table, self.order
-        names, held = table.names, self.ssn.cluster.held
+        names, held = table.names, self.ssn.cluster.freed_by
         for row in rows.tolist():
             for task in self.by_node.get(names[row], ()):
                 vec = held(task)
@@ -392,7 +392,7 @@ def make_room(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeName, all
             current = ssn.cluster.jobs[victim.job].tasks.get(victim.key)
             if current is None or current.status not in EVICTABLE:
                 continue        # gone already, with an earlier victim's gang
-            if not (ssn.cluster.held(current)[short] > 0).any() \
+            if not (ssn.cluster.freed_by(current)[short] > 0).any() \
                     and not (devices and _holds_devices(task, current)):
                 continue        # frees nothing the task lacks: evicting it is pure loss
             _evict_gang(ssn, stmt, task, current, allowed, cause, by, whole)

@@ -194,7 +194,7 @@ class Movable:
                              dtype=np.int64)
         # What moving each gives back: a sharer its part of its GPU (all of
         # it once every sharer of the GPU goes).
-        self.vecs = np.array([ssn.cluster.held(p) for p in self.pods]).reshape(
+        self.vecs = np.array([ssn.cluster.freed_by(p) for p in self.pods]).reshape(
             len(self.pods), len(table.dims))
         self.order = VictimOrder(ssn, by_job)
         # Each pod's job's place in the victim order (0: the first to move).

@@ -39,9 +39,9 @@ import numpy as np
 from actions.common.movable import Disruptions, Movable, protected, unit_of, why_unmovable
 from actions.common.moveset import Block, move_sets
 from actions.common.sharepart import PartOption, part_options
+from kaisched.api.gpudevices import ONE_GPU, WholeGpu
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
-from kaisched.api.sharedgpus import ONE_GPU, Hold
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES, Disruption, JobKey, NodeName
 from kaisched.framework import Session, Statement
@@ -314,7 +314,7 @@ class FewestMoves:
         table = self.ssn.cluster.table
         vec = self._need(task)
         order = self.movable.order
-        weighed = [Block(i, np.asarray(sum(self.ssn.cluster.held(p) for p in block)),
+        weighed = [Block(i, np.asarray(sum(self.ssn.cluster.freed_by(p) for p in block)),
                          self._pods_moved(block), min(order.of(p) for p in block))
                    for i, block in enumerate(blocks)]
         sets = move_sets(weighed, lacking)
@@ -401,7 +401,7 @@ class FewestMoves:
             return None
         found = [(device.free_later, group) for group, device in gpus.on(node).items()
                  if group not in share.groups and device.free_later >= units
-                 and device.hold() in (Hold.USED, Hold.PIPELINED) and device.live]
+                 and device.whole_gpu() in (WholeGpu.USED, WholeGpu.PIPELINED) and device.live]
         return (min(found)[1],) if found else None
 
     def _blocks(self, pods: list[TaskInfo], row: int, lacking: np.ndarray) -> list[list[TaskInfo]]:
@@ -427,7 +427,7 @@ class FewestMoves:
         cols = np.flatnonzero((lacking > EPSILON) & (alloc > 0))
 
         def size(block: list[TaskInfo]) -> float:
-            held = sum(self.ssn.cluster.held(p) for p in block)
+            held = sum(self.ssn.cluster.freed_by(p) for p in block)
             return float((np.asarray(held)[cols] / alloc[cols]).sum())
         return sorted(alone, key=lambda b: (-size(b), len(b), -max(p.creation for p in b),
                                             b[0].key))
@@ -519,7 +519,7 @@ class FewestMoves:
             if row is None or not usable[row]:
                 continue
             for device in devices.values():
-                if device.hold() in (Hold.USED, Hold.PIPELINED):
+                if device.whole_gpu() in (WholeGpu.USED, WholeGpu.PIPELINED):
                     spare += gpu * max(device.free_later, 0) / device.units
         return spare
 

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import attrs
 import numpy as np
 
-from kaisched.api.sharedgpus import Hold
+from kaisched.api.gpudevices import WholeGpu
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Session
 
@@ -65,7 +65,7 @@ def part_options(ssn: Session, task: TaskInfo, on_row: dict[int, list[TaskInfo]]
             continue
         pods = [p for p in _current(ssn, on_row.get(row, [])) if p.gpu is not None and may_move(p)]
         for group, device in devices.items():
-            if device.hold() not in (Hold.USED, Hold.PIPELINED) or device.free_later >= units:
+            if device.whole_gpu() not in (WholeGpu.USED, WholeGpu.PIPELINED) or device.free_later >= units:
                 continue
             here = sorted((p for p in pods if p.key in device.live),
                           key=lambda p: (-device.live[p.key], -p.creation, p.key))

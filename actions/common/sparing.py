@@ -47,7 +47,7 @@ def spare(ssn: Session, stmt: Statement, order: Order, place: Place) -> int:
     how = {op.previous.key: op for op in evicts}
     table = ssn.cluster.table
     free = np.clip(table.future, 0, None).sum(axis=0)
-    if all((ssn.cluster.held(op.previous) > free + EPSILON).any() for op in evicts):
+    if all((ssn.cluster.freed_by(op.previous) > free + EPSILON).any() for op in evicts):
         # Free room is conserved: with the job placed, the cluster has less
         # free than any one victim holds, so keeping any would leave it unplaced.
         return 0
@@ -62,7 +62,7 @@ def spare(ssn: Session, stmt: Statement, order: Order, place: Place) -> int:
         for key in keys:
             task = how[key].previous
             if task.node_name in table.index:
-                total = total + ssn.cluster.held(task)
+                total = total + ssn.cluster.freed_by(task)
         return total
 
     def placed_without(keep: set[PodKey]) -> bool:

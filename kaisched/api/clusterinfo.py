@@ -11,14 +11,14 @@ from kaisched.api.budgets import DisruptionBudget
 from kaisched.api.constraints import NO_RULES, PodRules
 from kaisched.api.domains import Domains
 from kaisched.api.drainventory import Devices
-from kaisched.api.gpushare import MEMORY_ASK, GpuShare, gpu_memory_label
+from kaisched.api.gpuask import MEMORY_ASK, GpuShare, gpu_memory_label
+from kaisched.api.gpudevices import HOLD_KINDS, ONE_GPU, Change, SharedGpus, apply_holds
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
 from kaisched.api.nodeshapes import NodeShapes
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import GPU, Resource
-from kaisched.api.sharedgpus import HOLD_KINDS, ONE_GPU, Change, SharedGpus, apply_holds
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
     OCCUPYING_STATUSES,
@@ -126,7 +126,7 @@ class ClusterInfo:
     _charges: dict[tuple[Resource, Resource], tuple[float, Resource]] = attrs.field(factory=dict)
     _shapes: NodeShapes | None = None   # what the static filters read, grouped (kept by the cache)
     # Each queue's normalised usage over its window, per resource (fair share
-    # with memory, kaisched.api.usage); None: not configured, fair shares as ever.
+    # with memory, kaisched.api.decayedusage); None: not configured, fair shares as ever.
     usage: Mapping[QueueName, Mapping[str, float]] | None = None
     # PodDisruptionBudgets: what evicting a pod they select may not break.
     budgets: tuple[DisruptionBudget, ...] = ()
@@ -389,7 +389,7 @@ class ClusterInfo:
     def assign(self, task: TaskInfo, status: TaskStatus, node_name: NodeName,
                gpu_groups: tuple[str, ...] | None = None) -> TaskInfo:
         """Put a pending task on a node as Allocated or Pipelined. A sharer
-        takes the devices given, or the node's best for it (sharedgpus.py)."""
+        takes the devices given, or the node's best for it (gpudevices.py)."""
         if task.gpu is None:
             new = task.placed_as(status, node_name, None)
         else:
@@ -401,7 +401,7 @@ class ClusterInfo:
         self.replace(task, new)
         return new
 
-    def held(self, task: TaskInfo) -> np.ndarray:
+    def freed_by(self, task: TaskInfo) -> np.ndarray:
         """What evicting the task gives back to its node, as a table row: its
         requests, and for a sharer its part of each device's whole GPU (all of
         it once every sharer of the device goes), as evictions plan it."""

@@ -66,7 +66,7 @@ class QueueInfo:
     # (None: unset, its parent's count; the minruntime plugin resolves them).
     preempt_min_runtime: float | None = None
     reclaim_min_runtime: float | None = None
-    usage: UsageRecord | None = None    # status.usage, as last written (kaisched.api.usage)
+    usage: UsageRecord | None = None    # status.usage, as last written (kaisched.api.decayedusage)
     # False: the queue of another node pool's scheduler, here only to give the
     # tree its shape; that scheduler writes its status.
     owned: bool = True

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from kaisched.api.constraints import NO_PLACEMENT, Placement
-from kaisched.api.gpushare import GpuShare, charged
+from kaisched.api.gpuask import GpuShare, charged
 from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, split_key
 from kaisched.api.volumes import PodClaim

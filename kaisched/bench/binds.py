@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from kaisched.api.clock import WallClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import InputError
 from kaisched.framework import default_config

@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable
 import attrs
 import yaml
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import NODE, POD, PODGROUP, QUEUE, Kind
 from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import ConflictError, InputError, NotFoundError, TransientApiError

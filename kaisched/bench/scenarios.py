@@ -17,7 +17,7 @@ from kaisched.bench import volumes as bench_volumes
 from kaisched.bench.consolidation import consolidation_1k, consolidation_config
 from kaisched.bench.objects import Obj, node, pod, podgroup
 from kaisched.bench.profiling import profiled
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config

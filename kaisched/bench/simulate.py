@@ -14,7 +14,7 @@ import resource
 import time
 from typing import Any
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import default_config
 from kaisched.sim.scenario import Scenario, parse_scenario
 from kaisched.sim.simulation import Simulation

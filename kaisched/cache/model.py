@@ -22,13 +22,13 @@ import numpy as np
 
 from kaisched.api.clusterinfo import ClusterInfo, ForeignPod, RulesInPlay
 from kaisched.api.constraints import Placement
-from kaisched.api.gpushare import gpu_memory_label
+from kaisched.api.gpuask import gpu_memory_label
+from kaisched.api.gpudevices import ONE_GPU, Change, WholeGpu
 from kaisched.api.job import JobInfo, PodGroupStatus
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import GPU, Resource
-from kaisched.api.sharedgpus import ONE_GPU, Change, Hold
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
 from kaisched.cache.convert import PodFacts
@@ -294,8 +294,8 @@ class Model:
         each once, as a pod holding one GPU (none is pipelined outside a session)."""
         for node, was, now in changes:
             for hold, sign in ((was, -1.0), (now, 1.0)):
-                if hold is not None and hold is not Hold.PIPELINED:
-                    self._room(node, ONE_GPU, hold is Hold.RELEASING, sign)
+                if hold is not None and hold is not WholeGpu.PIPELINED:
+                    self._room(node, ONE_GPU, hold is WholeGpu.RELEASING, sign)
 
     def _moved_in_place(self, key: PodKey, old: TaskInfo, facts: PodFacts) -> None:
         """A task's echo: its status, node, condition and start as facts say, all else

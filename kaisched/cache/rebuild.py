@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from kaisched.api.clusterinfo import ClusterInfo, ForeignPod
-from kaisched.api.gpushare import gpu_memory_label
+from kaisched.api.gpuask import gpu_memory_label
 from kaisched.api.job import JobInfo
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo

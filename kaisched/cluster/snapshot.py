@@ -11,8 +11,8 @@ import yaml
 
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339, to_rfc3339
+from kaisched.cluster.files import LOADER, read_text, yaml_problem
 from kaisched.errors import InputError
-from kaisched.files import LOADER, read_text, yaml_problem
 
 SNAPSHOT_API_VERSION = "kaisched.io/v1alpha1"
 _CORE_KINDS = {"Pod", "Node", "Namespace", "Event", "ConfigMap", "Secret", "Service",

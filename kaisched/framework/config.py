@@ -14,8 +14,8 @@ from typing import Any, Callable, Mapping, Protocol
 import attrs
 import yaml
 
+from kaisched.api.decayedusage import UsageDBConfig
 from kaisched.api.quantity import parse_duration
-from kaisched.api.usage import UsageDBConfig
 from kaisched.errors import ConfigError
 from kaisched.framework.usageconfig import usage_db_config, usage_db_dict
 

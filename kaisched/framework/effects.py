@@ -1,5 +1,5 @@
 """What a session decides, as values; binder.py turns them into API calls.
-(A Hold is the one the scheduler keeps instead: room a NonStrict gang holds
+(A CarriedGang is the one the scheduler keeps instead: room a NonStrict gang holds
 into the next session.)"""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, Reason
 
 
 @attrs.frozen(slots=True)
-class Hold:
+class CarriedGang:
     """A NonStrict gang's placements carried to the next session (kaisched.framework.holds)."""
 
     tasks: tuple[tuple[PodKey, NodeName], ...]
@@ -26,7 +26,7 @@ class Hold:
 
 
 @attrs.frozen(slots=True)
-class MoveHold:
+class CarriedMove:
     """Room carried from the session consolidation planned in to the next
     ones: on each node, what the pods it moved (made again by their
     controller) or the job it made room for will take there."""

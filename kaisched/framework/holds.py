@@ -19,13 +19,13 @@ import numpy as np
 
 from kaisched.api.job import JobInfo
 from kaisched.api.types import GangMode, JobKey, TaskStatus
-from kaisched.framework.effects import Hold
+from kaisched.framework.effects import CarriedGang
 from kaisched.framework.session import Session
 
 DEFAULT_WAIT = 600.0    # seconds a NonStrict gang may hold room without starting
 
 
-def apply_holds(ssn: Session, holds: Mapping[JobKey, Hold]) -> None:
+def apply_holds(ssn: Session, holds: Mapping[JobKey, CarriedGang]) -> None:
     """Put last session's holds back (ssn.held) before any action runs, so no
     other job takes their room; an expired hold is dropped and may not re-hold
     now. Each job's under its own guard: one that raises holds nothing."""
@@ -35,7 +35,7 @@ def apply_holds(ssn: Session, holds: Mapping[JobKey, Hold]) -> None:
             ssn.decide(job, _put_back, ssn, holds[key], job)
 
 
-def _put_back(ssn: Session, hold: Hold, job: JobInfo) -> None:
+def _put_back(ssn: Session, hold: CarriedGang, job: JobInfo) -> None:
     key, table = job.key, ssn.cluster.table
     if job.spec.mode is not GangMode.NON_STRICT or ssn.job_invalid(job):
         return
@@ -62,12 +62,12 @@ def _put_back(ssn: Session, hold: Hold, job: JobInfo) -> None:
         ssn.hold_since[key] = hold.since
 
 
-def hold_of(ssn: Session, job: JobInfo) -> Hold:
+def hold_of(ssn: Session, job: JobInfo) -> CarriedGang:
     """The job's current placements that are not bound, as a hold to carry on."""
     tasks = tuple(sorted((t.key, t.node_name) for t in job.tasks.values()
                          if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
                          and t.node_name is not None and t.key not in ssn.placed))
-    return Hold(tasks, ssn.hold_since.get(job.key, ssn.now))
+    return CarriedGang(tasks, ssn.hold_since.get(job.key, ssn.now))
 
 
 def release_deadlocks(ssn: Session) -> None:
@@ -92,7 +92,7 @@ def release_deadlocks(ssn: Session) -> None:
             f"which is older"))
 
 
-def wait_for_graph(ssn: Session, holds: Mapping[JobKey, Hold]) -> nx.DiGraph:
+def wait_for_graph(ssn: Session, holds: Mapping[JobKey, CarriedGang]) -> nx.DiGraph:
     """An edge a -> b when a task a still waits for fits where b holds room."""
     table = ssn.cluster.table
     jobs = ssn.cluster.jobs

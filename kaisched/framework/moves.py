@@ -24,13 +24,13 @@ from kaisched.api.job import JobInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.framework.effects import MoveHold
+from kaisched.framework.effects import CarriedMove
 from kaisched.framework.session import Session
 
 HOLD_LIMIT = 300.0      # seconds the room is held for pods that do not come
 
 
-def apply_moves(ssn: Session, moves: Mapping[JobKey, MoveHold]) -> None:
+def apply_moves(ssn: Session, moves: Mapping[JobKey, CarriedMove]) -> None:
     """Put the held room back for each job that has not taken all of it
     (each job's under its own guard: one that raises holds nothing)."""
     for key in sorted(moves):
@@ -43,7 +43,7 @@ def apply_moves(ssn: Session, moves: Mapping[JobKey, MoveHold]) -> None:
             ssn.decide(job, _put_back, ssn, key, hold, job)
 
 
-def _put_back(ssn: Session, key: JobKey, hold: MoveHold, job: JobInfo | None) -> None:
+def _put_back(ssn: Session, key: JobKey, hold: CarriedMove, job: JobInfo | None) -> None:
     if job is None:
         # Its pods are gone and none is made again yet: the room waits for them.
         slots = list(hold.slots)
@@ -62,17 +62,17 @@ def _put_back(ssn: Session, key: JobKey, hold: MoveHold, job: JobInfo | None) ->
 
 
 def hold_of(job: JobInfo, slots: tuple[tuple[NodeName, Resource], ...], since: float,
-            awaited: tuple[PodKey, ...] = (), sharers: tuple[TaskInfo, ...] = ()) -> MoveHold:
+            awaited: tuple[PodKey, ...] = (), sharers: tuple[TaskInfo, ...] = ()) -> CarriedMove:
     """A hold of this room for the job, as its pods stand now (those already
     on a node of the room take none of it); awaited: the pods it moved;
     sharers: the successors of those sharing GPUs, as placed."""
     nodes = {node for node, _ in slots}
     settled = tuple(sorted(t.key for t in job.tasks.values()
                            if t.node_name in nodes and t.status in READY_STATUSES))
-    return MoveHold(slots, since, settled, awaited, sharers)
+    return CarriedMove(slots, since, settled, awaited, sharers)
 
 
-def open_slots(job: JobInfo, hold: MoveHold) -> list[tuple[NodeName, Resource]]:
+def open_slots(job: JobInfo, hold: CarriedMove) -> list[tuple[NodeName, Resource]]:
     """The room no pod of the job has taken yet: each of its pods placed on
     a node of the room since the hold began takes a slot alike to it there."""
     slots = list(hold.slots)
@@ -85,7 +85,7 @@ def open_slots(job: JobInfo, hold: MoveHold) -> list[tuple[NodeName, Resource]]:
     return slots
 
 
-def placed_elsewhere(ssn: Session, job: JobInfo, hold: MoveHold) -> bool:
+def placed_elsewhere(ssn: Session, job: JobInfo, hold: CarriedMove) -> bool:
     """The pods the room is held for are placed, wherever: as many pods of
     the job made since the move run as were moved; or, for the job the
     room was made for, none of it waits."""
@@ -131,7 +131,7 @@ def _place(ssn: Session, job: JobInfo, slots: list[tuple[NodeName, Resource]],
     return room
 
 
-def _open_sharers(hold: MoveHold, slots: list[tuple[NodeName, Resource]]) -> list[TaskInfo]:
+def _open_sharers(hold: CarriedMove, slots: list[tuple[NodeName, Resource]]) -> list[TaskInfo]:
     """The sharers' successors whose slot no pod of the job has taken yet."""
     left = list(slots)
     out = []

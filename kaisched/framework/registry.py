@@ -2,7 +2,7 @@
 builds them for a config. (What a plugin is, the session says: it is what the
 session opens and closes.)
 
-Built-ins are registered by one explicit call (kaisched.catalog), never as an
+Built-ins are registered by one explicit call (kaisched.builtins.catalog), never as an
 import side effect.
 """
 from __future__ import annotations

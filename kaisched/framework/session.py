@@ -31,7 +31,7 @@ from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, QueueName, TaskStatus
-from kaisched.framework.effects import Cause, Effect, Hold, MoveHold, Prebind
+from kaisched.framework.effects import CarriedGang, CarriedMove, Cause, Effect, Prebind
 from kaisched.framework.explanation import Explanation
 from kaisched.framework.failures import Failures, JobError, Opened
 from kaisched.framework.hooks import (
@@ -104,7 +104,7 @@ class Session:
         self.held: dict[JobKey, Statement] = {}
         self.hold_since: dict[JobKey, float] = {}
         self.no_hold: set[JobKey] = set()
-        self.holds: dict[JobKey, Hold] = {}
+        self.holds: dict[JobKey, CarriedGang] = {}
         # The enqueue gate: None when no enqueue action runs (nothing gated),
         # else the gangs admitted; inqueue holds the queue and minResources of
         # those admitted that have not started, which later admissions must
@@ -120,7 +120,7 @@ class Session:
         # and the room to carry to the next sessions for moved and waiting jobs.
         self.successors: dict[PodKey, NodeName] = {}
         self.moved_at: dict[JobKey, str] = {}
-        self.moves: dict[JobKey, MoveHold] = {}
+        self.moves: dict[JobKey, CarriedMove] = {}
         self._current_plugin = ""
         self.preemption_delay = PreemptionDelay(config.preemption_delay, self.now, self.job_ready)
         # Set while room_mask asks the filters: devices evictable pods hold count as free.

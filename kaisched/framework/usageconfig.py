@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kaisched.api.decayedusage import WEEK, UsageDBConfig, UsageParams, UsageSource, WindowType
 from kaisched.api.quantity import parse_duration
-from kaisched.api.usage import WEEK, UsageDBConfig, UsageParams, UsageSource, WindowType
 from kaisched.errors import ConfigError
 
 _KEYS = ("clientType", "connectionString", "usageParams")

@@ -25,10 +25,10 @@ from kaisched.errors import ApiError, UnreachableError
 from kaisched.framework import Registry, SchedulerConfig, Session
 from kaisched.framework.effects import (
     Bind,
+    CarriedGang,
+    CarriedMove,
     Effect,
     Evict,
-    Hold,
-    MoveHold,
     RecordEvent,
     SetPodCondition,
     SetPodGroupStatus,
@@ -38,7 +38,7 @@ from kaisched.framework.moves import apply_moves
 from kaisched.runtime.binder import Binder, BindReport
 from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.errorlog import ErrorLog
-from kaisched.runtime.usage import UsageBook, usage_book
+from kaisched.runtime.usagebooks import UsageBook, usage_book
 
 if TYPE_CHECKING:
     from kaisched.runtime.metrics import Metrics
@@ -101,8 +101,8 @@ class Scheduler:
         self.cache = Cache(config.scheduler_name, config.node_pool)
         self.binder = binder or Binder(client, clock.now)
         self.actions = registry.build_actions(config)
-        self.holds: dict[JobKey, Hold] = {}    # NonStrict holds carried between sessions
-        self.moves: dict[JobKey, MoveHold] = {}     # room consolidation made, carried likewise
+        self.holds: dict[JobKey, CarriedGang] = {}    # NonStrict holds carried between sessions
+        self.moves: dict[JobKey, CarriedMove] = {}     # room consolidation made, carried likewise
         # Tools that explain a cycle (kaisched explain) keep its session to read
         # what it saw; the production loop lets each one go with its cycle.
         self.keep_session = False

@@ -15,7 +15,7 @@ from collections import defaultdict
 import attrs
 
 from kaisched.api import labels as L
-from kaisched.api.gpushare import (
+from kaisched.api.gpuask import (
     GPU_GROUP,
     RESERVATION_APP,
     RESERVATION_NAMESPACE,

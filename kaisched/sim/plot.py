@@ -20,9 +20,9 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator
 
 from kaisched.api.resource import CPU, GPU
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
+from kaisched.cluster.files import check_writable
 from kaisched.errors import PathError
-from kaisched.files import check_writable
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.sim.lanes import STATES, Lane, lanes
 from kaisched.sim.simulation import SimResult

@@ -13,8 +13,8 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+from kaisched.cluster.files import check_writable
 from kaisched.errors import InputError
-from kaisched.files import check_writable
 from kaisched.framework import SchedulerConfig
 from kaisched.sim import consolidation as moves
 from kaisched.sim.admission import refusals

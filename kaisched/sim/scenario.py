@@ -12,11 +12,11 @@ from typing import Any, Mapping
 
 import yaml
 
-from kaisched.api.gpushare import GPU_DEVICES, GPU_FRACTION, GPU_MEMORY, MEMORY_LABEL
+from kaisched.api.gpuask import GPU_DEVICES, GPU_FRACTION, GPU_MEMORY, MEMORY_LABEL
 from kaisched.api.resource import GPU, PODS
 from kaisched.api.workloadkinds import HEAD, LAUNCHER, LEADER, MASTER, WORKER
+from kaisched.cluster.files import LOADER, not_a_mapping, read_text, yaml_problem
 from kaisched.errors import InputError
-from kaisched.files import LOADER, not_a_mapping, read_text, yaml_problem
 from kaisched.sim.draspecs import claim_specs, device_specs
 from kaisched.sim.fields import (
     ALIASES,

@@ -36,11 +36,11 @@ from typing import Callable, Mapping, Sequence
 import attrs
 
 from kaisched.api.clock import ManualClock, from_rfc3339
+from kaisched.api.decayedusage import UsageSource
 from kaisched.api.queue import QueueStatus, UsageRecord
 from kaisched.api.resource import CPU, GPU
 from kaisched.api.types import PodKey, job_key, pod_key
-from kaisched.api.usage import UsageSource
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import (
     NAMESPACE,
     NODE,

@@ -36,7 +36,7 @@ import numpy as np
 from kaisched.api import labels as L
 from kaisched.api import workloadkinds as K
 from kaisched.api.clock import from_rfc3339
-from kaisched.api.gpushare import GPU_GROUP, GPU_GROUP_PREFIX, RECEIVED_TYPE
+from kaisched.api.gpuask import GPU_GROUP, GPU_GROUP_PREFIX, RECEIVED_TYPE
 from kaisched.api.job import GangSpec
 from kaisched.api.quantity import parse_duration
 from kaisched.api.resource import CPU, PODS

@@ -21,10 +21,10 @@ import numpy as np
 
 from kaisched.api import labels as L
 from kaisched.api.clock import ManualClock
+from kaisched.api.gpudevices import NodeGpus, WholeGpu
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.resource import CPU, GPU, PODS, Resource, format_amount, format_resource
-from kaisched.api.sharedgpus import Hold, NodeGpus
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, JobKey, NodeName, QueueName, Reason, TaskStatus
 from kaisched.cache.convert import pod_facts
@@ -423,7 +423,7 @@ def gpu_lines(ssn: Session, node: NodeName, indent: str) -> list[str]:
     col = cluster.table.dim_index.get(GPU)
     row = cluster.table.index[node]
     used = cluster.table.amount(col, cluster.table.used[row, col]) if col is not None else 0.0
-    holds = sum(1 for d in devices if d.hold() is not None and d.hold() is not Hold.PIPELINED)
+    holds = sum(1 for d in devices if d.whole_gpu() is not None and d.whole_gpu() is not WholeGpu.PIPELINED)
     whole = max(int(round(used)) - holds, 0)
     lines = []
     for i, device in enumerate(devices):

@@ -1,7 +1,7 @@
 """`kaisched explain` names the claim's request and the selectors no node could satisfy."""
 from __future__ import annotations
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import default_config
 from kaisched.tools.explain import explain
 

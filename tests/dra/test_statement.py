@@ -4,8 +4,8 @@ the bind, and the cache gets its own claims back when the session is over."""
 from __future__ import annotations
 
 from kaisched.api.types import NodeName, PodKey
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cache.cache import Cache
-from kaisched.catalog import register_builtins
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Session, default_config
 from kaisched.framework.effects import Bind, SetClaimStatus

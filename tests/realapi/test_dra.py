@@ -12,7 +12,7 @@ from typing import Callable
 import attrs
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import DEVICE_CLASSES, POD, RESOURCE_CLAIMS, RESOURCE_SLICES, Kind
 from kaisched.cluster.kube import KubeCluster

@@ -16,7 +16,7 @@ import attrs
 from kubernetes import client as k8s_client
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import NODE, POD
 from kaisched.cluster.kube import KubeCluster

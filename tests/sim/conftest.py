@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import SchedulerConfig, default_config
 
 SMALL = """

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import main
 from kaisched.framework import parse_config
 from kaisched.sim.report import build_report

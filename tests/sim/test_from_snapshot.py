@@ -22,7 +22,7 @@ HOUR = 3600.0
 @pytest.fixture(scope="module")
 def demo_after_an_hour(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """The demo's snapshot at 1:00:00, and the demo's own report run to the end."""
-    from kaisched.catalog import register_builtins
+    from kaisched.builtins.catalog import register_builtins
     from kaisched.framework import default_config
     from kaisched.sim.report import build_report
 

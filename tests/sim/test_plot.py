@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.figure import Figure
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import main
 from kaisched.framework import SchedulerConfig, parse_config
 from kaisched.sim.lanes import lanes

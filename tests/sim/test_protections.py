@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import parse_config
 from kaisched.sim.report import build_report
 from kaisched.sim.scenario import parse_scenario

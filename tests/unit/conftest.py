@@ -12,8 +12,8 @@ import attrs
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cache import Cache
-from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Registry, SchedulerConfig, Session, parse_config

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from kaisched.api.clock import to_rfc3339
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.types import PodKey
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cache import Cache
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import pod_facts
-from kaisched.catalog import register_builtins
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import (
     KAI_PODGROUP,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.errors import ConfigError
 from kaisched.framework import default_config, load_config, parse_config
 from kaisched.framework.config import PluginOption

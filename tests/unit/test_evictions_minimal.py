@@ -23,7 +23,7 @@ import attrs
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import parse_config
 from kaisched.tools.replay import replay
 

@@ -9,15 +9,15 @@ import pytest
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.clusterinfo import ClusterInfo
-from kaisched.api.gpushare import GpuShare, gpu_memory_label, group_labels, parse_share, reservation_name
+from kaisched.api.gpuask import GpuShare, gpu_memory_label, group_labels, parse_share, reservation_name
+from kaisched.api.gpudevices import WholeGpu
 from kaisched.api.job import GangSpec, JobInfo
 from kaisched.api.node import NodeSpec
 from kaisched.api.resource import GPU, Resource
-from kaisched.api.sharedgpus import Hold
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cache import Cache
-from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Session, default_config
@@ -151,12 +151,12 @@ def test_a_shared_gpu_counts_once_and_is_given_back_with_its_last_sharer() -> No
     assert placed_a.gpu.groups == placed_b.gpu.groups      # the second joins the first's GPU
     assert _gpu_row(cluster) == (1.0, 0.0, 0.0, 1.0)      # one GPU, however many share it
     device = model.on(NodeName("n"))[placed_a.gpu.groups[0]]
-    assert device.free_now == 0 and device.hold() is Hold.USED
+    assert device.free_now == 0 and device.whole_gpu() is WholeGpu.USED
     ra = cluster.release(placed_a)
     assert _gpu_row(cluster) == (1.0, 0.0, 0.0, 1.0)      # b stays
     rb = cluster.release(placed_b)
     assert _gpu_row(cluster) == (1.0, 1.0, 0.0, 2.0)      # every sharer going: the GPU comes back
-    assert device.hold() is Hold.RELEASING
+    assert device.whole_gpu() is WholeGpu.RELEASING
     cluster.unrelease(rb, placed_b)
     cluster.unrelease(ra, placed_a)
     cluster.unassign(placed_b, b)
@@ -177,13 +177,13 @@ def test_a_fraction_waits_on_a_shared_gpu_rather_than_open_a_free_one() -> None:
 def test_a_reservation_pod_without_sharers_is_an_orphan_and_its_gpu_comes_back() -> None:
     cluster = _cluster(gpus=1)
     changes = cluster.gpus.reserve(NodeName("n"), "lost", PodKey("kaisched-system/r"), False, True)
-    assert changes == [("n", None, Hold.RELEASING)]
+    assert changes == [("n", None, WholeGpu.RELEASING)]
     assert [d.group for d in cluster.gpus.orphans()] == ["lost"]
     # A pending pod labelled with it (its bind failed) keeps it: no orphan.
     waiting = _sharer("w", 0.5, groups=("lost",))
     cluster.gpus.move(None, waiting)
     assert cluster.gpus.orphans() == []
-    assert cluster.gpus.on(NodeName("n"))["lost"].hold() is Hold.USED
+    assert cluster.gpus.on(NodeName("n"))["lost"].whole_gpu() is WholeGpu.USED
 
 
 def test_a_memory_share_needs_a_labelled_gpu_large_enough() -> None:

@@ -21,8 +21,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock
-from kaisched.api.gpushare import GPU_GROUP, RESERVATION_APP, RESERVATION_NAMESPACE, groups_of
-from kaisched.catalog import register_builtins
+from kaisched.api.gpuask import GPU_GROUP, RESERVATION_APP, RESERVATION_NAMESPACE, groups_of
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.framework.effects import Evict

@@ -65,7 +65,7 @@ OFFENCES = [
                  "kaisched.api.task", id="the-model-naming-the-framework"),
     pytest.param("layers", "actions/backfill.py", "from plugins.gang import GangPlugin  # noqa\n",
                  "actions.backfill", id="an-action-importing-a-plugin"),
-    pytest.param("layers", "kaisched/runtime/binder.py", "from kaisched import catalog  # noqa\n",
+    pytest.param("layers", "kaisched/runtime/binder.py", "from kaisched.builtins import catalog  # noqa\n",
                  "kaisched.runtime.binder", id="the-loop-naming-the-built-ins"),
     # the loop is handed a registry: it names no action and no plugin, even lazily
     pytest.param("loop", "kaisched/runtime/cycle.py", "import actions.allocate  # noqa\n",

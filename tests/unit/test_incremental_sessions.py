@@ -32,8 +32,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cache import Cache
-from kaisched.catalog import register_builtins
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import NODE, POD, PODGROUP, Kind, object_key
 from kaisched.cluster.memory import MemoryCluster, MemorySubscription

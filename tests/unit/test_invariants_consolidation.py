@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from kaisched.api.clock import ManualClock
 from kaisched.api.node import EPSILON
 from kaisched.api.types import READY_STATUSES, TaskStatus
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config

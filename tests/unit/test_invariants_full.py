@@ -31,7 +31,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config

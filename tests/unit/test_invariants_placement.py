@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.types import TaskStatus
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import Session, default_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler

@@ -10,7 +10,7 @@ import pytest
 from kaisched.api.clock import clock_text, from_rfc3339
 from kaisched.api.quantity import format_duration
 from kaisched.api.types import JobKey, QueueName
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.errors import ConfigError
 from kaisched.framework import Session, parse_config
 from kaisched.framework.effects import Cause

@@ -20,7 +20,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock, from_rfc3339, to_rfc3339
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.framework import parse_config
 from kaisched.framework.effects import Bind, Cause, Evict

@@ -12,7 +12,7 @@ from actions.common.domainchoice import DomainChoice
 from actions.common.topology import bound_domain
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import Session, default_config
 
 from .conftest import build_node, build_pod, build_podgroup, snapshot

@@ -12,7 +12,7 @@ import numpy as np
 
 from kaisched.api.podindex import Held
 from kaisched.api.types import NodeName
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import Hook, Session, default_config
 
 from .conftest import build_node, build_pod, snapshot

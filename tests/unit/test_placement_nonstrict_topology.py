@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.framework import default_config
 from kaisched.runtime.binder import Binder

@@ -14,8 +14,8 @@ from kaisched.api.domains import Domains
 from kaisched.api.node import NodeSpec
 from kaisched.api.resource import Resource
 from kaisched.api.types import NodeName
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cache import convert
-from kaisched.catalog import register_builtins
 from kaisched.errors import ConfigError
 
 from .conftest import build_node, build_pod, build_podgroup, load_cluster, snapshot

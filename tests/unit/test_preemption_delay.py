@@ -8,7 +8,7 @@ import pytest
 
 from kaisched.api.clock import ManualClock, from_rfc3339
 from kaisched.api.types import JobKey
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import EVENT, PODGROUP
 from kaisched.errors import ConfigError
 from kaisched.framework import Session, parse_config

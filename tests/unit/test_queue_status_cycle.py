@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, QUEUE
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config

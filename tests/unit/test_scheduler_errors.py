@@ -27,11 +27,11 @@ from kaisched.api.clock import ManualClock
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP, UPSTREAM_PODGROUPS
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Hook, PluginBase, Session, parse_config
-from kaisched.framework.effects import Bind, Evict, Hold
+from kaisched.framework.effects import Bind, CarriedGang, Evict
 from kaisched.framework.failures import JobError
 from kaisched.framework.statement import AllocateOp
 from kaisched.runtime.binder import Binder
@@ -362,7 +362,7 @@ def test_a_nonstrict_hold_is_let_go_when_its_job_raises(
     clock = ManualClock()
     cluster = load_cluster(objects, clock)
     scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
-    scheduler.holds = {BAD: Hold((("default/bad-0", "n1"),), clock.now() - 5)}
+    scheduler.holds = {BAD: CarriedGang((("default/bad-0", "n1"),), clock.now() - 5)}
     result = scheduler.run_once()
     assert bound(result) == {"default/good-0": "n1", "default/good-1": "n2"} or \
         bound(result) == {"default/good-0": "n2", "default/good-1": "n1"}

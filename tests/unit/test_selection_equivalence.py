@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import EVICTABLE_STATUSES, TaskStatus
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import Hook, Session, Statement, parse_config
 from kaisched.framework.effects import Cause
 from kaisched.framework.selection import Choice, NodeSelection

@@ -1,4 +1,4 @@
-"""What the device model works out per placement with SharedDevice.hold()
+"""What the device model works out per placement with SharedDevice.whole_gpu()
 and the free units inlined is what it says through them.
 
 A node's summary of its shared GPUs (the most free units of a used device
@@ -12,16 +12,16 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaisched.api.sharedgpus import (
+from kaisched.api.gpudevices import (
     ABANDONED_NOW,
     NONE,
     RELEASED_LATER,
     USED_LATER,
     USED_NOW,
-    Hold,
     SharedDevice,
     SharedGpus,
     Summary,
+    WholeGpu,
     _summary,
 )
 from kaisched.api.types import PodKey
@@ -30,8 +30,8 @@ from kaisched.api.types import PodKey
 def reference(devices: list[SharedDevice]) -> Summary:
     used_now = used_later = releasing_now = releasing_later = NONE
     for device in devices:
-        hold = device.hold()
-        if hold is Hold.RELEASING:
+        hold = device.whole_gpu()
+        if hold is WholeGpu.RELEASING:
             releasing_now = max(releasing_now, device.free_now)
             releasing_later = max(releasing_later, device.free_later)
         elif hold is not None:
@@ -65,7 +65,7 @@ def test_summary_reads_each_device_as_its_hold_says(found: list[SharedDevice]) -
 
 
 def reference_option(device: SharedDevice, units: int, whole_later: int) -> int | None:
-    if device.hold() is Hold.RELEASING:
+    if device.whole_gpu() is WholeGpu.RELEASING:
         if whole_later < 1:
             return None
         if device.free_now >= units:

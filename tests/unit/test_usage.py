@@ -1,4 +1,4 @@
-"""Usage over a window (kaisched.api.usage): buckets on a grid, sliding and
+"""Usage over a window (kaisched.api.decayedusage): buckets on a grid, sliding and
 tumbling windows, the half-life decay and the normalisation by what the
 cluster offered."""
 from __future__ import annotations
@@ -9,10 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaisched.api.queue import Bucket
-from kaisched.api.resource import Resource
-from kaisched.api.types import QueueName
-from kaisched.api.usage import (
+from kaisched.api.decayedusage import (
     BUCKETS,
     UsageParams,
     WindowType,
@@ -22,6 +19,9 @@ from kaisched.api.usage import (
     normalised,
     offered,
 )
+from kaisched.api.queue import Bucket
+from kaisched.api.resource import Resource
+from kaisched.api.types import QueueName
 
 GPU = "nvidia.com/gpu"
 HOUR = 3600.0

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import parse_config
 from kaisched.framework.effects import Effect, SetQueueStatus, SetQueueUsage

@@ -17,8 +17,8 @@ from typing import Any, Iterator
 import pytest
 
 from kaisched.api.clock import ManualClock
-from kaisched.api.usage import UsageParams
-from kaisched.catalog import register_builtins
+from kaisched.api.decayedusage import UsageParams
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.cluster.prometheus import PrometheusClient
 from kaisched.errors import UsageDBError
@@ -26,7 +26,7 @@ from kaisched.framework import default_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler
-from kaisched.runtime.usage import PrometheusBook, fetch_usage
+from kaisched.runtime.usagebooks import PrometheusBook, fetch_usage
 
 from .conftest import build_node, build_pod, build_queue
 
@@ -155,7 +155,7 @@ def test_usage_comes_back_from_a_real_prometheus(prometheus: str, exporting: tup
 
     # Prometheus gone: the last known usage stands, and one line says so.
     book.client = PrometheusClient(f"http://127.0.0.1:{free_port()}", timeout=2.0)
-    with caplog.at_level(logging.WARNING, logger="kaisched.runtime.usage"):
+    with caplog.at_level(logging.WARNING, logger="kaisched.runtime.usagebooks"):
         for _ in range(3):
             book.refresh(time.time())
     assert book.observe(cluster, time.time())["team-a"][GPU] == pytest.approx(6 / 8, abs=0.01)

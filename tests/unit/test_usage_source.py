@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from kaisched.api.clock import ManualClock
-from kaisched.api.usage import UsageParams, UsageSource, WindowType
-from kaisched.catalog import register_builtins
+from kaisched.api.decayedusage import UsageParams, UsageSource, WindowType
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import main
 from kaisched.cluster.kinds import QUEUE
 from kaisched.cluster.memory import MemoryCluster
@@ -21,7 +21,7 @@ from kaisched.errors import ConfigError, UsageDBError
 from kaisched.framework import parse_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-from kaisched.runtime.usage import PrometheusBook
+from kaisched.runtime.usagebooks import PrometheusBook
 
 from .conftest import build_node, build_queue
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.volumes import SELECTED_NODE
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cache.convert.volumes import claim as read_claim
-from kaisched.catalog import register_builtins
 from kaisched.cluster.kinds import NODE, POD, PV, PVC
 from kaisched.framework import default_config
 from kaisched.framework.effects import Bind, PrebindVolume, SelectClaimNode

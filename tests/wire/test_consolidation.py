@@ -12,7 +12,7 @@ from __future__ import annotations
 import attrs
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import EVENT, POD, PODGROUP
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.config import default_config

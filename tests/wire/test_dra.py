@@ -5,7 +5,7 @@ subresource, and only then binds the pod."""
 from __future__ import annotations
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, RESOURCE_CLAIMS
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.config import default_config

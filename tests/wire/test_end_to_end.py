@@ -6,7 +6,7 @@ from __future__ import annotations
 import kmock
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.config import default_config

@@ -13,7 +13,7 @@ import kmock
 import pytest
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import KAI_PODGROUP, KAI_QUEUE, POD, SCHEDULING_KINDS, UPSTREAM_KINDS, kind_for
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.config import default_config

@@ -11,7 +11,7 @@ import time
 from typing import Callable
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.config import default_config

@@ -19,7 +19,7 @@ import time
 import kmock
 
 from kaisched.api.clock import WallClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import LEASE, POD
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import parse_config

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from kaisched.api.clock import WallClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, kind_for
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import default_config

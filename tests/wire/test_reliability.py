@@ -19,7 +19,7 @@ import kmock
 import pytest
 
 from kaisched.api.clock import ManualClock, WallClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import EVENT, LEASE, POD
 from kaisched.cluster.kube import KubeCluster

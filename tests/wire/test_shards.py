@@ -9,7 +9,7 @@ from typing import Any
 import kmock
 
 from kaisched.api.clock import ManualClock
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import parse_config

@@ -11,7 +11,7 @@ import pytest
 
 from kaisched.api.clock import ManualClock
 from kaisched.api.volumes import SELECTED_NODE
-from kaisched.catalog import register_builtins
+from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP, PV, PVC
 from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import ConflictError

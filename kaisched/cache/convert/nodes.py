@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kaisched.api.constraints import Taint
-from kaisched.api.gpushare import gpu_count_label
+from kaisched.api.gpuask import gpu_count_label
 from kaisched.api.node import NodeSpec
 from kaisched.api.resource import GPU, PODS, Resource
 from kaisched.api.types import NodeName

@@ -8,12 +8,12 @@ import operator
 import attrs
 import orjson
 
-from kaisched.api import gpushare as G
+from kaisched.api import gpuask as G
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.constraints import Placement
 from kaisched.api.dradevices import PodClaimRef
-from kaisched.api.gpushare import GpuShare
+from kaisched.api.gpuask import GpuShare
 from kaisched.api.quantity import parse_duration
 from kaisched.api.resource import GPU, PODS, Resource
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key

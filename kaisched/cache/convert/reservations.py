@@ -2,7 +2,7 @@
 shared GPU from the kubelet's view, and what is recorded on a sharer."""
 from __future__ import annotations
 
-from kaisched.api import gpushare as G
+from kaisched.api import gpuask as G
 from kaisched.api.constraints import Toleration
 from kaisched.cache.convert.common import Obj
 from kaisched.framework.effects import Reservation, ShareGpu

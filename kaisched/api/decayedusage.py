@@ -14,7 +14,7 @@ multiple of its size (which falls on the grid, the window being a whole
 number of buckets).
 
 Pure values and arithmetic: who records, writes and reads them is the
-runtime's business (kaisched.runtime.usage).
+runtime's business (kaisched.runtime.usagebooks).
 """
 from __future__ import annotations
 

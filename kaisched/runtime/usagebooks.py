@@ -5,7 +5,7 @@ reads it there and does no I/O), and gives the Queue status writes
 (SetQueueUsage, at most once a minute per queue) after it closes.
 
 Built in, the book adds what each queue holds into the buckets of
-kaisched.api.usage and keeps them in the Queue's status, so a restart or a
+kaisched.api.decayedusage and keeps them in the Queue's status, so a restart or a
 new leader goes on from there. A status.usage the book did not write (a
 `kubectl patch` that clears it, another leader's) is taken as it is: that is
 how a queue's usage is reset.
@@ -24,9 +24,7 @@ import threading
 from typing import Protocol
 
 from kaisched.api.clusterinfo import ClusterInfo
-from kaisched.api.queue import ROOT, Bucket, UsageRecord
-from kaisched.api.types import QueueName
-from kaisched.api.usage import (
+from kaisched.api.decayedusage import (
     BUCKETS,
     Usage,
     UsageDBConfig,
@@ -38,6 +36,8 @@ from kaisched.api.usage import (
     offered,
     record,
 )
+from kaisched.api.queue import ROOT, Bucket, UsageRecord
+from kaisched.api.types import QueueName
 from kaisched.cache.convert import usage_record, usage_status_dict
 from kaisched.cluster.prometheus import PrometheusClient
 from kaisched.errors import UsageDBError

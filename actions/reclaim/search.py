@@ -37,7 +37,7 @@ Within = Callable[[TaskInfo], "np.ndarray | None"]
 Fair = Callable[[list[Unit]], "str | None"]
 
 
-class ReclaimSolver:
+class ReclaimSearch:
     def __init__(self, ssn: Session, tasks: list[TaskInfo], picker: VictimPicker,
                  within: Within, fair: Fair) -> None:
         self.ssn = ssn
@@ -118,7 +118,7 @@ class ReclaimSolver:
             node = cluster.nodes.get(table.names[row])
             for task in node.tasks.values() if node is not None else ():
                 if task.job in jobs and task.status in EVICTABLE_STATUSES:
-                    room[i] += cluster.held(task)
+                    room[i] += cluster.freed_by(task)
         need = np.array(self._vecs)
         fits = (need[:, None, :] <= room[None, :, :] + EPSILON).all(axis=2)
         if not (fits & self._masks[:, rows][self._class]).any(axis=1).all():
@@ -141,7 +141,7 @@ class ReclaimSolver:
         for row, task in self._rows(unit):
             if not usable[row]:
                 continue        # no task may take the node: what it frees there never counts
-            vec = self.ssn.cluster.held(task)
+            vec = self.ssn.cluster.freed_by(task)
             if row in self._freed:
                 self._freed[row] = self._freed[row] + vec
             else:
@@ -230,7 +230,7 @@ class ReclaimSolver:
         for job, units in by_job.items():
             back: dict[int, np.ndarray] = {}
             for row, task in (rt for u in units for rt in self._rows(u)):
-                back[row] = back.get(row, 0) + self.ssn.cluster.held(task)
+                back[row] = back.get(row, 0) + self.ssn.cluster.freed_by(task)
             if promised and self._holds(units, promised):
                 continue        # the placed tasks took its devices: it cannot come back
             if all(table.fits(vec, room[row:row + 1])[0] for row, vec in back.items()):

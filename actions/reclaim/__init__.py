@@ -9,7 +9,7 @@ For each starving job, once per session, in queue and job order:
   proportion plugin's rule); failing it, the job does not reclaim;
 - the victims come from preemptible jobs of every other leaf queue, one unit
   at a time in victim order (actions/common/victims.py), searched task by
-  task (actions/common/solver.py); the plugins check the victim side before
+  task (actions/reclaim/search.py); the plugins check the victim side before
   each chunk and the queues' saturation after the reclaim;
 - every unit the job can do without is then kept running
   (actions/common/sparing.py).
@@ -22,10 +22,10 @@ import numpy as np
 from actions.common.domainchoice import DomainChoice
 from actions.common.eviction import elastic_jobs, note_protected, starving_jobs
 from actions.common.placement import still_needed
-from actions.common.solver import ReclaimSolver
 from actions.common.sparing import spare
 from actions.common.topology import bound_domain
 from actions.common.victims import Unit, VictimPicker
+from actions.reclaim.search import ReclaimSearch
 from kaisched.api.job import JobInfo
 from kaisched.api.resource import sum_resources
 from kaisched.api.task import TaskInfo
@@ -96,13 +96,13 @@ def reclaim_for(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[T
         for other in others:
             for t in other.tasks.values():
                 if t.status in EVICTABLE_STATUSES and t.node_name in table.index:
-                    out[table.index[t.node_name]] += ssn.cluster.held(t)
+                    out[table.index[t.node_name]] += ssn.cluster.freed_by(t)
         return out
 
     def fair(victims: list[Unit]) -> str | None:
         return ssn.reclaim_unfair(job, need, [(u.queue, u.resources) for u in victims])
 
-    solver = ReclaimSolver(ssn, tasks, picker, lambda t: bound_domain(ssn, domains, job, room, t), fair)
+    solver = ReclaimSearch(ssn, tasks, picker, lambda t: bound_domain(ssn, domains, job, room, t), fair)
     victims = solver.solve()
     if not victims:
         return False        # no scenario, or none needs an eviction

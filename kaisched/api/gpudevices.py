@@ -32,7 +32,7 @@ from typing import Callable, Iterable, Mapping, Protocol
 
 import attrs
 
-from kaisched.api.gpushare import GpuShare, device_units, gpu_memory_label, new_group
+from kaisched.api.gpuask import GpuShare, device_units, gpu_memory_label, new_group
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable
 from kaisched.api.resource import GPU, Resource
 from kaisched.api.task import TaskInfo
@@ -65,7 +65,7 @@ class Sharer(Protocol):
 NONE = -1           # no such device on the node (a free room of -1 fits nothing)
 
 
-class Hold(enum.Enum):
+class WholeGpu(enum.Enum):
     """How a shared device's whole GPU is held, as the node table counts it."""
 
     USED = "used"
@@ -74,7 +74,7 @@ class Hold(enum.Enum):
 
 
 # A device whose hold changed: (node, before, after).
-Change = tuple[NodeName, "Hold | None", "Hold | None"]
+Change = tuple[NodeName, "WholeGpu | None", "WholeGpu | None"]
 
 
 @attrs.frozen(slots=True)
@@ -110,12 +110,12 @@ class SharedDevice:
     taken_now: int = 0                          # units of every holder
     taken_later: int = 0                        # units of those that stay or wait for it
 
-    def hold(self) -> Hold | None:
+    def whole_gpu(self) -> WholeGpu | None:
         if self.live or self.releasing or self.reservation is not None:
             if not self.live and not self.pipelined and not self.waiting:
-                return Hold.RELEASING
-            return Hold.USED
-        return Hold.PIPELINED if self.pipelined else None
+                return WholeGpu.RELEASING
+            return WholeGpu.USED
+        return WholeGpu.PIPELINED if self.pipelined else None
 
     @property
     def free_now(self) -> int:
@@ -235,7 +235,7 @@ class SharedGpus:
             return []           # a pending pod that names no device: nothing here to move
         # An unplaced side holds nothing and is labelled for nothing: no
         # device to leave or take (the pending pod a placement takes, mostly).
-        before: dict[SharedDevice, Hold | None] = {}
+        before: dict[SharedDevice, WholeGpu | None] = {}
         if not gone:
             assert old is not None
             self._leave(old, before)
@@ -249,7 +249,7 @@ class SharedGpus:
         """A reservation pod for a device appeared (present) or went away."""
         if node not in self.nodes:
             return []
-        before: dict[SharedDevice, Hold | None] = {}
+        before: dict[SharedDevice, WholeGpu | None] = {}
         device = self._device(node, group, before)
         if present:
             device.reservation, device.kai = pod, kai
@@ -360,21 +360,21 @@ class SharedGpus:
             return "releasing"
         return "live" if task.status in OCCUPYING_STATUSES else None
 
-    def _mark_labelled(self, task: Sharer, share: GpuShare, before: dict[SharedDevice, Hold | None],
+    def _mark_labelled(self, task: Sharer, share: GpuShare, before: dict[SharedDevice, WholeGpu | None],
                        joins: bool) -> None:
         """A pending pod labelled for GPU groups joins (or leaves) their
         labelled sharers: it holds no share yet, but the devices remember it."""
         if task.status is not TaskStatus.PENDING or not share.groups:
             return
         for device in self._labelled(share.groups):
-            before.setdefault(device, device.hold())
+            before.setdefault(device, device.whole_gpu())
         for group in share.groups:
             if joins:
                 self.labelled.setdefault(group, set()).add(task.key)
             else:
                 self.labelled.get(group, set()).discard(task.key)
 
-    def _take(self, task: Sharer, before: dict[SharedDevice, Hold | None]) -> None:
+    def _take(self, task: Sharer, before: dict[SharedDevice, WholeGpu | None]) -> None:
         kind = self._kind(task)
         share = task.gpu
         assert share is not None
@@ -395,7 +395,7 @@ class SharedGpus:
             if kind != "releasing":
                 device.taken_later += units
 
-    def _leave(self, task: Sharer, before: dict[SharedDevice, Hold | None]) -> None:
+    def _leave(self, task: Sharer, before: dict[SharedDevice, WholeGpu | None]) -> None:
         kind = self._kind(task)
         share = task.gpu
         assert share is not None
@@ -406,7 +406,7 @@ class SharedGpus:
         assert node is not None
         for group in self._groups(task):
             device = self.devices[node][group]
-            before.setdefault(device, device.hold())
+            before.setdefault(device, device.whole_gpu())
             units = getattr(device, kind).pop(task.key)
             del device.tasks[task.key]
             device.taken_now -= units
@@ -419,21 +419,21 @@ class SharedGpus:
         return [d for devices in self.devices.values() for g, d in devices.items() if g in wanted]
 
     def _device(self, node: NodeName, group: str,
-                before: dict[SharedDevice, Hold | None]) -> SharedDevice:
+                before: dict[SharedDevice, WholeGpu | None]) -> SharedDevice:
         devices = self.devices.setdefault(node, {})
         device = devices.get(group)
         if device is None:
             gpus = self.gpus(node)
             device = devices[group] = SharedDevice(node, group, gpus.units if gpus else 1,
                                                    waiting=self.labelled.setdefault(group, set()))
-        before.setdefault(device, device.hold())
+        before.setdefault(device, device.whole_gpu())
         return device
 
-    def _settle(self, before: dict[SharedDevice, Hold | None]) -> list[Change]:
+    def _settle(self, before: dict[SharedDevice, WholeGpu | None]) -> list[Change]:
         changes: list[Change] = []
         touched: set[NodeName] = set()
         for device, was in before.items():
-            now = device.hold()
+            now = device.whole_gpu()
             if now is not was:
                 changes.append((device.node, was, now))
             touched.add(device.node)
@@ -456,7 +456,7 @@ def _unplaced(task: Sharer | None) -> bool:
 
 
 def _summary(devices: Iterable[SharedDevice]) -> Summary:
-    # SharedDevice.hold() and the free units inlined: worked out for the node
+    # SharedDevice.whole_gpu() and the free units inlined: worked out for the node
     # a sharer lands on, once a placement.
     used_now = used_later = releasing_now = releasing_later = NONE
     for device in devices:
@@ -484,8 +484,8 @@ def _summary(devices: Iterable[SharedDevice]) -> Summary:
 
 ONE_GPU = Resource.of({GPU: 1})
 # How a shared device's GPU counts in the table: like a pod in that state.
-HOLD_KINDS: dict[Hold | None, tuple[str, ...]] = {
-    Hold.USED: ("used",), Hold.RELEASING: ("used", "releasing"), Hold.PIPELINED: ("pipelined",)}
+HOLD_KINDS: dict[WholeGpu | None, tuple[str, ...]] = {
+    WholeGpu.USED: ("used",), WholeGpu.RELEASING: ("used", "releasing"), WholeGpu.PIPELINED: ("pipelined",)}
 
 
 def apply_holds(table: NodeTable, changes: list[Change]) -> None:

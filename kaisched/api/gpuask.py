@@ -9,7 +9,7 @@ instead of an `nvidia.com/gpu` request.
 The value here is what a pod asks (GpuShare), and, once it is placed, which
 shared devices it holds: KAI's `runai-gpu-group` label names each, on the
 pod and on the reservation pod that holds the device from the kubelet's view.
-The devices themselves, per node, are kept in kaisched.api.sharedgpus.
+The devices themselves, per node, are kept in kaisched.api.gpudevices.
 """
 from __future__ import annotations
 
