@@ -4,7 +4,8 @@ kept from one session to the next until it is ready or its waiting time ends.
 The scheduler carries them: it puts last session's holds back when a session
 opens (apply_holds), before any action runs, and has those that deadlock
 released before the session closes (release_deadlocks). So this module sits
-above the session and names it; the session only keeps the holds' state.
+above the session and names it; the session only keeps the holds' state
+(ssn.holds, kaisched.framework.parts.holds).
 
 Holds of several gangs can block each other — each waits for room another
 holds — which Koordinator's design leaves unsolved. Here they form a wait-for graph; a

@@ -33,7 +33,8 @@ nodes at once, and combines them with the cached answers.
 A POD_PREDICATE or POD_ORDER may be registered with the tasks it is about
 (`when`); when every one is, a task none is about takes the cached path.
 What a plugin says about a callback travels with its registration: its label
-(a filter's words in explanations), a filter's blocker class, a pod rule's when.
+(a filter's words in explanations), a filter's blocker class, a pod rule's when,
+a filter's forms asked where room could be made (aside, evicting).
 """
 from __future__ import annotations
 
