@@ -114,7 +114,7 @@ class _Jobs:
 
 def _entry_key(ssn: Session, job: JobInfo) -> tuple[Any, ...] | None:
     """The job's order key when allocate has something to place for it."""
-    if job.key not in ssn.held and (       # a NonStrict hold must be finished or kept either way
+    if job.key not in ssn.holds.held and (       # a NonStrict hold must be finished or kept either way
             not placeable(ssn, job) or all(t.best_effort for t in ssn.pending(job))):
         return None     # nothing to place, or all best-effort: backfill's
     return ssn.job_order_key(job)
@@ -132,8 +132,8 @@ def _place(ssn: Session, domains: DomainChoice, job: JobInfo, grouped: set[JobKe
             place_group(ssn, domains, members)
     elif place_job(ssn, domains, job) and ssn.pending(job):
         again = ssn.job_order_key(job)
-    if job.key in ssn.reserved_for and ssn.job_pipelined(job):
-        ssn.unreserve(job.key)      # placed, or waiting only for releasing room
+    if job.key in ssn.starving.rooms and ssn.job_pipelined(job):
+        ssn.starving.release(job.key)      # placed, or waiting only for releasing room
     return again
 
 

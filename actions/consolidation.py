@@ -91,15 +91,15 @@ def _record(ssn: Session, job: JobInfo, moved: list[TaskInfo], extra: bool = Fal
     the job says what it waits for."""
     slots: dict[JobKey, list[tuple[NodeName, TaskInfo]]] = {}
     for pod in moved:
-        slots.setdefault(pod.job, []).append((ssn.successors[pod.key], pod))
+        slots.setdefault(pod.job, []).append((ssn.moves.successors[pod.key], pod))
     for key, held in slots.items():
-        ssn.moved_at[key] = ssn.now_text
+        ssn.moves.moved(key, ssn.now_text)
         sharers = tuple(s for s in (_successor(ssn, node, pod) for node, pod in held) if s is not None)
-        ssn.moves[key] = hold_of(ssn.cluster.jobs[key], tuple((node, pod.resreq) for node, pod in held),
-                                 ssn.now, tuple(pod.key for _, pod in held), sharers)
+        ssn.moves.carry(key, hold_of(ssn.cluster.jobs[key], tuple((node, pod.resreq) for node, pod in held),
+                                     ssn.now, tuple(pod.key for _, pod in held), sharers))
     placed = tuple((t.node_name, t.resreq) for t in job.tasks.values()
                    if t.status is TaskStatus.PIPELINED and t.node_name is not None)
-    ssn.moves[job.key] = hold_of(job, placed, ssn.now)
+    ssn.moves.carry(job.key, hold_of(job, placed, ssn.now))
     if extra:
         return      # a running job: its pod beyond its minimum waits, the job does not
     ssn.record_unschedulable(job, (

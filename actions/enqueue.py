@@ -30,7 +30,7 @@ class EnqueueAction:
     name = "enqueue"
 
     def execute(self, ssn: Session) -> None:
-        ssn.admitted = set()
+        ssn.gate.close()
         waiting: list[tuple[tuple[Any, ...], JobInfo]] = []
         for job in ssn.cluster.active_jobs():
             key = ssn.decide(job, _waiting_key, ssn, job)
@@ -51,7 +51,7 @@ def _waiting_key(ssn: Session, job: JobInfo) -> tuple[Any, ...] | None:
     at it (None: neither, as a job with nothing pending or invalid)."""
     if ssn.job_ready(job) or job.status.phase is not PodGroupPhase.PENDING \
             or not job.spec.declared:
-        ssn.admit(job)          # running, admitted before, or a bare pod
+        ssn.gate.admit(job, ssn.job_ready)      # running, admitted before, or a bare pod
     elif job.count_of(TaskStatus.PENDING) and not ssn.job_invalid(job):
         return _order_key(ssn, job)
     return None
@@ -70,4 +70,4 @@ def _gate(ssn: Session, job: JobInfo) -> None:
         ssn.record_unschedulable(job, f"not enqueued: {reason}",
                                  Blocker.QUOTA if blocker is Blocker.QUOTA else Blocker.GATES)
     else:
-        ssn.admit(job)
+        ssn.gate.admit(job, ssn.job_ready)

@@ -109,7 +109,9 @@ class DraPlugin(PluginBase):
         self.promised: dict[str, list[int]] = {}
         ssn.register(Hook.JOB_VALID, self.job_invalid)
         # Devices are resources: a gang this filter keeps off every node waits for room.
-        ssn.register(Hook.POD_PREDICATE, self.fits, UNSATISFIED, blocker=Blocker.RESOURCES)
+        # While an eviction is planned, devices only evictable pods hold count as freed.
+        ssn.register(Hook.POD_PREDICATE, self.fits, UNSATISFIED, blocker=Blocker.RESOURCES,
+                     evicting=self.fits_evicting)
         ssn.register(Hook.POD_IDLE, self.free_now)
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
@@ -141,7 +143,13 @@ class DraPlugin(PluginBase):
         going away are free (the choice is pipelined if it needs them)."""
         if not task.claims:
             return None
-        return self._fits(task, rows, self._unavailable(True, self.ssn.planning_eviction))
+        return self._fits(task, rows, self._unavailable(True))
+
+    def fits_evicting(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        """fits(), counting as free the devices of pods an eviction could remove."""
+        if not task.claims:
+            return None
+        return self._fits(task, rows, self._unavailable(True, True))
 
     def free_now(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
         """Of those, the nodes where the devices are free now."""
@@ -374,6 +382,6 @@ class DraPlugin(PluginBase):
             if claim is None:
                 continue
             left = tuple(c for c in claim.reserved_for if c not in gone)
-            ssn.emit(SetClaimStatus(claim.key, claim.uid, claim.api_version,
+            ssn.report(SetClaimStatus(claim.key, claim.uid, claim.api_version,
                                     claim.allocation if left else None, left))
 

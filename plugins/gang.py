@@ -56,7 +56,7 @@ class GangPlugin(PluginBase):
         if need is None:
             return None
         free = self.table.resource(self.table.future[self.usable].sum(axis=0)) + own_use(job)
-        held = self.ssn.inqueue_request(job)        # admitted gangs not started yet
+        held = self.ssn.gate.inqueue_request(job)        # admitted gangs not started yet
         short = need.exceeding(free - held)
         if not short:
             return None

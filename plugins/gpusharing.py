@@ -91,7 +91,7 @@ class GpuSharingPlugin(PluginBase):
         self.gpus.watchers = [self._changed]
         self._need: dict[GpuShare, np.ndarray] = {}      # per ask, per row (see _needs)
         ssn.register(Hook.PREDICATE, self.fits, NO_ROOM, blocker=Blocker.RESOURCES,
-                     one=self.fits_one)
+                     one=self.fits_one, aside=self.could_hold)
         ssn.register(Hook.IDLE, self.free_now, one=self.free_now_one)
         ssn.register(Hook.NODE_ORDER, self.sharing_order, one=self.sharing_order_one)
         ssn.register(Hook.PREBIND, self.prebind)
@@ -169,14 +169,11 @@ class GpuSharingPlugin(PluginBase):
         return found
 
     def fits(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        """Nodes where the share fits, now or once pods going away are gone.
-        Resources aside (planning evictions, or every filter but resources):
-        nodes whose GPUs could hold it were they empty."""
+        """Nodes where the share fits, now or once pods going away are gone
+        (resources aside, could_hold is asked instead)."""
         share = task.gpu
         if share is None:
             return np.ones(len(rows), dtype=bool)
-        if self.ssn.planning_eviction or self.ssn.resources_aside:
-            return (self._needs(share, rows) > 0) & (self.count[rows] >= share.devices)
         if share.devices > 1:
             return self._several(share, rows, self._needs(share, rows), now=False)
         need, _, later, best = self._rows(share, rows)
@@ -187,7 +184,7 @@ class GpuSharingPlugin(PluginBase):
         share = task.gpu
         if share is None:
             return True
-        if share.devices > 1 or self.ssn.planning_eviction or self.ssn.resources_aside:
+        if share.devices > 1:
             return bool(self.fits(task, np.array([row], dtype=np.intp))[0])
         need, _, later, best = self._row(share, row)
         return need > 0 and (best[1] >= need or later)
@@ -284,6 +281,14 @@ class GpuSharingPlugin(PluginBase):
                 task.placement.tolerations, self.image)
         return found
 
+    def could_hold(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """fits() with resources aside (where room could be made, by evicting
+        pods or not): nodes whose GPUs could hold the share were they empty."""
+        share = task.gpu
+        if share is None:
+            return np.ones(len(rows), dtype=bool)
+        return (self._needs(share, rows) > 0) & (self.count[rows] >= share.devices)
+
     # -- reservation pods, as the session leaves the devices ----------------------------------
     def on_session_close(self, ssn: Session) -> None:
         if not self.active:
@@ -292,11 +297,11 @@ class GpuSharingPlugin(PluginBase):
             for group, device in sorted(self.gpus.devices[node].items()):
                 if device.orphaned():
                     assert device.reservation is not None
-                    ssn.emit(ReleaseGpu(device.reservation, node, group, device.kai))
+                    ssn.report(ReleaseGpu(device.reservation, node, group, device.kai))
                 elif device.reservation is None:
                     runs = _running_sharer(device)
                     if runs is not None:
-                        ssn.emit(ReserveGpu(self._reservation(node, group, runs)))
+                        ssn.report(ReserveGpu(self._reservation(node, group, runs)))
 
     # -- why not ----------------------------------------------------------------------------
     def explain(self, task: TaskInfo) -> str | None:

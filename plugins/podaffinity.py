@@ -77,13 +77,16 @@ class PodAffinityPlugin(PluginBase):
                 self.keys_of.setdefault(_all_of(r.affinity), set()).update(
                     t.topology_key for t in r.affinity)
         self.index = PodIndex(cluster, self.keys_of, held=Held)
-        self.ssn = ssn
         self._fixed: PodIndex | None = None     # pods no eviction could remove, when asked
         ssn.register(Hook.POD_PREDICATE, self.affinity, "node(s) didn't match pod affinity rules")
+        # While an eviction is planned, the anti-affinity rules count only the
+        # pods no eviction could remove.
         ssn.register(Hook.POD_PREDICATE, self.anti_affinity,
-                     "node(s) didn't match pod anti-affinity rules")
+                     "node(s) didn't match pod anti-affinity rules",
+                     evicting=self.anti_affinity_evicting)
         ssn.register(Hook.POD_PREDICATE, self.symmetric,
-                     "node(s) didn't satisfy existing pods' anti-affinity rules")
+                     "node(s) didn't satisfy existing pods' anti-affinity rules",
+                     evicting=self.symmetric_evicting)
         ssn.register(Hook.POD_ORDER, self.score)
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
@@ -131,8 +134,13 @@ class PodAffinityPlugin(PluginBase):
         return out
 
     def anti_affinity(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        return self._anti_affinity(task, rows, self.index)
+
+    def anti_affinity_evicting(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        return self._anti_affinity(task, rows, self._fixed_index())
+
+    def _anti_affinity(self, task: TaskInfo, rows: np.ndarray, index: PodIndex) -> np.ndarray | None:
         out = None
-        index = self._conflicting()
         for term in task.placement.rules.anti_affinity:
             if index.totals[term.matcher]:
                 found = self._in_domain(index.counts[term.matcher], term.topology_key, rows,
@@ -141,7 +149,12 @@ class PodAffinityPlugin(PluginBase):
         return out
 
     def symmetric(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
-        index = self._conflicting()
+        return self._symmetric(task, rows, self.index)
+
+    def symmetric_evicting(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        return self._symmetric(task, rows, self._fixed_index())
+
+    def _symmetric(self, task: TaskInfo, rows: np.ndarray, index: PodIndex) -> np.ndarray | None:
         if not index.holds(Held.ANTI_AFFINITY):
             return None
         out = None
@@ -152,11 +165,9 @@ class PodAffinityPlugin(PluginBase):
                 out = found if out is None else out & found
         return out
 
-    def _conflicting(self) -> PodIndex:
-        """The pods an anti-affinity rule counts: all of them, or while the
-        session plans evictions only those no eviction could remove."""
-        if not self.ssn.planning_eviction:
-            return self.index
+    def _fixed_index(self) -> PodIndex:
+        """The pods an anti-affinity rule counts while an eviction is planned:
+        those no eviction could remove (all of them, otherwise: self.index)."""
         if self._fixed is None:
             cluster = self.cluster
             self._fixed = PodIndex(cluster, self.keys_of, held=Held,

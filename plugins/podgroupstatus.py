@@ -45,7 +45,7 @@ def _enqueued(ssn: Session, job: JobInfo) -> None:
     enqueue action to gate it), so a controller waiting for that makes its
     pods; else Pending, saying why when enqueue said so (waiting for quota
     when only its queue's room refused it, as for a gang with pods)."""
-    admitted = ssn.admitted is None or job.key in ssn.admitted
+    admitted = ssn.gate.admits(job)
     why = job.problem or ssn.unschedulable.get(job.key)
     cond = None if admitted or not why else _condition(
         job.status, "False", (Reason.INVALID if job.problem else _waiting_reason(ssn, job)).value,
@@ -55,7 +55,7 @@ def _enqueued(ssn: Session, job: JobInfo) -> None:
                            c for c in job.status.conditions if c.type != "Scheduled")
                        + ((cond,) if cond else ()))
     if new != job.status:
-        ssn.emit(SetPodGroupStatus(job.key, new))
+        ssn.report(SetPodGroupStatus(job.key, new))
 
 
 def _report(ssn: Session, job: JobInfo) -> None:
@@ -77,7 +77,7 @@ def _report(ssn: Session, job: JobInfo) -> None:
     old = job.status
     new = _status(ssn, job, extras)
     if job.spec.declared and new != old:
-        ssn.emit(SetPodGroupStatus(job.key, new))
+        ssn.report(SetPodGroupStatus(job.key, new))
     cond = new.condition("Scheduled")
     if target is not None and cond is not None:
         _upstream(ssn, job, target, cond)
@@ -90,9 +90,9 @@ def _report(ssn: Session, job: JobInfo) -> None:
         for task, reason, said_of in extras:
             why = f"beyond minMember {job.min_member} of {job.key}, not placed: {reason}"
             if task.unschedulable != why or task.unschedulable_reason != said_of.value:
-                ssn.emit(SetPodCondition(task.key, Condition(
+                ssn.report(SetPodCondition(task.key, Condition(
                     "PodScheduled", "False", said_of.value, why, now)))
-                ssn.emit(RecordEvent("Pod", task.key, "Warning",
+                ssn.report(RecordEvent("Pod", task.key, "Warning",
                                      Reason.FAILED_SCHEDULING.value, why))
         return
     changed = job.spec.declared and old.condition("Scheduled") != cond
@@ -103,12 +103,12 @@ def _report(ssn: Session, job: JobInfo) -> None:
         waiting = task.status in _WAITING or (
             task.status is TaskStatus.ALLOCATED and task.key not in ssn.placed)
         if waiting and (task.unschedulable != cond.message or task.unschedulable_reason != said):
-            ssn.emit(SetPodCondition(task.key, Condition(
+            ssn.report(SetPodCondition(task.key, Condition(
                 "PodScheduled", "False", said, cond.message, now)))
             changed = changed or not job.spec.declared
     if changed:
         kind, key = ("PodGroup", job.key) if job.spec.declared else ("Pod", min(job.tasks, default=job.key))
-        ssn.emit(RecordEvent(kind, key, "Warning", Reason.FAILED_SCHEDULING.value, cond.message))
+        ssn.report(RecordEvent(kind, key, "Warning", Reason.FAILED_SCHEDULING.value, cond.message))
 
 
 def _upstream(ssn: Session, job: JobInfo, target: StatusTarget, said: Condition) -> None:
@@ -131,7 +131,7 @@ def _upstream(ssn: Session, job: JobInfo, target: StatusTarget, said: Condition)
         else ssn.now_text
     cond = Condition(target.condition, said.status, reason, said.message, since, generation)
     kept = tuple(c for c in job.status.conditions if c.type != target.condition)
-    ssn.emit(SetPodGroupStatus(job.key, PodGroupStatus(conditions=(*kept, cond)),
+    ssn.report(SetPodGroupStatus(job.key, PodGroupStatus(conditions=(*kept, cond)),
                                target.api_version))
 
 
@@ -210,7 +210,7 @@ def _status(ssn: Session, job: JobInfo, extras: list[Extra] | None = None) -> Po
         phase = PodGroupPhase(finished.reason)
     else:
         phase = PodGroupPhase.RUNNING if started else (
-            PodGroupPhase.INQUEUE if ssn.admitted is not None and job.key in ssn.admitted
+            PodGroupPhase.INQUEUE if ssn.gate.admitted(job)
             else PodGroupPhase.PENDING)
     return PodGroupStatus(
         phase=phase,
@@ -224,7 +224,7 @@ def _status(ssn: Session, job: JobInfo, extras: list[Extra] | None = None) -> Po
         last_schedule_time=now if placed else old.last_schedule_time,
         stale_since=ssn.stale_since.get(job.key, old.stale_since),
         unschedulable_since=since,
-        last_moved_time=ssn.moved_at.get(job.key, old.last_moved_time),
+        last_moved_time=ssn.moves.moved_at.get(job.key, old.last_moved_time),
         pending_since=to_rfc3339(ssn.pending_since(job)),
         observed_generation=job.spec.generation if expired else old.observed_generation,
     )

@@ -154,7 +154,7 @@ class ProportionPlugin(PluginBase):
         for name, status in sorted(statuses.items()):
             queue = self.queues[name]
             if queue.declared and queue.owned and status != queue.status:
-                ssn.emit(SetQueueStatus(name, status, queue.status))
+                ssn.report(SetQueueStatus(name, status, queue.status))
 
     # -- fair share ------------------------------------------------------------------
     def _fair_shares(self, total: Resource, demand: dict[QueueName, dict[str, float]]
@@ -277,7 +277,7 @@ class ProportionPlugin(PluginBase):
         own = self._ssn.cluster.resolved(job.charge(READY_STATUSES - {TaskStatus.SUCCEEDED}))
         for name in self._chain[job.queue]:
             used = self.allocated[name]
-            waiting = self._ssn.inqueue_request(job, self._subtree(name))
+            waiting = self._ssn.gate.inqueue_request(job, self._subtree(name))
             for res, amount in need.items:
                 limit = self.queues[name].limit(res)
                 taken = used[res] + waiting.get(res) - own.get(res)

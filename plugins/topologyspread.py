@@ -62,11 +62,13 @@ class TopologySpreadPlugin(PluginBase):
         self.cluster, self.table = cluster, cluster.table
         self.specs = [n.spec for n in cluster.nodes.values()]
         self.index = PodIndex(cluster, {c.matcher for c in constraints})
-        self.ssn = ssn
         self._fixed: PodIndex | None = None     # pods no eviction could remove, when asked
         self.considered: dict[tuple[Placement, SpreadConstraint], _Considered] = {}
+        # While an eviction is planned, the hard constraints count only the
+        # pods no eviction could remove.
         ssn.register(Hook.POD_PREDICATE, self.filter,
-                     "node(s) didn't match pod topology spread constraints")
+                     "node(s) didn't match pod topology spread constraints",
+                     evicting=self.filter_evicting)
         ssn.register(Hook.POD_ORDER, self.score)
         ssn.register(Hook.ON_ALLOCATE, self._allocated)
         ssn.register(Hook.ON_DEALLOCATE, self._deallocated)
@@ -87,8 +89,13 @@ class TopologySpreadPlugin(PluginBase):
 
     # None: no constraint concerns the task (the session skips it).
     def filter(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        return self._filter(task, rows, self.index)
+
+    def filter_evicting(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray | None:
+        return self._filter(task, rows, self._fixed_index())
+
+    def _filter(self, task: TaskInfo, rows: np.ndarray, index: PodIndex) -> np.ndarray | None:
         out = None
-        index = self._counted()
         for c in task.placement.rules.spread:
             if c.hard:
                 skew, seen = self._skew(task, c, index)
@@ -132,11 +139,9 @@ class TopologySpreadPlugin(PluginBase):
         return seen
 
     # -- keeping up with the session ---------------------------------------------------
-    def _counted(self) -> PodIndex:
-        """The pods the hard constraints count: all of them, or while the
-        session plans evictions only those no eviction could remove."""
-        if not self.ssn.planning_eviction:
-            return self.index
+    def _fixed_index(self) -> PodIndex:
+        """The pods the hard constraints count while an eviction is planned:
+        those no eviction could remove (all of them, otherwise: self.index)."""
         if self._fixed is None:
             cluster = self.cluster
             self._fixed = PodIndex(cluster, set(self.index.counts),

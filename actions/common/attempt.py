@@ -47,7 +47,7 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo, tasks: list[TaskInf
     a topology domain."""
     attempt = Attempt()
     # An admitted gang passed the minResources check when it was enqueued.
-    gated = ssn.admitted is not None
+    gated = ssn.gate.closed
     refused = None if ssn.job_ready(job) or gated else ssn.enqueue_refusal(job)
     if refused:
         attempt.failure, attempt.blocker = refused

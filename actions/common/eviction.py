@@ -150,9 +150,9 @@ def refused(ssn: Session, job: JobInfo) -> str | None:
     reason = ssn.job_invalid(job)
     if reason:
         return reason
-    if not ssn.admits(job):
+    if not ssn.gate.admits(job):
         return "not admitted by enqueue"
-    if not ssn.job_ready(job) and ssn.admitted is None:
+    if not ssn.job_ready(job) and not ssn.gate.closed:
         reason = ssn.enqueueable(job)
         if reason:
             return reason

@@ -39,7 +39,7 @@ def why_unmovable(ssn: Session, job: JobInfo, cooldown: float) -> str | None:
         return "not preemptible"
     if not job.spec.declared:
         return "no PodGroup to keep its cooldown in"
-    if job.key in ssn.moved_at:
+    if job.key in ssn.moves.moved_at:
         return "moved in this session"
     moved = from_rfc3339(job.status.last_moved_time)
     if moved is not None and ssn.now < moved + cooldown:

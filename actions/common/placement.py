@@ -36,7 +36,7 @@ def placeable(ssn: Session, job: JobInfo) -> bool:
         gated = any(t.gates for t in job.tasks.values() if t.status is TaskStatus.PENDING)
         ssn.record_unschedulable(job, reason, Blocker.GATES if gated else Blocker.INVALID)
         return False
-    return ssn.admits(job)
+    return ssn.gate.admits(job)
 
 
 def still_needed(ssn: Session, job: JobInfo, tasks: list[TaskInfo] | None = None
@@ -56,7 +56,7 @@ def place_job(ssn: Session, domains: DomainChoice, job: JobInfo, idle_only: bool
               tasks: list[TaskInfo] | None = None) -> bool:
     """Place the job's minimum (or, once ready, one more task); True if committed.
     domains: how the topology domains stand, kept by the calling action."""
-    held = ssn.held.pop(job.key, None)      # a NonStrict hold carried from before
+    held = ssn.holds.take(job.key)      # a NonStrict hold carried from before
     was_ready = ssn.job_ready(job) and held is None
     stmt = ssn.statement()
     attempt = topology.place_in_topology(ssn, domains, stmt, job,
@@ -72,7 +72,7 @@ def place_job(ssn: Session, domains: DomainChoice, job: JobInfo, idle_only: bool
         ssn.record_unschedulable(job, pipelined_message(job, attempt.placed), Blocker.RESOURCES)
         return False
     if not idle_only and progress and job.spec.mode is GangMode.NON_STRICT \
-            and job.key not in ssn.no_hold:
+            and not ssn.holds.expired(job.key):
         keep(ssn, job, stmt, held)
         ssn.record_unschedulable(job, "NonStrict: " + shortfall_message(job, attempt, True).replace(
             "tasks placed", "tasks held", 1), attempt.blocker)
@@ -81,7 +81,7 @@ def place_job(ssn: Session, domains: DomainChoice, job: JobInfo, idle_only: bool
     if held is not None:
         held.discard()
     if not was_ready:
-        expired = " (its NonStrict hold expired)" if job.key in ssn.no_hold else ""
+        expired = " (its NonStrict hold expired)" if ssn.holds.expired(job.key) else ""
         ssn.record_unschedulable(job, shortfall_message(job, attempt) + expired, attempt.blocker)
     return False
 
@@ -92,8 +92,8 @@ def keep(ssn: Session, job: JobInfo, stmt: Statement, held: Statement | None) ->
     stmt.reserve()
     if held is not None:
         held.reserve()
-    if job.spec.mode is GangMode.NON_STRICT and job.key not in ssn.no_hold:
-        ssn.holds[job.key] = hold_of(ssn, job)
+    if job.spec.mode is GangMode.NON_STRICT and not ssn.holds.expired(job.key):
+        ssn.holds.carry(job.key, hold_of(ssn, job))
 
 
 def group_members(ssn: Session, job: JobInfo) -> list[JobInfo]:

@@ -56,7 +56,7 @@ def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
     # The minimum: what the gang and its subgroup tree still lack.
     needed = ssn.minimum_tasks(job, ssn.pending(job))
     room = np.zeros_like(table.alloc)
-    held = sum(ssn.reserved_for.values(), np.zeros_like(table.alloc))
+    held = sum(ssn.starving.rooms.values(), np.zeros_like(table.alloc))
     static: dict[tuple[Any, ...], np.ndarray] = {}        # alike tasks pass the same filters
     with np.errstate(divide="ignore", invalid="ignore"):
         for task in needed:
@@ -91,7 +91,7 @@ def guard(ssn: Session, heads: Iterable[JobInfo]) -> list[Guard]:
         room = ssn.decide(job, plan, ssn, job)
         if room is None:
             continue        # it would not fit on empty nodes: holding room helps no one
-        ssn.reserve(job.key, room)
+        ssn.starving.reserve(job.key, room)
         nodes = int((room > EPSILON).any(axis=1).sum())
         guards.append(Guard(job.key, nodes, to_rfc3339(since)))
     return guards
@@ -100,7 +100,7 @@ def guard(ssn: Session, heads: Iterable[JobInfo]) -> list[Guard]:
 def report(ssn: Session, guards: list[Guard]) -> None:
     """Say so in the condition of each guarded gang still waiting."""
     for g in guards:
-        if g.job in ssn.reserved_for and g.job in ssn.unschedulable:
+        if g.job in ssn.starving.rooms and g.job in ssn.unschedulable:
             ssn.record_unschedulable(ssn.cluster.jobs[g.job], (
                 f"{ssn.unschedulable[g.job]}; reserving {g.nodes} node(s) for this gang "
                 f"since {g.since}"))

@@ -48,7 +48,7 @@ def place_in_topology(ssn: Session, domains: DomainChoice, stmt: Statement, job:
     if not tasks or not (job.spec.topology or ruled):
         return place_tasks(ssn, stmt, job, tasks, idle_only, None)
     # As allocate decides what a gang short of its minimum may hold.
-    partial = not idle_only and job.spec.mode is GangMode.NON_STRICT and job.key not in ssn.no_hold
+    partial = not idle_only and job.spec.mode is GangMode.NON_STRICT and not ssn.holds.expired(job.key)
 
     def whole(within: np.ndarray | None) -> Attempt:
         return _subgroups(ssn, domains, stmt, job, tasks, idle_only, ruled, within, partial)

@@ -4,7 +4,8 @@ kept from one session to the next until it is ready or its waiting time ends.
 The scheduler carries them: it puts last session's holds back when a session
 opens (apply_holds), before any action runs, and has those that deadlock
 released before the session closes (release_deadlocks). So this module sits
-above the session and names it; the session only keeps the holds' state.
+above the session and names it; the session only keeps the holds' state
+(ssn.holds, kaisched.framework.parts.holds).
 
 Holds of several gangs can block each other — each waits for room another
 holds — which Koordinator's design leaves unsolved. Here they form a wait-for graph; a
@@ -26,7 +27,7 @@ DEFAULT_WAIT = 600.0    # seconds a NonStrict gang may hold room without startin
 
 
 def apply_holds(ssn: Session, holds: Mapping[JobKey, CarriedGang]) -> None:
-    """Put last session's holds back (ssn.held) before any action runs, so no
+    """Put last session's holds back (ssn.holds) before any action runs, so no
     other job takes their room; an expired hold is dropped and may not re-hold
     now. Each job's under its own guard: one that raises holds nothing."""
     for key in sorted(holds):
@@ -41,7 +42,7 @@ def _put_back(ssn: Session, hold: CarriedGang, job: JobInfo) -> None:
         return
     wait = job.spec.wait_time or DEFAULT_WAIT
     if ssn.now - hold.since >= wait:
-        ssn.no_hold.add(key)
+        ssn.holds.expire(key)
         return
     stmt = ssn.statement()
     for pod, node in hold.tasks:
@@ -58,8 +59,7 @@ def _put_back(ssn: Session, hold: CarriedGang, job: JobInfo) -> None:
         else:
             stmt.pipeline(task, node)
     if stmt.ops:
-        ssn.held[key] = stmt
-        ssn.hold_since[key] = hold.since
+        ssn.holds.put_back(key, stmt, hold.since)
 
 
 def hold_of(ssn: Session, job: JobInfo) -> CarriedGang:
@@ -67,15 +67,14 @@ def hold_of(ssn: Session, job: JobInfo) -> CarriedGang:
     tasks = tuple(sorted((t.key, t.node_name) for t in job.tasks.values()
                          if t.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
                          and t.node_name is not None and t.key not in ssn.placed))
-    return CarriedGang(tasks, ssn.hold_since.get(job.key, ssn.now))
+    return CarriedGang(tasks, ssn.holds.since(job.key, ssn.now))
 
 
 def release_deadlocks(ssn: Session) -> None:
-    """Drop from the holds to carry on (ssn.holds) the youngest gang of every
-    cycle of gangs waiting on each other's holds; before the session closes,
-    so that what it says of them is written."""
-    holds = ssn.holds
-    graph = wait_for_graph(ssn, holds)
+    """Drop from the holds to carry on (ssn.holds.carried) the youngest gang
+    of every cycle of gangs waiting on each other's holds; before the session
+    closes, so that what it says of them is written."""
+    graph = wait_for_graph(ssn, ssn.holds.carried)
     jobs = ssn.cluster.jobs
     while True:
         try:
@@ -85,7 +84,7 @@ def release_deadlocks(ssn: Session) -> None:
         members = sorted({u for u, _ in cycle})
         youngest = max(members, key=lambda k: (jobs[k].creation, k))
         others = ", ".join(m for m in members if m != youngest)
-        holds.pop(youngest)
+        ssn.holds.drop(youngest)
         graph.remove_node(youngest)
         ssn.record_unschedulable(jobs[youngest], (
             f"NonStrict reservations released: they deadlocked with {others}, "

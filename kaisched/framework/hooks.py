@@ -33,7 +33,8 @@ nodes at once, and combines them with the cached answers.
 A POD_PREDICATE or POD_ORDER may be registered with the tasks it is about
 (`when`); when every one is, a task none is about takes the cached path.
 What a plugin says about a callback travels with its registration: its label
-(a filter's words in explanations), a filter's blocker class, a pod rule's when.
+(a filter's words in explanations), a filter's blocker class, a pod rule's when,
+a filter's forms asked where room could be made (aside, evicting).
 """
 from __future__ import annotations
 
@@ -198,6 +199,15 @@ class Registration(Generic[C]):
     blocker: Blocker = Blocker.PLACEMENT    # filters, checks: what a gang they refuse waits for
     when: TaskTest | None = None            # pod rules: the tasks they are about (None: every task)
     one: OneRow | None = None               # node filters and scores: the one-row form, if any
+    aside: C | None = None                  # filters: the form asked with resources aside
+    evicting: C | None = None               # ... and while an eviction is planned
+
+    def room_form(self, evicting: bool) -> C:
+        """The form asked where room could be made (evicting: by evicting
+        pods), which may be its own (see Session.register)."""
+        if evicting and self.evicting is not None:
+            return self.evicting
+        return self.aside if self.aside is not None else self.fn
 
 
 class HookRegistry:
@@ -217,12 +227,14 @@ class HookRegistry:
 
     def register(self, key: HookKey[Callable[[*Ts], K]], fn: Callable[[*Ts], K], label: str,
                  blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None,
-                 one: OneRow | None = None) -> None:
+                 one: OneRow | None = None, aside: Callable[[*Ts], K] | None = None,
+                 evicting: Callable[[*Ts], K] | None = None) -> None:
         """Session.register is the plugins' way in: it says which keys take a
-        blocker, a when or a one-row form."""
+        blocker, a when, a one-row form or the forms asked for room."""
         if not self._tiers:
             self.begin_tier()
-        self._tiers[-1].setdefault(key, []).append(Registration(fn, label, blocker, when, one))
+        self._tiers[-1].setdefault(key, []).append(
+            Registration(fn, label, blocker, when, one, aside, evicting))
         self._flat.pop(key, None)
         self._fns.pop(key, None)
         self._ones.pop(key, None)

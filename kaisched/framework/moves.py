@@ -55,10 +55,10 @@ def _put_back(ssn: Session, key: JobKey, hold: CarriedMove, job: JobInfo | None)
             return          # its pods sit on all of the room, or are placed anyway: done
         sharers = _open_sharers(hold, slots)
         room = _place(ssn, job, slots, sharers)
-    ssn.moves[key] = hold   # carried on to the next session
+    ssn.moves.carry(key, hold)      # carried on to the next session
     room = _hold_gpus(ssn, sharers, room)
     if room.any():
-        ssn.reserve(key, room)
+        ssn.starving.reserve(key, room)
 
 
 def hold_of(job: JobInfo, slots: tuple[tuple[NodeName, Resource], ...], since: float,
@@ -104,7 +104,7 @@ def _place(ssn: Session, job: JobInfo, slots: list[tuple[NodeName, Resource]],
     successors a pod took are taken out of sharers."""
     table = ssn.cluster.table
     room = _room(ssn, slots)
-    if job.key in ssn.held:
+    if job.key in ssn.holds.held:
         return room             # a NonStrict hold of its own places it
     stmt = ssn.statement()
     for task in ssn.ordered_tasks(job, ssn.pending(job)):
@@ -127,7 +127,7 @@ def _place(ssn: Session, job: JobInfo, slots: list[tuple[NodeName, Resource]],
         slots.remove(slot)
         room[row] -= vec
     if stmt.ops:
-        ssn.held[job.key] = stmt
+        ssn.holds.put_back(job.key, stmt)
     return room
 
 

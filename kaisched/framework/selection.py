@@ -17,7 +17,7 @@ refreshes ask the array forms.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 import attrs
 import numpy as np
@@ -74,7 +74,7 @@ class NodeSelection:
     room held for starving gangs (rows x resources), read as it changes."""
 
     def __init__(self, cluster: ClusterInfo, hooks: HookRegistry,
-                 reserved_for: dict[JobKey, np.ndarray]) -> None:
+                 reserved_for: Mapping[JobKey, np.ndarray]) -> None:
         self.cluster = cluster
         self.hooks = hooks
         self._idle_filters = bool(hooks.callbacks(Hook.IDLE))     # none: idle is the table's
@@ -138,9 +138,21 @@ class NodeSelection:
         self._held.clear()
         self._outside.clear()
 
-    def static_mask(self, task: TaskInfo) -> np.ndarray:
-        """Nodes passing every filter but resources: where room could be made."""
-        return self._passing(task, [f for f in self.filters() if f.label != RESOURCE_FIT])
+    def static_mask(self, task: TaskInfo, evicting: bool = False) -> np.ndarray:
+        """Nodes passing every filter but resources: where room could be made
+        (evicting: by evicting pods). Each filter is asked in its form for
+        that, where its plugin registered one (Registration.room_form)."""
+        rows = self.all_rows
+        out = np.ones(len(self.cluster.table), dtype=bool)
+        for f in self.hooks.registrations(Hook.PREDICATE):
+            if f.label != RESOURCE_FIT:
+                out &= f.room_form(evicting)(task, rows)
+        for p in self.hooks.registrations(Hook.POD_PREDICATE):
+            if p.label != RESOURCE_FIT:
+                found = p.room_form(evicting)(task, rows)
+                if found is not None:       # the rule leaves the task alone
+                    out &= found
+        return out
 
     def node_mask(self, task: TaskInfo) -> np.ndarray:
         """Nodes whose own facts (readiness, labels, taints) let the task in,

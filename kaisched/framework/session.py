@@ -30,8 +30,8 @@ from kaisched.api.job import JobInfo
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, QueueName, TaskStatus
-from kaisched.framework.effects import CarriedGang, CarriedMove, Cause, Effect, Prebind
+from kaisched.api.types import Blocker, JobKey, NodeName, PodKey, TaskStatus
+from kaisched.framework.effects import Cause, Effect, Prebind
 from kaisched.framework.explanation import Explanation
 from kaisched.framework.failures import Failures, JobError, Opened
 from kaisched.framework.hooks import (
@@ -47,6 +47,7 @@ from kaisched.framework.hooks import (
     Taken,
     TaskTest,
 )
+from kaisched.framework.parts import Gate, Holds, Moves, StarvingRoom
 from kaisched.framework.preemptiondelay import PreemptionDelay
 from kaisched.framework.protection import Protection, Protections
 from kaisched.framework.selection import RESOURCE_FIT, Choice, NodeSelection
@@ -98,36 +99,16 @@ class Session:
         self.blockers: dict[JobKey, Blocker] = {}         # ... and the class of what blocks it
         self.binding_waits: dict[JobKey, str] = {}        # placed gangs not bound yet, and why
         self.stale_since: dict[JobKey, str | None] = {}   # gang below minMember since when
-        # NonStrict holds (kaisched.framework.holds): last session's, put back as
-        # statements before any action runs; since when each is held; those
-        # that just expired; and the holds to carry to the next session.
-        self.held: dict[JobKey, Statement] = {}
-        self.hold_since: dict[JobKey, float] = {}
-        self.no_hold: set[JobKey] = set()
-        self.holds: dict[JobKey, CarriedGang] = {}
-        # The enqueue gate: None when no enqueue action runs (nothing gated),
-        # else the gangs admitted; inqueue holds the queue and minResources of
-        # those admitted that have not started, which later admissions must
-        # leave (the queue kept here: a PodGroup with no pods yet is no job of
-        # the cluster's).
-        self.admitted: set[JobKey] | None = None
-        self.inqueue: dict[JobKey, tuple[QueueName, Resource]] = {}
-        # Room held for starving gangs, per gang (rows x resources of the node
-        # table): other gangs may use a node's room only beyond it.
-        self.reserved_for: dict[JobKey, np.ndarray] = {}
-        # Consolidation: each moved pod's new node (its successor holds the room
-        # there), when each moved job was moved (its cooldown, in its status),
-        # and the room to carry to the next sessions for moved and waiting jobs.
-        self.successors: dict[PodKey, NodeName] = {}
-        self.moved_at: dict[JobKey, str] = {}
-        self.moves: dict[JobKey, CarriedMove] = {}
+        # What the session is built from, one concern each (kaisched.framework.parts),
+        # changed only through their methods: the NonStrict holds; the enqueue
+        # gate; what consolidation moved and the room it carries on; and the
+        # room held for starving gangs, which node selection reads.
+        self.holds: Holds[Statement] = Holds()
+        self.gate = Gate()
+        self.moves = Moves()
+        self.starving = StarvingRoom(self._held_changed)
         self._current_plugin = ""
         self.preemption_delay = PreemptionDelay(config.preemption_delay, self.now, self.job_ready)
-        # Set while room_mask asks the filters: devices evictable pods hold count as free.
-        self.planning_eviction = False
-        # Set while static_mask asks them: filters of resources beyond the table
-        # (a share of a GPU) ask only whether the node could ever hold it.
-        self.resources_aside = False
         for tier in plugins:
             self.hooks.begin_tier()
             for plugin in tier:
@@ -142,7 +123,7 @@ class Session:
         # A victim queue, what was taken from it so far, the reclaimer's need:
         # the queue with the least key gives first.
         self.victim_queue_order_key = self.hooks.order_key(Hook.VICTIM_QUEUE_ORDER)
-        self.selection = NodeSelection(cluster, self.hooks, self.reserved_for)
+        self.selection = NodeSelection(cluster, self.hooks, self.starving.rooms)
         self.protections = Protections(self.hooks.callbacks(Hook.PROTECTION), cluster.jobs, self.now)
         self.explanation = Explanation(cluster, self.selection)
         self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
@@ -154,14 +135,22 @@ class Session:
         self._on_allocate = self.hooks.callbacks(Hook.ON_ALLOCATE)
         self._on_deallocate = self.hooks.callbacks(Hook.ON_DEALLOCATE)
 
+    def _held_changed(self) -> None:
+        """Room held for a starving gang was taken or given back."""
+        self.selection.held_changed()
+
     # -- registration (plugins, while the session opens) -------------------------
     @overload
     def register(self, key: PodFilterKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
-                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None) -> None: ...
+                 blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None,
+                 aside: Callable[[*Ts], R] | None = None, evicting: Callable[[*Ts], R] | None = None
+                 ) -> None: ...
 
     @overload
     def register(self, key: FilterKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
-                 blocker: Blocker = Blocker.PLACEMENT, one: OneRow | None = None) -> None: ...
+                 blocker: Blocker = Blocker.PLACEMENT, one: OneRow | None = None,
+                 aside: Callable[[*Ts], R] | None = None, evicting: Callable[[*Ts], R] | None = None
+                 ) -> None: ...
 
     @overload
     def register(self, key: PodRuleKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
@@ -177,7 +166,8 @@ class Session:
 
     def register(self, key: HookKey[Callable[[*Ts], R]], fn: Callable[[*Ts], R], label: str | None = None, *,
                  blocker: Blocker = Blocker.PLACEMENT, when: TaskTest | None = None,
-                 one: OneRow | None = None) -> None:
+                 one: OneRow | None = None, aside: Callable[[*Ts], R] | None = None,
+                 evicting: Callable[[*Ts], R] | None = None) -> None:
         """Add fn, of the key's callback type, to the plugin's tier.
         label: the words explanations give for a filter (default: the plugin's name);
         blocker (filters, checks): what a gang the filter keeps off every node,
@@ -185,8 +175,13 @@ class Session:
         when (pod rules): the tasks the rule is about; for any other task fn
         answers None, and is not asked;
         one (PREDICATE, IDLE, NODE_ORDER): fn's answer for one row, equal to
-        fn's bit for bit, asked when a class refreshes only a few rows."""
-        self.hooks.register(key, fn, label or self._current_plugin, blocker, when, one)
+        fn's bit for bit, asked when a class refreshes only a few rows;
+        aside (filters): fn's answer with resources aside, whether the node
+        could ever take the task, which static_mask asks instead of fn;
+        evicting (filters): fn's answer while an eviction is planned, where
+        what evictable pods hold counts as freed, which room_mask asks
+        instead (else aside, else fn)."""
+        self.hooks.register(key, fn, label or self._current_plugin, blocker, when, one, aside, evicting)
 
     def close(self) -> list[Effect]:
         for plugin in reversed(self.plugins):
@@ -250,25 +245,6 @@ class Session:
         for (what the refusing plugin registered): its queue's room (quota),
         or the cluster's (resources)."""
         return self.hooks.first_objection(Hook.ENQUEUEABLE, job)
-
-    def admits(self, job: JobInfo) -> bool:
-        """The enqueue gate lets the job be placed (always, with no gate)."""
-        return self.admitted is None or job.key in self.admitted
-
-    def admit(self, job: JobInfo) -> None:
-        assert self.admitted is not None, "admit() is the enqueue action's"
-        self.admitted.add(job.key)
-        if job.spec.min_resources is not None and not self.job_ready(job):
-            self.inqueue[job.key] = (job.queue, job.spec.min_resources)
-
-    def inqueue_request(self, but: JobInfo, queues: Sequence[str] | None = None) -> Resource:
-        """minResources of the admitted gangs not started yet, but one, in
-        the given queues (default: everywhere)."""
-        total = Resource()
-        for key, (queue, need) in self.inqueue.items():
-            if key != but.key and (queues is None or queue in queues):
-                total = total + need
-        return total
 
     def job_ready(self, job: JobInfo) -> bool:
         # all_true inlined: asked several times a placement.
@@ -392,11 +368,7 @@ class Session:
         """Nodes passing every filter but resources: where room could be made
         (a share of a GPU counts as a resource: only whether the node's GPUs
         could ever hold it is asked)."""
-        self.resources_aside = True
-        try:
-            return self.selection.static_mask(task)
-        finally:
-            self.resources_aside = False
+        return self.selection.static_mask(task)
 
     def node_mask(self, task: TaskInfo) -> np.ndarray:
         """Nodes whose own facts (readiness, labels, taints) let the task in,
@@ -406,11 +378,7 @@ class Session:
     def room_mask(self, task: TaskInfo) -> np.ndarray:
         """static_mask, where what evictable pods hold beyond resources (their
         devices) counts as freed: the nodes eviction could make room on."""
-        self.planning_eviction = True
-        try:
-            return self.static_mask(task)
-        finally:
-            self.planning_eviction = False
+        return self.selection.static_mask(task, evicting=True)
 
     def pod_fits(self, task: TaskInfo, node: NodeName) -> bool:
         """Every filter over the pods and devices around the node lets the
@@ -500,7 +468,8 @@ class Session:
         failed = self.failures.failed
         if failed and job.key in failed:
             return None
-        held = self.held.get(job.key) if self.held else None    # a decision may take it
+        holds = self.holds.held
+        held = holds.get(job.key) if holds else None    # a decision may take it
         opened = self.failures.opened_stack
         opened.append([])
         try:
@@ -526,7 +495,7 @@ class Session:
 
     def report_each(self, jobs: Sequence[JobInfo], fn: Callable[[Session, JobInfo], None]) -> None:
         """fn(self, job) of each job, in order, where all fn changes is what it
-        emits (what a plugin says of each job as the session closes): under
+        reports (what a plugin says of each job as the session closes): under
         one guard for all, its effects handed over together at the end; when
         one raises, none of them, and each job asked again under its own
         guard (guard(): said of even a job that failed this session)."""
@@ -537,6 +506,11 @@ class Session:
         except Exception:
             for job in jobs:
                 self.guard(job, fn, self, job)
+
+    def report(self, effect: Effect) -> None:
+        """What a plugin says as the session closes (a status, an event, a
+        device given back or kept): written as it is, no statement's."""
+        self.effects.append(effect)
 
     @contextlib.contextmanager
     def together(self) -> Iterator[None]:
@@ -570,10 +544,7 @@ class Session:
         NonStrict hold the job had when it began, and say so."""
         for stmt in reversed(opened):
             stmt.discard()
-        if held is not None:
-            held.discard()
-            self.held.pop(job.key, None)
-        self.holds.pop(job.key, None)
+        self.holds.give_up(job.key, held)
         error = JobError.of(job.key, self.action, exc)
         self.fail(job, error)
         # The gangs of its gang group are decided with it: they lose the turn too.
@@ -603,7 +574,7 @@ class Session:
     def fail(self, job: JobInfo, error: JobError, counted: bool = True) -> None:
         """The job's decision raised (or, not counted, that of a gang decided
         with it): it says so, and is not decided again this session."""
-        self.unreserve(job.key)
+        self.starving.release(job.key)
         self.record_unschedulable(job, f"scheduler error in {error.action or 'the session'}: "
                                   f"{error.message}", Blocker.ERROR)
         if counted:
@@ -620,6 +591,7 @@ class Session:
         return stmt
 
     def emit(self, effect: Effect) -> None:
+        """A statement's operation made the effect (a bind, an eviction)."""
         self.effects.append(effect)
 
     def prebind(self, placed: TaskInfo) -> list[Prebind]:
@@ -665,12 +637,3 @@ class Session:
     def unrelease(self, released: TaskInfo, previous: TaskInfo) -> None:
         self.cluster.unrelease(released, previous)
         self.hooks.notify(Hook.ON_ALLOCATE, previous)
-
-    def reserve(self, job: JobKey, room: np.ndarray) -> None:
-        """Hold room (rows x resources) for a starving gang, this session."""
-        self.reserved_for[job] = room
-        self.selection.held_changed()
-
-    def unreserve(self, job: JobKey) -> None:
-        if self.reserved_for.pop(job, None) is not None:
-            self.selection.held_changed()

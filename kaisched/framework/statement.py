@@ -95,7 +95,7 @@ class EvictOp:
 
     def commit(self, ssn: Session) -> None:
         ssn.emit(Evict(self.task.key, self.task.uid, self.task.node_name, self.task.job,
-                       self.cause, self.by, self.detail, ssn.successors.get(self.task.key)))
+                       self.cause, self.by, self.detail, ssn.moves.successors.get(self.task.key)))
         if self.by is not None:
             ssn.evicted_for(self.by.job)
 
@@ -111,7 +111,7 @@ class MoveOp:
     def undo(self, ssn: Session) -> None:
         ssn.unassign(self.task, self.previous)
         if self.previous.successor_of is not None:
-            ssn.successors.pop(self.previous.successor_of, None)
+            ssn.moves.successor_undone(self.previous.successor_of)
 
     def commit(self, ssn: Session) -> None:
         node, pod = self.task.node_name, self.task.successor_of
@@ -185,7 +185,7 @@ class Statement:
         assert released.status is TaskStatus.RELEASING, "only an evicted pod moves"
         successor = released.successor()
         placed = self._ssn.assign(successor, TaskStatus.PIPELINED, node, gpu_groups)
-        self._ssn.successors[released.key] = node
+        self._ssn.moves.successor_placed(released.key, node)
         self.ops.append(MoveOp(placed, successor))
         return placed
 

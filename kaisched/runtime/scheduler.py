@@ -192,8 +192,8 @@ class Scheduler:
             else:
                 release_deadlocks(ssn)
                 effects = ssn.close()
-                self.holds = ssn.holds
-                self.moves = ssn.moves
+                self.holds = ssn.holds.to_carry()
+                self.moves = ssn.moves.to_carry()
                 if self.usage is not None:
                     for write in self.usage.writes(now):
                         effects.append(write)       # an Outbox hands each to the binder

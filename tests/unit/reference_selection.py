@@ -7,7 +7,7 @@ afresh, but only about the rows the cached filters leave.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import attrs
 import numpy as np
@@ -46,7 +46,7 @@ class NodeSelection:
     room held for starving gangs (rows x resources), read as it changes."""
 
     def __init__(self, cluster: ClusterInfo, hooks: HookRegistry,
-                 reserved_for: dict[JobKey, np.ndarray]) -> None:
+                 reserved_for: Mapping[JobKey, np.ndarray]) -> None:
         self.cluster = cluster
         self.hooks = hooks
         self.reserved_for = reserved_for

@@ -49,6 +49,10 @@ def plugin(ssn: Session) -> None:
     ssn.register(Hook.JOB_ORDER, lambda job: object())  # wrong: an order key must sort
     ssn.register(Hook.JOB_VALID, lambda job: None, blocker=Blocker.VOLUMES)  # wrong: not a filter
     ssn.register(Hook.PREDICATE, node_filter, when=lambda task: True)  # wrong: cached, no when
+    ssn.register(Hook.PREDICATE, node_filter, aside=node_filter, evicting=node_filter)
+    ssn.register(Hook.POD_PREDICATE, pod_filter, evicting=pod_filter)
+    ssn.register(Hook.PREDICATE, node_filter, aside=for_a_task)  # wrong: a form has the filter's shape
+    ssn.register(Hook.JOB_VALID, lambda job: None, evicting=lambda job: None)  # wrong: not a filter
 
 
 def framework(hooks: HookRegistry, job: JobInfo, task: TaskInfo, rows: Rows, need: Resource) -> None:
@@ -74,7 +78,7 @@ def test_mypy_reports_every_wrong_line_and_no_other(tmp_path: Path, monkeypatch:
                            "--cache-dir", str(tmp_path / "mypy-cache"), "--no-error-summary"])
     lines = SNIPPET.splitlines()
     wrong = {i + 1 for i, line in enumerate(lines) if "# wrong" in line}
-    assert len(wrong) == 13
+    assert len(wrong) == 15
     reported = {int(m.group(1)) for m in re.finditer(r"hook_snippet\.py:(\d+): error", out)}
     assert not err
     assert reported == wrong, f"{sorted(wrong - reported)} not reported, " \

@@ -78,6 +78,10 @@ OFFENCES = [
                    TYPE_ONLY.format("from kaisched.framework.statement import Statement  # noqa"),
                    f"kaisched.framework.{module}", id=f"{module}-naming-the-statement")
       for module in ("ranking", "usageconfig", "failures")),
+    # ... the session's parts included, which never name the session they are part of
+    pytest.param("framework", "kaisched/framework/parts/holds.py",
+                 TYPE_ONLY.format("from kaisched.framework.session import Session  # noqa"),
+                 "kaisched.framework.parts.holds", id="a-session-part-naming-the-session"),
     pytest.param("pure", "plugins/priority.py", "import threading  # noqa\n",
                  "plugins.priority", id="a-plugin-starting-threads"),
     pytest.param("pure", "podgrouper/groupers/argo.py",

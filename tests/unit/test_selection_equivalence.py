@@ -161,8 +161,8 @@ def test_selection_decides_as_the_full_scan(objs: list[Obj], strategy: str, rule
     ssn = Session(snapshot(objs), config, REGISTRY.build_plugins(config))
     if rule:
         ssn.hooks.register(Hook.POD_PREDICATE, odd_rows_only, "odd rows", when=labelled)
-    new = NodeSelection(ssn.cluster, ssn.hooks, ssn.reserved_for)
-    old = ScanningSelection(ssn.cluster, ssn.hooks, ssn.reserved_for)
+    new = NodeSelection(ssn.cluster, ssn.hooks, ssn.starving.rooms)
+    old = ScanningSelection(ssn.cluster, ssn.hooks, ssn.starving.rooms)
     table = ssn.cluster.table
     size = len(table)
     stmt = ssn.statement()
@@ -191,11 +191,11 @@ def test_selection_decides_as_the_full_scan(objs: list[Obj], strategy: str, rule
             room = np.zeros_like(table.alloc)
             rows = data.draw(st.lists(st.integers(0, size - 1), max_size=3))
             room[rows] = table.vector(data.draw(st.sampled_from(pending)).resreq)
-            ssn.reserved_for[data.draw(st.sampled_from(pending)).job] = room
+            ssn.starving.reserve(data.draw(st.sampled_from(pending)).job, room)
             new.held_changed()
             old.held_changed()
-        elif step == "release" and ssn.reserved_for:
-            ssn.reserved_for.pop(data.draw(st.sampled_from(sorted(ssn.reserved_for))))
+        elif step == "release" and ssn.starving.rooms:
+            ssn.starving.release(data.draw(st.sampled_from(sorted(ssn.starving.rooms))))
             new.held_changed()
             old.held_changed()
         elif step == "trim":
