@@ -59,7 +59,7 @@ class Model:
         self.groups = groups
         # One shard of several (None: the whole cluster): its pods are tasks,
         # every other pod is another scheduler's; those on nodes outside the
-        # pool (the cache's nodes) wait apart until their node joins it.
+        # pool (the cache's nodes) wait apart until their node joins it (Foreign).
         self.pools = pools
         self._reown = False                               # a queue's pool changed: look at every pod
         self.cluster = ClusterInfo.assemble((), (), ())
@@ -119,7 +119,7 @@ class Model:
         their moves are not undone (only to be made again by their echoes).
         Until a version of the pod with a node arrives, or forget() says the
         bind was not made, the pod is what its echo will say: Bound there, its
-        PodScheduled condition true (see as_bound); so the echo changes nothing."""
+        PodScheduled condition true (see jobs.as_bound); so the echo changes nothing."""
         self.assumed.keep(binds)
 
     def forget(self, key: PodKey, facts: PodFacts | None) -> None:
