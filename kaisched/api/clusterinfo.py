@@ -211,15 +211,17 @@ class ClusterInfo:
         nodes = {n: NodeInfo(info.spec, info.index, table, dict(info.tasks))
                  for n, info in self.nodes.items()}
         jobs = {k: j.clone() for k, j in self.jobs.items()}
+        # No device in play: a fresh inventory, and claimants looked for if asked.
+        devices, claimants = (self.devices.copy(), self._claimants) if self.devices \
+            else (Devices(), None)
         other = ClusterInfo(nodes, table, jobs, self.queues, self.tree,
                             self.priority_classes, self.now, self.foreign, self.namespace_labels,
                             self._rules, self._domains, topologies=self.topologies,
                             gpus=self.gpus.copy(nodes), sharers=self._sharers,
                             usage=self.usage, budgets=self.budgets,
-                            waiting_groups=self.waiting_groups)
+                            waiting_groups=self.waiting_groups, devices=devices,
+                            claimants=claimants)
         other.storage = self.storage
-        if self.devices:
-            other.devices, other._claimants = self.devices.copy(), self._claimants
         return other
 
     def claimants(self) -> bool:

@@ -6,6 +6,7 @@ a session over 5,000 nodes fast.
 """
 from __future__ import annotations
 
+import copy
 from typing import Mapping, Sequence
 
 import attrs
@@ -71,15 +72,13 @@ class NodeTable:
         return len(self.names)
 
     def copy(self) -> NodeTable:
-        other = object.__new__(NodeTable)
-        other.dims, other.dim_index, other.scale = self.dims, self.dim_index, self.scale
-        other.names, other.index = self.names, self.index     # never mutated
-        other.version = self.version
+        """A table of its own amounts; what never changes once laid out (the
+        columns, the rows' names, the vectors and fit terms memoised per
+        request) is shared."""
+        other = copy.copy(self)
         other.log, other.log_start = [], self.log_end()
         for name in ("alloc", "used", "releasing", "pipelined", "idle", "future", "row_version"):
             setattr(other, name, getattr(self, name).copy())
-        other._vectors, other._fit_terms = self._vectors, self._fit_terms
-        other._row_terms = self._row_terms
         return other
 
     def vector(self, res: Resource) -> np.ndarray:

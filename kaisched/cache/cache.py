@@ -379,7 +379,7 @@ class Cache:
         cluster.storage = self.storage.storage()
         cluster.topologies = self._topologies()
         cluster.budgets = self._budgets()
-        cluster.set_sharers(self.model.sharers > 0)
+        cluster.set_sharers(self.model.sharers.count > 0)
         cluster.waiting_groups = self._waiting_groups(cluster)
         self._lend_devices(cluster)
         return cluster

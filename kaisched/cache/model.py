@@ -12,40 +12,36 @@ A session works on the model itself: every move it makes goes through
 ClusterInfo.replace, which journals it, and the model rewinds the journal
 before the next event or snapshot. So a session sees a copy-on-write view
 that costs nothing to make, and the cache never sees what a session did.
+
+The model keeps the task and job tables; put_pod sorts each pod out and hands
+what is not a task's own to side books, each holding one concern: binds sent
+and not echoed (assumed.py), other schedulers' pods in a Workload API gang
+(strangers.py), those holding room (foreign.py), tasks sharing a GPU
+(sharers.py), the placements tasks hold, interned (placements.py), and the
+room noted for the node table until the next snapshot (roomnotes.py).
 """
 from __future__ import annotations
 
 import operator
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-import numpy as np
-
-from kaisched.api.clusterinfo import ClusterInfo, ForeignPod, RulesInPlay
-from kaisched.api.constraints import Placement
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.gpuask import gpu_memory_label
-from kaisched.api.gpudevices import ONE_GPU, Change, WholeGpu
 from kaisched.api.job import JobInfo, PodGroupStatus
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeSpec
 from kaisched.api.queue import QueueInfo, build_queue_tree
-from kaisched.api.resource import GPU, Resource
+from kaisched.api.resource import GPU
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import OCCUPYING_STATUSES, JobKey, NodeName, PodKey, TaskStatus
+from kaisched.cache.assumed import Assumed
 from kaisched.cache.convert import PodFacts
-from kaisched.cache.jobs import (
-    WORKLOAD_SOURCES,
-    Groups,
-    Priorities,
-    as_bound,
-    describe,
-    foreign_pod,
-    group_key,
-    make_task,
-    unresolved,
-)
-
-# Pods that no longer count in a gang: another scheduler's are not strangers to it then.
-_DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+from kaisched.cache.foreign import Foreign
+from kaisched.cache.jobs import Groups, Priorities, describe, group_key, make_task
+from kaisched.cache.placements import Placements
+from kaisched.cache.roomnotes import RoomNotes
+from kaisched.cache.sharers import Sharers
+from kaisched.cache.strangers import Strangers
 
 if TYPE_CHECKING:
     from kaisched.cache.pools import PoolView
@@ -63,15 +59,11 @@ class Model:
         self.groups = groups
         # One shard of several (None: the whole cluster): its pods are tasks,
         # every other pod is another scheduler's; those on nodes outside the
-        # pool (the cache's nodes) wait apart until their node joins it.
+        # pool (the cache's nodes) wait apart until their node joins it (Foreign).
         self.pools = pools
-        self._pool_nodes: Mapping[str, NodeSpec] = nodes if nodes is not None else {}
-        self.elsewhere: dict[PodKey, ForeignPod] = {}
-        self._elsewhere_on: dict[NodeName, set[PodKey]] = {}
         self._reown = False                               # a queue's pool changed: look at every pod
         self.cluster = ClusterInfo.assemble((), (), ())
         self.tasks: dict[PodKey, TaskInfo] = {}
-        self.foreign: dict[PodKey, ForeignPod] = {}
         self.priorities = Priorities()
         self.by_group: dict[JobKey, set[JobKey]] = {}    # PodGroup -> jobs apart from it (replicas)
         self._group_of: dict[JobKey, JobKey] = {}         # and back
@@ -90,35 +82,17 @@ class Model:
         self._seq = 0
         self._lent_seq = 0
         self.ledger = Ledger()
-        self._relayout = True                             # the table is laid out again at snapshot
-        self._rows: list[int] = []                        # room taken (or given back) since,
-        self._vecs: list[np.ndarray] = []                 # summed into the table at snapshot
-        self._signs: list[float] = []
-        self._releasing: list[bool] = []
         self._queues_changed = True
-        self._foreign_changed = True
-        # Equal placements made one object: the session's per-class caches
-        # then find theirs by identity, not by comparing pod rules field by field.
-        # Counted by the tasks holding each, so its keys are every distinct
-        # placement in use: what the pods' rules read is found without walking
-        # every task (and worked out again only when that set changes).
-        self._placements: dict[Placement, tuple[Placement, int]] = {}
-        self._rules: RulesInPlay | None = None
-        self.claimants = 0                                # tasks naming a ResourceClaim
-        self.sharers = 0                                  # tasks asking for part of a GPU
-        # Placed gpu-memory pods whose node's GPU memory was not known when
-        # they were read: made again once it is (their queue's charge needs it).
-        self.unresolved: set[PodKey] = set()
-        # Binds sent whose echo has not arrived: the pod shows as Bound on
-        # that node meanwhile (as the session that bound it left it).
-        self.assumed: dict[PodKey, NodeName] = {}
-        self._keeping: dict[PodKey, NodeName] = {}        # binds of the session lent out
         self._lent = False                                # to a session, not taken back yet
-        self._settling: dict[PodKey, TaskInfo] = {}       # binds kept, still as allocated
-        # Other schedulers' pods in a gang of the upstream Workload API (whose
-        # pods must all name one scheduler): job -> pod -> its schedulerName.
-        self.strangers: dict[JobKey, dict[PodKey, str]] = {}
-        self._stranger_of: dict[PodKey, JobKey] = {}
+        self.claimants = 0                                # tasks naming a ResourceClaim
+        # The side books, one concern each (see the module's doc).
+        self.room = RoomNotes(self.cluster)
+        self.assumed = Assumed()
+        self.strangers = Strangers(scheduler_name)
+        self.foreign = Foreign(self.cluster, self.room, pools is not None,
+                               nodes if nodes is not None else {})
+        self.sharers = Sharers(self.cluster, self.room)
+        self.placements = Placements()
 
     # -- events ---------------------------------------------------------------------------
 
@@ -128,15 +102,14 @@ class Model:
         if not self._lent:
             return          # taken back already (most events come with no session between)
         self._lent = False
-        keeping, self._keeping = self._keeping, {}
-        if self.cluster.journal:
-            kept = self._kept(keeping) if keeping else {}
+        journal = self.cluster.journal
+        kept = self.assumed.kept(journal or (), self.tasks)
+        if journal:
             self.cluster.rewind(kept)
             for key, task in kept.items():
                 # Allocated as the session left it; at the next catch-up as its
                 # echo will show it, unless the echo came first (it mostly does).
-                self.tasks[key] = self._settling[key] = task
-                self.assumed[key] = keeping[key]
+                self.tasks[key] = task
                 self.moved.add(task.job)        # its counts changed, not what it declares
                 self.revisit(task.job)
         self.cluster.devices.rewind()
@@ -146,32 +119,14 @@ class Model:
         their moves are not undone (only to be made again by their echoes).
         Until a version of the pod with a node arrives, or forget() says the
         bind was not made, the pod is what its echo will say: Bound there, its
-        PodScheduled condition true (see as_bound); so the echo changes nothing."""
-        self._keeping.update(binds)
+        PodScheduled condition true (see jobs.as_bound); so the echo changes nothing."""
+        self.assumed.keep(binds)
 
     def forget(self, key: PodKey, facts: PodFacts | None) -> None:
         """The pod's bind was refused or never made: it is what facts say."""
         self.reclaim()
-        if self.assumed.pop(key, None) is not None:
+        if self.assumed.forget(key):
             self.put_pod(key, facts, facts)
-
-    def _kept(self, keeping: Mapping[PodKey, NodeName]) -> dict[PodKey, TaskInfo]:
-        """Of the binds sent, the tasks the session left allocated on the node
-        bound to, from pending before it (no volumes, devices or shares of a
-        GPU of theirs moved with them: those binds go the long way, undone and
-        echoed)."""
-        finals: dict[PodKey, TaskInfo] = {}
-        for _, new in self.cluster.journal or ():
-            if new.key in keeping:
-                finals[new.key] = new
-        out = {}
-        for key, task in finals.items():
-            before = self.tasks.get(key)
-            if (task.status is TaskStatus.ALLOCATED and task.node_name == keeping[key]
-                    and before is not None and before.status is TaskStatus.PENDING
-                    and not task.claims and not task.pvcs and task.gpu is None):
-                out[key] = task
-        return out
 
     def mine(self, facts: PodFacts) -> bool:
         """Whether this scheduler (this shard) schedules the pod."""
@@ -183,15 +138,9 @@ class Model:
         """The pod changed (facts; before: what it was) or went away (None).
         echo: it changed only where the scheduler's own writes change pods
         (status, node, conditions), its declarations as they were."""
-        cluster = self.cluster
-        bound_to = self.assumed.get(key)
-        if bound_to is not None:
-            if facts is not None and facts.status is TaskStatus.PENDING and facts.node_name is None \
-                    and self.mine(facts):
-                facts = as_bound(facts, bound_to)
-            else:
-                del self.assumed[key]       # bound (here or elsewhere), or gone: its echo
-        self._note_stranger(key, facts)
+        facts = self.assumed.seen(key, facts, self.mine)
+        for job in self.strangers.note(key, facts):
+            self._changed(job)
         old = self.tasks.pop(key, None)
         mine = facts is not None and facts.status is not None and self.mine(facts)
         # A sharer's echo goes the long way: its devices follow its status.
@@ -205,60 +154,44 @@ class Model:
         # It stays a task of the same job, declaring what it did: only counts change.
         alike = old is not None and mine and _declares_alike(before, facts)
         if old is not None:
-            if old.node_name and old.status in OCCUPYING_STATUSES:
-                if not _same_room(old, facts, mine):     # else no change
-                    self._room(old.node_name, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
-                node = cluster.nodes.get(old.node_name)
-                if node is not None:
-                    node.tasks.pop(key, None)
-            if old.gpu is not None:
-                self.sharers -= 1
-                self.unresolved.discard(key)
-                self._holds(cluster.share_moved(old, None))
-            job = cluster.jobs[old.job]
-            job.remove_task(key)
-            self.claimants -= bool(old.claims)
-            self._drop_placement(old.placement)
-            if not alike:
-                self._changed(old.job)
+            self._take_out(key, old, facts, mine, alike)
         else:
-            gone = self.foreign.pop(key, None)
-            if gone is not None:
-                self._foreign_changed = True
-                self._room(gone.node_name, gone.resreq, gone.releasing, -1.0)
-                if gone.reserves is not None:
-                    self._holds(cluster.gpus.reserve(gone.node_name, gone.reserves, key,
-                                                     gone.kai, False))
-                elif gone.gpu is not None:
-                    self._holds(cluster.gpus.move(gone, None))
-            elif self.elsewhere:
-                self._drop_elsewhere(key)
+            self.foreign.drop(key)
         if facts is None or facts.status is None:
             return
-        if not mine:
-            pod = foreign_pod(facts)
-            if pod is None:
-                return
-            if self.pools is not None and pod.node_name not in self._pool_nodes:
-                self.elsewhere[key] = pod
-                self._elsewhere_on.setdefault(pod.node_name, set()).add(key)
-                return
-            self.foreign[key] = pod
-            self._foreign_changed = True
-            self._room(pod.node_name, pod.resreq, pod.releasing, 1.0)
-            if pod.reserves is not None:
-                self._holds(cluster.gpus.reserve(pod.node_name, pod.reserves, key, pod.kai, True))
-            elif pod.gpu is not None:       # another scheduler's sharer holds its share too
-                self._holds(cluster.gpus.move(None, pod))
-            return
-        placement = self._keep_placement(facts.placement)
+        if mine:
+            self._put_in(key, facts, old, alike)
+        else:
+            self.foreign.put(key, facts)
+
+    def _take_out(self, key: PodKey, old: TaskInfo, facts: PodFacts | None, mine: bool,
+                  alike: bool) -> None:
+        """The task the pod was leaves its node and its job (facts, mine,
+        alike: what the pod is now, see put_pod)."""
+        if old.node_name and old.status in OCCUPYING_STATUSES:
+            if not _same_room(old, facts, mine):     # else no change
+                self.room.note(old.node_name, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
+            node = self.cluster.nodes.get(old.node_name)
+            if node is not None:
+                node.tasks.pop(key, None)
+        if old.gpu is not None:
+            self.sharers.left(key, old)
+        self.cluster.jobs[old.job].remove_task(key)
+        self.claimants -= bool(old.claims)
+        self.placements.drop(old.placement)
+        if not alike:
+            self._changed(old.job)
+
+    def _put_in(self, key: PodKey, facts: PodFacts, old: TaskInfo | None, alike: bool) -> None:
+        """The pod, one of this scheduler's, as a task of its job (and on its
+        node when it holds room there)."""
+        cluster = self.cluster
+        placement = self.placements.keep(facts.placement)
         task = self.tasks[key] = make_task(facts, self.priorities, placement, self.groups,
                                            self._gpu_memory)
         self.claimants += bool(task.claims)
         if task.gpu is not None:
-            self.sharers += 1
-            if unresolved(task) and task.node_name not in cluster.nodes:
-                self.unresolved.add(key)
+            self.sharers.came(key, task)
         found = cluster.jobs.get(task.job)
         if found is None:
             job = cluster.jobs[task.job] = JobInfo(task.job, self.groups.single(None))
@@ -275,27 +208,19 @@ class Model:
             self.by_group.setdefault(gk, set()).add(task.job)
             self._group_of[task.job] = gk
         if task.node_name and task.status in OCCUPYING_STATUSES:
-            if old is None or not _same_room(old, facts, mine):
-                self._room(task.node_name, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
+            if old is None or not _same_room(old, facts, True):
+                self.room.note(task.node_name, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
             node = cluster.nodes.get(task.node_name)
             if node is not None:
                 node.tasks[key] = task
         elif any(name not in cluster.table.dim_index for name in task.resreq.names()):
-            self._relayout = True           # a resource no column holds yet
+            self.room.relayout = True       # a resource no column holds yet
         if task.gpu is not None:
-            self._holds(cluster.share_moved(None, task))
+            self.sharers.placed(task)
 
     def _gpu_memory(self, node: NodeName) -> int | None:
         info = self.cluster.nodes.get(node)
         return gpu_memory_label(info.spec.labels) if info is not None else None
-
-    def _holds(self, changes: list[Change]) -> None:
-        """Shared devices whose GPU is held otherwise now: the table counts
-        each once, as a pod holding one GPU (none is pipelined outside a session)."""
-        for node, was, now in changes:
-            for hold, sign in ((was, -1.0), (now, 1.0)):
-                if hold is not None and hold is not WholeGpu.PIPELINED:
-                    self._room(node, ONE_GPU, hold is WholeGpu.RELEASING, sign)
 
     def _moved_in_place(self, key: PodKey, old: TaskInfo, facts: PodFacts) -> None:
         """A task's echo: its status, node, condition and start as facts say, all else
@@ -306,9 +231,9 @@ class Model:
         now = task.node_name if task.status in OCCUPYING_STATUSES else None
         if (was or now) and not _same_room(old, facts, True):
             if was:
-                self._room(was, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
+                self.room.note(was, old.resreq, old.status is TaskStatus.RELEASING, -1.0)
             if now:
-                self._room(now, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
+                self.room.note(now, task.resreq, task.status is TaskStatus.RELEASING, 1.0)
         if was and was in nodes:
             nodes[was].tasks.pop(key, None)
         if now and now in nodes:
@@ -317,65 +242,22 @@ class Model:
         self.moved.add(task.job)            # its counts changed, not what it declares
         self.revisit(task.job)
 
-    def _note_stranger(self, key: PodKey, facts: PodFacts | None) -> None:
-        """Keep track of another scheduler's pod that names a gang of the
-        Workload API: the gang's declaration reads it (a mixed group waits)."""
-        was = self._stranger_of.get(key)
-        now = None
-        if facts is not None and facts.scheduler_name != self.scheduler_name \
-                and facts.gang.source in WORKLOAD_SOURCES \
-                and facts.status is not None and facts.status not in _DONE:
-            now = facts.job
-        if was == now and (now is None or facts is None
-                           or self.strangers[now][key] == facts.scheduler_name):
-            return
-        if was is not None:
-            del self._stranger_of[key]
-            members = self.strangers[was]
-            del members[key]
-            if not members:
-                del self.strangers[was]
-            self._changed(was)
-        if now is not None and facts is not None:
-            self._stranger_of[key] = now
-            self.strangers.setdefault(now, {})[key] = facts.scheduler_name
-            self._changed(now)
-
-    def _room(self, node: NodeName, request: Resource, releasing: bool, sign: float) -> None:
-        """A pod takes (sign 1) or gives back (-1) room on its node. Summed
-        into the table in one go at the snapshot: a row update a pod costs
-        more than the pod's whole conversion."""
-        if self._relayout:
-            return
-        table = self.cluster.table
-        row = table.index.get(node)
-        if row is None:
-            return              # no such node (yet): a layout counts it if one comes
-        vec = table.known_vector(request)
-        if vec is None:
-            self._relayout = True           # a resource no column holds yet
-            return
-        self._rows.append(row)
-        self._vecs.append(vec)
-        self._signs.append(sign)
-        self._releasing.append(releasing)
-
     def put_node(self, name: str, spec: NodeSpec | None) -> None:
         node = self.cluster.nodes.get(NodeName(name))
-        if spec is None or node is None or self._relayout:
-            self._relayout = True
+        if spec is None or node is None or self.room.relayout:
+            self.room.relayout = True
             return
         table = self.cluster.table
         if any(n not in table.dim_index for n in spec.allocatable.names()):
-            self._relayout = True
+            self.room.relayout = True
             return
         gpus = self.cluster.gpus
-        if (gpus.on(node.name) or self.unresolved) and (
+        if (gpus.on(node.name) or self.sharers.unresolved) and (
                 gpu_memory_label(node.spec.labels) != gpu_memory_label(spec.labels)
                 or node.spec.allocatable.get(GPU) != spec.allocatable.get(GPU)):
             # Its shared devices are measured anew, and its sharers' charges.
-            self._relayout = True
-            self.unresolved.update(k for k, t in node.tasks.items() if t.gpu is not None)
+            self.room.relayout = True
+            self.sharers.remeasured(node)
             return
         self.cluster.respec(node, spec)
         table.set_alloc(node.index, table.row_of(spec.allocatable))
@@ -383,27 +265,12 @@ class Model:
     # -- shards: nodes joining and leaving the pool, pods changing hands --------------------
 
     def node_joined(self, name: str) -> None:
-        """A node came into the pool: the other pods on it take room here now
-        (the layout it causes counts them)."""
-        for key in self._elsewhere_on.pop(NodeName(name), ()):
-            self.foreign[key] = self.elsewhere.pop(key)
-            self._foreign_changed = True
+        """A node came into the pool (see Foreign.node_joined)."""
+        self.foreign.node_joined(name)
 
     def node_left(self, name: str) -> None:
-        """A node left the pool: the other pods on it matter here no more."""
-        for key in [k for k, pod in self.foreign.items() if pod.node_name == name]:
-            pod = self.foreign.pop(key)
-            self.elsewhere[key] = pod
-            self._elsewhere_on.setdefault(pod.node_name, set()).add(key)
-            self._foreign_changed = True
-
-    def _drop_elsewhere(self, key: PodKey) -> None:
-        pod = self.elsewhere.pop(key, None)
-        if pod is not None:
-            keys = self._elsewhere_on[pod.node_name]
-            keys.discard(key)
-            if not keys:
-                del self._elsewhere_on[pod.node_name]
+        """A node left the pool (see Foreign.node_left)."""
+        self.foreign.node_left(name)
 
     def reown(self, pods: Mapping[PodKey, PodFacts], keys: Iterable[PodKey]) -> None:
         """These pods may have changed hands (their PodGroup names another pool)."""
@@ -500,12 +367,11 @@ class Model:
             self._reown_changed(pods)
         jobs = self.cluster.jobs
         ledger = self.ledger
-        for pod, task in self._settling.items():
+        for pod, task in self.assumed.settling().items():
             if self.tasks.get(pod) is task:         # no echo yet: as it will show it
                 bound = self.tasks[pod] = task.evolve(status=TaskStatus.BOUND, unschedulable=None,
                                                       unschedulable_reason=None)
                 self.cluster.settle(task, bound)
-        self._settling = {}
         for key, status in self._restatus.items():
             found = jobs.get(key)
             if found is not None:
@@ -520,16 +386,12 @@ class Model:
                 job = None
             if job is not None:
                 describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities,
-                         self.strangers.get(key))
+                         self.strangers.of(key))
             else:
                 self._forget(key)
             ledger.put(key, job)
         self.changed, self.moved = set(), set()
-        if self._rows and not self._relayout:
-            self.cluster.table.add_many(np.array(self._rows),
-                                        np.array(self._vecs) * np.array(self._signs)[:, None],
-                                        np.array(self._releasing))
-        self._rows, self._vecs, self._signs, self._releasing = [], [], [], []
+        self.room.sum_into_table()
 
     def _forget(self, key: JobKey) -> None:
         """A job gone: nothing to report of it, no PodGroup to read for it."""
@@ -547,12 +409,10 @@ class Model:
         """Bring what events left for later up to date, and lend the model out."""
         self.catch_up(pods)
         cluster = self.cluster
-        if self._foreign_changed:
-            cluster.foreign = tuple(self.foreign[k] for k in sorted(self.foreign))
-            self._foreign_changed = False
-        if self._relayout or self._queues_changed:
+        self.foreign.publish()
+        if self.room.relayout or self._queues_changed:
             self._layout(nodes, queues)
-        if self.unresolved:
+        if self.sharers.unresolved:
             self._resolve(pods, nodes)
             self.catch_up(pods)
         # A job that changed, or was spoken of, is looked at once more: what
@@ -562,53 +422,26 @@ class Model:
         cluster.priority_classes = dict(self.priorities.values)
         cluster.namespace_labels = namespaces
         cluster.now = now
-        cluster.lend(self._rules_in_play(), self.ledger)
+        cluster.lend(self.placements.rules_in_play(cluster.foreign), self.ledger)
         self._lent = True
         return cluster
 
     def _resolve(self, pods: Mapping[PodKey, PodFacts], nodes: Mapping[str, NodeSpec]) -> None:
         """Placed gpu-memory pods read before their node was known (or whose
         node's GPUs changed): made again, so their charge is of their GPU."""
-        for key in sorted(self.unresolved):
-            facts = pods.get(key)
-            if facts is None or facts.node_name is None or facts.node_name not in nodes:
-                continue
-            self.unresolved.discard(key)
+        for key, facts in self.sharers.resolvable(pods, nodes):
             self.put_pod(key, facts, facts)
 
     def _layout(self, nodes: Mapping[str, NodeSpec], queues: Mapping[str, QueueInfo]) -> None:
         old = self.cluster
-        if self._relayout:
+        if self.room.relayout:
             fresh = ClusterInfo.assemble(nodes.values(), old.jobs.values(), queues.values(),
                                          foreign=old.foreign)
             old.relay(fresh.nodes, fresh.table, fresh.gpus)
             old.queues, old.tree = fresh.queues, fresh.tree
         else:
             old.queues, old.tree = build_queue_tree(queues.values())
-        self._relayout = self._queues_changed = False
-
-    def _keep_placement(self, placement: Placement) -> Placement:
-        shared, count = self._placements.get(placement, (placement, 0))
-        self._placements[placement] = (shared, count + 1)
-        if not count:
-            self._rules = None
-        return shared
-
-    def _drop_placement(self, placement: Placement) -> None:
-        shared, count = self._placements[placement]
-        if count > 1:
-            self._placements[placement] = (shared, count - 1)
-        else:
-            del self._placements[placement]
-            self._rules = None
-
-    def _rules_in_play(self) -> RulesInPlay:
-        if self._rules is None:
-            self._rules = RulesInPlay.of(p.rules for p in self._placements)
-        foreign = self.cluster.foreign
-        if not any(p.rules for p in foreign):
-            return self._rules
-        return RulesInPlay.of([*(p.rules for p in self._placements), *(p.rules for p in foreign)])
+        self.room.relayout = self._queues_changed = False
 
 
 def _same_room(old: TaskInfo, facts: PodFacts | None, mine: bool) -> bool:
