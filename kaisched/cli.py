@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
 import signal
-import socket
 import threading
 import time
 from pathlib import Path
@@ -17,13 +15,14 @@ import orjson
 
 from kaisched.bench import BENCHES
 from kaisched.builtins.catalog import register_builtins
-from kaisched.console import OneLineGroup, emit, output_option, say
+from kaisched.console import OneLineGroup, emit, output_option, replica_options, say
 from kaisched.errors import InputError, PathError
 from kaisched.framework import Registry, SchedulerConfig, default_config, load_config
 
 if TYPE_CHECKING:
     from kaisched.cluster.kube import KubeCluster
     from kaisched.cluster.snapshot import LoadedFile
+    from kaisched.service.leader import LeaseOptions
 
 
 # What load_configuration does without --kubeconfig, as kubectl does.
@@ -187,22 +186,9 @@ def _memory_limit(_ctx: click.Context, _param: click.Parameter, value: str | Non
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help=KUBECONFIG_HELP)
 @click.option("--config", "config_path", metavar="FILE",
               help="Scheduler config YAML (default: built-in, the same as config/scheduler.yaml).")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), default=8080, show_default=True,
-              metavar="PORT",
-              help="Port of /metrics, /healthz and /readyz (0: none).")
-@click.option("--lease-namespace", metavar="NAMESPACE",
-              default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
-              show_default="$POD_NAMESPACE, else the namespace kaisched-system",
-              help="Namespace of the Lease that elects the leader.")
-@click.option("--identity", metavar="NAME",
-              default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
-              show_default="$POD_NAME or the host name",
-              help="This replica's name on the Lease (unique among the replicas).")
-@click.option("--lease-name", metavar="NAME",
-              help="The Lease its replicas elect a leader on (default: kaisched; with a "
-                   "nodePool in the config, kaisched-<pool>: one per shard).")
-@click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
-              help="Run a single replica without a Lease (never run two like this).")
+@replica_options(metrics_port=8080, lease_name=None,
+                 lease_name_help="The Lease its replicas elect a leader on (default: kaisched; "
+                                 "with a nodePool in the config, kaisched-<pool>: one per shard).")
 @click.option("--binders", type=click.IntRange(1, 64), default=32, show_default=True, metavar="N",
               help="Requests in flight at once (binds first, then status and Events).")
 @click.option("--api-qps", type=click.FloatRange(min=0), default=1000.0, show_default=True,
@@ -217,8 +203,7 @@ def _memory_limit(_ctx: click.Context, _param: click.Parameter, value: str | Non
               help="Check the cluster at start against this much memory (6Gi; 0: no check) "
                    "instead of the container's limit.")
 def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
-        lease_namespace: str, identity: str, lease_name: str | None, no_leader_elect: bool,
-        binders: int, api_qps: float, api_burst: int, cycles: int | None,
+        lease: LeaseOptions, binders: int, api_qps: float, api_burst: int, cycles: int | None,
         memory_limit: str | None) -> None:
     """The scheduler against a cluster: leader election, /metrics, /healthz."""
     from kaisched.api.clock import WallClock
@@ -228,7 +213,6 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     from kaisched.runtime.scheduler import Scheduler, serve
     from kaisched.runtime.throttle import WriteThrottle
     from kaisched.service.health import Health
-    from kaisched.service.leader import LeaderElector
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry = register_builtins()
@@ -237,9 +221,8 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     _check_memory(client, memory_limit)
     clock = WallClock()
     pool = config.node_pool
-    elector = None if no_leader_elect else LeaderElector(
-        client.with_timeout(5.0), clock, identity, lease_namespace,
-        lease_name or shard_lease(pool.value if pool is not None else None))
+    elector = lease.elector(client.with_timeout(5.0), clock,
+                            shard_lease(pool.value if pool is not None else None))
     binder = Binder(client, clock.now, workers=binders, qps=api_qps, burst=api_burst,
                     throttle=WriteThrottle(),
                     leading=elector.is_leading if elector is not None else None)
