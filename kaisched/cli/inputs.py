@@ -66,7 +66,6 @@ kube_version_option = click.option(
     help="Check objects against this Kubernetes version's schemas (default: the newest bundled).")
 
 
-
 def say_what_is_missing(path: str, objects: list[dict[str, Any]]) -> None:
     """A file with no pods (or no nodes) replays to nothing: say why."""
     kinds = {str(o.get("kind")) for o in objects}
@@ -77,7 +76,6 @@ def say_what_is_missing(path: str, objects: list[dict[str, Any]]) -> None:
         click.echo(f"note: {path} has no pods: nothing to schedule{made}", err=True)
     elif "Node" not in kinds:
         click.echo(f"note: {path} has no Nodes: every pod stays pending", err=True)
-
 
 
 def load_checked(path: str, strict: bool) -> LoadedFile:
@@ -114,8 +112,6 @@ def duration(value: str | None, flag: str) -> float | None:
         return parse_duration(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=flag) from None
-
-
 
 
 # A command that reads a cluster once (snapshot-dump, explain) asks again after these

@@ -33,7 +33,6 @@ def _memory_limit(_ctx: click.Context, _param: click.Parameter, value: str | Non
     return value
 
 
-
 @click.command()
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help=inputs.KUBECONFIG_HELP)
 @click.option("--config", "config_path", metavar="FILE",
