@@ -83,6 +83,13 @@ def output_option(*formats: str, default: str, help: str) -> Any:
                         show_default=True, help=help)
 
 
+# --kubeconfig of the commands that read a cluster, saying what load_configuration does
+# without it, as kubectl does.
+kubeconfig_option = click.option(
+    "--kubeconfig", type=click.Path(dir_okay=False),
+    help="Kubeconfig file (default: the in-cluster config, else $KUBECONFIG or ~/.kube/config).")
+
+
 def replica_options(*, metrics_port: int, lease_name: str | None,
                     lease_name_help: str) -> Callable[[Command], Command]:
     """The options of a controller's replica (`kaisched run`, `podgrouper run`):

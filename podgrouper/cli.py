@@ -12,7 +12,7 @@ import click
 import orjson
 import yaml
 
-from kaisched.console import OneLineGroup, output_option, replica_options
+from kaisched.console import OneLineGroup, kubeconfig_option, output_option, replica_options
 from kaisched.errors import ApiError, InputError
 from kaisched.service.leader import LeaseOptions
 
@@ -36,9 +36,7 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--kubeconfig", type=click.Path(dir_okay=False),
-              help="Kubeconfig file (default: the in-cluster config, else $KUBECONFIG or "
-                   "~/.kube/config).")
+@kubeconfig_option
 @click.option("--period", default="1s", show_default=True, callback=_duration, metavar="DURATION",
               help="How often to handle what the watch reported.")
 @click.option("--owner-resync", default="30s", show_default=True, callback=_duration,

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from kaisched.cluster.snapshot import LoadedFile
 
 
-# What load_configuration does without --kubeconfig, as kubectl does.
-KUBECONFIG_HELP = "Kubeconfig file (default: the in-cluster config, else $KUBECONFIG or ~/.kube/config)."
 # Lines of objects skipped from one file, at most (a big snapshot can have thousands).
 MAX_SKIPPED_LINES = 20
 

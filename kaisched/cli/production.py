@@ -12,7 +12,7 @@ import click
 
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import inputs
-from kaisched.console import replica_options
+from kaisched.console import kubeconfig_option, replica_options
 from kaisched.errors import InputError
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def _memory_limit(_ctx: click.Context, _param: click.Parameter, value: str | Non
 
 
 @click.command()
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help=inputs.KUBECONFIG_HELP)
+@kubeconfig_option
 @click.option("--config", "config_path", metavar="FILE",
               help="Scheduler config YAML (default: built-in, the same as config/scheduler.yaml).")
 @replica_options(metrics_port=8080, lease_name=None,

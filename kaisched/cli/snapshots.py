@@ -10,6 +10,7 @@ import orjson
 
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import inputs
+from kaisched.console import kubeconfig_option
 
 
 class _FormatOrOldPath(click.Choice):
@@ -33,7 +34,7 @@ class _OldPath(str):
 
 @click.command("snapshot-dump")
 @click.argument("path", required=False, metavar="[FILE]", type=click.Path(dir_okay=False))
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help=inputs.KUBECONFIG_HELP)
+@kubeconfig_option
 @click.option("-f", "--file", "file", type=click.Path(dir_okay=False),
               help="The Snapshot file to write (or FILE after the command; '-' or none: "
                    "standard output).")
