@@ -1,18 +1,24 @@
 """What the command lines share: errors as one line, never a traceback."""
 from __future__ import annotations
 
+import functools
+import os
 import shutil
+import socket
 import sys
 import textwrap
 import threading
 import time
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO, TypeVar
 
 import click
 import orjson
 import yaml
 
 from kaisched.errors import KaischedError
+from kaisched.service.leader import LeaseOptions
+
+Command = TypeVar("Command", bound=Callable[..., object])
 
 
 class OneLineGroup(click.Group):
@@ -75,6 +81,53 @@ def output_option(*formats: str, default: str, help: str) -> Any:
     """-o/--output, as kubectl has it: json and yaml for tools, wide where a table exists."""
     return click.option("-o", "--output", "output", type=Format(*formats), default=default,
                         show_default=True, help=help)
+
+
+# --kubeconfig of the commands that read a cluster, saying what load_configuration does
+# without it, as kubectl does.
+kubeconfig_option = click.option(
+    "--kubeconfig", type=click.Path(dir_okay=False),
+    help="Kubeconfig file (default: the in-cluster config, else $KUBECONFIG or ~/.kube/config).")
+
+
+def replica_options(*, metrics_port: int, lease_name: str | None,
+                    lease_name_help: str) -> Callable[[Command], Command]:
+    """The options of a controller's replica (`kaisched run`, `podgrouper run`):
+    --metrics-port, and its part in leader election (--lease-namespace,
+    --identity, --lease-name, --no-leader-elect), handed to the command as one
+    `lease`, a LeaseOptions. lease_name: the default shown (None: the command
+    chooses one, which lease_name_help says)."""
+    options = (
+        click.option("--metrics-port", type=click.IntRange(0, 65535), default=metrics_port,
+                     show_default=True, metavar="PORT",
+                     help="Port of /metrics, /healthz and /readyz (0: none)."),
+        click.option("--lease-namespace", metavar="NAMESPACE",
+                     default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
+                     show_default="$POD_NAMESPACE, else the namespace kaisched-system",
+                     help="Namespace of the Lease that elects the leader."),
+        click.option("--identity", metavar="NAME",
+                     default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
+                     show_default="$POD_NAME or the host name",
+                     help="This replica's name on the Lease (unique among the replicas)."),
+        click.option("--lease-name", metavar="NAME", default=lease_name,
+                     show_default=lease_name is not None, help=lease_name_help),
+        click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
+                     help="Run a single replica without a Lease (never run two like this)."),
+    )
+
+    def decorate(command: Command) -> Command:
+        @functools.wraps(command)
+        def with_lease(*args: Any, lease_namespace: str, identity: str, lease_name: str | None,
+                       no_leader_elect: bool, **kwargs: Any) -> object:
+            lease = LeaseOptions(not no_leader_elect, lease_namespace, identity, lease_name)
+            return command(*args, lease=lease, **kwargs)
+
+        wrapped: Any = with_lease
+        for option in reversed(options):     # the first given is the first in --help
+            wrapped = option(wrapped)
+        return wrapped
+
+    return decorate
 
 
 def emit(data: Any, output: str) -> None:

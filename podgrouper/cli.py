@@ -4,9 +4,7 @@ Errors print one line, never a traceback."""
 from __future__ import annotations
 
 import logging
-import os
 import signal
-import socket
 import threading
 from typing import Any
 
@@ -14,8 +12,9 @@ import click
 import orjson
 import yaml
 
-from kaisched.console import OneLineGroup, output_option
+from kaisched.console import OneLineGroup, kubeconfig_option, output_option, replica_options
 from kaisched.errors import ApiError, InputError
+from kaisched.service.leader import LeaseOptions
 
 
 def _duration(_ctx: click.Context, param: click.Parameter, value: str) -> float:
@@ -37,9 +36,7 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--kubeconfig", type=click.Path(dir_okay=False),
-              help="Kubeconfig file (default: the in-cluster config, else $KUBECONFIG or "
-                   "~/.kube/config).")
+@kubeconfig_option
 @click.option("--period", default="1s", show_default=True, callback=_duration, metavar="DURATION",
               help="How often to handle what the watch reported.")
 @click.option("--owner-resync", default="30s", show_default=True, callback=_duration,
@@ -47,30 +44,15 @@ def main() -> None:
               help="How often the owners of existing PodGroups are re-read to follow scaling.")
 @click.option("--scheduler-name", default="kaisched", show_default=True, metavar="NAME",
               help="Group only pods with this spec.schedulerName.")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), default=8081, show_default=True,
-              metavar="PORT",
-              help="Port of /metrics, /healthz and /readyz (0: none).")
-@click.option("--lease-namespace", metavar="NAMESPACE",
-              default=lambda: os.environ.get("POD_NAMESPACE", "kaisched-system"),
-              show_default="$POD_NAMESPACE, else the namespace kaisched-system",
-              help="Namespace of the Lease that elects the leader.")
-@click.option("--lease-name", default="kaisched-podgrouper", show_default=True, metavar="NAME",
-              help="The Lease its replicas share.")
-@click.option("--identity", metavar="NAME",
-              default=lambda: os.environ.get("POD_NAME") or socket.gethostname(),
-              show_default="$POD_NAME or the host name",
-              help="This replica's name on the Lease (unique among the replicas).")
-@click.option("--no-leader-elect", "no_leader_elect", is_flag=True,
-              help="Run a single replica without a Lease (never run two like this).")
+@replica_options(metrics_port=8081, lease_name="kaisched-podgrouper",
+                 lease_name_help="The Lease its replicas share.")
 def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_name: str,
-        metrics_port: int, lease_namespace: str, lease_name: str, identity: str,
-        no_leader_elect: bool) -> None:
+        metrics_port: int, lease: LeaseOptions) -> None:
     """Run the controller against a cluster until SIGTERM or Ctrl-C: one replica
     at a time through a Lease, /metrics, /healthz and /readyz."""
     from kaisched.api.clock import WallClock
     from kaisched.cluster.kube import KubeCluster
     from kaisched.service.health import Health
-    from kaisched.service.leader import LeaderElector
     from podgrouper.controller import PodGrouper
     from podgrouper.metrics import GrouperMetrics
 
@@ -84,8 +66,7 @@ def run(kubeconfig: str | None, period: float, owner_resync: float, scheduler_na
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    elector = None if no_leader_elect else LeaderElector(
-        client.with_timeout(5.0), clock, identity, lease_namespace, lease_name)
+    elector = lease.elector(client.with_timeout(5.0), clock, "kaisched-podgrouper")
     grouper = PodGrouper(client, clock, scheduler_name=scheduler_name,
                          owner_resync=owner_resync)
     metrics = GrouperMetrics()

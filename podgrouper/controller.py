@@ -11,7 +11,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from kaisched.api import labels as L
 from kaisched.api.clock import Clock
@@ -29,6 +29,7 @@ from kaisched.errors import (
     TransientApiError,
     UnreachableError,
 )
+from kaisched.service import loop
 from kaisched.service.outage import Outage
 from podgrouper.groupers import GroupSpec, Lineage, Registry, builtin_groupers, group_owner, pick
 from podgrouper.groupers.workload import default_grouper
@@ -95,6 +96,11 @@ class PodGrouper:
         return self._writes - before
 
     @property
+    def pending(self) -> int:
+        """Pods left without a PodGroup (retried next sync)."""
+        return len(self._pending)
+
+    @property
     def synced(self) -> bool:
         """The watch has listed what exists (the readiness probe)."""
         return self._subscription is not None
@@ -106,53 +112,19 @@ class PodGrouper:
     def run(self, stop: threading.Event, period: float, elector: LeaderElector | None = None,
             metrics: GrouperMetrics | None = None, health: Health | None = None,
             max_delay: float = 30.0) -> int:
-        """The live loop until stop: every period a sync while this replica leads
-        the Lease (a standby only follows the watch, so it takes over warm).
-        Failing syncs are said once, reminded once a minute, and retried with
-        backoff -- cut short when the API answers again. On stop the Lease is
-        released. Returns the number of periods run."""
-        outage = Outage(log, "PodGrouper sync", period, max_delay)
-        reachability = getattr(self.client, "health", None)
-        lease_stop = threading.Event()
-        if elector is not None:
-            elector.start(lease_stop)
-            elector.tried.wait(period + 10.0)
-        done = 0
+        """The live loop (service.loop) until stop: every period a sync while
+        this replica leads the Lease (a standby only follows the watch, so it
+        takes over warm). Failing syncs are said once, reminded once a minute,
+        and retried with backoff -- cut short when the API answers again. On
+        stop the Lease is released. Returns the number of periods run."""
         try:
-            while not stop.is_set():
-                started = time.monotonic()
-                leads = elector.is_leading() if elector is not None else True
-                try:
-                    if leads:
-                        writes = self.sync()
-                        if metrics is not None:
-                            metrics.synced(writes, time.monotonic() - started, len(self._pending))
-                    else:
-                        self.follow()
-                    outage.succeeded()
-                    delay = max(0.0, period - (time.monotonic() - started))
-                except ApiError as exc:
-                    delay = outage.failed(exc)
-                    if metrics is not None:
-                        metrics.sync_errors.inc()
-                if metrics is not None:
-                    metrics.leader.set(1 if leads else 0)
-                done += 1
-                if health is not None:
-                    health.beat()
-                if outage.failing and reachability is not None:
-                    reachability.pause(delay, stop)
-                elif elector is not None and not leads:
-                    elector.stand_by(stop, delay)
-                else:
-                    stop.wait(delay)
+            return loop.serve(_Grouping(self, metrics), stop, period,
+                              Outage(log, "PodGrouper sync", period, max_delay),
+                              elector=elector, health=health,
+                              reachability=getattr(self.client, "health", None))
         finally:
-            lease_stop.set()
-            if elector is not None:
-                elector.release()
             if metrics is not None:
                 metrics.leader.set(0)
-        return done
 
     # -- the watch -------------------------------------------------------------
     def _drain(self) -> None:
@@ -360,6 +332,30 @@ class PodGrouper:
         except ApiError as exc:
             log.warning("%s: could not record %s (%s): %s", describe(about), reason,
                         "; ".join(messages), exc)
+
+
+class _Grouping(loop.Duty):
+    """The PodGrouper's duty in the loop: a leader syncs, a standby follows."""
+
+    def __init__(self, grouper: PodGrouper, metrics: GrouperMetrics | None) -> None:
+        self.grouper = grouper
+        self.metrics = metrics
+
+    def lead(self, proceed: Callable[[], bool]) -> None:
+        started = time.monotonic()
+        writes = self.grouper.sync()
+        if self.metrics is not None:
+            self.metrics.synced(writes, time.monotonic() - started, self.grouper.pending)
+
+    def follow(self) -> None:
+        self.grouper.follow()
+
+    def passed(self, turn: loop.Turn, failure: ApiError | None) -> None:
+        if self.metrics is None:
+            return
+        if failure is not None:
+            self.metrics.sync_errors.inc()
+        self.metrics.leader.set(1 if turn.leads else 0)
 
 
 class _OwnerCache:

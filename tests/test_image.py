@@ -82,7 +82,7 @@ def test_the_wheel_builds_from_what_the_dockerfile_copies_and_has_both_commands(
     scripts.read_string(wheel.read(entry_points).decode())
     assert dict(scripts["console_scripts"]) == {"kaisched": "kaisched.cli:main",
                                                 "podgrouper": "podgrouper.cli:main"}
-    for package in ("kaisched/cli.py", "podgrouper/cli.py", "actions/__init__.py",
+    for package in ("kaisched/cli/__init__.py", "podgrouper/cli.py", "actions/__init__.py",
                     "plugins/__init__.py"):
         assert package in names, package
 

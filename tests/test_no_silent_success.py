@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import kaisched.cli as cli
-from kaisched.cli import main
+from kaisched.cli import inputs, main
 from kaisched.sim.bundled import bundled_examples
 from podgrouper.cli import main as podgrouper
 
@@ -136,7 +135,7 @@ def test_snapshot_dump_says_the_api_server_is_down_in_its_own_words(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(UNREACHABLE)
-    monkeypatch.setattr(cli, "READ_RETRIES", (0.01, 0.01))
+    monkeypatch.setattr(inputs, "READ_RETRIES", (0.01, 0.01))
     result = CliRunner().invoke(main, ["snapshot-dump", "--kubeconfig", str(kubeconfig), "-f",
                                        str(tmp_path / "now.json")])
     assert result.exit_code == 1

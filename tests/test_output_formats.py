@@ -17,8 +17,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import kaisched.cli as cli
-from kaisched.cli import main
+from kaisched.cli import inputs, main
 from kaisched.console import Elapsed
 from podgrouper.cli import main as podgrouper
 
@@ -73,7 +72,7 @@ def live(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     from kaisched.cluster.snapshot import load_file
 
     items = load_file(GANG).objects
-    monkeypatch.setattr(cli, "_read_live", lambda kubeconfig, command: items)
+    monkeypatch.setattr(inputs, "read_live", lambda kubeconfig, command: items)
     return items
 
 

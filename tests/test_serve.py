@@ -126,16 +126,17 @@ def test_a_lead_lost_and_taken_again_between_two_looks_drops_what_the_old_term_m
     """The loop looks at the lease once a period. A lead lost and taken again
     in between is a new term all the same: the old term's queued binds, holds
     and assumed binds are dropped, as when the loss is seen."""
-    from kaisched.runtime.scheduler import _LoopState
+    from kaisched.runtime.scheduler import Scheduling
+    from kaisched.service.loop import Terms
 
     cluster = cluster_with_pods(2)
     sched = scheduler(cluster)
     sched.sync()
-    state = _LoopState()
+    duty, terms = Scheduling(sched, threading.Event(), None), Terms()
     dropped: list[str] = []
     sched.step_down = lambda: dropped.append("stepped down")     # type: ignore[method-assign]
-    state.leading(True, sched, None, term=1)
-    state.leading(True, sched, None, term=1)
+    duty.turned(terms.look(True, 1))
+    duty.turned(terms.look(True, 1))
     assert dropped == []
-    state.leading(True, sched, None, term=2)
+    duty.turned(terms.look(True, 2))
     assert dropped == ["stepped down"]

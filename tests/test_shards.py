@@ -13,7 +13,7 @@ from prometheus_client import generate_latest
 
 from kaisched.api.clock import ManualClock
 from kaisched.builtins.catalog import register_builtins
-from kaisched.cli import shard_lease
+from kaisched.cli.production import shard_lease
 from kaisched.cluster.kinds import NODE, POD, QUEUE
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.errors import ConfigError

@@ -39,6 +39,7 @@ from kaisched.runtime.binder import Binder, BindReport
 from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.errorlog import ErrorLog
 from kaisched.runtime.usagebooks import UsageBook, usage_book
+from kaisched.service import loop
 
 if TYPE_CHECKING:
     from kaisched.runtime.metrics import Metrics
@@ -57,8 +58,6 @@ ECHO_WAIT = 2.0
 # A pod assumed bound this long with no echo, and no bind of it under way, is
 # read again: no optimisation may wait on a bind forever.
 ECHO_TTL = 30.0
-# How often a leader applies watch events while it waits for the next period.
-PAUSE_SYNC = 0.1
 
 
 @contextlib.contextmanager
@@ -302,134 +301,89 @@ class Scheduler:
 def serve(scheduler: Scheduler, stop: threading.Event, elector: LeaderElector | None = None,
           metrics: Metrics | None = None, cycles: int | None = None,
           stop_timeout: float = 5.0, health: Health | None = None) -> int:
-    """The production loop: lead (or stand by with a warm cache) and schedule
-    every schedulePeriod. A cycle runs only while this replica leads and every
-    watch is connected (an API outage pauses scheduling; nothing is lost). On
-    stop, gangs whose binds began are finished, the rest is left, and the Lease
-    is released. Each finished period is told to health (the liveness probe).
-    Returns the number of periods run."""
-    period = scheduler.config.schedule_period
+    """The production loop (service.loop): lead (or stand by with a warm cache)
+    and schedule every schedulePeriod. A cycle runs only while this replica
+    leads and every watch is connected (an API outage pauses scheduling;
+    nothing is lost). On stop, gangs whose binds began are finished, the rest
+    is left, and the Lease is released. Returns the number of periods run."""
     binder = scheduler.binder
     if metrics is not None:
         binder.observer = metrics
-    leading: Callable[[], bool] = elector.is_leading if elector is not None else _always
     if binder.leading is None and elector is not None:
         binder.leading = elector.is_leading
     if binder.halted is None:
         binder.halted = stop.is_set
-    lease_stop = threading.Event()
-    if elector is not None:
-        elector.start(lease_stop)
-    state = _LoopState()
-    done = 0
     try:
-        if elector is not None:
-            # The lists (in parallel) and the first Lease try overlap; the
-            # first cycle runs as soon as both are done.
-            try:
-                scheduler.sync()
-            except ApiError as exc:
-                state.failed(exc)
-            elector.tried.wait(period + 10.0)
-        while not stop.is_set() and (cycles is None or done < cycles):
-            started = time.monotonic()
-            try:
-                leads = leading()
-                state.leading(leads, scheduler, metrics,
-                              elector.term if elector is not None else 0)
-                if not leads:
-                    scheduler.follow()      # a standby keeps up, to take over fast
-                else:
-                    scheduler.sync()
-                    if state.watches(scheduler.client.watching()):
-                        result = scheduler.run_once(
-                            lambda: not stop.is_set() and leading())
-                        if metrics is not None:
-                            metrics.observe(result, scheduler.clock.now())
-                        state.cycled(result)
-                        if result.abandoned and not stop.is_set():
-                            scheduler.step_down()
-                state.reached()
-            except ApiError as exc:
-                state.failed(exc)
-                if metrics is not None:
-                    metrics.cycle_errors.inc()
-            done += 1
-            if health is not None:
-                health.beat()
-            _pause(stop, elector, max(0.0, period - (time.monotonic() - started)),
-                   scheduler.sync if state.is_leading else None)
+        return loop.serve(Scheduling(scheduler, stop, metrics, stop_timeout), stop,
+                          scheduler.config.schedule_period, SkippedCycles(),
+                          elector=elector, health=health, cycles=cycles)
     finally:
-        binder.stop(stop_timeout)
-        lease_stop.set()
-        if elector is not None:
-            elector.release()
         if metrics is not None:
             metrics.leader.set(0)
-    return done
 
 
-def _pause(stop: threading.Event, elector: LeaderElector | None, seconds: float,
-           sync: Callable[[], int] | None = None) -> None:
-    """Until the next period -- or at once when this replica becomes leader.
-    A leader applies the watch events as they come meanwhile (sync): the
-    echoes of its binds, what finished and arrived. They are applied in the
-    same order either way, so the next cycle decides the same, but it starts
-    with few left to apply."""
-    if elector is not None and not elector.elected.is_set():
-        elector.stand_by(stop, seconds)
-        return
-    deadline = time.monotonic() + seconds
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or stop.wait(min(left, PAUSE_SYNC)):
-            return
-        if sync is not None:
-            try:
-                sync()
-            except ApiError:
-                sync = None     # the next period's sync meets it again, and says so
+class Scheduling(loop.Duty):
+    """The scheduler's duty in the loop: a leader's pass is a cycle, a
+    standby's keeps the cache and what a snapshot needs warm (follow)."""
 
-
-class _LoopState:
-    """What the loop last said, so that each change is said once."""
-
-    def __init__(self) -> None:
-        self._leading: bool | None = None
-        self._term = 0                          # the elector's count of leads taken
+    def __init__(self, scheduler: Scheduler, stop: threading.Event, metrics: Metrics | None,
+                 stop_timeout: float = 5.0) -> None:
+        self.scheduler = scheduler
+        self.stop = stop
+        self.metrics = metrics
+        self.stop_timeout = stop_timeout
         self._watching = True
-        self._failing = ""
         self._led_since: float | None = None    # leading, and no cycle has ended since
 
-    @property
-    def is_leading(self) -> bool:
-        return bool(self._leading)
+    def prepare(self) -> None:
+        self.scheduler.sync()
 
-    def leading(self, leads: bool, scheduler: Scheduler, metrics: Metrics | None,
-                term: int = 0) -> None:
-        """term: how many times this replica has taken the lead. A lead lost and
-        taken again between two looks is a new term: what the old one meant to
-        do is dropped as if the loss had been seen."""
-        lost = bool(self._leading) and (not leads or term != self._term)
-        if lost:
+    def turned(self, turn: loop.Turn) -> None:
+        """A lead lost drops what the old term meant to do; a lead taken starts
+        the clock of what the takeover costs."""
+        scheduler, metrics = self.scheduler, self.metrics
+        if turn.lost:
             scheduler.step_down()
             if metrics is not None:
                 metrics.forget_queues()     # only the leader's figures are the cluster's
-        taken = leads and (lost or not self._leading)
-        if taken:
+        if turn.taken:
             self._led_since = time.monotonic()
         if metrics is not None:
-            metrics.leader.set(1 if leads else 0)
-            if taken:
+            metrics.leader.set(1 if turn.leads else 0)
+            if turn.taken:
                 # Cycles report only the queues whose status changed: a new
                 # leader starts from what the Queue objects say.
                 for queue in scheduler.cache.queues.values():
                     if queue.status is not None and scheduler.cache.owns_queue(queue.name):
                         metrics.observe_queue(queue.name, queue.status, None)
-        self._leading = leads
-        self._term = term
 
-    def cycled(self, result: CycleResult) -> None:
+    def lead(self, proceed: Callable[[], bool]) -> None:
+        scheduler = self.scheduler
+        scheduler.sync()
+        if not self._watches(scheduler.client.watching()):
+            return
+        result = scheduler.run_once(proceed)
+        if self.metrics is not None:
+            self.metrics.observe(result, scheduler.clock.now())
+        self._cycled(result)
+        if result.abandoned and not self.stop.is_set():
+            scheduler.step_down()
+
+    def follow(self) -> None:
+        self.scheduler.follow()     # a standby keeps up, to take over fast
+
+    def passed(self, turn: loop.Turn, failure: ApiError | None) -> None:
+        if failure is not None and self.metrics is not None:
+            self.metrics.cycle_errors.inc()
+
+    def keep_up(self) -> None:
+        """The echoes of the binds, what finished and arrived, applied as they come."""
+        self.scheduler.sync()
+
+    def finish(self) -> None:
+        self.scheduler.binder.stop(self.stop_timeout)
+
+    def _cycled(self, result: CycleResult) -> None:
         """Say how the first cycle of a new leader went: what a takeover cost."""
         if self._led_since is None or result.abandoned:
             return
@@ -438,7 +392,7 @@ class _LoopState:
                  result.snapshot_seconds, result.session_seconds, len(result.placed))
         self._led_since = None
 
-    def watches(self, up: bool) -> bool:
+    def _watches(self, up: bool) -> bool:
         if up != self._watching:
             if up:
                 log.info("every watch is connected again: scheduling resumes")
@@ -447,14 +401,26 @@ class _LoopState:
             self._watching = up
         return up
 
-    def failed(self, exc: ApiError) -> None:
-        # An unreachable server is said once by the client; other failures once each.
+
+class SkippedCycles:
+    """A failing cycle is skipped and said once for each reason (an unreachable
+    server is said once by the client); the next one runs at the next period."""
+
+    def __init__(self) -> None:
+        self._failing = ""
+
+    @property
+    def failing(self) -> bool:
+        return bool(self._failing)
+
+    def failed(self, exc: ApiError) -> float:
         text = exc.__class__.__name__ if isinstance(exc, UnreachableError) else str(exc)
         if text != self._failing:
             log.warning("cycle skipped: %s", exc)
         self._failing = text
+        return 0.0      # no backoff: the loop waits out the period
 
-    def reached(self) -> None:
+    def succeeded(self) -> None:
         if self._failing:
             log.info("cycles run again")
         self._failing = ""

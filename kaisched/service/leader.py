@@ -17,6 +17,8 @@ import logging
 import threading
 import time
 
+import attrs
+
 from kaisched.api.clock import Clock
 from kaisched.cluster.client import ClusterClient, Obj
 from kaisched.cluster.events import micro_time
@@ -218,3 +220,22 @@ class LeaderElector:
                     "spec": {"holderIdentity": None}})
         except ApiError as exc:
             log.warning("could not release lease %s/%s: %s", self.namespace, self.name, exc)
+
+
+@attrs.frozen
+class LeaseOptions:
+    """A replica's part in leader election, as its command line gives it:
+    elect (False: a single replica, without a Lease), the Lease's namespace
+    and name (None: the command's own), and this replica's name on it."""
+
+    elect: bool
+    namespace: str
+    identity: str
+    name: str | None = None
+
+    def elector(self, client: ClusterClient, clock: Clock, name: str) -> LeaderElector | None:
+        """The elector of these options (None without election); name: the
+        Lease's when the options name none."""
+        if not self.elect:
+            return None
+        return LeaderElector(client, clock, self.identity, self.namespace, self.name or name)

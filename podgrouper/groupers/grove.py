@@ -29,6 +29,7 @@ from podgrouper.groupers.spec import (
     defaulted,
     dns_part,
     metadata,
+    named_object,
     podgroup_name,
     section,
 )
@@ -71,13 +72,10 @@ def pod_clique_set(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
 
 def _podgroup(group: object, path: str, namespace: str,
               problems: list[str]) -> tuple[SubGroup, list[str]] | None:
-    if not isinstance(group, Mapping):
-        problems.append(f"{path} must be an object")
+    named = named_object(group, path, problems)
+    if named is None:
         return None
-    name = group.get("name")
-    if not isinstance(name, str) or not name:
-        problems.append(f"{path}.name is missing")
-        return None
+    group, name = named
     minimum = group.get("minReplicas")
     if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 1:
         problems.append(f"{path}.minReplicas must be an integer >= 1, got {minimum!r}")

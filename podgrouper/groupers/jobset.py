@@ -32,6 +32,7 @@ from podgrouper.groupers.spec import (
     defaulted,
     dns_part,
     in_role_order,
+    named_object,
     podgroup_name,
     section,
     start_order,
@@ -134,13 +135,10 @@ def job_leaf(replicated_job: str, index: int | str) -> str:
 
 def _replicated_job(job: object, index: int, problems: list[str]) -> Role | None:
     path = f"spec.replicatedJobs[{index}]"
-    if not isinstance(job, Mapping):
-        problems.append(f"{path} must be an object")
+    named = named_object(job, path, problems)
+    if named is None:
         return None
-    name = job.get("name")
-    if not isinstance(name, str) or not name:
-        problems.append(f"{path}.name is missing")
-        return None
+    job, name = named
     replicas = count(job.get("replicas"), f"{path}.replicas", 1, problems)
     template = section(job, "template", f"{path}.template", problems)
     job_spec = section(template, "spec", f"{path}.template.spec", problems)

@@ -21,12 +21,14 @@ from podgrouper.groupers.spec import (
     Lineage,
     Owner,
     SubGroup,
+    an_object,
     base,
     count,
     defaulted,
     in_role_order,
     metadata,
     owner_labels,
+    owner_spec,
     positive_override,
     section,
     start_order,
@@ -54,18 +56,16 @@ def jax_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     return _plain_job(owner, K.JAX_JOB.replica_specs)
 
 
-def _plain_job(owner: Owner, field: str) -> GroupSpec:
-    problems: list[str] = []
-    spec = section(owner, "spec", "spec", problems, required=True)
-    roles = _replica_roles(spec, field, {}, 1, problems)
+def _plain_job(owner: Owner, field: str, rank: tuple[str, ...] = LEADING_ROLES) -> GroupSpec:
+    spec, problems = owner_spec(owner)
+    roles = _replica_roles(spec, field, {}, 1, problems, rank)
     if problems:
         return defaulted(owner, problems)
     return _overridden(_gang(owner, spec, roles), spec, [])
 
 
 def _elastic_job(owner: Owner, field: str) -> GroupSpec:
-    problems: list[str] = []
-    spec = section(owner, "spec", "spec", problems, required=True)
+    spec, problems = owner_spec(owner)
     roles = _replica_roles(spec, field, {}, 1, problems)
     if problems:
         return defaulted(owner, problems)
@@ -91,14 +91,8 @@ def _elastic_job(owner: Owner, field: str) -> GroupSpec:
 
 def tf_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """Chief / PS / Worker / Evaluator: every replica of every role."""
-    problems: list[str] = []
-    spec = section(owner, "spec", "spec", problems, required=True)
     # In start order: the chief (or legacy master) coordinates, ps serve the workers.
-    roles = _replica_roles(spec, K.TF_JOB.replica_specs, {}, 1, problems, K.TF_JOB.roles)
-    if problems:
-        return defaulted(owner, problems)
-    group = _gang(owner, spec, roles)
-    return _overridden(group, spec, [])
+    return _plain_job(owner, K.TF_JOB.replica_specs, K.TF_JOB.roles)
 
 
 def mpi_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
@@ -109,8 +103,7 @@ def mpi_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     the gang is the workers (the launcher's subgroup asks for 0), then it is
     launcher + workers, as KAI reads it -- the launcher is part of the gang
     once there is one to place."""
-    problems: list[str] = []
-    spec = section(owner, "spec", "spec", problems, required=True)
+    spec, problems = owner_spec(owner)
     roles = _replica_roles(spec, K.MPI_JOB.replica_specs, {LAUNCHER.capitalize(): 1}, 0,
                            problems)
     policy = start_order(spec, K.MPI_JOB.start_order, problems)
@@ -143,8 +136,8 @@ def _replica_roles(spec: Mapping[str, object], field: str, defaults: Mapping[str
     roles = []
     for role, replica_spec in specs.items():
         where = f"{path}.{role}"
-        if not isinstance(replica_spec, Mapping):
-            problems.append(f"{where} must be an object")
+        replica_spec = an_object(replica_spec, where, problems)
+        if replica_spec is None:
             continue
         replicas = count(replica_spec.get("replicas"), f"{where}.replicas",
                          defaults.get(str(role), default), problems)

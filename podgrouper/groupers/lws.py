@@ -33,6 +33,7 @@ from podgrouper.groupers.spec import (
     base,
     count,
     defaulted,
+    owner_spec,
     podgroup_name,
     section,
     start_order,
@@ -71,8 +72,7 @@ class Parts:
 
 
 def leader_worker_set(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
-    problems: list[str] = []
-    spec = section(owner, "spec", "spec", problems, required=True)
+    spec, problems = owner_spec(owner)
     # replicas only says how many groups there are; each is grouped on its own.
     count(spec.get("replicas"), "spec.replicas", 1, problems)
     template = section(spec, "leaderWorkerTemplate", "spec.leaderWorkerTemplate", problems,

@@ -26,11 +26,14 @@ from podgrouper.groupers.spec import (
     Lineage,
     Owner,
     SubGroup,
+    a_name,
+    an_object,
     base,
     count,
     defaulted,
     dns_part,
     owner_labels,
+    owner_spec,
     podgroup_name,
     section,
 )
@@ -47,16 +50,14 @@ class WorkerGroup:
 
 
 def ray_cluster(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
-    problems: list[str] = []
-    spec = section(owner, "spec", "spec", problems, required=True)
+    spec, problems = owner_spec(owner)
     return _cluster_gang(owner, spec, "spec", problems, lineage)
 
 
 def ray_job(owner: Owner, lineage: Lineage = NO_POD) -> GroupSpec:
     """A RayJob that names an existing cluster (clusterSelector) only adds its
     submitter pod: the default grouping, not a problem."""
-    problems: list[str] = []
-    spec = section(owner, "spec", "spec", problems, required=True)
+    spec, problems = owner_spec(owner)
     if not problems and spec.get("rayClusterSpec") is None and spec.get("clusterSelector"):
         return base(owner)
     cluster = section(spec, "rayClusterSpec", "spec.rayClusterSpec", problems,
@@ -114,16 +115,15 @@ def _cluster_gang(owner: Owner, cluster: Mapping[str, object], path: str,
                         pod_subgroup=mine)
 
 
-def _worker_group(group: object, path: str, problems: list[str]) -> WorkerGroup:
-    if not isinstance(group, Mapping):
-        problems.append(f"{path} must be an object")
+def _worker_group(item: object, path: str, problems: list[str]) -> WorkerGroup:
+    group = an_object(item, path, problems)
+    if group is None:
         return WorkerGroup("", 0, 0, 1)
     min_replicas = count(group.get("minReplicas"), f"{path}.minReplicas", 0, problems)
     replicas = count(group.get("replicas"), f"{path}.replicas", min_replicas, problems)
     hosts = count(group.get("numOfHosts"), f"{path}.numOfHosts", 1, problems)
-    name = group.get("groupName")
-    if not isinstance(name, str) or not name:
-        problems.append(f"{path}.groupName is missing")
+    name = a_name(group, "groupName", path, problems)
+    if name is None:
         return WorkerGroup("", 0, 0, 1)
     if group.get("suspend") is True:        # a suspended worker group runs no pods
         return WorkerGroup(worker_role(name), 0, 0, hosts)

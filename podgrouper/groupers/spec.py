@@ -167,6 +167,38 @@ def section(parent: Mapping[str, Any], key: str, path: str, problems: list[str],
     return value
 
 
+def owner_spec(owner: Owner) -> tuple[Mapping[str, Any], list[str]]:
+    """The head of most groupers: the owner's spec, which it must have, and the
+    list the grouper gathers its problems in (starting with the spec's own)."""
+    problems: list[str] = []
+    return section(owner, "spec", "spec", problems, required=True), problems
+
+
+def an_object(value: object, path: str, problems: list[str]) -> Mapping[str, Any] | None:
+    """An item of a list that must be an object (None, and a problem, when not)."""
+    if not isinstance(value, Mapping):
+        problems.append(f"{path} must be an object")
+        return None
+    return value
+
+
+def a_name(obj: Mapping[str, Any], key: str, path: str, problems: list[str]) -> str | None:
+    """The name an item gives itself under key (None, and a problem, when it gives none)."""
+    name = obj.get(key)
+    if not isinstance(name, str) or not name:
+        problems.append(f"{path}.{key} is missing")
+        return None
+    return name
+
+
+def named_object(value: object, path: str,
+                 problems: list[str]) -> tuple[Mapping[str, Any], str] | None:
+    """An item of a list that must be an object with a name (None, and a problem, when not)."""
+    obj = an_object(value, path, problems)
+    name = a_name(obj, "name", path, problems) if obj is not None else None
+    return (obj, name) if obj is not None and name is not None else None
+
+
 def count(value: object, path: str, default: int, problems: list[str]) -> int:
     """A replica-like count: a non-negative integer, or the default when absent."""
     if value is None:

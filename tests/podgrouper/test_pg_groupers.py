@@ -22,7 +22,7 @@ from podgrouper.groupers import (
     trainer,
     workload,
 )
-from podgrouper.groupers.spec import Lineage, in_role_order, podgroup_name
+from podgrouper.groupers.spec import Lineage, in_role_order, named_object, owner_spec, podgroup_name
 
 UID = "0f3c2a9e-6b1d-4c8e-9a57-4b1d0c3e2a10"
 
@@ -405,3 +405,16 @@ def test_podgroup_name(name: str, uid: str, expected: str) -> None:
 def test_role_order_puts_leading_roles_first_and_keeps_the_rest() -> None:
     roles = [SubGroup(n, 1) for n in ("trainer", "evaluator", "driver", "launcher")]
     assert [sg.name for sg in in_role_order(roles)] == ["launcher", "driver", "trainer", "evaluator"]
+
+
+def test_the_validation_heads_say_each_problem_once_in_order() -> None:
+    """The helpers the groupers open with: a spec they must have, a list's item
+    that must be an object with a name."""
+    spec, problems = owner_spec({"kind": "JobSet", "spec": "oops"})
+    assert spec == {} and problems == ["spec must be an object, got str"]
+    problems = []
+    assert named_object({"name": "a", "replicas": 2}, "spec.jobs[0]", problems) == \
+        ({"name": "a", "replicas": 2}, "a")
+    assert named_object("oops", "spec.jobs[1]", problems) is None
+    assert named_object({"name": ""}, "spec.jobs[2]", problems) is None
+    assert problems == ["spec.jobs[1] must be an object", "spec.jobs[2].name is missing"]

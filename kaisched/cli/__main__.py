@@ -1,0 +1,4 @@
+"""python -m kaisched.cli, for a checkout not installed."""
+from kaisched.cli import main
+
+main()

@@ -1,0 +1,135 @@
+"""`kaisched run`: the scheduler against a cluster, one replica of it (leader election,
+/metrics, /healthz and /readyz), refused at start when the cluster does not fit its memory."""
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import threading
+from typing import TYPE_CHECKING
+
+import click
+
+from kaisched.builtins.catalog import register_builtins
+from kaisched.cli import inputs
+from kaisched.console import kubeconfig_option, replica_options
+from kaisched.errors import InputError
+
+if TYPE_CHECKING:
+    from kaisched.cluster.kube import KubeCluster
+    from kaisched.service.leader import LeaseOptions
+
+
+def _memory_limit(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """--memory-limit checked with the command line, before any cluster is asked."""
+    from kaisched.service import memorylimit
+
+    if value is not None:
+        try:
+            memorylimit.parse_limit(value)
+        except InputError as exc:
+            raise click.BadParameter(str(exc).removeprefix("--memory-limit"
+                                                           ).removeprefix(":").strip()) from None
+    return value
+
+
+@click.command()
+@kubeconfig_option
+@click.option("--config", "config_path", metavar="FILE",
+              help="Scheduler config YAML (default: built-in, the same as config/scheduler.yaml).")
+@replica_options(metrics_port=8080, lease_name=None,
+                 lease_name_help="The Lease its replicas elect a leader on (default: kaisched; "
+                                 "with a nodePool in the config, kaisched-<pool>: one per shard).")
+@click.option("--binders", type=click.IntRange(1, 64), default=32, show_default=True, metavar="N",
+              help="Requests in flight at once (binds first, then status and Events).")
+@click.option("--api-qps", type=click.FloatRange(min=0), default=1000.0, show_default=True,
+              metavar="N",
+              help="Writes a second, binds and status alike, on average (0: no limit).")
+@click.option("--api-burst", type=click.IntRange(min=1), default=2000, show_default=True,
+              metavar="N",
+              help="Writes at once above --api-qps.")
+@click.option("--cycles", type=click.IntRange(min=1), metavar="N",
+              help="Stop after this many cycles (default: run until SIGTERM).")
+@click.option("--memory-limit", metavar="SIZE", callback=_memory_limit,
+              help="Check the cluster at start against this much memory (6Gi; 0: no check) "
+                   "instead of the container's limit.")
+def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
+        lease: LeaseOptions, binders: int, api_qps: float, api_burst: int, cycles: int | None,
+        memory_limit: str | None) -> None:
+    """The scheduler against a cluster: leader election, /metrics, /healthz."""
+    from kaisched.api.clock import WallClock
+    from kaisched.cluster.kube import KubeCluster
+    from kaisched.runtime.binder import Binder
+    from kaisched.runtime.metrics import Metrics
+    from kaisched.runtime.scheduler import Scheduler, serve
+    from kaisched.runtime.throttle import WriteThrottle
+    from kaisched.service.health import Health
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    registry = register_builtins()
+    config = inputs.scheduler_config(config_path, registry, None)
+    client = KubeCluster(kubeconfig, workers=binders)
+    _check_memory(client, memory_limit)
+    clock = WallClock()
+    pool = config.node_pool
+    elector = lease.elector(client.with_timeout(5.0), clock,
+                            shard_lease(pool.value if pool is not None else None))
+    binder = Binder(client, clock.now, workers=binders, qps=api_qps, burst=api_burst,
+                    throttle=WriteThrottle(),
+                    leading=elector.is_leading if elector is not None else None)
+    scheduler = Scheduler(client, config, registry, clock, binder)
+    metrics = Metrics(pool.value if pool is not None else None)
+    health = Health(config.schedule_period,
+                    leading=elector.is_leading if elector is not None else lambda: True,
+                    synced=lambda: scheduler.synced, watching=client.watching,
+                    warmed_at=lambda: scheduler.warmed_at)
+    server = metrics.serve(metrics_port, health=health) if metrics_port else None
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    if elector is None:
+        logging.getLogger("kaisched").info("leader election is off (--no-leader-elect): "
+                                           "this replica schedules alone")
+    if pool is not None:
+        logging.getLogger("kaisched").info(
+            "one shard of the cluster: the nodes labelled %s=%s%s, and the pods and queues "
+            "naming that pool%s", pool.label, pool.value,
+            " or none" if pool.default else "", " or none" if pool.default else "")
+    try:
+        serve(scheduler, stop, elector, metrics, cycles, health=health)
+    finally:
+        client.close()
+        if server is not None:
+            server.shutdown()
+
+
+def _check_memory(client: KubeCluster, flag: str | None) -> None:
+    """Refuse, in one line, a cluster too big for the memory given, before
+    the first lists fill it (the counts come from lists of one object)."""
+    from kaisched.cluster.kinds import NODE, POD
+    from kaisched.service import memorylimit
+
+    if flag is not None:
+        limit: int | None = memorylimit.parse_limit(flag)
+        source = f"--memory-limit {flag}"
+    else:
+        limit, source = memorylimit.cgroup_limit(), "the container's limit (cgroup)"
+    if not limit:
+        return
+    nodes, pods = client.count(NODE), client.count(POD)
+    if nodes is None or pods is None:
+        logging.getLogger("kaisched").info(
+            "the API server did not say how many nodes and pods there are: memory not checked")
+        return
+    found = memorylimit.shortfall(nodes, pods, limit, source)
+    if found is not None:
+        raise click.ClickException(found)
+
+
+def shard_lease(pool: str | None) -> str:
+    """The Lease of a shard's replicas: kaisched, or kaisched-<pool> (a pool's
+    value made a valid object name)."""
+    if pool is None:
+        return "kaisched"
+    name = re.sub(r"[^a-z0-9.-]+", "-", pool.lower()).strip("-.")
+    return f"kaisched-{name}"[:253]
