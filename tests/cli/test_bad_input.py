@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 
 from kaisched.cli import main
 from kaisched.validation import KUBERNETES_VERSION
+from tests.builders import ROOT
 
-ROOT = Path(__file__).parent.parent
 GANG = ROOT / "config" / "examples" / "gang.yaml"
 BINARY = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe\x80"
 

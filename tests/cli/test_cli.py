@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from kaisched.cli import main
+from tests.builders import ROOT
 
-ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "config" / "examples" / "gang.yaml"
 
 

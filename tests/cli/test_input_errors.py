@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from kaisched.cli import main as kaisched
 from podgrouper.cli import main as podgrouper
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "kaisched" / "examples" / "demo.yaml"
 
 # Every way a file reaches a command: (program, arguments with FILE standing for the path).

@@ -17,8 +17,8 @@ import kaisched.cli as cli
 from kaisched.cli import main
 from kaisched.sim.bundled import bundled_examples
 from podgrouper.cli import main as podgrouper
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PYTORCHJOB = ROOT / "tests" / "podgrouper" / "manifests" / "pytorchjob.yaml"
 UNREACHABLE = """\
 apiVersion: v1

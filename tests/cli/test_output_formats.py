@@ -21,8 +21,8 @@ import kaisched.cli as cli
 from kaisched.cli import main
 from kaisched.console import Elapsed
 from podgrouper.cli import main as podgrouper
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 GANG = str(ROOT / "config" / "examples" / "gang.yaml")
 PYTORCHJOB = str(ROOT / "tests" / "podgrouper" / "manifests" / "pytorchjob.yaml")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

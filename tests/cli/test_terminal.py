@@ -13,7 +13,6 @@ import struct
 import subprocess
 import sys
 import termios
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -27,8 +26,8 @@ from kaisched.sim.bundled import bundled_examples
 from kaisched.sim.report import build_report, render, render_compare
 from kaisched.sim.scenario import load_scenario
 from kaisched.sim.simulation import Simulation
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 GANG = ROOT / "config" / "examples" / "gang.yaml"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 PATIENCE = 300

@@ -15,8 +15,8 @@ import pytest
 from kaisched.cli import main as kaisched_main
 from kaisched.sim.bundled import listing, resolve
 from podgrouper.cli import main as podgrouper_main
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PROGRAMS: dict[str, click.Group] = {"kaisched": kaisched_main, "podgrouper": podgrouper_main}
 # Files the documentation makes on the way (a snapshot dumped, then read) or that stand for

@@ -4,7 +4,6 @@ binds whole on a node with room."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -14,8 +13,9 @@ from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import default_config
 from kaisched.tools.replay import replay
 from kaisched.validation import KUBERNETES_VERSION, partition, summarize, use_kube_version
+from tests.builders import ROOT
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "gang-apis.md"
+PAGE = ROOT / "docs" / "gang-apis.md"
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
         "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
 

@@ -34,8 +34,8 @@ import pytest
 
 from kaisched.cli import main as kaisched_main
 from podgrouper.cli import main as podgrouper_main
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PROGRAMS: dict[str, click.Group] = {"kaisched": kaisched_main, "podgrouper": podgrouper_main}
 MARK = re.compile(r"<!--\s*(output|excerpt|exempt)(?::\s*(.*?))?\s*-->\s*$")

@@ -4,8 +4,7 @@ from __future__ import annotations
 from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import default_config
 from kaisched.tools.explain import explain
-
-from .test_properties import objects
+from tests.builders.dra import objects
 
 SELECTOR = 'device.attributes["gpu.example.com"].model == "H100"'
 

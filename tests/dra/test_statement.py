@@ -9,8 +9,7 @@ from kaisched.cache.cache import Cache
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Session, default_config
 from kaisched.framework.effects import Bind, SetClaimStatus
-
-from .test_properties import objects
+from tests.builders.dra import objects
 
 
 def open_session(cache: Cache) -> Session:

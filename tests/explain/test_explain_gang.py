@@ -10,6 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from kaisched.cli import main
+from tests.builders import SCENARIOS
 
 GPU = "nvidia.com/gpu"
 
@@ -141,7 +142,7 @@ def test_a_gang_that_can_be_placed_gets_no_gang_section(tmp_path: Path) -> None:
 def test_explain_names_the_short_subtree_of_a_subgroup_tree() -> None:
     """A two-level subgroup tree that does not fit: explain says which subtree
     is short, in numbers (text and JSON alike)."""
-    scenario = Path(__file__).parent / "scenarios" / "subgroups-tree-short.yaml"
+    scenario = SCENARIOS / "subgroups-tree-short.yaml"
     result = CliRunner().invoke(main, ["explain", "default/serve", "--snapshot", str(scenario)])
     assert result.exit_code == 0, result.output
     assert ("subgroups: the PodGroup needs all of its 2 subgroups met, has 0: [decode needs all "

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from kaisched.cli import main
 from kaisched.framework.explanation import Explanation
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 GANG = str(ROOT / "config" / "examples" / "gang.yaml")
 SUBGROUPS = str(ROOT / "tests" / "scenarios" / "subgroups-tree-short.yaml")
 INVALID_SHARE = """\

@@ -11,8 +11,8 @@ import yaml
 from click.testing import CliRunner
 
 from kaisched.cli import main
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 GANG = ROOT / "config" / "examples" / "gang.yaml"
 GPU = "nvidia.com/gpu"
 UID = "6f1c2a4e-0000-4000-8000-000000000001"

@@ -3,13 +3,10 @@ could evict but for their min-runtime, until when; and its own preemption
 delay, in its condition. Run on the scenario files that show each rule."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from click.testing import CliRunner
 
 from kaisched.cli import main
-
-SCENARIOS = Path(__file__).parent / "scenarios"
+from tests.builders import SCENARIOS
 
 
 def explain(scenario: str, name: str) -> str:

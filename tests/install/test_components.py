@@ -16,8 +16,8 @@ import yaml
 from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import parse_config
 from kaisched.framework.config import NodePool
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config"
 COMPONENTS = CONFIG / "components"
 

@@ -5,56 +5,14 @@ engine is needed: the build stage's only step is this `pip wheel`."""
 from __future__ import annotations
 
 import configparser
-import fnmatch
-import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
-from test_install import instructions
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def stages() -> list[list[tuple[str, str]]]:
-    """The Dockerfile's instructions, one list per FROM."""
-    out: list[list[tuple[str, str]]] = []
-    for op, arg in instructions((ROOT / "Dockerfile").read_text()):
-        if op == "FROM":
-            out.append([])
-        out[-1].append((op, arg))
-    return out
-
-
-def ignored() -> list[str]:
-    lines = (ROOT / ".dockerignore").read_text().splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
-
-
-def copy_context(into: Path, steps: list[tuple[str, str]]) -> None:
-    """Each COPY of a stage from the build context, into its WORKDIR, as docker does
-    (what .dockerignore leaves out never reaches the build)."""
-    patterns = [p.removeprefix("**/") for p in ignored()]
-
-    def skip(_folder: str, names: list[str]) -> set[str]:
-        return {n for n in names if any(fnmatch.fnmatch(n, p) for p in patterns)}
-
-    for op, arg in steps:
-        if op != "COPY":
-            continue
-        assert not arg.startswith("--"), f"a COPY from elsewhere in the build stage: {arg}"
-        *sources, dest = arg.split()
-        target = into / dest.removeprefix("./")
-        for source in sources:
-            path = ROOT / source
-            assert path.exists(), f"the Dockerfile copies {source}, which does not exist"
-            if path.is_dir():
-                shutil.copytree(path, target, ignore=skip, dirs_exist_ok=True)
-            else:
-                target.mkdir(parents=True, exist_ok=True) if dest.endswith("/") else None
-                shutil.copy2(path, target / path.name if dest.endswith("/") else target)
+from tests.builders import ROOT
+from tests.builders.install import copy_context, stages
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,9 @@ from kaisched.framework import default_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from podgrouper.controller import PodGrouper
+from tests.builders import ROOT
+from tests.builders.install import instructions
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config"
 GROUP = "scheduling.kaisched.io"
 EXPECTED = {
@@ -130,14 +131,6 @@ def test_the_scheduler_may_write_queue_status(rendered: list[dict]) -> None:
 
 def dockerfile() -> str:
     return (ROOT / "Dockerfile").read_text()
-
-
-def instructions(text: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments), continuation lines joined, comments dropped."""
-    joined = re.sub(r"\\\n\s*", " ", "\n".join(
-        line for line in text.splitlines() if not line.lstrip().startswith("#")))
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip())
-            for line in joined.splitlines() if line.strip()]
 
 
 def version() -> str:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-CONFIG = Path(__file__).resolve().parents[1] / "config"
+from tests.builders import ROOT
+
+CONFIG = ROOT / "config"
 EXAMPLES = CONFIG / "examples"
 GROUP = "scheduling.kaisched.io"
 VERSION = "v1alpha1"

@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_image import copy_context, stages
 
 from kaisched.sim.bundled import bundled_examples
+from tests.builders import ROOT
+from tests.builders.install import copy_context, stages
 
-ROOT = Path(__file__).resolve().parents[1]
 PATIENCE = 600      # seconds: only bounds a hang
 
 

@@ -22,8 +22,7 @@ from kaisched.cluster.kinds import NODE, POD
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import default_config
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import SYSTEM, describe, eventually
+from tests.builders.realapi import SYSTEM, describe, eventually
 
 OWNER = "gpushare"
 SCHEDULER = "kaisched-rt-gpushare"

@@ -39,8 +39,8 @@ from kaisched.cluster.snapshot import load_file
 from kaisched.framework import default_config, load_config
 from kaisched.tools.replay import replay
 from kaisched.validation import KUBERNETES_VERSION, partition, summarize, use_kube_version
+from tests.builders import SCENARIOS
 
-SCENARIOS = Path(__file__).parent / "scenarios"
 CASES = sorted(p for p in SCENARIOS.glob("*.yaml") if not p.name.endswith(".expect.yaml"))
 # Scenarios written for what kaisched does not do yet, and why (strict: once
 # they pass, the mark must go).

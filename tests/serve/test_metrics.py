@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,8 +22,8 @@ from kaisched.runtime.binder import Binder
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler, serve
 from podgrouper.metrics import GrouperMetrics
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PG = "scheduling.kaisched.io/v1alpha1"
 CONFIG = ("schedulePeriod: 1ms\nactions: [enqueue, allocate, preempt]\n"
           "tiers: [{plugins: [{name: priority}, {name: gang}, {name: proportion}, "
@@ -285,7 +284,7 @@ def test_queue_usage_and_cluster_capacity_are_exported_and_a_standby_forgets_the
     from kaisched.runtime.binder import Binder
     from kaisched.runtime.metrics import Metrics
     from kaisched.runtime.scheduler import Scheduler
-    from tests.unit.conftest import build_node, build_pod, build_queue
+    from tests.builders.objects import build_node, build_pod, build_queue
 
     clock = ManualClock()
     cluster = MemoryCluster(clock)

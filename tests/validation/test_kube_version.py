@@ -19,8 +19,8 @@ from kaisched.validation import (
     kube_version,
     use_kube_version,
 )
+from tests.builders import SCENARIOS
 
-SCENARIOS = Path(__file__).parent / "scenarios"
 SCENARIO = SCENARIOS / "upstream-gang-v1beta1.yaml"
 
 

@@ -5,7 +5,6 @@ the rule; each rule on its own; snapshots are valid by construction."""
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -25,8 +24,9 @@ from kaisched.validation import (
     summarize,
     use_kube_version,
 )
+from tests.builders import ROOT
+from tests.builders.malformed import BROKEN
 
-ROOT = Path(__file__).resolve().parents[1]
 GANG = ROOT / "config" / "examples" / "gang.yaml"
 
 
@@ -197,15 +197,6 @@ def test_the_first_example_passes_and_a_gpu_pod_without_limit_is_refused() -> No
 
 # --- the objects test_malformed.py feeds the scheduler are what a cluster refuses ---------------
 
-def malformed() -> list[dict[str, Any]]:
-    sys.path.insert(0, str(Path(__file__).parent))
-    try:
-        from test_malformed import BROKEN
-    finally:
-        sys.path.pop(0)
-    return BROKEN
-
-
 MALFORMED_FIELDS = {
     "labels-list": "metadata.labels", "containers-dict": "spec.containers",
     "requests-list": "spec.containers[0].resources.requests",
@@ -217,7 +208,7 @@ MALFORMED_FIELDS = {
 
 
 def test_every_malformed_object_is_flagged_naming_the_field() -> None:
-    for obj in malformed():
+    for obj in BROKEN:
         name = obj["metadata"]["name"]
         problems = check_object(obj)
         assert [p.field for p in problems] == [MALFORMED_FIELDS[name]], (name, problems)

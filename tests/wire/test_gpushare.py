@@ -7,9 +7,6 @@ evicted. The scheduler never waits for a reservation pod to run (nothing
 here runs one)."""
 from __future__ import annotations
 
-import time
-from typing import Callable
-
 from kaisched.api.clock import ManualClock
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD
@@ -17,8 +14,7 @@ from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.config import default_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import PATIENCE, Emulator, Obj, build_node, build_pod
+from tests.builders.wire import Emulator, Obj, build_node, build_pod, cycles_until
 
 SYSTEM = "kaisched-system"
 
@@ -47,19 +43,6 @@ def _requests(apiserver: Emulator) -> list[tuple[str, str | None, str | None, st
                 out.append((method, r.resource.plural, name, r.subresource))
         return out
     return apiserver.call(read)
-
-
-def cycles_until(scheduler: Scheduler, done: Callable[[], bool]) -> None:
-    """Run cycles until done() holds: the watch may bring a change a moment
-    after it was written (the timeout only bounds a hang)."""
-    deadline = time.monotonic() + PATIENCE
-    while True:
-        result = scheduler.run_once()
-        assert not result.report.failed, result.report.failed
-        if done():
-            return
-        assert time.monotonic() < deadline, "gave up waiting"
-        time.sleep(0.05)
 
 
 def test_a_reservation_pod_lives_from_the_first_sharer_to_the_last(

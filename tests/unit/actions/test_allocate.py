@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kaisched.cluster.kinds import PODGROUP
-
-from .conftest import (
+from tests.builders.objects import (
     build_node,
     build_pod,
     build_podgroup,

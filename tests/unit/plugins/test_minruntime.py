@@ -15,8 +15,7 @@ from kaisched.errors import ConfigError
 from kaisched.framework import Session, parse_config
 from kaisched.framework.effects import Cause
 from plugins.minruntime import MinRuntimePlugin
-
-from .conftest import build_node, build_pod, build_podgroup, build_queue, snapshot
+from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue, snapshot
 
 NOW = from_rfc3339("2026-01-01T00:00:00Z") or 0.0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import build_node, build_pod, build_podgroup, run_cycle
+from tests.builders.objects import build_node, build_pod, build_podgroup, run_cycle
 
 
 def nodes_of(bindings: dict[str, str], *pods: str) -> list[str]:

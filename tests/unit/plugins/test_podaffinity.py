@@ -14,8 +14,7 @@ from kaisched.api.podindex import Held
 from kaisched.api.types import NodeName
 from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import Hook, Session, default_config
-
-from .conftest import build_node, build_pod, snapshot
+from tests.builders.objects import build_node, build_pod, snapshot
 
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import build_node, build_pod, pod_scheduled_message, run_cycle, taint
+from tests.builders.objects import build_node, build_pod, pod_scheduled_message, run_cycle, taint
 
 
 def placed(objects: list[dict]) -> dict[str, str]:

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 from kaisched.cluster.kinds import POD
 from plugins.proportion import water_fill
-
-from .conftest import (
+from tests.builders.objects import (
     Cycle,
     build_node,
     build_pod,

@@ -26,8 +26,7 @@ from hypothesis import strategies as st
 from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import parse_config
 from kaisched.tools.replay import replay
-
-from .conftest import build_node, build_pod, build_podgroup, build_queue
+from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue
 
 TIERS = """
 tiers:

@@ -29,9 +29,8 @@ from kaisched.framework.effects import Evict
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.tools.replay import load_cluster
-
-from .conftest import build_node, build_pod, build_podgroup, build_queue
-from .test_invariants_full import contended
+from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue
+from tests.builders.strategies import contended, sessions
 
 GPU = "nvidia.com/gpu"
 SESSIONS = 3
@@ -243,7 +242,6 @@ def without_gpusharing() -> SchedulerConfig:
 def test_pods_without_fractions_are_scheduled_as_before(scenario: Any) -> None:
     """The gpusharing plugin, and the sharing code paths it drives, change
     nothing for clusters where no pod shares a GPU."""
-    from .test_invariants_full import sessions
 
     def decisions(config: SchedulerConfig | None) -> list[tuple]:
         return [(dict(r.placed), sorted(e.pod for e in r.effects if isinstance(e, Evict)),

@@ -44,8 +44,7 @@ from kaisched.framework.holds import apply_holds, release_deadlocks
 from kaisched.framework.moves import apply_moves
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import ECHO_TTL, Scheduler
-
-from .conftest import build_node, build_pod, build_podgroup, build_queue
+from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue
 
 EXAMPLES = int(os.environ.get("KAISCHED_CONSISTENCY_EXAMPLES", "40"))
 INCREMENTAL = settings(max_examples=EXAMPLES, deadline=None,

@@ -36,8 +36,7 @@ from kaisched.runtime.binder import Binder
 from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.tools.replay import load_cluster
-
-from .conftest import build_node, build_pod, build_podgroup
+from tests.builders.objects import build_node, build_pod, build_podgroup
 
 SESSIONS = 3
 GPU = "nvidia.com/gpu"

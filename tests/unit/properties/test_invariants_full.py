@@ -24,28 +24,16 @@ in which a gang must not be bound in part.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterator
+from typing import Any
 
 import attrs
 from hypothesis import event, given, settings
-from hypothesis import strategies as st
 
-from kaisched.api.clock import ManualClock
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, PODGROUP
-from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.framework.effects import Evict
-from kaisched.runtime.binder import Binder
-from kaisched.runtime.cycle import CycleResult
-from kaisched.runtime.scheduler import Scheduler
-from kaisched.tools.replay import load_cluster
-
-from .conftest import build_node, build_pod, build_podgroup, build_queue
-from .test_invariants import GPU, Scenario, scenarios
-
-SESSIONS = 3
-DOOMS = ("min-resources", "gated", "gang-group", "selector", "never")
+from tests.builders.strategies import GPU, Contended, Scenario, contended, scenarios, sessions
 
 
 def gated_config() -> SchedulerConfig:
@@ -56,138 +44,8 @@ def gated_config() -> SchedulerConfig:
 
 # -- a cluster where room is contended -------------------------------------------------
 
-@attrs.frozen
-class Job:
-    name: str
-    queue: str
-    min_member: int
-    priority: int
-    gpu: int                        # per pod
-    pods: tuple[str | None, ...]    # per pod: the node it runs on, or None (pending)
-    doom: str | None = None         # how it is refused for a reason eviction cannot fix
-    gated: int = 0                  # its last pods carry a scheduling gate
-    releasing: int = 0              # its last running pods are being deleted (Releasing)
-
-
-@attrs.frozen
-class Contended:
-    nodes: dict[str, int]           # name -> GPUs (cpu: 16 each)
-    queues: dict[str, tuple[str | None, float | None, float | None]]  # (parent, quota, limit)
-    jobs: tuple[Job, ...]
-    linger: int = 0                 # sessions a pod being deleted stays (evictions in flight)
-
-    def objects(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = [
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-             "metadata": {"name": "non-preempting"}, "value": 5, "preemptionPolicy": "Never"}]
-        out += [build_node(n, cpu=16, gpu=g) for n, g in self.nodes.items()]
-        for name, (parent, quota, limit) in self.queues.items():
-            res: dict[str, Any] = {}
-            if quota is not None:
-                res["quota"] = f"{quota:g}"
-            if limit is not None:
-                res["limit"] = f"{limit:g}"
-            out.append(build_queue(name, parent=parent, resources={GPU: res} if res else None))
-        for job in self.jobs:
-            spec: dict[str, Any] = {}
-            if job.doom == "min-resources":
-                spec["minResources"] = {GPU: str(sum(self.nodes.values()) + 1)}
-            if job.doom == "gang-group":
-                spec["gangGroup"] = [f"default/{job.name}", "default/nobody"]
-            out.append(build_podgroup(job.name, min_member=job.min_member, queue=job.queue, **spec))
-            for i, node in enumerate(job.pods):
-                pod = build_pod(f"{job.name}-{i}", cpu=1, gpu=job.gpu, group=job.name,
-                                queue=job.queue, node=node,
-                                priority=None if job.doom == "never" else job.priority,
-                                node_selector={"zone": "nowhere"} if job.doom == "selector" else None)
-                if (job.doom == "gated" and i) or i >= len(job.pods) - job.gated:
-                    pod["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
-                if job.doom == "never":
-                    pod["spec"]["priorityClassName"] = "non-preempting"
-                if node is not None and i >= len(job.pods) - job.releasing:
-                    pod["metadata"]["deletionTimestamp"] = "2025-12-31T23:59:59Z"
-                out.append(pod)
-        return out
-
-    def gated_pods(self) -> set[str]:
-        return {f"default/{j.name}-{i}" for j in self.jobs
-                for i in range(1 if j.doom == "gated" else len(j.pods) - j.gated, len(j.pods))}
-
-
-@st.composite
-def contended(draw: st.DrawFn) -> Contended:
-    nodes = {f"n{i}": draw(st.sampled_from([2, 4, 4, 8])) for i in range(draw(st.integers(1, 4)))}
-    queues: dict[str, tuple[str | None, float | None, float | None]] = {}
-    nested = draw(st.booleans())
-    for name in ("qa", "qb"):
-        quota = draw(st.sampled_from([None, 0.0, 1.0, 2.0, 4.0]))
-        limit = draw(st.sampled_from([None, None, None, 8.0]))
-        queues[name] = ("top" if nested and name == "qb" else None, quota, limit)
-    if nested:
-        queues["top"] = (None, None, None)
-        queues["qc"] = ("top", draw(st.sampled_from([None, 1.0])), None)
-    leaves = [q for q in queues if q != "top"]
-    free = dict(nodes)
-    jobs: list[Job] = []
-    for j in range(draw(st.integers(1, 6))):            # running, filling the nodes
-        queue = draw(st.sampled_from(leaves))
-        gpu = draw(st.sampled_from([1, 1, 2]))
-        size = draw(st.integers(1, 4))
-        spots = []
-        for _ in range(size):
-            node = next((n for n in draw(st.permutations(sorted(nodes))) if free[n] >= gpu), None)
-            if node is None:
-                break
-            free[node] -= gpu
-            spots.append(node)
-        if spots:
-            # Some pods of it may be on their way out (deleted by someone, or
-            # evicted last cycle): their room is releasing, so gangs get pipelined.
-            releasing = draw(st.sampled_from([0, 0, 0, 1, len(spots)]))
-            jobs.append(Job(f"run{j}", queue, draw(st.integers(1, len(spots))),
-                            draw(st.integers(0, 1)), gpu, tuple(spots), releasing=releasing))
-    for j in range(draw(st.integers(1, 4))):            # pending, wanting room
-        size = draw(st.integers(1, 3))
-        min_member = draw(st.integers(1, size))
-        # Gated pods beyond the minimum: the gang may start without them, never with them.
-        gated = draw(st.integers(0, size - min_member))
-        jobs.append(Job(f"want{j}", draw(st.sampled_from(leaves)), min_member,
-                        draw(st.integers(0, 2)), draw(st.sampled_from([1, 1, 2])), (None,) * size,
-                        gated=gated))
-    if draw(st.booleans()):                             # refused for a non-room reason
-        doom = draw(st.sampled_from(DOOMS))
-        size = 2 if doom in ("gated", "min-resources") else draw(st.integers(1, 2))
-        jobs.append(Job("doomed", draw(st.sampled_from(leaves)), size, 2, 1, (None,) * size, doom))
-    return Contended(nodes, queues, tuple(jobs), linger=draw(st.sampled_from([0, 0, 1])))
-
 
 # -- sessions and checks -----------------------------------------------------------------
-
-def sessions(objects: list[dict[str, Any]], config: SchedulerConfig | None, linger: int = 0
-             ) -> Iterator[tuple[CycleResult, MemoryCluster]]:
-    """Each session's result and the cluster after it; between sessions bound
-    pods start and pods being deleted are gone once they have been so for
-    linger sessions more (a slow termination: the eviction still in flight
-    when the next session opens)."""
-    registry = register_builtins()
-    config = config or default_config(registry)
-    clock = ManualClock()
-    cluster = load_cluster(objects, clock)
-    scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
-    deleting: dict[str, int] = {}       # pod -> sessions it has been on its way out
-    for number in range(SESSIONS):
-        if number:
-            for pod in cluster.list(POD):
-                meta, spec = pod["metadata"], pod.get("spec") or {}
-                if meta.get("deletionTimestamp"):
-                    key = f"{meta['namespace']}/{meta['name']}"
-                    deleting[key] = deleting.get(key, 0) + 1
-                    if deleting[key] > linger:
-                        cluster.delete(POD, meta["namespace"], meta["name"])
-                elif spec.get("nodeName") and (pod.get("status") or {}).get("phase") == "Pending":
-                    cluster.replace({**pod, "status": {**pod["status"], "phase": "Running"}})
-            clock.advance(config.schedule_period)
-        yield scheduler.run_once(), cluster
 
 
 def _cpu(value: Any) -> float:

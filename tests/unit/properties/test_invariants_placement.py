@@ -19,8 +19,7 @@ from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import Session, default_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import build_node, build_pod, build_podgroup, load_cluster, snapshot
+from tests.builders.objects import build_node, build_pod, build_podgroup, load_cluster, snapshot
 
 HOST, RACK, ZONE = "kubernetes.io/hostname", "rack", "zone"
 KEYS = (HOST, RACK, ZONE)

@@ -23,10 +23,8 @@ from kaisched.api.subgroups import ROOT, SubGroup, tree_of
 from kaisched.cache.convert.groups import podgroup
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.framework.effects import Evict
-
-from .conftest import build_node, build_pod, build_podgroup, build_queue
-from .test_invariants import GPU
-from .test_invariants_full import sessions
+from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue
+from tests.builders.strategies import GPU, sessions
 
 
 @attrs.frozen

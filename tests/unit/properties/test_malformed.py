@@ -31,8 +31,7 @@ from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import build_node, build_pod, build_podgroup, build_queue, load_cluster
+from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue, load_cluster
 
 Obj = dict[str, Any]
 NODES, NODE_CPU = 4, 32         # room for every pod the generators can make

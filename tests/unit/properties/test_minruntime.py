@@ -27,8 +27,7 @@ from kaisched.framework.effects import Bind, Cause, Evict
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.tools.replay import load_cluster
-
-from .test_invariants_full import Contended, contended
+from tests.builders.strategies import Contended, contended
 
 SESSIONS = 3
 MINUTE = 60.0

@@ -21,8 +21,7 @@ from kaisched.framework.effects import Effect, SetQueueStatus, SetQueueUsage
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from plugins.proportion import water_fill
-
-from .conftest import build_node, build_pod, build_podgroup, build_queue
+from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue
 
 GPU = "nvidia.com/gpu"
 ACTIONS = "actions: [allocate, backfill, reclaim, preempt]\n"

@@ -21,8 +21,7 @@ from kaisched.framework.effects import Bind, PrebindVolume, SelectClaimNode
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.sim.provisioner import StorageControllers
-
-from .conftest import build_node, build_pod, build_podgroup, load_cluster
+from tests.builders.objects import build_node, build_pod, build_podgroup, load_cluster
 
 ZONE = "topology.kubernetes.io/zone"
 Obj = dict[str, Any]

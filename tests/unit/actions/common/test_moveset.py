@@ -12,8 +12,7 @@ import numpy as np
 from actions.common.movable import VictimOrder, unit_of
 from actions.common.moveset import SETS_TRIED, Block, move_sets
 from kaisched.api.types import Disruption, JobKey
-
-from .conftest import build_node, build_pod, build_podgroup, open_session
+from tests.builders.objects import build_node, build_pod, build_podgroup, open_session
 
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "uid": "uid", "controller": True}
 

@@ -14,8 +14,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
 from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import Session, default_config
-
-from .conftest import build_node, build_pod, build_podgroup, snapshot
+from tests.builders.objects import build_node, build_pod, build_podgroup, snapshot
 
 ZONE, CLIQUE = "topology.kubernetes.io/zone", "nvidia.com/gpu.clique"
 # zone-1 holds 8 GPUs in two cliques of 4; zone-2 holds 6 in one clique.

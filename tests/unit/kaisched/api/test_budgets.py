@@ -11,8 +11,7 @@ from actions.common.movable import Disruptions
 from kaisched.api.budgets import Amount, DisruptionBudget
 from kaisched.api.constraints import LabelSelector
 from kaisched.cache.convert.budgets import disruption_budget
-
-from .conftest import build_node, build_pod, snapshot
+from tests.builders.objects import build_node, build_pod, snapshot
 
 
 def pdb(spec: dict[str, Any], status: dict[str, Any] | None = None, namespace: str = "default") -> dict:

@@ -13,8 +13,7 @@ from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.errors import ConflictError
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import build_node, build_pod, build_podgroup, load_cluster, load_test_config
+from tests.builders.objects import build_node, build_pod, build_podgroup, load_cluster, load_test_config
 
 GATE = {"schedulingGates": [{"name": "example.com/quota"}]}
 

@@ -9,8 +9,7 @@ from kaisched.api.queue import ROOT, QueueInfo, build_queue_tree
 from kaisched.api.resource import Resource
 from kaisched.api.types import DEFAULT_QUEUE, QueueName
 from kaisched.cache.convert import queue as queue_from_raw
-
-from .conftest import build_queue
+from tests.builders.objects import build_queue
 
 
 def q(name: str, parent: str | None = None, quota: Resource | None = None) -> QueueInfo:

@@ -16,8 +16,7 @@ from kaisched.cache.convert.volumes import (
 from kaisched.cluster.snapshot import redact
 from kaisched.framework import Session
 from plugins.volumebinding import VolumeBindingPlugin
-
-from .conftest import build_node, build_pod, load_test_config, snapshot
+from tests.builders.objects import build_node, build_pod, load_test_config, snapshot
 
 
 def test_a_pods_claims_by_key_with_ephemeral_ones_named_after_the_pod() -> None:

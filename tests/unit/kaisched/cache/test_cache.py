@@ -12,8 +12,7 @@ from kaisched.api.types import GangMode, TaskStatus
 from kaisched.cache import Cache
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import POD
-
-from .conftest import (
+from tests.builders.objects import (
     build_node,
     build_pod,
     build_podgroup,

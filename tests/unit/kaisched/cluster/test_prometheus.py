@@ -27,8 +27,7 @@ from kaisched.runtime.binder import Binder
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.runtime.usagebooks import PrometheusBook, fetch_usage
-
-from .conftest import build_node, build_pod, build_queue
+from tests.builders.objects import build_node, build_pod, build_queue
 
 GPU = "nvidia.com/gpu"
 PROMETHEUS = shutil.which("prometheus")

@@ -2,18 +2,15 @@
 and every bad key is refused with a ConfigError whose message names the key's path."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from kaisched.builtins.catalog import register_builtins
 from kaisched.errors import ConfigError
 from kaisched.framework import default_config, load_config, parse_config
 from kaisched.framework.config import PluginOption
+from tests.builders import ROOT
+from tests.builders.objects import config_text
 
-from .conftest import config_text
-
-REPO = Path(__file__).resolve().parents[2]
 TIERS = """\
 tiers:
   - plugins: [{name: priority}, {name: gang}]
@@ -39,7 +36,7 @@ def test_default_config_loads() -> None:
 
 def test_shipped_scheduler_yaml_is_the_default() -> None:
     registry = register_builtins()
-    shipped = parse_config((REPO / "config" / "scheduler.yaml").read_text(), registry)
+    shipped = parse_config((ROOT / "config" / "scheduler.yaml").read_text(), registry)
     assert shipped == default_config(registry)
 
 

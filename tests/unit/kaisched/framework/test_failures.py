@@ -39,8 +39,7 @@ from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.errorlog import ErrorLog
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import build_node, build_pod, build_podgroup, build_queue, load_cluster
+from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue, load_cluster
 
 BAD = "default/bad"
 TIERS = """\

@@ -15,8 +15,7 @@ from kaisched.cluster.kinds import POD
 from kaisched.framework import default_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import build_node, build_pod, build_podgroup, load_cluster
+from tests.builders.objects import build_node, build_pod, build_podgroup, load_cluster
 
 RACK = "topology.example.com/rack"
 RACKS = {"r1a": "rack-1", "r1b": "rack-1", "r2a": "rack-2", "r2b": "rack-2"}

@@ -18,8 +18,7 @@ from kaisched.framework.effects import Bind, Evict
 from kaisched.framework.moves import HOLD_LIMIT
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import build_node, build_pod, build_podgroup, load_cluster
+from tests.builders.objects import build_node, build_pod, build_podgroup, load_cluster
 
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "a", "uid": "a-uid", "controller": True}
 

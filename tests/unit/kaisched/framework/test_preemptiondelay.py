@@ -14,8 +14,7 @@ from kaisched.errors import ConfigError
 from kaisched.framework import Session, parse_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import build_node, build_pod, build_podgroup, load_cluster, run_cycle, snapshot
+from tests.builders.objects import build_node, build_pod, build_podgroup, load_cluster, run_cycle, snapshot
 
 NOW = from_rfc3339("2026-01-01T00:00:00Z") or 0.0
 CREATED = "2025-12-31T23:58:00Z"

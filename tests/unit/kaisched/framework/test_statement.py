@@ -10,8 +10,7 @@ import pytest
 from kaisched.api.types import JobKey, NodeName, PodKey, QueueName, TaskStatus
 from kaisched.framework import Session
 from kaisched.framework.effects import Bind, Cause, Evict, Preemptor
-
-from .conftest import build_node, build_pod, build_podgroup, open_session
+from tests.builders.objects import build_node, build_pod, build_podgroup, open_session
 
 TABLE_ARRAYS = ("used", "idle", "releasing", "pipelined", "future")
 

@@ -3,7 +3,6 @@ Queue's status when it changes and not otherwise, `kubectl get queues` finds
 its printer columns in what was written, and /metrics carries the same figures."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -20,10 +19,10 @@ from kaisched.runtime.binder import Binder
 from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler
+from tests.builders import ROOT
+from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue
 
-from .conftest import build_node, build_pod, build_podgroup, build_queue
-
-CRD = Path(__file__).resolve().parents[2] / "config" / "crds" / "queues.yaml"
+CRD = ROOT / "config" / "crds" / "queues.yaml"
 GPU = "nvidia.com/gpu"
 
 

@@ -4,7 +4,6 @@ from there after a restart, honours a reset (status.usage cleared), and with
 no usageDBConfig does none of it."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -19,8 +18,8 @@ from kaisched.framework import default_config, parse_config
 from kaisched.framework.effects import SetQueueUsage
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import CycleResult, Scheduler
-
-from .conftest import build_node, build_pod, build_queue
+from tests.builders import ROOT
+from tests.builders.objects import build_node, build_pod, build_queue
 
 GPU = "nvidia.com/gpu"
 USAGE = "usageDBConfig: {usageParams: {windowSize: 4800s}}\n"     # buckets of 100 s
@@ -131,7 +130,7 @@ def test_clearing_status_usage_resets_the_queue() -> None:
 
 
 def test_the_written_usage_validates_against_the_crd_and_fills_the_column() -> None:
-    crd = Path(__file__).resolve().parents[2] / "config" / "crds" / "queues.yaml"
+    crd = ROOT / "config" / "crds" / "queues.yaml"
     (version,) = yaml.safe_load(crd.read_text())["spec"]["versions"]
     setup = Setup("usageDBConfig: {usageParams: {windowSize: 480s}}\n")   # buckets of 10 s
     for _ in range(700):                       # more than a window: the bucket list is full

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -22,8 +21,8 @@ from kaisched.framework import parse_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.runtime.usagebooks import PrometheusBook
-
-from .conftest import build_node, build_queue
+from tests.builders import SCENARIOS
+from tests.builders.objects import build_node, build_queue
 
 GPU = "nvidia.com/gpu"
 
@@ -93,7 +92,7 @@ def test_a_server_that_is_not_prometheus_is_an_error_not_a_crash() -> None:
 
 
 def test_explain_says_what_the_queue_used_over_the_window() -> None:
-    snapshot = Path(__file__).resolve().parents[1] / "scenarios" / "usage-order.yaml"
+    snapshot = SCENARIOS / "usage-order.yaml"
     result = CliRunner().invoke(main, ["explain", "default/a-job", "--snapshot", str(snapshot)])
     assert result.exit_code == 0, result.output
     assert "queue team-a:" in result.output

@@ -8,8 +8,7 @@ from kaisched.api.types import GangMode
 from kaisched.cluster.kinds import EVENT, KOORD_PODGROUP, POD
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import build_node, build_pod, load_cluster, load_test_config, snapshot
+from tests.builders.objects import build_node, build_pod, load_cluster, load_test_config, snapshot
 
 K = "gang.scheduling.koordinator.sh/"
 _KOORD_PG = (KOORD_PODGROUP, "default", "ring")

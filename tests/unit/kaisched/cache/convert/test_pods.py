@@ -9,8 +9,7 @@ import pytest
 from kaisched.api.resource import CPU, GPU, MEMORY, PODS, Resource
 from kaisched.api.types import TaskStatus
 from kaisched.cache.convert import pod_facts, pod_request, task_status
-
-from .conftest import build_pod
+from tests.builders.objects import build_pod
 
 MI = 2**20
 

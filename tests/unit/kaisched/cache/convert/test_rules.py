@@ -17,8 +17,7 @@ from kaisched.api.types import NodeName
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cache import convert
 from kaisched.errors import ConfigError
-
-from .conftest import build_node, build_pod, build_podgroup, load_cluster, snapshot
+from tests.builders.objects import build_node, build_pod, build_podgroup, load_cluster, snapshot
 
 HOST = "kubernetes.io/hostname"
 

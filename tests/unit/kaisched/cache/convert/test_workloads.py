@@ -1,6 +1,7 @@
 """The gang APIs of other schedulers, read into kaisched's model: the upstream
-Workload API per version, KAI's PodGroup and Queue; and what the model makes
-of them (priority, preemptibility, age, one scheduler per group)."""
+Workload API per version (kaisched/cache/convert/workloads.py), and what the model makes
+of a gang of any API (priority, preemptibility, age, one scheduler per group, the
+condition written back). KAI's PodGroup and Queue as read: test_kai.py."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,26 +10,12 @@ import pytest
 
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.job import PodGroupStatus
-from kaisched.api.resource import GPU
 from kaisched.api.types import Disruption, GangRules
 from kaisched.cache import convert
-from kaisched.cache.convert.kai import UNLIMITED_QUOTA, flat_subgroups, subgroup_tree
 from kaisched.cache.convert.workloads import upstream_status
-
-from .conftest import build_node, build_pod, snapshot
+from tests.builders.objects import build_kai_podgroup, build_node, build_pod, build_upstream_podgroup, snapshot
 
 Obj = dict[str, Any]
-
-
-def upstream(version: str, name: str = "pg", **spec: Any) -> Obj:
-    return {"apiVersion": f"scheduling.k8s.io/{version}", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "default", "generation": 3},
-            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, **spec}}
-
-
-def kai(name: str = "pg", **spec: Any) -> Obj:
-    return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
 
 def member(name: str, spec: Obj, **kw: Any) -> Obj:
@@ -56,7 +43,7 @@ def test_v1alpha1_workload_is_its_podgroups() -> None:
     ({}, "exactly one of basic, gang"),
 ])
 def test_a_bad_policy_is_a_problem_and_a_gang_of_one(policy: Obj, problem: str) -> None:
-    gang, _, found = convert.podgroup_v1beta1(upstream("v1beta1", schedulingPolicy=policy))
+    gang, _, found = convert.podgroup_v1beta1(build_upstream_podgroup("v1beta1", schedulingPolicy=policy))
     assert problem in (found or "") and gang.min_member == 1
 
 
@@ -69,7 +56,7 @@ def test_a_bad_policy_is_a_problem_and_a_gang_of_one(policy: Obj, problem: str) 
 def test_disruption_modes_per_version(version: str, mode: Any, want: Disruption) -> None:
     read = convert.podgroup_v1alpha2 if version == "v1alpha2" else convert.podgroup_v1beta1
     spec = {} if mode is None else {"disruptionMode": mode}
-    gang, _, problem = read(upstream(version, **spec))
+    gang, _, problem = read(build_upstream_podgroup(version, **spec))
     assert (gang.disruption, problem) == (want, None)
 
 
@@ -77,11 +64,11 @@ def test_disruption_modes_per_version(version: str, mode: Any, want: Disruption)
                                            ("v1beta1", "all")])
 def test_a_disruption_mode_outside_the_version_is_a_problem(version: str, mode: Any) -> None:
     read = convert.podgroup_v1alpha2 if version == "v1alpha2" else convert.podgroup_v1beta1
-    assert "disruptionMode" in (read(upstream(version, disruptionMode=mode))[2] or "")
+    assert "disruptionMode" in (read(build_upstream_podgroup(version, disruptionMode=mode))[2] or "")
 
 
 def test_a_podgroup_says_its_priority_topology_and_where_its_condition_goes() -> None:
-    gang, status, problem = convert.podgroup_v1beta1(upstream(
+    gang, status, problem = convert.podgroup_v1beta1(build_upstream_podgroup(
         "v1beta1", priorityClassName="high", priority=7,
         schedulingConstraints={"topology": [{"key": "rack"}]}))
     assert problem is None and status == PodGroupStatus()
@@ -90,14 +77,14 @@ def test_a_podgroup_says_its_priority_topology_and_where_its_condition_goes() ->
     assert (gang.status_target.api_version, gang.status_target.condition,
             gang.status_target.terminal) == ("scheduling.k8s.io/v1beta1", "PodGroupInitiallyScheduled",
                                              True)
-    old, _, _ = convert.podgroup_v1alpha2(upstream("v1alpha2"))
+    old, _, _ = convert.podgroup_v1alpha2(build_upstream_podgroup("v1alpha2"))
     assert old.status_target is not None
     assert (old.status_target.condition, old.status_target.terminal) == ("PodGroupScheduled", False)
     assert (gang.generation, gang.declared) == (3, False)       # no kaisched status to write
 
 
 def test_two_topology_constraints_are_a_problem() -> None:
-    _, _, problem = convert.podgroup_v1beta1(upstream("v1beta1", schedulingConstraints={
+    _, _, problem = convert.podgroup_v1beta1(build_upstream_podgroup("v1beta1", schedulingConstraints={
         "topology": [{"key": "rack"}, {"key": "zone"}]}))
     assert "at most one" in (problem or "")
 
@@ -111,70 +98,6 @@ def test_conditions_round_trip_with_their_generation() -> None:
     assert convert.upstream_status_dict(upstream_status(raw)) == raw
 
 
-# -- KAI's PodGroup and Queue --------------------------------------------------------------
-
-def test_kai_podgroup_reads_its_members_queue_priority_and_leaves() -> None:
-    gang, _, problem = convert.kai_podgroup(kai(
-        queue="team-a", priorityClassName="train", preemptibility="preemptible",
-        topologyConstraint={"requiredTopologyLevel": "rack", "topology": "default"},
-        subGroups=[{"name": "master", "minMember": 1},
-                   {"name": "worker", "minMember": 3,
-                    "topologyConstraint": {"preferredTopologyLevel": "block"}}]))
-    assert problem is None
-    assert (gang.min_member, gang.queue, gang.priority_class) == (4, "team-a", "train")
-    assert (gang.preemptible, gang.preemptible_below) == (True, None)
-    assert gang.topology.required == "rack"
-    assert [(sg.name, sg.min_member, sg.topology.preferred) for sg in gang.subgroups] == \
-        [("master", 1, None), ("worker", 3, "block")]
-
-
-def test_kai_subgroup_tree_keeps_its_parents_and_its_leaves_take_the_pods() -> None:
-    problems: list[str] = []
-    tree = subgroup_tree([{"name": "replica-0", "minSubGroup": 2},
-                          {"name": "prefill", "parent": "replica-0", "minMember": 2},
-                          {"name": "decode", "parent": "replica-0", "minMember": 1}], problems)
-    assert not problems
-    assert [(sg.name, sg.parent, sg.min_member, sg.min_sub_group) for sg in tree] == [
-        ("replica-0", None, None, 2), ("prefill", "replica-0", 2, None),
-        ("decode", "replica-0", 1, None)]
-    assert [(sg.name, sg.min_member) for sg in flat_subgroups(tree)] == [("prefill", 2), ("decode", 1)]
-    gang, _, problem = convert.kai_podgroup(kai(minSubGroup=1, subGroups=[
-        {"name": "replica-0", "minSubGroup": 2}, {"name": "replica-1", "minSubGroup": 2},
-        {"name": "a0", "parent": "replica-0", "minMember": 2},
-        {"name": "b0", "parent": "replica-0", "minMember": 1},
-        {"name": "a1", "parent": "replica-1", "minMember": 2},
-        {"name": "b1", "parent": "replica-1", "minMember": 1}]))
-    assert problem is None and gang.min_sub_group == 1
-    assert [(sg.name, sg.parent, sg.min_member, sg.min_sub_group) for sg in gang.subgroups] == [
-        ("replica-0", None, 0, 2), ("replica-1", None, 0, 2), ("a0", "replica-0", 2, None),
-        ("b0", "replica-0", 1, None), ("a1", "replica-1", 2, None), ("b1", "replica-1", 1, None)]
-    assert gang.min_member == 3         # the fewest pods that meet the tree: one replica
-
-
-@pytest.mark.parametrize("spec, problem", [
-    ({"minMember": 2, "minSubGroup": 1}, "mutually exclusive"),
-    ({"minMember": -1}, "spec.minMember must be an integer >= 0"),
-    ({"preemptibility": "sometimes"}, "spec.preemptibility"),
-    ({"subGroups": [{"name": "a", "parent": "nowhere"}]}, "parent 'nowhere' is not a subGroup"),
-])
-def test_kai_podgroup_problems(spec: Obj, problem: str) -> None:
-    assert problem in (convert.kai_podgroup(kai(**spec))[2] or "")
-
-
-def test_kai_queue_units_and_unlimited() -> None:
-    queue = convert.kai_queue({"metadata": {"name": "team-a"}, "spec": {
-        "parentQueue": "dept", "priority": 150,
-        "resources": {"gpu": {"quota": 2.5, "limit": -1, "overQuotaWeight": 3},
-                      "cpu": {"quota": 4000, "limit": 8000},
-                      "memory": {"quota": -1, "limit": 1000}}}})
-    assert (queue.name, queue.parent, queue.priority, queue.problem) == ("team-a", "dept", 150, None)
-    assert queue.quota.get(GPU) == 2.5 and queue.quota.get("cpu") == 4000      # millicores
-    assert queue.quota.get("memory") == UNLIMITED_QUOTA                       # -1: all of it
-    assert queue.limit(GPU) is None and queue.limit("cpu") == 8000
-    assert queue.limit("memory") == 1000 * 10**6                             # megabytes
-    assert queue.weight(GPU) == 3 and not queue.declared                      # KAI owns its status
-
-
 # -- what the model makes of them ---------------------------------------------------------------
 
 def test_podgroup_priority_wins_over_its_pods_value_then_class() -> None:
@@ -183,9 +106,9 @@ def test_podgroup_priority_wins_over_its_pods_value_then_class() -> None:
     pods = [member(f"{g}-0", {"schedulingGroup": {"podGroupName": g}, "priorityClassName": "high"})
             for g in ("valued", "classed", "plain")]
     cluster = snapshot([*classes, build_node("n1"), *pods,
-                        upstream("v1beta1", "valued", priorityClassName="low", priority=5),
-                        upstream("v1beta1", "classed", priorityClassName="low"),
-                        upstream("v1beta1", "plain")])
+                        build_upstream_podgroup("v1beta1", "valued", priorityClassName="low", priority=5),
+                        build_upstream_podgroup("v1beta1", "classed", priorityClassName="low"),
+                        build_upstream_podgroup("v1beta1", "plain")])
     jobs = cluster.jobs
     assert [jobs[f"default/{g}"].priority for g in ("valued", "classed", "plain")] == [5, 10, 1000]
 
@@ -193,8 +116,8 @@ def test_podgroup_priority_wins_over_its_pods_value_then_class() -> None:
 def test_kai_preemptibility_follows_priority_unless_said() -> None:
     classes = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                 "metadata": {"name": n}, "value": v} for n, v in (("train", 50), ("inference", 125))]
-    groups = [kai("a", priorityClassName="train"), kai("b", priorityClassName="inference"),
-              kai("c", priorityClassName="inference", preemptibility="preemptible")]
+    groups = [build_kai_podgroup("a", priorityClassName="train"), build_kai_podgroup("b", priorityClassName="inference"),
+              build_kai_podgroup("c", priorityClassName="inference", preemptibility="preemptible")]
     pods = [build_pod(f"{g}-0", annotations={"pod-group-name": g}) for g in "abc"]
     jobs = snapshot([*classes, build_node("n1"), *groups, *pods]).jobs
     assert [jobs[f"default/{g}"].spec.preemptible for g in "abc"] == [True, False, True]
@@ -203,7 +126,7 @@ def test_kai_preemptibility_follows_priority_unless_said() -> None:
 def test_an_upstream_gang_is_as_old_as_the_pod_that_completed_it() -> None:
     pods = [member(f"p-{i}", {"schedulingGroup": {"podGroupName": "pg"}},
                    creation=f"2026-01-01T00:0{i}:00Z") for i in range(3)]
-    group = upstream("v1beta1")
+    group = build_upstream_podgroup("v1beta1")
     group["metadata"]["creationTimestamp"] = "2025-12-31T00:00:00Z"
     job = snapshot([build_node("n1"), group, *pods]).jobs["default/pg"]
     assert job.creation == from_rfc3339("2026-01-01T00:01:00Z")     # minCount 2: the second pod
@@ -214,7 +137,7 @@ def test_a_group_whose_pods_name_several_schedulers_waits_with_why() -> None:
             member("p-1", {"schedulingGroup": {"podGroupName": "pg"}}, scheduler="other"),
             member("p-2", {"schedulingGroup": {"podGroupName": "pg"}}, scheduler="other",
                    node="n1", phase="Succeeded")]            # a finished pod is not counted
-    job = snapshot([build_node("n1"), upstream("v1beta1"), *pods]).jobs["default/pg"]
+    job = snapshot([build_node("n1"), build_upstream_podgroup("v1beta1"), *pods]).jobs["default/pg"]
     assert job.problem == ("its pods name more than one scheduler: kaisched (1 pod), "
                            "other (1 pod); all pods of a group must name one")
 
@@ -236,8 +159,8 @@ def test_two_served_versions_of_one_podgroup_are_read_once() -> None:
     """A 1.37 cluster with the alpha gate on serves each PodGroup in v1beta1
     and v1alpha3: v1beta1's is read (and its status written there)."""
     pods = [member(f"p-{i}", {"schedulingGroup": {"podGroupName": "pg"}}) for i in range(2)]
-    job = snapshot([build_node("n1"), upstream("v1beta1"),
-                    {**upstream("v1alpha3"), "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}},
+    job = snapshot([build_node("n1"), build_upstream_podgroup("v1beta1"),
+                    {**build_upstream_podgroup("v1alpha3"), "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}},
                     *pods]).jobs["default/pg"]
     assert job.min_member == 2 and job.spec.status_target is not None
     assert job.spec.status_target.api_version == "scheduling.k8s.io/v1beta1"
@@ -247,14 +170,13 @@ def test_two_served_versions_of_one_podgroup_are_read_once() -> None:
 
 def upstream_writes(objects: list[Obj]) -> list[Any]:
     from kaisched.framework.effects import SetPodGroupStatus
-
-    from .conftest import run_cycle
+    from tests.builders.objects import run_cycle
     return [e for e in run_cycle(objects).effects
             if isinstance(e, SetPodGroupStatus) and e.api_version]
 
 
 def scheduled_before(version: str) -> Obj:
-    group = upstream(version)
+    group = build_upstream_podgroup(version)
     group["status"] = {"conditions": [{
         "type": "PodGroupInitiallyScheduled" if version == "v1beta1" else "PodGroupScheduled",
         "status": "True", "reason": "Scheduled", "message": "2/2 tasks scheduled",
@@ -280,7 +202,7 @@ def test_v1beta1_initially_scheduled_is_never_written_again() -> None:
 def test_an_unusable_group_says_scheduler_error() -> None:
     pods = [member("p-0", {"schedulingGroup": {"podGroupName": "pg"}}),
             member("p-1", {"schedulingGroup": {"podGroupName": "pg"}}, scheduler="other")]
-    [write] = upstream_writes([build_node("n1"), upstream("v1beta1"), *pods])
+    [write] = upstream_writes([build_node("n1"), build_upstream_podgroup("v1beta1"), *pods])
     [cond] = write.status.conditions
     assert (cond.type, cond.status, cond.reason) == ("PodGroupInitiallyScheduled", "False",
                                                      "SchedulerError")
@@ -288,7 +210,7 @@ def test_an_unusable_group_says_scheduler_error() -> None:
 
 
 def test_kai_min_sub_group_zero_is_no_gang() -> None:
-    gang, _, problem = convert.kai_podgroup(kai(minSubGroup=0, subGroups=[
+    gang, _, problem = convert.kai_podgroup(build_kai_podgroup(minSubGroup=0, subGroups=[
         {"name": "a", "minMember": 2}, {"name": "b", "minMember": 3}]))
     assert problem is None and gang.min_member == 1
     assert [sg.min_member for sg in gang.subgroups] == [0, 0]
