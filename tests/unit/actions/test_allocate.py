@@ -1,5 +1,7 @@
 """allocate + backfill through one scheduler cycle: gangs
-all-or-nothing, pipelined reservations, minimums first, and the orderings."""
+all-or-nothing, pipelined reservations, minimums first, and the orderings.
+
+Backfill, which places what allocate leaves, is tested here with it."""
 from __future__ import annotations
 
 import pytest
