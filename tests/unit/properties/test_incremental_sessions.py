@@ -17,7 +17,7 @@ from the cluster (not the incremental model with the binds it assumes): a
 bind that did not land must be placed again, never waited on.
 
 Run thousands of sequences on demand:
-    KAISCHED_CONSISTENCY_EXAMPLES=5000 python -m pytest tests/unit/test_incremental_sessions.py
+    KAISCHED_CONSISTENCY_EXAMPLES=5000 python -m pytest tests/unit/properties/test_incremental_sessions.py
 """
 from __future__ import annotations
 

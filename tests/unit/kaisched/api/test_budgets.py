@@ -1,6 +1,9 @@
 """PodDisruptionBudgets as consolidation reads them: converted once by the
 cache, their allowance counted as the disruption controller counts it, and a
-move that would break one refused."""
+move that would break one refused.
+
+Under the budgets' model (kaisched/api/budgets.py); their conversion and consolidation's
+refusal are checked with it."""
 from __future__ import annotations
 
 from typing import Any

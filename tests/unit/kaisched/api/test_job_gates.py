@@ -2,7 +2,9 @@
 backend refuses such a bind, as the API server does), the gang waits with a
 condition naming the gates, and proceeds once they are removed. A gang whose
 ungated pods meet its minimum starts without the gated one, which is neither
-placed nor sent to the API."""
+placed nor sent to the API.
+
+Under kaisched/api/job.py: a job counts what may run without its gated pods."""
 from __future__ import annotations
 
 import pytest

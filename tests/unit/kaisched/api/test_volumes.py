@@ -1,7 +1,10 @@
 """Storage objects as the scheduler reads them, and the volumebinding plugin
 over a snapshot: claims of a pod, classes, volumes, the smallest matching
 volume, the equivalence class, redaction, and nothing registered for pods
-without claims."""
+without claims.
+
+Under the storage model (kaisched/api/volumes.py); the last tests ask the volumebinding
+plugin over a snapshot."""
 from __future__ import annotations
 
 from kaisched.api.volumes import BindingMode, ClaimInfo, PodClaim, Storage, VolumeInfo

@@ -5,7 +5,7 @@ and real sessions in between. Whatever arrives in whatever order, the model
 must equal a rebuild from the objects the cache now holds.
 
 Run thousands of sequences on demand:
-    KAISCHED_CONSISTENCY_EXAMPLES=5000 python -m pytest tests/unit/test_cache_consistency.py
+    KAISCHED_CONSISTENCY_EXAMPLES=5000 python -m pytest tests/unit/kaisched/cache/test_consistency.py
 """
 from __future__ import annotations
 

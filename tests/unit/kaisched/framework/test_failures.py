@@ -7,7 +7,9 @@ at most once per job a minute, and every other job is scheduled.
 
 The exceptions are planted: in a plugin's callback (the hooks a job's
 decision asks), or in the step of an action that decides one job.
-"""
+
+Under kaisched/framework/failures.py, which keeps what the jobs that raised were told; the
+error log and metrics of the runtime are checked on the way."""
 from __future__ import annotations
 
 import logging

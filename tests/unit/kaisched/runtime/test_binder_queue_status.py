@@ -1,6 +1,8 @@
 """Queue status end to end on the memory backend: the scheduler writes each
 Queue's status when it changes and not otherwise, `kubectl get queues` finds
-its printer columns in what was written, and /metrics carries the same figures."""
+its printer columns in what was written, and /metrics carries the same figures.
+
+Under the binder, which writes the status; the metrics read the same figures."""
 from __future__ import annotations
 
 from typing import Any

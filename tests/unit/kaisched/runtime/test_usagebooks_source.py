@@ -1,6 +1,9 @@
 """Where usage comes from, without a server: usageDBConfig checked key by
 key; a scheduler restarted while Prometheus is down uses the usage its Queue
-status kept; an answer that is not Prometheus's is an error, never a crash."""
+status kept; an answer that is not Prometheus's is an error, never a crash.
+
+Under kaisched/runtime/usagebooks.py, which asks the source; usageDBConfig's keys
+(kaisched/framework/usageconfig.py) are checked here too."""
 from __future__ import annotations
 
 import socket

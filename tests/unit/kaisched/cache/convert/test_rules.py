@@ -1,6 +1,9 @@
 """Placement rules beyond resources: reading them from pods and PodGroups, and
 each rule deciding a placement (inter-pod affinity with namespaces, preferred
-node and pod affinity as scores, host ports), through one scheduler cycle."""
+node and pod affinity as scores, host ports), through one scheduler cycle.
+
+Under the module that reads the rules (kaisched/cache/convert/rules.py); the deciding half
+exercises the plugins that apply them (podaffinity, nodeaffinity, hostports)."""
 from __future__ import annotations
 
 from typing import Any
