@@ -38,8 +38,6 @@ EXCEPTIONS = {
     "tests/unit/test_one_row_forms.py",
     "tests/unit/test_selection_equivalence.py",
     "tests/unit/reference_selection.py",
-    # Keeps the names those two import from it until then.
-    "tests/unit/conftest.py",
 }
 
 
