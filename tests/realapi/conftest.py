@@ -46,6 +46,10 @@ The fixtures, for any module of this directory:
   pods)` creates each object owned (controller ownerReference) by the one before, then the
   pods owned by the last one, and returns what the server made of them.
 
+The fixtures are here; the helpers (`describe`, `shipped_config`, `as_account`,
+`scheduler_process`, `make_gang`, `all_bound`, `eventually`...) are in tests/builders/realapi.py,
+where test modules import them from.
+
 <owner> is the module's OWNER attribute (a helper's or feature's name), else "realapi":
 the names of everything a module creates carry it, so tests of several people on one
 shared server never touch each other's objects.
