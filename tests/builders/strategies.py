@@ -8,7 +8,7 @@
   eviction can fix (DOOMS).
 - sessions(): the production loop on the memory backend, SESSIONS sessions long; between
   sessions bound pods start and pods being deleted go.
-- counts(), json_values(): small counts and arbitrary JSON, for objects of any shape.
+- counts, json_values: replica counts right or wrong, and any JSON, for objects of any shape.
 """
 from __future__ import annotations
 
@@ -32,7 +32,6 @@ from tests.builders.objects import build_node, build_pod, build_podgroup, build_
 # -- small clusters, one cycle (scenarios) -------------------------------------------------
 
 GPU = "nvidia.com/gpu"
-
 CPU_STEPS = [0, 250, 500, 1000, 1500, 2000, 3000, 4000]       # millicores
 
 
@@ -123,8 +122,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 # -- a cluster where room is contended (contended) --------------------------------------
 
-SESSIONS = 3
-
+SESSIONS = 3                    # sessions a property test runs (sessions())
+# How a job may be refused for a reason no eviction can fix (Job.doom).
 DOOMS = ("min-resources", "gated", "gang-group", "selector", "never")
 
 
@@ -232,6 +231,8 @@ def contended(draw: st.DrawFn) -> Contended:
         jobs.append(Job("doomed", draw(st.sampled_from(leaves)), size, 2, 1, (None,) * size, doom))
     return Contended(nodes, queues, tuple(jobs), linger=draw(st.sampled_from([0, 0, 1])))
 
+
+# -- sessions --------------------------------------------------------------------------------
 
 def sessions(objects: list[dict[str, Any]], config: SchedulerConfig | None, linger: int = 0
              ) -> Iterator[tuple[CycleResult, MemoryCluster]]:
