@@ -1,5 +1,5 @@
 # The kaisched image: the scheduler (`kaisched`) and the PodGrouper (`podgrouper`), installed
-# from this checkout (tests/test_image.py builds the wheel from exactly what is copied here). Build it with the tag config/deployment.yaml runs:
+# from this checkout (tests/install/test_image.py builds the wheel from exactly what is copied here). Build it with the tag config/deployment.yaml runs:
 #   docker build -t kaisched:0.1.0 .
 # Stage one builds wheels (kaisched's and its dependencies'); stage two installs only them,
 # so no compiler, build tool or source tree ends up in the image.

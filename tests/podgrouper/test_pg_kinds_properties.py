@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from podgrouper.groupers import Lineage, builtin_groupers, group_owner, pick
-from tests.podgrouper.test_pg_properties import counts, json_values
+from tests.builders.strategies import counts, json_values
 
 NAME = re.compile(r"^pg-[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 labels = st.dictionaries(st.sampled_from([

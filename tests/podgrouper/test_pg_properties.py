@@ -9,13 +9,8 @@ from hypothesis import strategies as st
 
 from podgrouper.groupers import builtin_groupers, group_owner, pick
 from podgrouper.owners import OwnerRef, top_owner
+from tests.builders.strategies import counts, json_values
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 12) | st.floats(allow_nan=False) | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=12,
-)
-counts = st.none() | st.integers(-2, 6) | st.sampled_from(["2", 1.5, True, [], {}])
 replica_specs = st.dictionaries(st.sampled_from(["Master", "Worker", "PS", "Chief", "Launcher"]),
                                 st.fixed_dictionaries({"replicas": counts}) | json_values, max_size=4)
 specs = st.fixed_dictionaries({}, optional={

@@ -19,8 +19,7 @@ from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import ApiError
 from kaisched.framework import default_config
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import Components, delete_quietly, eventually
+from tests.builders.realapi import Components, delete_quietly, eventually
 
 OWNER = "dra"
 DRIVER = "gpu.rt-dra.example.com"

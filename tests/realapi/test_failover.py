@@ -21,8 +21,7 @@ from kubernetes import client as k8s_client
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import LEASE
 from kaisched.cluster.kube import KubeCluster
-
-from .conftest import (
+from tests.builders.realapi import (
     SYSTEM,
     Process,
     all_bound,

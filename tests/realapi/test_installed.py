@@ -16,8 +16,7 @@ import pytest
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import LEASE, POD, PODGROUP, Kind
 from kaisched.cluster.kube import KubeCluster
-
-from .conftest import SYSTEM, Components, describe, eventually, scheduler_identity
+from tests.builders.realapi import SYSTEM, Components, describe, eventually, scheduler_identity
 
 OWNER = "install"
 LEASE_SECONDS = 15

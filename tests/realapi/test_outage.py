@@ -18,8 +18,7 @@ import pytest
 
 from kaisched.cluster.kinds import LEASE
 from kaisched.cluster.kube import KubeCluster
-
-from .conftest import SYSTEM, Components, all_bound, describe, eventually, make_gang
+from tests.builders.realapi import SYSTEM, Components, all_bound, describe, eventually, make_gang
 
 OWNER = "install"
 RESTART = "KAISCHED_TEST_RESTART_APISERVER"

@@ -33,8 +33,7 @@ from kubernetes import client as k8s_client
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.kube import KubeCluster
-
-from .conftest import (
+from tests.builders.realapi import (
     as_account,
     describe,
     eventually,

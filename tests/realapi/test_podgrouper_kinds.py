@@ -18,7 +18,7 @@ from kaisched.api import labels as L
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.kube import KubeCluster
 from podgrouper.groupers.spec import podgroup_name
-from tests.realapi.conftest import eventually, owned
+from tests.builders.realapi import eventually, owned
 
 OWNER = "pg"
 Obj = dict[str, Any]

@@ -23,8 +23,7 @@ from kubernetes import client as k8s_client
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import POD, QUEUE
 from kaisched.cluster.kube import KubeCluster
-
-from .conftest import (
+from tests.builders.realapi import (
     Process,
     as_account,
     delete_quietly,

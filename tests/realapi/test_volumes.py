@@ -22,8 +22,7 @@ from kaisched.api.volumes import SELECTED_NODE
 from kaisched.cluster.kinds import POD, PODGROUP, PV, PVC, STORAGE_CLASS
 from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import ApiError
-
-from .conftest import Components, eventually
+from tests.builders.realapi import Components, eventually
 
 OWNER = "vol"
 ZONE = "topology.kubernetes.io/zone"

@@ -27,8 +27,7 @@ from kaisched.api.clock import from_rfc3339
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import POD, PODGROUP, PRIORITY_CLASS, QUEUE
 from kaisched.cluster.kube import KubeCluster
-
-from .conftest import (
+from tests.builders.realapi import (
     Process,
     as_account,
     delete_quietly,

@@ -20,8 +20,7 @@ from kaisched.sim.admission import refusals
 from kaisched.sim.controllers import Controllers, JobRun, JobState
 from kaisched.sim.runner import report_refusals
 from kaisched.sim.scenario import parse_scenario
-
-from .conftest import SMALL
+from tests.builders.sim import SMALL
 
 # A job asking for an extended resource besides GPUs, and hugepages: the
 # operators must give both limits equal to their requests.

@@ -8,7 +8,7 @@ import pytest
 
 from kaisched.api.resource import GPU
 from kaisched.sim.scenario import JobKind, ScenarioError, load_scenario, parse_scenario
-from tests.sim.conftest import SMALL
+from tests.builders.sim import SMALL
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from kaisched.cli import main
 from kaisched.sim.scenario import MAX_OBJECTS, ScenarioError, parse_scenario
-from tests.sim.conftest import SMALL
+from tests.builders.sim import SMALL
 
 
 def _with(old: str, new: str) -> str:

@@ -15,7 +15,7 @@ from kaisched.sim.report import build_report
 from kaisched.sim.runner import bundled
 from kaisched.sim.scenario import parse_scenario
 from kaisched.sim.simulation import Simulation
-from tests.sim.conftest import SMALL
+from tests.builders.sim import SMALL
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
 

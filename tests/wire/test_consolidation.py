@@ -19,9 +19,7 @@ from kaisched.framework.config import default_config
 from kaisched.framework.effects import Cause, Evict
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import Emulator, Obj, build_node, build_pod, build_podgroup
-from .test_gpushare import cycles_until
+from tests.builders.wire import Emulator, Obj, build_node, build_pod, build_podgroup, cycles_until
 
 
 def _gpu_node(name: str) -> Obj:

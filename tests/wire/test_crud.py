@@ -10,8 +10,7 @@ import pytest
 from kaisched.cluster.kinds import NODE, POD, PODGROUP, QUEUE, Kind
 from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import ConflictError, NotFoundError
-
-from .conftest import (
+from tests.builders.wire import (
     PODGROUPS,
     Emulator,
     Obj,

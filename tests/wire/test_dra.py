@@ -10,8 +10,7 @@ from kaisched.cluster.kinds import POD, RESOURCE_CLAIMS
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.config import default_config
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import Emulator, build_node
+from tests.builders.wire import Emulator, build_node
 
 BETA = "resource.k8s.io/v1beta1"
 

@@ -12,8 +12,7 @@ from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.config import default_config
 from kaisched.runtime.scheduler import Scheduler
 from podgrouper.controller import PodGrouper
-
-from .conftest import Emulator, build_node, build_pod, build_podgroup
+from tests.builders.wire import Emulator, build_node, build_pod, build_podgroup
 
 
 def test_one_cycle_binds_the_gang_and_writes_its_status(apiserver: Emulator,

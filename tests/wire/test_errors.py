@@ -25,8 +25,7 @@ from kaisched.errors import (
     PermanentApiError,
     TransientApiError,
 )
-
-from .conftest import PODS, Emulator, api_client, build_pod
+from tests.builders.wire import PODS, Emulator, api_client, build_pod
 
 STATUSES = [
     pytest.param(404, NotFoundError, id="404-not-found"),

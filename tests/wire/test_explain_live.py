@@ -9,9 +9,7 @@ from click.testing import CliRunner
 from kaisched.cli import main
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.kube import KubeCluster
-
-from .conftest import Emulator, build_node, build_pod, build_podgroup, build_queue
-from .test_run import kubeconfig
+from tests.builders.wire import Emulator, build_node, build_pod, build_podgroup, build_queue, kubeconfig
 
 
 def test_explain_reads_a_live_cluster_and_writes_nothing(apiserver: Emulator, cluster: KubeCluster,

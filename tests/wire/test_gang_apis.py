@@ -19,8 +19,7 @@ from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.config import default_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import Emulator, Obj, build_node, build_pod
+from tests.builders.wire import Emulator, Obj, build_node, build_pod
 
 
 def cycle(cluster: KubeCluster) -> Any:

@@ -26,8 +26,7 @@ from kaisched.framework import parse_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler, serve
 from kaisched.service.leader import LeaderElector
-
-from .conftest import PATIENCE, PODS, Emulator, api_client, build_node, build_pod, build_podgroup
+from tests.builders.wire import PATIENCE, PODS, Emulator, api_client, build_node, build_pod, build_podgroup
 
 CONFIG = ("schedulePeriod: 1s\nactions: [allocate]\n"
           "tiers: [{plugins: [{name: priority}, {name: gang}, {name: predicates}]}]\n")

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from kaisched.cache import Cache
 from kaisched.cluster.kube import KubeCluster
-
-from .conftest import Emulator, Obj, build_pod
+from tests.builders.wire import Emulator, Obj, build_pod
 
 
 def member(name: str) -> Obj:

@@ -14,8 +14,7 @@ from kaisched.cluster.kinds import QUEUE
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework.effects import SetQueueStatus, SetQueueUsage
 from kaisched.runtime.binder import Binder
-
-from .conftest import QUEUES, Emulator, build_queue
+from tests.builders.wire import QUEUES, Emulator, build_queue
 
 CRD = Path(__file__).resolve().parents[2] / "config" / "crds" / "queues.yaml"
 GPU = "nvidia.com/gpu"

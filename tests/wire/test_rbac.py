@@ -32,18 +32,20 @@ from kaisched.runtime.throttle import WriteThrottle
 from kaisched.service.leader import LeaderElector
 from podgrouper.controller import PodGrouper
 from podgrouper.groupers import builtin_groupers, group_owner, pick
-
-from .conftest import (
+from tests.builders.wire import (
     PATIENCE,
     Emulator,
     api_client,
+    build_claim,
     build_node,
     build_pod,
     build_podgroup,
+    build_volume,
     eventually,
     kube,
+    storage_class,
+    with_volume,
 )
-from .test_volumes import _claim, _class, _volume, _with_volume
 
 ROOT = Path(__file__).resolve().parents[2]
 BETA = "resource.k8s.io/v1beta1"
@@ -236,13 +238,13 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
         # Volumes and devices: a WaitForFirstConsumer claim (its selected node is written), a
         # static volume (pre-bound to its claim), a ResourceClaim (allocated in its status).
         cluster.create(build_node("n-vol", cpu="2"))     # made once n1 is full: theirs alone
-        cluster.create(_class("fast", "csi.example.com"))
-        cluster.create(_claim("scratch", "fast"))
-        cluster.create(_with_volume(build_pod("wffc", cpu="100m"), "scratch"))
-        cluster.create(_class("local", "kubernetes.io/no-provisioner"))
-        cluster.create(_volume("pv-local", "local", "n-vol"))
-        cluster.create(_claim("data", "local"))
-        cluster.create(_with_volume(build_pod("static", cpu="100m"), "data"))
+        cluster.create(storage_class("fast", "csi.example.com"))
+        cluster.create(build_claim("scratch", "fast"))
+        cluster.create(with_volume(build_pod("wffc", cpu="100m"), "scratch"))
+        cluster.create(storage_class("local", "kubernetes.io/no-provisioner"))
+        cluster.create(build_volume("pv-local", "local", "n-vol"))
+        cluster.create(build_claim("data", "local"))
+        cluster.create(with_volume(build_pod("static", cpu="100m"), "data"))
         for obj in DEVICES:
             cluster.create(obj)
         cluster.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer",

@@ -30,8 +30,7 @@ from kaisched.runtime.metrics import Metrics
 from kaisched.runtime.scheduler import Scheduler, serve
 from kaisched.runtime.throttle import WriteThrottle
 from kaisched.service.leader import LeaderElector, micro_time
-
-from .conftest import (
+from tests.builders.wire import (
     PATIENCE,
     PODS,
     Emulator,

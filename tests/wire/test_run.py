@@ -10,19 +10,7 @@ from click.testing import CliRunner
 from kaisched.cli import main
 from kaisched.cluster.kinds import LEASE, POD
 from kaisched.cluster.kube import KubeCluster
-
-from .conftest import PATIENCE, Emulator, build_node, build_pod
-
-
-def kubeconfig(tmp_path: Path, url: str) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
-        "clusters": [{"name": "emulator", "cluster": {"server": url}}],
-        "users": [{"name": "tester", "user": {"token": "not-checked"}}],
-        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "tester"}}],
-    }))
-    return path
+from tests.builders.wire import PATIENCE, Emulator, build_node, build_pod, kubeconfig
 
 
 def test_run_takes_the_lease_and_binds(apiserver: Emulator, cluster: KubeCluster,
@@ -93,7 +81,7 @@ def test_sigterm_during_a_long_binder_queue_ends_the_process(
 
     import kmock
 
-    from .conftest import PODS, build_podgroup
+    from tests.builders.wire import PODS, build_podgroup
 
     cluster.create(build_node("n1", cpu="64"))
     for g in range(6):

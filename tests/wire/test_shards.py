@@ -16,8 +16,7 @@ from kaisched.framework import parse_config
 from kaisched.framework.effects import SetPodGroupStatus, SetQueueStatus
 from kaisched.runtime.scheduler import Scheduler
 from podgrouper.controller import PodGrouper
-
-from .conftest import Emulator, api_client, build_node, build_pod, build_podgroup, build_queue
+from tests.builders.wire import Emulator, api_client, build_node, build_pod, build_podgroup, build_queue
 
 POOL = "kaisched.io/pool"
 Obj = dict[str, Any]

@@ -11,9 +11,7 @@ from kaisched.cli import main
 from kaisched.cluster.kube import KubeCluster
 from kaisched.cluster.snapshot import load_file
 from kaisched.validation import partition
-
-from .conftest import Emulator, build_node, build_pod, build_podgroup, build_queue
-from .test_run import kubeconfig
+from tests.builders.wire import Emulator, build_node, build_pod, build_podgroup, build_queue, kubeconfig
 
 
 @pytest.mark.parametrize("redact", [False, True], ids=["whole", "redacted"])

@@ -8,8 +8,7 @@ import pytest
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import ConflictError, NotFoundError
-
-from .conftest import PODS, Emulator, build_node, build_pod
+from tests.builders.wire import PODS, Emulator, build_node, build_pod
 
 
 @pytest.fixture

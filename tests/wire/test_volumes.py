@@ -20,38 +20,19 @@ from kaisched.framework.effects import PrebindVolume
 from kaisched.runtime.binder import write_volume
 from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.scheduler import Scheduler
-
-from .conftest import PATIENCE, Emulator, build_node, build_pod, build_podgroup
+from tests.builders.wire import (
+    PATIENCE,
+    Emulator,
+    build_claim,
+    build_node,
+    build_pod,
+    build_podgroup,
+    build_volume,
+    storage_class,
+    with_volume,
+)
 
 Obj = dict
-
-
-def _class(name: str, provisioner: str) -> Obj:
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
-            "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"}
-
-
-def _claim(name: str, cls: str) -> Obj:
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"],
-                     "resources": {"requests": {"storage": "1Gi"}}}}
-
-
-def _volume(name: str, cls: str, node: str, claim: str | None = None) -> Obj:
-    spec: Obj = {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"],
-                 "storageClassName": cls, "local": {"path": "/mnt/x"},
-                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                     {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}
-    if claim:
-        spec["claimRef"] = {"namespace": "default", "name": claim}
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
-            "spec": spec}
-
-
-def _with_volume(pod: Obj, claim: str) -> Obj:
-    pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
-    return pod
 
 
 def _until(scheduler: Scheduler, done: "callable") -> CycleResult:  # type: ignore[valid-type]
@@ -69,10 +50,10 @@ def _until(scheduler: Scheduler, done: "callable") -> CycleResult:  # type: igno
 def test_selected_node_written_then_bound_once_the_claim_is(apiserver: Emulator,
                                                             cluster: KubeCluster) -> None:
     cluster.create(build_node("n1"))
-    cluster.create(_class("fast", "ebs.csi.aws.com"))
-    cluster.create(_claim("data", "fast"))
+    cluster.create(storage_class("fast", "ebs.csi.aws.com"))
+    cluster.create(build_claim("data", "fast"))
     cluster.create(build_podgroup("train", min_member=1))
-    cluster.create(_with_volume(build_pod("train-0", group="train"), "data"))
+    cluster.create(with_volume(build_pod("train-0", group="train"), "data"))
     registry = register_builtins()
     scheduler = Scheduler(cluster, default_config(registry), registry, ManualClock())
 
@@ -90,7 +71,7 @@ def test_selected_node_written_then_bound_once_the_claim_is(apiserver: Emulator,
     assert "PVC default/data to be provisioned on node n1" in status["conditions"][0]["message"]
 
     # The provisioner and the PV controller, played by the test.
-    volume = _volume("pvc-data", "fast", "n1", claim="data")
+    volume = build_volume("pvc-data", "fast", "n1", claim="data")
     volume["spec"]["csi"] = {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"}
     del volume["spec"]["local"]
     cluster.create(volume)
@@ -106,10 +87,10 @@ def test_a_static_volume_is_prebound_where_the_pod_goes(apiserver: Emulator,
                                                         cluster: KubeCluster) -> None:
     for node in ("n1", "n2"):
         cluster.create(build_node(node))
-    cluster.create(_class("local", "kubernetes.io/no-provisioner"))
-    cluster.create(_volume("pv-n2", "local", "n2"))
-    cluster.create(_claim("data", "local"))
-    cluster.create(_with_volume(build_pod("solo"), "data"))
+    cluster.create(storage_class("local", "kubernetes.io/no-provisioner"))
+    cluster.create(build_volume("pv-n2", "local", "n2"))
+    cluster.create(build_claim("data", "local"))
+    cluster.create(with_volume(build_pod("solo"), "data"))
     registry = register_builtins()
 
     result = Scheduler(cluster, default_config(registry), registry, ManualClock()).run_once()
@@ -123,7 +104,7 @@ def test_a_static_volume_is_prebound_where_the_pod_goes(apiserver: Emulator,
 
 
 def test_a_volume_taken_meanwhile_is_not_taken_over(cluster: KubeCluster) -> None:
-    cluster.create(_volume("pv-1", "local", "n1", claim="theirs"))
+    cluster.create(build_volume("pv-1", "local", "n1", claim="theirs"))
     with pytest.raises(ConflictError):
         write_volume(cluster, PrebindVolume("pv-1", "default/ours", "", "default/p", "default/p"))
     assert cluster.get(PV, "", "pv-1")["spec"]["claimRef"]["name"] == "theirs"

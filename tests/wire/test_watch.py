@@ -21,8 +21,7 @@ from kaisched.cluster.kinds import (
     XK8S_PODGROUP,
 )
 from kaisched.cluster.kube import KubeCluster
-
-from .conftest import (
+from tests.builders.wire import (
     PATIENCE,
     PG_API,
     PODGROUPS,

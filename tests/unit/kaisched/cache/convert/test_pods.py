@@ -1,0 +1,143 @@
+"""What a pod asks for and which status it is in (kaisched.cache.convert):
+pod_request as kube-scheduler computes it, task_status as the model maps phases."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kaisched.api.resource import CPU, GPU, MEMORY, PODS, Resource
+from kaisched.api.types import TaskStatus
+from kaisched.cache.convert import pod_facts, pod_request, task_status
+from tests.builders.objects import build_pod
+
+MI = 2**20
+
+
+def c(cpu: str | None = None, memory: str | None = None, gpu: str | None = None,
+      sidecar: bool = False) -> dict[str, Any]:
+    """A container with requests; sidecar=True is an init container with restartPolicy Always."""
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory), ("nvidia.com/gpu", gpu)) if v}
+    out: dict[str, Any] = {"name": "c", "resources": {"requests": requests}}
+    if sidecar:
+        out["restartPolicy"] = "Always"
+    return out
+
+
+def want(cpu: float = 0, memory: float = 0, gpu: float = 0) -> Resource:
+    """Expected request in model units (millicpu, bytes), with the pod slot."""
+    return Resource.of({CPU: cpu, MEMORY: memory, GPU: gpu, PODS: 1})
+
+
+def request(spec: dict[str, Any]) -> Resource:
+    problems: list[str] = []
+    got = pod_request(spec, problems)
+    assert problems == []
+    return got
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ({"containers": []}, want()),
+    ({}, want()),
+    ({"containers": [{"name": "c"}]}, want()),
+    ({"containers": [c(cpu="500m")]}, want(cpu=500)),
+    ({"containers": [c(cpu="1", memory="256Mi"), c(cpu="250m", memory="256Mi")]},
+     want(cpu=1250, memory=512 * MI)),
+    ({"containers": [c(gpu="1"), c(gpu="2")]}, want(gpu=3)),
+], ids=["empty", "no-containers", "no-requests", "one", "sum-of-two", "gpus-add-up"])
+def test_sum_of_containers(spec: dict, expected: Resource) -> None:
+    assert request(spec) == expected
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    # the largest init step wins over the containers' sum, per resource
+    ({"containers": [c(cpu="1")], "initContainers": [c(cpu="3")]}, want(cpu=3000)),
+    ({"containers": [c(cpu="2")], "initContainers": [c(cpu="1")]}, want(cpu=2000)),
+    ({"containers": [c(cpu="1", memory="1Gi")], "initContainers": [c(cpu="2", memory="100Mi")]},
+     want(cpu=2000, memory=1024 * MI)),
+    # init containers run one after another: max, not sum
+    ({"containers": [c(cpu="1")], "initContainers": [c(cpu="2"), c(cpu="2")]}, want(cpu=2000)),
+], ids=["init-bigger", "containers-bigger", "per-resource-max", "inits-do-not-add"])
+def test_max_with_init_containers(spec: dict, expected: Resource) -> None:
+    assert request(spec) == expected
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    # a sidecar keeps running next to the containers: it adds to their sum
+    ({"containers": [c(cpu="1")], "initContainers": [c(cpu="500m", sidecar=True)]},
+     want(cpu=1500)),
+    # an init step after a sidecar runs beside it
+    ({"containers": [c(cpu="1")],
+      "initContainers": [c(cpu="500m", sidecar=True), c(cpu="2")]}, want(cpu=2500)),
+    # an init step before the sidecar does not
+    ({"containers": [c(cpu="1")],
+      "initContainers": [c(cpu="2"), c(cpu="500m", sidecar=True)]}, want(cpu=2000)),
+    # two sidecars both stay
+    ({"containers": [c(cpu="1")],
+      "initContainers": [c(cpu="250m", sidecar=True), c(cpu="250m", sidecar=True)]},
+     want(cpu=1500)),
+], ids=["sidecar-adds", "init-after-sidecar", "init-before-sidecar", "two-sidecars"])
+def test_sidecar_init_containers(spec: dict, expected: Resource) -> None:
+    assert request(spec) == expected
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ({"containers": [c(cpu="1")], "overhead": {"cpu": "250m", "memory": "64Mi"}},
+     want(cpu=1250, memory=64 * MI)),
+    ({"containers": [c(cpu="1")], "initContainers": [c(cpu="3")], "overhead": {"cpu": "100m"}},
+     want(cpu=3100)),
+], ids=["overhead", "overhead-on-top-of-init"])
+def test_overhead_is_added(spec: dict, expected: Resource) -> None:
+    assert request(spec) == expected
+
+
+def test_every_pod_takes_one_pod_slot() -> None:
+    assert request({"containers": [c(cpu="1"), c(cpu="1")]}).get(PODS) == 1
+
+
+def test_malformed_request_is_a_problem_not_an_exception() -> None:
+    problems: list[str] = []
+    got = pod_request({"containers": [c(cpu="1"), {"name": "x", "resources": {
+        "requests": {"cpu": "lots"}}}]}, problems)
+    assert got == want(cpu=1000)
+    assert len(problems) == 1
+    assert "containers[1].resources.requests" in problems[0] and "cpu" in problems[0]
+
+
+def test_malformed_request_becomes_the_pods_problem() -> None:
+    pod = build_pod("p", cpu="lots")
+    assert "cpu" in (pod_facts(pod).problem or "")
+
+
+# -- task_status -------------------------------------------------------------------------
+
+def pod(phase: str | None = None, node: str | None = None, deleting: bool = False) -> dict:
+    out: dict[str, Any] = {"metadata": {"name": "p", "namespace": "default"}, "spec": {},
+                           "status": {}}
+    if phase:
+        out["status"]["phase"] = phase
+    if node:
+        out["spec"]["nodeName"] = node
+    if deleting:
+        out["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return out
+
+
+@pytest.mark.parametrize(("raw", "status"), [
+    (pod(), TaskStatus.PENDING),
+    (pod("Pending"), TaskStatus.PENDING),
+    (pod("Pending", node="n1"), TaskStatus.BOUND),
+    (pod(None, node="n1"), TaskStatus.BOUND),
+    (pod("Running", node="n1"), TaskStatus.RUNNING),
+    (pod("Running", node="n1", deleting=True), TaskStatus.RELEASING),
+    (pod("Pending", node="n1", deleting=True), TaskStatus.RELEASING),
+    (pod("Succeeded", node="n1"), TaskStatus.SUCCEEDED),
+    (pod("Failed", node="n1"), TaskStatus.FAILED),
+    (pod("Failed"), TaskStatus.FAILED),
+    (pod("Unknown", node="n1"), TaskStatus.UNKNOWN),
+    (pod("Pending", deleting=True), None),           # going away with no node: ignored
+], ids=["no-phase", "pending", "bound", "bound-no-phase", "running", "releasing",
+        "releasing-pending", "succeeded", "failed", "failed-no-node", "unknown",
+        "deleted-unbound"])
+def test_task_status(raw: dict, status: TaskStatus | None) -> None:
+    assert task_status(raw) is status
