@@ -8,8 +8,7 @@ from kaisched.api.types import JobKey, PodKey
 from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.strangers import Strangers
-
-from .conftest import build_pod
+from tests.builders.objects import build_pod
 
 P1 = PodKey("default/p-1")
 GANG = JobKey("default/pg")

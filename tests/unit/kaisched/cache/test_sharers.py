@@ -11,8 +11,7 @@ from kaisched.cache import convert
 from kaisched.cache.jobs import Priorities, make_task
 from kaisched.cache.roomnotes import RoomNotes
 from kaisched.cache.sharers import Sharers
-
-from .conftest import build_pod
+from tests.builders.objects import build_pod
 
 KEY = PodKey("default/a")
 

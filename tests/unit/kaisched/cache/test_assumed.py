@@ -9,8 +9,7 @@ from kaisched.cache import convert
 from kaisched.cache.assumed import Assumed
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.jobs import Priorities, make_task
-
-from .conftest import build_pod
+from tests.builders.objects import build_pod
 
 A, B = PodKey("default/a"), PodKey("default/b")
 N1 = NodeName("n1")

@@ -12,8 +12,7 @@ from kaisched.cache import convert
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.foreign import Foreign
 from kaisched.cache.roomnotes import RoomNotes
-
-from .conftest import build_pod
+from tests.builders.objects import build_pod
 
 N1, N2 = NodeName("n1"), NodeName("n2")
 SPECS = {name: NodeSpec(name, Resource.of(cpu=4000, pods=10)) for name in (N1, N2)}

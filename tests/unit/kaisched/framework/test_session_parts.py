@@ -25,8 +25,7 @@ from kaisched.framework import Hook
 from kaisched.framework.effects import CarriedGang
 from kaisched.framework.hooks import Rows
 from kaisched.framework.parts import Gate, Holds
-
-from .conftest import build_node, build_pod, build_podgroup, open_session
+from tests.builders.objects import build_node, build_pod, build_podgroup, open_session
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDERS = ("kaisched", "actions", "plugins")
