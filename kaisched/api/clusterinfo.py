@@ -23,17 +23,17 @@ from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
     OCCUPYING_STATUSES,
     JobKey,
+    Keyed,
     NodeName,
     PodKey,
     QueueName,
     TaskStatus,
-    split_key,
 )
 from kaisched.api.volumes import NO_STORAGE, Storage
 
 
 @attrs.frozen(slots=True)
-class ForeignPod:
+class ForeignPod(Keyed):
     """A pod of another scheduler: room on its node, and what the placement
     rules of other pods read (labels, its own anti-affinity, host ports)."""
 
@@ -49,14 +49,6 @@ class ForeignPod:
     kai: bool = False
     gpu: GpuShare | None = None     # the share of GPUs it holds (KAI's, another shard's)
     uid: str = ""
-
-    @property
-    def namespace(self) -> str:
-        return split_key(self.key)[0]
-
-    @property
-    def name(self) -> str:
-        return split_key(self.key)[1]
 
     @property
     def status(self) -> TaskStatus:

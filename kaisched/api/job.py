@@ -20,12 +20,12 @@ from kaisched.api.types import (
     GangMode,
     GangRules,
     JobKey,
+    Keyed,
     PodGroupPhase,
     PodKey,
     QueueName,
     Reason,
     TaskStatus,
-    split_key,
 )
 
 _ALIVE = READY_STATUSES | {TaskStatus.PENDING, TaskStatus.PIPELINED}
@@ -114,7 +114,7 @@ class GangSpec:
 
 
 @attrs.define(eq=False, slots=True)
-class JobInfo:
+class JobInfo(Keyed):
     key: JobKey
     spec: GangSpec
     priority: int = 0
@@ -129,14 +129,6 @@ class JobInfo:
     # placement and its undo): a gang's readiness is asked several times a
     # placement, and is read off this count rather than summed over statuses.
     _ready: int = 0
-
-    @property
-    def namespace(self) -> str:
-        return split_key(self.key)[0]
-
-    @property
-    def name(self) -> str:
-        return split_key(self.key)[1]
 
     @property
     def queue(self) -> QueueName:

@@ -10,12 +10,12 @@ import attrs
 from kaisched.api.constraints import NO_PLACEMENT, Placement
 from kaisched.api.gpuask import GpuShare, charged
 from kaisched.api.resource import Resource
-from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, split_key
+from kaisched.api.types import JobKey, Keyed, NodeName, PodKey, TaskStatus
 from kaisched.api.volumes import PodClaim
 
 
 @attrs.frozen(slots=True)
-class TaskInfo:
+class TaskInfo(Keyed):
     key: PodKey
     uid: str
     job: JobKey
@@ -42,14 +42,6 @@ class TaskInfo:
     successor_of: PodKey | None = None
     shared: tuple[str, ...] = ()         # of those, its PodGroup's: reserved for the group
     gpu: GpuShare | None = None          # part of a GPU (KAI's gpu-fraction / gpu-memory)
-
-    @property
-    def namespace(self) -> str:
-        return split_key(self.key)[0]
-
-    @property
-    def name(self) -> str:
-        return split_key(self.key)[1]
 
     @property
     def charge(self) -> Resource:

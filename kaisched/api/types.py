@@ -110,6 +110,22 @@ def split_key(key: str) -> tuple[str, str]:
     return namespace, name
 
 
+class Keyed:
+    """What is known by a "namespace/name" key (a task, a job, another
+    scheduler's pod): its namespace and name, read off the key."""
+
+    __slots__ = ()
+    key: str
+
+    @property
+    def namespace(self) -> str:
+        return split_key(self.key)[0]
+
+    @property
+    def name(self) -> str:
+        return split_key(self.key)[1]
+
+
 def pod_key(namespace: str, name: str) -> PodKey:
     return PodKey(f"{namespace}/{name}")
 
