@@ -24,7 +24,7 @@ from kaisched.api.types import QueueName
 from kaisched.cache.convert.common import Obj, metadata
 from kaisched.cache.convert.groups import KAI_LAST_START
 from kaisched.cache.convert.pods import preemption_delay
-from kaisched.cache.convert.queues import min_runtime
+from kaisched.cache.convert.queues import queue_basics
 
 # KAI: a PodGroup that does not say is preemptible when its priority is below this.
 NON_PREEMPTIBLE_FROM = 100
@@ -196,18 +196,9 @@ def kai_queue(obj: Obj) -> QueueInfo:
             limits.append((name, values["limit"] * unit))
         if values["overQuotaWeight"] is not None:
             weights.append((name, max(values["overQuotaWeight"], 0.0)))
-    priority = spec.get("priority", 100)
-    preempt_min, reclaim_min = (min_runtime(spec, key, problems)
-                                for key in ("preemptMinRuntime", "reclaimMinRuntime"))
-    return QueueInfo(
-        name=QueueName(meta.get("name", "")),
-        parent=QueueName(spec["parentQueue"]) if spec.get("parentQueue") else None,
-        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else 100,
-        quota=Resource.of(quota), limits=tuple(limits), weights=tuple(weights),
-        creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
-        problem="; ".join(problems) or None,
-        preempt_min_runtime=preempt_min, reclaim_min_runtime=reclaim_min,
-    )
+    basics = queue_basics(meta, spec, problems)
+    return QueueInfo(**basics, quota=Resource.of(quota), limits=tuple(limits),
+                     weights=tuple(weights), problem="; ".join(problems) or None)
 
 
 def _number(value: Any, where: str, problems: list[str]) -> float | None:

@@ -40,23 +40,31 @@ def queue(obj: Obj) -> QueueInfo:
                 problems.append(f"spec.resources.{name}.overQuotaWeight must be a number >= 0")
             else:
                 weights.append((name, float(weight)))
-    priority = spec.get("priority", 100)
-    preempt_min, reclaim_min = (min_runtime(spec, key, problems)
-                                for key in ("preemptMinRuntime", "reclaimMinRuntime"))
     return QueueInfo(
-        name=QueueName(meta.get("name", "")),
-        parent=QueueName(spec["parentQueue"]) if spec.get("parentQueue") else None,
-        priority=priority if isinstance(priority, int) else 100,
+        **queue_basics(meta, spec, problems),
         quota=quantities(quota, "spec.resources.*.quota", problems),
         limits=tuple(limits), weights=tuple(weights),
-        creation=from_rfc3339(meta.get("creationTimestamp")) or 0.0,
         problem="; ".join(problems) or None,
         declared=True,
         status=queue_status(obj.get("status")),
         usage=usage_record((obj.get("status") or {}).get("usage")),
-        preempt_min_runtime=preempt_min,
-        reclaim_min_runtime=reclaim_min,
     )
+
+
+def queue_basics(meta: Obj, spec: Obj, problems: list[str]) -> dict[str, Any]:
+    """What a kaisched Queue and a KAI Queue say alike: name, parent,
+    priority (default 100), creation and the min-runtimes. Its problems are
+    added to problems, which must be read after this is called."""
+    priority = spec.get("priority", 100)
+    preempt_min, reclaim_min = (min_runtime(spec, key, problems)
+                                for key in ("preemptMinRuntime", "reclaimMinRuntime"))
+    return {
+        "name": QueueName(meta.get("name", "")),
+        "parent": QueueName(spec["parentQueue"]) if spec.get("parentQueue") else None,
+        "priority": priority if isinstance(priority, int) and not isinstance(priority, bool) else 100,
+        "creation": from_rfc3339(meta.get("creationTimestamp")) or 0.0,
+        "preempt_min_runtime": preempt_min, "reclaim_min_runtime": reclaim_min,
+    }
 
 
 def min_runtime(spec: Obj, key: str, problems: list[str]) -> float | None:
