@@ -33,11 +33,6 @@ EXCEPTIONS = {
     "tests/unit/test_import_contracts.py",
     "tests/unit/test_hook_contract.py",
     "tests/unit/test_hook_typing.py",
-    # Being reworked elsewhere; they import each other and unit/conftest.py until they move
-    # under tests/unit/kaisched/framework/ with their reference in tests/builders/.
-    "tests/unit/test_one_row_forms.py",
-    "tests/unit/test_selection_equivalence.py",
-    "tests/unit/reference_selection.py",
 }
 
 

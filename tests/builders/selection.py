@@ -1,37 +1,21 @@
-"""Node selection decides as it did when it scanned every node, bit for bit.
-
-NodeSelection keeps, per class of tasks, its answers ranked and refreshed
-only on the rows touched since the class last asked. The reference
-(tests/unit/reference_selection.py, the scanning selection as it was) is
-asked the same questions over the same session at every step of random
-placement sequences on random clusters -- placements, pipelined ones,
-evictions, rollbacks, room held for starving gangs, topology domains, a rule
-over other pods for some tasks, the touch log cut short, pods asking for part
-of a GPU (whose devices change with their node's row) -- and must give the
-same node every time, ties (alike nodes, named out of row order) included.
-
-Run more examples on demand:
-    KAISCHED_SELECTION_EXAMPLES=2000 python -m pytest tests/unit/test_selection_equivalence.py
-"""
+"""Random clusters and statement walks for the node selection tests: the
+selection against a full refresh, and the plugins' one-row forms against their
+array forms, draw the same clusters."""
 from __future__ import annotations
 
 import os
 from typing import Any
 
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES
 from kaisched.builtins.catalog import register_builtins
-from kaisched.framework import Hook, Session, Statement, parse_config
+from kaisched.framework import Session, Statement
 from kaisched.framework.effects import Cause
-from kaisched.framework.selection import Choice, NodeSelection
-
-from .conftest import Obj, build_node, build_pod, snapshot, taint
-from .reference_selection import NodeSelection as ScanningSelection
+from tests.builders.objects import Obj, build_node, build_pod, taint
 
 EXAMPLES = int(os.environ.get("KAISCHED_SELECTION_EXAMPLES", "60"))
 EQUIVALENCE = settings(max_examples=EXAMPLES, deadline=None,
@@ -128,12 +112,26 @@ def labelled(task: TaskInfo) -> bool:
     return ("rule", "odd") in task.labels
 
 
-def same(ours: Choice | None, theirs: Any) -> bool:
-    """The two selections' answers (each module has its own Choice) agree."""
-    if ours is None or theirs is None:
-        return ours is None and theirs is None
-    return (ours.node, ours.pipelined) == (theirs.node, theirs.pipelined)
-
+@st.composite
+def crowded_gpus(draw: st.DrawFn) -> list[Obj]:
+    """Nodes of one or two GPUs, most of them shared already and some full:
+    where a share fits only on a shared GPU's last room, or nowhere."""
+    objs: list[Obj] = []
+    for i in range(draw(st.integers(1, 6))):
+        name = f"n{i}"
+        gpus = draw(st.integers(1, 2))
+        objs.append(build_node(name, cpu=16, gpu=gpus, labels={"nvidia.com/gpu.memory": "40960"}))
+        for g in range(gpus):
+            for k in range(draw(st.integers(0, 3))):
+                pod = build_pod(f"run-{i}-{g}-{k}", cpu="1", node=name, group=f"run-{i}-{g}-{k}",
+                                annotations=SHARES[draw(st.integers(0, 3))])
+                pod["metadata"]["labels"]["runai-gpu-group"] = f"{name}-g{g}"
+                if draw(st.integers(0, 3)) == 0:
+                    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+                objs.append(pod)
+    for p in range(draw(st.integers(1, 8))):
+        objs.append(build_pod(f"wait-{p}", cpu="1", annotations=SHARES[draw(st.integers(0, 4))]))
+    return objs
 
 
 STATEMENT_STEPS = ("evict", "checkpoint", "rollback")
@@ -152,73 +150,3 @@ def statement_step(step: str, ssn: Session, stmt: Statement, marks: list[int],
         marks.append(stmt.checkpoint())
     elif step == "rollback" and marks:
         stmt.rollback(marks.pop())
-
-@EQUIVALENCE
-@given(clusters(), st.sampled_from(["binpack", "spread"]), st.booleans(), st.data())
-def test_selection_decides_as_the_full_scan(objs: list[Obj], strategy: str, rule: bool,
-                                            data: st.DataObject) -> None:
-    config = parse_config(CONFIG % strategy, REGISTRY)
-    ssn = Session(snapshot(objs), config, REGISTRY.build_plugins(config))
-    if rule:
-        ssn.hooks.register(Hook.POD_PREDICATE, odd_rows_only, "odd rows", when=labelled)
-    new = NodeSelection(ssn.cluster, ssn.hooks, ssn.starving.rooms)
-    old = ScanningSelection(ssn.cluster, ssn.hooks, ssn.starving.rooms)
-    table = ssn.cluster.table
-    size = len(table)
-    stmt = ssn.statement()
-    marks: list[int] = []
-    for _ in range(data.draw(st.integers(1, 40))):
-        pending = [t for j in ssn.cluster.jobs.values() for t in j.tasks.values()
-                   if t.status is TaskStatus.PENDING]
-        step = data.draw(st.sampled_from(
-            ["select"] * 6 + ["evict", "rollback", "checkpoint", "hold", "release", "trim"]))
-        if step == "select" and pending:
-            task = data.draw(st.sampled_from(pending))
-            idle_only = data.draw(st.booleans())
-            within = None
-            if data.draw(st.integers(0, 4)) == 0:
-                within = np.array(data.draw(st.lists(st.booleans(), min_size=size, max_size=size)))
-            ours = new.select(task, idle_only, within)
-            assert same(ours, old.select(task, idle_only, within)), (task.key, idle_only, within)
-            if ours is not None and data.draw(st.integers(0, 3)) > 0:
-                if ours.pipelined:
-                    stmt.pipeline(task, ours.node)
-                else:
-                    stmt.allocate(task, ours.node)
-        elif step in STATEMENT_STEPS:
-            statement_step(step, ssn, stmt, marks, data)
-        elif step == "hold" and pending:
-            room = np.zeros_like(table.alloc)
-            rows = data.draw(st.lists(st.integers(0, size - 1), max_size=3))
-            room[rows] = table.vector(data.draw(st.sampled_from(pending)).resreq)
-            ssn.starving.reserve(data.draw(st.sampled_from(pending)).job, room)
-            new.held_changed()
-            old.held_changed()
-        elif step == "release" and ssn.starving.rooms:
-            ssn.starving.release(data.draw(st.sampled_from(sorted(ssn.starving.rooms))))
-            new.held_changed()
-            old.held_changed()
-        elif step == "trim":
-            table.trim_log()
-    # Every class asked once more, after whatever came last.
-    for job in ssn.cluster.jobs.values():
-        for task in job.tasks.values():
-            if task.status is TaskStatus.PENDING:
-                assert same(new.select(task), old.select(task)), task.key
-
-
-@pytest.mark.parametrize(("strategy", "second"), [("spread", "n2"), ("binpack", "n1")])
-def test_ties_go_to_the_first_node_by_name(strategy: str, second: str) -> None:
-    """Alike nodes score alike: the first by name wins, as argmax over the
-    name-ordered rows picks it, whatever order the nodes were made in; once
-    it is fuller, spread moves on to the next by name and binpack stays."""
-    objs = [build_node(name, cpu=8) for name in ("n3", "n1", "n2")]
-    objs += [build_pod("p", cpu="1"), build_pod("q", cpu="1")]
-    config = parse_config(CONFIG % strategy, REGISTRY)
-    ssn = Session(snapshot(objs), config, REGISTRY.build_plugins(config))
-    tasks = {t.key: t for j in ssn.cluster.jobs.values() for t in j.tasks.values()}
-    first = ssn.select_node(tasks["default/p"])
-    assert first is not None and first.node == "n1" and not first.pipelined
-    ssn.statement().allocate(tasks["default/p"], first.node)
-    then = ssn.select_node(tasks["default/q"])
-    assert then is not None and then.node == second

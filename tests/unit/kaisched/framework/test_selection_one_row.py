@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from kaisched.api.types import TaskStatus
 from kaisched.framework import Hook, Session, parse_config
 
-from .conftest import Obj, build_node, build_pod, snapshot
-from .test_selection_equivalence import (
+from tests.builders.objects import Obj, build_node, build_pod, snapshot
+from tests.builders.selection import (
     CONFIG,
     EQUIVALENCE,
     REGISTRY,
