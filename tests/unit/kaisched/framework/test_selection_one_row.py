@@ -20,15 +20,14 @@ from hypothesis import strategies as st
 
 from kaisched.api.types import TaskStatus
 from kaisched.framework import Hook, Session, parse_config
-
 from tests.builders.objects import Obj, build_node, build_pod, snapshot
 from tests.builders.selection import (
     CONFIG,
     EQUIVALENCE,
     REGISTRY,
-    SHARES,
     STATEMENT_STEPS,
     clusters,
+    crowded_gpus,
     statement_step,
 )
 
@@ -38,28 +37,6 @@ MANY_WEIGHTS = """\
     - {name: nodeorder, arguments: {strategy: binpack, weights: {a.io/x: 1, b.io/x: 0.3,
         c.io/x: 2, d.io/x: 0.7, e.io/x: 1.1}}}
 """
-
-
-@st.composite
-def crowded_gpus(draw: st.DrawFn) -> list[Obj]:
-    """Nodes of one or two GPUs, most of them shared already and some full:
-    where a share fits only on a shared GPU's last room, or nowhere."""
-    objs: list[Obj] = []
-    for i in range(draw(st.integers(1, 6))):
-        name = f"n{i}"
-        gpus = draw(st.integers(1, 2))
-        objs.append(build_node(name, cpu=16, gpu=gpus, labels={"nvidia.com/gpu.memory": "40960"}))
-        for g in range(gpus):
-            for k in range(draw(st.integers(0, 3))):
-                pod = build_pod(f"run-{i}-{g}-{k}", cpu="1", node=name, group=f"run-{i}-{g}-{k}",
-                                annotations=SHARES[draw(st.integers(0, 3))])
-                pod["metadata"]["labels"]["runai-gpu-group"] = f"{name}-g{g}"
-                if draw(st.integers(0, 3)) == 0:
-                    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-                objs.append(pod)
-    for p in range(draw(st.integers(1, 8))):
-        objs.append(build_pod(f"wait-{p}", cpu="1", annotations=SHARES[draw(st.integers(0, 4))]))
-    return objs
 
 
 def bits(value: object) -> bytes:
