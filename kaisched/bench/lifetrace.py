@@ -84,7 +84,7 @@ def make_trace(seed: int, nodes: int, horizon: float) -> Trace:
         jobs.append(TraceJob(f"elastic-{i}", "elastic", TEAMS[(i + 1) % 3], LOW, 4, 2, 2,
                              round(rng.uniform(0.05, 0.5) * horizon, 1),
                              round(rng.uniform(0.15, 0.25) * horizon, 1)))
-    big_pods = max(2, (nodes - 2) * 3 // 4)
+    big_pods = max(2, nodes - 3)          # all but the two nodes that fail and one more
     jobs.append(TraceJob("big-0", "big", TEAMS[0], HIGH, big_pods, GPUS_PER_NODE, big_pods,
                          round(0.4 * horizon, 1), round(0.15 * horizon, 1)))
     window, demand, i = 0.6 * horizon, 0.0, 0
