@@ -67,6 +67,7 @@ OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshut
 ACTIONS = ["allocate", "consolidation", "backfill", "reclaim", "preempt", "stalegangeviction"]
 SCHEDULERS = ("kaisched", "kube_scheduler")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+RESERVATIONS = "kaisched-system"        # where kaisched keeps a shared GPU's reservation pod
 
 
 @attrs.frozen
@@ -137,7 +138,7 @@ def _ready(node: Obj) -> bool:
 
 def _prepare(client: KubeCluster, trace: Trace) -> None:
     serve_crds(client)
-    for obj in [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kaisched-system"}},
+    for obj in [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": RESERVATIONS}},
                 *queues(trace.nodes), *priority_classes()]:
         try:
             client.create(obj)
@@ -219,10 +220,16 @@ def _one_run(client: KubeCluster, setup: Setup, trace: Trace, which: str,
         figures["seconds"] = round(time.time() - start, 1)
         figures["namespace"] = namespace
     finally:
-        for process in processes:
-            process.stop()
-        _clean(client, namespace)
-        _restore(client, setup, [f.node for f in faults if f.phase != "pending"], len(nodes))
+        try:
+            # while kaisched still runs: it deletes a shared GPU's reservation pod once the
+            # namespace's sharers are gone, or the GPU stays held for the next run
+            _clean(client, namespace)
+            _no_reservations(client)
+        finally:
+            for process in processes:
+                process.stop()
+            _restore(client, setup, [f.node for f in faults if f.phase != "pending"],
+                     len(nodes))
     return figures, meter.series
 
 
@@ -319,6 +326,23 @@ def _clean(client: KubeCluster, namespace: str) -> None:
     deadline = time.monotonic() + SETTLE_PATIENCE
     while client.get(NAMESPACE, "", namespace) is not None and time.monotonic() < deadline:
         time.sleep(2.0)
+
+
+def _no_reservations(client: KubeCluster) -> None:
+    """No reservation pod left in kaisched-system: waited for, then deleted."""
+    deadline = time.monotonic() + 60.0
+    while _reservations(client) and time.monotonic() < deadline:
+        time.sleep(2.0)
+    for pod in _reservations(client):
+        try:
+            client.delete(POD, RESERVATIONS, pod["metadata"]["name"])
+        except NotFoundError:
+            pass
+
+
+def _reservations(client: KubeCluster) -> list[Obj]:
+    return [p for p in client.list(POD, RESERVATIONS)
+            if (p["metadata"].get("labels") or {}).get("app") == "kaisched-gpu-reservation"]
 
 
 # -- the schedulers' processes ----------------------------------------------------------------

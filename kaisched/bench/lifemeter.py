@@ -97,7 +97,7 @@ class Meter:
             running = [p for p in bound if (p.get("status") or {}).get("phase") == "Running"]
             job = state.job
             if state.started is None and len(running) >= job.min_member:
-                state.started = now
+                state.started = max(now, state.created or now)
             self._gang(state, len(bound), now)
             gpus = sum(_gpus(p) for p in bound)
             if job.gang and 0 < len(bound) < job.min_member:

@@ -74,7 +74,7 @@ def make_trace(seed: int, nodes: int, horizon: float) -> Trace:
     jobs: list[TraceJob] = []
     for i in range(max(1, nodes // 4)):
         jobs.append(TraceJob(f"infer-{i}", "inference", TEAMS[i % 3], HIGH, 2, 0, 1,
-                             round(rng.uniform(0, 0.1) * horizon, 1), round(0.6 * horizon, 1),
+                             round(rng.uniform(0, 0.1) * horizon, 1), round(0.4 * horizon, 1),
                              fraction=0.5))
     for i in range(max(2, nodes // 2)):
         jobs.append(TraceJob(f"batch-{i}", "batch", rng.choice(TEAMS), LOW, 1, 1, 1,
