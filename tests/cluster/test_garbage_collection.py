@@ -50,7 +50,9 @@ def test_a_reservation_pod_goes_with_the_last_sharer_of_its_gpu(
         template("share", annotations={"gpu-fraction": "0.5"}), ns)))
     wait_for(lambda: running(admin, ns, "share", 1), 120, "the sharer running", why)
     held = wait_for(reservations, 60, "the reservation pod of the shared GPU", why)
-    assert len(held) == 1 and held[0]["spec"]["containers"][0]["resources"]["limits"][GPU] == "1"
+    resources = held[0]["spec"]["containers"][0]["resources"]
+    assert len(held) == 1, why()
+    assert (resources.get("limits") or resources.get("requests") or {}).get(GPU) == "1", resources
     delete_quietly(admin, DEPLOYMENT, ns, "share")
     wait_for(lambda: not pods_of(admin, ns, "share"), 90, "the sharer gone", why)
     wait_for(lambda: not reservations(), 90, "the reservation pod gone", why)
