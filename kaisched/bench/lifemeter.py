@@ -13,6 +13,7 @@ the GPUs they hold. The meter keeps:
 - pods lost: pods a live job lacks for longer than 60 s (a controller that did not make
   them again);
 - GPU utilisation: GPUs held by the pods of started whole-GPU jobs, over the cluster's GPUs;
+- how soon a gang that lost some of its pods is whole again once they are made again;
 - series for the plot: GPUs held by partly placed gangs, jobs finished.
 """
 from __future__ import annotations
@@ -67,6 +68,9 @@ class Meter:
         self.gpu_samples: list[float] = []
         self.held_samples: list[float] = []
         self.series: list[tuple[float, float, int]] = []    # (t, GPUs of partial gangs, finished)
+        # a gang whole again after it lost some of its pods: seconds from its newest pod's
+        # creation (the controller made it again) to the tick that saw it whole
+        self.replaced: list[float] = []
 
     # -- what the driver tells it ---------------------------------------------------------
     def created(self, name: str, now: float) -> None:
@@ -98,6 +102,8 @@ class Meter:
             job = state.job
             if state.started is None and len(running) >= job.min_member:
                 state.started = max(now, state.created or now)
+            if state.lost_bound and len(bound) >= job.min_member:
+                self.replaced.append(now - max(_created(p) for p in bound))
             self._gang(state, len(bound), now)
             gpus = sum(_gpus(p) for p in bound)
             if job.gang and 0 < len(bound) < job.min_member:
@@ -183,6 +189,9 @@ class Meter:
             "wait_p95_s": _quantile(list(waits.values()), 0.95),
             "wait_by_queue": by_queue,
             "evictions": evictions,
+            "rewhole_after_recreation_s": {
+                "gangs": len(self.replaced), "p50": _quantile(self.replaced, 0.5),
+                "max": round(max(self.replaced), 1) if self.replaced else None},
         }
 
 
@@ -190,6 +199,10 @@ def _bound(pod: Obj) -> bool:
     return bool((pod.get("spec") or {}).get("nodeName")) and not (
         pod.get("metadata") or {}).get("deletionTimestamp") and (
         pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def _created(pod: Obj) -> float:
+    return timestamp(str((pod.get("metadata") or {}).get("creationTimestamp") or "1970-01-01T00:00:00Z"))
 
 
 def _gpus(pod: Obj) -> float:

@@ -13,13 +13,16 @@ ONE = TraceJob("b", "batch", "team-b", "cl-life-low", 1, 1, 1, 0.0, 100.0)
 START = 1_000_000.0
 
 
+def stamp(at: float) -> str:
+    return datetime.datetime.fromtimestamp(at, datetime.timezone.utc).isoformat()
+
+
 def pod(job: str, i: int, node: str | None = "n0", phase: str = "Running",
-        deleted: float | None = None, gpus: int = 2) -> dict[str, Any]:
+        deleted: float | None = None, gpus: int = 2, created: float = START) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": f"{job}-{i}", "uid": f"{job}-{i}",
-                            "labels": {JOB_LABEL: job}}
+                            "labels": {JOB_LABEL: job}, "creationTimestamp": stamp(created)}
     if deleted is not None:
-        meta["deletionTimestamp"] = datetime.datetime.fromtimestamp(
-            deleted, datetime.timezone.utc).isoformat()
+        meta["deletionTimestamp"] = stamp(deleted)
     return {"metadata": meta, "spec": {"nodeName": node, "containers": [
         {"resources": {"requests": {GPU: str(gpus)}}}]}, "status": {"phase": phase}}
 
@@ -63,9 +66,10 @@ def test_a_gang_that_lost_a_bound_pod_is_recovering_not_partial() -> None:
     three = [pod("g", i) for i in range(3)]
     m.tick(three, START + 2, {"g": 4})
     m.tick(three, START + 20, {"g": 4})
-    m.tick([pod("g", i) for i in range(4)], START + 25, {"g": 4})
+    m.tick([*three, pod("g", 3, created=START + 22)], START + 25, {"g": 4})    # made again
     figures = m.figures({})
     assert figures["partial_gang_seconds"] == 0 and figures["recovering_gang_seconds"] == 23.0
+    assert figures["rewhole_after_recreation_s"] == {"gangs": 1, "p50": 3.0, "max": 3.0}
 
 
 def test_terminating_pods_are_stuck_30_s_past_their_grace_or_past_the_operators_taint() -> None:
