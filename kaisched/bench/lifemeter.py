@@ -226,11 +226,16 @@ def classify(events: list[Obj]) -> dict[str, int]:
     """Evictions by cause, from the run's Events (one per pod and cause): kaisched's
     Preempted (preempt, reclaim) and Evicted (consolidation, stale gang), kube-scheduler's
     Preempted, the taint eviction of a failed node's pods."""
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, ...]] = set()
     counts: dict[str, int] = {}
     for event in events:
         reason, message = event.get("reason") or "", event.get("message") or ""
-        uid = str((event.get("involvedObject") or {}).get("uid") or "")
+        involved = event.get("involvedObject") or {}
+        # a pod's uid where the Event names it (kaisched's name the pod only: a StatefulSet's
+        # pod made again has the same name, so its Event's time tells the two apart)
+        uid = str(involved.get("uid") or "") or "/".join(
+            str(x) for x in (involved.get("name"), event.get("firstTimestamp")
+                             or event.get("eventTime") or (event.get("metadata") or {}).get("name")))
         if reason == "Preempted":
             cause = "reclaim" if message.startswith("reclaimed") else "preempt"
         elif reason == "Evicted" and "moved by consolidation" in message:

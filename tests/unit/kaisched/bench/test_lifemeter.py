@@ -109,3 +109,11 @@ def test_evictions_are_counted_by_cause_once_a_pod() -> None:
               event("TaintManagerEviction", "Cancelling deletion of Pod a/x", "7", "taint")]
     assert classify(events) == {"consolidation": 1, "node_failure": 1, "preempt": 2,
                                 "reclaim": 1, "stale_gang": 1}
+
+
+def test_events_that_name_a_pod_without_its_uid_count_each_incarnation() -> None:
+    def event(at: str) -> dict[str, Any]:
+        return {"reason": "Preempted", "message": "reclaimed by pod a/b of a/b",
+                "involvedObject": {"name": "train-0"}, "firstTimestamp": at}
+    assert classify([event("2026-01-01T00:00:01Z"), event("2026-01-01T00:00:01Z"),
+                     event("2026-01-01T00:01:00Z")]) == {"reclaim": 2}
