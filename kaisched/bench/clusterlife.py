@@ -108,9 +108,12 @@ def run_cluster_life(kubeconfig: str, seed: int = 1, horizon: float = 300.0,
         _prepare(client, trace)
         results: dict[str, Any] = {}
         series: dict[str, list[tuple[float, float, int]]] = {}
-        for which in only:
-            figures, series[which] = _one_run(client, setup, trace, which, sorted(nodes))
-            results[which] = figures
+        try:
+            for which in only:
+                figures, series[which] = _one_run(client, setup, trace, which, sorted(nodes))
+                results[which] = figures
+        finally:
+            _unprepare(client, trace)
         if plot:
             draw(series, plot)
     finally:
@@ -145,6 +148,15 @@ def _prepare(client: KubeCluster, trace: Trace) -> None:
         except ConflictError:
             if obj["kind"] == "Queue":
                 client.patch(kind_of(obj), "", obj["metadata"]["name"], {"spec": obj["spec"]})
+
+
+def _unprepare(client: KubeCluster, trace: Trace) -> None:
+    """The Queues and PriorityClasses the run made, deleted (the CRDs are left)."""
+    for obj in [*queues(trace.nodes), *priority_classes()]:
+        try:
+            client.delete(kind_of(obj), "", obj["metadata"]["name"])
+        except NotFoundError:
+            pass
 
 
 # -- one scheduler's run ----------------------------------------------------------------------
