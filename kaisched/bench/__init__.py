@@ -21,4 +21,5 @@ BENCHES: dict[str, str] = {
     "binds": "binds a second over HTTP to kmock's emulator, 1 to 64 binders",
     "failover-50k": "a standby following 50,000 nodes takes over (failover_seconds)",
     "e2e": "kube-scheduler vs kaisched run on a real API server, 5,000 pods",
+    "cluster-life": "a GPU cluster's day on hollow nodes, kaisched vs kube-scheduler",
 }

@@ -153,7 +153,7 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def _crds(client: KubeCluster) -> None:
+def serve_crds(client: KubeCluster) -> None:
     """The PodGroup and Queue CRDs served: installed from config/crds where
     they are not (tests on the same server may remove them), and left."""
     try:
@@ -183,7 +183,7 @@ def _crds(client: KubeCluster) -> None:
 
 
 def _check(client: KubeCluster, work: Workload) -> None:
-    _crds(client)
+    serve_crds(client)
     try:
         client.create({"apiVersion": "v1", "kind": "Namespace",
                        "metadata": {"name": work.namespace}})
@@ -245,7 +245,7 @@ def _one(client: KubeCluster, work: Workload, which: str, command: list[str],
     scheduler = f"{work.prefix}-{which}"
     objects = work.objects(scheduler, gangs=which == "kaisched")
     if which == "kaisched":
-        _crds(client)
+        serve_crds(client)
     _in_parallel(lambda o: _create(client, o), [o for o in objects if o["kind"] == "PodGroup"])
     _in_parallel(lambda o: _create(client, o), [o for o in objects if o["kind"] == "Pod"])
     pods = Kind("v1", "Pod", "pods", field_selector=f"metadata.namespace={work.namespace}")

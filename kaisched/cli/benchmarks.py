@@ -35,26 +35,53 @@ from kaisched.console import emit, output_option
               help="e2e: the stock kube-scheduler binary to compare with.")
 @click.option("--prefix", default="kaisched-e2e", show_default=True, metavar="NAME",
               help="e2e: the name of the namespace and of the nodes it creates.")
+@click.option("--seed", type=int, default=1, show_default=True, metavar="N",
+              help="cluster-life: the trace's seed.")
+@click.option("--horizon", type=click.FloatRange(min=60, max=7200), default=300.0,
+              show_default=True, metavar="SECONDS",
+              help="cluster-life: the trace's length; jobs not started by then are unfinished.")
+@click.option("--schedulers", default="kaisched,kube-scheduler", show_default=True,
+              metavar="LIST", help="cluster-life: which schedulers run the trace, in order.")
+@click.option("--k8s-up", "k8s_up", default="/work/shared/tools/k8s-up.sh", show_default=True,
+              type=click.Path(dir_okay=False), metavar="FILE",
+              help="cluster-life: the script that stops and starts hollow nodes.")
+@click.option("--plot", metavar="FILE",
+              help="cluster-life: draw GPUs held by partly placed gangs and jobs finished "
+                   "over time, for each scheduler, into this PNG.")
 @output_option("json", "yaml", default="json",
                help="json: the figures on one line; yaml: a line each.")
 def bench(scenario: str, scale: float, profile: int, config_path: str | None,
           kubeconfig: str | None, runs: int, kube_scheduler: str, prefix: str,
+          seed: int, horizon: float, schedulers: str, k8s_up: str, plot: str | None,
           output: str) -> None:
     import sys
 
     from kaisched.bench.scenarios import run
     from kaisched.console import Elapsed
 
-    in_process = scenario not in ("binds", "simulate", "what-if-10k", "e2e")
+    in_process = scenario not in ("binds", "simulate", "what-if-10k", "e2e", "cluster-life")
     if profile and not in_process:
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
     if config_path and not in_process:
         raise click.UsageError("--config is for the scenarios on the in-process API server")
-    if scenario == "e2e":
+    if scenario in ("e2e", "cluster-life"):
         if kubeconfig is None:
-            raise click.UsageError("e2e runs against a real API server: give --kubeconfig PATH")
+            raise click.UsageError(f"{scenario} runs against a real API server: "
+                                   "give --kubeconfig PATH")
         if not Path(kubeconfig).is_file():
             raise click.UsageError(f"--kubeconfig {kubeconfig}: no such file")
+    if scenario == "cluster-life":
+        assert kubeconfig is not None
+        from kaisched.bench.clusterlife import SCHEDULERS, run_cluster_life
+        only = tuple(s.strip().replace("-", "_") for s in schedulers.split(",") if s.strip())
+        if not only or set(only) - set(SCHEDULERS):
+            raise click.UsageError("--schedulers: kaisched and/or kube-scheduler")
+        with Elapsed(f"bench {scenario}", sys.stderr):
+            figures = run_cluster_life(kubeconfig, seed, horizon, kube_scheduler, k8s_up,
+                                       "cl-life" if prefix == "kaisched-e2e" else prefix,
+                                       plot, only)
+    elif scenario == "e2e":
+        assert kubeconfig is not None
         from kaisched.bench.e2e import run_e2e
         with Elapsed(f"bench {scenario}", sys.stderr):
             figures = run_e2e(kubeconfig, runs, kube_scheduler, prefix, scale)

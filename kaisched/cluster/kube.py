@@ -218,9 +218,13 @@ class KubeCluster:
                           _path(kind, namespace, name, "status"), body={"status": status},
                           content_type=MERGE_PATCH)
 
-    def delete(self, kind: Kind, namespace: str, name: str) -> None:
+    def delete(self, kind: Kind, namespace: str, name: str, propagation: str = "") -> None:
+        """propagation: the DeleteOptions' propagationPolicy (Background, Foreground,
+        Orphan); the kind's own default when empty (Orphan for a batch/v1 Job)."""
+        body = ({"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+                if propagation else None)
         self._call("delete", kind, _where(kind, namespace, name), "DELETE",
-                   _path(kind, namespace, name))
+                   _path(kind, namespace, name), body=body)
 
     def delete_all(self, kind: Kind, namespace: str | None = None, label_selector: str = "",
                    grace_seconds: int | None = None) -> None:

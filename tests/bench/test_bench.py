@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from kaisched.api.clock import ManualClock
@@ -253,3 +255,21 @@ def test_the_end_to_end_bench_needs_a_real_api_server() -> None:
     result = CliRunner().invoke(main, ["bench", "e2e"])
     assert result.exit_code == 2
     assert "give --kubeconfig PATH" in result.output
+
+
+def test_the_cluster_life_bench_needs_a_real_api_server() -> None:
+    result = CliRunner().invoke(main, ["bench", "cluster-life"])
+    assert result.exit_code == 2
+    assert "give --kubeconfig PATH" in result.output
+
+
+def test_the_cluster_life_bench_runs_only_against_a_loopback_server(tmp_path: Path) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://10.1.2.3:6443"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    result = CliRunner().invoke(main, ["bench", "cluster-life", "--kubeconfig", str(config)])
+    assert result.exit_code != 0
+    assert "only against a loopback API server, not 10.1.2.3" in result.output

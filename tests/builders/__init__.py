@@ -7,6 +7,7 @@ checks it); conftest.py files hold fixtures only, which pytest injects.
 - strategies.py  hypothesis strategies: random clusters, sessions over them, JSON values
 - wire.py        the API emulator the wire tests talk to over loopback HTTP, and its objects
 - realapi.py     a real kube-apiserver: kaisched installed, processes, fake nodes, waits
+- cluster.py     a living cluster (controllers, hollow kubelets): workloads, gangs, node failure
 - sim.py         a small simulation scenario
 - install.py     what the image and the wheel are built from
 """

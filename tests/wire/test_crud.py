@@ -105,6 +105,17 @@ def test_delete(cluster: KubeCluster, kind: Kind, build: Callable[[str], Obj], n
         cluster.delete(kind, namespace, "x")
 
 
+def test_delete_says_its_propagation_policy_only_when_asked(
+        cluster: KubeCluster, apiserver: Emulator) -> None:
+    for name in ("x", "y"):
+        cluster.create(build_pod(name))
+    cluster.delete(POD, "default", "x")
+    cluster.delete(POD, "default", "y", propagation="Background")
+    bodies = apiserver.call(lambda: [r.data for r in apiserver.emu[kmock.method.DELETE]])
+    assert [b.get("propagationPolicy") if b else None for b in bodies] == [None, "Background"]
+    assert cluster.get(POD, "default", "y") is None
+
+
 def test_list_by_namespace(cluster: KubeCluster) -> None:
     cluster.create(build_pod("a", namespace="team-a"))
     cluster.create(build_pod("b", namespace="team-b"))
