@@ -89,11 +89,15 @@ class NodeFault:
 
 def run_cluster_life(kubeconfig: str, seed: int = 1, horizon: float = 300.0,
                      kube_scheduler: str = "/tmp/k8s/bin/kube-scheduler",
-                     k8s_up: str = "/work/shared/tools/k8s-up.sh", prefix: str = "cl-life",
+                     k8s_up: str | None = None, prefix: str = "cl-life",
                      plot: str | None = None, only: tuple[str, ...] = SCHEDULERS) -> dict[str, Any]:
     _loopback_only(kubeconfig)
     if "kube_scheduler" in only and not os.access(kube_scheduler, os.X_OK):
         raise InputError(f"no kube-scheduler at {kube_scheduler} (k8s-up.sh builds one)")
+    if k8s_up is None:
+        raise InputError("cluster-life needs --k8s-up FILE (or KAISCHED_K8S_UP): the script that "
+                         "brought the cluster up, which stops a hollow node (--stop-node NAME) "
+                         "and starts them again (--hollow-nodes N)")
     if not os.path.isfile(k8s_up):
         raise InputError(f"no k8s-up.sh at {k8s_up}: it stops and starts the hollow nodes")
     client = KubeCluster(kubeconfig, timeout=30.0)

@@ -42,9 +42,11 @@ from kaisched.console import emit, output_option
               help="cluster-life: the trace's length; jobs not started by then are unfinished.")
 @click.option("--schedulers", default="kaisched,kube-scheduler", show_default=True,
               metavar="LIST", help="cluster-life: which schedulers run the trace, in order.")
-@click.option("--k8s-up", "k8s_up", default="/work/shared/tools/k8s-up.sh", show_default=True,
+@click.option("--k8s-up", "k8s_up", envvar="KAISCHED_K8S_UP", default=None,
               type=click.Path(dir_okay=False), metavar="FILE",
-              help="cluster-life: the script that stops and starts hollow nodes.")
+              help="cluster-life: the script that brought the cluster up, which stops a hollow "
+                   "node (--stop-node NAME) and starts them again (--hollow-nodes N) "
+                   "[env KAISCHED_K8S_UP].")
 @click.option("--plot", metavar="FILE",
               help="cluster-life: draw GPUs held by partly placed gangs and jobs finished "
                    "over time, for each scheduler, into this PNG.")

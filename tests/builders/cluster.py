@@ -10,6 +10,8 @@ import subprocess
 import time
 from typing import Any, Callable
 
+import pytest
+
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import NODE, POD, Kind
 from kaisched.cluster.kube import KubeCluster
@@ -17,7 +19,8 @@ from kaisched.errors import NotFoundError
 
 ENV = "KAISCHED_TEST_CLUSTER_KUBECONFIG"
 # The script that brought the cluster up, for --stop-node and starting a node again.
-K8S_UP = os.environ.get("KAISCHED_TEST_K8S_UP", "/work/shared/tools/k8s-up.sh")
+# The script that brought the cluster up, which stops a hollow node and starts them again.
+K8S_UP = os.environ.get("KAISCHED_TEST_K8S_UP", "")
 HOLLOW = "k8s-up/hollow"
 SCHEDULER = "cl-kaisched"
 GPU = "nvidia.com/gpu"
@@ -189,6 +192,8 @@ def taint_out_of_service(client: KubeCluster, name: str, on: bool) -> None:
 
 
 def k8s_up(*args: str) -> None:
+    if not K8S_UP:
+        pytest.skip("KAISCHED_TEST_K8S_UP names no script to stop and start hollow nodes with")
     done = subprocess.run(["bash", K8S_UP, *args], capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, f"k8s-up.sh {' '.join(args)}: {done.stderr[-2000:]}"

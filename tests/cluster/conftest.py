@@ -13,8 +13,8 @@ realapi tests expect no controllers. CI has no such cluster. On a loopback one:
         python -m pytest -m cluster tests/cluster
 
 (node lifecycle must run for the node-failure test: it marks a stopped node NotReady.) The
-node-failure test stops a hollow node with k8s-up.sh (KAISCHED_TEST_K8S_UP, default
-/work/shared/tools/k8s-up.sh) and starts it again at its end.
+node-failure test stops a hollow node with the script that brought the cluster up, named by
+KAISCHED_TEST_K8S_UP (skipped without it), and starts it again at its end.
 
 The fixtures:
 
