@@ -20,7 +20,7 @@ import yaml
 from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import EVENT, POD, PODGROUP, Kind, kind_of
+from kaisched.cluster.kinds import EVENT, LEASE, POD, PODGROUP, Kind, kind_of
 from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import ConflictError, NotFoundError
 
@@ -128,6 +128,32 @@ def delete_quietly(client: KubeCluster, kind: Kind, namespace: str, name: str) -
         client.delete(kind, namespace, name)
     except NotFoundError:
         pass
+
+
+def install(client: KubeCluster, objects: list[Obj]) -> None:
+    """config/ as rendered, applied as `kubectl apply -k` would: the namespace and the
+    CRDs first, the rest once the CRDs are established."""
+    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    for obj in [o for o in objects if o["kind"] == "Namespace"] + crds:
+        apply(client, obj)
+    for crd in crds:
+        eventually(lambda: established(client, crd["metadata"]["name"]),
+                   what=f"CRD {crd['metadata']['name']} established")
+    for obj in objects:
+        if obj["kind"] not in ("Namespace", "CustomResourceDefinition"):
+            apply(client, obj)
+
+
+def uninstall(client: KubeCluster, objects: list[Obj]) -> None:
+    """What install applied, but the namespace (on a server without a controller-manager a
+    deleted namespace stays Terminating, and the next install could not create into it),
+    and the Leases the components took."""
+    for obj in reversed(objects):
+        kind, meta = kind_of(obj), obj["metadata"]
+        if obj["kind"] != "Namespace":
+            delete_quietly(client, kind, meta.get("namespace", ""), meta["name"])
+    for lease in client.list(LEASE, SYSTEM):
+        delete_quietly(client, LEASE, SYSTEM, lease["metadata"]["name"])
 
 
 def gone(client: KubeCluster, kind: Kind, namespace: str, name: str) -> bool:

@@ -45,24 +45,23 @@ import pytest
 from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import LEASE, NAMESPACE, PRIORITY_CLASS, kind_of
+from kaisched.cluster.kinds import NAMESPACE, PRIORITY_CLASS
 from kaisched.cluster.kube import KubeCluster, load_configuration
 from tests.builders.cluster import ENV, SCHEDULER, hollow_nodes, label_nodes
 from tests.builders.realapi import (
     CONFIG,
-    SYSTEM,
     Components,
     Process,
     apply,
     as_account,
     delete_quietly,
-    established,
-    eventually,
     free_port,
+    install,
     render,
     scheduler_process,
     shipped_config,
     slug,
+    uninstall,
 )
 
 ACTIONS = ["allocate", "consolidation", "backfill", "reclaim", "preempt", "stalegangeviction"]
@@ -124,22 +123,9 @@ def installed(admin: KubeCluster) -> Iterator[list[Obj]]:
     for obj in objects:
         if obj["kind"] == "Deployment":
             obj["spec"]["replicas"] = 0
-    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
-    for obj in [o for o in objects if o["kind"] == "Namespace"] + crds:
-        apply(admin, obj)
-    for crd in crds:
-        eventually(lambda: established(admin, crd["metadata"]["name"]),
-                   what=f"CRD {crd['metadata']['name']} established")
-    for obj in objects:
-        if obj["kind"] not in ("Namespace", "CustomResourceDefinition"):
-            apply(admin, obj)
+    install(admin, objects)
     yield objects
-    for obj in reversed(objects):
-        kind, meta = kind_of(obj), obj["metadata"]
-        if obj["kind"] != "Namespace":
-            delete_quietly(admin, kind, meta.get("namespace", ""), meta["name"])
-    for lease in admin.list(LEASE, SYSTEM):
-        delete_quietly(admin, LEASE, SYSTEM, lease["metadata"]["name"])
+    uninstall(admin, objects)
 
 
 @pytest.fixture(scope="session")

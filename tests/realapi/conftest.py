@@ -66,14 +66,13 @@ import pytest
 from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import LEASE, NAMESPACE, NODE, PODGROUP, Kind, kind_of
+from kaisched.cluster.kinds import NAMESPACE, NODE, PODGROUP, Kind
 from kaisched.cluster.kube import KubeCluster, load_configuration
 from tests.builders.realapi import (
     CONFIG,
     CRD,
     ENV,
     NO_SHARD,
-    SYSTEM,
     Components,
     Process,
     apply,
@@ -83,12 +82,14 @@ from tests.builders.realapi import (
     eventually,
     free_port,
     gone,
+    install,
     owned,
     owner_of,
     render,
     scheduler_identity,
     scheduler_process,
     slug,
+    uninstall,
 )
 
 
@@ -128,24 +129,9 @@ def admin_api(admin_kubeconfig: str) -> Iterator[k8s_client.ApiClient]:
 @pytest.fixture(scope="session")
 def installed(admin: KubeCluster) -> Iterator[list[Obj]]:
     objects = render(CONFIG)
-    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
-    for obj in [o for o in objects if o["kind"] == "Namespace"] + crds:
-        apply(admin, obj)
-    for crd in crds:
-        eventually(lambda: established(admin, crd["metadata"]["name"]),
-                   what=f"CRD {crd['metadata']['name']} established")
-    for obj in objects:
-        if obj["kind"] not in ("Namespace", "CustomResourceDefinition"):
-            apply(admin, obj)
+    install(admin, objects)
     yield objects
-    # Everything but the namespace: on a server without a controller-manager a deleted
-    # namespace stays Terminating, and the next install could not create into it.
-    for obj in reversed(objects):
-        kind, meta = kind_of(obj), obj["metadata"]
-        if obj["kind"] != "Namespace":
-            delete_quietly(admin, kind, meta.get("namespace", ""), meta["name"])
-    for lease in admin.list(LEASE, SYSTEM):
-        delete_quietly(admin, LEASE, SYSTEM, lease["metadata"]["name"])
+    uninstall(admin, objects)
 
 
 @pytest.fixture(scope="session")
