@@ -13,7 +13,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 import yaml
@@ -21,7 +21,7 @@ from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import EVENT, LEASE, POD, PODGROUP, Kind, kind_of
-from kaisched.cluster.kube import KubeCluster
+from kaisched.cluster.kube import KubeCluster, load_configuration
 from kaisched.errors import ConflictError, NotFoundError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,6 +128,30 @@ def delete_quietly(client: KubeCluster, kind: Kind, namespace: str, name: str) -
         client.delete(kind, namespace, name)
     except NotFoundError:
         pass
+
+
+def admin_kubeconfig_from(env: str, missing: str) -> str:
+    """The admin kubeconfig the variable env names; the test is skipped (missing: why)
+    when it names none."""
+    path = os.environ.get(env)
+    if not path:
+        pytest.skip(f"{env} names no {missing}")
+    return path
+
+
+def admin_cluster(kubeconfig: str) -> Iterator[KubeCluster]:
+    """A KubeCluster with the admin credentials, closed at the end (a fixture's body)."""
+    client = KubeCluster(kubeconfig, timeout=60.0, connect_timeout=60.0)
+    yield client
+    client.close()
+
+
+def admin_api_client(kubeconfig: str) -> Iterator[k8s_client.ApiClient]:
+    """The kubernetes client's ApiClient with the admin credentials, for what KubeCluster
+    does not do (TokenRequests, deletes with a grace period); closed at the end."""
+    api = k8s_client.ApiClient(load_configuration(kubeconfig))
+    yield api
+    api.close()
 
 
 def install(client: KubeCluster, objects: list[Obj]) -> None:

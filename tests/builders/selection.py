@@ -15,7 +15,7 @@ from kaisched.api.types import EVICTABLE_STATUSES
 from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import Session, Statement
 from kaisched.framework.effects import Cause
-from tests.builders.objects import Obj, build_node, build_pod, taint
+from tests.builders.objects import DEFAULT_TIERS, Obj, build_node, build_pod, taint
 
 EXAMPLES = int(os.environ.get("KAISCHED_SELECTION_EXAMPLES", "60"))
 EQUIVALENCE = settings(max_examples=EXAMPLES, deadline=None,
@@ -23,17 +23,8 @@ EQUIVALENCE = settings(max_examples=EXAMPLES, deadline=None,
 
 ZONE = "topology.kubernetes.io/zone"
 REGISTRY = register_builtins()
-CONFIG = """\
-actions: [allocate]
-tiers:
-  - plugins: [{name: priority}, {name: gang}]
-  - plugins:
-    - {name: proportion}
-    - {name: predicates}
-    - {name: nodeorder, arguments: {strategy: %s}}
-    - {name: nodeaffinity}
-    - {name: gpusharing}
-"""
+# The unit tests' default tiers, with the plugins whose node answers selection caches.
+CONFIG = "actions: [allocate]\n" + DEFAULT_TIERS + "    - {name: nodeaffinity}\n    - {name: gpusharing}\n"
 # Node shapes: few, so that many nodes are alike and their scores tie.
 SHAPES = [dict(cpu=4), dict(cpu=8), dict(cpu=8, gpu=4), dict(cpu=16, gpu=8)]
 # Pod shapes, and what they may ask of nodes beyond room.

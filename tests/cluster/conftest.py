@@ -46,12 +46,15 @@ from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import NAMESPACE, PRIORITY_CLASS
-from kaisched.cluster.kube import KubeCluster, load_configuration
+from kaisched.cluster.kube import KubeCluster
 from tests.builders.cluster import ENV, SCHEDULER, hollow_nodes, label_nodes
 from tests.builders.realapi import (
     CONFIG,
     Components,
     Process,
+    admin_api_client,
+    admin_cluster,
+    admin_kubeconfig_from,
     apply,
     as_account,
     delete_quietly,
@@ -97,24 +100,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def admin_kubeconfig() -> str:
-    path = os.environ.get(ENV)
-    if not path:
-        pytest.skip(f"{ENV} names no living cluster")
-    return path
+    return admin_kubeconfig_from(ENV, "living cluster")
 
 
 @pytest.fixture(scope="session")
 def admin(admin_kubeconfig: str) -> Iterator[KubeCluster]:
-    client = KubeCluster(admin_kubeconfig, timeout=60.0, connect_timeout=60.0)
-    yield client
-    client.close()
+    yield from admin_cluster(admin_kubeconfig)
 
 
 @pytest.fixture(scope="session")
 def admin_api(admin_kubeconfig: str) -> Iterator[k8s_client.ApiClient]:
-    api = k8s_client.ApiClient(load_configuration(admin_kubeconfig))
-    yield api
-    api.close()
+    yield from admin_api_client(admin_kubeconfig)
 
 
 @pytest.fixture(scope="session")
