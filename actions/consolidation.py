@@ -14,7 +14,7 @@ them into the next sessions (kaisched.framework.moves), until they take it.
 from __future__ import annotations
 
 from actions.common.eviction import elastic_jobs, starving_jobs
-from actions.common.movable import Disruptions, Movable
+from actions.common.movable import Movable
 from actions.common.placement import still_needed
 from actions.common.repack import FewestMoves
 from kaisched.api.job import JobInfo
@@ -36,7 +36,6 @@ class ConsolidationAction:
         if not jobs and not extras:
             return
         config = ssn.config.consolidation
-        disruptions = Disruptions(ssn.cluster)
         movable = Movable(ssn)
         verdicts: dict[JobKey, str | None] = {}     # why each job may not move (None: it may)
         taken: list[TaskInfo] = []                  # pods moved in this session
@@ -50,7 +49,7 @@ class ConsolidationAction:
             if not needed:
                 return
             search = FewestMoves(ssn, job, needed, movable, config.max_pods, config.cooldown,
-                                 disruptions, taken, verdicts)
+                                 taken, verdicts)
             if not search.room_enough():
                 return          # the cluster lacks the room, in pieces or not: moves give none
             tried += 1

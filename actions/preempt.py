@@ -11,7 +11,7 @@ from actions.common.eviction import (
     Check,
     RoomFinder,
     elastic_jobs,
-    note_protected,
+    note_kept,
     place_by_eviction,
     place_extras_by_eviction,
     preempt_candidates,
@@ -57,10 +57,11 @@ class PreemptAction:
             if ssn.job_pipelined(job):
                 return
             if not place_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),
-                                     Cause.PREEMPT, check_of(job), order) and ssn.protects:
+                                     Cause.PREEMPT, check_of(job), order) \
+                    and (ssn.protects or ssn.disruptions.budgets):
                 lower = {t.job for t in by_queue[job.queue]
                          if ssn.cluster.jobs[t.job].priority < job.priority}
-                note_protected(ssn, job, Cause.PREEMPT, (ssn.cluster.jobs[k] for k in sorted(lower)))
+                note_kept(ssn, job, Cause.PREEMPT, (ssn.cluster.jobs[k] for k in sorted(lower)))
 
         def preempt_extras(job: JobInfo, tasks: list[TaskInfo]) -> None:
             place_extras_by_eviction(ssn, domains, job, tasks, ssn.preemptable, finder_of(job),

@@ -150,6 +150,8 @@ def refused(ssn: Session, job: JobInfo) -> str | None:
     reason = ssn.job_invalid(job)
     if reason:
         return reason
+    if ssn.awaits_grouping(job):
+        return "waiting for the PodGrouper"
     if not ssn.gate.admits(job):
         return "not admitted by enqueue"
     if not ssn.job_ready(job) and not ssn.gate.closed:
@@ -173,19 +175,29 @@ def refused(ssn: Session, job: JobInfo) -> str | None:
     return None
 
 
-def note_protected(ssn: Session, job: JobInfo, kind: Cause, others: Iterable[JobInfo]) -> None:
-    """The job evicted nobody: say which job it could have evicted is
-    protected (min-runtime), and until when (the one free soonest)."""
-    if not ssn.protects:
-        return
-    found = sorted(((p.until, other.key, p) for other in others
-                    if (p := ssn.protected_until(other, kind, job)) is not None),
-                   key=lambda x: (x[0], x[1]))
-    if found:
-        _, key, first = found[0]
-        more = f" (and {len(found) - 1} more job(s))" if len(found) > 1 else ""
-        ssn.note_unschedulable(job, f"may not {VERB_BASE[kind]} {key}: "
-                                    f"{first.describe(ssn.now)}{more}")
+def note_kept(ssn: Session, job: JobInfo, kind: Cause, others: Iterable[JobInfo]) -> None:
+    """The job evicted nobody: say which job it could have evicted is kept
+    from it -- protected by its min-runtime (until when: the one free
+    soonest), else one of its pods by a PodDisruptionBudget."""
+    others = list(others)
+    if ssn.protects:
+        found = sorted(((p.until, other.key, p) for other in others
+                        if (p := ssn.protected_until(other, kind, job)) is not None),
+                       key=lambda x: (x[0], x[1]))
+        if found:
+            _, key, first = found[0]
+            more = f" (and {len(found) - 1} more job(s))" if len(found) > 1 else ""
+            ssn.note_unschedulable(job, f"may not {VERB_BASE[kind]} {key}: "
+                                        f"{first.describe(ssn.now)}{more}")
+            return
+    if ssn.disruptions.budgets:
+        kept = [(t.key, budget) for other in others for t in sorted(other.tasks.values(), key=lambda t: t.key)
+                if t.status in EVICTABLE and (budget := ssn.disruptions.refusing((t,))) is not None]
+        if kept:
+            pod, budget = kept[0]
+            more = f" (and {len(kept) - 1} more pod(s))" if len(kept) > 1 else ""
+            ssn.note_unschedulable(job, f"may not {VERB_BASE[kind]} {pod}: PodDisruptionBudget "
+                                        f"{budget} allows no more disruptions{more}")
 
 
 def still_evictable(ssn: Session, tasks: list[TaskInfo]) -> list[TaskInfo]:
@@ -413,7 +425,8 @@ def _evict_gang(ssn: Session, stmt: Statement, task: TaskInfo, victim: TaskInfo,
     if whole is not None and is_surplus(ssn, victim, group) == whole:
         return False        # surplus first; a gang only once surplus is not enough
     if any(t.status not in EVICTABLE for t in group) \
-            or len(allowed(task, group)) < len(group):
+            or len(allowed(task, group)) < len(group) \
+            or ssn.disruptions.refusing(group) is not None:
         return False        # part of its gang cannot go: the gang stays whole
     for member in group:
         stmt.evict(member, cause, by)

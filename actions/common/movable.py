@@ -17,20 +17,16 @@ in it the last task.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from kaisched.api.budgets import DisruptionBudget
 from kaisched.api.clock import from_rfc3339
-from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import JobInfo
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import EVICTABLE_STATUSES, Disruption, JobKey, PodKey, TaskStatus
+from kaisched.api.types import EVICTABLE_STATUSES, Disruption, JobKey, PodKey
 from kaisched.framework import Session
 from kaisched.framework.effects import Cause
-
-_FINISHED = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 
 
 def why_unmovable(ssn: Session, job: JobInfo, cooldown: float) -> str | None:
@@ -116,55 +112,6 @@ class VictimOrder:
             last = len(placed) - 1
             self._in_job.update((p.key, last - i) for i, p in enumerate(placed))
         return (job, self._in_job.get(pod.key, 0))
-
-
-class Disruptions:
-    """What the PodDisruptionBudgets allow: per budget, the disruptions its
-    pods may take now (counted over the session's pods as they stood when the
-    action began)."""
-
-    def __init__(self, cluster: ClusterInfo) -> None:
-        self.budgets = cluster.budgets
-        self.allowed: dict[str, int] = {}
-        for budget in self.budgets:
-            healthy = expected = 0
-            for namespace, labels, status in _pods(cluster, budget.namespace):
-                if status in _FINISHED or not budget.selects(namespace, labels):
-                    continue
-                expected += 1
-                healthy += status is TaskStatus.RUNNING
-            self.allowed[budget.key] = budget.allowed(healthy, expected)
-
-    def allow(self, pods: Sequence[TaskInfo], taken: Iterable[TaskInfo]) -> str | None:
-        """None when evicting pods, beside those already taken, keeps every
-        budget; else the budget that forbids it."""
-        if not self.budgets:
-            return None
-        taken = list(taken)
-        for budget in self.budgets:
-            mine = sum(1 for p in pods if _selected(budget, p))
-            if mine and mine + sum(1 for p in taken if _selected(budget, p)) \
-                    > self.allowed[budget.key]:
-                return budget.key
-        return None
-
-
-def _selected(budget: DisruptionBudget, task: TaskInfo) -> bool:
-    return budget.selects(task.namespace, dict(task.labels))
-
-
-def _pods(cluster: ClusterInfo, namespace: str
-          ) -> Iterable[tuple[str, dict[str, str], TaskStatus]]:
-    """Every pod of the namespace the session knows: ours by status, other
-    schedulers' as running unless going away."""
-    for job in cluster.jobs.values():
-        if job.namespace == namespace:
-            for task in job.tasks.values():
-                yield task.namespace, dict(task.labels), task.status
-    for pod in cluster.foreign:
-        if pod.namespace == namespace:
-            yield (pod.namespace, dict(pod.labels),
-                   TaskStatus.RELEASING if pod.releasing else TaskStatus.RUNNING)
 
 
 class Movable:

@@ -28,8 +28,9 @@ def queue_of(ssn: Session, name: QueueName) -> QueueInfo:
 
 def placeable(ssn: Session, job: JobInfo) -> bool:
     """The job has pending tasks, is valid and admitted by the enqueue gate;
-    an invalid one is told why (also when the gate held it back for that)."""
-    if not job.count_of(TaskStatus.PENDING):
+    an invalid one is told why (also when the gate held it back for that);
+    one that waits for the PodGrouper, nothing."""
+    if not job.count_of(TaskStatus.PENDING) or ssn.awaits_grouping(job):
         return False
     reason = ssn.job_invalid(job)
     if reason:

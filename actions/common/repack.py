@@ -36,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-from actions.common.movable import Disruptions, Movable, protected, unit_of, why_unmovable
+from actions.common.movable import Movable, protected, unit_of, why_unmovable
 from actions.common.moveset import Block, move_sets
 from actions.common.sharepart import PartOption, part_options
 from kaisched.api.gpudevices import ONE_GPU, WholeGpu
@@ -56,7 +56,7 @@ class FewestMoves:
     pods and pipelines the job's tasks, or None; moved lists the pods moved."""
 
     def __init__(self, ssn: Session, job: JobInfo, tasks: Sequence[TaskInfo], movable: Movable,
-                 max_pods: int, cooldown: float, disruptions: Disruptions,
+                 max_pods: int, cooldown: float,
                  taken: Sequence[TaskInfo], verdicts: dict[JobKey, str | None]) -> None:
         self.ssn = ssn
         self.job = job
@@ -64,8 +64,7 @@ class FewestMoves:
         self.movable = movable
         self.budget = max_pods          # pods the session may move, those taken included
         self.cooldown = cooldown
-        self.disruptions = disruptions
-        self.taken = taken              # moved earlier in this session: budgets count them
+        self.taken = taken              # moved earlier in this session: max_pods counts them
         self.verdicts = verdicts
         self.moved: list[TaskInfo] = []
         self.protected: dict[JobKey, str] = {}     # jobs in the way kept by their min-runtime
@@ -353,8 +352,8 @@ class FewestMoves:
             unit = unit_of(ssn, current, self.cooldown, self.verdicts, self.job)
             if unit is None or len(self.taken) + len(self.moved) + len(unit) > self.budget:
                 return False
-            if self.disruptions.allow(unit, [*self.taken, *self.moved]) is not None:
-                return False    # a PodDisruptionBudget forbids it
+            if ssn.disruptions.refusing(unit) is not None:
+                return False    # a PodDisruptionBudget forbids it (the session counts what it moved)
             if not self._move(stmt, unit, avoid, by, row if sharers else None):
                 return False
         return True

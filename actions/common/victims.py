@@ -48,6 +48,7 @@ class VictimPicker:
         self._queue_key = ssn.victim_queue_order_key
         self.taken: dict[QueueName, dict[str, float]] = {}    # per queue, its subtree's
         self.gone: dict[JobKey, set[str]] = {}                  # tasks handed out, per job
+        self.handed: list[TaskInfo] = []        # ... all of them: disruption budgets count them
         self.leaves: dict[QueueName, list[JobInfo]] = {}
         self.jobs = {job.key for job in candidates}     # every job a unit may come from
         for job in candidates:
@@ -146,7 +147,8 @@ class VictimPicker:
         gone = self.gone.get(job.key, ())
         considered = [*(t for t in job.tasks.values() if t.key in gone), *tasks]
         allowed = self.ssn.reclaimable(self.reclaimer, considered)
-        if len(allowed) < len(considered):
+        if len(allowed) < len(considered) \
+                or self.ssn.disruptions.refusing(tasks, beside=self.handed) is not None:
             return None, False
         stays = spare is not None and len(self._running(job)) > len(spare)
         held = sum_resources(self.ssn.quota_request(t) for t in tasks)
@@ -167,6 +169,7 @@ class VictimPicker:
             if unit is None:
                 continue
             self.gone.setdefault(job.key, set()).update(t.key for t in unit.tasks)
+            self.handed.extend(unit.tasks)
             res = unit.resources
             for q in self._up(leaf):
                 self._keys.pop(q, None)

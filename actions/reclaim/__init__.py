@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from actions.common.domainchoice import DomainChoice
-from actions.common.eviction import elastic_jobs, note_protected, starving_jobs
+from actions.common.eviction import elastic_jobs, note_kept, starving_jobs
 from actions.common.placement import still_needed
 from actions.common.sparing import spare
 from actions.common.topology import bound_domain
@@ -51,8 +51,9 @@ class ReclaimAction:
 
 def _reclaim_minimum(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo]) -> None:
     if not ssn.job_pipelined(job) and not reclaim_for(
-            ssn, domains, job, still_needed(ssn, job, tasks)) and ssn.protects:
-        note_protected(ssn, job, Cause.RECLAIM, candidates(ssn, job))
+            ssn, domains, job, still_needed(ssn, job, tasks)) \
+            and (ssn.protects or ssn.disruptions.budgets):
+        note_kept(ssn, job, Cause.RECLAIM, candidates(ssn, job))
 
 
 def _reclaim_extras(ssn: Session, domains: DomainChoice, job: JobInfo, tasks: list[TaskInfo]) -> None:

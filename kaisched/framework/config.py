@@ -38,11 +38,12 @@ tiers:
     - {name: gpusharing}
 staleGangGracePeriod: 60s
 starvationThreshold: 10m
+podGrouperWait: 5s
 """
 
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
          "starvationThreshold", "usageDBConfig", "consolidation", "preemptionDelay",
-         "nodePool")
+         "nodePool", "podGrouperWait")
 _CONSOLIDATION_KEYS = ("maxPods", "cooldown")
 _POOL_KEYS = ("label", "value", "default")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
@@ -119,6 +120,9 @@ class SchedulerConfig:
     consolidation: ConsolidationConfig = ConsolidationConfig()   # read when the action runs
     # How long a job, once pending, waits before it may evict others (0: at once).
     preemption_delay: float = 0.0
+    # How long a new pod a controller made, with no gang declared, waits for
+    # the PodGrouper to group it before it goes alone (0: it never waits).
+    pod_grouper_wait: float = 5.0
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -131,6 +135,7 @@ class SchedulerConfig:
                       for tier in self.tiers],
             "staleGangGracePeriod": f"{self.stale_gang_grace_period:g}s",
             "starvationThreshold": f"{self.starvation_threshold:g}s",
+            "podGrouperWait": f"{self.pod_grouper_wait:g}s",
             **({"usageDBConfig": usage_db_dict(self.usage_db)} if self.usage_db else {}),
             **({"consolidation": {"maxPods": self.consolidation.max_pods,
                                   "cooldown": f"{self.consolidation.cooldown:g}s"}}
@@ -165,6 +170,7 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         else None,
         consolidation=_consolidation(data.get("consolidation")),
         preemption_delay=_duration(data, "preemptionDelay", 0.0),
+        pod_grouper_wait=_duration(data, "podGrouperWait", 5.0),
     )
     _require_gangs(config)
     return config

@@ -47,7 +47,7 @@ from kaisched.framework.hooks import (
     Taken,
     TaskTest,
 )
-from kaisched.framework.parts import Gate, Holds, Moves, StarvingRoom
+from kaisched.framework.parts import Disruptions, Gate, Holds, Moves, StarvingRoom
 from kaisched.framework.preemptiondelay import PreemptionDelay
 from kaisched.framework.protection import Protection, Protections
 from kaisched.framework.selection import RESOURCE_FIT, Choice, NodeSelection
@@ -101,12 +101,14 @@ class Session:
         self.stale_since: dict[JobKey, str | None] = {}   # gang below minMember since when
         # What the session is built from, one concern each (kaisched.framework.parts),
         # changed only through their methods: the NonStrict holds; the enqueue
-        # gate; what consolidation moved and the room it carries on; and the
-        # room held for starving gangs, which node selection reads.
+        # gate; what consolidation moved and the room it carries on; the
+        # room held for starving gangs, which node selection reads; and what
+        # the PodDisruptionBudgets let the session evict.
         self.holds: Holds[Statement] = Holds()
         self.gate = Gate()
         self.moves = Moves()
         self.starving = StarvingRoom(self._held_changed)
+        self.disruptions = Disruptions(cluster)
         self._current_plugin = ""
         self.preemption_delay = PreemptionDelay(config.preemption_delay, self.now, self.job_ready)
         for tier in plugins:
@@ -235,6 +237,18 @@ class Session:
     def job_invalid(self, job: JobInfo) -> str | None:
         return self.hooks.first_reason(Hook.JOB_VALID, job)
 
+    def awaits_grouping(self, job: JobInfo) -> bool:
+        """A pod a controller made moments ago, with no gang declared, waits
+        quietly for the PodGrouper (config podGrouperWait): placed alone
+        first, it would start a gang one pod early -- a StatefulSet's pod
+        made again after an eviction, bound before its siblings."""
+        wait = self.config.pod_grouper_wait
+        if not wait or job.spec.declared or len(job.tasks) != 1:
+            return False
+        task = next(iter(job.tasks.values()))
+        return task.key == job.key and task.controlled and task.status is TaskStatus.PENDING \
+            and bool(task.creation) and self.now - task.creation < wait     # 0: made when unknown
+
     def enqueueable(self, job: JobInfo) -> str | None:
         """None when a not-ready job may try to start now (minResources fits)."""
         refusal = self.enqueue_refusal(job)
@@ -304,7 +318,9 @@ class Session:
         return self.hooks.first_reason(Hook.RECLAIM_FAIR, job, need, taken)
 
     # The conformance rule comes first and is not a plugin: kube-system and
-    # critical pods, and jobs that are not preemptible, are never victims. Then
+    # critical pods, jobs that are not preemptible, and pods a
+    # PodDisruptionBudget keeps (the Eviction API would refuse them) are never
+    # victims; a group of victims is checked whole where it goes. Then
     # protection (min-runtime): a protected job gives only its pods beyond its
     # minimum, whatever tier the plugin that protects it is in. The candidates
     # are what would go together: a job's surplus is counted against all of them.
@@ -325,8 +341,10 @@ class Session:
 
     def _unprotected(self, kind: Cause, preemptor: TaskInfo,
                      candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        budgets = self.disruptions
         allowed = [c for c in candidates
-                   if not c.critical and self.cluster.jobs[c.job].spec.preemptible]
+                   if not c.critical and self.cluster.jobs[c.job].spec.preemptible
+                   and budgets.refusing((c,)) is None]
         return self.protections.unprotected(kind, self.cluster.jobs[preemptor.job], allowed)
 
     # -- what holds evictions back (framework/protection.py, preemptiondelay.py) ------
@@ -631,9 +649,11 @@ class Session:
 
     def release(self, task: TaskInfo) -> TaskInfo:
         released = self.cluster.release(task)
+        self.disruptions.evicted(task)
         self.hooks.notify(Hook.ON_DEALLOCATE, task)     # its queue share is given back
         return released
 
     def unrelease(self, released: TaskInfo, previous: TaskInfo) -> None:
         self.cluster.unrelease(released, previous)
+        self.disruptions.restored(previous)
         self.hooks.notify(Hook.ON_ALLOCATE, previous)

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import NODE, POD, Kind
+from kaisched.cluster.kinds import NODE, POD, QUEUE, Kind
 from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import NotFoundError
 
@@ -118,6 +118,12 @@ def pdb(namespace: str, name: str, app: str, min_available: int) -> Obj:
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": app}}}}
+
+
+def queue(name: str, quota: int, weight: float) -> Obj:
+    """A Queue with a GPU quota and an over-quota weight."""
+    return {"apiVersion": QUEUE.api_version, "kind": "Queue", "metadata": {"name": name},
+            "spec": {"resources": {GPU: {"quota": quota, "overQuotaWeight": weight}}}}
 
 
 def pods_of(client: KubeCluster, namespace: str, app: str) -> list[Obj]:

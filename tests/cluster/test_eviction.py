@@ -15,17 +15,16 @@ from typing import Callable
 
 import pytest
 
-from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import EVENT, QUEUE
 from kaisched.cluster.kube import KubeCluster
 from tests.builders.cluster import (
-    GPU,
     STATEFUL_SET,
     GangWatch,
     bound_pods,
     delete_quietly,
     placed,
     pods_of,
+    queue,
     running,
     stateful_set,
     stuck_terminating,
@@ -35,17 +34,6 @@ from tests.builders.cluster import (
 from tests.builders.realapi import Components, describe
 
 
-def queue(name: str, quota: int, weight: float) -> Obj:
-    return {"apiVersion": QUEUE.api_version, "kind": "Queue", "metadata": {"name": name},
-            "spec": {"resources": {GPU: {"quota": quota, "overQuotaWeight": weight}}}}
-
-
-# Seen on 2026-12-06 (8 hollow nodes): after the eviction, one of the two pods the
-# StatefulSet made again was bound alone while the other could not be placed, the PodGroup
-# saying "minMember is 2 but only 1 pod(s) exist" with succeeded: 2 (the evicted pods ended
-# Succeeded, as a hollow container stopped by its kubelet exits 0). It passed on an earlier
-# run: a race, not yet fixed; this test is what shows it.
-@pytest.mark.xfail(strict=False, reason="a gang made again after an eviction may bind partly")
 @pytest.mark.parametrize("cause", ["preempt", "reclaim"])
 def test_an_evicted_gang_is_made_again_and_placed_whole(
         cause: str, admin: KubeCluster, components: Components, priorities: None,

@@ -156,11 +156,16 @@ def task_status(pod: Obj) -> TaskStatus | None:
     spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, metadata(pod)
     phase = status.get("phase") or "Pending"
     node = spec.get("nodeName")
-    if phase == "Succeeded":
-        return TaskStatus.SUCCEEDED
-    if phase == "Failed":
-        return TaskStatus.FAILED
-    if meta.get("deletionTimestamp"):
+    deleting = bool(meta.get("deletionTimestamp"))
+    if phase in ("Succeeded", "Failed"):
+        # A pod deleted before it ended was stopped, not finished: an evicted
+        # pod whose process exits 0 on SIGTERM ends Succeeded on its way out.
+        # Counted, it would fill its gang's minimum for the pods its
+        # controller makes again, and they would bind a few at a time.
+        if deleting:
+            return None
+        return TaskStatus.SUCCEEDED if phase == "Succeeded" else TaskStatus.FAILED
+    if deleting:
         return TaskStatus.RELEASING if node else None
     if not node:
         return TaskStatus.PENDING

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actions.common.movable import Disruptions, Movable
+from actions.common.movable import Movable
 from actions.common.repack import FewestMoves
 from kaisched.api.types import JobKey, NodeName, TaskStatus
 from kaisched.framework import Session
@@ -35,7 +35,7 @@ def plan(objects: list[Obj], max_pods: int = 10) -> tuple[Session, FewestMoves, 
     ssn = default_session(objects, now=LATER)
     job = ssn.cluster.jobs[WANT]
     search = FewestMoves(ssn, job, ssn.ordered_tasks(job, ssn.pending(job)), Movable(ssn),
-                         max_pods, 600.0, Disruptions(ssn.cluster), [], {})
+                         max_pods, 600.0, [], {})
     return ssn, search, search.build() is not None
 
 

@@ -1,20 +1,17 @@
-"""PodDisruptionBudgets as consolidation reads them: converted once by the
-cache, their allowance counted as the disruption controller counts it, and a
-move that would break one refused.
+"""PodDisruptionBudgets as the session reads them: converted once by the
+cache, their allowance counted as the disruption controller counts it.
 
-Under the budgets' model (kaisched/api/budgets.py); their conversion and consolidation's
-refusal are checked with it."""
+Under the budgets' model (kaisched/api/budgets.py); their conversion is checked with it.
+What a session may evict under them: tests/unit/kaisched/framework/parts/test_disruptions.py."""
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
 
-from actions.common.movable import Disruptions
 from kaisched.api.budgets import Amount, DisruptionBudget
 from kaisched.api.constraints import LabelSelector
 from kaisched.cache.convert.budgets import disruption_budget
-from tests.builders.objects import build_node, build_pod, snapshot
 
 
 def pdb(spec: dict[str, Any], status: dict[str, Any] | None = None, namespace: str = "default") -> dict:
@@ -73,27 +70,6 @@ def test_selectors_empty_selects_all_and_absent_none() -> None:
 def test_amounts() -> None:
     assert Amount(3).of(10) == 3 and Amount(30, percent=True).of(10) == 3
     assert Amount(1, percent=True).of(10) == 1          # 0.1 rounded up
-
-
-def test_disruptions_count_the_session_pods() -> None:
-    """Healthy pods are those running; expected, those not finished; a move
-    of a pod the budget selects is allowed only within what is left of it."""
-    objects = [build_node("n1", cpu=8),
-               *(build_pod(f"web-{i}", node="n1", labels={"app": "web"}) for i in range(3)),
-               build_pod("web-3", labels={"app": "web"}),                     # pending: expected
-               build_pod("web-4", node="n1", phase="Succeeded", labels={"app": "web"}),
-               build_pod("db-0", node="n1", labels={"app": "db"}),
-               pdb({"minAvailable": 2, "selector": APP})]
-    cluster = snapshot(objects)
-    assert [b.key for b in cluster.budgets] == ["default/budget"]
-    disruptions = Disruptions(cluster)
-    assert disruptions.allowed == {"default/budget": 1}    # 3 healthy of 4 expected, 2 must stay
-    tasks = {t.name: t for job in cluster.jobs.values() for t in job.tasks.values()}
-    web0, web1, db0 = tasks["web-0"], tasks["web-1"], tasks["db-0"]
-    assert disruptions.allow([web0], []) is None
-    assert disruptions.allow([web1], [web0]) == "default/budget"
-    assert disruptions.allow([web0, web1], []) == "default/budget"
-    assert disruptions.allow([db0], [web0]) is None        # not selected: free to move
 
 
 def test_budget_model_selects_by_namespace() -> None:

@@ -230,7 +230,9 @@ def test_statefulset_pods_of_a_gang_operator_wait_for_the_podgrouper(label: str,
 
 @pytest.mark.parametrize(("api", "kind"), [("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")])
 def test_other_owner_is_a_gang_of_one(api: str, kind: str) -> None:
-    objs = [build_node("n1"), build_pod("p", owner=owner(api, kind))]
+    """(Made a while ago: a pod made just now first waits for the PodGrouper,
+    tests/unit/kaisched/framework/test_session_grouping_wait.py.)"""
+    objs = [build_node("n1"), build_pod("p", owner=owner(api, kind), creation="2025-01-01T00:00:00Z")]
     assert run_cycle(objs).bindings == {"default/p": "n1"}
 
 

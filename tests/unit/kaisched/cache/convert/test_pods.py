@@ -136,8 +136,11 @@ def pod(phase: str | None = None, node: str | None = None, deleting: bool = Fals
     (pod("Failed"), TaskStatus.FAILED),
     (pod("Unknown", node="n1"), TaskStatus.UNKNOWN),
     (pod("Pending", deleting=True), None),           # going away with no node: ignored
+    # stopped on its way out (an eviction): it did not finish, and holds nothing
+    (pod("Succeeded", node="n1", deleting=True), None),
+    (pod("Failed", node="n1", deleting=True), None),
 ], ids=["no-phase", "pending", "bound", "bound-no-phase", "running", "releasing",
         "releasing-pending", "succeeded", "failed", "failed-no-node", "unknown",
-        "deleted-unbound"])
+        "deleted-unbound", "succeeded-deleting", "failed-deleting"])
 def test_task_status(raw: dict, status: TaskStatus | None) -> None:
     assert task_status(raw) is status
