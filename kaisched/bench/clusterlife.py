@@ -65,6 +65,7 @@ MAX_TICKS = 20_000              # a bound on any run's loop, whatever the clock 
 OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",
                   "effect": "NoExecute"}
 ACTIONS = ["allocate", "consolidation", "backfill", "reclaim", "preempt", "stalegangeviction"]
+STARVATION_THRESHOLD = 20.0     # seconds of the compressed day (see _processes)
 SCHEDULERS = ("kaisched", "kube_scheduler")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 RESERVATIONS = "kaisched-system"        # where kaisched keeps a shared GPU's reservation pod
@@ -286,6 +287,7 @@ def _advance(client: KubeCluster, setup: Setup, fault: NodeFault, t: float, now:
              meter: Meter) -> None:
     if fault.phase == "pending" and t >= fault.at:
         _k8s_up(setup, "--stop-node", fault.node)
+        meter.node_failed(fault.node)
         fault.phase, fault.stopped = "stopped", now
     elif fault.phase == "stopped":
         node = client.get(NODE, "", fault.node) or {}
@@ -293,7 +295,7 @@ def _advance(client: KubeCluster, setup: Setup, fault: NodeFault, t: float, now:
             taints = [taint for taint in (node.get("spec") or {}).get("taints") or ()
                       if taint.get("key") != OUT_OF_SERVICE["key"]]
             client.patch(NODE, "", fault.node, {"spec": {"taints": [*taints, OUT_OF_SERVICE]}})
-            meter.out_of_service[fault.node] = time.time()
+            meter.node_tainted(fault.node, time.time())
             fault.phase = "tainted"
 
 
@@ -407,7 +409,10 @@ def _processes(setup: Setup, which: str) -> list[Process]:
                          "--bind-address=127.0.0.1", f"--secure-port={_free_port()}"],
                         setup.folder / "kube-scheduler.log")]
     settings = default_config(register_builtins()).to_dict()
-    settings.update(schedulerName="kaisched", actions=ACTIONS)
+    # A day in minutes: the starvation guard's 10 minutes would be most of the run, and the
+    # big gang would wait for a drained cluster by luck; 20 s of the run is about 2.7 hours.
+    settings.update(schedulerName="kaisched", actions=ACTIONS,
+                    starvationThreshold=f"{STARVATION_THRESHOLD:g}s")
     config = setup.folder / "kaisched.yaml"
     config.write_text(yaml.safe_dump(settings))
     python = [sys.executable, "-c"]

@@ -19,6 +19,7 @@ the GPUs they hold. The meter keeps:
 from __future__ import annotations
 
 import datetime
+import math
 import statistics
 from typing import Any
 
@@ -64,7 +65,9 @@ class Meter:
         self.seconds = {"partial": 0.0, "recovering": 0.0}
         self.stuck: set[str] = set()
         self.lost = 0
-        self.out_of_service: dict[str, float] = {}      # node -> when it was tainted
+        # A failed node -> when it was tainted out-of-service (inf until then: nothing can
+        # end a pod there before an operator acts, so none of its pods is stuck yet).
+        self.out_of_service: dict[str, float] = {}
         self.gpu_samples: list[float] = []
         self.held_samples: list[float] = []
         self.series: list[tuple[float, float, int]] = []    # (t, GPUs of partial gangs, finished)
@@ -73,6 +76,14 @@ class Meter:
         self.replaced: list[float] = []
 
     # -- what the driver tells it ---------------------------------------------------------
+    def node_failed(self, node: str) -> None:
+        """The node's kubelet was stopped; it is not tainted yet."""
+        self.out_of_service[node] = math.inf
+
+    def node_tainted(self, node: str, when: float) -> None:
+        """The failed node was tainted out-of-service: its pods go from now."""
+        self.out_of_service[node] = when
+
     def created(self, name: str, now: float) -> None:
         state = self.jobs[name]
         if state.created is None:

@@ -11,6 +11,7 @@ and where the scheduler shares no GPU (kube-scheduler) an inference pod asks a w
 """
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -84,7 +85,10 @@ def make_trace(seed: int, nodes: int, horizon: float) -> Trace:
         jobs.append(TraceJob(f"elastic-{i}", "elastic", TEAMS[(i + 1) % 3], LOW, 4, 2, 2,
                              round(rng.uniform(0.05, 0.5) * horizon, 1),
                              round(rng.uniform(0.15, 0.25) * horizon, 1)))
-    big_pods = max(2, nodes - 3)          # all but the two nodes that fail and one more
+    # Most of the cluster (60% of its nodes), not all of it: two nodes fail, and its queue's
+    # fair share is a third, so it starts once other teams leave that many whole nodes; on
+    # all but three nodes it would wait for the whole cluster to drain, past the horizon.
+    big_pods = max(2, math.ceil(nodes * 0.6))
     jobs.append(TraceJob("big-0", "big", TEAMS[0], HIGH, big_pods, GPUS_PER_NODE, big_pods,
                          round(0.4 * horizon, 1), round(0.15 * horizon, 1)))
     window, demand, i = 0.6 * horizon, 0.0, 0

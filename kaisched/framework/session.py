@@ -246,7 +246,8 @@ class Session:
         if not wait or job.spec.declared or len(job.tasks) != 1:
             return False
         task = next(iter(job.tasks.values()))
-        return task.key == job.key and task.controlled and task.status is TaskStatus.PENDING \
+        return str(task.key) == str(job.key) and task.controlled \
+            and task.status is TaskStatus.PENDING \
             and bool(task.creation) and self.now - task.creation < wait     # 0: made when unknown
 
     def enqueueable(self, job: JobInfo) -> str | None:

@@ -79,9 +79,14 @@ def test_terminating_pods_are_stuck_30_s_past_their_grace_or_past_the_operators_
     m.tick([pod("b", 0, deleted=START)], START + 31, {"b": 1})
     assert m.stuck == {"b-0"}
     m = meter(ONE)
-    m.out_of_service["dead"] = START + 100
+    m.node_failed("dead")               # stopped: until the operator's taint, nothing ends it
+    m.tick([pod("b", 0, node="dead", deleted=START)], START + 90, {"b": 1})
+    assert not m.stuck
+    m.node_tainted("dead", START + 100)
     m.tick([pod("b", 0, node="dead", deleted=START)], START + 120, {"b": 1})
     assert not m.stuck
+    m.tick([pod("b", 0, node="dead", deleted=START)], START + 131, {"b": 1})
+    assert m.stuck == {"b-0"}
 
 
 def test_a_pod_missing_for_a_minute_is_lost_once() -> None:
