@@ -115,6 +115,7 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.JOB_VALID, self._job_invalid)
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
         ssn.register(Hook.ENQUEUEABLE, self._min_resources_room, blocker=Blocker.QUOTA)
+        ssn.register(Hook.LIMIT_ROOM, self._limit_room)
         ssn.register(Hook.OVERUSED, self._overused)
         rules = ReclaimRules(self.queues, self._parent, self._chain, lambda q: self.allocated[q],
                              lambda q: self.pinned[q], self.deserved)
@@ -285,6 +286,18 @@ class ProportionPlugin(PluginBase):
                     return (f"minResources {res} {format_amount(res, amount)} exceeds the room "
                             f"left in queue {name} ({format_amount(res, taken)}/"
                             f"{format_amount(res, limit)} used or admitted)")
+        return None
+
+    def _limit_room(self, job: JobInfo, need: Resource) -> str | None:
+        """The queue chain's limits (not its quota) leave room for need."""
+        for name in self._chain.get(job.queue, ()):
+            used = self.allocated[name]
+            for res, amount in need.items:
+                limit = self.queues[name].limit(res)
+                if limit is not None and used[res] + amount > limit + _EPS:
+                    return (f"queue {name} at limit for {res} "
+                            f"({format_amount(res, used[res])}/{format_amount(res, limit)}, "
+                            f"{format_amount(res, amount)} more wanted)")
         return None
 
     def _subtree(self, queue: QueueName) -> list[QueueName]:

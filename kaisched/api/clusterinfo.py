@@ -17,6 +17,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Ledger
 from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
 from kaisched.api.nodeshapes import NodeShapes
+from kaisched.api.provisioning import CapacityRequest
 from kaisched.api.queue import QueueInfo, build_queue_tree
 from kaisched.api.resource import GPU, Resource
 from kaisched.api.task import TaskInfo
@@ -122,6 +123,8 @@ class ClusterInfo:
     usage: Mapping[QueueName, Mapping[str, float]] | None = None
     # PodDisruptionBudgets: what evicting a pod they select may not break.
     budgets: tuple[DisruptionBudget, ...] = ()
+    # The capacity asked of a cluster autoscaler for each gang (ProvisioningRequests).
+    capacity_requests: Mapping[JobKey, CapacityRequest] = attrs.field(factory=dict)
 
     # kaisched PodGroups still Pending that no pod names yet (jobs with no tasks):
     # enqueued all the same, so a controller that makes its pods only once its
@@ -211,6 +214,7 @@ class ClusterInfo:
                             self._rules, self._domains, topologies=self.topologies,
                             gpus=self.gpus.copy(nodes), sharers=self._sharers,
                             usage=self.usage, budgets=self.budgets,
+                            capacity_requests=self.capacity_requests,
                             waiting_groups=self.waiting_groups, devices=devices,
                             claimants=claimants)
         other.storage = self.storage

@@ -67,6 +67,9 @@ class QueueInfo:
     preempt_min_runtime: float | None = None
     reclaim_min_runtime: float | None = None
     usage: UsageRecord | None = None    # status.usage, as last written (kaisched.api.decayedusage)
+    # spec.autoscaling: whether its gangs' capacity is asked of an autoscaler
+    # (None: as the scheduler's config says).
+    autoscaling: bool | None = None
     # False: the queue of another node pool's scheduler, here only to give the
     # tree its shape; that scheduler writes its status.
     owned: bool = True

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from actions.allocate import AllocateAction
+from actions.autoscale import AutoscaleAction
 from actions.backfill import BackfillAction
 from actions.consolidation import ConsolidationAction
 from actions.enqueue import EnqueueAction
@@ -34,6 +35,7 @@ def register_builtins(registry: Registry | None = None) -> Registry:
     registry.add_action("reclaim", ReclaimAction)
     registry.add_action("preempt", PreemptAction)
     registry.add_action("stalegangeviction", StaleGangEvictionAction)
+    registry.add_action("autoscale", AutoscaleAction)
     registry.add_plugin("priority", PriorityPlugin)
     registry.add_plugin("gang", GangPlugin)
     registry.add_plugin("podgroupstatus", PodGroupStatusPlugin)

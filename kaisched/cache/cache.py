@@ -11,6 +11,7 @@ from kaisched.api.budgets import DisruptionBudget
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import GangSpec, JobInfo, PodGroupStatus
 from kaisched.api.node import NodeSpec
+from kaisched.api.provisioning import CapacityRequest
 from kaisched.api.queue import QueueInfo
 from kaisched.api.resource import Resource
 from kaisched.api.types import (
@@ -27,6 +28,7 @@ from kaisched.cache import convert
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.convert.budgets import disruption_budget
+from kaisched.cache.convert.provisioning import capacity_request
 from kaisched.cache.convert.topologies import topology_levels
 from kaisched.cache.drastore import DeviceStore
 from kaisched.cache.jobs import Group, Groups, Priorities
@@ -46,6 +48,7 @@ from kaisched.cluster.kinds import (
     POD_DISRUPTION_BUDGET,
     PODGROUP,
     PRIORITY_CLASS,
+    PROVISIONING_REQUEST,
     QUEUE,
     SCHEDULING_KINDS,
     UPSTREAM_PODGROUPS,
@@ -91,6 +94,7 @@ class Cache:
         self._own_queue_pools: dict[str, str | None] = {}   # name -> the pool its label names
         self._kai_queue_pools: dict[str, str | None] = {}
         self.budgets: dict[str, DisruptionBudget] = {}      # namespace/name -> PodDisruptionBudget
+        self.capacity: dict[str, CapacityRequest] = {}      # namespace/name -> ProvisioningRequest
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups, self.pools, self.nodes)
         self.storage = VolumeStore()                        # claims, volumes, classes
@@ -241,6 +245,12 @@ class Cache:
                 self.budgets.pop(f"{namespace}/{name}", None)
             else:
                 self.budgets[f"{namespace}/{name}"] = disruption_budget(obj)
+        elif event.kind == PROVISIONING_REQUEST:
+            request = None if gone else capacity_request(obj)
+            if request is None:
+                self.capacity.pop(f"{namespace}/{name}", None)
+            else:
+                self.capacity[request.key] = request
         elif not self.storage.apply(event):
             self.devices.apply(event)
 
@@ -379,6 +389,7 @@ class Cache:
         cluster.storage = self.storage.storage()
         cluster.topologies = self._topologies()
         cluster.budgets = self._budgets()
+        cluster.capacity_requests = self._capacity_requests()
         cluster.set_sharers(self.model.sharers.count > 0)
         cluster.waiting_groups = self._waiting_groups(cluster)
         self._lend_devices(cluster)
@@ -389,6 +400,13 @@ class Cache:
 
     def _budgets(self) -> tuple[DisruptionBudget, ...]:
         return tuple(budget for _, budget in sorted(self.budgets.items()))
+
+    def _capacity_requests(self) -> dict[JobKey, CapacityRequest]:
+        """Each gang's request: the newest, should a restart have left two."""
+        out: dict[JobKey, CapacityRequest] = {}
+        for request in sorted(self.capacity.values(), key=lambda r: (r.attempt, r.creation, r.name)):
+            out[request.job] = request
+        return out
 
     def _lend_devices(self, cluster: ClusterInfo) -> None:
         """The device inventory and claims, when any pod or object of DRA is in play."""
@@ -464,6 +482,7 @@ class Cache:
         cluster.storage = self.storage.rebuilt(self.pods.values())
         cluster.topologies = self._topologies()
         cluster.budgets = self._budgets()
+        cluster.capacity_requests = self._capacity_requests()
         cluster.waiting_groups = self._waiting_groups(cluster)
         return cluster
 

@@ -17,6 +17,7 @@ import yaml
 from kaisched.api.decayedusage import UsageDBConfig
 from kaisched.api.quantity import parse_duration
 from kaisched.errors import ConfigError
+from kaisched.framework.autoscalingconfig import AutoscalingConfig, autoscaling_config, autoscaling_dict
 from kaisched.framework.usageconfig import usage_db_config, usage_db_dict
 
 DEFAULT_CONFIG_YAML = """\
@@ -41,9 +42,10 @@ starvationThreshold: 10m
 podGrouperWait: 5s
 """
 
+AUTOSCALE_ACTION = "autoscale"     # runs when autoscaling is configured
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
          "starvationThreshold", "usageDBConfig", "consolidation", "preemptionDelay",
-         "nodePool", "podGrouperWait")
+         "nodePool", "podGrouperWait", "autoscaling")
 _CONSOLIDATION_KEYS = ("maxPods", "cooldown")
 _POOL_KEYS = ("label", "value", "default")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
@@ -123,6 +125,9 @@ class SchedulerConfig:
     # How long a new pod a controller made, with no gang declared, waits for
     # the PodGrouper to group it before it goes alone (0: it never waits).
     pod_grouper_wait: float = 5.0
+    # Asking a cluster autoscaler for gangs' capacity (None: off); its action,
+    # autoscale, is added last to the actions when this is set.
+    autoscaling: AutoscalingConfig | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -141,6 +146,7 @@ class SchedulerConfig:
                                   "cooldown": f"{self.consolidation.cooldown:g}s"}}
                if self.consolidation != ConsolidationConfig() else {}),
             **({"preemptionDelay": f"{self.preemption_delay:g}s"} if self.preemption_delay else {}),
+            **({"autoscaling": autoscaling_dict(self.autoscaling)} if self.autoscaling else {}),
         }
         if self.node_pool is not None:
             out["nodePool"] = self.node_pool.to_dict()
@@ -171,7 +177,11 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         consolidation=_consolidation(data.get("consolidation")),
         preemption_delay=_duration(data, "preemptionDelay", 0.0),
         pod_grouper_wait=_duration(data, "podGrouperWait", 5.0),
+        autoscaling=autoscaling_config(data["autoscaling"]) if data.get("autoscaling") is not None
+        else None,
     )
+    if config.autoscaling is not None and AUTOSCALE_ACTION not in config.actions:
+        config = attrs.evolve(config, actions=(*config.actions, AUTOSCALE_ACTION))
     _require_gangs(config)
     return config
 

@@ -232,6 +232,35 @@ class SetClaimStatus:
     pod: PodKey | None = None
 
 
+@attrs.frozen(slots=True)
+class AskedPodSet:
+    """Pods of one shape asked for: the PodTemplate is made from the pod
+    named (one of them), under the name given."""
+    template: str
+    count: int
+    pod: PodKey
+
+
+@attrs.frozen(slots=True)
+class AskCapacity:
+    """A ProvisioningRequest for a gang, owned by its PodGroup, with a
+    PodTemplate per pod set; the gang's pods get the consume annotations."""
+    job: JobKey
+    name: str                       # the request's, in the job's namespace
+    class_name: str
+    attempt: int
+    pod_sets: tuple[AskedPodSet, ...]
+    pods: tuple[PodKey, ...]        # the gang's pods that consume it
+
+
+@attrs.frozen(slots=True)
+class WithdrawCapacity:
+    """The request is no longer wanted (placed otherwise, answered, asked
+    anew): deleted, with its PodTemplates."""
+    request: str                    # namespace/name
+    templates: tuple[str, ...]
+
+
 Effect = Union[Bind, Evict, SetPodGroupStatus, SetQueueStatus, SetQueueUsage, SetPodCondition,
                RecordEvent, SelectClaimNode, PrebindVolume, SetClaimStatus, ShareGpu, ReserveGpu,
-               ReleaseGpu]
+               ReleaseGpu, AskCapacity, WithdrawCapacity]

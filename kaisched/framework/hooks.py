@@ -153,6 +153,9 @@ class Hook:
     OVERUSED: Final[HookKey[TaskCheck]] = HookKey()         # ... to take by reclaiming
     # May the job reclaim what it needs from other queues; ... from these victims.
     RECLAIM_GATE: Final[HookKey[Callable[[JobInfo, Resource], str | None]]] = HookKey()
+    # Whether the limits of the job's queue and its ancestors leave room for
+    # need (quota aside): None, or why not.
+    LIMIT_ROOM: Final[HookKey[Callable[[JobInfo, Resource], str | None]]] = HookKey()
     RECLAIM_FAIR: Final[HookKey[Callable[[JobInfo, Resource, Taken], str | None]]] = HookKey()
 
     # -- nodes: a task and the rows asked about, an answer per row --------------------

@@ -313,6 +313,11 @@ class Session:
         """None when the job may reclaim what it needs from other queues, else why not."""
         return self.hooks.first_reason(Hook.RECLAIM_GATE, job, need)
 
+    def limit_refusal(self, job: JobInfo, need: Resource) -> str | None:
+        """None when the limits of the job's queue and its ancestors leave room
+        for need (quota does not count), else why not."""
+        return self.hooks.first_reason(Hook.LIMIT_ROOM, job, need)
+
     def reclaim_unfair(self, job: JobInfo, need: Resource, taken: Taken) -> str | None:
         """None when taking these (each victim's queue and what it gives) for
         the job's need is fair to every queue, else why not."""

@@ -48,6 +48,7 @@ from kaisched.errors import (
 )
 from kaisched.framework.effects import (
     VOLUME_EFFECTS,
+    AskCapacity,
     Bind,
     Effect,
     Evict,
@@ -63,7 +64,9 @@ from kaisched.framework.effects import (
     SetQueueStatus,
     SetQueueUsage,
     ShareGpu,
+    WithdrawCapacity,
 )
+from kaisched.runtime.capacitywrites import ask_capacity, withdraw_capacity
 from kaisched.runtime.throttle import Admission, Verdict, WriteThrottle
 
 COMPONENT = "kaisched"
@@ -474,6 +477,10 @@ class Binder:
             self._event(effect, write.admission)
         elif isinstance(effect, VOLUME_EFFECTS):
             write_volume(self.client, effect)
+        elif isinstance(effect, AskCapacity):
+            ask_capacity(self.client, effect)
+        elif isinstance(effect, WithdrawCapacity):
+            withdraw_capacity(self.client, effect)
 
     def _event(self, effect: RecordEvent, admission: Admission | None) -> None:
         ns, _, name = effect.key.rpartition("/")      # a Node's key has no namespace
@@ -632,6 +639,10 @@ def _target(write: _Write) -> Hashable:
         return ("reservation", effect.pod)
     if isinstance(effect, ReserveGpu):
         return ("reservation", effect.reservation.pod)
+    if isinstance(effect, AskCapacity):
+        return ("capacity", effect.job, effect.name)
+    if isinstance(effect, WithdrawCapacity):
+        return ("capacity withdrawn", effect.request)
     return ("event", id(write))         # Events unthrottled: every one is written
 
 

@@ -25,6 +25,7 @@ from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD, kind_for
 from kaisched.cluster.kube import KubeCluster
 from kaisched.framework import default_config
+from kaisched.framework.autoscalingconfig import AutoscalingConfig
 from kaisched.framework.effects import RecordEvent
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler, serve
@@ -192,12 +193,19 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
                 kind="PodGroup", namespaced=True, subresources={"status"})
         apiserver.emu.resources["kai.scheduler/v1alpha1/topologies"] = kmock.ResourceInfo(
             kind="Topology", namespaced=False)
+        apiserver.emu.resources["autoscaling.x-k8s.io/v1/provisioningrequests"] = \
+            kmock.ResourceInfo(kind="ProvisioningRequest", namespaced=True,
+                               subresources={"status"})
     apiserver.call(serve_other_podgroups)
     apiserver.serve("1.35", "1.36", "1.37", "kai")
 
     registry = register_builtins()
     clock = WallClock()
-    scheduler = Scheduler(scheduler_client, default_config(registry), registry, clock,
+    # Autoscaling on: the gang that never fits is asked for (a PodGroup read for its
+    # uid, PodTemplates and a ProvisioningRequest made), then withdrawn once it is gone.
+    config = attrs.evolve(default_config(registry), autoscaling=AutoscalingConfig(),
+                          actions=(*default_config(registry).actions, "autoscale"))
+    scheduler = Scheduler(scheduler_client, config, registry, clock,
                           Binder(scheduler_client, clock.now, workers=2,
                                  throttle=WriteThrottle()))
     grouper = PodGrouper(grouper_client, clock, owner_resync=0.5)   # owners read twice a second, not every 50 ms
@@ -278,6 +286,14 @@ def test_the_shipped_roles_grant_what_the_components_send_and_nothing_more(
         for written in (Request("create", "", "pods", SYSTEM), Request("patch", "", "pods", "default"),
                         Request("delete", "", "pods", SYSTEM),
                         Request("create", "", "pods/eviction", "kai-resource-reservation")):
+            eventually(lambda: written in scheduler_client.sent)
+        # The gang that never fits got its capacity asked for; gone, it is withdrawn.
+        eventually(lambda: Request("create", "autoscaling.x-k8s.io", "provisioningrequests",
+                                   "default") in scheduler_client.sent)
+        for i in range(2):
+            cluster.delete(POD, "default", f"huge-{i}")
+        for written in (Request("delete", "autoscaling.x-k8s.io", "provisioningrequests", "default"),
+                        Request("delete", "", "podtemplates", "default")):
             eventually(lambda: written in scheduler_client.sent)
         # The Job's owner asks for another gang size: the PodGrouper follows it (a patch).
         cluster.patch(kind_for("batch/v1", "Job"), "default", "low",

@@ -40,8 +40,13 @@ def queue(obj: Obj) -> QueueInfo:
                 problems.append(f"spec.resources.{name}.overQuotaWeight must be a number >= 0")
             else:
                 weights.append((name, float(weight)))
+    autoscaling = spec.get("autoscaling")
+    if autoscaling is not None and not isinstance(autoscaling, bool):
+        problems.append(f"spec.autoscaling must be true or false, not {autoscaling!r}")
+        autoscaling = None
     return QueueInfo(
         **queue_basics(meta, spec, problems),
+        autoscaling=autoscaling,
         quota=quantities(quota, "spec.resources.*.quota", problems),
         limits=tuple(limits), weights=tuple(weights),
         problem="; ".join(problems) or None,

@@ -1,0 +1,161 @@
+"""autoscale: a gang the cluster cannot hold gets one ProvisioningRequest for exactly what
+it lacks, owned by its PodGroup; it binds whole once the capacity is provisioned; a gang
+its queue's limit holds back, or without a PodGroup, gets none; a request the gang no
+longer needs is withdrawn; a failed one is asked again after a backoff, then given up.
+
+The real scheduler, binder and memory backend; the autoscaler's part (conditions, new
+Nodes) is played by the test."""
+from __future__ import annotations
+
+from typing import Any
+
+from kaisched.api.clock import ManualClock, to_rfc3339
+from kaisched.api.provisioning import ATOMIC_CLASS, CLASS_ANNOTATION, CONSUME_ANNOTATION
+from kaisched.builtins.catalog import register_builtins
+from kaisched.cluster.kinds import POD, POD_TEMPLATE, PODGROUP, PROVISIONING_REQUEST
+from kaisched.cluster.memory import MemoryCluster
+from kaisched.framework import parse_config
+from kaisched.framework.effects import Bind
+from kaisched.runtime.binder import Binder
+from kaisched.runtime.scheduler import Scheduler
+from tests.builders.objects import build_node, build_pod, build_podgroup, load_cluster
+
+CONFIG = """\
+actions: [allocate, backfill]
+autoscaling: {after: 0s, retry: {initial: 60s, max: 240s}}
+"""
+
+
+class World:
+    def __init__(self, objects: list[dict[str, Any]], config: str = CONFIG) -> None:
+        self.clock = ManualClock()
+        self.cluster: MemoryCluster = load_cluster(objects, self.clock)
+        registry = register_builtins()
+        self.scheduler = Scheduler(self.cluster, parse_config(config, registry), registry,
+                                   self.clock, Binder(self.cluster, self.clock.now))
+
+    def session(self, seconds: float = 1.0) -> dict[str, str]:
+        self.clock.advance(seconds)
+        return {e.pod: e.node for e in self.scheduler.run_once().effects if isinstance(e, Bind)}
+
+    def requests(self) -> list[dict[str, Any]]:
+        return self.cluster.list(PROVISIONING_REQUEST, "default")
+
+    def condition(self, group: str) -> str:
+        obj = self.cluster.get(PODGROUP, "default", group) or {}
+        return " ".join(c.get("message", "") for c in (obj.get("status") or {}).get("conditions") or [])
+
+    def answer(self, request: dict[str, Any], kind: str, message: str = "") -> None:
+        name = request["metadata"]["name"]
+        self.cluster.patch_status(PROVISIONING_REQUEST, "default", name, {"conditions": [
+            {"type": kind, "status": "True", "reason": kind, "message": message,
+             "lastTransitionTime": to_rfc3339(self.clock.now())}]})
+
+
+def big_gang(pods: int = 4, queue: str | None = None, group: bool = True) -> list[dict[str, Any]]:
+    out = [build_podgroup("big", min_member=pods, queue=queue)] if group else []
+    for i in range(pods):
+        out.append(build_pod(f"big-{i}", cpu=1, gpu=8, group="big" if group else None,
+                             queue=queue if not group else None,
+                             owner={"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "big",
+                                    "uid": "uid-big", "controller": True}))
+    return out
+
+
+def gpu_nodes(*names: str) -> list[dict[str, Any]]:
+    return [build_node(n, cpu=8, gpu=8) for n in names]
+
+
+def test_a_gang_of_4_on_room_for_2_asks_for_exactly_2_and_binds_whole_once_provisioned() -> None:
+    world = World([*gpu_nodes("n1", "n2"), *big_gang()])
+    assert world.session() == {}
+    [request] = world.requests()
+    spec = request["spec"]
+    assert spec["provisioningClassName"] == ATOMIC_CLASS
+    assert [s["count"] for s in spec["podSets"]] == [2]
+    owner = request["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"]) == ("PodGroup", "big")
+    template = world.cluster.get(POD_TEMPLATE, "default", spec["podSets"][0]["podTemplateRef"]["name"])
+    assert template is not None and template["metadata"]["ownerReferences"][0]["name"] == "big"
+    limits = template["template"]["spec"]["containers"][0]["resources"]
+    assert "nodeName" not in template["template"]["spec"] and limits
+    for i in range(4):
+        notes = world.cluster.get(POD, "default", f"big-{i}")["metadata"]["annotations"]
+        assert notes[CONSUME_ANNOTATION] == request["metadata"]["name"]
+        assert notes[CLASS_ANNOTATION] == ATOMIC_CLASS
+    assert world.session() == {}                # nothing bound before the capacity
+    assert "waiting for capacity: asked the autoscaler for 2 pods x 8 GPUs" in world.condition("big")
+    assert len(world.requests()) == 1           # asked once
+    world.answer(request, "Provisioned")
+    for node in gpu_nodes("n3", "n4"):
+        world.cluster.create(node)
+    bound = world.session()
+    bound.update(world.session())
+    assert sorted(bound) == [f"default/big-{i}" for i in range(4)]      # whole, within 2 sessions
+    world.session()
+    assert world.requests() == []               # placed: the request has done its part
+
+
+def test_a_gang_its_queue_limit_holds_back_gets_no_request() -> None:
+    queue = {"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "Queue",
+             "metadata": {"name": "capped"},
+             "spec": {"resources": {"nvidia.com/gpu": {"quota": 0, "limit": 16}}}}
+    world = World([queue, *gpu_nodes("n1", "n2"), *big_gang(queue="capped")])
+    world.session()
+    world.session()
+    assert world.requests() == []
+
+
+def test_a_gang_without_a_podgroup_gets_no_request() -> None:
+    pods = [build_pod(f"p-{i}", cpu=1, gpu=8) for i in range(3)]
+    world = World([*gpu_nodes("n1", "n2"), *pods])
+    world.session(10.0)
+    assert world.requests() == []
+
+
+def test_a_queue_may_say_no() -> None:
+    queue = {"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "Queue",
+             "metadata": {"name": "manual"}, "spec": {"autoscaling": False}}
+    world = World([queue, *gpu_nodes("n1", "n2"), *big_gang(queue="manual")])
+    world.session()
+    assert world.requests() == []
+
+
+def test_a_request_the_gang_no_longer_needs_is_withdrawn() -> None:
+    """Room appears otherwise (a job ends) before the capacity: the request goes."""
+    blocker = build_pod("other", cpu=1, gpu=8, node="n3", phase="Running")
+    world = World([*gpu_nodes("n1", "n2", "n3", "n4"), blocker, *big_gang()])
+    world.session()
+    [request] = world.requests()
+    assert [s["count"] for s in request["spec"]["podSets"]] == [1]
+    template = request["spec"]["podSets"][0]["podTemplateRef"]["name"]
+    world.cluster.delete(POD, "default", "other")
+    bound = world.session()
+    assert sorted(bound) == [f"default/big-{i}" for i in range(4)]
+    world.session()
+    assert world.requests() == [] and world.cluster.get(POD_TEMPLATE, "default", template) is None
+
+
+def test_a_failed_request_is_asked_again_after_a_backoff_then_given_up() -> None:
+    world = World([*gpu_nodes("n1"), *big_gang(2)])
+    world.session()
+    [first] = world.requests()
+    world.answer(first, "Failed", "no node group can hold 8 GPUs")
+    world.session()
+    assert "the autoscaler answered Failed: no node group can hold 8 GPUs; asking again in" \
+        in world.condition("big")
+    assert [r["metadata"]["name"] for r in world.requests()] == [first["metadata"]["name"]]
+    world.session(60.0)                     # backoff 60 s: asked again, the second try
+    [second] = world.requests()
+    assert second["metadata"]["name"] != first["metadata"]["name"]
+    assert second["metadata"]["annotations"]["kaisched.io/provisioning-attempt"] == "2"
+    for attempt in (2, 3):
+        [current] = world.requests()
+        world.answer(current, "Failed", "still no")
+        world.session(60.0 * 2 ** (attempt - 1))
+    [last] = world.requests()
+    assert last["metadata"]["annotations"]["kaisched.io/provisioning-attempt"] == "4"
+    world.answer(last, "Failed", "still no")
+    world.session(1000.0)
+    assert "gave up after 4 request(s)" in world.condition("big")
+    assert [r["metadata"]["name"] for r in world.requests()] == [last["metadata"]["name"]]
