@@ -10,6 +10,7 @@ import subprocess
 import time
 from typing import Any, Callable
 
+import attrs
 import pytest
 
 from kaisched.cluster.client import Obj
@@ -124,6 +125,31 @@ def queue(name: str, quota: int, weight: float) -> Obj:
     """A Queue with a GPU quota and an over-quota weight."""
     return {"apiVersion": QUEUE.api_version, "kind": "Queue", "metadata": {"name": name},
             "spec": {"resources": {GPU: {"quota": quota, "overQuotaWeight": weight}}}}
+
+
+@attrs.frozen
+class Outranking:
+    """How a job outranks a low one: preempt, by a higher priority in the same queue; or
+    reclaim, by its queue owed every GPU while the low one's queue borrows (no quota, no
+    share of what is left over). Queue names empty: the default queue."""
+    low_queue: str
+    high_queue: str
+    high_priority: str
+
+    @classmethod
+    def made(cls, client: KubeCluster, cause: str, namespace: str) -> "Outranking":
+        if cause == "preempt":
+            return cls("", "", "cl-high")
+        suffix = namespace.rsplit("-", 1)[1]       # a label value: the namespace is too long
+        low, high = f"cl-{suffix}-borrow", f"cl-{suffix}-owner"
+        client.create(queue(low, 0, 0.0))
+        client.create(queue(high, 10_000, 1.0))
+        return cls(low, high, "cl-low")
+
+    def remove(self, client: KubeCluster) -> None:
+        for name in (self.low_queue, self.high_queue):
+            if name:
+                delete_quietly(client, QUEUE, "", name)
 
 
 def pods_of(client: KubeCluster, namespace: str, app: str) -> list[Obj]:

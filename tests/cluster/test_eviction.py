@@ -15,16 +15,16 @@ from typing import Callable
 
 import pytest
 
-from kaisched.cluster.kinds import EVENT, QUEUE
+from kaisched.cluster.kinds import EVENT
 from kaisched.cluster.kube import KubeCluster
 from tests.builders.cluster import (
     STATEFUL_SET,
     GangWatch,
+    Outranking,
     bound_pods,
     delete_quietly,
     placed,
     pods_of,
-    queue,
     running,
     stateful_set,
     stuck_terminating,
@@ -40,28 +40,20 @@ def test_an_evicted_gang_is_made_again_and_placed_whole(
         namespace: str, nodes: Callable[[int], list[str]]) -> None:
     nodes(2)
     ns = namespace
-    low_queue = high_queue = ""
-    if cause == "reclaim":
-        # the low gang borrows: no quota and no share of what is left over; the other queue
-        # is owed every GPU
-        suffix = ns.rsplit("-", 1)[1]           # a label value: the namespace is too long
-        low_queue, high_queue = f"cl-{suffix}-borrow", f"cl-{suffix}-owner"
-        admin.create(queue(low_queue, 0, 0.0))
-        admin.create(queue(high_queue, 10_000, 1.0))
-    high_priority = "cl-high" if cause == "preempt" else "cl-low"
+    rank = Outranking.made(admin, cause, ns)
 
     def why() -> str:
         return f"{describe(admin, ns)}\n{components.scheduler.log()[-4000:]}"
 
     try:
         admin.create(stateful_set(ns, "low", 2, placed(
-            template("low", gpus=8, priority="cl-low", queue=low_queue), ns), min_member=2))
+            template("low", gpus=8, priority="cl-low", queue=rank.low_queue), ns), min_member=2))
         first = wait_for(lambda: running(admin, ns, "low", 2), 120, "the low gang running", why)
         first_uids = {p["metadata"]["uid"] for p in first}
         low = GangWatch(admin, ns, "low", 2)
 
         admin.create(stateful_set(ns, "high", 1, placed(
-            template("high", gpus=8, priority=high_priority, queue=high_queue), ns),
+            template("high", gpus=8, priority=rank.high_priority, queue=rank.high_queue), ns),
             min_member=1))
         wait_for(lambda: (low.sample(), running(admin, ns, "high", 1))[1], 120,
                  f"the {cause}ing job running", why)
@@ -85,6 +77,4 @@ def test_an_evicted_gang_is_made_again_and_placed_whole(
         assert len(bound_pods(admin, ns, "low")) == 2
         assert not stuck_terminating(admin, ns, time.time()), why()
     finally:
-        for name in (low_queue, high_queue):
-            if name:
-                delete_quietly(admin, QUEUE, "", name)
+        rank.remove(admin)

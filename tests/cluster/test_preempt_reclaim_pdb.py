@@ -17,16 +17,16 @@ from typing import Callable
 import pytest
 
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import EVENT, PODGROUP, QUEUE
+from kaisched.cluster.kinds import EVENT, PODGROUP
 from kaisched.cluster.kube import KubeCluster
 from tests.builders.cluster import (
     PDB,
     STATEFUL_SET,
+    Outranking,
     delete_quietly,
     deployment,
     pdb,
     placed,
-    queue,
     running,
     stateful_set,
     stuck_terminating,
@@ -42,13 +42,7 @@ def test_a_budget_keeps_its_pods_from_preempt_and_reclaim(
         namespace: str, nodes: Callable[[int], list[str]]) -> None:
     nodes(2)
     ns = namespace
-    low_queue = high_queue = ""
-    if cause == "reclaim":
-        suffix = ns.rsplit("-", 1)[1]           # a label value: the namespace is too long
-        low_queue, high_queue = f"cl-{suffix}-borrow", f"cl-{suffix}-owner"
-        admin.create(queue(low_queue, 0, 0.0))
-        admin.create(queue(high_queue, 10_000, 1.0))
-    high_priority = "cl-high" if cause == "preempt" else "cl-low"
+    rank = Outranking.made(admin, cause, ns)
 
     def why() -> str:
         return f"{describe(admin, ns)}\n{components.scheduler.log()[-4000:]}"
@@ -59,14 +53,14 @@ def test_a_budget_keeps_its_pods_from_preempt_and_reclaim(
     try:
         admin.create(pdb(ns, "serve", "serve", 1))
         admin.create(deployment(ns, "serve", 2, placed(
-            template("serve", gpus=8, priority="cl-low", queue=low_queue), ns)))
+            template("serve", gpus=8, priority="cl-low", queue=rank.low_queue), ns)))
         wait_for(lambda: len(serving()) == 2, 120, "both serving pods running", why)
         wait_for(lambda: ((admin.get(PDB, ns, "serve") or {}).get("status") or {}).get(
             "disruptionsAllowed") == 1, 60, "the disruption controller's status", why)
 
         for name in ("high-a", "high-b"):
             admin.create(stateful_set(ns, name, 1, placed(
-                template(name, gpus=8, priority=high_priority, queue=high_queue), ns),
+                template(name, gpus=8, priority=rank.high_priority, queue=rank.high_queue), ns),
                 min_member=1))
 
         def one_placed() -> bool:
@@ -96,6 +90,4 @@ def test_a_budget_keeps_its_pods_from_preempt_and_reclaim(
     finally:
         for name in ("high-a", "high-b"):
             delete_quietly(admin, STATEFUL_SET, ns, name)
-        for name in (low_queue, high_queue):
-            if name:
-                delete_quietly(admin, QUEUE, "", name)
+        rank.remove(admin)
