@@ -116,6 +116,7 @@ class ProportionPlugin(PluginBase):
         ssn.register(Hook.ALLOCATABLE, self._allocatable)
         ssn.register(Hook.ENQUEUEABLE, self._min_resources_room, blocker=Blocker.QUOTA)
         ssn.register(Hook.LIMIT_ROOM, self._limit_room)
+        ssn.register(Hook.SHARE_ROOM, self._share_room)
         ssn.register(Hook.OVERUSED, self._overused)
         rules = ReclaimRules(self.queues, self._parent, self._chain, lambda q: self.allocated[q],
                              lambda q: self.pinned[q], self.deserved)
@@ -298,6 +299,15 @@ class ProportionPlugin(PluginBase):
                     return (f"queue {name} at limit for {res} "
                             f"({format_amount(res, used[res])}/{format_amount(res, limit)}, "
                             f"{format_amount(res, amount)} more wanted)")
+        return None
+
+    def _share_room(self, job: JobInfo, need: Resource) -> str | None:
+        """need alone is within the fair share of the job's queue."""
+        fair = self.deserved.get(job.queue, {})
+        for res, amount in need.items:
+            if res in fair and amount > fair[res] + _EPS:     # shares are of what queues count
+                return (f"it asks {format_amount(res, amount)} {res}, more than the fair share "
+                        f"of queue {job.queue} ({format_amount(res, fair[res])})")
         return None
 
     def _subtree(self, queue: QueueName) -> list[QueueName]:

@@ -2,6 +2,11 @@
 longer than its threshold gets the room it needs held on the nodes it would
 use, so a stream of smaller jobs cannot take that room forever.
 
+Only a gang its queue's fair share can hold is guarded: one that would take
+its queue over its share would be reclaimed as soon as it started, by any
+queue below its own, while the room held for it sat idle. It is guarded once
+the other queues want less (their demand counts in the shares).
+
 Which nodes: those where the gang's minimum would fit once they empty,
 preferring the nodes with the least room still missing, so the choice stays
 put from session to session as their pods finish. Room on those nodes beyond
@@ -18,6 +23,7 @@ from actions.common.eviction import refused
 from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
+from kaisched.api.resource import sum_resources
 from kaisched.api.types import JobKey
 from kaisched.framework import Session
 
@@ -44,9 +50,15 @@ def starving_since(ssn: Session, job: JobInfo) -> float | None:
 
 
 def _starving_since(ssn: Session, job: JobInfo) -> float | None:
-    """starving_since, for a gang waiting for room (not for what no room gives)."""
+    """starving_since, for a gang waiting for room (not for what no room gives)
+    that its queue's fair share can hold: started beyond it, the gang would be
+    reclaimed whole by the first queue below its own share, and the room held
+    for it would have been held for nothing."""
     since = starving_since(ssn, job)
-    return since if since is not None and not refused(ssn, job) else None
+    if since is None or refused(ssn, job):
+        return None
+    need = sum_resources(ssn.quota_request(t) for t in ssn.minimum_tasks(job, ssn.pending(job)))
+    return since if ssn.beyond_share(job, need) is None else None
 
 
 def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:

@@ -156,6 +156,8 @@ class Hook:
     # Whether the limits of the job's queue and its ancestors leave room for
     # need (quota aside): None, or why not.
     LIMIT_ROOM: Final[HookKey[Callable[[JobInfo, Resource], str | None]]] = HookKey()
+    # Whether need, alone, fits in the fair share of the job's queue: None, or why not.
+    SHARE_ROOM: Final[HookKey[Callable[[JobInfo, Resource], str | None]]] = HookKey()
     RECLAIM_FAIR: Final[HookKey[Callable[[JobInfo, Resource, Taken], str | None]]] = HookKey()
 
     # -- nodes: a task and the rows asked about, an answer per row --------------------

@@ -318,6 +318,11 @@ class Session:
         for need (quota does not count), else why not."""
         return self.hooks.first_reason(Hook.LIMIT_ROOM, job, need)
 
+    def beyond_share(self, job: JobInfo, need: Resource) -> str | None:
+        """None when need, alone, fits in the fair share of the job's queue
+        (the other queues' demand counted), else why not."""
+        return self.hooks.first_reason(Hook.SHARE_ROOM, job, need)
+
     def reclaim_unfair(self, job: JobInfo, need: Resource, taken: Taken) -> str | None:
         """None when taking these (each victim's queue and what it gives) for
         the job's need is fair to every queue, else why not."""

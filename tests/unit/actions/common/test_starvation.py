@@ -166,3 +166,42 @@ def test_small_jobs_still_use_nodes_the_gang_does_not_need(threshold: int) -> No
     cond = cluster.get(PODGROUP, "default", "big")["status"]["conditions"][0]
     assert "reserving 2 node(s)" in cond["message"]
 
+
+
+def test_a_gang_beyond_its_queues_fair_share_is_not_held_room() -> None:
+    """Two queues of 8 GPUs each; team-b's small pods run and keep coming. team-a's gang
+    asks 16 GPUs, twice its share while team-b wants its own: started, it would be
+    reclaimed at once, so no room is held for it (the condition says no reservation)."""
+    clock = ManualClock()
+    cluster = MemoryCluster(clock)
+    for name in ("gpu-a", "gpu-b"):
+        cluster.create(_node(name))
+    for team in ("team-a", "team-b"):
+        cluster.create({"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "Queue",
+                        "metadata": {"name": team},
+                        "spec": {"resources": {"nvidia.com/gpu": {"quota": 8}}}})
+
+    def small(name: str, node: str | None = None) -> dict[str, Any]:
+        pod = _pod(name, 1)
+        pod["metadata"]["labels"] = {"kaisched.io/queue": "team-b"}
+        if node:
+            pod["spec"]["nodeName"] = node
+            pod["status"] = {"phase": "Running"}
+        return pod
+    for i in range(14):
+        cluster.create(small(f"early-{i}", "gpu-a" if i < 8 else "gpu-b"))
+    for i in range(4):
+        cluster.create(small(f"waiting-{i}"))
+    for obj in _big_gang(5):
+        if obj["kind"] == "PodGroup":
+            obj["spec"]["queue"] = "team-a"
+        cluster.create(obj)
+    config = default_config(register_builtins())
+    grouper = PodGrouper(cluster, clock, scheduler_name="kaisched")
+    scheduler = Scheduler(cluster, config, register_builtins(), clock, Binder(cluster, clock.now))
+    for _ in range(10):
+        grouper.sync()
+        scheduler.run_once()
+        clock.advance(1)
+    cond = cluster.get(PODGROUP, "default", "big")["status"]["conditions"][0]
+    assert cond["reason"] == "Unschedulable" and "reserving" not in cond["message"], cond
