@@ -85,10 +85,7 @@ def make_trace(seed: int, nodes: int, horizon: float) -> Trace:
         jobs.append(TraceJob(f"elastic-{i}", "elastic", TEAMS[(i + 1) % 3], LOW, 4, 2, 2,
                              round(rng.uniform(0.05, 0.5) * horizon, 1),
                              round(rng.uniform(0.15, 0.25) * horizon, 1)))
-    # Most of the cluster (60% of its nodes), not all of it: two nodes fail, and its queue's
-    # fair share is a third, so it starts once other teams leave that many whole nodes; on
-    # all but three nodes it would wait for the whole cluster to drain, past the horizon.
-    big_pods = max(2, math.ceil(nodes * 0.6))
+    big_pods = big_gang_pods(nodes)
     jobs.append(TraceJob("big-0", "big", TEAMS[0], HIGH, big_pods, GPUS_PER_NODE, big_pods,
                          round(0.4 * horizon, 1), round(0.15 * horizon, 1)))
     window, demand, i = 0.6 * horizon, 0.0, 0
@@ -158,11 +155,21 @@ def manifests(job: TraceJob, namespace: str, scheduler: str, sharing: bool,
 
 
 def queues(nodes: int) -> list[Obj]:
-    """The three teams' queues: a third of the GPUs each as quota, the rest shared."""
-    share = nodes * GPUS_PER_NODE // len(TEAMS)
+    """The three teams' queues. The first team, whose is the big gang, has the GPUs of the
+    big gang as its quota (a gang beyond its queue's share would start only when the
+    others want nothing); the other two split the rest. Beyond quota, what is free is
+    shared by weight."""
+    big = big_gang_pods(nodes) * GPUS_PER_NODE
+    rest = max(0, nodes * GPUS_PER_NODE - big) // (len(TEAMS) - 1)
     return [{"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "Queue",
              "metadata": {"name": team},
-             "spec": {"resources": {GPU: {"quota": share}}}} for team in TEAMS]
+             "spec": {"resources": {GPU: {"quota": big if team == TEAMS[0] else rest}}}}
+            for team in TEAMS]
+
+
+def big_gang_pods(nodes: int) -> int:
+    """Most of the cluster (60% of its nodes), not all of it: two nodes fail."""
+    return max(2, math.ceil(nodes * 0.6))
 
 
 def priority_classes() -> list[Obj]:

@@ -62,5 +62,6 @@ def test_a_batch_job_made_again_gets_the_new_name_and_keeps_its_job_label() -> N
     assert made["spec"]["template"]["metadata"]["labels"][JOB_LABEL] == job.name
 
 
-def test_the_three_queues_split_the_gpus() -> None:
-    assert [q["spec"]["resources"][GPU]["quota"] for q in queues(9)] == [24, 24, 24]
+def test_the_big_gangs_team_has_its_gpus_as_quota_and_the_others_split_the_rest() -> None:
+    # 9 nodes: the big gang on 6 (60%, rounded up), 48 GPUs; 24 left, 12 each
+    assert [q["spec"]["resources"][GPU]["quota"] for q in queues(9)] == [48, 12, 12]
