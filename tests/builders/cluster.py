@@ -17,6 +17,7 @@ from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import NODE, POD, QUEUE, Kind
 from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import NotFoundError
+from tests.builders.realapi import Components, describe
 
 ENV = "KAISCHED_TEST_CLUSTER_KUBECONFIG"
 # The script that brought the cluster up, for --stop-node and starting a node again.
@@ -150,6 +151,11 @@ class Outranking:
         for name in (self.low_queue, self.high_queue):
             if name:
                 delete_quietly(client, QUEUE, "", name)
+
+
+def explainer(client: KubeCluster, namespace: str, components: Components) -> Callable[[], str]:
+    """What a failed wait prints: the namespace's objects and the scheduler's latest log."""
+    return lambda: f"{describe(client, namespace)}\n{components.scheduler.log()[-4000:]}"
 
 
 def pods_of(client: KubeCluster, namespace: str, app: str) -> list[Obj]:

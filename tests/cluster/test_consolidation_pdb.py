@@ -26,6 +26,7 @@ from tests.builders.cluster import (
     bound_pods,
     delete_quietly,
     deployment,
+    explainer,
     pdb,
     placed,
     pods_of,
@@ -35,7 +36,7 @@ from tests.builders.cluster import (
     template,
     wait_for,
 )
-from tests.builders.realapi import Components, describe
+from tests.builders.realapi import Components
 
 
 def serving(ns: str, app: str) -> Obj:
@@ -51,8 +52,7 @@ def test_consolidation_moves_a_serving_pod_only_as_its_budget_allows(
     ns = namespace
     nodes(2)
 
-    def why() -> str:
-        return f"{describe(admin, ns)}\n{components.scheduler.log()[-4000:]}"
+    why = explainer(admin, ns, components)
 
     def serve_pods() -> list[Obj]:
         return [p for p in bound_pods(admin, ns, "serve-a") + bound_pods(admin, ns, "serve-b")

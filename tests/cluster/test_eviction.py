@@ -23,6 +23,7 @@ from tests.builders.cluster import (
     Outranking,
     bound_pods,
     delete_quietly,
+    explainer,
     placed,
     pods_of,
     running,
@@ -31,7 +32,7 @@ from tests.builders.cluster import (
     template,
     wait_for,
 )
-from tests.builders.realapi import Components, describe
+from tests.builders.realapi import Components
 
 
 @pytest.mark.parametrize("cause", ["preempt", "reclaim"])
@@ -42,8 +43,7 @@ def test_an_evicted_gang_is_made_again_and_placed_whole(
     ns = namespace
     rank = Outranking.made(admin, cause, ns)
 
-    def why() -> str:
-        return f"{describe(admin, ns)}\n{components.scheduler.log()[-4000:]}"
+    why = explainer(admin, ns, components)
 
     try:
         admin.create(stateful_set(ns, "low", 2, placed(

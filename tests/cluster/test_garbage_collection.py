@@ -20,6 +20,7 @@ from tests.builders.cluster import (
     JOB,
     delete_quietly,
     deployment,
+    explainer,
     job,
     placed,
     pods_of,
@@ -28,7 +29,7 @@ from tests.builders.cluster import (
     template,
     wait_for,
 )
-from tests.builders.realapi import SYSTEM, Components, describe
+from tests.builders.realapi import SYSTEM, Components
 
 RESERVATION = "kaisched-gpu-reservation"
 
@@ -39,8 +40,7 @@ def test_a_reservation_pod_goes_with_the_last_sharer_of_its_gpu(
     ns = namespace
     (node,) = nodes(1)
 
-    def why() -> str:
-        return f"{describe(admin, ns)}\n{components.scheduler.log()[-4000:]}"
+    why = explainer(admin, ns, components)
 
     def reservations() -> list[Obj]:
         return [p for p in admin.list(POD, SYSTEM) if p["spec"].get("nodeName") == node
@@ -68,8 +68,7 @@ def test_deleting_a_job_removes_its_podgroup_and_frees_its_queue(
     admin.create({"apiVersion": QUEUE.api_version, "kind": "Queue", "metadata": {"name": queue},
                   "spec": {"resources": {GPU: {"quota": 8}}}})
 
-    def why() -> str:
-        return f"{describe(admin, ns)}\n{components.scheduler.log()[-4000:]}"
+    why = explainer(admin, ns, components)
 
     def allocated() -> float:
         status = (admin.get(QUEUE, "", queue) or {}).get("status") or {}

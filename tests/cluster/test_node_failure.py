@@ -15,6 +15,7 @@ from kaisched.cluster.kube import KubeCluster
 from tests.builders.cluster import (
     HOLLOW,
     GangWatch,
+    explainer,
     hollow_nodes,
     k8s_up,
     placed,
@@ -27,7 +28,7 @@ from tests.builders.cluster import (
     template,
     wait_for,
 )
-from tests.builders.realapi import Components, describe
+from tests.builders.realapi import Components
 
 
 def test_a_failed_nodes_gang_is_made_again_and_placed_whole_elsewhere(
@@ -37,8 +38,7 @@ def test_a_failed_nodes_gang_is_made_again_and_placed_whole_elsewhere(
     three = nodes(3)
     every = len([n for n in admin.list(NODE) if (n["metadata"].get("labels") or {}).get(HOLLOW)])
 
-    def why() -> str:
-        return f"{describe(admin, ns)}\n{components.scheduler.log()[-4000:]}"
+    why = explainer(admin, ns, components)
 
     admin.create(stateful_set(ns, "g", 2, placed(template("g", gpus=8), ns), min_member=2))
     first = wait_for(lambda: running(admin, ns, "g", 2), 120, "the gang running", why)

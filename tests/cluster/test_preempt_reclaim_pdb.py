@@ -25,6 +25,7 @@ from tests.builders.cluster import (
     Outranking,
     delete_quietly,
     deployment,
+    explainer,
     pdb,
     placed,
     running,
@@ -33,7 +34,7 @@ from tests.builders.cluster import (
     template,
     wait_for,
 )
-from tests.builders.realapi import Components, describe
+from tests.builders.realapi import Components
 
 
 @pytest.mark.parametrize("cause", ["preempt", "reclaim"])
@@ -44,8 +45,7 @@ def test_a_budget_keeps_its_pods_from_preempt_and_reclaim(
     ns = namespace
     rank = Outranking.made(admin, cause, ns)
 
-    def why() -> str:
-        return f"{describe(admin, ns)}\n{components.scheduler.log()[-4000:]}"
+    why = explainer(admin, ns, components)
 
     def serving() -> list[Obj]:
         return running(admin, ns, "serve", 0) or []
