@@ -38,7 +38,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.provisioning import MAX_POD_SETS, CapacityRequest, CapacityState
 from kaisched.api.resource import GPU, Resource, format_amount, sum_resources
 from kaisched.api.task import TaskInfo
-from kaisched.api.types import TaskStatus
+from kaisched.api.types import Blocker, TaskStatus
 from kaisched.framework import Session
 from kaisched.framework.autoscalingconfig import AutoscalingConfig
 from kaisched.framework.effects import AskCapacity, AskedPodSet, RecordEvent, WithdrawCapacity
@@ -93,18 +93,17 @@ def _follow(ssn: Session, config: AutoscalingConfig, job: JobInfo,
     if request is None:
         return _ask(ssn, config, job, missing, 1, pending)
     if request.state is CapacityState.PROVISIONED:
-        ssn.note_unschedulable(job, f"capacity provisioned for {_amount(request.pods, missing)} "
-                                    f"(ProvisioningRequest {request.key}); placing it as it comes up")
+        _waits(ssn, job, f"capacity provisioned for {_amount(request.pods, missing)} "
+                         f"(ProvisioningRequest {request.key}); placing it as it comes up")
         return False
     if request.state in _WAITING:
         if _pod_sets(ssn, job, missing, request.attempt) != \
                 tuple((s.template, s.count) for s in request.pod_sets):
             _withdraw(ssn, request)         # what it lacks changed; the spec is immutable
             return _ask(ssn, config, job, missing, request.attempt, pending - 1)
-        ssn.note_unschedulable(job, f"waiting for capacity: asked the autoscaler for "
-                                    f"{_amount(request.pods, missing)} (ProvisioningRequest "
-                                    f"{request.key}, class {request.class_name}); "
-                                    f"{ssn.now - request.creation:.0f} s so far")
+        _waits(ssn, job, f"asked the autoscaler for {_amount(request.pods, missing)} "
+                         f"(ProvisioningRequest {request.key}, class {request.class_name}); "
+                         f"{ssn.now - request.creation:.0f} s so far")
         return False
     # Failed, BookingExpired or CapacityRevoked
     answer = f"the autoscaler answered {request.state.value}" + \
@@ -114,8 +113,7 @@ def _follow(ssn: Session, config: AutoscalingConfig, job: JobInfo,
         return False
     wait = config.backoff(request.attempt) - (ssn.now - request.since)
     if wait > 0:
-        ssn.note_unschedulable(job, f"{answer}; asking again in {wait:.0f} s "
-                                    f"(request {request.attempt + 1})")
+        _waits(ssn, job, f"{answer}; asking again in {wait:.0f} s (request {request.attempt + 1})")
         return False
     _withdraw(ssn, request)
     return _ask(ssn, config, job, missing, request.attempt + 1, pending)
@@ -162,9 +160,17 @@ def _ask(ssn: Session, config: AutoscalingConfig, job: JobInfo, missing: list[Ta
     ssn.report(RecordEvent("PodGroup", job.key, "Normal", "ProvisioningRequested",
                            f"asked the autoscaler for {what} (ProvisioningRequest "
                            f"{job.namespace}/{name}, class {config.provisioning_class})"))
-    ssn.note_unschedulable(job, f"waiting for capacity: asking the autoscaler for {what} "
-                                f"(ProvisioningRequest {job.namespace}/{name})")
+    _waits(ssn, job, f"asked the autoscaler for {what} (ProvisioningRequest {job.namespace}/{name}, "
+                     f"class {config.provisioning_class}); 0 s so far")
     return True
+
+
+def _waits(ssn: Session, job: JobInfo, note: str) -> None:
+    """The gang waits for capacity asked of the autoscaler: its condition says
+    so (reason WaitingForCapacity), after why no node holds it now."""
+    said = ssn.unschedulable.get(job.key)
+    if said is not None:
+        ssn.record_unschedulable(job, f"{said}; {note}", Blocker.CAPACITY)
 
 
 def _withdraw(ssn: Session, request: CapacityRequest) -> None:

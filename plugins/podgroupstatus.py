@@ -158,7 +158,8 @@ def _waiting_extras(ssn: Session, job: JobInfo) -> list[Extra]:
     return out
 
 
-_REASON_OF = {Blocker.QUOTA: Reason.WAITING_FOR_QUOTA, Blocker.ERROR: Reason.SCHEDULER_ERROR}
+_REASON_OF = {Blocker.QUOTA: Reason.WAITING_FOR_QUOTA, Blocker.ERROR: Reason.SCHEDULER_ERROR,
+              Blocker.CAPACITY: Reason.WAITING_FOR_CAPACITY}
 
 
 def _waiting_reason(ssn: Session, job: JobInfo) -> Reason:

@@ -82,6 +82,7 @@ class Blocker(str, enum.Enum):
     VOLUMES = "volumes"         # its volumes or claims cannot be had where it could run
     PLACEMENT = "placement"     # placement rules: affinity, taints, spread, ports, selectors
     INVALID = "invalid"         # its PodGroup or pods are invalid
+    CAPACITY = "capacity"       # waits for the capacity asked of a cluster autoscaler
     ERROR = "error"             # deciding it raised: a scheduler error, tried again next cycle
 
 
@@ -91,6 +92,9 @@ class Reason(str, enum.Enum):
     # Waits for its queue's quota, limit or order, not for a node: cluster
     # autoscalers add nodes only for Unschedulable pods.
     WAITING_FOR_QUOTA = "WaitingForQuota"
+    # Waits for the nodes a ProvisioningRequest asked of cluster-autoscaler (the
+    # PodGroup's condition; its pods still say Unschedulable, as the autoscaler reads them).
+    WAITING_FOR_CAPACITY = "WaitingForCapacity"
     SCHEDULED = "Scheduled"
     FAILED_SCHEDULING = "FailedScheduling"
     INVALID = "InvalidPodGroup"

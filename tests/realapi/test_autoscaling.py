@@ -127,7 +127,7 @@ def test_a_gang_of_4_on_room_for_2_gets_one_request_for_2_and_binds_whole_once_p
     time.sleep(3.0)
     assert bound(admin, namespace, pods) == [], why()       # nothing bound before the capacity
     assert len(requests(admin, namespace)) == 1, why()      # asked once
-    assert "waiting for capacity" in condition(admin, namespace, "big"), why()
+    assert "asked the autoscaler for 2 pods x 8 GPUs" in condition(admin, namespace, "big"), why()
     # The autoscaler: the Nodes, then Provisioned=True.
     fake_nodes(2, cpu="8", extra={GPU: "8"}, prefix="provisioned")
     answer(admin, namespace, request, "Provisioned", "2 nodes added")

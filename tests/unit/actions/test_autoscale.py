@@ -45,6 +45,10 @@ class World:
         obj = self.cluster.get(PODGROUP, "default", group) or {}
         return " ".join(c.get("message", "") for c in (obj.get("status") or {}).get("conditions") or [])
 
+    def reason(self, group: str) -> str:
+        obj = self.cluster.get(PODGROUP, "default", group) or {}
+        return next(c["reason"] for c in obj["status"]["conditions"] if c["type"] == "Scheduled")
+
     def answer(self, request: dict[str, Any], kind: str, message: str = "") -> None:
         name = request["metadata"]["name"]
         self.cluster.patch_status(PROVISIONING_REQUEST, "default", name, {"conditions": [
@@ -84,7 +88,8 @@ def test_a_gang_of_4_on_room_for_2_asks_for_exactly_2_and_binds_whole_once_provi
         assert notes[CONSUME_ANNOTATION] == request["metadata"]["name"]
         assert notes[CLASS_ANNOTATION] == ATOMIC_CLASS
     assert world.session() == {}                # nothing bound before the capacity
-    assert "waiting for capacity: asked the autoscaler for 2 pods x 8 GPUs" in world.condition("big")
+    assert "asked the autoscaler for 2 pods x 8 GPUs" in world.condition("big")
+    assert world.reason("big") == "WaitingForCapacity"
     assert len(world.requests()) == 1           # asked once
     world.answer(request, "Provisioned")
     for node in gpu_nodes("n3", "n4"):
@@ -158,4 +163,5 @@ def test_a_failed_request_is_asked_again_after_a_backoff_then_given_up() -> None
     world.answer(last, "Failed", "still no")
     world.session(1000.0)
     assert "gave up after 4 request(s)" in world.condition("big")
+    assert world.reason("big") == "Unschedulable"       # no capacity is coming
     assert [r["metadata"]["name"] for r in world.requests()] == [last["metadata"]["name"]]
