@@ -12,10 +12,11 @@ from prometheus_client import Histogram as _Histogram
 
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import JobInfo
+from kaisched.api.provisioning import CapacityState
 from kaisched.api.queue import QueueStatus
 from kaisched.api.resource import CPU, PODS
 from kaisched.api.types import GangRules, JobKey, PodKey, TaskStatus
-from kaisched.framework.effects import Bind, Evict, SetPodGroupStatus, SetQueueStatus
+from kaisched.framework.effects import AskCapacity, Bind, Evict, SetPodGroupStatus, SetQueueStatus
 from kaisched.service.health import Health
 from kaisched.service.health import serve as serve_endpoints
 
@@ -131,6 +132,16 @@ class Metrics:
                                     "job was scheduled. By the action deciding it (also an "
                                     "action's own step over many jobs that raised: the rest of "
                                     "that action was skipped).", ["action"])
+        self.provisioning = r.counter("kaisched_provisioning_requests",
+                                      "ProvisioningRequests for gangs' capacity, by class and "
+                                      "outcome: asked (made), then the autoscaler's answer "
+                                      "(provisioned, failed, booking_expired, capacity_revoked).",
+                                      ["class", "outcome"])
+        self.provisioned_seconds = r.histogram("kaisched_provisioning_seconds",
+                                               "From a ProvisioningRequest's creation to its "
+                                               "Provisioned answer.", ["class"],
+                                               buckets=_JOB_BUCKETS)
+        self._answers: dict[str, CapacityState] = {}     # each request's answer, as last seen
         # The numbers of each Queue's status, per resource (cpu in cores, memory in bytes).
         self.queue_amounts = {
             field: r.gauge(f"kaisched_queue_{field}", text, ["queue", "resource"])
@@ -181,6 +192,8 @@ class Metrics:
         for error in result.errors:
             self.job_errors.labels(error.action).inc()
         for effect in result.report.applied:
+            if isinstance(effect, AskCapacity):
+                self.provisioning.labels(effect.class_name, "asked").inc()
             if isinstance(effect, Evict):
                 job = jobs.get(effect.job)
                 self.evictions.labels(job.queue if job is not None else "",
@@ -206,8 +219,23 @@ class Metrics:
         for queue, count in delayed.items():
             self.delayed.labels(queue).set(count)
 
+    def _observe_answers(self, cluster: ClusterInfo) -> None:
+        """Each autoscaler answer once, as the cache first sees it."""
+        answers: dict[str, CapacityState] = {}
+        for request in cluster.capacity_requests.values():
+            answers[request.key] = request.state
+            if request.state in (CapacityState.WAITING, CapacityState.ACCEPTED) \
+                    or self._answers.get(request.key) is request.state:
+                continue
+            self.provisioning.labels(request.class_name, _OUTCOME[request.state]).inc()
+            if request.state is CapacityState.PROVISIONED:
+                self.provisioned_seconds.labels(request.class_name).observe(
+                    max(0.0, request.since - request.creation))
+        self._answers = answers
+
     def _observe_cluster(self, cluster: ClusterInfo) -> None:
         """What the cluster offers, and each queue's usage, as this cycle saw them."""
+        self._observe_answers(cluster)
         offered = {n: v for n, v in cluster.total_allocatable().items if n != PODS}
         for (name,) in self._capacity_seen - {(n,) for n in offered}:
             with contextlib.suppress(KeyError):
@@ -264,6 +292,11 @@ class Metrics:
               health: Health | None = None) -> ThreadingHTTPServer:
         """/metrics, /healthz and /readyz in a daemon thread (kaisched.service.health)."""
         return serve_endpoints(self.registry, health, port, host)
+
+
+_OUTCOME = {CapacityState.PROVISIONED: "provisioned", CapacityState.FAILED: "failed",
+            CapacityState.BOOKING_EXPIRED: "booking_expired",
+            CapacityState.CAPACITY_REVOKED: "capacity_revoked"}
 
 
 def _binds_minimum(job: JobInfo, bound: set[PodKey]) -> bool:

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kaisched.api.clock import ManualClock
+from kaisched.api.clock import ManualClock, to_rfc3339
 from kaisched.builtins.catalog import register_builtins
-from kaisched.cluster.kinds import EVENT
+from kaisched.cluster.kinds import EVENT, PROVISIONING_REQUEST
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config, parse_config
 from kaisched.runtime.binder import Binder
@@ -308,3 +308,32 @@ def test_queue_usage_and_cluster_capacity_are_exported_and_a_standby_forgets_the
     assert value("kaisched_queue_usage", {"queue": "team-a", "resource": "nvidia.com/gpu"}) is None
     assert value("kaisched_queue_allocated", {"queue": "team-a", "resource": "nvidia.com/gpu"}) is None
     assert value("kaisched_cluster_capacity", {"resource": "nvidia.com/gpu"}) is None
+
+
+def test_provisioning_requests_are_counted_by_class_and_outcome() -> None:
+    """A gang the cluster cannot hold is asked for (asked); the autoscaler's answer is counted
+    once, and the seconds to Provisioned observed."""
+    cluster = MemoryCluster(ManualClock())
+    queue(cluster, "default")
+    node(cluster, "n1", cpu="2")
+    gang(cluster, "big", 4)
+    registry = register_builtins()
+    clock = cluster.clock
+    config = parse_config(CONFIG + "autoscaling: {}\n", registry)
+    scheduler = Scheduler(cluster, config, registry, clock, Binder(cluster, clock.now))
+    metrics = Metrics()
+    metrics.observe(scheduler.run_once(), clock.now())
+    atomic = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+    assert value(metrics, "kaisched_provisioning_requests_total", **{"class": atomic},
+                 outcome="asked") == 1
+    [request] = cluster.list(PROVISIONING_REQUEST, "default")
+    clock.advance(30)
+    cluster.patch_status(PROVISIONING_REQUEST, "default", request["metadata"]["name"], {
+        "conditions": [{"type": "Provisioned", "status": "True", "reason": "Provisioned",
+                        "message": "", "lastTransitionTime": to_rfc3339(clock.now())}]})
+    for _ in range(2):
+        clock.advance(1)
+        metrics.observe(scheduler.run_once(), clock.now())
+    assert value(metrics, "kaisched_provisioning_requests_total", **{"class": atomic},
+                 outcome="provisioned") == 1
+    assert value(metrics, "kaisched_provisioning_seconds_sum", **{"class": atomic}) == 30.0
