@@ -97,7 +97,7 @@ def _follow(ssn: Session, config: AutoscalingConfig, job: JobInfo,
                          f"(ProvisioningRequest {request.key}); placing it as it comes up")
         return False
     if request.state in _WAITING:
-        if _pod_sets(ssn, job, missing, request.attempt) != \
+        if _pod_sets(job, _shapes(ssn, missing), request.attempt) != \
                 tuple((s.template, s.count) for s in request.pod_sets):
             _withdraw(ssn, request)         # what it lacks changed; the spec is immutable
             return _ask(ssn, config, job, missing, request.attempt, pending - 1)
@@ -148,7 +148,7 @@ def _ask(ssn: Session, config: AutoscalingConfig, job: JobInfo, missing: list[Ta
         ssn.note_unschedulable(job, f"not asked of the autoscaler: {len(shapes)} pod shapes, "
                                     f"a ProvisioningRequest takes at most {MAX_POD_SETS}")
         return False
-    sets = _pod_sets(ssn, job, missing, attempt)
+    sets = _pod_sets(job, shapes, attempt)
     name = _request_name(job, attempt, sets)
     ask = AskCapacity(
         job=job.key, name=name, class_name=config.provisioning_class, attempt=attempt,
@@ -185,11 +185,10 @@ def _shapes(ssn: Session, tasks: Sequence[TaskInfo]) -> list[list[TaskInfo]]:
     return list(groups.values())
 
 
-def _pod_sets(ssn: Session, job: JobInfo, missing: Sequence[TaskInfo],
+def _pod_sets(job: JobInfo, shapes: list[list[TaskInfo]],
               attempt: int) -> tuple[tuple[str, int], ...]:
     """(PodTemplate name, count) per shape: the names follow from the gang,
     the try and the shapes, so a restarted scheduler names them alike."""
-    shapes = _shapes(ssn, missing)
     digest = _digest(job, attempt, [(pods[0].key, len(pods)) for pods in shapes])
     return tuple((f"{job.name}-{digest}-{i}", len(pods)) for i, pods in enumerate(shapes))
 

@@ -15,9 +15,9 @@ from typing import Any
 import attrs
 
 from kaisched.api.provisioning import ATOMIC_CLASS
-from kaisched.api.quantity import parse_duration
 from kaisched.api.types import QueueName
 from kaisched.errors import ConfigError
+from kaisched.framework.configkeys import duration, known
 
 _KEYS = ("provisioningClassName", "after", "queues", "maxPending", "retry")
 _RETRY = ("initial", "max")
@@ -45,9 +45,7 @@ class AutoscalingConfig:
 def autoscaling_config(raw: Any) -> AutoscalingConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{_WHERE}: expected a mapping ({', '.join(_KEYS)})")
-    unknown = sorted(set(raw) - set(_KEYS))
-    if unknown:
-        raise ConfigError(f"{_WHERE}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
+    known(raw, _KEYS, _WHERE)
     default = AutoscalingConfig()
     name = raw.get("provisioningClassName", default.provisioning_class)
     if not isinstance(name, str) or not name:
@@ -65,14 +63,12 @@ def autoscaling_config(raw: Any) -> AutoscalingConfig:
     retry = raw.get("retry") or {}
     if not isinstance(retry, dict):
         raise ConfigError(f"{_WHERE}.retry: expected a mapping (initial, max)")
-    unknown = sorted(set(retry) - set(_RETRY))
-    if unknown:
-        raise ConfigError(f"{_WHERE}.retry: unknown key {unknown[0]!r} (known: initial, max)")
-    initial = _duration(retry, "initial", default.retry_initial, "retry.")
-    most = _duration(retry, "max", default.retry_max, "retry.")
+    known(retry, _RETRY, f"{_WHERE}.retry")
+    initial = duration(retry, "initial", default.retry_initial, f"{_WHERE}.retry")
+    most = duration(retry, "max", default.retry_max, f"{_WHERE}.retry")
     if initial <= 0 or most < initial:
         raise ConfigError(f"{_WHERE}.retry: initial must be above 0 and max at least initial")
-    return AutoscalingConfig(name, _duration(raw, "after", 0.0), chosen, pending, initial, most)
+    return AutoscalingConfig(name, duration(raw, "after", 0.0, _WHERE), chosen, pending, initial, most)
 
 
 def autoscaling_dict(config: AutoscalingConfig) -> dict[str, Any]:
@@ -82,14 +78,3 @@ def autoscaling_dict(config: AutoscalingConfig) -> dict[str, Any]:
             "maxPending": config.max_pending,
             "retry": {"initial": f"{config.retry_initial:g}s", "max": f"{config.retry_max:g}s"}}
 
-
-def _duration(raw: dict[str, Any], key: str, default: float, prefix: str = "") -> float:
-    if key not in raw:
-        return default
-    try:
-        value = parse_duration(raw[key])
-    except ValueError as exc:
-        raise ConfigError(f"{_WHERE}.{prefix}{key}: {exc}") from None
-    if value < 0:
-        raise ConfigError(f"{_WHERE}.{prefix}{key}: must not be negative")
-    return value

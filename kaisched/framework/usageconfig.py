@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from kaisched.api.decayedusage import WEEK, UsageDBConfig, UsageParams, UsageSource, WindowType
-from kaisched.api.quantity import parse_duration
 from kaisched.errors import ConfigError
+from kaisched.framework.configkeys import duration, known
 
 _KEYS = ("clientType", "connectionString", "usageParams")
 _PARAMS = ("halfLifePeriod", "windowSize", "windowType")
@@ -27,7 +27,7 @@ _URL = re.compile(r"https?://[^\s/?#]+(?:[/?#]\S*)?")
 def usage_db_config(raw: Any) -> UsageDBConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{_WHERE}: expected a mapping ({', '.join(_KEYS)})")
-    _known(raw, _KEYS, _WHERE)
+    known(raw, _KEYS, _WHERE)
     kind = raw.get("clientType", UsageSource.BUILTIN.value)
     try:
         source = UsageSource(kind)
@@ -62,11 +62,11 @@ def _params(raw: Any) -> UsageParams:
     where = f"{_WHERE}.usageParams"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a mapping ({', '.join(_PARAMS)})")
-    _known(raw, _PARAMS, where)
-    window = _duration(raw, "windowSize", WEEK, where)
+    known(raw, _PARAMS, where)
+    window = duration(raw, "windowSize", WEEK, where)
     if window <= 0:
         raise ConfigError(f"{where}.windowSize: must be more than zero")
-    half_life = _duration(raw, "halfLifePeriod", 0.0, where)
+    half_life = duration(raw, "halfLifePeriod", 0.0, where)
     kind = raw.get("windowType", WindowType.SLIDING.value)
     try:
         window_type = WindowType(kind)
@@ -74,17 +74,3 @@ def _params(raw: Any) -> UsageParams:
         raise ConfigError(f"{where}.windowType: must be sliding or tumbling, not {kind!r}") from None
     return UsageParams(window, half_life or None, window_type)
 
-
-def _duration(raw: dict[str, Any], key: str, default: float, where: str) -> float:
-    if key not in raw:
-        return default
-    try:
-        return parse_duration(raw[key])
-    except ValueError as exc:
-        raise ConfigError(f"{where}.{key}: {exc}") from None
-
-
-def _known(raw: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
-    unknown = sorted(set(raw) - set(keys))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(keys)})")
