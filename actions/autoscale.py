@@ -24,7 +24,8 @@ Its request is then followed up each session:
   deleted and a new one made;
 - Failed, BookingExpired or CapacityRevoked: asked again after a backoff
   (retry.initial, doubled each try), given up once the next wait would pass
-  retry.max; the condition says which.
+  retry.max; the condition says which. Once given up, it is asked again
+  (from the first try) only when it lacks fewer pods.
 The gang's condition says where it stands, in numbers.
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ from __future__ import annotations
 import hashlib
 from typing import Sequence
 
-from actions.common.shortfall import unplaceable
+from actions.common.shortfall import Shortfall
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.job import JobInfo
 from kaisched.api.provisioning import MAX_POD_SETS, CapacityRequest, CapacityState
@@ -59,10 +60,12 @@ class AutoscaleAction:
             job = ssn.cluster.jobs.get(key)
             if job is None or not _waiting(ssn, job):
                 _withdraw(ssn, request)         # gone, or placed: the request has done its part
+        shortfall = Shortfall(ssn)      # the free room, read once: this action places nothing
         for job in sorted(ssn.cluster.jobs.values(), key=lambda j: j.key):
             if not _waiting(ssn, job):
                 continue
-            asked = ssn.guard(job, _follow, ssn, config, job, requests.get(job.key), pending)
+            asked = ssn.guard(job, _follow, ssn, config, shortfall, job, requests.get(job.key),
+                              pending)
             pending += bool(asked)
 
 
@@ -71,7 +74,7 @@ def _waiting(ssn: Session, job: JobInfo) -> bool:
         and not ssn.job_pipelined(job)
 
 
-def _follow(ssn: Session, config: AutoscalingConfig, job: JobInfo,
+def _follow(ssn: Session, config: AutoscalingConfig, shortfall: Shortfall, job: JobInfo,
             request: CapacityRequest | None, pending: int) -> bool:
     """Ask, keep, renew or withdraw the job's request; True if one was made."""
     why_not = _not_asked(ssn, config, job)
@@ -80,7 +83,7 @@ def _follow(ssn: Session, config: AutoscalingConfig, job: JobInfo,
             _withdraw(ssn, request)
         return False
     needed = ssn.minimum_tasks(job, ssn.pending(job))
-    missing = unplaceable(ssn, needed)
+    missing = shortfall.unplaceable(needed)
     if not missing:
         if request is not None and request.state is not CapacityState.PROVISIONED:
             _withdraw(ssn, request)         # it fits without new nodes now
@@ -97,8 +100,7 @@ def _follow(ssn: Session, config: AutoscalingConfig, job: JobInfo,
                          f"(ProvisioningRequest {request.key}); placing it as it comes up")
         return False
     if request.state in _WAITING:
-        if _pod_sets(job, _shapes(ssn, missing), request.attempt) != \
-                tuple((s.template, s.count) for s in request.pod_sets):
+        if _asks_other(ssn, job, missing, request):
             _withdraw(ssn, request)         # what it lacks changed; the spec is immutable
             return _ask(ssn, config, job, missing, request.attempt, pending - 1)
         _waits(ssn, job, f"asked the autoscaler for {_amount(request.pods, missing)} "
@@ -109,6 +111,9 @@ def _follow(ssn: Session, config: AutoscalingConfig, job: JobInfo,
     answer = f"the autoscaler answered {request.state.value}" + \
         (f": {request.message}" if request.message else "")
     if config.gives_up(request.attempt):
+        if len(missing) < request.pods:
+            _withdraw(ssn, request)         # it lacks less now: a new question
+            return _ask(ssn, config, job, missing, 1, pending)
         ssn.note_unschedulable(job, f"{answer}; gave up after {request.attempt} request(s)")
         return False
     wait = config.backoff(request.attempt) - (ssn.now - request.since)
@@ -117,6 +122,13 @@ def _follow(ssn: Session, config: AutoscalingConfig, job: JobInfo,
         return False
     _withdraw(ssn, request)
     return _ask(ssn, config, job, missing, request.attempt + 1, pending)
+
+
+def _asks_other(ssn: Session, job: JobInfo, missing: list[TaskInfo],
+                request: CapacityRequest) -> bool:
+    """What the gang lacks is not what the request asked for."""
+    return _pod_sets(job, _shapes(ssn, missing), request.attempt) != \
+        tuple((s.template, s.count) for s in request.pod_sets)
 
 
 def _not_asked(ssn: Session, config: AutoscalingConfig, job: JobInfo) -> str | None:

@@ -68,7 +68,7 @@ def plan(ssn: Session, job: JobInfo) -> np.ndarray | None:
     # The minimum: what the gang and its subgroup tree still lack.
     needed = ssn.minimum_tasks(job, ssn.pending(job))
     room = np.zeros_like(table.alloc)
-    held = sum(ssn.starving.rooms.values(), np.zeros_like(table.alloc))
+    held = ssn.starving.total
     static: dict[tuple[Any, ...], np.ndarray] = {}        # alike tasks pass the same filters
     with np.errstate(divide="ignore", invalid="ignore"):
         for task in needed:
@@ -100,6 +100,8 @@ def guard(ssn: Session, heads: Iterable[JobInfo]) -> list[Guard]:
                 if (since := ssn.decide(job, _starving_since, ssn, job)) is not None]
     guards = []
     for since, job in sorted(starving, key=lambda sj: (sj[0], sj[1].key)):
+        if job.key in ssn.starving.rooms:
+            continue        # room is held for it already (made by consolidation, or booked)
         room = ssn.decide(job, plan, ssn, job)
         if room is None:
             continue        # it would not fit on empty nodes: holding room helps no one

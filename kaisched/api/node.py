@@ -29,6 +29,7 @@ class NodeSpec:
     taints: tuple[Taint, ...] = ()
     ready: bool = True
     unschedulable: bool = False
+    created: float = 0.0            # its creationTimestamp (0: unknown)
 
 
 def resource_dims(names: Sequence[str]) -> tuple[str, ...]:

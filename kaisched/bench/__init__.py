@@ -15,6 +15,7 @@ BENCHES: dict[str, str] = {
     "volumes-5k": "5,000 nodes with local PVs, 1,000 gangs of 8 claiming one each",
     "dra-1k": "1,000 nodes of 8 DRA GPUs, 1,000 gangs claiming them by CEL",
     "consolidation-1k": "1,000 full nodes, a gang of 8 that fits only once pods move",
+    "autoscale-50k": "50,000 nodes, no 8 GPUs free on one, 200 gangs asked for",
     "gpu-share-5k": "5,000 nodes of 8 GPUs, 40,000 pods asking for part of one",
     "simulate": "kaisched simulate on 1,000 nodes and 2,000 generated jobs",
     "what-if-10k": "simulate --from-snapshot on the scale-10k cluster for an hour",

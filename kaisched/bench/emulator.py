@@ -67,6 +67,7 @@ RESOURCES = {
     # Served by every cluster: what voluntary evictions may not break.
     "policy/v1/poddisruptionbudgets": kmock.ResourceInfo(kind="PodDisruptionBudget",
                                                          namespaced=True),
+    "v1/podtemplates": kmock.ResourceInfo(kind="PodTemplate", namespaced=True),
 }
 # The gang APIs of others a cluster may serve, by what serves them (left out
 # of RESOURCES: tests and benches serve the ones they are about): each
@@ -83,6 +84,12 @@ GANG_APIS: dict[str, dict[str, kmock.ResourceInfo]] = {
         kind="PodGroup", namespaced=True, subresources={"status"}),
         "scheduling.run.ai/v2/queues": kmock.ResourceInfo(
         kind="Queue", namespaced=False, subresources={"status"})},
+}
+# Other CRDs a cluster may serve, served where tests ask for them:
+# cluster-autoscaler's ProvisioningRequests.
+CRD_APIS: dict[str, dict[str, kmock.ResourceInfo]] = {
+    "autoscaling": {"autoscaling.x-k8s.io/v1/provisioningrequests": kmock.ResourceInfo(
+        kind="ProvisioningRequest", namespaced=True, subresources={"status"})},
 }
 # How long a caller waits for the emulator's loop before it gives up: patience
 # that only bounds a hang (a loaded machine may be slow), never a measure.
@@ -351,10 +358,10 @@ class Emulator:
         self.call(put)
 
     def serve(self, *apis: str) -> None:
-        """Serve the gang APIs named (keys of GANG_APIS) from now on."""
+        """Serve the APIs named (keys of GANG_APIS or CRD_APIS) from now on."""
         def add() -> None:
             for api in apis:
-                self.emu.resources.update(GANG_APIS[api])
+                self.emu.resources.update({**GANG_APIS, **CRD_APIS}[api])
         self.call(add)
 
     def hold(self, subresource: str) -> None:

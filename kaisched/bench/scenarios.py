@@ -14,6 +14,7 @@ from kaisched.bench import dra as bench_dra
 from kaisched.bench import gpushare as bench_gpushare
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench import volumes as bench_volumes
+from kaisched.bench.autoscale import autoscale_50k, autoscale_config, provision_step
 from kaisched.bench.consolidation import consolidation_1k, consolidation_config
 from kaisched.bench.objects import Obj, node, pod, podgroup
 from kaisched.bench.profiling import profiled
@@ -21,7 +22,7 @@ from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config
-from kaisched.framework.effects import Cause, Evict
+from kaisched.framework.effects import AskCapacity, Cause, Evict
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 
@@ -162,9 +163,10 @@ SCENARIOS: dict[str, Callable[[float], tuple[list[Obj], list[Obj]]]] = {
     "gpu-share-5k": bench_gpushare.gpu_share_5k,
     "volumes-5k": bench_volumes.volumes,
     "consolidation-1k": consolidation_1k,
+    "autoscale-50k": autoscale_50k,
 }
 # Scenarios measured under a config of their own (when --config gives none).
-CONFIGS = {"consolidation-1k": consolidation_config}
+CONFIGS = {"consolidation-1k": consolidation_config, "autoscale-50k": autoscale_config}
 
 
 def _pause(scheduler: Scheduler, clock: ManualClock, config: SchedulerConfig,
@@ -246,6 +248,15 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
         figures["preempted"] = causes.count(Cause.PREEMPT)
     if big:
         figures["first_cycle_seconds"] = round(first_cycle, 3)
+    if name == "autoscale-50k":     # what was asked, and the cycle that follows the requests up
+        figures["asked"] = sum(1 for e in result.effects if isinstance(e, AskCapacity))
+        _pause(scheduler, clock, config, figures)
+        figures["follow_session_seconds"] = round(scheduler.run_once().session_seconds, 3)
+        provision_step(cluster, clock.now())
+        _pause(scheduler, clock, config, figures)
+        booked = scheduler.run_once()
+        figures["booked_session_seconds"] = round(booked.session_seconds, 3)
+        figures["booked_placed"] = len(booked.placed) + len(booked.reservations)
     if "profile" in figures:
         figures["profile"] = figures.pop("profile")     # last: the figures first
     return figures

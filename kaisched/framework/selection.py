@@ -17,7 +17,7 @@ refreshes ask the array forms.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Protocol
 
 import attrs
 import numpy as np
@@ -69,12 +69,20 @@ class Choice:
     pipelined: bool
 
 
-class NodeSelection:
-    """A session's node choices. reserved_for is the session's own map of
-    room held for starving gangs (rows x resources), read as it changes."""
+class HeldRoom(Protocol):
+    """Room held for gangs (the session's): per gang, and what the others hold."""
 
-    def __init__(self, cluster: ClusterInfo, hooks: HookRegistry,
-                 reserved_for: Mapping[JobKey, np.ndarray]) -> None:
+    @property
+    def rooms(self) -> Mapping[JobKey, np.ndarray]: ...
+
+    def beside(self, job: JobKey | None) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class NodeSelection:
+    """A session's node choices. starving is the session's room held for
+    starving gangs (and booked, and made by consolidation), read as it changes."""
+
+    def __init__(self, cluster: ClusterInfo, hooks: HookRegistry, starving: HeldRoom) -> None:
         self.cluster = cluster
         self.hooks = hooks
         self._idle_filters = bool(hooks.callbacks(Hook.IDLE))     # none: idle is the table's
@@ -84,7 +92,8 @@ class NodeSelection:
         self._ones: tuple[list[OneRow], list[OneRow], list[OneRow]] | None = None
         if ones[0] is not None and ones[1] is not None and ones[2] is not None:
             self._ones = (ones[0], ones[1], ones[2])
-        self.reserved_for = reserved_for
+        self.starving = starving
+        self.reserved_for = starving.rooms
         # Per owner (a gang holding room, or None): the rows and room the others hold.
         self._held: dict[JobKey | None, tuple[np.ndarray, np.ndarray]] = {}
         self._outside: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}  # fits outside them
@@ -287,10 +296,7 @@ class NodeSelection:
             return found
         held = self._held.get(owner)
         if held is None:
-            others = [room for job, room in self.reserved_for.items() if job != owner]
-            total = np.sum(others, axis=0) if others else np.zeros((0, 0))
-            rows = np.flatnonzero(total.any(axis=1)) if others else np.zeros(0, dtype=int)
-            held = self._held[owner] = (rows, total[rows] if others else total)
+            held = self._held[owner] = self.starving.beside(owner)
         rows, room = held
         mask, idle_fit = cache.mask, cache.idle_fit
         if len(rows):           # else only the task's own gang holds room

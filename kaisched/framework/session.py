@@ -107,7 +107,7 @@ class Session:
         self.holds: Holds[Statement] = Holds()
         self.gate = Gate()
         self.moves = Moves()
-        self.starving = StarvingRoom(self._held_changed)
+        self.starving = StarvingRoom(self._held_changed, cluster.table.alloc.shape)
         self.disruptions = Disruptions(cluster)
         self._current_plugin = ""
         self.preemption_delay = PreemptionDelay(config.preemption_delay, self.now, self.job_ready)
@@ -125,7 +125,7 @@ class Session:
         # A victim queue, what was taken from it so far, the reclaimer's need:
         # the queue with the least key gives first.
         self.victim_queue_order_key = self.hooks.order_key(Hook.VICTIM_QUEUE_ORDER)
-        self.selection = NodeSelection(cluster, self.hooks, self.starving.rooms)
+        self.selection = NodeSelection(cluster, self.hooks, self.starving)
         self.protections = Protections(self.hooks.callbacks(Hook.PROTECTION), cluster.jobs, self.now)
         self.explanation = Explanation(cluster, self.selection)
         self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none

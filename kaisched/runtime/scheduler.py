@@ -23,6 +23,7 @@ from kaisched.cluster.client import ClusterClient, WatchEvent
 from kaisched.cluster.kinds import POD
 from kaisched.errors import ApiError, UnreachableError
 from kaisched.framework import Registry, SchedulerConfig, Session
+from kaisched.framework.bookings import apply_bookings
 from kaisched.framework.effects import (
     Bind,
     CarriedGang,
@@ -178,6 +179,7 @@ class Scheduler:
             ssn.action = "session open"       # what a job's error while its room is put back says
             apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
             apply_moves(ssn, self.moves)       # and the room consolidation made
+            apply_bookings(ssn)                # and capacity provisioned for gangs
             abandoned = False
             for action in self.actions:
                 if not proceed():

@@ -31,9 +31,11 @@ def bundled_examples() -> list[Bundled]:
     found = []
     for path in sorted(examples_dir().glob("*.yaml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        is_scenario = isinstance(data, dict) and bool({"nodePools", "jobs", "generate"} & set(data))
+        is_scenario = isinstance(data, dict) and bool({"nodePools", "nodeGroups", "jobs",
+                                                       "generate"} & set(data))
         description = str(data.get("description", "")) if is_scenario else _first_comment(path)
-        kind = "config" if not is_scenario else "scenario" if "nodePools" in data else "what-if"
+        kind = "config" if not is_scenario else \
+            "scenario" if {"nodePools", "nodeGroups"} & set(data) else "what-if"
         found.append(Bundled(path.stem, path, kind, description))
     return sorted(found, key=lambda b: (KINDS.index(b.kind), b.name))
 

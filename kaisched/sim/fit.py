@@ -13,7 +13,7 @@ from kaisched.sim.specs import JobSpec, NodePool, RoleSpec, Scenario
 def never_fits(job: JobSpec, scenario: Scenario) -> str | None:
     usable: list[NodePool] = []
     for role in job.roles:
-        pools = [p for p in scenario.pools if _pod_fits(job, role, p)]
+        pools = [p for p in scenario.reachable_pools if _pod_fits(job, role, p)]
         if not pools:
             return f"a {role.name} pod ({_requests(role)}) fits no node"
         usable.extend(p for p in pools if p not in usable)

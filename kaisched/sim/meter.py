@@ -81,11 +81,7 @@ class Meter:
         self.allocatable: dict[str, dict[str, float]] = {}
         self.gpu_memory: dict[str, int | None] = {}       # MiB per GPU, where labelled
         for node in cluster.list(NODE):
-            alloc = Resource.from_quantities(node["status"]["allocatable"])
-            self.allocatable[node["metadata"]["name"]] = {
-                k: v for k, v in alloc.items if k != PODS}
-            self.gpu_memory[node["metadata"]["name"]] = gpu_memory_label(
-                node["metadata"].get("labels") or {})
+            self._node(node)
         self.node_used: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.queue_used: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self.total_used: dict[str, float] = defaultdict(float)
@@ -97,7 +93,14 @@ class Meter:
         self._gangs_of: dict[tuple[Kind, str, str], tuple[JobKey, ...]] = {}
         self.pods: dict[PodKey, PodUse] = {}
         self.dirty_nodes: set[str] = set()
-        self._subscription = cluster.subscribe((POD, *_GANG_KINDS))
+        # Nodes come and go only where an autoscaler is simulated.
+        self._subscription = cluster.subscribe((POD, NODE, *_GANG_KINDS))
+
+    def _node(self, node: dict) -> None:
+        name = node["metadata"]["name"]
+        alloc = Resource.from_quantities(node["status"]["allocatable"])
+        self.allocatable[name] = {k: v for k, v in alloc.items if k != PODS}
+        self.gpu_memory[name] = gpu_memory_label(node["metadata"].get("labels") or {})
 
     def capacity(self, resource: str) -> float:
         return sum(a.get(resource, 0.0) for a in self.allocatable.values())
@@ -105,6 +108,13 @@ class Meter:
     def update(self) -> None:
         for event in self._subscription.drain():
             meta = event.obj["metadata"]
+            if event.kind == NODE:
+                if event.type == "DELETED":
+                    self.allocatable.pop(meta["name"], None)
+                    self.gpu_memory.pop(meta["name"], None)
+                else:
+                    self._node(event.obj)
+                continue
             if event.kind in _GANG_KINDS:
                 where = (event.kind, *object_key(event.obj))
                 for key in self._gangs_of.pop(where, ()):

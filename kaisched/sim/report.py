@@ -33,7 +33,7 @@ def build_report(result: SimResult, config_name: str,
                   if j["wait"] is not None and _is_gang(run)]
     util = {}
     for name, key in ((GPU, "gpu"), (CPU, "cpu")):
-        capacity = result.capacity.get(name, 0.0)
+        capacity = _offered(result, name)
         series = timeline.used.get(name, [])
         util[key] = _round(timeline.average(series, end) / capacity, 3) if capacity else None
     res = timeline.resource
@@ -68,9 +68,11 @@ def build_report(result: SimResult, config_name: str,
         "config": config_name, "seed": scenario.seed,
         "virtualSeconds": _round(end, 1), "stopped": result.stopped,
         "sessions": result.sessions, "invariantChecks": result.checks,
-        "cluster": {"nodes": sum(p.count for p in scenario.pools),
-                    "gpus": _round(result.capacity.get(GPU, 0.0), 1),
-                    "cpus": _round(result.capacity.get(CPU, 0.0) / 1000, 1),
+        # With node groups: the nodes at the start, and what the nodes offered on average.
+        "cluster": {"nodes": sum(p.count for p in scenario.pools)
+                    + sum(g.min for g in scenario.node_groups),
+                    "gpus": _round(_offered(result, GPU), 1),
+                    "cpus": _round(_offered(result, CPU) / 1000, 1),
                     "gpuUtilisation": util["gpu"], "cpuUtilisation": util["cpu"]},
         "gangWait": {"gangs": len(gang_waits),
                      "waited": sum(1 for w in gang_waits if w > 0),
@@ -89,7 +91,16 @@ def build_report(result: SimResult, config_name: str,
             [_job(run, baseline.end) for run in baseline.runs] if baseline is not None else None)}
            if moves.consolidating(result.config) else {}),
         **_shared(result),
+        **({"autoscaler": dict(result.autoscaler)} if result.autoscaler is not None else {}),
     }
+
+
+def _offered(result: SimResult, resource: str) -> float:
+    """What the nodes offered: on average, where they came and went (an autoscaler)."""
+    series = result.timeline.capacity.get(resource)
+    if series is not None:
+        return result.timeline.average(series, result.end)
+    return result.capacity.get(resource, 0.0)
 
 
 def _shared(result: SimResult) -> dict[str, Any]:
@@ -254,7 +265,8 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
                   + (f", seed {report['seed']}" if report["seed"] is not None else "")
                   + f"; {_t(report['virtualSeconds'])} of virtual time in {report['sessions']} "
                   f"sessions; stopped: {report['stopped']}")
-    console.print(f"cluster: {c['nodes']} nodes, {_n(c['gpus'])} GPUs, {_n(c['cpus'])} cores; "
+    grows = " at the start (GPUs and cores on average)" if report.get("autoscaler") else ""
+    console.print(f"cluster: {c['nodes']} nodes{grows}, {_n(c['gpus'])} GPUs, {_n(c['cpus'])} cores; "
                   f"GPU utilisation {_pc(c['gpuUtilisation'])}, CPU {_pc(c['cpuUtilisation'])}")
     g = report["gangWait"]
     console.print(f"gang wait: {g['waited']} of {g['gangs']} gangs waited (the time not "
@@ -268,6 +280,13 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
                       f"held whole by its reservation pod; their sharers used {_n(s['sharesAvg'])} "
                       f"of them: {_pc(s['fill'])} full; GPUs in use (whole and shares) "
                       f"{_pc(s['gpuInUse'])}")
+    if report.get("autoscaler"):
+        a = report["autoscaler"]
+        console.print(f"autoscaler: {a['scaleUps']} scale-up(s), {a['nodesAdded']} node(s) added, "
+                      f"{a['nodesRemoved']} removed; {_n(a['nodeHours'])} node-hours, cost "
+                      f"{_n(a['cost'])}; GPU-hours bought but idle {_n(a['idleGpuHoursBought'])}; "
+                      f"ProvisioningRequests {a['requestsProvisioned']} provisioned, "
+                      f"{a['requestsFailed']} failed, {a['bookingsExpired']} bookings expired")
     if report.get("volumeWait"):
         v = report["volumeWait"]
         console.print(f"volume wait: {v['claims']} claims provisioned and bound; "
@@ -430,6 +449,25 @@ def _longest(report: dict[str, Any]) -> str:
     return f"{job['name']} ({_t(job['wait'])})"
 
 
+_AUTOSCALER_ROWS = (("autoscaler: scale-ups / nodes added", "scaleUps", "nodesAdded"),
+                    ("autoscaler: node-hours / cost", "nodeHours", "cost"),
+                    ("autoscaler: GPU-hours bought but idle", "idleGpuHoursBought", None),
+                    ("ProvisioningRequests provisioned / failed", "requestsProvisioned",
+                     "requestsFailed"))
+
+
+def _autoscaler_rows(reports: Sequence[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    rows = []
+    for label, first, second in _AUTOSCALER_ROWS:
+        cells = []
+        for r in reports:
+            a = r.get("autoscaler")
+            cells.append("-" if not a else _n(a[first]) if second is None
+                         else f"{_n(a[first])} / {_n(a[second])}")
+        rows.append((label, cells))
+    return rows
+
+
 def render_compare(reports: Sequence[dict[str, Any]], console: Console,
                    layout: str = "full") -> None:
     """Two runs of one scenario, figure by figure (cells wrap at spaces to fit a terminal)."""
@@ -457,6 +495,8 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console,
     for q in ("p50", "p90", "max"):
         rows.append((f"gang wait {q}", [_t(r["gangWait"][q]) for r in reports]))
     rows.append(("the gang that waited longest", [_longest(r) for r in reports]))
+    if any(r.get("autoscaler") for r in reports):
+        rows.extend(_autoscaler_rows(reports))
     for cause in ("reclaim", "preempt", "stale-gang", moves.ACTION):
         rows.append((f"pods evicted: {cause}", [str(r["evictions"].get(cause, 0)) for r in reports]))
     if any(moves.ACTION in r for r in reports):

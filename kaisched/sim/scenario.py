@@ -48,6 +48,7 @@ from kaisched.sim.specs import (
     Base,
     JobKind,
     JobSpec,
+    NodeGroup,
     NodePool,
     QueueSpec,
     Remaining,
@@ -77,9 +78,12 @@ class ScenarioError(InputError):
 # -- loading -------------------------------------------------------------------------------
 
 _TOP = ("name", "description", "until", "nodePools", "queues", "priorityClasses", "jobs",
-        "generate", "storageClasses", "remaining")
+        "generate", "storageClasses", "remaining", "nodeGroups", "autoscaler")
 _DURATION = ("median", "sigma", "min", "max")
 _POOL = ("name", "count", "capacity", "labels", "taints", "devices")
+_GROUP = ("name", "template", "min", "max", "provisioningDelay", "costPerHour")
+_TEMPLATE = ("capacity", "labels", "taints")
+_AUTOSCALER = ("scaleDownUnneededTime",)
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
 _JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
@@ -128,15 +132,17 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
         raise FieldError(_MANIFEST)
     if data is not None and not isinstance(data, dict):
         raise FieldError(not_a_mapping(data, " of nodePools, queues, jobs, ..."))
-    if base is None and isinstance(data, dict) and "nodePools" not in data and (
+    if base is None and isinstance(data, dict) and not {"nodePools", "nodeGroups"} & set(data) and (
             "jobs" in data or "generate" in data):
         raise FieldError("nodePools: required; a scenario of jobs alone adds them to a "
                          "snapshot's cluster: run it with --from-snapshot FILE")
-    top = fields(data if data is not None else {}, "", _TOP, () if base else ("nodePools",))
+    top = fields(data if data is not None else {}, "", _TOP,
+                 () if base or "nodeGroups" in (data or {}) else ("nodePools",))
     pools = tuple(_pool(p, f"nodePools[{i}]") for i, p in enumerate(items(top, "nodePools", "")))
-    if not pools and base is None:
-        raise FieldError("nodePools: at least one pool is needed")
-    unique([p.name for p in pools], "nodePools", "pool")
+    groups = tuple(_group(g, f"nodeGroups[{i}]") for i, g in enumerate(items(top, "nodeGroups", "")))
+    if not pools and not groups and base is None:
+        raise FieldError("nodePools: at least one pool is needed (or a node group)")
+    unique([p.name for p in pools] + [g.name for g in groups], "nodePools and nodeGroups", "pool")
     if sum(p.count for p in pools) > max_objects:
         raise FieldError(f"nodePools: {sum(p.count for p in pools)} nodes in all, more than the "
                          f"cap of {max_objects} (--max-objects raises it)")
@@ -176,7 +182,8 @@ def _scenario(data: Any, source: str, seed: int | None, base: Base | None = None
         until=duration(top["until"], "until") if top.get("until") is not None else None,
         seed=used_seed, source=source, storage_classes=storage,
         base_pools=base.pools if base else (),
-        remaining=_remaining(top.get("remaining")) if top.get("remaining") is not None else None)
+        remaining=_remaining(top.get("remaining")) if top.get("remaining") is not None else None,
+        node_groups=groups, scale_down_after=_scale_down_after(top.get("autoscaler")))
     _check_offered(scenario, own)
     _check_jobs(scenario, names, dict(classes))
     _check_volumes(scenario)
@@ -209,14 +216,14 @@ def _offered(pools: tuple[NodePool, ...]) -> set[str]:
 def _check_offered(scenario: Scenario, own: tuple[QueueSpec, ...]) -> None:
     """Every resource a queue or a job names is one some node offers: a typo
     (nvidia.com/gpus) would otherwise leave a job waiting forever."""
-    offered = _offered(scenario.pools)
+    offered = _offered(scenario.reachable_pools)
     known = ", ".join(sorted(offered - {"pods"}))
     for i, q in enumerate(own):
         for res, _ in q.resources:
             if res not in offered:
                 raise FieldError(f"queues[{i}] ({q.name}).resources.{res}: no node pool offers "
                                  f"{res} (they offer {known})")
-    labelled = any(k == MEMORY_LABEL for p in scenario.pools for k, _ in p.labels)
+    labelled = any(k == MEMORY_LABEL for p in scenario.reachable_pools for k, _ in p.labels)
     for job in scenario.jobs:
         for role in job.roles:
             for res, _ in role.requests:
@@ -360,6 +367,30 @@ def _pool(data: Any, where: str) -> NodePool:
         taints=tuple(_taint(t, f"{where}.taints[{i}]")
                      for i, t in enumerate(items(f, "taints", where))),
         devices=device_specs(f.get("devices"), f"{where}.devices"))
+
+
+def _group(data: Any, where: str) -> NodeGroup:
+    """A node group: a template node, and how many of it an autoscaler keeps."""
+    where = _named(data, where)
+    f = fields(data, where, _GROUP, ("name", "template", "max"))
+    name = dns(f["name"], f"{where}.name")
+    t = fields(f["template"], f"{where}.template", _TEMPLATE, ("capacity",))
+    low, high = integer(f.get("min", 0), f"{where}.min", 0), integer(f["max"], f"{where}.max", 1)
+    if low > high:
+        raise FieldError(f"{where}.min: {low} is more than max ({high})")
+    pool = NodePool(name=name, count=high,
+                    capacity=resources(t["capacity"], f"{where}.template.capacity"),
+                    labels=labels(t.get("labels"), f"{where}.template.labels"),
+                    taints=tuple(_taint(x, f"{where}.template.taints[{i}]")
+                                 for i, x in enumerate(items(t, "taints", f"{where}.template"))))
+    return NodeGroup(pool, low, high,
+                     duration(f.get("provisioningDelay", "0s"), f"{where}.provisioningDelay"),
+                     number(f.get("costPerHour", 0), f"{where}.costPerHour"))
+
+
+def _scale_down_after(data: Any) -> float:
+    f = fields(data if data is not None else {}, "autoscaler", _AUTOSCALER)
+    return duration(f.get("scaleDownUnneededTime", "10m"), "autoscaler.scaleDownUnneededTime")
 
 
 def _taint(data: Any, where: str) -> tuple[str, str, str]:

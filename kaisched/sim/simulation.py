@@ -31,7 +31,7 @@ that asks Prometheus for usage keeps it built in here (virtual time has none).
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 
@@ -43,7 +43,6 @@ from kaisched.api.types import PodKey, job_key, pod_key
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import (
     NAMESPACE,
-    NODE,
     POD,
     PODGROUP,
     PRIORITY_CLASS,
@@ -69,11 +68,12 @@ from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.sim.claims import make_claims
 from kaisched.sim.controllers import Controllers, JobRun, JobState
-from kaisched.sim.draspecs import claim_templates, device_classes, node_slices
+from kaisched.sim.draspecs import claim_templates, device_classes
 from kaisched.sim.fit import never_fits
 from kaisched.sim.invariants import Invariants
 from kaisched.sim.kubelet import Kubelet
 from kaisched.sim.meter import Meter
+from kaisched.sim.nodegroups import NodeGroups, pool_node, retry_times
 from kaisched.sim.provisioner import StorageControllers, storage_class_object
 from kaisched.sim.scenario import JobKind, Scenario
 from kaisched.sim.start import Adopted, Start
@@ -105,6 +105,7 @@ class SimResult:
     capacity: Mapping[str, float]
     stopped: str                   # why the run ended
     volume_waits: Mapping[str, float] = attrs.field(factory=dict)   # claim -> seconds to bind
+    autoscaler: Mapping[str, Any] | None = None     # the simulated autoscaler's figures
 
 
 class QueueShares:
@@ -159,6 +160,10 @@ class Simulation:
         registry = register_builtins()
         self.shares = QueueShares()
         self.meter = Meter(self.cluster)
+        self.nodegroups = NodeGroups(self.cluster, self.meter, scenario.node_groups,
+                                     scenario.scale_down_after)
+        self.nodegroups.start()
+        self.meter.update()
         self.kubelet = Kubelet(self.cluster)
         self.storage = StorageControllers(self.cluster)
         self.controllers = Controllers(self.cluster, config.scheduler_name,
@@ -174,7 +179,8 @@ class Simulation:
             {q.name: {r: lim for r, _ in q.resources if (lim := q.limit(r)) is not None}
              for q in scenario.queues},
             {q.name: q.parent for q in scenario.queues})
-        self.resource = GPU if self.meter.capacity(GPU) > 0 else CPU
+        self.resource = GPU if any(GPU in dict(p.capacity) for p in scenario.reachable_pools) \
+            else CPU
         self.timeline = Timeline(self.resource, tuple(q.name for q in scenario.queues))
         self.runs = [JobRun(job) for job in scenario.jobs]
         for run in self.runs:
@@ -217,6 +223,9 @@ class Simulation:
             elapsed = now - self.start
             self.clock.set(now)
             self.kubelet.tick(now)
+            if self.nodegroups:
+                self.meter.update()
+                self.nodegroups.step(now)
             while arrivals and arrivals[0].spec.arrival <= elapsed:
                 run = arrivals.pop(0)
                 self.controllers.submit(run, elapsed)
@@ -233,7 +242,11 @@ class Simulation:
             self.shares.update(result.effects)
             self.invariants.check(elapsed, sessions, bound, evicted)
             self.timeline.sample(elapsed, dict(self.meter.total_used), self._queue_use(),
-                                 self.shares.fair(self.resource), self.shares.usage(self.resource))
+                                 self.shares.fair(self.resource), self.shares.usage(self.resource),
+                                 {r: self.meter.capacity(r) for r in (GPU, CPU)}
+                                 if self.nodegroups else None)
+            if self.nodegroups:
+                self.nodegroups.sample(now)
             if self.progress is not None:
                 self.progress(elapsed, finished, to_finish)
             if finished >= to_finish and not arrivals:
@@ -251,7 +264,8 @@ class Simulation:
         return SimResult(self.scenario, self.config, tuple(self.runs), self.timeline, elapsed,
                          sessions, self.invariants.checks,
                          {r: self.meter.capacity(r) for r in (GPU, CPU)}, stopped,
-                         dict(self.storage.waited))
+                         dict(self.storage.waited),
+                         self.nodegroups.figures(self.start, elapsed) if self.nodegroups else None)
 
     def snapshot(self) -> dict:
         """The virtual cluster as `kaisched snapshot-dump` would write it, now."""
@@ -291,18 +305,8 @@ class Simulation:
             create({"apiVersion": QUEUE.api_version, "kind": QUEUE.kind,
                     "metadata": {"name": q.name}, "spec": spec})
         for pool in self.scenario.node_pools:
-            capacity = {**dict(pool.capacity), "pods": "110"}
             for i in range(pool.count):
-                name = node_name(pool.name, i)
-                labels = {"kubernetes.io/hostname": name, "sim.kaisched.io/pool": pool.name,
-                          **dict(pool.labels)}
-                spec = {"taints": [{"key": k, "value": v, "effect": e} for k, v, e in pool.taints]} \
-                    if pool.taints else {}
-                create({"apiVersion": "v1", "kind": NODE.kind,
-                        "metadata": {"name": name, "labels": labels}, "spec": spec,
-                        "status": {"capacity": capacity, "allocatable": capacity,
-                                   "conditions": [{"type": "Ready", "status": "True"}]}})
-                for obj in node_slices(pool, name):
+                for obj in pool_node(pool, node_name(pool.name, i)):
                     create(obj)
 
     # -- what a session did ------------------------------------------------------------------
@@ -404,7 +408,10 @@ class Simulation:
                 or any(not isinstance(e, _QUIET) for e in result.effects))
         if busy or self.every_period:
             return 1
-        events = [self.kubelet.next_event(), self.storage.next_event(now)]
+        events = [self.kubelet.next_event(), self.storage.next_event(now),
+                  *retry_times(self.cluster, self.config.autoscaling)]
+        if self.nodegroups:
+            events.append(self.nodegroups.next_event(now))
         if self.scheduler.usage is not None and result.blockers:
             # Usage moves as time passes, fair shares with it: for the jobs that
             # wait, a session is due when it has moved a bucket on.

@@ -181,6 +181,21 @@ class NodePool:
 
 
 @attrs.frozen
+class NodeGroup:
+    """Nodes an autoscaler adds and removes: pool is the template (its count
+    the group's max), of which min are there from the start."""
+    pool: NodePool
+    min: int
+    max: int
+    provisioning_delay: float       # seconds from a scale-up to the nodes' coming up
+    cost_per_hour: float = 0.0      # per node
+
+    @property
+    def name(self) -> str:
+        return self.pool.name
+
+
+@attrs.frozen
 class QueueSpec:
     name: str
     parent: str | None = None
@@ -218,15 +233,23 @@ class Scenario:
     storage_classes: tuple[StorageClassSpec, ...] = ()
     base_pools: tuple[NodePool, ...] = ()       # the nodes of the snapshot it starts from
     remaining: Remaining | None = None          # runtimes left to the snapshot's jobs
+    node_groups: tuple[NodeGroup, ...] = ()     # what a simulated autoscaler may add
+    scale_down_after: float = 600.0             # an unneeded group node goes after this long
 
     @property
     def pools(self) -> tuple[NodePool, ...]:
         """Every node, the snapshot's and the scenario's own."""
         return self.base_pools + self.node_pools
 
+    @property
+    def reachable_pools(self) -> tuple[NodePool, ...]:
+        """Every node there may be: the pools, and each node group at its max."""
+        return self.pools + tuple(g.pool for g in self.node_groups)
+
     def capacity(self, resource: str) -> float:
+        """What every node there may be offers, node groups at their max."""
         return sum(p.count * sum(amount(resource, q) for n, q in p.capacity if n == resource)
-                   for p in self.pools)
+                   for p in self.reachable_pools)
 
     def queue(self, name: str) -> QueueSpec | None:
         return next((q for q in self.queues if q.name == name), None)

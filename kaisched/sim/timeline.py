@@ -36,15 +36,21 @@ class Timeline:
     usage: dict[str, list[float]] = attrs.field(factory=dict)
     starts: list[tuple[float, str, str]] = attrs.field(factory=list)  # at, queue, job
     evictions: list[Eviction] = attrs.field(factory=list)
+    # resource -> what the nodes offered, where nodes come and go (an autoscaler)
+    capacity: dict[str, list[float]] = attrs.field(factory=dict)
 
     def sample(self, at: float, used: dict[str, float], queue_used: dict[str, dict[str, float]],
-               fair: dict[str, float] | None, usage: dict[str, float] | None = None) -> None:
+               fair: dict[str, float] | None, usage: dict[str, float] | None = None,
+               capacity: dict[str, float] | None = None) -> None:
         if self.times and self.times[-1] == at:
             self.times.pop()
             for series in (*self.used.values(), *self.queue_used.values(),
-                           *self.fair_share.values(), *self.usage.values()):
+                           *self.fair_share.values(), *self.usage.values(),
+                           *self.capacity.values()):
                 series.pop()
         self.times.append(at)
+        for name, amount in (capacity or {}).items():
+            self.capacity.setdefault(name, []).append(amount)
         for name, amount in used.items():
             self.used.setdefault(name, [0.0] * (len(self.times) - 1)).append(max(amount, 0.0))
         for series in self.used.values():

@@ -1,6 +1,9 @@
 """The CEL rules of kaisched's CRDs (`x-kubernetes-validations`), checked as
 an API server checks them on create: each rule with `self` bound to the value
-at its place in the schema, wherever that value is present.
+at its place in the schema, wherever that value is present. A transition
+rule (one that reads `oldSelf`, as an immutable field's `self == oldSelf`)
+has no old object to compare with on create, and is left out as the API
+server leaves it out.
 
 A rule that evaluates to false, or fails to evaluate, refuses the object
 with the rule's message. The rules are compiled once per process
@@ -9,9 +12,11 @@ with the rule's message. The rules are compiled once per process
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Mapping
 
 Found = list[tuple[str, str]]     # (field, rule)
+_OLD_SELF = re.compile(r"\boldSelf\b")
 
 
 @functools.cache
@@ -28,6 +33,8 @@ def rule_errors(schema: Any, value: Any, path: str = "") -> Found:
         return []
     out: Found = []
     for rule in schema.get("x-kubernetes-validations") or ():
+        if _OLD_SELF.search(str(rule["rule"])):
+            continue        # a transition rule: checked on update only
         if not _holds(str(rule["rule"]), value):
             out.append((path or "(object)", str(rule.get("message") or f"failed rule: {rule['rule']}")))
     props = schema.get("properties")

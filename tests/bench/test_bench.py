@@ -227,6 +227,16 @@ def test_consolidation_bench_moves_pods_to_place_the_gang() -> None:
     assert figures["placed"] == 16          # the gang's 8 pods and the 8 moved pods, pipelined
 
 
+def test_autoscale_bench_asks_for_every_gang_then_places_the_oldest_on_their_nodes() -> None:
+    """No node has 8 GPUs free: every gang is asked for; then half of the nodes bought
+    come up, held for the gangs oldest first, and the older half start whole on them."""
+    result = CliRunner().invoke(main, ["bench", "autoscale-50k", "--scale", "0.02"])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.stdout)
+    assert figures["nodes"] == 1000 and figures["placed"] == 0 and figures["asked"] == 4
+    assert figures["booked_placed"] == 16       # 2 gangs of 8 on the 16 nodes up of 32
+
+
 def test_gpu_share_5k_places_every_share_with_no_nvidia_gpu_request() -> None:
     from kaisched.bench.scenarios import run
 

@@ -19,8 +19,9 @@ import pytest
 import yaml
 from kubernetes import client as k8s_client
 
+from kaisched.api.clock import to_rfc3339
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import EVENT, LEASE, POD, PODGROUP, Kind, kind_of
+from kaisched.cluster.kinds import EVENT, LEASE, POD, PODGROUP, PROVISIONING_REQUEST, Kind, kind_of
 from kaisched.cluster.kube import KubeCluster, load_configuration
 from kaisched.errors import ConflictError, NotFoundError
 
@@ -28,6 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 CONFIG = ROOT / "config"
+
+
+# cluster-autoscaler's ProvisioningRequest CRD, for the tests that play the autoscaler.
+PROVISIONING_CRD = ROOT / "kaisched" / "validation" / "crds" / "provisioningrequests.yaml"
 
 
 ENV = "KAISCHED_TEST_KUBECONFIG"
@@ -366,3 +371,31 @@ def owned(obj: Obj, owner: Obj | None) -> Obj:
            "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
            "controller": True, "blockOwnerDeletion": True}
     return {**obj, "metadata": {**obj["metadata"], "ownerReferences": [ref]}}
+
+
+def served_provisioning_crd(client: KubeCluster) -> Iterator[None]:
+    """cluster-autoscaler's ProvisioningRequest CRD (PROVISIONING_CRD) applied and
+    established; deleted at the end (a fixture's body)."""
+    crd = yaml.safe_load(PROVISIONING_CRD.read_text())
+    name = crd["metadata"]["name"]
+    apply(client, crd)
+    eventually(lambda: established(client, name), what=f"CRD {name} established")
+    yield
+    delete_quietly(client, CRD, "", name)
+
+
+def provisioning_requests(client: KubeCluster, namespace: str) -> list[Obj]:
+    return client.list(PROVISIONING_REQUEST, namespace)
+
+
+def answer(client: KubeCluster, namespace: str, request: Obj, kind: str, message: str) -> None:
+    """The autoscaler's answer: condition kind True on the request's status subresource,
+    after the conditions of other types it holds (cluster-autoscaler keeps Accepted when it
+    adds Provisioned)."""
+    name = request["metadata"]["name"]
+    held = ((client.get(PROVISIONING_REQUEST, namespace, name) or request).get("status")
+            or {}).get("conditions") or []
+    client.patch_status(PROVISIONING_REQUEST, namespace, name, {"conditions": [
+        *(c for c in held if c.get("type") != kind),
+        {"type": kind, "status": "True", "reason": kind, "message": message,
+         "lastTransitionTime": to_rfc3339(time.time())}]})

@@ -1,5 +1,13 @@
-"""A small scenario for `kaisched simulate`, as YAML text."""
+"""A small scenario for `kaisched simulate`, as YAML text; and a run of a scenario both
+ways, jumping over quiet ticks and a session every period."""
 from __future__ import annotations
+
+from typing import Any
+
+from kaisched.framework import SchedulerConfig
+from kaisched.sim.report import build_report
+from kaisched.sim.scenario import Scenario
+from kaisched.sim.simulation import Simulation
 
 SMALL = """
 name: small
@@ -32,3 +40,15 @@ jobs:
     roles:
       main: {replicas: 2, requests: {cpu: 1, memory: 1Gi, gpu: 1}}
 """
+
+
+def both_ways(scenario: Scenario, config: SchedulerConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The reports of a run that jumps over quiet ticks and of one with a session every
+    period (which must have run more sessions), less the counts of sessions and checks."""
+    jumping = Simulation(scenario, config).run()
+    every = Simulation(scenario, config, every_period=True).run()
+    assert jumping.sessions < every.sessions
+    reports = build_report(jumping, "c"), build_report(every, "c")
+    for report in reports:
+        del report["sessions"], report["invariantChecks"]
+    return reports

@@ -1,6 +1,6 @@
 """Autoscaling on a real kube-apiserver: cluster-autoscaler's ProvisioningRequest CRD
-(vendored in tests/realapi/crds/), kaisched installed as shipped and run as its
-ServiceAccount with `autoscaling` configured. The test plays cluster-autoscaler: it reads
+(vendored in kaisched/validation/crds/, which replay and simulate check requests against),
+kaisched installed as shipped and run as its ServiceAccount with `autoscaling` configured. The test plays cluster-autoscaler: it reads
 the request, creates the Nodes, and sets `Provisioned=True` (or `Failed`).
 
 - A gang of 4 pods x 8 GPUs on room for 2 (two fake 8-GPU nodes): one request, for exactly
@@ -16,46 +16,37 @@ to this test's nodes.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-import yaml
 from kubernetes import client as k8s_client
 
-from kaisched.api.clock import to_rfc3339
 from kaisched.api.provisioning import CONSUME_ANNOTATION
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import POD, PODGROUP, PROVISIONING_REQUEST, QUEUE
+from kaisched.cluster.kinds import POD, PODGROUP, QUEUE
 from kaisched.cluster.kube import KubeCluster
 from tests.builders.realapi import (
-    CRD,
     Process,
-    apply,
+    answer,
     as_account,
     delete_quietly,
     describe,
-    established,
     eventually,
+    provisioning_requests,
     scheduler_process,
+    served_provisioning_crd,
     shipped_config,
 )
 
 OWNER = "autosc"
 SCHEDULER = "autosc-kaisched"
 GPU = "nvidia.com/gpu"
-VENDORED = Path(__file__).parent / "crds" / "provisioningrequests.yaml"
 RETRY = {"initial": "20s", "max": "120s"}   # the condition waits 10 s between messages
 
 
 @pytest.fixture(scope="module")
 def provisioning_crd(admin: KubeCluster, installed: list[Obj]) -> Iterator[None]:
-    crd = yaml.safe_load(VENDORED.read_text())
-    name = crd["metadata"]["name"]
-    apply(admin, crd)
-    eventually(lambda: established(admin, name), what=f"CRD {name} established")
-    yield
-    delete_quietly(admin, CRD, "", name)
+    yield from served_provisioning_crd(admin)
 
 
 @pytest.fixture(scope="module")
@@ -89,18 +80,8 @@ def gang(admin: KubeCluster, namespace: str, name: str, size: int, queue: str = 
     return pods
 
 
-def requests(admin: KubeCluster, namespace: str) -> list[Obj]:
-    return admin.list(PROVISIONING_REQUEST, namespace)
-
-
 def bound(admin: KubeCluster, namespace: str, pods: list[str]) -> list[str]:
     return [p for p in pods if ((admin.get(POD, namespace, p) or {}).get("spec") or {}).get("nodeName")]
-
-
-def answer(admin: KubeCluster, namespace: str, request: Obj, kind: str, message: str) -> None:
-    admin.patch_status(PROVISIONING_REQUEST, namespace, request["metadata"]["name"], {"conditions": [
-        {"type": kind, "status": "True", "reason": kind, "message": message,
-         "lastTransitionTime": to_rfc3339(time.time())}]})
 
 
 def condition(admin: KubeCluster, namespace: str, group: str) -> str:
@@ -116,7 +97,7 @@ def test_a_gang_of_4_on_room_for_2_gets_one_request_for_2_and_binds_whole_once_p
 
     def why() -> str:
         return f"{describe(admin, namespace)}\n{scheduler.log()[-4000:]}"
-    made = eventually(lambda: requests(admin, namespace), what="a ProvisioningRequest")
+    made = eventually(lambda: provisioning_requests(admin, namespace), what="a ProvisioningRequest")
     [request] = made
     assert sum(s["count"] for s in request["spec"]["podSets"]) == 2, request
     owner = request["metadata"]["ownerReferences"][0]
@@ -126,7 +107,7 @@ def test_a_gang_of_4_on_room_for_2_gets_one_request_for_2_and_binds_whole_once_p
         what="the pods annotated to consume it")
     time.sleep(3.0)
     assert bound(admin, namespace, pods) == [], why()       # nothing bound before the capacity
-    assert len(requests(admin, namespace)) == 1, why()      # asked once
+    assert len(provisioning_requests(admin, namespace)) == 1, why()  # asked once
     assert "asked the autoscaler for 2 pods x 8 GPUs" in condition(admin, namespace, "big"), why()
     # The autoscaler: the Nodes, then Provisioned=True.
     fake_nodes(2, cpu="8", extra={GPU: "8"}, prefix="provisioned")
@@ -135,7 +116,8 @@ def test_a_gang_of_4_on_room_for_2_gets_one_request_for_2_and_binds_whole_once_p
     eventually(lambda: len(bound(admin, namespace, pods)) == 4, what="the gang bound whole")
     # Two sessions of a second, and the watch and the binds between.
     assert time.monotonic() - seen <= 2 * 1.0 + 2.0, why()
-    eventually(lambda: not requests(admin, namespace), what="the request deleted once placed")
+    eventually(lambda: not provisioning_requests(admin, namespace),
+               what="the request deleted once placed")
 
 
 def test_a_gang_its_queue_limit_holds_back_gets_no_request(
@@ -148,7 +130,7 @@ def test_a_gang_its_queue_limit_holds_back_gets_no_request(
     try:
         gang(admin, namespace, "capped", 4, queue=queue)
         time.sleep(5.0)
-        assert requests(admin, namespace) == [], describe(admin, namespace)
+        assert provisioning_requests(admin, namespace) == [], describe(admin, namespace)
     finally:
         delete_quietly(admin, QUEUE, "", queue)
 
@@ -158,13 +140,14 @@ def test_a_failed_request_is_reported_and_asked_again(
         fake_nodes: Callable[..., list[str]]) -> None:
     fake_nodes(1, cpu="8", extra={GPU: "8"})
     gang(admin, namespace, "pair", 2)
-    [first] = eventually(lambda: requests(admin, namespace), what="a ProvisioningRequest")
+    [first] = eventually(lambda: provisioning_requests(admin, namespace),
+                         what="a ProvisioningRequest")
     answer(admin, namespace, first, "Failed", "no node group can hold 8 GPUs")
     eventually(lambda: "the autoscaler answered Failed: no node group can hold 8 GPUs"
                in condition(admin, namespace, "pair"), what="the failure reported")
 
     def second() -> Obj | None:
-        return next((r for r in requests(admin, namespace)
+        return next((r for r in provisioning_requests(admin, namespace)
                      if r["metadata"]["name"] != first["metadata"]["name"]), None)
     again = eventually(second, what="a second request after the backoff")
     assert again["metadata"]["annotations"]["kaisched.io/provisioning-attempt"] == "2"

@@ -66,7 +66,7 @@ def _with(old: str, new: str) -> str:
      "jobs[0] (first).roles.launcher: PyTorchJob has no role 'launcher'"),
     (_with("duration: 3m", "duration: 3m\n    elastic: {minReplicas: 1}"),
      "jobs[2] (third).elastic: only PyTorchJob and RayJob are elastic"),
-    ("nodePools: []\njobs: []", "nodePools: at least one pool is needed"),
+    ("nodePools: []\njobs: []", "nodePools: at least one pool is needed (or a node group)"),
     ("name: x\nextra: 1\nnodePools: []", "extra: unknown key"),
     ("nodePools: [\n", "invalid YAML"),
 ])

@@ -192,7 +192,7 @@ def test_missing_scenario_and_bad_config_are_one_line(tmp_path: Path) -> None:
     assert result.exit_code != 0 and f"{tmp_path / 'nope.yaml'}: no such file\n" == result.stderr[7:]
     named = invoke("nope")
     assert named.stderr == ("error: nope: no such file, nor a bundled scenario of that "
-                            "name; bundled scenarios: consolidation, consolidation-fractions, demo, fair-share-memory, "
+                            "name; bundled scenarios: autoscaling, consolidation, consolidation-fractions, demo, fair-share-memory, "
                             "gpu-sharing, "
                             "preemption, starvation, volumes, workloads-2026 (kaisched simulate --list)\n")
     config = tmp_path / "c.yaml"

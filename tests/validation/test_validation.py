@@ -337,6 +337,25 @@ def test_kaisched_kinds_against_the_crds(obj: dict[str, Any], expected: str) -> 
     assert any(line.startswith(expected) for line in found), found
 
 
+def provisioning_request(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+            "metadata": {"name": "big", "namespace": "research"},
+            "spec": {"provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+                     "podSets": [{"podTemplateRef": {"name": "big-0"}, "count": 2}], **spec}}
+
+
+def test_provisioning_requests_against_cluster_autoscalers_crd() -> None:
+    """kaisched reads the requests it makes: replay and simulate check them as a cluster with
+    cluster-autoscaler's CRD would. Its immutable fields' rules (self == oldSelf) are
+    transition rules, not checked on create."""
+    assert rules(provisioning_request()) == []
+    none = rules(provisioning_request(podSets=[{"podTemplateRef": {"name": "x"}, "count": 0}]))
+    assert any(line.startswith("spec.podSets[0].count: 0 is less than the minimum of 1")
+               for line in none), none
+    assert any("'provisioningClassName' is a required property" in line
+               for line in rules({**provisioning_request(), "spec": {"podSets": []}}))
+
+
 @pytest.mark.parametrize("obj, expected", [
     ({"apiVersion": "v1", "kind": "Podd", "metadata": {"name": "x"}},
      f"kind: unknown kind Podd in v1: Kubernetes {KUBERNETES_VERSION} serves no such kind"),

@@ -1,31 +1,74 @@
 """Room held for starving gangs this session (consolidation's room for the
-pods it moved is held the same way)."""
+pods it moved, and capacity an autoscaler provisioned for a gang, are held
+the same way)."""
 from __future__ import annotations
 
 from typing import Callable, Final, Mapping
 
 import numpy as np
 
+from kaisched.api.node import EPSILON
 from kaisched.api.types import JobKey
 
 
 class StarvingRoom:
     """Per gang, the room held for it (rows x resources of the node table):
     other gangs may use a node's room only beyond it. changed is told each
-    time the room held changes (node selection keeps what it derives)."""
+    time the room held changes (node selection keeps what it derives).
 
-    def __init__(self, changed: Callable[[], None]) -> None:
+    Many gangs may hold room at once (each gang capacity was provisioned
+    for), so what they hold in all is kept as a running sum, and each gang's
+    rows are found once: what another gang may not use is read from them,
+    not summed again per gang."""
+
+    def __init__(self, changed: Callable[[], None], shape: tuple[int, int]) -> None:
         self._rooms: dict[JobKey, np.ndarray] = {}
+        self._rows: dict[JobKey, np.ndarray] = {}      # each gang's rows with room held
         # Read per placement by node selection: the map itself, typed read-only.
         self.rooms: Final[Mapping[JobKey, np.ndarray]] = self._rooms
+        self._total = np.zeros(shape)
+        self._held_rows: np.ndarray | None = np.zeros(0, dtype=np.intp)
         self._changed = changed
 
-    def reserve(self, job: JobKey, room: np.ndarray) -> None:
-        """Hold room for the gang, this session."""
+    @property
+    def total(self) -> np.ndarray:
+        """What every gang holds, in all (read only)."""
+        return self._total
+
+    def reserve(self, job: JobKey, room: np.ndarray, rows: np.ndarray | None = None) -> None:
+        """Hold room for the gang, this session; rows: where room is held in
+        it, when the caller knows (else they are looked for)."""
+        self.release(job)
+        if rows is None:
+            rows = np.flatnonzero((room > EPSILON).any(axis=1))
         self._rooms[job] = room
+        self._rows[job] = rows
+        self._total[rows] += room[rows]
+        self._held_rows = None
         self._changed()
 
     def release(self, job: JobKey) -> None:
         """The gang holds no room any more (placed, or its decision raised)."""
-        if self._rooms.pop(job, None) is not None:
+        room = self._rooms.pop(job, None)
+        if room is not None:
+            rows = self._rows.pop(job)
+            self._total[rows] -= room[rows]
+            self._held_rows = None
             self._changed()
+
+    def rows_of(self, job: JobKey) -> np.ndarray:
+        """The rows where the gang holds room (none if it holds none)."""
+        return self._rows.get(job, np.zeros(0, dtype=np.intp))
+
+    def beside(self, job: JobKey | None) -> tuple[np.ndarray, np.ndarray]:
+        """The rows where gangs other than job hold room, and that room there."""
+        if self._held_rows is None:
+            self._held_rows = np.flatnonzero((self._total > EPSILON).any(axis=1))
+        rows = self._held_rows
+        room = self._total[rows]
+        own = self._rooms.get(job) if job is not None else None
+        if own is not None and len(rows):
+            room = room - own[rows]
+            keep = (room > EPSILON).any(axis=1)
+            rows, room = rows[keep], room[keep]
+        return rows, room

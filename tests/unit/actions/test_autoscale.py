@@ -7,67 +7,10 @@ The real scheduler, binder and memory backend; the autoscaler's part (conditions
 Nodes) is played by the test."""
 from __future__ import annotations
 
-from typing import Any
-
-from kaisched.api.clock import ManualClock, to_rfc3339
 from kaisched.api.provisioning import ATOMIC_CLASS, CLASS_ANNOTATION, CONSUME_ANNOTATION
-from kaisched.builtins.catalog import register_builtins
-from kaisched.cluster.kinds import POD, POD_TEMPLATE, PODGROUP, PROVISIONING_REQUEST
-from kaisched.cluster.memory import MemoryCluster
-from kaisched.framework import parse_config
-from kaisched.framework.effects import Bind
-from kaisched.runtime.binder import Binder
-from kaisched.runtime.scheduler import Scheduler
-from tests.builders.objects import build_node, build_pod, build_podgroup, load_cluster
-
-CONFIG = """\
-actions: [allocate, backfill]
-autoscaling: {after: 0s, retry: {initial: 60s, max: 240s}}
-"""
-
-
-class World:
-    def __init__(self, objects: list[dict[str, Any]], config: str = CONFIG) -> None:
-        self.clock = ManualClock()
-        self.cluster: MemoryCluster = load_cluster(objects, self.clock)
-        registry = register_builtins()
-        self.scheduler = Scheduler(self.cluster, parse_config(config, registry), registry,
-                                   self.clock, Binder(self.cluster, self.clock.now))
-
-    def session(self, seconds: float = 1.0) -> dict[str, str]:
-        self.clock.advance(seconds)
-        return {e.pod: e.node for e in self.scheduler.run_once().effects if isinstance(e, Bind)}
-
-    def requests(self) -> list[dict[str, Any]]:
-        return self.cluster.list(PROVISIONING_REQUEST, "default")
-
-    def condition(self, group: str) -> str:
-        obj = self.cluster.get(PODGROUP, "default", group) or {}
-        return " ".join(c.get("message", "") for c in (obj.get("status") or {}).get("conditions") or [])
-
-    def reason(self, group: str) -> str:
-        obj = self.cluster.get(PODGROUP, "default", group) or {}
-        return next(c["reason"] for c in obj["status"]["conditions"] if c["type"] == "Scheduled")
-
-    def answer(self, request: dict[str, Any], kind: str, message: str = "") -> None:
-        name = request["metadata"]["name"]
-        self.cluster.patch_status(PROVISIONING_REQUEST, "default", name, {"conditions": [
-            {"type": kind, "status": "True", "reason": kind, "message": message,
-             "lastTransitionTime": to_rfc3339(self.clock.now())}]})
-
-
-def big_gang(pods: int = 4, queue: str | None = None, group: bool = True) -> list[dict[str, Any]]:
-    out = [build_podgroup("big", min_member=pods, queue=queue)] if group else []
-    for i in range(pods):
-        out.append(build_pod(f"big-{i}", cpu=1, gpu=8, group="big" if group else None,
-                             queue=queue if not group else None,
-                             owner={"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "big",
-                                    "uid": "uid-big", "controller": True}))
-    return out
-
-
-def gpu_nodes(*names: str) -> list[dict[str, Any]]:
-    return [build_node(n, cpu=8, gpu=8) for n in names]
+from kaisched.cluster.kinds import POD, POD_TEMPLATE
+from tests.builders.objects import build_pod
+from tests.builders.provisioning import World, big_gang, gpu_nodes
 
 
 def test_a_gang_of_4_on_room_for_2_asks_for_exactly_2_and_binds_whole_once_provisioned() -> None:
@@ -165,3 +108,24 @@ def test_a_failed_request_is_asked_again_after_a_backoff_then_given_up() -> None
     assert "gave up after 4 request(s)" in world.condition("big")
     assert world.reason("big") == "Unschedulable"       # no capacity is coming
     assert [r["metadata"]["name"] for r in world.requests()] == [last["metadata"]["name"]]
+
+
+def test_a_gang_given_up_on_is_asked_again_once_it_lacks_less() -> None:
+    """Given up on 2 pods, the gang is asked for again from the first try once a job
+    ends and it lacks only 1."""
+    blocker = build_pod("other", cpu=1, gpu=8, node="n1", phase="Running")
+    world = World([*gpu_nodes("n1", "n2"), blocker, *big_gang(3)])
+    world.session()
+    for _ in range(4):
+        [current] = world.requests()
+        assert [s["count"] for s in current["spec"]["podSets"]] == [2]
+        world.answer(current, "Failed", "no room in any node group")
+        world.session(1000.0)
+    assert "gave up after 4 request(s)" in world.condition("big")
+    world.session(1000.0)
+    assert len(world.requests()) == 1           # still given up: it lacks the same
+    world.cluster.delete(POD, "default", "other")
+    world.session()
+    [fresh] = world.requests()
+    assert [s["count"] for s in fresh["spec"]["podSets"]] == [1]
+    assert fresh["metadata"]["annotations"]["kaisched.io/provisioning-attempt"] == "1"
