@@ -13,6 +13,11 @@ from kaisched.api.resource import Resource
 from kaisched.api.types import JobKey, Keyed, NodeName, PodKey, TaskStatus
 from kaisched.api.volumes import PodClaim
 
+# How long a pod placed now may wait for its node's kubelet to start it
+# (status.startTime, from which activeDeadlineSeconds counts): seconds as a
+# rule; this much is allowed for.
+START_SLACK = 30.0
+
 
 @attrs.frozen(slots=True)
 class TaskInfo(Keyed):
@@ -36,6 +41,9 @@ class TaskInfo(Keyed):
     pvcs: tuple[PodClaim, ...] = ()            # PVCs it mounts (most pods: none, no volume checks)
     claims: tuple[str, ...] = ()         # the ResourceClaims it names (namespace/name)
     controlled: bool = False             # a controller owns it: it is made again if evicted
+    # How long it may run at most, once started, grace period included: an
+    # enforced limit (activeDeadlineSeconds), or None when nothing ends it.
+    limit: float | None = None
     # A moved pod's successor: the pod its controller will make again, held
     # on its new node for the rest of the session. Its job does not count it
     # (the pod it stands for is still the job's, releasing on its old node).
@@ -49,6 +57,14 @@ class TaskInfo(Keyed):
         (the node table counts a shared GPU once, as its device's)."""
         gpu = self.gpu
         return self.resreq if gpu is None else charged(self.resreq, gpu.charge)
+
+    def ends_by(self, now: float) -> float | None:
+        """When it is sure to be gone: its start plus its limit (one not
+        started yet starts within START_SLACK of now: its limit counts from
+        when its node's kubelet takes it); None when nothing ends it."""
+        if self.limit is None:
+            return None
+        return (self.started if self.started is not None else now + START_SLACK) + self.limit
 
     @property
     def best_effort(self) -> bool:

@@ -161,7 +161,7 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
         unschedulable_reason=facts.unschedulable_reason, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
         pvcs=facts.pvcs, claims=claims, shared=shared, gpu=gpu,
-        controlled=facts.controlled)
+        controlled=facts.controlled, limit=facts.limit)
 
 
 def unresolved(task: TaskInfo) -> bool:

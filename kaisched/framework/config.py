@@ -40,12 +40,13 @@ tiers:
 staleGangGracePeriod: 60s
 starvationThreshold: 10m
 podGrouperWait: 5s
+reservationBackfill: true
 """
 
 AUTOSCALE_ACTION = "autoscale"     # runs when autoscaling is configured
 _KEYS = ("schedulerName", "schedulePeriod", "actions", "tiers", "staleGangGracePeriod",
          "starvationThreshold", "usageDBConfig", "consolidation", "preemptionDelay",
-         "nodePool", "podGrouperWait", "autoscaling")
+         "nodePool", "podGrouperWait", "autoscaling", "reservationBackfill")
 _CONSOLIDATION_KEYS = ("maxPods", "cooldown")
 _POOL_KEYS = ("label", "value", "default")
 _DEFAULTS: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG_YAML)
@@ -128,6 +129,9 @@ class SchedulerConfig:
     # Asking a cluster autoscaler for gangs' capacity (None: off); its action,
     # autoscale, is added last to the actions when this is set.
     autoscaling: AutoscalingConfig | None = None
+    # Room the starvation guard holds is lent to jobs sure to end (by their
+    # enforced limits) before the reservation's start.
+    reservation_backfill: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form, as a Snapshot file carries it."""
@@ -147,6 +151,7 @@ class SchedulerConfig:
                if self.consolidation != ConsolidationConfig() else {}),
             **({"preemptionDelay": f"{self.preemption_delay:g}s"} if self.preemption_delay else {}),
             **({"autoscaling": autoscaling_dict(self.autoscaling)} if self.autoscaling else {}),
+            "reservationBackfill": self.reservation_backfill,
         }
         if self.node_pool is not None:
             out["nodePool"] = self.node_pool.to_dict()
@@ -179,11 +184,19 @@ def load_config(data: Any, registry: Names) -> SchedulerConfig:
         pod_grouper_wait=_duration(data, "podGrouperWait", 5.0),
         autoscaling=autoscaling_config(data["autoscaling"]) if data.get("autoscaling") is not None
         else None,
+        reservation_backfill=_flag(data, "reservationBackfill", True),
     )
     if config.autoscaling is not None and AUTOSCALE_ACTION not in config.actions:
         config = attrs.evolve(config, actions=(*config.actions, AUTOSCALE_ACTION))
     _require_gangs(config)
     return config
+
+
+def _flag(data: dict[str, Any], key: str, default: bool) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"config: {key}: expected true or false, got {value!r}")
+    return value
 
 
 def parse_config(text: str, registry: Names, source: str = "config") -> SchedulerConfig:

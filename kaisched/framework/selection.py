@@ -17,7 +17,7 @@ refreshes ask the array forms.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Protocol
+from typing import Any, Callable, Literal, Mapping, Protocol
 
 import attrs
 import numpy as np
@@ -75,15 +75,20 @@ class HeldRoom(Protocol):
     @property
     def rooms(self) -> Mapping[JobKey, np.ndarray]: ...
 
-    def beside(self, job: JobKey | None) -> tuple[np.ndarray, np.ndarray]: ...
+    def lent(self, ends_by: float | None) -> tuple[JobKey, ...]: ...
+
+    def beside(self, job: JobKey | None,
+               lent: tuple[JobKey, ...] = ()) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class NodeSelection:
     """A session's node choices. starving is the session's room held for
     starving gangs (and booked, and made by consolidation), read as it changes."""
 
-    def __init__(self, cluster: ClusterInfo, hooks: HookRegistry, starving: HeldRoom) -> None:
+    def __init__(self, cluster: ClusterInfo, hooks: HookRegistry, starving: HeldRoom,
+                 ends_by: Callable[[JobKey], float | None]) -> None:
         self.cluster = cluster
+        self.ends_by = ends_by          # when a job is sure to have ended (None: not known)
         self.hooks = hooks
         self._idle_filters = bool(hooks.callbacks(Hook.IDLE))     # none: idle is the table's
         # The one-row forms of the cached filters, idle tests and scores (None
@@ -94,8 +99,9 @@ class NodeSelection:
             self._ones = (ones[0], ones[1], ones[2])
         self.starving = starving
         self.reserved_for = starving.rooms
-        # Per owner (a gang holding room, or None): the rows and room the others hold.
-        self._held: dict[JobKey | None, tuple[np.ndarray, np.ndarray]] = {}
+        # Per owner (a gang holding room, or None) and the gangs lending it
+        # theirs: the rows and room the others hold.
+        self._held: dict[tuple[JobKey | None, tuple[JobKey, ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._outside: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}  # fits outside them
         self._caches: dict[Any, _ClassCache] = {}
         self._bases: dict[Placement, Placement] = {}
@@ -290,13 +296,14 @@ class NodeSelection:
         """The class's fits again on rows where other gangs hold room, without
         it; the same for every alike task while no node changes."""
         owner = task.job if task.job in self.reserved_for else None
-        memo_key = (self.class_key(task), owner, self.cluster.table.version)
+        lent = self.starving.lent(self.ends_by(task.job))
+        memo_key = (self.class_key(task), owner, lent, self.cluster.table.version)
         found = self._outside.get(memo_key)
         if found is not None:
             return found
-        held = self._held.get(owner)
+        held = self._held.get((owner, lent))
         if held is None:
-            held = self._held[owner] = self.starving.beside(owner)
+            held = self._held[(owner, lent)] = self.starving.beside(owner, lent)
         rows, room = held
         mask, idle_fit = cache.mask, cache.idle_fit
         if len(rows):           # else only the task's own gang holds room

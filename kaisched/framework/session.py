@@ -125,7 +125,8 @@ class Session:
         # A victim queue, what was taken from it so far, the reclaimer's need:
         # the queue with the least key gives first.
         self.victim_queue_order_key = self.hooks.order_key(Hook.VICTIM_QUEUE_ORDER)
-        self.selection = NodeSelection(cluster, self.hooks, self.starving)
+        self._ends: dict[JobKey, float | None] = {}
+        self.selection = NodeSelection(cluster, self.hooks, self.starving, self.job_ends_by)
         self.protections = Protections(self.hooks.callbacks(Hook.PROTECTION), cluster.jobs, self.now)
         self.explanation = Explanation(cluster, self.selection)
         self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
@@ -203,6 +204,23 @@ class Session:
         rank = next((i for i, sg in enumerate(job.spec.subgroups) if sg.name == task.subgroup),
                     len(job.spec.subgroups))
         return (rank, self._task_key(task), task.key)
+
+    def job_ends_by(self, key: JobKey) -> float | None:
+        """When the job's pods still to be placed are sure to have ended if
+        placed now: the latest of their enforced limits (activeDeadlineSeconds
+        and grace); None when one has none, or reservation backfill is off
+        (then nothing held is lent to it)."""
+        if key in self._ends:
+            return self._ends[key]
+        job = self.cluster.jobs.get(key)
+        ends: float | None = None
+        if self.config.reservation_backfill and job is not None:
+            pending = [t.ends_by(self.now) for t in job.tasks.values()
+                       if t.status is TaskStatus.PENDING]
+            if pending and all(e is not None for e in pending):
+                ends = max(e for e in pending if e is not None)
+        self._ends[key] = ends
+        return ends
 
     def pending(self, job: JobInfo) -> list[TaskInfo]:
         """The job's tasks still to place: Pending, not gated, and not reserved this session."""

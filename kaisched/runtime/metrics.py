@@ -121,6 +121,13 @@ class Metrics:
                                "Gangs the last cycle held back from evicting others (preempt, "
                                "reclaim) because their preemption delay runs, by queue.",
                                ["queue"])
+        self.reservations = r.gauge("kaisched_reservations",
+                                    "Gangs the starvation guard holds room for, after the last "
+                                    "cycle, by queue (one at most: its head).", ["queue"])
+        self.reservation_start = r.gauge(
+            "kaisched_reservation_start_timestamp_seconds",
+            "When a reservation's room is sure to be free, by the enforced limits of the pods "
+            "on it (unix time), by queue; absent while it is not known.", ["queue"])
         self.pipelined = r.gauge("kaisched_pipelined_pods",
                                  "Pods waiting for room being released, last cycle.")
         self.leader = r.gauge("kaisched_is_leader", "1 while this replica schedules.")
@@ -218,6 +225,14 @@ class Metrics:
         self.delayed.clear()
         for queue, count in delayed.items():
             self.delayed.labels(queue).set(count)
+        self.reservations.clear()
+        self.reservation_start.clear()
+        for key, start in result.reserved.items():
+            job = jobs.get(key)
+            if job is not None:
+                self.reservations.labels(job.queue).inc()
+                if start is not None:
+                    self.reservation_start.labels(job.queue).set(start)
 
     def _observe_answers(self, cluster: ClusterInfo) -> None:
         """Each autoscaler answer once, as the cache first sees it."""

@@ -219,7 +219,8 @@ class Scheduler:
                            blockers, dict(ssn.preemption_delay.delayed),
                            dict(ssn.protections.protected),
                            snapshotted_cpu - started_cpu, decided_cpu - snapshotted_cpu,
-                           tuple(ssn.failures.errors))
+                           tuple(ssn.failures.errors), dict(ssn.starving.reservations),
+                           _held_idle(ssn))
 
     def _spoken_of(self, effects: list[Effect]) -> set[JobKey]:
         """The jobs the effects bind, evict or write something of."""
@@ -426,3 +427,14 @@ class SkippedCycles:
         if self._failing:
             log.info("cycles run again")
         self._failing = ""
+
+
+def _held_idle(ssn: Session) -> dict[str, float]:
+    """What of the reservations' room nothing used at the session's end, per
+    resource, in the units a Resource keeps (GPUs whole, cpu in millicores)."""
+    if not ssn.starving.reservations:
+        return {}
+    table = ssn.cluster.table
+    idle = ssn.starving.idle_held(table.idle)
+    return {name: float(idle[i]) / table.scale[i] for i, name in enumerate(table.dims) if idle[i]}
+

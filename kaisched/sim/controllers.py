@@ -6,6 +6,10 @@ KubeRay; a bare pod is not), see the job succeed when its leading pods have
 and then remove it whole, as ttlSecondsAfterFinished: 0 and the garbage
 collector would, so a long run does not pile up finished pods.
 
+A pod that fails (the kubelet ends it at its activeDeadlineSeconds) fails
+its job, which is removed the same way and not started again: its pods would
+only run past their limit again (a Job's backoffLimit retries are not emulated).
+
 They learn what happened to their pods from a watch, like the real ones.
 """
 from __future__ import annotations
@@ -24,6 +28,8 @@ from kaisched.sim.scenario import JobKind, JobSpec
 from podgrouper.groupers.spec import podgroup_name
 
 Obj = dict
+# What a pod's failure means for its job, by the reason the kubelet gives.
+_FAILURES = {"DeadlineExceeded": "ran past its runtimeLimit"}
 
 
 class JobState(str, enum.Enum):
@@ -61,6 +67,9 @@ class JobRun:
     gpu_hours_lost: float = 0.0   # GPU time run and thrown away by its evictions
     never_fits: str | None = None
     failure: str | None = None
+    # When its first reservation (room the starvation guard held for it) said its room would
+    # be sure to be free, in virtual seconds; None when it had none with a known start.
+    reserved_start: float | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -134,6 +143,9 @@ class Controllers:
             elif phase == "Succeeded":
                 run.done.add(index)
                 self._check_success(run)
+            elif phase == "Failed":
+                run.running.discard(index)
+                self._fail(run, event.obj["status"])
             elif phase == "Running":
                 run.running.add(index)
                 self._next_stage(run)
@@ -209,6 +221,14 @@ class Controllers:
         if all(i in run.done for i in leaders):
             run.state = JobState.SUCCEEDED
             self._finished.append(run)
+
+    def _fail(self, run: JobRun, status: Obj) -> None:
+        if not run.active:
+            return          # another of its pods failed first
+        reason = str(status.get("reason") or "Failed")
+        run.state = JobState.FAILED
+        run.failure = f"{reason}: {_FAILURES.get(reason) or status.get('message') or 'a pod failed'}"
+        self._finished.append(run)
 
     def _remove(self, run: JobRun) -> None:
         """ttlSecondsAfterFinished: 0 and the garbage collector: pods, the

@@ -19,6 +19,7 @@ admission plugin does.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
 import attrs
@@ -107,6 +108,8 @@ def pod_template(job: JobSpec, role: RoleSpec, scheduler_name: str) -> Obj:
         spec["restartPolicy"] = "Never"
     if job.priority_class:
         spec["priorityClassName"] = job.priority_class
+    if job.runtime_limit is not None:     # the kubelet ends the pod this long after its start
+        spec["activeDeadlineSeconds"] = math.ceil(job.runtime_limit)
     if job.node_selector:
         spec["nodeSelector"] = dict(job.node_selector)
     if job.tolerations:

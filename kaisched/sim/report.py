@@ -15,7 +15,7 @@ from kaisched.sim import consolidation as moves
 from kaisched.sim.controllers import JobRun, JobState
 from kaisched.sim.meter import GPU_SHARES, SHARED_GPUS
 from kaisched.sim.scenario import JobKind
-from kaisched.sim.simulation import SimResult
+from kaisched.sim.simulation import HELD_IDLE, SimResult
 from kaisched.sim.tables import Column, fitted, left_out_note
 from kaisched.sim.timeline import Timeline, hms
 
@@ -73,7 +73,9 @@ def build_report(result: SimResult, config_name: str,
                     + sum(g.min for g in scenario.node_groups),
                     "gpus": _round(_offered(result, GPU), 1),
                     "cpus": _round(_offered(result, CPU) / 1000, 1),
-                    "gpuUtilisation": util["gpu"], "cpuUtilisation": util["cpu"]},
+                    "gpuUtilisation": util["gpu"], "cpuUtilisation": util["cpu"],
+                    "heldIdleGpuHours": _round(timeline.average(timeline.used.get(HELD_IDLE, []),
+                                                                end) * end / 3600, 2)},
         "gangWait": {"gangs": len(gang_waits),
                      "waited": sum(1 for w in gang_waits if w > 0),
                      "p50": _pct(gang_waits, 50), "p90": _pct(gang_waits, 90),
@@ -175,6 +177,7 @@ def _job(run: JobRun, end: float) -> dict[str, Any]:
         "sizes": [[_round(t, 1), p, _round(g, 1)] for t, p, g in run.sizes],
         "history": [[_round(t, 1), state] for t, state in run.history],
         "state": _state(run), "reason": run.never_fits or run.failure,
+        "reservedStart": _round(run.reserved_start, 1),
     }
 
 
@@ -280,6 +283,13 @@ def render(report: dict[str, Any], console: Console, layout: str = "full") -> No
                       f"held whole by its reservation pod; their sharers used {_n(s['sharesAvg'])} "
                       f"of them: {_pc(s['fill'])} full; GPUs in use (whole and shares) "
                       f"{_pc(s['gpuInUse'])}")
+    reserved = [j for j in report["jobs"]
+                if j["reservedStart"] is not None and (j["minMember"] or 1) > 1]
+    if reserved:
+        console.print("reserved gangs: " + "; ".join(
+            f"{j['name']} sure to have its room by {_t(j['reservedStart'])}, started "
+            f"{_t(j['started'])}" for j in reserved)
+            + f"; GPU-hours held idle {_n(c['heldIdleGpuHours'])}")
     if report.get("autoscaler"):
         a = report["autoscaler"]
         console.print(f"autoscaler: {a['scaleUps']} scale-up(s), {a['nodesAdded']} node(s) added, "
@@ -449,6 +459,28 @@ def _longest(report: dict[str, Any]) -> str:
     return f"{job['name']} ({_t(job['wait'])})"
 
 
+def _reservation_rows(reports: Sequence[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """The reserved gangs' starts beside their reservations' starts (a job of one pod
+    held room for is no gang: it is among the others), the other jobs' first waits, and
+    the room held for reservations that stood idle."""
+    reserved = sorted({j["name"] for r in reports for j in r["jobs"]
+                       if j["reservedStart"] is not None and (j["minMember"] or 1) > 1})
+    rows = []
+    for name in reserved:
+        cells = []
+        for r in reports:
+            job = next(j for j in r["jobs"] if j["name"] == name)
+            cells.append(f"{_t(job['started'])} / {_t(job['reservedStart'])}")
+        rows.append((f"{name}: started / reserved start", cells))
+    others = [[j["firstWait"] for j in r["jobs"] if j["name"] not in reserved
+               and j["firstWait"] is not None] for r in reports]
+    rows.append(("other jobs: first wait p50 / p95",
+                 [f"{_t(_pct(w, 50))} / {_t(_pct(w, 95))}" for w in others]))
+    rows.append(("GPU-hours held idle for reservations",
+                 [_n(r["cluster"]["heldIdleGpuHours"]) for r in reports]))
+    return rows
+
+
 _AUTOSCALER_ROWS = (("autoscaler: scale-ups / nodes added", "scaleUps", "nodesAdded"),
                     ("autoscaler: node-hours / cost", "nodeHours", "cost"),
                     ("autoscaler: GPU-hours bought but idle", "idleGpuHoursBought", None),
@@ -495,6 +527,8 @@ def render_compare(reports: Sequence[dict[str, Any]], console: Console,
     for q in ("p50", "p90", "max"):
         rows.append((f"gang wait {q}", [_t(r["gangWait"][q]) for r in reports]))
     rows.append(("the gang that waited longest", [_longest(r) for r in reports]))
+    if any(j["reservedStart"] is not None for r in reports for j in r["jobs"]):
+        rows.extend(_reservation_rows(reports))
     if any(r.get("autoscaler") for r in reports):
         rows.extend(_autoscaler_rows(reports))
     for cause in ("reclaim", "preempt", "stale-gang", moves.ACTION):

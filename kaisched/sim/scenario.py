@@ -7,6 +7,7 @@ duration: 'soon'`. Unknown keys are refused, as in the scheduler config.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -86,13 +87,16 @@ _TEMPLATE = ("capacity", "labels", "taints")
 _AUTOSCALER = ("scaleDownUnneededTime",)
 _QUEUE = ("name", "parent", "priority", "resources")
 _QUEUE_RESOURCE = ("quota", "limit", "overQuotaWeight")
-_JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "roles", "priorityClass",
-        "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy", "gangApi")
+_JOB = ("name", "kind", "queue", "namespace", "arrival", "duration", "runtimeLimit", "roles",
+        "priorityClass", "minAvailable", "elastic", "nodeSelector", "tolerations", "startupPolicy",
+        "gangApi")
 _ROLE = ("replicas", "requests", "volumes", "claims", "gpuFraction", "gpuMemory", "gpuDevices")
 _STORAGE_CLASS = ("name", "provisioner", "bindingMode", "allowedTopologies", "provisioningDelay",
                   "failure")
 _VOLUME = ("name", "storageClass", "size")
 _TOLERATION = ("key", "operator", "value", "effect")
+# The API server's range of a pod's activeDeadlineSeconds, which a runtimeLimit becomes.
+_MAX_DEADLINE = 2**32 - 1
 
 
 def load_scenario(path: str | Path, seed: int | None = None, base: Base | None = None,
@@ -486,6 +490,7 @@ def _job(data: Any, where: str) -> JobSpec:
     tolerations = tuple(_toleration(t, f"{where}.tolerations[{i}]")
                         for i, t in enumerate(items(f, "tolerations", where)))
     pc = f.get("priorityClass")
+    limit = f.get("runtimeLimit")
     startup = f.get("startupPolicy")
     if startup is not None and startup not in STARTUP_POLICIES.get(kind, ()):
         known = "; ".join(f"{k.value}: {', '.join(v)}" for k, v in STARTUP_POLICIES.items())
@@ -503,10 +508,21 @@ def _job(data: Any, where: str) -> JobSpec:
         namespace=dns(f.get("namespace") or queue, f"{where}.namespace"),
         arrival=duration(f.get("arrival", 0), f"{where}.arrival"),
         duration=duration(f["duration"], f"{where}.duration", positive=True),
+        runtime_limit=_runtime_limit(limit, f"{where}.runtimeLimit") if limit is not None else None,
         roles=roles,
         priority_class=text(pc, f"{where}.priorityClass") if pc is not None else None,
         min_available=min_available, elastic_min=elastic_min, startup_policy=startup,
         node_selector=selector, tolerations=tolerations, where=where)
+
+
+def _runtime_limit(value: Any, where: str) -> float:
+    """A job's runtimeLimit: a duration its pods' activeDeadlineSeconds (whole
+    seconds, rounded up) can say, so the API server takes them."""
+    seconds = duration(value, where, positive=True)
+    if math.ceil(seconds) > _MAX_DEADLINE:
+        raise FieldError(f"{where}: at most {_MAX_DEADLINE}s (a pod's activeDeadlineSeconds), "
+                         f"got {value!r}")
+    return seconds
 
 
 def _roles(data: Any, where: str, kind: JobKind) -> tuple[RoleSpec, ...]:

@@ -80,6 +80,8 @@ from kaisched.sim.start import Adopted, Start
 from kaisched.sim.timeline import Eviction, Timeline
 from podgrouper.controller import PodGrouper
 
+# GPUs held for reservations that nothing used, sampled beside the cluster's use.
+HELD_IDLE = "kaisched.io/held-idle-gpus"
 # When a scenario sets no end: stop after this much virtual time.
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 OWNER_RESYNC = 60.0
@@ -189,6 +191,7 @@ class Simulation:
         self.adopted_runs = [JobRun(a.spec) for a in self.adopted]
         self.runs = self.adopted_runs + self.runs
         self._by_group: dict[str, str] = {}     # PodGroup key -> job, to name preemptors
+        self._runs_by_group: dict[str, JobRun] = {}
         self._pg_watch = self.cluster.subscribe((PODGROUP,))
         self._pg_timers: dict[tuple[str, str], tuple[float, ...]] = {}
         parents = {q.name: q.parent for q in scenario.queues}
@@ -212,6 +215,7 @@ class Simulation:
             self.controllers.adopt(run, adopted.plan, adopted.pods, adopted.pod_group)
             self._by_group[job_key(run.spec.namespace, run.pod_group)] = \
                 f"{run.spec.namespace}/{run.spec.name}"
+            self._runs_by_group[job_key(run.spec.namespace, run.pod_group)] = run
             if adopted.running:
                 run.started, run.first_bound = 0.0, sum(
                     1 for p in adopted.pods if (p.get("spec") or {}).get("nodeName"))
@@ -231,6 +235,7 @@ class Simulation:
                 self.controllers.submit(run, elapsed)
                 self._by_group[job_key(run.spec.namespace, run.pod_group)] = \
                     f"{run.spec.namespace}/{run.spec.name}"
+                self._runs_by_group[job_key(run.spec.namespace, run.pod_group)] = run
 
             finished += sum(1 for r in self.controllers.tick(elapsed) if r.never_fits is None)
             self.storage.step(now)
@@ -241,7 +246,11 @@ class Simulation:
             bound, evicted = self._record(result, elapsed)
             self.shares.update(result.effects)
             self.invariants.check(elapsed, sessions, bound, evicted)
-            self.timeline.sample(elapsed, dict(self.meter.total_used), self._queue_use(),
+            used = dict(self.meter.total_used)
+            if result.held_idle.get(GPU):
+                used[HELD_IDLE] = result.held_idle[GPU]
+            self._reservations(result)
+            self.timeline.sample(elapsed, used, self._queue_use(),
                                  self.shares.fair(self.resource), self.shares.usage(self.resource),
                                  {r: self.meter.capacity(r) for r in (GPU, CPU)}
                                  if self.nodegroups else None)
@@ -352,6 +361,13 @@ class Simulation:
             if not run.sizes or run.sizes[-1][1:] != (pods, gpus):
                 run.sizes.append((elapsed, pods, gpus))
         return bound, evicted
+
+    def _reservations(self, result: CycleResult) -> None:
+        """Each job's first reservation start, in virtual seconds."""
+        for key, start in result.reserved.items():
+            run = self._runs_by_group.get(key)
+            if run is not None and start is not None and run.reserved_start is None:
+                run.reserved_start = start - self.start
 
     def _queue_use(self) -> dict[str, dict[str, float]]:
         """Use per queue, a parent's the sum of its children's (as its status says)."""

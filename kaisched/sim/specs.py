@@ -134,6 +134,9 @@ class JobSpec:
     tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
     where: str = ""                    # how error messages name it: "jobs[2] (bert)"
     gang_api: str = GANG_APIS[0]       # PodGroup jobs: the API their gang is declared in
+    # Seconds each pod may run, counted from its start: its activeDeadlineSeconds,
+    # which the kubelet enforces (None: no limit). May be less than duration.
+    runtime_limit: float | None = None
 
     @property
     def pods(self) -> int:

@@ -337,3 +337,26 @@ def test_provisioning_requests_are_counted_by_class_and_outcome() -> None:
     assert value(metrics, "kaisched_provisioning_requests_total", **{"class": atomic},
                  outcome="provisioned") == 1
     assert value(metrics, "kaisched_provisioning_seconds_sum", **{"class": atomic}) == 30.0
+
+
+def test_a_reservation_and_its_start_are_exported_by_queue() -> None:
+    """A gang past its starvation threshold, its room held on a node where a pod runs with
+    activeDeadlineSeconds 600 (and the default 30 s grace): reserved, whole by then."""
+    cluster = MemoryCluster(ManualClock())
+    queue(cluster, "default")
+    node(cluster, "n1", cpu="2")
+    now = cluster.clock.now()
+    cluster.create({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "running", "namespace": "default"},
+                    "spec": {"schedulerName": "kaisched", "nodeName": "n1",
+                             "activeDeadlineSeconds": 600, "containers": [
+                                 {"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+                    "status": {"phase": "Running", "startTime": to_rfc3339(now)}})
+    gang(cluster, "big", 1, cpu="2")
+    config = CONFIG + "starvationThreshold: 1s\n"
+    run(cluster, cycles=1, config=config)           # it waits: unschedulable since now
+    cluster.clock.advance(5)
+    metrics = run(cluster, cycles=1, config=config)
+    assert value(metrics, "kaisched_reservations", queue="default") == 1
+    assert value(metrics, "kaisched_reservation_start_timestamp_seconds",
+                 queue="default") == now + 600 + 30

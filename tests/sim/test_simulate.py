@@ -194,7 +194,7 @@ def test_missing_scenario_and_bad_config_are_one_line(tmp_path: Path) -> None:
     assert named.stderr == ("error: nope: no such file, nor a bundled scenario of that "
                             "name; bundled scenarios: autoscaling, consolidation, consolidation-fractions, demo, fair-share-memory, "
                             "gpu-sharing, "
-                            "preemption, starvation, volumes, workloads-2026 (kaisched simulate --list)\n")
+                            "preemption, reservations, starvation, volumes, workloads-2026 (kaisched simulate --list)\n")
     config = tmp_path / "c.yaml"
     config.write_text("actionz: []\n")
     result = invoke("--config", str(config))

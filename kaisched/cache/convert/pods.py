@@ -84,6 +84,7 @@ class PodFacts:
     gpu: GpuShare | None = None        # part of a GPU, by KAI's annotations
     reserves: str | None = None        # a reservation pod: the shared device it holds
     kai_reservation: bool = False      # ... made by KAI's binder
+    limit: float | None = None         # enforced: activeDeadlineSeconds + its grace period
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -296,7 +297,21 @@ def pod_facts(pod: Obj) -> PodFacts:
         gpu=share,
         reserves=reserves,
         kai_reservation=kai,
+        limit=runtime_limit(spec),
     )
+
+
+def runtime_limit(spec: Obj) -> float | None:
+    """How long the pod may run at most, from its start to its end: its
+    spec.activeDeadlineSeconds (the kubelet ends it then) and the termination
+    grace period it then gets. None when nothing enforces an end."""
+    deadline = spec.get("activeDeadlineSeconds")
+    if not isinstance(deadline, int) or isinstance(deadline, bool) or deadline <= 0:
+        return None
+    grace = spec.get("terminationGracePeriodSeconds")
+    if not isinstance(grace, int) or isinstance(grace, bool) or grace < 0:
+        grace = DEFAULT_GRACE
+    return float(deadline + grace)
 
 
 def reservation(namespace: str, labels: dict[str, str]) -> tuple[str | None, bool]:
@@ -314,6 +329,8 @@ def _scheduled_false(status: Obj) -> Obj | None:
                  if isinstance(c, dict) and c.get("type") == "PodScheduled"
                  and c.get("status") == "False"), None)
 
+
+DEFAULT_GRACE = 30      # terminationGracePeriodSeconds when a pod sets none
 
 _FACT_NAMES = tuple(a.name for a in attrs.fields(PodFacts))
 _FACTS = operator.attrgetter(*_FACT_NAMES)

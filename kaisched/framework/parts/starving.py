@@ -24,6 +24,10 @@ class StarvingRoom:
     def __init__(self, changed: Callable[[], None], shape: tuple[int, int]) -> None:
         self._rooms: dict[JobKey, np.ndarray] = {}
         self._rows: dict[JobKey, np.ndarray] = {}      # each gang's rows with room held
+        self._starts: dict[JobKey, float] = {}        # ... and when it is sure to be free
+        # The starvation guard's reservations among them, and their starts (None: not known).
+        self._reservations: dict[JobKey, float | None] = {}
+        self.reservations: Final[Mapping[JobKey, float | None]] = self._reservations
         # Read per placement by node selection: the map itself, typed read-only.
         self.rooms: Final[Mapping[JobKey, np.ndarray]] = self._rooms
         self._total = np.zeros(shape)
@@ -35,10 +39,17 @@ class StarvingRoom:
         """What every gang holds, in all (read only)."""
         return self._total
 
-    def reserve(self, job: JobKey, room: np.ndarray, rows: np.ndarray | None = None) -> None:
+    def reserve(self, job: JobKey, room: np.ndarray, rows: np.ndarray | None = None,
+                start: float | None = None, reservation: bool = False) -> None:
         """Hold room for the gang, this session; rows: where room is held in
-        it, when the caller knows (else they are looked for)."""
+        it, when the caller knows (else they are looked for). reservation: the
+        starvation guard's, whose start is when the room is sure to be free,
+        if that is known."""
         self.release(job)
+        if reservation:
+            self._reservations[job] = start
+        if start is not None:
+            self._starts[job] = start
         if rows is None:
             rows = np.flatnonzero((room > EPSILON).any(axis=1))
         self._rooms[job] = room
@@ -50,6 +61,8 @@ class StarvingRoom:
     def release(self, job: JobKey) -> None:
         """The gang holds no room any more (placed, or its decision raised)."""
         room = self._rooms.pop(job, None)
+        self._starts.pop(job, None)
+        self._reservations.pop(job, None)
         if room is not None:
             rows = self._rows.pop(job)
             self._total[rows] -= room[rows]
@@ -60,15 +73,39 @@ class StarvingRoom:
         """The rows where the gang holds room (none if it holds none)."""
         return self._rows.get(job, np.zeros(0, dtype=np.intp))
 
-    def beside(self, job: JobKey | None) -> tuple[np.ndarray, np.ndarray]:
-        """The rows where gangs other than job hold room, and that room there."""
+    def idle_held(self, idle: np.ndarray) -> np.ndarray:
+        """Of the reservations' room, what nothing uses (idle: the table's
+        idle room): per resource, summed over the nodes."""
+        out = np.zeros(self._total.shape[1])
+        for job in self._reservations:
+            rows = self._rows[job]
+            out += np.minimum(self._rooms[job][rows], np.clip(idle[rows], 0, None)).sum(axis=0)
+        return out
+
+    def start(self, job: JobKey) -> float | None:
+        """When the gang's room is sure to be free (its reservation's start), if known."""
+        return self._starts.get(job)
+
+    def lent(self, ends_by: float | None) -> tuple[JobKey, ...]:
+        """The gangs whose held room is lent to a job sure to have ended by
+        ends_by: those whose reservation starts no sooner (reservation
+        backfill). None: the job may end any time; nothing is lent."""
+        if ends_by is None or not self._starts:
+            return ()
+        return tuple(sorted(j for j, start in self._starts.items() if ends_by <= start))
+
+    def beside(self, job: JobKey | None,
+               lent: tuple[JobKey, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+        """The rows where gangs other than job hold room, and that room there,
+        less the room the gangs named in lent lend it."""
         if self._held_rows is None:
             self._held_rows = np.flatnonzero((self._total > EPSILON).any(axis=1))
         rows = self._held_rows
         room = self._total[rows]
-        own = self._rooms.get(job) if job is not None else None
-        if own is not None and len(rows):
-            room = room - own[rows]
+        others = [j for j in ((job,) if job in self._rooms else ()) + lent if j in self._rooms]
+        for other in dict.fromkeys(others):
+            room = room - self._rooms[other][rows]
+        if others:
             keep = (room > EPSILON).any(axis=1)
             rows, room = rows[keep], room[keep]
         return rows, room

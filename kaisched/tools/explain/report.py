@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from kaisched.api.clock import ManualClock
+from kaisched.api.clock import ManualClock, to_rfc3339
 from kaisched.api.resource import PODS, Resource, format_resource
 from kaisched.api.types import JobKey, Reason, TaskStatus
 from kaisched.cluster.kinds import PODGROUP, UPSTREAM_PODGROUPS
@@ -98,10 +98,15 @@ def explain_report(objects: Iterable[dict[str, Any]], name: str, config: Schedul
              "queueStatus": _dedent(queue_lines(cluster, ssn, job.queue), 2),
              "protected": _dedent(protected, 2), "gang": _dedent(gang, 2), "tasks": pods}
     pipelined = {pod: node for pod, node in result.reservations.items() if pod in job.tasks}
+    gang_data = gang_fields(ssn, job, why, placed, pipelined, together if waits else None)
+    reserved = job.key in result.reserved
+    start = result.reserved.get(job.key)
+    gang_data["reserved"] = reserved
+    gang_data["reservationStart"] = to_rfc3339(start) if start is not None else None
     fields = {
         "schema": SCHEMA, "name": name, "podGroup": key, "queue": job.queue,
         "priority": job.priority, "mode": job.spec.mode.value,
-        "gang": gang_fields(ssn, job, why, placed, pipelined, together if waits else None),
+        "gang": gang_data,
         "queueStatus": queue_fields(cluster, ssn, job),
         "pods": [pod_fields(ssn, task, placed, pipelined, bool(job.problem))
                  for task in sorted(job.tasks.values(), key=ssn.task_order_key)],

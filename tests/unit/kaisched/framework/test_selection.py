@@ -115,7 +115,7 @@ def test_selection_decides_as_a_full_refresh(objs: list[Obj], strategy: str, rul
     ssn = Session(snapshot(objs), config, REGISTRY.build_plugins(config))
     if rule:
         ssn.hooks.register(Hook.POD_PREDICATE, odd_rows_only, "odd rows", when=labelled)
-    new = NodeSelection(ssn.cluster, ssn.hooks, ssn.starving)
+    new = NodeSelection(ssn.cluster, ssn.hooks, ssn.starving, ssn.job_ends_by)
     table = ssn.cluster.table
     size = len(table)
     stmt = ssn.statement()
