@@ -29,7 +29,7 @@ class NodeSpec:
     taints: tuple[Taint, ...] = ()
     ready: bool = True
     unschedulable: bool = False
-    created: float = 0.0            # its creationTimestamp (0: unknown)
+    created: str = ""               # its creationTimestamp, as written (read when asked)
 
 
 def resource_dims(names: Sequence[str]) -> tuple[str, ...]:

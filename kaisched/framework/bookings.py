@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kaisched.api.clock import from_rfc3339
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.provisioning import CapacityRequest, CapacityState
@@ -41,7 +42,7 @@ def apply_bookings(ssn: Session) -> None:
     if not booked:
         return
     nodes, table = ssn.cluster.nodes, ssn.cluster.table
-    created = np.fromiter((nodes[name].spec.created for name in table.names),
+    created = np.fromiter((from_rfc3339(nodes[name].spec.created) or 0.0 for name in table.names),
                           dtype=np.float64, count=len(table))
     usable = ssn.cluster.usable_nodes()
     scale = np.where(table.alloc > 0, table.alloc, 1.0).max(axis=0)     # per resource

@@ -1,7 +1,6 @@
 """Nodes: allocatable room, labels, taints and whether a pod may land there."""
 from __future__ import annotations
 
-from kaisched.api.clock import from_rfc3339
 from kaisched.api.constraints import Taint
 from kaisched.api.gpuask import gpu_count_label
 from kaisched.api.node import NodeSpec
@@ -42,5 +41,5 @@ def node_spec_and_problem(node: Obj) -> tuple[NodeSpec, str | None]:
                    for t in spec.get("taints") or () if isinstance(t, dict))
     node_info = NodeSpec(NodeName(meta.get("name", "")), alloc, dict(meta.get("labels") or {}),
                          taints, ready and not problems, bool(spec.get("unschedulable")),
-                         from_rfc3339(meta.get("creationTimestamp")) or 0.0)
+                         str(meta.get("creationTimestamp") or ""))
     return node_info, "; ".join(problems) or None

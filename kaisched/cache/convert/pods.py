@@ -297,7 +297,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         gpu=share,
         reserves=reserves,
         kai_reservation=kai,
-        limit=runtime_limit(spec),
+        limit=runtime_limit(spec) if "activeDeadlineSeconds" in spec else None,
     )
 
 
