@@ -399,3 +399,18 @@ def answer(client: KubeCluster, namespace: str, request: Obj, kind: str, message
         *(c for c in held if c.get("type") != kind),
         {"type": kind, "status": "True", "reason": kind, "message": message,
          "lastTransitionTime": to_rfc3339(time.time())}]})
+
+
+def autoscaling_scheduler(kubeconfig: str, api: k8s_client.ApiClient, folder: Path,
+                          scheduler_name: str, account: str,
+                          autoscaling: dict[str, Any]) -> Iterator[Process]:
+    """`kaisched run` as shipped, under its own schedulerName, with `autoscaling`
+    configured and no leader election, as its ServiceAccount (a fixture's body: its log
+    is printed at the end, shown when a test failed)."""
+    config = shipped_config(folder, scheduler_name, autoscaling=autoscaling)
+    process = scheduler_process(as_account(kubeconfig, api, folder), config, folder, account,
+                                "--no-leader-elect")
+    process.start()
+    yield process
+    process.stop()
+    print(f"--- scheduler ---\n{process.log()[-6000:]}")

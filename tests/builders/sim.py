@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+from click.testing import CliRunner
+
+from kaisched.cli import main
 from kaisched.framework import SchedulerConfig
 from kaisched.sim.report import build_report
 from kaisched.sim.scenario import Scenario
@@ -52,3 +56,16 @@ def both_ways(scenario: Scenario, config: SchedulerConfig) -> tuple[dict[str, An
     for report in reports:
         del report["sessions"], report["invariantChecks"]
     return reports
+
+
+def compared(scenario: str, config: str) -> list[dict[str, Any]]:
+    """`kaisched simulate SCENARIO --compare CONFIG --output json`: the two reports."""
+    result = CliRunner().invoke(main, ["simulate", scenario, "--compare", config,
+                                       "--output", "json"])
+    assert result.exit_code == 0, result.stderr
+    return list(orjson.loads(result.stdout)["compare"])
+
+
+def job_of(report: dict[str, Any], name: str) -> dict[str, Any]:
+    """A job's entry in a report."""
+    return next(j for j in report["jobs"] if j["name"] == name)

@@ -46,12 +46,10 @@ from tests.builders.cluster import (
 from tests.builders.realapi import (
     Process,
     answer,
-    as_account,
+    autoscaling_scheduler,
     describe,
     provisioning_requests,
-    scheduler_process,
     served_provisioning_crd,
-    shipped_config,
 )
 
 SCHEDULER = "cl-autoscaling-kaisched"
@@ -72,14 +70,8 @@ def provisioning_crd(admin: KubeCluster, installed: list[Obj]) -> Iterator[None]
 @pytest.fixture(scope="module")
 def scheduler(admin_kubeconfig: str, provisioning_crd: None, admin_api: k8s_client.ApiClient,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
-    folder = tmp_path_factory.mktemp("cl-autoscaling")
-    config = shipped_config(folder, SCHEDULER, autoscaling={"after": "0s"})
-    process = scheduler_process(as_account(admin_kubeconfig, admin_api, folder), config, folder,
-                                "cl-autoscaling-scheduler", "--no-leader-elect")
-    process.start()
-    yield process
-    process.stop()
-    print(f"--- scheduler ---\n{process.log()[-6000:]}")     # shown when a test failed
+    yield from autoscaling_scheduler(admin_kubeconfig, admin_api, tmp_path_factory.mktemp("cl-autoscaling"),
+                                     SCHEDULER, "cl-autoscaling-scheduler", {"after": "0s"})
 
 
 def hollow_names(client: KubeCluster) -> set[str]:

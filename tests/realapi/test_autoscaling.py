@@ -28,14 +28,12 @@ from kaisched.cluster.kube import KubeCluster
 from tests.builders.realapi import (
     Process,
     answer,
-    as_account,
+    autoscaling_scheduler,
     delete_quietly,
     describe,
     eventually,
     provisioning_requests,
-    scheduler_process,
     served_provisioning_crd,
-    shipped_config,
 )
 
 OWNER = "autosc"
@@ -52,14 +50,8 @@ def provisioning_crd(admin: KubeCluster, installed: list[Obj]) -> Iterator[None]
 @pytest.fixture(scope="module")
 def scheduler(admin_kubeconfig: str, provisioning_crd: None, admin_api: k8s_client.ApiClient,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
-    folder = tmp_path_factory.mktemp("autosc")
-    config = shipped_config(folder, SCHEDULER, autoscaling={"after": "0s", "retry": RETRY})
-    process = scheduler_process(as_account(admin_kubeconfig, admin_api, folder), config, folder,
-                                f"rt-{OWNER}-scheduler", "--no-leader-elect")
-    process.start()
-    yield process
-    process.stop()
-    print(f"--- scheduler ---\n{process.log()[-6000:]}")     # shown when a test failed
+    yield from autoscaling_scheduler(admin_kubeconfig, admin_api, tmp_path_factory.mktemp("autosc"),
+                                     SCHEDULER, f"rt-{OWNER}-scheduler", {"after": "0s", "retry": RETRY})
 
 
 def gang(admin: KubeCluster, namespace: str, name: str, size: int, queue: str = "") -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -16,7 +15,7 @@ from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import main
 from kaisched.framework import parse_config
 from kaisched.sim.scenario import parse_scenario
-from tests.builders.sim import both_ways
+from tests.builders.sim import both_ways, compared, job_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "kaisched" / "examples"
@@ -24,14 +23,7 @@ EXAMPLES = ROOT / "kaisched" / "examples"
 
 @pytest.fixture(scope="module")
 def compare() -> list[dict]:
-    result = CliRunner().invoke(main, ["simulate", "autoscaling", "--compare", "autoscaling-on",
-                                       "--output", "json"])
-    assert result.exit_code == 0, result.stderr
-    return orjson.loads(result.stdout)["compare"]
-
-
-def _job(report: dict, name: str) -> dict:
-    return next(j for j in report["jobs"] if j["name"] == name)
+    return compared("autoscaling", "autoscaling-on")
 
 
 def test_asked_for_whole_fewer_gpu_hours_are_bought_idle(compare: list[dict]) -> None:
@@ -45,10 +37,10 @@ def test_asked_for_whole_fewer_gpu_hours_are_bought_idle(compare: list[dict]) ->
     assert whole["requestsFailed"] > 0              # the fine-tuning gang: the max leaves too little
     for report in compare:
         assert all(j["state"] == "succeeded" for j in report["jobs"])
-        assert _job(report, "research/pretrain")["firstWait"] == pytest.approx(181, abs=2)
+        assert job_of(report, "research/pretrain")["firstWait"] == pytest.approx(181, abs=2)
     # The fine-tuning gang starts when the pretraining ends, either way.
-    assert _job(compare[0], "research/finetune")["started"] == \
-        _job(compare[1], "research/finetune")["started"]
+    assert job_of(compare[0], "research/finetune")["started"] == \
+        job_of(compare[1], "research/finetune")["started"]
 
 
 def test_the_report_says_what_the_autoscaler_did() -> None:

@@ -15,27 +15,20 @@ from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import main
 from kaisched.framework import parse_config
 from kaisched.sim.scenario import load_scenario
-from tests.builders.sim import both_ways
+from tests.builders.sim import both_ways, compared, job_of
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
 
 
 @pytest.fixture(scope="module")
 def compare() -> list[dict]:
-    result = CliRunner().invoke(main, ["simulate", "consolidation", "--compare", "consolidation-on",
-                                       "--output", "json"])
-    assert result.exit_code == 0, result.stderr
-    return orjson.loads(result.stdout)["compare"]
-
-
-def _job(report: dict, name: str) -> dict:
-    return next(j for j in report["jobs"] if j["name"] == name)
+    return compared("consolidation", "consolidation-on")
 
 
 def test_the_gang_starts_at_once_only_with_consolidation(compare: list[dict]) -> None:
     without, with_ = compare
     assert without["config"] == "built-in" and with_["config"] == "consolidation-on"
-    slow, fast = _job(without, "research/pretrain"), _job(with_, "research/pretrain")
+    slow, fast = job_of(without, "research/pretrain"), job_of(with_, "research/pretrain")
     assert slow["firstWait"] > 2 * 3600            # until the notebooks end
     assert fast["firstWait"] < 60 and fast["placedWhole"]
     assert with_["cluster"]["gpuUtilisation"] > without["cluster"]["gpuUtilisation"] + 0.1
@@ -52,13 +45,13 @@ def test_the_report_tells_the_moves_and_the_wait_saved(compare: list[dict]) -> N
     assert (section["podsMoved"], section["jobsMoved"]) == (12, 12)
     [helped] = section["madeRoomFor"]
     assert helped["job"] == "research/pretrain"
-    assert helped["firstWaitWithout"] == _job(without, "research/pretrain")["firstWait"]
+    assert helped["firstWaitWithout"] == job_of(without, "research/pretrain")["firstWait"]
     assert helped["waitSaved"] == helped["firstWaitWithout"] - helped["firstWait"] > 2 * 3600
     assert section["waitSaved"] == helped["waitSaved"]
     # the moved jobs started again: each waited its Job controller's new pod
     moved = {e["job"] for e in with_["evictions"]["events"]}
-    assert all(_job(with_, name)["starts"] == 2 for name in moved)
-    assert section["movedWaitAdded"] == sum(_job(with_, n)["wait"] - _job(without, n)["wait"]
+    assert all(job_of(with_, name)["starts"] == 2 for name in moved)
+    assert section["movedWaitAdded"] == sum(job_of(with_, n)["wait"] - job_of(without, n)["wait"]
                                             for n in moved)
 
 
@@ -102,11 +95,11 @@ def test_fractions_are_repacked_onto_fewer_gpus_for_the_gang() -> None:
                                        "consolidation-on", "--output", "json"])
     assert result.exit_code == 0, result.stderr
     without, with_ = orjson.loads(result.stdout)["compare"]
-    slow, fast = _job(without, "research/pretrain"), _job(with_, "research/pretrain")
+    slow, fast = job_of(without, "research/pretrain"), job_of(with_, "research/pretrain")
     assert slow["firstWait"] > 2 * 3600 and fast["firstWait"] < 60
     assert with_["evictions"]["consolidation"] == 16        # the eight shares of two nodes
     moved = {e["job"] for e in with_["evictions"]["events"]}
-    assert all(_job(with_, name)["gpuShare"] is not None for name in moved)
+    assert all(job_of(with_, name)["gpuShare"] is not None for name in moved)
     assert with_["sharedGpus"]["avg"] < without["sharedGpus"]["avg"]
     assert with_["sharedGpus"]["fill"] > without["sharedGpus"]["fill"]
     assert all(j["state"] == "succeeded" for r in (without, with_) for j in r["jobs"])

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
 import pytest
-from click.testing import CliRunner
 
 from kaisched.builtins.catalog import register_builtins
-from kaisched.cli import main
 from kaisched.framework import parse_config
 from kaisched.sim.scenario import parse_scenario
-from tests.builders.sim import both_ways
+from tests.builders.sim import both_ways, compared
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "kaisched" / "examples"
 BIG = ("research/big-a", "research/big-b")
@@ -24,10 +21,7 @@ BIG = ("research/big-a", "research/big-b")
 
 @pytest.fixture(scope="module")
 def compare() -> list[dict]:
-    result = CliRunner().invoke(main, ["simulate", "reservations", "--compare",
-                                       "reservation-backfill-off", "--output", "json"])
-    assert result.exit_code == 0, result.stderr
-    return orjson.loads(result.stdout)["compare"]
+    return compared("reservations", "reservation-backfill-off")
 
 
 def _first_waits(report: dict) -> list[float]:
