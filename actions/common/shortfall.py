@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from kaisched.api.node import EPSILON
+from kaisched.api.node import EPSILON, tightest
 from kaisched.api.task import TaskInfo
 from kaisched.framework import Session
 
@@ -27,7 +27,7 @@ class Shortfall:
         self.ssn = ssn
         table = ssn.cluster.table
         self.usable = ssn.cluster.usable_nodes()
-        self.scale = np.where(table.alloc > 0, table.alloc, 1.0).max(axis=0)     # per resource
+        self.weights = table.weights()
         # Free now or being freed, less the room held for any gang: a gang
         # holding room gets its own back on its rows.
         self.free = table.future - ssn.starving.total
@@ -39,7 +39,7 @@ class Shortfall:
         table = self.ssn.cluster.table
         own = self.ssn.starving.rooms.get(tasks[0].job) if tasks else None
         vecs = [table.vector(t.resreq) for t in tasks]
-        order = sorted(range(len(tasks)), key=lambda i: -float((vecs[i] / self.scale).sum()))
+        order = sorted(range(len(tasks)), key=lambda i: -float((vecs[i] / self.weights).sum()))
         taken: np.ndarray | None = None         # what this gang's pods took, once one did
         left: list[TaskInfo] = []
         for i in order:
@@ -48,12 +48,11 @@ class Shortfall:
             room = self.free[rows] if own is None else self.free[rows] + own[rows]
             if taken is not None:
                 room = room - taken[rows]
-            fits = (room >= vec - EPSILON).all(axis=1)
-            if not fits.any():
+            best = tightest(room, vec, self.weights)
+            if best is None:
                 left.append(task)
                 continue
-            rows, room = rows[fits], room[fits]
-            row = rows[int(np.argmin(((room - vec) / self.scale).sum(axis=1)))]
+            row = rows[best]
             if taken is None:
                 taken = np.zeros_like(self.free)
             taken[row] += vec

@@ -246,6 +246,11 @@ class NodeTable:
                 return False
         return True
 
+    def weights(self) -> np.ndarray:
+        """Per resource, the most a node has of it (1 where none has any): what
+        packing divides room by, to weigh the resources against each other."""
+        return np.where(self.alloc > 0, self.alloc, 1.0).max(axis=0)
+
     def fits(self, vec: np.ndarray, room: np.ndarray) -> np.ndarray:
         """Mask of nodes whose room holds vec in every requested resource."""
         cols = np.flatnonzero(vec)
@@ -288,3 +293,14 @@ class NodeInfo:
     @property
     def future_idle(self) -> Resource:
         return self.table.resource(self.table.future[self.index])
+
+
+def tightest(room: np.ndarray, vec: np.ndarray, weights: np.ndarray) -> int | None:
+    """Of the rows of room (rows x resources), the one vec fits on with the
+    least room left (each resource divided by its weight), the first of
+    equals; None when it fits on none. Best fit, as packing asks it."""
+    fits = np.flatnonzero((room >= vec - EPSILON).all(axis=1))
+    if not len(fits):
+        return None
+    return int(fits[int(np.argmin(((room[fits] - vec) / weights).sum(axis=1)))])
+

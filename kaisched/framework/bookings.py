@@ -26,7 +26,7 @@ import numpy as np
 
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.job import JobInfo
-from kaisched.api.node import EPSILON
+from kaisched.api.node import tightest
 from kaisched.api.provisioning import CapacityRequest, CapacityState
 from kaisched.framework.session import Session
 
@@ -45,17 +45,17 @@ def apply_bookings(ssn: Session) -> None:
     created = np.fromiter((from_rfc3339(nodes[name].spec.created) or 0.0 for name in table.names),
                           dtype=np.float64, count=len(table))
     usable = ssn.cluster.usable_nodes()
-    scale = np.where(table.alloc > 0, table.alloc, 1.0).max(axis=0)     # per resource
+    weights = table.weights()
     for request in booked:
         job = ssn.cluster.jobs.get(request.job)
         if job is not None and job.key not in ssn.starving.rooms:
             fresh = np.flatnonzero((created > request.creation) & usable)
             if len(fresh):
-                ssn.decide(job, _book, ssn, request, job, fresh, scale)
+                ssn.decide(job, _book, ssn, request, job, fresh, weights)
 
 
 def _book(ssn: Session, request: CapacityRequest, job: JobInfo, fresh: np.ndarray,
-          scale: np.ndarray) -> None:
+          weights: np.ndarray) -> None:
     """Room on the fresh rows (usable, created after the request) for as
     many of the gang's still-needed pods as the request counts."""
     table = ssn.cluster.table
@@ -66,14 +66,15 @@ def _book(ssn: Session, request: CapacityRequest, job: JobInfo, fresh: np.ndarra
     room = np.zeros(table.alloc.shape)     # zeroed lazily: only its rows are written
     taken: list[int] = []
     placed = 0
-    for task in sorted(needed, key=lambda t: (-float((vecs[t.key] / scale).sum()), t.key)):
+    for task in sorted(needed, key=lambda t: (-float((vecs[t.key] / weights).sum()), t.key)):
         if placed >= request.pods:
             break
         vec = vecs[task.key]
-        fits = np.flatnonzero(ssn.static_mask(task)[fresh] & (free >= vec - EPSILON).all(axis=1))
-        if not len(fits):
+        allowed = np.flatnonzero(ssn.static_mask(task)[fresh])
+        found = tightest(free[allowed], vec, weights)
+        if found is None:
             continue
-        best = fits[int(np.argmin(((free[fits] - vec) / scale).sum(axis=1)))]
+        best = allowed[found]
         free[best] -= vec
         room[fresh[best]] += vec
         taken.append(int(fresh[best]))

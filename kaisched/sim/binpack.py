@@ -3,6 +3,7 @@ fit, largest pod first, onto the free room of the nodes there, of those
 coming, or of new ones made from a node group's template."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import attrs
@@ -57,7 +58,7 @@ class Bin:
     def of_group(cls, group: NodeGroup) -> Bin:
         """A new node of the group, empty."""
         return cls(group.name, None, {POOL_LABEL: group.name, **dict(group.pool.labels)},
-                   tuple(Taint(k, v, e) for k, v, e in group.pool.taints), capacity(group))
+                   tuple(Taint(k, v, e) for k, v, e in group.pool.taints), dict(capacity(group)))
 
 
 def pack(pods: list[PodShape], bins: list[Bin]) -> list[PodShape]:
@@ -86,6 +87,8 @@ def nodes_needed(pods: list[PodShape], group: NodeGroup) -> int | None:
     return len(bins)
 
 
+@functools.cache
 def capacity(group: NodeGroup) -> Room:
-    """What a node of the group offers (pods aside)."""
+    """What a node of the group offers (pods aside): read once per group (a
+    bin's free room is a copy of it)."""
     return {k: v for k, v in Resource.from_quantities(dict(group.pool.capacity)).items if k != PODS}

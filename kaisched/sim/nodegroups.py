@@ -35,7 +35,7 @@ from kaisched.api.clock import from_rfc3339, to_rfc3339
 from kaisched.api.constraints import Taint
 from kaisched.api.node import EPSILON
 from kaisched.api.provisioning import ATOMIC_CLASS, CLASS_ANNOTATION, CONSUME_ANNOTATION
-from kaisched.api.resource import GPU, PODS, Resource
+from kaisched.api.resource import GPU
 from kaisched.cache.convert.provisioning import capacity_request
 from kaisched.cluster.kinds import NODE, POD, POD_TEMPLATE, PROVISIONING_REQUEST
 from kaisched.cluster.memory import MemoryCluster
@@ -262,14 +262,14 @@ class NodeGroups:
         return wanted, needed
 
     def _free_bins(self) -> list[Bin]:
+        self.meter.update()         # the nodes this step made, too
         bins = []
         for node in self.cluster.list(NODE):
             name = node["metadata"]["name"]
             if (node.get("spec") or {}).get("unschedulable"):
                 continue
             used = self.meter.node_used.get(name, {})
-            alloc = Resource.from_quantities(node["status"]["allocatable"])
-            free = {k: v - used.get(k, 0.0) for k, v in alloc.items if k != PODS}
+            free = {k: v - used.get(k, 0.0) for k, v in self.meter.allocatable[name].items()}
             taints = tuple(Taint(t.get("key", ""), t.get("value", ""), t.get("effect", "NoSchedule"))
                            for t in (node.get("spec") or {}).get("taints") or ())
             bins.append(Bin(self.nodes[name].group if name in self.nodes else None, name,

@@ -45,7 +45,7 @@ class StarvingRoom:
         it, when the caller knows (else they are looked for). reservation: the
         starvation guard's, whose start is when the room is sure to be free,
         if that is known."""
-        self.release(job)
+        self._drop(job)
         if reservation:
             self._reservations[job] = start
         if start is not None:
@@ -60,14 +60,20 @@ class StarvingRoom:
 
     def release(self, job: JobKey) -> None:
         """The gang holds no room any more (placed, or its decision raised)."""
+        if self._drop(job):
+            self._changed()
+
+    def _drop(self, job: JobKey) -> bool:
+        """Forget the gang's room; True if it held any."""
         room = self._rooms.pop(job, None)
         self._starts.pop(job, None)
         self._reservations.pop(job, None)
-        if room is not None:
-            rows = self._rows.pop(job)
-            self._total[rows] -= room[rows]
-            self._held_rows = None
-            self._changed()
+        if room is None:
+            return False
+        rows = self._rows.pop(job)
+        self._total[rows] -= room[rows]
+        self._held_rows = None
+        return True
 
     def rows_of(self, job: JobKey) -> np.ndarray:
         """The rows where the gang holds room (none if it holds none)."""
