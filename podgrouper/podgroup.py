@@ -43,10 +43,16 @@ def podgroup_object(namespace: str, spec: GroupSpec, owner: Mapping[str, Any], q
         body["priorityClassName"] = priority_class
     if spec.subgroups:
         body["subGroups"] = _subgroups(spec)
+    # The owner's estimate of its run time goes with its gang (the scheduler
+    # reads it off the PodGroup: the owner is no kind it watches).
+    owner_meta = owner.get("metadata") or {}
+    annotations, labels = owner_meta.get("annotations") or {}, owner_meta.get("labels") or {}
     meta: Obj = {
         "name": spec.name, "namespace": namespace,
-        "labels": {MANAGED_BY_LABEL: MANAGED_BY},
-        "annotations": {COMPUTED_ANNOTATION: computed(spec)},
+        "labels": {MANAGED_BY_LABEL: MANAGED_BY,
+                   **{k: labels[k] for k in (L.KUEUE_MAX_EXEC_TIME,) if k in labels}},
+        "annotations": {COMPUTED_ANNOTATION: computed(spec),
+                        **{k: annotations[k] for k in (L.EXPECTED_RUNTIME,) if k in annotations}},
         "ownerReferences": [owner_reference(owner)],
     }
     if created:

@@ -31,12 +31,14 @@ import numpy as np
 
 from actions.common.eviction import refused
 from actions.common.freeing import Freeing
+from actions.common.setbacks import setback
 from kaisched.api.clock import clock_text, from_rfc3339, to_rfc3339
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.resource import sum_resources
 from kaisched.api.types import JobKey
 from kaisched.framework import Session
+from kaisched.framework.reservation import Reservation
 
 # Of the nodes that would take a pod with the least room missing, how many
 # are asked when they are free: enough to find an earlier one, few enough
@@ -49,9 +51,8 @@ class Guard:
     """Room held for one starving gang."""
 
     job: JobKey
-    nodes: int
     since: str          # when the gang crossed its threshold
-    start: float | None = None      # when the room is sure to be free, if it is known
+    reservation: Reservation
 
 
 def starving_since(ssn: Session, job: JobInfo) -> float | None:
@@ -78,10 +79,11 @@ def _starving_since(ssn: Session, job: JobInfo) -> float | None:
     return since if ssn.beyond_share(job, need) is None else None
 
 
-def plan(ssn: Session, job: JobInfo) -> tuple[np.ndarray, float | None] | None:
+def plan(ssn: Session, job: JobInfo) -> tuple[np.ndarray, Reservation] | None:
     """Room (rows x resources) for the gang's minimum on the nodes it would
-    use, and when it is sure to be free there (None: not known); or None if
-    it would not fit even on empty nodes."""
+    use, and the reservation it makes: when the room is sure to be free there
+    (None: not known) and likely is; or None if it would not fit even on
+    empty nodes."""
     table = ssn.cluster.table
     # The minimum: what the gang and its subgroup tree still lack.
     needed = ssn.minimum_tasks(job, ssn.pending(job))
@@ -107,22 +109,32 @@ def plan(ssn: Session, job: JobInfo) -> tuple[np.ndarray, float | None] | None:
             added = np.where(alloc > 0, (after - before) / alloc, 0).sum(axis=1)
             planned = ~(room[rows] > 0).any(axis=1)
             order = np.lexsort((rows, planned, added))[:CANDIDATES]
-            # Of those, the one whose room is sure to be free soonest (the first when none is).
-            ready = [freeing.ready_at(int(rows[i]), after[i]) for i in order]
-            best = rows[order[int(np.argmin(ready))]]
-            room[best] += vec
-    return room, _start(ssn, freeing, room, held)
+            # Of those, the one whose room is sure to be free soonest, then
+            # likely to be (the first when none is known).
+            soonest = min(range(len(order)), key=lambda k: (
+                freeing.ready_at(int(rows[order[k]]), after[order[k]]),
+                freeing.likely_at(int(rows[order[k]]), after[order[k]])))
+            room[rows[order[soonest]]] += vec
+    return room, _reservation(ssn, freeing, room, held)
 
 
-def _start(ssn: Session, freeing: Freeing, room: np.ndarray, held: np.ndarray) -> float | None:
-    """When every node of the room is sure to have it free: the latest of
-    their times; None when one is never sure to."""
+def _reservation(ssn: Session, freeing: Freeing, room: np.ndarray,
+                 held: np.ndarray) -> Reservation:
+    """When every node of the room is sure to have it free (the latest of
+    their times; None when one is never sure to), and likely to."""
     table = ssn.cluster.table
     rows = np.flatnonzero((room > EPSILON).any(axis=1))
     need = np.clip(room[rows] - (table.future[rows] - held[rows]), 0, None)
     start = max((freeing.ready_at(int(row), need[i]) for i, row in enumerate(rows)),
                 default=ssn.now)
-    return None if math.isinf(start) else start
+    likely = max((freeing.likely_at(int(row), need[i]) for i, row in enumerate(rows)),
+                 default=ssn.now)
+    names = tuple(table.names[int(row)] for row in rows)
+    on = set(names)
+    pods = frozenset([*(key for name in names for key in ssn.cluster.nodes[name].tasks),
+                      *(p.key for p in ssn.cluster.foreign if p.node_name in on)])
+    return Reservation(None if math.isinf(start) else start,
+                       None if math.isinf(likely) else likely, names, pods)
 
 
 def guard(ssn: Session, heads: Iterable[JobInfo]) -> list[Guard]:
@@ -138,10 +150,12 @@ def guard(ssn: Session, heads: Iterable[JobInfo]) -> list[Guard]:
         planned = ssn.decide(job, plan, ssn, job)
         if planned is None:
             continue        # it would not fit on empty nodes: holding room helps no one
-        room, start = planned
-        ssn.starving.reserve(job.key, room, start=start, reservation=True)
-        nodes = int((room > EPSILON).any(axis=1).sum())
-        guards.append(Guard(job.key, nodes, to_rfc3339(since), start))
+        room, reservation = planned
+        before = ssn.starving.before.get(job.key)
+        if before is not None:
+            reservation = setback(ssn, before, reservation)
+        ssn.starving.reserve(job.key, room, reservation=reservation)
+        guards.append(Guard(job.key, to_rfc3339(since), reservation))
     return guards
 
 
@@ -149,8 +163,18 @@ def report(ssn: Session, guards: list[Guard]) -> None:
     """Say so in the condition of each guarded gang still waiting."""
     for g in guards:
         if g.job in ssn.starving.rooms and g.job in ssn.unschedulable:
-            by = "" if g.start is None else \
-                f", whole by {clock_text(g.start, ssn.now)} at the latest"
             ssn.record_unschedulable(ssn.cluster.jobs[g.job], (
-                f"{ssn.unschedulable[g.job]}; reserving {g.nodes} node(s) for this gang "
-                f"since {g.since}{by}"))
+                f"{ssn.unschedulable[g.job]}; reserving {len(g.reservation.nodes)} node(s) "
+                f"for this gang since {g.since}{when(g.reservation, ssn.now)}"))
+
+
+def when(reservation: Reservation, now: float) -> str:
+    """When the reservation's room is free, as the condition says it."""
+    r = reservation
+    text = "" if r.start is None else f", whole by {clock_text(r.start, now)} at the latest"
+    if r.likely is not None and (r.start is None or r.likely < r.start - 1):
+        text += (f", likely by {clock_text(r.likely, now)}" if r.start is not None
+                 else f", likely whole by {clock_text(r.likely, now)} (estimated)")
+    if r.moved is not None and r.was is not None:
+        text += f" (was {clock_text(r.was, now)}: {r.moved})"
+    return text

@@ -107,6 +107,7 @@ class GangSpec:
     preemptible_below: int | None = None        # KAI: unset preemptibility follows the priority
     last_start: float | None = None     # KAI's kai.scheduler/last-start-timestamp annotation
     preemption_delay: float | None = None   # override of the config's preemptionDelay
+    expected_runtime: float | None = None   # its pods' estimated run time (never a limit)
     # An upstream PodGroup's spec.resourceClaims: claims its pods share, reserved
     # for the group itself (claim_holder) rather than for each pod.
     claims: tuple[GroupClaim, ...] = ()

@@ -9,6 +9,10 @@ POD_GROUP_ANNOTATION = "kaisched.io/pod-group"
 SUBGROUP_LABEL = "kaisched.io/subgroup"
 MIN_MEMBER_ANNOTATION = "kaisched.io/min-member"
 PRIORITY_CLASS_LABEL = "kaisched.io/priority-class"
+# How long a pod, or a PodGroup's pods, likely run: an estimate, never a limit.
+EXPECTED_RUNTIME = "kaisched.io/expected-runtime"
+# Kueue's maximum execution time, on a Job (or a pod): enforced by Kueue only.
+KUEUE_MAX_EXEC_TIME = "kueue.x-k8s.io/max-exec-time-seconds"
 
 # scheduler-plugins Coscheduling
 XK8S_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"

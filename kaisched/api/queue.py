@@ -70,6 +70,7 @@ class QueueInfo:
     # spec.autoscaling: whether its gangs' capacity is asked of an autoscaler
     # (None: as the scheduler's config says).
     autoscaling: bool | None = None
+    expected_runtime: float | None = None   # spec.expectedRuntime: its pods' estimate, by default
     # False: the queue of another node pool's scheduler, here only to give the
     # tree its shape; that scheduler writes its status.
     owned: bool = True

@@ -44,6 +44,10 @@ class TaskInfo(Keyed):
     # How long it may run at most, once started, grace period included: an
     # enforced limit (activeDeadlineSeconds), or None when nothing ends it.
     limit: float | None = None
+    # When its batch Job's deadline (activeDeadlineSeconds from the Job's
+    # start, then its grace period) is sure to have ended it, if it has one.
+    deadline: float | None = None
+    expected: float | None = None        # its estimated run time: never a limit
     # A moved pod's successor: the pod its controller will make again, held
     # on its new node for the rest of the session. Its job does not count it
     # (the pod it stands for is still the job's, releasing on its old node).
@@ -61,10 +65,22 @@ class TaskInfo(Keyed):
     def ends_by(self, now: float) -> float | None:
         """When it is sure to be gone: its start plus its limit (one not
         started yet starts within START_SLACK of now: its limit counts from
-        when its node's kubelet takes it); None when nothing ends it."""
-        if self.limit is None:
-            return None
-        return (self.started if self.started is not None else now + START_SLACK) + self.limit
+        when its node's kubelet takes it), or its Job's deadline, whichever
+        is sooner; None when nothing ends it."""
+        end = self.deadline
+        if self.limit is not None:
+            own = (self.started if self.started is not None else now + START_SLACK) + self.limit
+            end = own if end is None else min(end, own)
+        return end
+
+    def likely_end(self, now: float, expected: float | None) -> float | None:
+        """When it likely ends: its estimated run time (expected: its own, or
+        its gang's or queue's) from its start, if sooner than its limit."""
+        end = self.ends_by(now)
+        if expected is None:
+            return end
+        likely = (self.started if self.started is not None else now + START_SLACK) + expected
+        return likely if end is None else min(end, likely)
 
     @property
     def best_effort(self) -> bool:

@@ -25,10 +25,12 @@ from kaisched.api.types import (
     job_key,
 )
 from kaisched.cache import convert
+from kaisched.cache.batchjobs import BatchJobs
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.convert.budgets import disruption_budget
 from kaisched.cache.convert.provisioning import capacity_request
+from kaisched.cache.convert.runtimes import batch_job, with_estimate
 from kaisched.cache.convert.topologies import topology_levels
 from kaisched.cache.drastore import DeviceStore
 from kaisched.cache.jobs import Group, Groups, Priorities
@@ -38,6 +40,7 @@ from kaisched.cache.rebuild import rebuild
 from kaisched.cache.volumestore import VolumeStore
 from kaisched.cluster.client import ClusterClient, Obj, Subscription, WatchEvent
 from kaisched.cluster.kinds import (
+    BATCH_JOB,
     KAI_PODGROUP,
     KAI_QUEUE,
     KAI_TOPOLOGY,
@@ -95,6 +98,7 @@ class Cache:
         self._kai_queue_pools: dict[str, str | None] = {}
         self.budgets: dict[str, DisruptionBudget] = {}      # namespace/name -> PodDisruptionBudget
         self.capacity: dict[str, CapacityRequest] = {}      # namespace/name -> ProvisioningRequest
+        self.batch_jobs = BatchJobs()                       # Jobs' deadlines, for their pods
         self.priority_classes: dict[str, tuple[int, bool, bool]] = {}
         self.model = Model(scheduler_name, self._groups, self.pools, self.nodes)
         self.storage = VolumeStore()                        # claims, volumes, classes
@@ -210,6 +214,7 @@ class Cache:
             group = None
             if not gone:
                 gang, status, problem = _GROUP_READERS[event.kind](obj)
+                gang, problem = with_estimate(gang, obj, problem)
                 creation = convert.from_rfc3339((obj.get("metadata") or {}).get("creationTimestamp"))
                 pool = convert.label(obj, self.pools.pool.label) if self.pools is not None else None
                 group = Group(gang, status, problem, creation or 0.0, pool)
@@ -245,6 +250,10 @@ class Cache:
                 self.budgets.pop(f"{namespace}/{name}", None)
             else:
                 self.budgets[f"{namespace}/{name}"] = disruption_budget(obj)
+        elif event.kind == BATCH_JOB:
+            uid = str((obj.get("metadata") or {}).get("uid") or "")
+            for key in self.batch_jobs.put(uid, None if gone else batch_job(obj)):
+                self._put_pod(key, self.pods[key])
         elif event.kind == PROVISIONING_REQUEST:
             request = None if gone else capacity_request(obj)
             if request is None:
@@ -283,6 +292,10 @@ class Cache:
         if facts is None:
             self._digests.pop(key, None)
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
+        if facts is not None and facts.job_owner is not None:
+            facts = self.batch_jobs.resolve(facts)
+        if (before is not None and before.job_owner) or (facts is not None and facts.job_owner):
+            self.batch_jobs.track(key, before, facts)
         if facts is not None:
             self.pods[key] = facts
         if (before is not None and before.pvcs) or (facts is not None and facts.pvcs):

@@ -84,16 +84,19 @@ KAI_TOPOLOGY = Kind("kai.scheduler/v1alpha1", "Topology", "topologies", namespac
 # Capacity asked of cluster-autoscaler for a gang, and the pod shapes it names.
 PROVISIONING_REQUEST = Kind("autoscaling.x-k8s.io/v1", "ProvisioningRequest", "provisioningrequests")
 POD_TEMPLATE = Kind("v1", "PodTemplate", "podtemplates")
+# Jobs: the Job controller ends a Job's pods at its spec.activeDeadlineSeconds, a
+# limit reservation backfill counts on (and Kueue's maximum execution time, an estimate).
+BATCH_JOB = Kind("batch/v1", "Job", "jobs")
 
 KNOWN = {(k.api_version, k.kind): k for k in (
     POD, NODE, EVENT, NAMESPACE, PRIORITY_CLASS, PODGROUP, QUEUE, XK8S_PODGROUP,
     KOORD_PODGROUP, *UPSTREAM_KINDS, KAI_PODGROUP, KAI_QUEUE, LEASE, KAI_TOPOLOGY, *STORAGE_KINDS,
     *DRA_KINDS, *RESOURCE_CLAIM_TEMPLATES, POD_DISRUPTION_BUDGET, PROVISIONING_REQUEST,
-    POD_TEMPLATE)}
+    POD_TEMPLATE, BATCH_JOB)}
 # What the scheduler's cache watches (namespaces: their labels, for namespaceSelectors).
 SCHEDULING_KINDS = (NODE, POD, PODGROUP, XK8S_PODGROUP, KOORD_PODGROUP, *UPSTREAM_KINDS, KAI_PODGROUP,
                     QUEUE, KAI_QUEUE, PRIORITY_CLASS, NAMESPACE, KAI_TOPOLOGY, *STORAGE_KINDS,
-                    PVC_EVENTS, *DRA_KINDS, POD_DISRUPTION_BUDGET, PROVISIONING_REQUEST)
+                    PVC_EVENTS, *DRA_KINDS, POD_DISRUPTION_BUDGET, PROVISIONING_REQUEST, BATCH_JOB)
 _CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "Queue", "Topology", "ClusterRole",
                    "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
                    "StorageClass", "CSINode", "DeviceClass", "ResourceSlice"}

@@ -9,6 +9,7 @@ from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.types import Blocker, JobKey, NodeName, PodKey
 from kaisched.framework.effects import Effect
 from kaisched.framework.failures import JobError
+from kaisched.framework.reservation import Reservation
 from kaisched.runtime.binder import BindReport
 
 
@@ -34,8 +35,8 @@ class CycleResult:
     session_cpu_seconds: float = 0.0
     # Jobs whose decision raised: each lost its turn, every other job was decided.
     errors: tuple[JobError, ...] = ()
-    # The starvation guard's reservations still held at the end, and each one's
-    # start (when its room is sure to be free; None: not known); and what of
+    # The starvation guard's reservations still held at the end (each with its
+    # start: when its room is sure to be free; None: not known); and what of
     # their room nothing used then, per resource (nvidia.com/gpu: GPUs).
-    reserved: dict[JobKey, float | None] = attrs.field(factory=dict)
+    reserved: dict[JobKey, Reservation] = attrs.field(factory=dict)
     held_idle: dict[str, float] = attrs.field(factory=dict)

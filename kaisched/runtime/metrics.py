@@ -128,6 +128,11 @@ class Metrics:
             "kaisched_reservation_start_timestamp_seconds",
             "When a reservation's room is sure to be free, by the enforced limits of the pods "
             "on it (unix time), by queue; absent while it is not known.", ["queue"])
+        self.reservation_likely_start = r.gauge(
+            "kaisched_reservation_likely_start_timestamp_seconds",
+            "When a reservation's room is likely free, by the estimated run times of the pods "
+            "on it where sooner than their limits (unix time), by queue; absent while not known.",
+            ["queue"])
         self.pipelined = r.gauge("kaisched_pipelined_pods",
                                  "Pods waiting for room being released, last cycle.")
         self.leader = r.gauge("kaisched_is_leader", "1 while this replica schedules.")
@@ -227,12 +232,15 @@ class Metrics:
             self.delayed.labels(queue).set(count)
         self.reservations.clear()
         self.reservation_start.clear()
-        for key, start in result.reserved.items():
+        self.reservation_likely_start.clear()
+        for key, reservation in result.reserved.items():
             job = jobs.get(key)
             if job is not None:
                 self.reservations.labels(job.queue).inc()
-                if start is not None:
-                    self.reservation_start.labels(job.queue).set(start)
+                if reservation.start is not None:
+                    self.reservation_start.labels(job.queue).set(reservation.start)
+                if reservation.likely is not None:
+                    self.reservation_likely_start.labels(job.queue).set(reservation.likely)
 
     def _observe_answers(self, cluster: ClusterInfo) -> None:
         """Each autoscaler answer once, as the cache first sees it."""

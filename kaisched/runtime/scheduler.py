@@ -36,6 +36,7 @@ from kaisched.framework.effects import (
 )
 from kaisched.framework.holds import apply_holds, release_deadlocks
 from kaisched.framework.moves import apply_moves
+from kaisched.framework.reservation import Reservation
 from kaisched.runtime.binder import Binder, BindReport
 from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.errorlog import ErrorLog
@@ -102,6 +103,9 @@ class Scheduler:
         self.binder = binder or Binder(client, clock.now)
         self.actions = registry.build_actions(config)
         self.holds: dict[JobKey, CarriedGang] = {}    # NonStrict holds carried between sessions
+        # The starvation guard's reservations, as the last session ended: told
+        # to the next, which says what moved a start later.
+        self.reserved: dict[JobKey, Reservation] = {}
         self.moves: dict[JobKey, CarriedMove] = {}     # room consolidation made, carried likewise
         # Tools that explain a cycle (kaisched explain) keep its session to read
         # what it saw; the production loop lets each one go with its cycle.
@@ -180,6 +184,7 @@ class Scheduler:
             apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
             apply_moves(ssn, self.moves)       # and the room consolidation made
             apply_bookings(ssn)                # and capacity provisioned for gangs
+            ssn.starving.before = self.reserved
             abandoned = False
             for action in self.actions:
                 if not proceed():
@@ -195,6 +200,7 @@ class Scheduler:
                 effects = ssn.close()
                 self.holds = ssn.holds.to_carry()
                 self.moves = ssn.moves.to_carry()
+                self.reserved = dict(ssn.starving.reservations)
                 if self.usage is not None:
                     for write in self.usage.writes(now):
                         effects.append(write)       # an Outbox hands each to the binder
@@ -242,6 +248,7 @@ class Scheduler:
         self.binder.abandon("this replica no longer holds the lease")
         self.holds = {}         # the next leader decides its own holds
         self.moves = {}
+        self.reserved = {}
         self.cache.forget_binds()       # those dropped are not coming; the rest will echo
 
     def _catch_up(self, proceed: Callable[[], bool]) -> None:

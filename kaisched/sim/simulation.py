@@ -364,8 +364,9 @@ class Simulation:
 
     def _reservations(self, result: CycleResult) -> None:
         """Each job's first reservation start, in virtual seconds."""
-        for key, start in result.reserved.items():
+        for key, reservation in result.reserved.items():
             run = self._runs_by_group.get(key)
+            start = reservation.start
             if run is not None and start is not None and run.reserved_start is None:
                 run.reserved_start = start - self.start
 

@@ -126,3 +126,16 @@ def test_the_documented_schema_is_the_printed_one(tmp_path: Path) -> None:
     page = (ROOT / "docs" / "explain-json.md").read_text()
     documented = set(re.findall(r"^\| `([\w.\[\]]+)` \|", page, flags=re.M))
     assert printed == documented
+
+
+def test_a_reservation_in_numbers() -> None:
+    """The starvation guard's reservation: its nodes, when its room is sure to be free (a
+    Job's deadline) and likely free (a pod's estimate)."""
+    data = explain("default/big", str(ROOT / "tests" / "scenarios"
+                                      / "reservation-start-by-a-jobs-deadline.yaml"))
+    gang = data["gang"]
+    assert {k: v for k, v in gang.items() if k.startswith("reserv")} == {
+        "reserved": True, "reservationNodes": ["n1"],
+        "reservationStart": "2026-01-01T00:31:00Z",
+        "reservationLikelyStart": "2026-01-01T00:10:05Z", "reservationMoved": None}
+    assert explain("research/llm", GANG)["gang"]["reserved"] is False

@@ -295,3 +295,15 @@ def test_deleted_pod_is_forgotten(kit: Any) -> None:
     kit.sync()
     kit.cluster.delete(POD, "default", "pi-worker-0")
     assert kit.sync() == 0
+
+
+def test_the_owners_estimate_of_its_run_time_goes_with_its_podgroup(
+        kit: Any, name_of: Callable[[Obj], str]) -> None:
+    made = by_name(kit.load("pytorchjob.yaml"))
+    job = made["pytorch-simple"]
+    kit.patch(job, {"metadata": {"annotations": {"kaisched.io/expected-runtime": "3h"},
+                                 "labels": {"kueue.x-k8s.io/max-exec-time-seconds": "14400"}}})
+    kit.sync()
+    meta = kit.podgroup(name_of(job), "kubeflow")["metadata"]
+    assert meta["annotations"]["kaisched.io/expected-runtime"] == "3h"
+    assert meta["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] == "14400"

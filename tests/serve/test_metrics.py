@@ -341,13 +341,15 @@ def test_provisioning_requests_are_counted_by_class_and_outcome() -> None:
 
 def test_a_reservation_and_its_start_are_exported_by_queue() -> None:
     """A gang past its starvation threshold, its room held on a node where a pod runs with
-    activeDeadlineSeconds 600 (and the default 30 s grace): reserved, whole by then."""
+    activeDeadlineSeconds 600 (and the default 30 s grace): reserved, whole by then; likely
+    by its estimate."""
     cluster = MemoryCluster(ManualClock())
     queue(cluster, "default")
     node(cluster, "n1", cpu="2")
     now = cluster.clock.now()
     cluster.create({"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": "running", "namespace": "default"},
+                    "metadata": {"name": "running", "namespace": "default",
+                                 "annotations": {"kaisched.io/expected-runtime": "5m"}},
                     "spec": {"schedulerName": "kaisched", "nodeName": "n1",
                              "activeDeadlineSeconds": 600, "containers": [
                                  {"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
@@ -360,3 +362,6 @@ def test_a_reservation_and_its_start_are_exported_by_queue() -> None:
     assert value(metrics, "kaisched_reservations", queue="default") == 1
     assert value(metrics, "kaisched_reservation_start_timestamp_seconds",
                  queue="default") == now + 600 + 30
+    # Its estimate (5m) says when the room likely is free; it lends nothing.
+    assert value(metrics, "kaisched_reservation_likely_start_timestamp_seconds",
+                 queue="default") == now + 300

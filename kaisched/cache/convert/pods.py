@@ -23,6 +23,7 @@ from kaisched.cache.convert.common import Obj, metadata, quantities
 from kaisched.cache.convert.draobjects import pod_claim_refs, resolve_claims
 from kaisched.cache.convert.koordinator import optional_settings
 from kaisched.cache.convert.rules import placement
+from kaisched.cache.convert.runtimes import JobOwner, estimate, job_owner, runtime_limit
 from kaisched.cache.convert.volumes import pod_pvcs
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
@@ -85,6 +86,12 @@ class PodFacts:
     reserves: str | None = None        # a reservation pod: the shared device it holds
     kai_reservation: bool = False      # ... made by KAI's binder
     limit: float | None = None         # enforced: activeDeadlineSeconds + its grace period
+    job_owner: JobOwner | None = None  # the batch Job that controls it
+    # When it is sure to be gone by its Job's deadline (the cache reads the
+    # Job): the Job's start + activeDeadlineSeconds + the pod's grace period.
+    deadline: float | None = None
+    expected: float | None = None      # its estimated run time, by its own labels
+    job_expected: float | None = None  # ... by its Job's (the cache reads the Job)
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -251,6 +258,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         # its job says so, knowing the group (kaisched.cache.jobs).
         if waiting and gang.source != "upstream":
             problems.append(waiting)
+    expected, wrong = estimate(annotations, labels) if annotations or labels else (None, None)
     share, reserves, kai = None, None, False
     if G.GPU_FRACTION in annotations or G.GPU_MEMORY in annotations or G.GPU_DEVICES in annotations:
         share, refused = G.parse_share(annotations, labels, resreq.get(GPU))
@@ -293,25 +301,15 @@ def pod_facts(pod: Obj) -> PodFacts:
         claim_refs=refs if gang.source == "upstream" else (),
         warnings=(*(optional_settings(lambda k: _text(annotations.get(k)))[3]
                     if gang.source in ("koordinator", "koord") else ()),
-                  *delay_warnings(_text(annotations.get(L.KAI_PREEMPTION_DELAY)))),
+                  *delay_warnings(_text(annotations.get(L.KAI_PREEMPTION_DELAY))),
+                  *((f"{wrong}; ignored",) if wrong else ())),
         gpu=share,
         reserves=reserves,
         kai_reservation=kai,
         limit=runtime_limit(spec) if "activeDeadlineSeconds" in spec else None,
+        job_owner=job_owner(meta, spec) if meta.get("ownerReferences") else None,
+        expected=expected,
     )
-
-
-def runtime_limit(spec: Obj) -> float | None:
-    """How long the pod may run at most, from its start to its end: its
-    spec.activeDeadlineSeconds (the kubelet ends it then) and the termination
-    grace period it then gets. None when nothing enforces an end."""
-    deadline = spec.get("activeDeadlineSeconds")
-    if not isinstance(deadline, int) or isinstance(deadline, bool) or deadline <= 0:
-        return None
-    grace = spec.get("terminationGracePeriodSeconds")
-    if not isinstance(grace, int) or isinstance(grace, bool) or grace < 0:
-        grace = DEFAULT_GRACE
-    return float(deadline + grace)
 
 
 def reservation(namespace: str, labels: dict[str, str]) -> tuple[str | None, bool]:
@@ -328,9 +326,6 @@ def _scheduled_false(status: Obj) -> Obj | None:
     return next((c for c in status.get("conditions") or ()
                  if isinstance(c, dict) and c.get("type") == "PodScheduled"
                  and c.get("status") == "False"), None)
-
-
-DEFAULT_GRACE = 30      # terminationGracePeriodSeconds when a pod sets none
 
 _FACT_NAMES = tuple(a.name for a in attrs.fields(PodFacts))
 _FACTS = operator.attrgetter(*_FACT_NAMES)

@@ -44,9 +44,11 @@ def queue(obj: Obj) -> QueueInfo:
     if autoscaling is not None and not isinstance(autoscaling, bool):
         problems.append(f"spec.autoscaling must be true or false, not {autoscaling!r}")
         autoscaling = None
+    expected = min_runtime(spec, "expectedRuntime", problems)
     return QueueInfo(
         **queue_basics(meta, spec, problems),
         autoscaling=autoscaling,
+        expected_runtime=expected or None,
         quota=quantities(quota, "spec.resources.*.quota", problems),
         limits=tuple(limits), weights=tuple(weights),
         problem="; ".join(problems) or None,
@@ -73,7 +75,8 @@ def queue_basics(meta: Obj, spec: Obj, problems: list[str]) -> dict[str, Any]:
 
 
 def min_runtime(spec: Obj, key: str, problems: list[str]) -> float | None:
-    """spec.preemptMinRuntime / reclaimMinRuntime: a duration ("10m"); absent, None."""
+    """spec.preemptMinRuntime / reclaimMinRuntime / expectedRuntime: a duration
+    ("10m"); absent, None."""
     if spec.get(key) is None:
         return None
     try:

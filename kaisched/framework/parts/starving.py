@@ -9,6 +9,7 @@ import numpy as np
 
 from kaisched.api.node import EPSILON
 from kaisched.api.types import JobKey
+from kaisched.framework.reservation import Reservation
 
 
 class StarvingRoom:
@@ -25,9 +26,10 @@ class StarvingRoom:
         self._rooms: dict[JobKey, np.ndarray] = {}
         self._rows: dict[JobKey, np.ndarray] = {}      # each gang's rows with room held
         self._starts: dict[JobKey, float] = {}        # ... and when it is sure to be free
-        # The starvation guard's reservations among them, and their starts (None: not known).
-        self._reservations: dict[JobKey, float | None] = {}
-        self.reservations: Final[Mapping[JobKey, float | None]] = self._reservations
+        # The starvation guard's reservations among them; and the last session's.
+        self._reservations: dict[JobKey, Reservation] = {}
+        self.reservations: Final[Mapping[JobKey, Reservation]] = self._reservations
+        self.before: Mapping[JobKey, Reservation] = {}
         # Read per placement by node selection: the map itself, typed read-only.
         self.rooms: Final[Mapping[JobKey, np.ndarray]] = self._rooms
         self._total = np.zeros(shape)
@@ -40,16 +42,16 @@ class StarvingRoom:
         return self._total
 
     def reserve(self, job: JobKey, room: np.ndarray, rows: np.ndarray | None = None,
-                start: float | None = None, reservation: bool = False) -> None:
+                reservation: Reservation | None = None) -> None:
         """Hold room for the gang, this session; rows: where room is held in
         it, when the caller knows (else they are looked for). reservation: the
         starvation guard's, whose start is when the room is sure to be free,
         if that is known."""
         self._drop(job)
-        if reservation:
-            self._reservations[job] = start
-        if start is not None:
-            self._starts[job] = start
+        if reservation is not None:
+            self._reservations[job] = reservation
+            if reservation.start is not None:
+                self._starts[job] = reservation.start
         if rows is None:
             rows = np.flatnonzero((room > EPSILON).any(axis=1))
         self._rooms[job] = room

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kaisched.api.clock import to_rfc3339
 from kaisched.api.job import JobInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.resource import CPU, PODS, Resource
@@ -14,6 +15,7 @@ from kaisched.cluster.kinds import QUEUE
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import Session
 from kaisched.framework.hooks import Hook
+from kaisched.framework.reservation import Reservation
 
 MAX_NODES = 20      # per task; beyond that, nodes are counted by reason
 
@@ -26,6 +28,20 @@ def number(resource: str, value: float) -> float:
 
 def amounts(res: Resource) -> dict[str, float]:
     return {name: number(name, res.get(name)) for name in sorted(res.names()) if name != PODS}
+
+
+def reservation_fields(reservation: Reservation | None) -> dict[str, Any]:
+    """The starvation guard's reservation for the gang, if it holds one: when
+    its room is sure to be free, likely free, and what moved its start later."""
+    def at(when: float | None) -> str | None:
+        return to_rfc3339(when) if when is not None else None
+    r = reservation
+    return {"reserved": r is not None,
+            "reservationStart": at(r.start) if r else None,
+            "reservationLikelyStart": at(r.likely) if r else None,
+            "reservationNodes": list(r.nodes) if r else None,
+            "reservationMoved": {"from": at(r.was), "because": r.moved}
+            if r is not None and r.moved is not None else None}
 
 
 def gang_fields(ssn: Session, job: JobInfo, why: str | None, placed: dict[Any, NodeName],

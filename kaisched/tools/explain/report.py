@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from kaisched.api.clock import ManualClock, to_rfc3339
+from kaisched.api.clock import ManualClock
 from kaisched.api.resource import PODS, Resource, format_resource
 from kaisched.api.types import JobKey, Reason, TaskStatus
 from kaisched.cluster.kinds import PODGROUP, UPSTREAM_PODGROUPS
@@ -18,7 +18,13 @@ from kaisched.framework.effects import Bind
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.sim.claims import make_claims
-from kaisched.tools.explain.fields import gang_fields, pod_fields, queue_fields, subgroup_state
+from kaisched.tools.explain.fields import (
+    gang_fields,
+    pod_fields,
+    queue_fields,
+    reservation_fields,
+    subgroup_state,
+)
 from kaisched.tools.explain.gang import gang_lines
 from kaisched.tools.explain.lines import node_lines, protection_lines, queue_lines
 from kaisched.tools.explain.names import resolve
@@ -99,10 +105,8 @@ def explain_report(objects: Iterable[dict[str, Any]], name: str, config: Schedul
              "protected": _dedent(protected, 2), "gang": _dedent(gang, 2), "tasks": pods}
     pipelined = {pod: node for pod, node in result.reservations.items() if pod in job.tasks}
     gang_data = gang_fields(ssn, job, why, placed, pipelined, together if waits else None)
-    reserved = job.key in result.reserved
-    start = result.reserved.get(job.key)
-    gang_data["reserved"] = reserved
-    gang_data["reservationStart"] = to_rfc3339(start) if start is not None else None
+    reservation = result.reserved.get(job.key)
+    gang_data.update(reservation_fields(reservation))
     fields = {
         "schema": SCHEMA, "name": name, "podGroup": key, "queue": job.queue,
         "priority": job.priority, "mode": job.spec.mode.value,

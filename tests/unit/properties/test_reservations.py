@@ -5,8 +5,8 @@ some with limits and some without, and may be lent the room held for a big gang
 (reservation backfill):
 
 - the start is a ceiling: the reserved gang binds at the latest in the first session at or
-  after the start its reservation first said (nothing here changes the cluster under it: no
-  node fails, no job outranks it);
+  after the start its reservation first said, unless the cluster changed under it (here: a
+  node fails, with the pods on it); then the start said next is the bound;
 - nothing that holds room is over-committed: no node ever holds more GPUs than it has;
 - with no limit anywhere, no start is ever said (and nothing is lent: a job is lent room
   only when all its pods have limits).
@@ -108,6 +108,18 @@ class World:
                 self.cluster.delete(POD, "default", name)
                 del self.ends[name]
 
+    def fail(self, index: int) -> None:
+        """A node fails: it and the pods on it are gone."""
+        nodes = sorted(n["metadata"]["name"] for n in self.cluster.list(NODE))
+        if len(nodes) <= 1:
+            return
+        name = nodes[index % len(nodes)]
+        for obj in self.cluster.list(POD, "default"):
+            if obj["spec"].get("nodeName") == name:
+                self.cluster.delete(POD, "default", obj["metadata"]["name"])
+                self.ends.pop(obj["metadata"]["name"], None)
+        self.cluster.delete(NODE, "", name)
+
     def started(self, name: str) -> None:
         """A bound small pod: its kubelet starts it now."""
         now = self.clock.now()
@@ -125,17 +137,24 @@ small = st.tuples(st.integers(0, 3600), st.integers(1, 4),
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes=st.lists(st.lists(running, min_size=1, max_size=3), min_size=2, max_size=4),
-       gang_nodes=st.integers(1, 2), smalls=st.lists(small, max_size=12), limits=st.booleans())
+       gang_nodes=st.integers(1, 2), smalls=st.lists(small, max_size=12), limits=st.booleans(),
+       failure=st.one_of(st.none(), st.tuples(st.integers(0, 3600), st.integers(0, 3))))
 def test_the_start_is_a_ceiling_and_nothing_is_over_committed(
-        nodes: list[list[Running]], gang_nodes: int, smalls: list[Small], limits: bool) -> None:
+        nodes: list[list[Running]], gang_nodes: int, smalls: list[Small], limits: bool,
+        failure: tuple[int, int] | None) -> None:
     world = World(nodes, gang_nodes, limits)
     arrivals = sorted(smalls, key=lambda s: s[0])
-    first_start: float | None = None
+    first_start: float | None = None        # the start said first since the cluster changed
+    ever_said = False
     bound: float | None = None
     beside = 0
     while world.clock.now() - world.t0 < HORIZON and bound is None:
         now = world.clock.now()
         world.end_what_is_done()
+        if failure is not None and world.t0 + failure[0] <= now:
+            world.fail(failure[1])
+            failure, first_start = None, None       # the next start said is the bound
+            event("a node failed")
         while arrivals and world.t0 + arrivals[0][0] <= now:
             _, gpus, limit, work = arrivals.pop(0)
             world.arrive(f"small-{len(smalls) - len(arrivals)}", gpus, limit, work)
@@ -147,16 +166,17 @@ def test_the_start_is_a_ceiling_and_nothing_is_over_committed(
                 else:
                     world.started(effect.pod.split("/", 1)[1])
                     beside += BIG in result.reserved
-        if first_start is None:
-            first_start = result.reserved.get(BIG)
+        if first_start is None and BIG in result.reserved:
+            first_start = result.reserved[BIG].start
+            ever_said = ever_said or first_start is not None
         _not_over_committed(world.cluster)
         world.clock.advance(PERIOD)
-    event("reserved, start known" if first_start is not None else "no start known")
+    event("reserved, start known" if ever_said else "no start known")
     event("small jobs placed while it was reserved" if beside else "none placed beside it")
     if first_start is not None:
         assert bound is not None and bound < first_start + PERIOD, (bound, first_start)
     if not limits:
-        assert first_start is None
+        assert not ever_said
 
 
 def _not_over_committed(cluster: MemoryCluster) -> None:
