@@ -7,6 +7,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from kaisched.api.clock import clock_text
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.node import EPSILON
 from kaisched.api.resource import format_amount
@@ -14,6 +15,10 @@ from kaisched.api.task import TaskInfo
 from kaisched.api.types import Blocker, NodeName
 from kaisched.framework.hooks import Hook
 from kaisched.framework.selection import RESOURCE_FIT, NodeSelection
+
+
+# The cause of a node that has the room, but holds it for another gang's reservation.
+HELD_ROOM = "room held for another gang's reservation"
 
 
 @attrs.frozen
@@ -47,15 +52,19 @@ class Cause:
 
 
 class Explanation:
-    def __init__(self, cluster: ClusterInfo, selection: NodeSelection) -> None:
+    def __init__(self, cluster: ClusterInfo, selection: NodeSelection,
+                 backfill: bool = True) -> None:
         self.cluster = cluster
         self.selection = selection
+        self.backfill = backfill            # reservation backfill: held room lent
         self._explained: dict[tuple[Any, ...], str] = {}
 
     def task(self, task: TaskInfo) -> str:
         """Why no node takes the task. The same for its whole class while no
         node changes: a long queue of alike jobs that wait is explained once."""
-        key = (self.selection.class_key(task), self.cluster.table.version)
+        key = (self.selection.class_key(task), self.cluster.table.version,
+               # room held is lent by when the job is sure to end
+               self.selection.ends_by(task.job) if self.selection.reserved_for else None)
         found = self._explained.get(key)
         if found is None:
             found = self._explained[key] = self._explain(task)
@@ -116,7 +125,48 @@ class Explanation:
                     found_causes.append(Cause(
                         Blocker.RESOURCES, RESOURCE_FIT, int(short.sum()), name,
                         table.amount(d, vec[d]), max(table.amount(d, room[:, d].max()), 0.0)))
+            held = self._held(task, alive)
+            if held:
+                found_causes.append(Cause(Blocker.RESOURCES, HELD_ROOM, held))
         return found_causes
+
+    def _held(self, task: TaskInfo, alive: np.ndarray) -> int:
+        """On how many of the nodes alive the task would fit but for room
+        held for other gangs (and not lent to it)."""
+        selection = self.selection
+        if not selection.reserved_for:
+            return 0
+        owner = task.job if task.job in selection.reserved_for else None
+        rows, room = selection.starving.beside(owner, selection.starving.lent(
+            selection.ends_by(task.job)))
+        if not len(rows):
+            return 0
+        table = self.cluster.table
+        vec = table.vector(task.resreq)
+        free = alive[rows] & table.fits(vec, table.future[rows])
+        return int((free & ~table.fits(vec, table.future[rows] - room)).sum())
+
+    def _lending(self, task: TaskInfo) -> str:
+        """Why the room held is not lent to the task's job."""
+        if not self.backfill:
+            return "reservation backfill is off: held room is lent to no job"
+        ends = self.selection.ends_by(task.job)
+        if ends is None:
+            return ("reservation backfill lends held room only to jobs sure to end before the "
+                    "reservation starts: some pod of this job has no enforced limit "
+                    "(activeDeadlineSeconds, its own or its Job's)")
+        # Said by the reservations' start, not the job's end: a pod not
+        # started yet counts from now, and a message that moved with every
+        # session would be written again every session.
+        starving = self.selection.starving
+        starts = [start for job in starving.rooms if job != task.job
+                  and (start := starving.start(job)) is not None and start < ends]
+        if not starts:
+            return ("reservation backfill lends held room only to jobs sure to end before the "
+                    "reservation starts: its start is not known")
+        return (f"reservation backfill lends held room only to jobs sure to end before the "
+                f"reservation starts: this job is not sure to end by "
+                f"{clock_text(min(starts), self.cluster.now)}")
 
     def _explain(self, task: TaskInfo) -> str:
         parts = [f"insufficient {c.resource} on {_nodes(c.node_count)} "
@@ -127,6 +177,8 @@ class Explanation:
         if not len(self.cluster.table):
             return "no nodes in the cluster"
         parts += self.selection.hooks.reasons(Hook.EXPLAIN, task)
+        if any(part.startswith(HELD_ROOM) for part in parts):
+            parts.append(self._lending(task))
         return "; ".join(parts) or "no node fits"
 
 

@@ -128,7 +128,7 @@ class Session:
         self._ends: dict[JobKey, float | None] = {}
         self.selection = NodeSelection(cluster, self.hooks, self.starving, self.job_ends_by)
         self.protections = Protections(self.hooks.callbacks(Hook.PROTECTION), cluster.jobs, self.now)
-        self.explanation = Explanation(cluster, self.selection)
+        self.explanation = Explanation(cluster, self.selection, config.reservation_backfill)
         self.prebinds = self.hooks.callbacks(Hook.PREBIND)     # empty: allocations need none
         # Asked per placement (or several times a placement): the callbacks
         # held here, not looked up through the registry each time. Plugins
