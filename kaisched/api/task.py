@@ -20,6 +20,19 @@ START_SLACK = 30.0
 
 
 @attrs.frozen(slots=True)
+class Runtime:
+    """How long a pod runs: its enforced limits, and an estimate (never a limit)."""
+
+    # How long it may run at most, once started, grace period included (its
+    # activeDeadlineSeconds); None: no such limit.
+    limit: float | None = None
+    # When its batch Job's deadline (activeDeadlineSeconds from the Job's
+    # start, then its grace period) is sure to have ended it, if it has one.
+    deadline: float | None = None
+    expected: float | None = None        # its estimated run time
+
+
+@attrs.frozen(slots=True)
 class TaskInfo(Keyed):
     key: PodKey
     uid: str
@@ -41,13 +54,7 @@ class TaskInfo(Keyed):
     pvcs: tuple[PodClaim, ...] = ()            # PVCs it mounts (most pods: none, no volume checks)
     claims: tuple[str, ...] = ()         # the ResourceClaims it names (namespace/name)
     controlled: bool = False             # a controller owns it: it is made again if evicted
-    # How long it may run at most, once started, grace period included: an
-    # enforced limit (activeDeadlineSeconds), or None when nothing ends it.
-    limit: float | None = None
-    # When its batch Job's deadline (activeDeadlineSeconds from the Job's
-    # start, then its grace period) is sure to have ended it, if it has one.
-    deadline: float | None = None
-    expected: float | None = None        # its estimated run time: never a limit
+    runtime: Runtime | None = None       # its limits and estimate (most pods: none)
     # A moved pod's successor: the pod its controller will make again, held
     # on its new node for the rest of the session. Its job does not count it
     # (the pod it stands for is still the job's, releasing on its old node).
@@ -62,14 +69,22 @@ class TaskInfo(Keyed):
         gpu = self.gpu
         return self.resreq if gpu is None else charged(self.resreq, gpu.charge)
 
+    @property
+    def expected(self) -> float | None:
+        """Its own estimated run time (or its Job's), if it has one."""
+        return self.runtime.expected if self.runtime is not None else None
+
     def ends_by(self, now: float) -> float | None:
         """When it is sure to be gone: its start plus its limit (one not
         started yet starts within START_SLACK of now: its limit counts from
         when its node's kubelet takes it), or its Job's deadline, whichever
         is sooner; None when nothing ends it."""
-        end = self.deadline
-        if self.limit is not None:
-            own = (self.started if self.started is not None else now + START_SLACK) + self.limit
+        runtime = self.runtime
+        if runtime is None:
+            return None
+        end = runtime.deadline
+        if runtime.limit is not None:
+            own = (self.started if self.started is not None else now + START_SLACK) + runtime.limit
             end = own if end is None else min(end, own)
         return end
 

@@ -17,21 +17,22 @@ class BatchJobs:
 
     def resolve(self, facts: PodFacts) -> PodFacts:
         """The pod's facts with its Job's deadline and estimate."""
-        owner = facts.job_owner
-        if owner is None:
+        runtime = facts.runtime
+        owner = runtime.job if runtime is not None else None
+        if runtime is None or owner is None:
             return facts
         job = self._jobs.get(owner.uid)
         deadline = job.deadline + owner.grace if job is not None and job.deadline is not None \
             else None
         expected = job.estimate if job is not None else None
-        if facts.deadline == deadline and facts.job_expected == expected:
+        if runtime.deadline == deadline and runtime.job_expected == expected:
             return facts
-        return attrs.evolve(facts, deadline=deadline, job_expected=expected)
+        return attrs.evolve(facts, runtime=attrs.evolve(runtime, deadline=deadline,
+                                                        job_expected=expected))
 
     def track(self, key: PodKey, before: PodFacts | None, facts: PodFacts | None) -> None:
         """Follow which Job controls the pod."""
-        old = before.job_owner.uid if before is not None and before.job_owner else None
-        new = facts.job_owner.uid if facts is not None and facts.job_owner else None
+        old, new = job_uid(before), job_uid(facts)
         if old == new:
             return
         if old is not None:
@@ -52,3 +53,9 @@ class BatchJobs:
         else:
             self._jobs[uid] = job
         return tuple(sorted(self._pods.get(uid, ())))
+
+
+def job_uid(facts: PodFacts | None) -> str | None:
+    """The uid of the batch Job that controls the pod, if one does."""
+    runtime = facts.runtime if facts is not None else None
+    return runtime.job.uid if runtime is not None and runtime.job is not None else None

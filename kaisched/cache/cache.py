@@ -292,9 +292,9 @@ class Cache:
         if facts is None:
             self._digests.pop(key, None)
         before = self.pods.pop(key, None) if facts is None else self.pods.get(key)
-        if facts is not None and facts.job_owner is not None:
-            facts = self.batch_jobs.resolve(facts)
-        if (before is not None and before.job_owner) or (facts is not None and facts.job_owner):
+        if (before is not None and before.runtime) or (facts is not None and facts.runtime):
+            if facts is not None:
+                facts = self.batch_jobs.resolve(facts)
             self.batch_jobs.track(key, before, facts)
         if facts is not None:
             self.pods[key] = facts

@@ -161,8 +161,8 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
         unschedulable_reason=facts.unschedulable_reason, labels=facts.labels,
         never_preempts=priorities.never_preempts(facts), gates=facts.gates,
         pvcs=facts.pvcs, claims=claims, shared=shared, gpu=gpu,
-        controlled=facts.controlled, limit=facts.limit, deadline=facts.deadline,
-        expected=facts.expected if facts.expected is not None else facts.job_expected)
+        controlled=facts.controlled,
+        runtime=facts.runtime.task_runtime() if facts.runtime is not None else None)
 
 
 def unresolved(task: TaskInfo) -> bool:

@@ -16,7 +16,6 @@ from kaisched.api.types import Blocker, NodeName
 from kaisched.framework.hooks import Hook
 from kaisched.framework.selection import RESOURCE_FIT, NodeSelection
 
-
 # The cause of a node that has the room, but holds it for another gang's reservation.
 HELD_ROOM = "room held for another gang's reservation"
 

@@ -23,7 +23,7 @@ from kaisched.cache.convert.common import Obj, metadata, quantities
 from kaisched.cache.convert.draobjects import pod_claim_refs, resolve_claims
 from kaisched.cache.convert.koordinator import optional_settings
 from kaisched.cache.convert.rules import placement
-from kaisched.cache.convert.runtimes import JobOwner, estimate, job_owner, runtime_limit
+from kaisched.cache.convert.runtimes import PodRuntime, estimate, pod_runtime
 from kaisched.cache.convert.volumes import pod_pvcs
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
@@ -85,13 +85,7 @@ class PodFacts:
     gpu: GpuShare | None = None        # part of a GPU, by KAI's annotations
     reserves: str | None = None        # a reservation pod: the shared device it holds
     kai_reservation: bool = False      # ... made by KAI's binder
-    limit: float | None = None         # enforced: activeDeadlineSeconds + its grace period
-    job_owner: JobOwner | None = None  # the batch Job that controls it
-    # When it is sure to be gone by its Job's deadline (the cache reads the
-    # Job): the Job's start + activeDeadlineSeconds + the pod's grace period.
-    deadline: float | None = None
-    expected: float | None = None      # its estimated run time, by its own labels
-    job_expected: float | None = None  # ... by its Job's (the cache reads the Job)
+    runtime: PodRuntime | None = None  # its limits, its Job, its estimate (most pods: none)
 
     def annotation(self, name: str) -> str | None:
         return next((v for k, v in self.annotations if k == name), None)
@@ -306,9 +300,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         gpu=share,
         reserves=reserves,
         kai_reservation=kai,
-        limit=runtime_limit(spec) if "activeDeadlineSeconds" in spec else None,
-        job_owner=job_owner(meta, spec) if meta.get("ownerReferences") else None,
-        expected=expected,
+        runtime=pod_runtime(meta, spec, expected),
     )
 
 

@@ -23,6 +23,7 @@ from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
 from kaisched.api.job import GangSpec
 from kaisched.api.quantity import parse_duration
+from kaisched.api.task import Runtime
 from kaisched.cache.convert.common import Obj, metadata
 
 DEFAULT_GRACE = 30      # terminationGracePeriodSeconds when a pod sets none
@@ -35,6 +36,36 @@ class JobOwner:
 
     uid: str
     grace: float
+
+
+@attrs.frozen(slots=True)
+class PodRuntime:
+    """What a pod says of how long it runs, and what its Job does (the cache
+    reads the Job: deadline and job_expected are its)."""
+
+    limit: float | None = None         # enforced: activeDeadlineSeconds + its grace period
+    job: JobOwner | None = None        # the batch Job that controls it
+    # When it is sure to be gone by its Job's deadline: the Job's start +
+    # activeDeadlineSeconds + the pod's grace period.
+    deadline: float | None = None
+    expected: float | None = None      # its estimated run time, by its own labels
+    job_expected: float | None = None  # ... by its Job's
+
+    def task_runtime(self) -> Runtime | None:
+        """As its task keeps it; None when it says nothing."""
+        expected = self.expected if self.expected is not None else self.job_expected
+        if self.limit is None and self.deadline is None and expected is None:
+            return None
+        return Runtime(self.limit, self.deadline, expected)
+
+
+def pod_runtime(meta: Obj, spec: Obj, expected: float | None) -> PodRuntime | None:
+    """The pod's runtime facts; None when it has no limit, Job or estimate."""
+    limit = runtime_limit(spec) if "activeDeadlineSeconds" in spec else None
+    job = job_owner(meta, spec) if meta.get("ownerReferences") else None
+    if limit is None and job is None and expected is None:
+        return None
+    return PodRuntime(limit, job, expected=expected)
 
 
 @attrs.frozen(slots=True)

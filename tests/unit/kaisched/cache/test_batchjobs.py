@@ -48,8 +48,8 @@ def task_of(objects: list[dict[str, Any]], key: str = "default/train-0", now: fl
 
 def test_a_pod_ends_by_its_jobs_deadline_and_grace() -> None:
     task = task_of([build_node("n1"), batch_job(), job_pod()])
-    assert task.deadline == from_rfc3339(STARTED) + 3600 + 10
-    assert task.ends_by(0.0) == task.deadline
+    assert task.runtime.deadline == from_rfc3339(STARTED) + 3600 + 10
+    assert task.ends_by(0.0) == task.runtime.deadline
 
 
 def test_the_sooner_of_the_pods_own_limit_and_its_jobs_counts() -> None:
@@ -76,14 +76,14 @@ def test_the_pods_are_read_again_when_their_job_changes() -> None:
         cluster.create(obj)
     cache = Cache()
     cache.sync(cluster)
-    assert all(t.deadline is None for t in _tasks(cache))
+    assert all(t.runtime is None for t in _tasks(cache))
 
     cache.apply(WatchEvent("ADDED", BATCH_JOB, batch_job()))       # the Job comes after its pods
-    assert {t.deadline for t in _tasks(cache)} == {from_rfc3339(STARTED) + 3610}
+    assert {t.runtime and t.runtime.deadline for t in _tasks(cache)} == {from_rfc3339(STARTED) + 3610}
     cache.apply(WatchEvent("MODIFIED", BATCH_JOB, batch_job(deadline=60)))
-    assert {t.deadline for t in _tasks(cache)} == {from_rfc3339(STARTED) + 70}
+    assert {t.runtime and t.runtime.deadline for t in _tasks(cache)} == {from_rfc3339(STARTED) + 70}
     cache.apply(WatchEvent("DELETED", BATCH_JOB, batch_job(deadline=60)))
-    assert {t.deadline for t in _tasks(cache)} == {None}
+    assert {t.runtime and t.runtime.deadline for t in _tasks(cache)} == {None}
     assert cache.check(0.0) == []       # the incremental model is the rebuilt one
 
 
@@ -92,7 +92,7 @@ def test_a_pod_that_leaves_its_job_is_not_read_again() -> None:
     cache.apply(WatchEvent("ADDED", POD, job_pod()))
     cache.apply(WatchEvent("ADDED", POD, build_pod("train-0", cpu=1)))    # its owner is gone
     cache.apply(WatchEvent("ADDED", BATCH_JOB, batch_job()))
-    assert [t.deadline for t in _tasks(cache)] == [None]
+    assert [t.runtime and t.runtime.deadline for t in _tasks(cache)] == [None]
 
 
 def _tasks(cache: Cache) -> list:
@@ -106,7 +106,7 @@ def test_estimates_of_a_pod_and_of_its_job() -> None:
     own = job_pod(annotations={"kaisched.io/expected-runtime": "45m"})
     task = task_of([build_node("n1"), batch_job(labels={
         "kueue.x-k8s.io/max-exec-time-seconds": "1800"}), own])
-    assert task.expected == 2700 and task.deadline is not None
+    assert task.expected == 2700 and task.runtime.deadline is not None
     task = task_of([build_node("n1"), batch_job(deadline=None, labels={
         "kueue.x-k8s.io/max-exec-time-seconds": "1800"}), job_pod()])
     assert task.expected == 1800 and task.ends_by(0.0) is None      # Kueue's is no limit here
