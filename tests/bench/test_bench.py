@@ -261,6 +261,20 @@ def test_failover_bench_reports_the_takeover_and_where_it_went() -> None:
     assert figures["replica_memory_mib"] > 0
 
 
+def test_cold_start_bench_reports_the_first_decision_and_where_it_went() -> None:
+    # scale-50k's cluster at 1/500th: 100 nodes, 3,000 pods, listed cold.
+    result = CliRunner().invoke(main, ["bench", "cold-50k", "--scale", str(SCALE / 5)])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.output)
+    assert (figures["nodes"], figures["pods"]) == (100, 3000)
+    assert figures["placed"] > 0
+    parts = (figures["sync_seconds"] + figures["snapshot_seconds"]
+             + figures["first_decision_in_session_seconds"])
+    assert abs(parts - figures["first_decision_seconds"]) < 0.01
+    assert figures["first_cycle_seconds"] >= figures["first_decision_seconds"]
+    assert 0 < figures["import_seconds"] < 30 and figures["peak_memory_mib"] > 0
+
+
 def test_the_end_to_end_bench_needs_a_real_api_server() -> None:
     result = CliRunner().invoke(main, ["bench", "e2e"])
     assert result.exit_code == 2

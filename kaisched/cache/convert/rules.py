@@ -36,8 +36,7 @@ def placement(spec: Obj, namespace: str = "default", labels: Obj | None = None) 
     of rules is read once, and alike pods share one frozen Placement."""
     rules = (spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"),
              spec.get("topologySpreadConstraints"),
-             [[c.get("ports") for c in spec.get(k) or () if isinstance(c, dict) and c.get("ports")]
-              for k in ("containers", "initContainers")])
+             [_ports(spec.get("containers")), _ports(spec.get("initContainers"))])
     # The pod's labels matter only to its rules over other pods (matchLabelKeys).
     own = labels if (rules[1] or rules[3]) else None
     try:
@@ -45,6 +44,13 @@ def placement(spec: Obj, namespace: str = "default", labels: Obj | None = None) 
     except TypeError:
         return _placement(spec, namespace, labels or {})
     return _placement_of(key)
+
+
+def _ports(containers: Any) -> list[Any]:
+    """The containers' ports, as written (most pods: none, and no init containers)."""
+    if not containers:
+        return []
+    return [c.get("ports") for c in containers if isinstance(c, dict) and c.get("ports")]
 
 
 @functools.lru_cache(maxsize=4096)
