@@ -21,6 +21,7 @@ BENCHES: dict[str, str] = {
     "what-if-10k": "simulate --from-snapshot on the scale-10k cluster for an hour",
     "binds": "binds a second over HTTP to kmock's emulator, 1 to 64 binders",
     "failover-50k": "a standby following 50,000 nodes takes over (failover_seconds)",
+    "list-10k": "scale-10k's objects listed over HTTP, page by page",
     "cold-50k": "a scheduler starting cold on scale-50k: to its first decision",
     "e2e": "kube-scheduler vs kaisched run on a real API server, 5,000 pods",
     "cluster-life": "a GPU cluster's day on hollow nodes, kaisched vs kube-scheduler",

@@ -85,10 +85,10 @@ class _Clock:
         return None         # counted by what never binds: the run reports it
 
 
-def _needs_emulator() -> None:
+def needs_emulator() -> None:
     """The emulator is a test extra; the runtime never imports it."""
     if importlib.util.find_spec("kmock") is None:
-        raise InputError("kaisched bench binds runs against kmock's API emulator, which is not "
+        raise InputError("this bench runs against kmock's API emulator, which is not "
                          "installed: pip install 'kaisched[test]'")
 
 
@@ -131,7 +131,7 @@ def _one(seed: str, binders: int, pods: int, timeout: float) -> dict[str, Any]:
 
 def run_binds(scale: float = 1.0, binders: tuple[int, ...] = BINDERS,
               timeout: float = 300.0) -> dict[str, Any]:
-    _needs_emulator()
+    needs_emulator()
     objects = cluster_objects(scale)
     pods = sum(1 for o in objects if o["kind"] == "Pod")
     with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as f:

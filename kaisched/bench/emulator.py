@@ -94,6 +94,10 @@ CRD_APIS: dict[str, dict[str, kmock.ResourceInfo]] = {
 # How long a caller waits for the emulator's loop before it gives up: patience
 # that only bounds a hang (a loaded machine may be slow), never a measure.
 PATIENCE = 120.0
+# Lists served in pages that are kept for their next page (a count reads one
+# page of one and never comes back; an API server lets such a token expire).
+LISTINGS = 16
+CONTINUE = "emulator-"      # how the continue tokens of its own pages begin
 
 
 @attrs.define(kw_only=True)
@@ -151,6 +155,8 @@ class ApiServer(kmock.KubernetesEmulator, _PromptReactions):
     # kmock keeps every request (tests count them) and walks that history on each
     # new one: a bench of thousands of requests must forget it as it goes.
     forgetful: bool = False
+    # Lists served in pages: what the next page of each is read from, by token.
+    listings: dict[str, tuple[Obj, int]] = attrs.field(factory=dict)
 
     def _KubernetesEmulator__get_objs(self, request: kmock.Request, strict: bool) -> list[Any]:
         # kmock scans every object for a request that names one: a bench's
@@ -193,6 +199,8 @@ class ApiServer(kmock.KubernetesEmulator, _PromptReactions):
                                           "metadata": {"resourceVersion": "1"}, "items": items})
 
     async def _handle(self, request: kmock.Request) -> Any:
+        if request.action == kmock.action.LIST and request.params.get("limit"):
+            return await self._page(request)
         gate = self.gates.get(request.subresource or "")
         if gate is None and request.resource is not None and request.action == kmock.action.CREATE:
             gate = self.gates.get(f"create {request.resource.plural}")
@@ -217,6 +225,47 @@ class ApiServer(kmock.KubernetesEmulator, _PromptReactions):
             data.setdefault("metadata", {})["resourceVersion"] = str(next(self._versions))
         return await super()._handle(request)
 
+
+    async def _page(self, request: kmock.Request) -> Any:
+        """A list in pages of `limit`, as an API server serves one: the first
+        page takes the list as it is then, the next pages are read from it by
+        the `continue` token; the last page has none. What a test's reaction
+        answers is left as it is."""
+        limit = int(request.params["limit"])
+        token = request.params.get("continue")
+        found = self.listings.pop(token, None) if token else None
+        if found is not None:
+            whole, offset = found
+        elif token and token.startswith(CONTINUE):
+            # One of ours, forgotten (LISTINGS): an API server's token expires too.
+            raise kmock.KubernetesError(status=410, reason="Expired", message=(
+                "The provided continue parameter is too old to display a consistent "
+                "list result."))
+        else:
+            # kmock answers with the whole list, serialised: read back once, served in pages.
+            answer = await super()._handle(request)
+            body = getattr(answer, "body", None)
+            if getattr(answer, "status", 200) != 200 or not isinstance(body, bytes):
+                return answer
+            try:
+                whole, offset = orjson.loads(body), 0
+            except orjson.JSONDecodeError:
+                return answer                   # a test's reaction: not JSON at all
+            meta = whole.get("metadata") or {} if isinstance(whole, dict) else {}
+            if not isinstance(whole, dict) or token or meta.get("continue") \
+                    or len(whole.get("items") or ()) <= limit:
+                return answer                   # one page, or a test's reaction's own pages
+        items = whole.get("items") or []
+        page = dict(whole, items=items[offset:offset + limit],
+                    metadata=dict(whole.get("metadata") or {}))
+        rest = len(items) - offset - limit
+        if rest > 0:
+            token = CONTINUE + uuid.uuid4().hex
+            self.listings[token] = (whole, offset + limit)
+            while len(self.listings) > LISTINGS:     # lists begun and never finished
+                self.listings.pop(next(iter(self.listings)))
+            page["metadata"].update({"continue": token, "remainingItemCount": rest})
+        return aiohttp.web.Response(body=orjson.dumps(page), content_type="application/json")
 
     def _check_version(self, request: kmock.Request, data: Obj) -> None:
         """A write that names a resourceVersion is a compare-and-swap, as on a real

@@ -193,6 +193,9 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
     if name == "failover-50k":  # a standby that followed a 50,000-node cluster takes over
         from kaisched.bench.failover import run_failover
         return run_failover(scale, profile)
+    if name == "list-10k":      # scale-10k's objects listed over HTTP from kmock's emulator
+        from kaisched.bench.wirelist import run_wire_list
+        return run_wire_list(scale)
     if name == "cold-50k":      # a scheduler starting cold over a 50,000-node cluster
         from kaisched.bench.coldstart import run_cold_start
         return run_cold_start(scale, profile)

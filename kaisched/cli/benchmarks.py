@@ -61,7 +61,8 @@ def bench(scenario: str, scale: float, profile: int, config_path: str | None,
     from kaisched.bench.scenarios import run
     from kaisched.console import Elapsed
 
-    in_process = scenario not in ("binds", "simulate", "what-if-10k", "e2e", "cluster-life")
+    in_process = scenario not in ("binds", "list-10k", "simulate", "what-if-10k", "e2e",
+                                  "cluster-life")
     if profile and not in_process:
         raise click.UsageError("--profile is for the scenarios on the in-process API server")
     if config_path and not in_process:

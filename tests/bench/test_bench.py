@@ -297,3 +297,13 @@ def test_the_cluster_life_bench_runs_only_against_a_loopback_server(tmp_path: Pa
     result = CliRunner().invoke(main, ["bench", "cluster-life", "--kubeconfig", str(config)])
     assert result.exit_code != 0
     assert "only against a loopback API server, not 10.1.2.3" in result.output
+
+
+def test_the_list_bench_lists_every_kind_page_by_page_over_http() -> None:
+    # scale-10k's objects at 1/100th: 100 nodes, 3,000 pods.
+    result = CliRunner().invoke(main, ["bench", "list-10k", "--scale", str(SCALE)])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.output)
+    assert (figures["nodes"], figures["pods"], figures["page_size"]) == (100, 3000, 500)
+    assert figures["kinds"]["Pod"]["objects"] == 3000
+    assert figures["list_seconds"] > 0 and figures["convert_seconds"] > 0

@@ -163,6 +163,18 @@ def test_list_follows_continue_tokens(apiserver: Emulator, cluster: KubeCluster)
     assert {p["limit"] for p in pages} == {"500"}
 
 
+def test_the_emulator_serves_a_long_list_in_pages(apiserver: Emulator,
+                                                  cluster: KubeCluster) -> None:
+    """As an API server does: `limit` objects a page, a continue token to the next, the
+    count of those left; the pages read from the list as it was when it began."""
+    apiserver.preload([build_podgroup(f"g{i:04d}") for i in range(1234)])
+    items, _ = cluster.list_with_version(PODGROUP)
+    assert [o["metadata"]["name"] for o in items] == [f"g{i:04d}" for i in range(1234)]
+    lists = apiserver.count("list", kmock.resource(PODGROUPS))
+    assert lists == 3                       # 500, 500, 234
+    assert cluster.count(PODGROUP) == 1234  # one object, and how many remain
+
+
 def test_a_patch_that_names_an_old_resource_version_conflicts(cluster: KubeCluster) -> None:
     """A write naming a resourceVersion is a compare-and-swap, as on a real API
     server: the Lease's renew relies on it to see a takeover."""
