@@ -115,7 +115,7 @@ def run_e2e(kubeconfig: str, runs: int = 3, kube_scheduler: str = "/tmp/k8s/bin/
     work = Workload(prefix, max(1, int(NODES * scale)), max(GANG, int(PODS * scale) // GANG * GANG))
     client = KubeCluster(kubeconfig, timeout=60.0, workers=CREATORS)
     folder = Path(tempfile.mkdtemp(prefix=f"{prefix}-"))
-    times: dict[str, list[dict[str, float]]] = {"kube-scheduler": [], "kaisched": []}
+    times: dict[str, list[dict[str, Any]]] = {"kube-scheduler": [], "kaisched": []}
     load = [_load()]
     try:
         _check(client, work)
@@ -134,9 +134,11 @@ def run_e2e(kubeconfig: str, runs: int = 3, kube_scheduler: str = "/tmp/k8s/bin/
                                "gang": GANG, "runs": runs}
     for which, measured in times.items():
         last = [m["last_bind_seconds"] for m in measured]
+        cores = {name: _spread([m["cores"][name] for m in measured if name in m["cores"]])
+                 for name in measured[0]["cores"]} if measured else {}
         figures[which] = {"last_bind_seconds": _spread(last),
                           "first_bind_seconds": _spread([m["first_bind_seconds"] for m in measured]),
-                          "each_run": measured}
+                          "cores": cores, "each_run": measured}
     ratios = [k["last_bind_seconds"] / m["last_bind_seconds"]
               for k, m in zip(times["kube-scheduler"], times["kaisched"], strict=True)]
     figures["ratio"] = _spread(ratios)      # kube-scheduler's time over kaisched's: > 1, kaisched faster
@@ -240,8 +242,9 @@ def _kaisched(kubeconfig: str, work: Workload, folder: Path) -> list[str]:
 
 
 def _one(client: KubeCluster, work: Workload, which: str, command: list[str],
-         folder: Path) -> dict[str, float]:
-    """One scheduler over the whole workload: seconds from its start to its first and last bind."""
+         folder: Path) -> dict[str, Any]:
+    """One scheduler over the whole workload: seconds from its start to its first and last
+    bind, and how many cores it, the API server, etcd and this bench kept busy meanwhile."""
     scheduler = f"{work.prefix}-{which}"
     objects = work.objects(scheduler, gangs=which == "kaisched")
     if which == "kaisched":
@@ -251,9 +254,13 @@ def _one(client: KubeCluster, work: Workload, which: str, command: list[str],
     pods = Kind("v1", "Pod", "pods", field_selector=f"metadata.namespace={work.namespace}")
     watch = client.subscribe([pods])
     bound: dict[str, float] = {}
+    servers = _servers()
     with open(folder / f"{which}.log", "ab") as log:
         started = time.monotonic()
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    pids = {**servers, "scheduler": process.pid, "bench": os.getpid()}
+    before = _cpu(pids)
+    used: dict[str, float] = {}
     try:
         deadline = started + PATIENCE
         while len(bound) < work.pods:
@@ -268,6 +275,10 @@ def _one(client: KubeCluster, work: Workload, which: str, command: list[str],
                 raise InputError(f"{which} bound {len(bound)} of {work.pods} pods in "
                                  f"{PATIENCE:.0f}s: see {folder / (which + '.log')}")
             time.sleep(0.005)
+        after = _cpu(pids)
+        span = max(bound.values())
+        used = {name: round((after[name] - before.get(name, 0.0)) / span, 2)
+                for name in after if name in before or name == "scheduler"}
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -278,7 +289,40 @@ def _one(client: KubeCluster, work: Workload, which: str, command: list[str],
         watch.close()
         _empty(client, work)
     return {"first_bind_seconds": round(min(bound.values()), 2),
-            "last_bind_seconds": round(max(bound.values()), 2)}
+            "last_bind_seconds": round(max(bound.values()), 2),
+            # Cores each process kept busy from the scheduler's start to its last bind.
+            "cores": used}
+
+
+def _servers() -> dict[str, int]:
+    """The pids of the API server and etcd on this machine (by their command
+    name; none when they run elsewhere)."""
+    found: dict[str, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm", encoding="ascii") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        if name in ("kube-apiserver", "etcd"):
+            found.setdefault(name, int(entry))
+    return found
+
+
+def _cpu(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds (user and system) each process has used so far; one gone is left out."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for name, pid in pids.items():
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        out[name] = (int(fields[11]) + int(fields[12])) / tick     # utime, stime
+    return out
 
 
 def _empty(client: KubeCluster, work: Workload) -> None:

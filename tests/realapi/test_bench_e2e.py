@@ -30,6 +30,10 @@ def test_the_end_to_end_bench_runs_both_schedulers_to_their_last_bind(
     for which in ("kube-scheduler", "kaisched"):
         (run,) = figures[which]["each_run"]
         assert 0 < run["first_bind_seconds"] <= run["last_bind_seconds"]
+        # The cores each process kept busy meanwhile: the scheduler's own at least (the API
+        # server and etcd when, as here, they run on this machine).
+        assert run["cores"]["scheduler"] > 0
+        assert {"kube-apiserver", "etcd"} <= run["cores"].keys()
     assert figures["ratio"]["median"] > 0
     # Nothing of the bench is left behind but its namespace.
     assert not [n for n in admin.list(NODE) if n["metadata"]["name"].startswith(PREFIX)]
