@@ -11,6 +11,7 @@ the figures compare binder counts, they do not stand for a real API server.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import subprocess
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
@@ -92,7 +93,10 @@ def needs_emulator() -> None:
                          "installed: pip install 'kaisched[test]'")
 
 
-def _one(seed: str, binders: int, pods: int, timeout: float) -> dict[str, Any]:
+@contextlib.contextmanager
+def emulator_process(seed: str) -> Iterator[str]:
+    """kmock's emulator in a process of its own, holding the objects of the
+    JSON file seed from the start; its URL, until the block ends."""
     emulator = subprocess.Popen([sys.executable, "-m", "kaisched.bench.emulator", seed],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -100,6 +104,18 @@ def _one(seed: str, binders: int, pods: int, timeout: float) -> dict[str, Any]:
         if not url:
             raise RuntimeError("the emulator did not start (is kmock installed? "
                                "pip install 'kaisched[test]')")
+        yield url
+    finally:
+        if emulator.stdin:
+            emulator.stdin.close()
+        try:
+            emulator.wait(30)
+        except subprocess.TimeoutExpired:
+            emulator.kill()
+
+
+def _one(seed: str, binders: int, pods: int, timeout: float) -> dict[str, Any]:
+    with emulator_process(seed) as url:
         client = KubeCluster.at(url, workers=binders)
         clock = WallClock()
         seen = _Clock(pods)
@@ -120,13 +136,6 @@ def _one(seed: str, binders: int, pods: int, timeout: float) -> dict[str, Any]:
                 "first_bind_seconds": round(seen.first - started, 2) if seen.first else None,
                 "last_bind_seconds": round(seen.last - started, 2) if seen.last else None,
                 "binds_per_second": round((seen.bound - 1) / span, 1) if span > 0 else 0.0}
-    finally:
-        if emulator.stdin:
-            emulator.stdin.close()
-        try:
-            emulator.wait(10)
-        except subprocess.TimeoutExpired:
-            emulator.kill()
 
 
 def run_binds(scale: float = 1.0, binders: tuple[int, ...] = BINDERS,

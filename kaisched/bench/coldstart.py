@@ -15,19 +15,16 @@ already.
 """
 from __future__ import annotations
 
-import gc
 import resource
 import subprocess
 import sys
 import time
 from typing import Any
 
-from kaisched.api.clock import ManualClock
 from kaisched.bench import scale10k as bench_scale
-from kaisched.bench.failover import BINDERS, FirstBind
+from kaisched.bench.failover import BINDERS, FirstBind, where_it_went
 from kaisched.bench.profiling import profiled
 from kaisched.builtins.catalog import register_builtins
-from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler
@@ -47,14 +44,7 @@ def import_seconds() -> float:
 
 
 def run_cold_start(scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
-    clock = ManualClock()
-    cluster = MemoryCluster(clock)
-    nodes, others = bench_scale.scale_10k(SIZE * scale)
-    node_count, pods = len(nodes), sum(1 for o in others if o["kind"] == "Pod")
-    for obj in nodes + others:
-        cluster.create(obj)
-    del nodes, others
-    gc.collect()
+    clock, cluster, node_count, pods = bench_scale.filled(SIZE * scale)
     registry = register_builtins()
     config = default_config(registry)
     observer = FirstBind()
@@ -73,13 +63,7 @@ def run_cold_start(scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
     figures.update({
         "scenario": "cold-50k", "nodes": node_count, "pods": pods,
         "first_decision_seconds": round(decided - started, 3) if decided is not None else None,
-        "sync_seconds": round(synced - started, 3),
-        "snapshot_seconds": round(result.snapshot_seconds, 3),
-        "first_decision_in_session_seconds": round(
-            decided - synced - result.snapshot_seconds, 3) if decided is not None else None,
-        "first_cycle_seconds": round(ended - started, 3),
-        "session_seconds": round(result.session_seconds, 3),
-        "placed": len(result.placed),
+        **where_it_went(started, synced, ended, result, decided),
         "import_seconds": round(import_seconds(), 3),
         "peak_memory_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     })

@@ -31,14 +31,13 @@ import threading
 import time
 from typing import Any
 
-from kaisched.api.clock import ManualClock
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench.profiling import profiled
 from kaisched.builtins.catalog import register_builtins
-from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.framework.effects import Bind, Effect
 from kaisched.runtime.binder import Binder
+from kaisched.runtime.cycle import CycleResult
 from kaisched.runtime.scheduler import Scheduler
 
 SIZE = 5                # scale-10k times five: 50,000 nodes
@@ -76,16 +75,24 @@ class FirstBind:
         return None         # a failed bind is no decision landed; the run counts binds
 
 
+def where_it_went(since: float, synced: float, ended: float, result: CycleResult,
+                  decided: float | None) -> dict[str, Any]:
+    """From since (the scheduler started leading) to its first decision: the
+    sync, the snapshot and the session up to it; and the whole first cycle."""
+    return {
+        "sync_seconds": round(synced - since, 3),
+        "snapshot_seconds": round(result.snapshot_seconds, 3),
+        "first_decision_in_session_seconds": round(
+            decided - synced - result.snapshot_seconds, 3) if decided is not None else None,
+        "first_cycle_seconds": round(ended - since, 3),
+        "session_seconds": round(result.session_seconds, 3),
+        "placed": len(result.placed),
+    }
+
+
 def run_failover(scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
     baseline = resident_mib()
-    clock = ManualClock()
-    cluster = MemoryCluster(clock)
-    nodes, others = bench_scale.scale_10k(SIZE * scale)
-    node_count, pods = len(nodes), sum(1 for o in others if o["kind"] == "Pod")
-    for obj in nodes + others:
-        cluster.create(obj)
-    del nodes, others
-    gc.collect()
+    clock, cluster, node_count, pods = bench_scale.filled(SIZE * scale)
     registry = register_builtins()
     config = default_config(registry)
     before = resident_mib()
@@ -134,18 +141,11 @@ def run_failover(scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
     standby.binder.stop()
     standby.close()
     decided, landed = observer.decided, observer.landed
-    placed = len(result.placed)
     figures.update({
         "scenario": "failover-50k", "nodes": node_count, "pods": pods,
         "failover_seconds": round(decided - gained, 3) if decided is not None else None,
-        "sync_seconds": round(synced - gained, 3),
-        "snapshot_seconds": round(result.snapshot_seconds, 3),
-        "first_decision_in_session_seconds": round(
-            decided - synced - result.snapshot_seconds, 3) if decided is not None else None,
+        **where_it_went(gained, synced, ended, result, decided),
         "first_bind_landed_seconds": round(landed - gained, 3) if landed is not None else None,
-        "first_cycle_seconds": round(ended - gained, 3),
-        "session_seconds": round(result.session_seconds, 3),
-        "placed": placed,
         "follow_seconds": {"first": round(first_follow, 3),
                            "steady": [round(s, 3) for s in follows]},
         "leader_steady_cycle_seconds": [round(c, 3) for c in cycles],

@@ -23,12 +23,14 @@ so sharing is safe and keeps the 300,000 pods well within the memory budget.
 """
 from __future__ import annotations
 
+import gc
 import random
 from typing import Any, Iterator
 
 import attrs
 
 from kaisched.api import labels as L
+from kaisched.api.clock import ManualClock
 from kaisched.api.constraints import HOSTNAME_KEY
 from kaisched.cluster.kinds import POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
@@ -373,3 +375,19 @@ def churn_step(cluster: MemoryCluster, scale: float, step: int = 1) -> None:
     prefix = "new" if step == 1 else f"new{step}"
     for obj in pending_gangs(random.Random(SEED + step), _Builder(), prefix, finished):
         cluster.create(obj)
+
+
+def filled(size: float) -> tuple[ManualClock, MemoryCluster, int, int]:
+    """A memory backend holding scale-10k's cluster size times over, as an API
+    server a scheduler starts against: its clock, the backend, and how many
+    nodes and pods it holds. The generated objects are let go (the backend
+    has its own) and collected, so that they count against no peak."""
+    clock = ManualClock()
+    cluster = MemoryCluster(clock)
+    nodes, others = scale_10k(size)
+    node_count, pods = len(nodes), sum(1 for o in others if o["kind"] == "Pod")
+    for obj in nodes + others:
+        cluster.create(obj)
+    del nodes, others
+    gc.collect()
+    return clock, cluster, node_count, pods

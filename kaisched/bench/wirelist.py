@@ -13,8 +13,6 @@ so the figures say what the client side costs and bound the rest.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from typing import Any
@@ -22,13 +20,14 @@ from typing import Any
 import orjson
 
 from kaisched.bench import scale10k as bench_scale
-from kaisched.bench.binds import needs_emulator
+from kaisched.bench.binds import emulator_process, needs_emulator
 from kaisched.cache import Cache
 from kaisched.cluster.client import WatchEvent
 from kaisched.cluster.kinds import NODE, POD, PODGROUP, QUEUE, Kind
 from kaisched.cluster.kube import PAGE_SIZE, KubeCluster
 
 KINDS: tuple[Kind, ...] = (NODE, QUEUE, PODGROUP, POD)
+Obj = dict[str, Any]
 
 
 def run_wire_list(scale: float = 1.0) -> dict[str, Any]:
@@ -40,36 +39,10 @@ def run_wire_list(scale: float = 1.0) -> dict[str, Any]:
         f.write(orjson.dumps(objects))
     counts = {kind.kind: sum(1 for o in objects if o["kind"] == kind.kind) for kind in KINDS}
     del objects
-    emulator = subprocess.Popen([sys.executable, "-m", "kaisched.bench.emulator", f.name],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        url = (emulator.stdout.readline() if emulator.stdout else "").strip()
-        if not url:
-            raise RuntimeError("the emulator did not start")
-        client = KubeCluster.at(url)
-        listed: dict[str, list[dict[str, Any]]] = {}
-        per_kind: dict[str, dict[str, Any]] = {}
-        started = time.perf_counter()
-        for kind in KINDS:
-            began, cpu = time.perf_counter(), time.process_time()
-            items, _ = client.list_with_version(kind)
-            seconds = time.perf_counter() - began
-            listed[kind.kind] = items
-            per_kind[kind.kind] = {
-                "objects": len(items), "pages": -(-len(items) // PAGE_SIZE) or 1,   # as asked
-                "seconds": round(seconds, 3),
-                # The client's own share: the HTTP exchange and parsing the pages.
-                "client_cpu_seconds": round(time.process_time() - cpu, 3),
-                "per_second": round(len(items) / seconds, 1) if seconds else 0.0}
-        list_seconds = time.perf_counter() - started
-        client.close()
+        with emulator_process(f.name) as url:
+            listed, per_kind, list_seconds = _list(KubeCluster.at(url))
     finally:
-        if emulator.stdin:
-            emulator.stdin.close()
-        try:
-            emulator.wait(30)
-        except subprocess.TimeoutExpired:
-            emulator.kill()
         os.unlink(f.name)
     cache = Cache()
     began = time.perf_counter()
@@ -90,3 +63,25 @@ def run_wire_list(scale: float = 1.0) -> dict[str, Any]:
         "pods_1_5m_list_seconds": round(pod_seconds * 1_500_000 / pods, 1) if pods else None,
         "pods_1_5m_client_cpu_seconds": round(pod_cpu * 1_500_000 / pods, 1) if pods else None,
     }
+
+
+def _list(client: KubeCluster) -> tuple[dict[str, list[Obj]], dict[str, dict[str, Any]], float]:
+    """Each kind listed, and how it went; the seconds of them all."""
+    listed: dict[str, list[Obj]] = {}
+    per_kind: dict[str, dict[str, Any]] = {}
+    started = time.perf_counter()
+    try:
+        for kind in KINDS:
+            began, cpu = time.perf_counter(), time.process_time()
+            items, _ = client.list_with_version(kind)
+            seconds = time.perf_counter() - began
+            listed[kind.kind] = items
+            per_kind[kind.kind] = {
+                "objects": len(items), "pages": -(-len(items) // PAGE_SIZE) or 1,   # as asked
+                "seconds": round(seconds, 3),
+                # The client's own share: the HTTP exchange and parsing the pages.
+                "client_cpu_seconds": round(time.process_time() - cpu, 3),
+                "per_second": round(len(items) / seconds, 1) if seconds else 0.0}
+    finally:
+        client.close()
+    return listed, per_kind, time.perf_counter() - started
