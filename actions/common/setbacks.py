@@ -48,6 +48,13 @@ def _cause(ssn: Session, before: Reservation) -> str:
             ends = "has no enforced limit" if task.ends_by(ssn.now) is None \
                 else f"ends by {clock_text(end, ssn.now)}"
             return f"pod {key} (priority {task.priority}) came to node {name} and {ends}"
+    for name in before.nodes:
+        for key, task in sorted(nodes[name].tasks.items()):
+            # Its limit counts from its start: while its kubelet has not
+            # started it, when it ends moves on with the clock.
+            if task.started is None and task.status in LIVE_READY_STATUSES \
+                    and (end := task.ends_by(ssn.now)) is not None and end > before.start + SAME:
+                return f"pod {key} on node {name} has not started yet (its limit counts from then)"
     for pod in ssn.cluster.foreign:
         if pod.node_name in before.nodes and pod.key not in before.pods and not pod.releasing:
             return f"pod {pod.key} of another scheduler came to node {pod.node_name}"

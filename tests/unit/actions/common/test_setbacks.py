@@ -11,8 +11,9 @@ from typing import Any, Callable
 import pytest
 
 from kaisched.api.clock import ManualClock, clock_text, to_rfc3339
+from kaisched.api.task import START_SLACK
 from kaisched.builtins.catalog import register_builtins
-from kaisched.cluster.kinds import NODE, PODGROUP
+from kaisched.cluster.kinds import NODE, POD, PODGROUP
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
 from kaisched.runtime.binder import Binder
@@ -74,6 +75,21 @@ def _lent_pod_ran_late(cluster: MemoryCluster, now: float) -> None:
     """A pod of this scheduler whose limit ends it after the start (as a pod
     lent the room would, had its kubelet started it much later than planned)."""
     cluster.create(_running("y", "n1", 4, 1200, now))
+
+
+def test_a_pod_not_started_yet_moves_the_start_with_the_clock() -> None:
+    """Its limit counts from its start: each session it has not started, the start moves
+    on by as much as the clock did, and the condition says why."""
+    cluster, scheduler, now = _world()
+    pod = cluster.get(POD, "default", "a")
+    assert pod is not None
+    cluster.replace({**pod, "status": {"phase": "Pending"}})        # bound, not started
+    first = scheduler.run_once().reserved[BIG]
+    assert first.start == now + START_SLACK + 600
+    scheduler.clock.advance(60)
+    second = scheduler.run_once().reserved[BIG]
+    assert (second.start, second.was) == (now + 60 + START_SLACK + 600, first.start)
+    assert second.moved == "pod default/a on node n1 has not started yet (its limit counts from then)"
 
 
 @pytest.mark.parametrize("change, because, start, node", [
