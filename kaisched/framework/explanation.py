@@ -16,8 +16,9 @@ from kaisched.api.types import Blocker, NodeName
 from kaisched.framework.hooks import Hook
 from kaisched.framework.selection import RESOURCE_FIT, NodeSelection
 
-# The cause of a node that has the room, but holds it for another gang's reservation.
-HELD_ROOM = "room held for another gang's reservation"
+# The cause of a node that has the room, but holds it for another gang: a
+# starving gang's reservation, capacity provisioned for a gang, a moved pod's place.
+HELD_ROOM = "room held for another gang"
 
 
 @attrs.frozen
@@ -146,7 +147,7 @@ class Explanation:
         return int((free & ~table.fits(vec, table.future[rows] - room)).sum())
 
     def _lending(self, task: TaskInfo) -> str:
-        """Why the room held is not lent to the task's job."""
+        """Why the room held for reservations is not lent to the task's job."""
         if not self.backfill:
             return "reservation backfill is off: held room is lent to no job"
         ends = self.selection.ends_by(task.job)
@@ -176,7 +177,8 @@ class Explanation:
         if not len(self.cluster.table):
             return "no nodes in the cluster"
         parts += self.selection.hooks.reasons(Hook.EXPLAIN, task)
-        if any(part.startswith(HELD_ROOM) for part in parts):
+        if self.selection.starving.reservations and any(
+                part.startswith(HELD_ROOM) for part in parts):
             parts.append(self._lending(task))
         return "; ".join(parts) or "no node fits"
 
