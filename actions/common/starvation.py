@@ -109,11 +109,14 @@ def plan(ssn: Session, job: JobInfo) -> tuple[np.ndarray, Reservation] | None:
             added = np.where(alloc > 0, (after - before) / alloc, 0).sum(axis=1)
             planned = ~(room[rows] > 0).any(axis=1)
             order = np.lexsort((rows, planned, added))[:CANDIDATES]
-            # Of those, the one whose room is sure to be free soonest, then
-            # likely to be (the first when none is known).
-            soonest = min(range(len(order)), key=lambda k: (
-                freeing.ready_at(int(rows[order[k]]), after[order[k]]),
-                freeing.likely_at(int(rows[order[k]]), after[order[k]])))
+            # Of those, the one whose room is sure to be free soonest; of
+            # equally sure ones (all, when no limit is known), the one likely
+            # free soonest (the first when none is known).
+            ready = [freeing.ready_at(int(rows[i]), after[i]) for i in order]
+            first = min(ready)
+            ties = [k for k, at in enumerate(ready) if at == first]
+            soonest = ties[0] if len(ties) == 1 else min(
+                ties, key=lambda k: freeing.likely_at(int(rows[order[k]]), after[order[k]]))
             room[rows[order[soonest]]] += vec
     return room, _reservation(ssn, freeing, room, held)
 

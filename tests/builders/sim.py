@@ -1,5 +1,6 @@
-"""A small scenario for `kaisched simulate`, as YAML text; and a run of a scenario both
-ways, jumping over quiet ticks and a session every period."""
+"""A small scenario for `kaisched simulate`, as YAML text; a run of a scenario both
+ways, jumping over quiet ticks and a session every period; and a memory backend with
+one node and one pod for the simulated kubelet."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,8 +8,11 @@ from typing import Any
 import orjson
 from click.testing import CliRunner
 
+from kaisched.api.clock import ManualClock
 from kaisched.cli import main
+from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig
+from kaisched.sim.operators import DURATION_ANNOTATION
 from kaisched.sim.report import build_report
 from kaisched.sim.scenario import Scenario
 from kaisched.sim.simulation import Simulation
@@ -69,3 +73,19 @@ def compared(scenario: str, config: str) -> list[dict[str, Any]]:
 def job_of(report: dict[str, Any], name: str) -> dict[str, Any]:
     """A job's entry in a report."""
     return next(j for j in report["jobs"] if j["name"] == name)
+
+
+def one_pod(duration: str = "90s", spec: dict[str, Any] | None = None
+            ) -> tuple[ManualClock, MemoryCluster]:
+    """A node n1 and a pending pod ns/p whose work takes duration, with spec's
+    fields in its spec (terminationGracePeriodSeconds, activeDeadlineSeconds)."""
+    clock = ManualClock(1000.0)
+    cluster = MemoryCluster(clock)
+    cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                    "status": {"allocatable": {"cpu": "4"}}})
+    cluster.create({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "p", "namespace": "ns",
+                                 "annotations": {DURATION_ANNOTATION: duration}},
+                    "spec": {"containers": [{"name": "main", "image": "x"}], **(spec or {})},
+                    "status": {"phase": "Pending"}})
+    return clock, cluster

@@ -2,26 +2,13 @@
 duration, evicted pods stay Releasing for their grace period, then go."""
 from __future__ import annotations
 
-from kaisched.api.clock import ManualClock, to_rfc3339
+from kaisched.api.clock import to_rfc3339
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.sim.kubelet import Kubelet
-from kaisched.sim.operators import DURATION_ANNOTATION
+from tests.builders.sim import one_pod
 
-
-def cluster_with_pod(duration: str = "90s", grace: int | None = 5) -> tuple[ManualClock, MemoryCluster]:
-    clock = ManualClock(1000.0)
-    cluster = MemoryCluster(clock)
-    cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-                    "status": {"allocatable": {"cpu": "4"}}})
-    spec = {"containers": [{"name": "main", "image": "x"}]}
-    if grace is not None:
-        spec["terminationGracePeriodSeconds"] = grace
-    cluster.create({"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": "p", "namespace": "ns",
-                                 "annotations": {DURATION_ANNOTATION: duration}},
-                    "spec": spec, "status": {"phase": "Pending"}})
-    return clock, cluster
+GRACE = {"terminationGracePeriodSeconds": 5}
 
 
 def phase(cluster: MemoryCluster) -> str | None:
@@ -30,7 +17,7 @@ def phase(cluster: MemoryCluster) -> str | None:
 
 
 def test_bound_pods_run_then_succeed_after_their_duration() -> None:
-    clock, cluster = cluster_with_pod()
+    clock, cluster = one_pod(spec=GRACE)
     kubelet = Kubelet(cluster)
     kubelet.tick(clock.now())
     assert phase(cluster) == "Pending" and kubelet.next_event() is None   # not bound: nothing
@@ -52,7 +39,7 @@ def test_bound_pods_run_then_succeed_after_their_duration() -> None:
 
 
 def test_evicted_pods_release_their_node_after_the_grace_period() -> None:
-    clock, cluster = cluster_with_pod()
+    clock, cluster = one_pod(spec=GRACE)
     kubelet = Kubelet(cluster)
     cluster.bind("ns", "p", "", "n1")
     clock.advance(1)
@@ -71,7 +58,7 @@ def test_evicted_pods_release_their_node_after_the_grace_period() -> None:
 
 
 def test_default_grace_is_kubernetes_default() -> None:
-    clock, cluster = cluster_with_pod(grace=None)
+    clock, cluster = one_pod()
     kubelet = Kubelet(cluster)
     cluster.bind("ns", "p", "", "n1")
     cluster.evict("ns", "p")

@@ -14,11 +14,11 @@ from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig
 from kaisched.sim.admission import refusals
 from kaisched.sim.kubelet import Kubelet
-from kaisched.sim.operators import DURATION_ANNOTATION, blueprint, pod_object
+from kaisched.sim.operators import blueprint, pod_object
 from kaisched.sim.report import build_report
 from kaisched.sim.scenario import ScenarioError, parse_scenario
 from kaisched.sim.simulation import Simulation
-from tests.builders.sim import SMALL, both_ways
+from tests.builders.sim import SMALL, both_ways, one_pod
 
 REASON = "DeadlineExceeded: ran past its runtimeLimit"
 
@@ -78,18 +78,8 @@ def test_every_pod_of_every_kind_carries_the_limit(kind: str) -> None:
 
 # -- the kubelet ---------------------------------------------------------------------------
 
-def _bound_pod(duration: str, deadline: int | None) -> tuple[ManualClock, MemoryCluster]:
-    clock = ManualClock(1000.0)
-    cluster = MemoryCluster(clock)
-    cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-                    "status": {"allocatable": {"cpu": "4"}}})
-    spec: dict = {"containers": [{"name": "main", "image": "x"}]}
-    if deadline is not None:
-        spec["activeDeadlineSeconds"] = deadline
-    cluster.create({"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": "p", "namespace": "ns",
-                                 "annotations": {DURATION_ANNOTATION: duration}},
-                    "spec": spec, "status": {"phase": "Pending"}})
+def _bound_pod(duration: str, deadline: int) -> tuple[ManualClock, MemoryCluster]:
+    clock, cluster = one_pod(duration, {"activeDeadlineSeconds": deadline})
     cluster.bind("ns", "p", "", "n1")
     return clock, cluster
 
