@@ -104,6 +104,7 @@ class Cache:
         self.storage = VolumeStore()                        # claims, volumes, classes
         self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
+        self._settled = False                               # the late kinds' first lists are in
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
         self._pending_groups: set[JobKey] = set()           # kaisched PodGroups still Pending
         self._untold: dict[str, RecordEvent] = {}           # node -> its warning, not yet sent
@@ -115,9 +116,19 @@ class Cache:
         """Apply every event since the last sync; the first one lists everything."""
         if self._subscription is None:
             self._subscription = client.subscribe(SCHEDULING_KINDS)
+            self._settled = False
         events = self._subscription.drain()
         for event in events:
             self.apply(event)
+        if not self._settled and self.storage.awaited():
+            # What a waiting pod is told may read a late kind (a claim's failed
+            # provisioning): its first list is waited for, once.
+            self._subscription.settle()
+            self._settled = True
+            late = self._subscription.drain()
+            for event in late:
+                self.apply(event)
+            events += late
         self.model.catch_up(self.pods)
         return len(events)
 

@@ -93,6 +93,11 @@ class VolumeStore:
                 self.users.setdefault(c.key, {})[after.key] = after.node_name
         self._current = None
 
+    def awaited(self) -> bool:
+        """Some pod not placed yet mounts a claim: why it waits may be a failed
+        provisioning of its claim, which an Event says."""
+        return any(node is None for users in self.users.values() for node in users.values())
+
     def rebuilt(self, pods: Iterable[PodFacts]) -> Storage:
         """The same value made from scratch from every pod: what the
         incremental one must equal."""

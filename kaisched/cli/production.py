@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kaisched.builtins.catalog import register_builtins
-from kaisched.cli import inputs
 from kaisched.console import kubeconfig_option, replica_options
 from kaisched.errors import InputError
 
@@ -57,19 +55,25 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         lease: LeaseOptions, binders: int, api_qps: float, api_burst: int, cycles: int | None,
         memory_limit: str | None) -> None:
     """The scheduler against a cluster: leader election, /metrics, /healthz."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The client, the memory check and the first lists go on a thread while
+    # the scheduler's own modules load (half a second: the plugins, numpy,
+    # networkx) and its config is checked: the lists wait on the API server
+    # meanwhile. A bad config is still said first.
+    connecting = Connecting(kubeconfig, binders, memory_limit)
+
     from kaisched.api.clock import WallClock
-    from kaisched.cluster.kube import KubeCluster
+    from kaisched.builtins.catalog import register_builtins
+    from kaisched.cli import inputs
     from kaisched.runtime.binder import Binder
     from kaisched.runtime.metrics import Metrics
     from kaisched.runtime.scheduler import Scheduler, serve
     from kaisched.runtime.throttle import WriteThrottle
     from kaisched.service.health import Health
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry = register_builtins()
     config = inputs.scheduler_config(config_path, registry, None)
-    client = KubeCluster(kubeconfig, workers=binders)
-    _check_memory(client, memory_limit)
+    client = connecting.client()
     clock = WallClock()
     pool = config.node_pool
     elector = lease.elector(client.with_timeout(5.0), clock,
@@ -101,6 +105,38 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         client.close()
         if server is not None:
             server.shutdown()
+
+
+class Connecting:
+    """A client of the cluster made on a thread of its own, its memory checked
+    and the first lists started (the cache takes them when it subscribes)."""
+
+    def __init__(self, kubeconfig: str | None, workers: int, memory_limit: str | None) -> None:
+        self._made: list[KubeCluster | Exception] = []
+        self._thread = threading.Thread(target=self._connect, name="connecting", daemon=True,
+                                        args=(kubeconfig, workers, memory_limit))
+        self._thread.start()
+
+    def client(self) -> KubeCluster:
+        """The client, once made; raises what stopped it (a kubeconfig, the memory check)."""
+        self._thread.join()
+        made = self._made[0]
+        if isinstance(made, Exception):
+            raise made
+        return made
+
+    def _connect(self, kubeconfig: str | None, workers: int, memory_limit: str | None) -> None:
+        from kaisched.cluster.kinds import SCHEDULING_KINDS
+        from kaisched.cluster.kube import KubeCluster
+
+        try:
+            client = KubeCluster(kubeconfig, workers=workers)
+            _check_memory(client, memory_limit)
+        except Exception as exc:        # raised by client(), in the command's thread
+            self._made.append(exc)
+            return
+        client.prefetch(SCHEDULING_KINDS)
+        self._made.append(client)
 
 
 def _check_memory(client: KubeCluster, flag: str | None) -> None:

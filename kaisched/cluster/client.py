@@ -23,7 +23,12 @@ class WatchEvent:
 
 class Subscription(Protocol):
     def drain(self) -> list[WatchEvent]:
-        """Every event since the last drain; the first drain lists what exists."""
+        """Every event since the last drain; the first drain lists what exists
+        (but the late kinds', which may come later: see settle)."""
+        ...
+
+    def settle(self) -> None:
+        """Wait until the first lists of the late kinds have ended too."""
         ...
 
     def close(self) -> None:

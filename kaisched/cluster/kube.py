@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import logging
 import re
+import threading
 from typing import Any, Iterable, Iterator, Sequence, TypedDict
 from urllib.parse import quote
 
@@ -22,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import POD, Kind, kind_of, object_key
 from kaisched.cluster.reachability import Reachability
+from kaisched.cluster.transport import ConnectionLost, Endpoint, Transport
 from kaisched.cluster.watch import KubeSubscription
 from kaisched.errors import (
     ApiError,
@@ -114,20 +116,26 @@ class KubeCluster:
                  connect_timeout: float = CONNECT_TIMEOUT, watch_timeout: int = 60,
                  backoff: float = 0.5, max_backoff: float = 8.0,
                  missing_retry: float = 300.0, workers: int = 8,
-                 health: Reachability | None = None) -> None:
+                 health: Reachability | None = None, transport: Transport | None = None) -> None:
         if api_client is None:
             cfg = load_configuration(kubeconfig, context)
             api_client = k8s_client.ApiClient(_pooled(cfg, workers))
+        if transport is None:
+            transport = _transport(api_client.configuration, workers, connect_timeout)
         # urllib3 logs every retry of every request at WARNING (a dozen lines per
         # failed bind during an outage); Reachability says it once instead.
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
         self.api = api_client
+        self.transport = transport      # None: every request through urllib3 (a proxy)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.health = health or Reachability()
         self.watch_options = WatchOptions(watch_timeout=watch_timeout, backoff=backoff,
                                           max_backoff=max_backoff, missing_retry=missing_retry)
         self._subscriptions: list[KubeSubscription] = []
+        # The first lists started before anyone subscribed (prefetch): kinds, thread, result.
+        self._prefetched: tuple[tuple[Kind, ...], threading.Thread,
+                                list[KubeSubscription | Exception]] | None = None
 
     @classmethod
     def at(cls, url: str, workers: int = 8, **options: Any) -> "KubeCluster":
@@ -140,7 +148,8 @@ class KubeCluster:
         """The same connection pool and health, with another request timeout (the
         Lease's renewals must give up well within the renew deadline)."""
         other = KubeCluster(api_client=self.api, timeout=timeout,
-                            connect_timeout=self.connect_timeout, health=self.health)
+                            connect_timeout=self.connect_timeout, health=self.health,
+                            transport=self.transport)
         other.watch_options = self.watch_options
         return other
 
@@ -150,9 +159,12 @@ class KubeCluster:
 
     def close(self) -> None:
         """Stop every watch this client started (the ApiClient is the caller's)."""
+        self._early_lists(())           # lists started and never asked for: stopped too
         for sub in self._subscriptions:
             sub.close()
         self._subscriptions.clear()
+        if self.transport is not None:
+            self.transport.close()      # its idle connections (a later request opens one)
 
     # -- reading ---------------------------------------------------------------
     def list(self, kind: Kind, namespace: str | None = None) -> list[Obj]:
@@ -253,9 +265,45 @@ class KubeCluster:
 
     # -- watching --------------------------------------------------------------
     def subscribe(self, kinds: Iterable[Kind]) -> KubeSubscription:
-        sub = KubeSubscription(self, kinds, **self.watch_options)
+        kinds = tuple(kinds)
+        early = self._early_lists(kinds)
+        sub = early if early is not None else KubeSubscription(self, kinds, **self.watch_options)
         self._subscriptions.append(sub)
         return sub
+
+    def prefetch(self, kinds: Iterable[Kind]) -> None:
+        """Start the first lists of kinds now, on a thread of their own: the
+        subscribe() that asks for the same kinds takes the subscription they
+        made, or raises what stopped them, as it would have itself. A process
+        that lists at start does its other work (imports) meanwhile."""
+        kinds = tuple(kinds)
+        made: list[KubeSubscription | Exception] = []
+
+        def lists() -> None:
+            try:
+                made.append(KubeSubscription(self, kinds, **self.watch_options))
+            except Exception as exc:    # handed to subscribe(), which raises it
+                made.append(exc)
+
+        thread = threading.Thread(target=lists, name="first-lists", daemon=True)
+        thread.start()
+        self._prefetched = (kinds, thread, made)
+
+    def _early_lists(self, kinds: tuple[Kind, ...]) -> KubeSubscription | None:
+        early, self._prefetched = self._prefetched, None
+        if early is None:
+            return None
+        asked, thread, made = early
+        thread.join()
+        found = made[0]
+        if isinstance(found, Exception):
+            if asked == kinds:
+                raise found
+            return None
+        if asked != kinds:
+            found.close()               # listed for nothing: another set of kinds is wanted
+            return None
+        return found
 
     def watch_stream(self, kind: Kind, resource_version: str, timeout: int) -> "_Stream":
         query = [("watch", "true"), ("allowWatchBookmarks", "true"),
@@ -276,17 +324,38 @@ class KubeCluster:
               query: Query = (), body: Obj | None = None, content_type: str = JSON,
               missing_ok: bool = False) -> Any:
         what = f"{verb} {kind.kind} {where}".rstrip()
-        resp = self._send(what, method, path, query, body, content_type, self.timeout)
-        data = _read(resp, what)
-        if 200 <= resp.status < 300:
+        status, data = self._exchange(what, method, path, query, body, content_type)
+        if 200 <= status < 300:
             try:
                 return orjson.loads(data) if data else {}
             except orjson.JSONDecodeError:      # a proxy's page, a cut-off answer
                 raise TransientApiError(f"{what}: the answer is not JSON: {data[:100]!r}",
-                                        resp.status) from None
-        if resp.status == 404 and missing_ok:
+                                        status) from None
+        if status == 404 and missing_ok:
             return None
-        raise api_error(resp.status, what, data)
+        raise api_error(status, what, data)
+
+    def _exchange(self, what: str, method: str, path: str, query: Query, body: Obj | None,
+                  content_type: str) -> tuple[int, bytes]:
+        """The status and body of a request that is not a watch."""
+        if self.transport is None:
+            resp = self._send(what, method, path, query, body, content_type, self.timeout)
+            return resp.status, _read(resp, what)
+        # The client's own header and query building: its auth (a token, and
+        # the hook that refreshes one) applies as to every other request.
+        method, url, headers, _, _ = self.api.param_serialize(
+            method, path, query_params=list(query),
+            header_params={"Accept": JSON, "Content-Type": content_type},
+            auth_settings=["BearerToken"])
+        target = url[len(self.api.configuration.host):]
+        try:
+            answer = self.transport.request(method, target, headers,
+                                            orjson.dumps(body) if body is not None else None,
+                                            self.timeout)
+        except ConnectionLost as exc:
+            raise self._unreachable(what, exc.cause) from None
+        self.health.answered()
+        return answer
 
     def _send(self, what: str, method: str, path: str, query: Query, body: Obj | None,
               content_type: str, timeout: float) -> Any:
@@ -315,6 +384,21 @@ class KubeCluster:
         cause = f"{self.api.configuration.host}: {cause}"
         self.health.failed(cause)
         return UnreachableError(f"{what}: cannot reach the API server {cause}")
+
+
+def _transport(cfg: k8s_client.Configuration, workers: int,
+               connect_timeout: float) -> Transport | None:
+    """http.client's connections to the configuration's server; None when it
+    is reached through a proxy (urllib3 then carries every request)."""
+    if cfg.proxy:
+        return None
+    server_name = cfg.tls_server_name or (cfg.assert_hostname
+                                          if isinstance(cfg.assert_hostname, str) else None)
+    endpoint = Endpoint(cfg.host, ca_file=cfg.ssl_ca_cert, ca_data=cfg.ca_cert_data,
+                        cert_file=cfg.cert_file, key_file=cfg.key_file,
+                        verify=bool(cfg.verify_ssl), check_name=cfg.assert_hostname is not False,
+                        server_name=server_name)
+    return Transport(endpoint, workers + SPARE_CONNECTIONS, connect_timeout)
 
 
 def _pooled(cfg: k8s_client.Configuration, workers: int) -> k8s_client.Configuration:

@@ -57,6 +57,9 @@ class MemorySubscription:
                 return False
         return True
 
+    def settle(self) -> None:
+        """Every kind is listed at once here."""
+
     def drain(self) -> list[WatchEvent]:
         with self.lock:
             out = list(self.events)

@@ -71,17 +71,19 @@ class KubeSubscription:
         self.events: queue.SimpleQueue[WatchEvent] = queue.SimpleQueue()
         self.stopped = threading.Event()
         self._watches = [_KindWatch(self, kind) for kind in dict.fromkeys(kinds)]
-        if len(self._watches) > 1:
+        # The late kinds list on their own threads, after subscribe() returns.
+        first = [w for w in self._watches if not w.kind.late]
+        if len(first) > 1:
             # In parallel: start-up waits for the slowest list, not for their sum.
-            with concurrent.futures.ThreadPoolExecutor(len(self._watches)) as pool:
-                for done in [pool.submit(w.relist, True) for w in self._watches]:
+            with concurrent.futures.ThreadPoolExecutor(len(first)) as pool:
+                for done in [pool.submit(w.relist, True) for w in first]:
                     done.result()
         else:
-            for watch in self._watches:
+            for watch in first:
                 watch.relist(True)
         # What the cluster does not serve at start (optional CRDs, the Workload
         # API's versions but one), in one line rather than one per kind.
-        unserved = [str(w.kind) for w in self._watches if w.missing and not w.forbidden]
+        unserved = [str(w.kind) for w in first if w.missing and not w.forbidden]
         if unserved:
             log.info("%s %s not served by this cluster; not watching %s", ", ".join(unserved),
                      "is" if len(unserved) == 1 else "are", "it" if len(unserved) == 1 else "them")
@@ -93,6 +95,10 @@ class KubeSubscription:
         """Every watch is connected: the cache misses nothing. False from a
         failed watch until it has resumed or relisted."""
         return all(w.up for w in self._watches)
+
+    def settle(self) -> None:
+        for watch in self._watches:
+            watch.listed.wait()
 
     def drain(self) -> list[WatchEvent]:
         out: list[WatchEvent] = []
@@ -134,6 +140,11 @@ class _KindWatch:
         self.up = True                          # connected, or between two watches
         self._down_reason = ""
         self.stream: WatchStream | None = None
+        # A late kind's first list is its thread's first step (then set, even
+        # if it failed: the watch is down then, and says so).
+        self.listed = threading.Event()
+        if not kind.late:
+            self.listed.set()
         self.thread = threading.Thread(target=self._run, name=f"watch-{kind.plural}", daemon=True)
 
     def relist(self, starting: bool = False) -> None:
@@ -182,6 +193,14 @@ class _KindWatch:
     def _run(self) -> None:
         delay = self.sub.backoff
         stopped = self.sub.stopped
+        if not self.listed.is_set():
+            try:
+                self.relist(True)
+            except ApiError as exc:
+                self.need_list = True
+                self._down(exc)
+            finally:
+                self.listed.set()
         while not stopped.is_set():
             try:
                 if self.need_list:

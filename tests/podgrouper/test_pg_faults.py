@@ -87,6 +87,9 @@ class _Subscription:
     def __init__(self, owner: FaultyCluster, inner: Any) -> None:
         self.owner, self.inner = owner, inner
 
+    def settle(self) -> None:
+        self.inner.settle()
+
     def drain(self) -> list[WatchEvent]:
         self.owner._check("drain")
         events = self.inner.drain()

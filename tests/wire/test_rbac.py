@@ -106,9 +106,17 @@ class RecordingCluster(KubeCluster):
 
     def _send(self, what: str, method: str, path: str, query: Any, body: Any,
               content_type: str, timeout: float) -> Any:
+        self._note(method, path, query)         # watches
+        return super()._send(what, method, path, query, body, content_type, timeout)
+
+    def _exchange(self, what: str, method: str, path: str, query: Any, body: Any,
+                  content_type: str) -> Any:
+        self._note(method, path, query)         # every other request
+        return super()._exchange(what, method, path, query, body, content_type)
+
+    def _note(self, method: str, path: str, query: Any) -> None:
         with self._lock:
             self.sent.add(request_of(method, path, list(query)))
-        return super()._send(what, method, path, query, body, content_type, timeout)
 
 
 # -- what config/rbac.yaml grants ------------------------------------------------------

@@ -196,6 +196,9 @@ class Relisting:
         self.lost = False
         self.known: dict[tuple[Kind, tuple[str, str]], str] = {}
 
+    def settle(self) -> None:
+        self.inner.settle()
+
     def drain(self) -> list[WatchEvent]:
         events = self.inner.drain()
         if self.lost:
