@@ -18,6 +18,11 @@ from urllib.parse import urlsplit
 
 import attrs
 
+# How a kept connection the server closed while it was idle fails: on the
+# first write or the first read, before any answer.
+_CLOSED_BY_SERVER = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
+                     ssl.SSLEOFError, ssl.SSLZeroReturnError)
+
 
 @attrs.frozen
 class Endpoint:
@@ -70,7 +75,7 @@ class Transport:
             conn, reused = self._connect(), False
         try:
             return self._exchange(conn, method, target, headers, body, timeout)
-        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+        except _CLOSED_BY_SERVER:
             conn.close()
             if not reused:
                 raise ConnectionLost("the server closed the connection") from None
