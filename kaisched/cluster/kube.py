@@ -20,6 +20,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from kaisched.cluster import collector
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import POD, Kind, kind_of, object_key
 from kaisched.cluster.reachability import Reachability
@@ -39,6 +40,8 @@ from kaisched.errors import (
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
+# An answer this long (bytes) is parsed with the cyclic collector paused.
+BIG_ANSWER = 1 << 16
 PAGE_SIZE = 500                 # as client-go's informers: bounded responses, few round trips
 CONNECT_TIMEOUT = 5.0
 # Connections besides the binders': one watch per kind, the Lease, a few reads.
@@ -176,6 +179,14 @@ class KubeCluster:
         """Every object (page by page) and the resourceVersion to watch from.
         cached: from the API server's watch cache (resourceVersion 0, as an
         informer's first list), not a quorum read of etcd page by page."""
+        # Paused for the whole list, not page by page: between pages the
+        # collector would walk all that the pages before brought (a full
+        # collection each time their count grows by a quarter).
+        with collector.paused():
+            return self._pages(kind, namespace, cached)
+
+    def _pages(self, kind: Kind, namespace: str | None, cached: bool
+               ) -> tuple[builtins.list[Obj], str]:
         items: list[Obj] = []
         token = ""
         while True:
@@ -327,7 +338,10 @@ class KubeCluster:
         status, data = self._exchange(what, method, path, query, body, content_type)
         if 200 <= status < 300:
             try:
-                return orjson.loads(data) if data else {}
+                if len(data) < BIG_ANSWER:
+                    return orjson.loads(data) if data else {}
+                with collector.paused():        # a list: thousands of objects, no cycle
+                    return orjson.loads(data)
             except orjson.JSONDecodeError:      # a proxy's page, a cut-off answer
                 raise TransientApiError(f"{what}: the answer is not JSON: {data[:100]!r}",
                                         status) from None

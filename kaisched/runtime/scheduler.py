@@ -9,16 +9,16 @@ abandoned, and its status writes are never sent.
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from kaisched.api.clock import Clock
 from kaisched.api.types import JobKey, PodKey
 from kaisched.cache import Cache
+from kaisched.cluster import collector
 from kaisched.cluster.client import ClusterClient, WatchEvent
 from kaisched.cluster.kinds import POD
 from kaisched.errors import ApiError, UnreachableError
@@ -60,19 +60,6 @@ ECHO_WAIT = 2.0
 # A pod assumed bound this long with no echo, and no bind of it under way, is
 # read again: no optimisation may wait on a bind forever.
 ECHO_TTL = 30.0
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """A cycle makes up to millions of small acyclic objects (freed by reference
-    counting); the cyclic collector would only rescan them as they are built."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class Outbox(list[Effect]):
@@ -121,7 +108,7 @@ class Scheduler:
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""
-        with _cyclic_gc_paused():
+        with collector.paused():
             count = self.cache.sync(self.client)
             # Dealt with here, with the collector still paused: else its first
             # automatic pass, as it resumes, walks all that the events made.
@@ -151,7 +138,7 @@ class Scheduler:
         session after a takeover need not look at it again, unless it changes.
         What would be said is never written: only the leader writes."""
         count = self.sync()
-        with _cyclic_gc_paused():
+        with collector.paused():
             now = self.clock.now()
             cluster = self.cache.snapshot(now)
             if self.usage is not None:
@@ -174,7 +161,7 @@ class Scheduler:
         self._catch_up(proceed)
         for warning in self.cache.take_warnings():
             self.binder.submit(warning)
-        with _cyclic_gc_paused():
+        with collector.paused():
             now = self.clock.now()
             cluster = self.cache.snapshot(now)
             if self.usage is not None:
