@@ -22,8 +22,7 @@ import time
 from typing import Any
 
 from kaisched.bench import scale10k as bench_scale
-from kaisched.bench.failover import BINDERS, FirstBind, where_it_went
-from kaisched.bench.profiling import profiled
+from kaisched.bench.failover import BINDERS, FirstBind, first_cycle, where_it_went
 from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import default_config
 from kaisched.runtime.binder import Binder
@@ -50,15 +49,9 @@ def run_cold_start(scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
     observer = FirstBind()
     figures: dict[str, Any] = {}
     started = time.perf_counter()       # the scheduler starts against a full API server
-    with profiled(profile, figures):
-        scheduler = Scheduler(cluster, config, registry, clock,
-                              Binder(cluster, clock.now, workers=BINDERS, observer=observer))
-        scheduler.sync()
-        synced = time.perf_counter()
-        result = scheduler.run_once()
-    ended = time.perf_counter()
-    scheduler.binder.stop()
-    scheduler.close()
+    scheduler = Scheduler(cluster, config, registry, clock,
+                          Binder(cluster, clock.now, workers=BINDERS, observer=observer))
+    synced, result, ended = first_cycle(scheduler, profile, figures)
     decided = observer.decided
     figures.update({
         "scenario": "cold-50k", "nodes": node_count, "pods": pods,

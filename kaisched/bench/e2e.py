@@ -51,6 +51,7 @@ import yaml
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import NODE, POD, PODGROUP, QUEUE, Kind
 from kaisched.cluster.kube import KubeCluster
+from kaisched.cluster.watch import KubeSubscription
 from kaisched.errors import ConflictError, InputError, NotFoundError, TransientApiError
 from kaisched.framework import default_config
 from kaisched.validation.schemas import crd_dir
@@ -266,8 +267,7 @@ def _one(client: KubeCluster, work: Workload, which: str, command: list[str],
         serve_crds(client)
     _in_parallel(lambda o: _create(client, o), [o for o in objects if o["kind"] == "PodGroup"])
     _in_parallel(lambda o: _create(client, o), [o for o in objects if o["kind"] == "Pod"])
-    pods = Kind("v1", "Pod", "pods", field_selector=f"metadata.namespace={work.namespace}")
-    watch = client.subscribe([pods])
+    watch = client.subscribe([_pods_of(work)])
     bound: dict[str, float] = {}
     servers = _servers()
     with open(folder / f"{which}.log", "ab") as log:
@@ -279,10 +279,7 @@ def _one(client: KubeCluster, work: Workload, which: str, command: list[str],
     try:
         deadline = started + PATIENCE
         while len(bound) < work.pods:
-            for event in watch.drain():
-                spec, meta = event.obj.get("spec") or {}, event.obj.get("metadata") or {}
-                if spec.get("nodeName") and meta.get("name") not in bound:
-                    bound[meta["name"]] = time.monotonic() - started
+            _note_binds(watch, bound, started)
             if process.poll() is not None:
                 raise InputError(f"{which} exited with {process.returncode}: see "
                                  f"{folder / (which + '.log')}")
@@ -309,6 +306,19 @@ def _one(client: KubeCluster, work: Workload, which: str, command: list[str],
             "cores": used}
 
 
+def _pods_of(work: Workload) -> Kind:
+    """The workload's pods, to watch."""
+    return Kind("v1", "Pod", "pods", field_selector=f"metadata.namespace={work.namespace}")
+
+
+def _note_binds(watch: KubeSubscription, bound: dict[str, float], started: float) -> None:
+    """Note each pod the watch shows bound for the first time: seconds after started."""
+    for event in watch.drain():
+        spec, meta = event.obj.get("spec") or {}, event.obj.get("metadata") or {}
+        if spec.get("nodeName") and meta.get("name") not in bound:
+            bound[meta["name"]] = time.monotonic() - started
+
+
 def _binds_alone(client: KubeCluster, kubeconfig: str, work: Workload) -> dict[str, Any]:
     """The workload's pods bound by a loop that does nothing else, seen by the
     same watch the schedulers' binds are: how long from the first bind sent to
@@ -316,11 +326,10 @@ def _binds_alone(client: KubeCluster, kubeconfig: str, work: Workload) -> dict[s
     pods = [o for o in work.objects(f"{work.prefix}-nobody", gangs=False) if o["kind"] == "Pod"]
     _in_parallel(lambda o: _create(client, o), pods)
     nodes = work.node_names()
-    watch = client.subscribe([Kind("v1", "Pod", "pods",
-                                   field_selector=f"metadata.namespace={work.namespace}")])
+    watch = client.subscribe([_pods_of(work)])
     binder = KubeCluster(kubeconfig, timeout=60.0, workers=BINDERS)
     pids = {**_servers(), "binder": os.getpid()}
-    bound: set[str] = set()
+    bound: dict[str, float] = {}
     try:
         before, started = _cpu(pids), time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(BINDERS) as pool:
@@ -328,8 +337,7 @@ def _binds_alone(client: KubeCluster, kubeconfig: str, work: Workload) -> dict[s
                                      nodes[i % len(nodes)]) for i, pod in enumerate(pods)]:
                 done.result()
         while len(bound) < len(pods):
-            bound.update(e.obj["metadata"]["name"] for e in watch.drain()
-                         if (e.obj.get("spec") or {}).get("nodeName"))
+            _note_binds(watch, bound, started)
             if time.monotonic() > started + PATIENCE:
                 raise InputError(f"the watch saw {len(bound)} of {len(pods)} binds")
             time.sleep(0.005)

@@ -75,6 +75,21 @@ class FirstBind:
         return None         # a failed bind is no decision landed; the run counts binds
 
 
+def first_cycle(scheduler: Scheduler, profile: int,
+                figures: dict[str, Any]) -> tuple[float, CycleResult, float]:
+    """The scheduler's sync and first cycle (profiled into figures if asked),
+    then its binder and watches stopped: when the sync ended, the cycle's
+    result, when the cycle ended."""
+    with profiled(profile, figures):
+        scheduler.sync()
+        synced = time.perf_counter()
+        result = scheduler.run_once()
+    ended = time.perf_counter()
+    scheduler.binder.stop()
+    scheduler.close()
+    return synced, result, ended
+
+
 def where_it_went(since: float, synced: float, ended: float, result: CycleResult,
                   decided: float | None) -> dict[str, Any]:
     """From since (the scheduler started leading) to its first decision: the
@@ -133,13 +148,7 @@ def run_failover(scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
 
     figures: dict[str, Any] = {}
     gained = time.perf_counter()        # leadership gained: the loop's next pass leads
-    with profiled(profile, figures):
-        standby.sync()
-        synced = time.perf_counter()
-        result = standby.run_once()
-    ended = time.perf_counter()
-    standby.binder.stop()
-    standby.close()
+    synced, result, ended = first_cycle(standby, profile, figures)
     decided, landed = observer.decided, observer.landed
     figures.update({
         "scenario": "failover-50k", "nodes": node_count, "pods": pods,

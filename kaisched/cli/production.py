@@ -60,7 +60,9 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     # the scheduler's own modules load (half a second: the plugins, numpy,
     # networkx) and its config is checked: the lists wait on the API server
     # meanwhile. A bad config is still said first.
-    connecting = Connecting(kubeconfig, binders, memory_limit)
+    from kaisched.cluster.background import in_background
+
+    connecting = in_background(lambda: _connecting(kubeconfig, binders, memory_limit), "connecting")
 
     from kaisched.api.clock import WallClock
     from kaisched.builtins.catalog import register_builtins
@@ -73,7 +75,7 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
 
     registry = register_builtins()
     config = inputs.scheduler_config(config_path, registry, None)
-    client = connecting.client()
+    client = connecting.result()        # or raises what stopped it (a kubeconfig, memory)
     clock = WallClock()
     pool = config.node_pool
     elector = lease.elector(client.with_timeout(5.0), clock,
@@ -107,36 +109,16 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
             server.shutdown()
 
 
-class Connecting:
-    """A client of the cluster made on a thread of its own, its memory checked
-    and the first lists started (the cache takes them when it subscribes)."""
+def _connecting(kubeconfig: str | None, workers: int, memory_limit: str | None) -> KubeCluster:
+    """A client of the cluster, its memory checked and the first lists started
+    (the cache takes them when it subscribes)."""
+    from kaisched.cluster.kinds import SCHEDULING_KINDS
+    from kaisched.cluster.kube import KubeCluster
 
-    def __init__(self, kubeconfig: str | None, workers: int, memory_limit: str | None) -> None:
-        self._made: list[KubeCluster | Exception] = []
-        self._thread = threading.Thread(target=self._connect, name="connecting", daemon=True,
-                                        args=(kubeconfig, workers, memory_limit))
-        self._thread.start()
-
-    def client(self) -> KubeCluster:
-        """The client, once made; raises what stopped it (a kubeconfig, the memory check)."""
-        self._thread.join()
-        made = self._made[0]
-        if isinstance(made, Exception):
-            raise made
-        return made
-
-    def _connect(self, kubeconfig: str | None, workers: int, memory_limit: str | None) -> None:
-        from kaisched.cluster.kinds import SCHEDULING_KINDS
-        from kaisched.cluster.kube import KubeCluster
-
-        try:
-            client = KubeCluster(kubeconfig, workers=workers)
-            _check_memory(client, memory_limit)
-        except Exception as exc:        # raised by client(), in the command's thread
-            self._made.append(exc)
-            return
-        client.prefetch(SCHEDULING_KINDS)
-        self._made.append(client)
+    client = KubeCluster(kubeconfig, workers=workers)
+    _check_memory(client, memory_limit)
+    client.prefetch(SCHEDULING_KINDS)
+    return client
 
 
 def _check_memory(client: KubeCluster, flag: str | None) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import logging
 import re
-import threading
+from concurrent.futures import Future
 from typing import Any, Iterable, Iterator, Sequence, TypedDict
 from urllib.parse import quote
 
@@ -21,6 +21,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from kaisched.cluster import collector
+from kaisched.cluster.background import in_background
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import POD, Kind, kind_of, object_key
 from kaisched.cluster.reachability import Reachability
@@ -40,8 +41,6 @@ from kaisched.errors import (
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
-# An answer this long (bytes) is parsed with the cyclic collector paused.
-BIG_ANSWER = 1 << 16
 PAGE_SIZE = 500                 # as client-go's informers: bounded responses, few round trips
 CONNECT_TIMEOUT = 5.0
 # Connections besides the binders': one watch per kind, the Lease, a few reads.
@@ -136,9 +135,8 @@ class KubeCluster:
         self.watch_options = WatchOptions(watch_timeout=watch_timeout, backoff=backoff,
                                           max_backoff=max_backoff, missing_retry=missing_retry)
         self._subscriptions: list[KubeSubscription] = []
-        # The first lists started before anyone subscribed (prefetch): kinds, thread, result.
-        self._prefetched: tuple[tuple[Kind, ...], threading.Thread,
-                                list[KubeSubscription | Exception]] | None = None
+        # The first lists started before anyone subscribed (prefetch): kinds, their subscription.
+        self._prefetched: tuple[tuple[Kind, ...], Future[KubeSubscription]] | None = None
 
     @classmethod
     def at(cls, url: str, workers: int = 8, **options: Any) -> "KubeCluster":
@@ -288,33 +286,19 @@ class KubeCluster:
         made, or raises what stopped them, as it would have itself. A process
         that lists at start does its other work (imports) meanwhile."""
         kinds = tuple(kinds)
-        made: list[KubeSubscription | Exception] = []
-
-        def lists() -> None:
-            try:
-                made.append(KubeSubscription(self, kinds, **self.watch_options))
-            except Exception as exc:    # handed to subscribe(), which raises it
-                made.append(exc)
-
-        thread = threading.Thread(target=lists, name="first-lists", daemon=True)
-        thread.start()
-        self._prefetched = (kinds, thread, made)
+        self._prefetched = (kinds, in_background(
+            lambda: KubeSubscription(self, kinds, **self.watch_options), "first-lists"))
 
     def _early_lists(self, kinds: tuple[Kind, ...]) -> KubeSubscription | None:
         early, self._prefetched = self._prefetched, None
         if early is None:
             return None
-        asked, thread, made = early
-        thread.join()
-        found = made[0]
-        if isinstance(found, Exception):
-            if asked == kinds:
-                raise found
-            return None
-        if asked != kinds:
-            found.close()               # listed for nothing: another set of kinds is wanted
-            return None
-        return found
+        asked, made = early
+        if asked == kinds:
+            return made.result()        # or raises what stopped the lists
+        if made.exception() is None:
+            made.result().close()       # listed for nothing: another set of kinds is wanted
+        return None
 
     def watch_stream(self, kind: Kind, resource_version: str, timeout: int) -> "_Stream":
         query = [("watch", "true"), ("allowWatchBookmarks", "true"),
@@ -338,10 +322,7 @@ class KubeCluster:
         status, data = self._exchange(what, method, path, query, body, content_type)
         if 200 <= status < 300:
             try:
-                if len(data) < BIG_ANSWER:
-                    return orjson.loads(data) if data else {}
-                with collector.paused():        # a list: thousands of objects, no cycle
-                    return orjson.loads(data)
+                return orjson.loads(data) if data else {}
             except orjson.JSONDecodeError:      # a proxy's page, a cut-off answer
                 raise TransientApiError(f"{what}: the answer is not JSON: {data[:100]!r}",
                                         status) from None
