@@ -43,7 +43,11 @@ GANG_LABELS = (XK8S_POD_GROUP_LABEL, KOORD_POD_GROUP_LABEL)
 
 def queue_label(labels: Mapping[str, str]) -> str | None:
     """The queue a pod (or an owner) names by label: kaisched's, else KAI's."""
-    return next((labels[k] for k in QUEUE_LABELS if labels.get(k)), None)
+    for key in QUEUE_LABELS:
+        value = labels.get(key)
+        if value:
+            return value
+    return None
 
 
 def declares_gang(labels: Mapping[str, str], annotations: Mapping[str, str],

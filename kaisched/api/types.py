@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import enum
-from typing import NewType
+from typing import TYPE_CHECKING, NewType
 
 PodKey = NewType("PodKey", str)      # "namespace/name"
 JobKey = NewType("JobKey", str)      # "namespace/podgroup-name"
@@ -119,7 +119,10 @@ class Keyed:
     scheduler's pod): its namespace and name, read off the key."""
 
     __slots__ = ()
-    key: str
+
+    if TYPE_CHECKING:       # a field of each subclass (a named tuple's is read-only)
+        @property
+        def key(self) -> str: ...
 
     @property
     def namespace(self) -> str:

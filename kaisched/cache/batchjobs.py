@@ -27,8 +27,7 @@ class BatchJobs:
         expected = job.estimate if job is not None else None
         if runtime.deadline == deadline and runtime.job_expected == expected:
             return facts
-        return attrs.evolve(facts, runtime=attrs.evolve(runtime, deadline=deadline,
-                                                        job_expected=expected))
+        return facts._replace(runtime=attrs.evolve(runtime, deadline=deadline, job_expected=expected))
 
     def track(self, key: PodKey, before: PodFacts | None, facts: PodFacts | None) -> None:
         """Follow which Job controls the pod."""

@@ -76,6 +76,14 @@ IGNORED_DECLARATION = "IgnoredGangAnnotation"   # an optional gang setting fell 
 
 
 
+def _pods_last(events: list[WatchEvent]) -> list[WatchEvent]:
+    """The first lists with every other kind before the pods (each kind in
+    its order): a pod then finds its PodGroup, PriorityClass and node read
+    already, and no PodGroup or PriorityClass makes its pods again. Only an
+    order, and the same for any: known by identity (cheaper than equality)."""
+    return [e for e in events if e.kind is not POD] + [e for e in events if e.kind is POD]
+
+
 class Cache:
     """pool: the node pool of this scheduler when it is one shard of several
     (kaisched.cache.pools); None: the whole cluster."""
@@ -114,18 +122,21 @@ class Cache:
 
     def sync(self, client: ClusterClient) -> int:
         """Apply every event since the last sync; the first one lists everything."""
-        if self._subscription is None:
-            self._subscription = client.subscribe(SCHEDULING_KINDS)
+        subscription = self._subscription
+        if subscription is None:
+            subscription = self._subscription = client.subscribe(SCHEDULING_KINDS)
             self._settled = False
-        events = self._subscription.drain()
+            events = _pods_last(subscription.drain())
+        else:
+            events = subscription.drain()
         for event in events:
             self.apply(event)
         if not self._settled and self.storage.awaited():
             # What a waiting pod is told may read a late kind (a claim's failed
             # provisioning): its first list is waited for, once.
-            self._subscription.settle()
+            subscription.settle()
             self._settled = True
-            late = self._subscription.drain()
+            late = subscription.drain()
             for event in late:
                 self.apply(event)
             events += late
@@ -209,7 +220,7 @@ class Cache:
     def _apply(self, event: WatchEvent) -> None:
         obj, gone = event.obj, event.type == "DELETED"
         namespace, name = object_key(obj)
-        if event.kind == POD:
+        if event.kind is POD or event.kind == POD:     # most events: by identity first
             key = PodKey(f"{namespace}/{name}")
             facts, echo = (None, False) if gone else self._pod_facts(key, obj)
             self._put_pod(key, facts, echo)

@@ -3,6 +3,7 @@ rules both the incremental model and the from-scratch rebuild follow, so the
 two cannot disagree on what a job is."""
 from __future__ import annotations
 
+import operator
 from typing import Callable, Iterable, Mapping
 
 import attrs
@@ -32,6 +33,7 @@ from kaisched.cache.convert.pods import preemption_delay
 from kaisched.cluster.kinds import UPSTREAM_PODGROUPS
 
 NO_STATUS = PodGroupStatus()
+_BY_KEY = operator.attrgetter("key")
 # The PodGroup kinds a pod can name, and how a missing one is called.
 GROUP_KINDS = {"kaisched": "PodGroup", "x-k8s": "PodGroup (scheduling.x-k8s.io)",
                "koord": "PodGroup (scheduling.sigs.k8s.io)", "kai": "PodGroup (scheduling.run.ai)",
@@ -152,17 +154,15 @@ def make_task(facts: PodFacts, priorities: Priorities, placement: Placement,
         memory = gpu_memory(facts.node_name)
         if memory:
             gpu = attrs.evolve(gpu, portion=gpu.portion_on(memory))
-    return TaskInfo(
-        key=facts.key, uid=facts.uid, job=facts.job, status=facts.status,
-        resreq=facts.resreq, node_name=facts.node_name, subgroup=facts.subgroup,
-        priority=priorities.of_pod(facts), creation=facts.creation, started=facts.started,
-        placement=placement,
-        critical=facts.critical, unschedulable=facts.unschedulable,
-        unschedulable_reason=facts.unschedulable_reason, labels=facts.labels,
-        never_preempts=priorities.never_preempts(facts), gates=facts.gates,
-        pvcs=facts.pvcs, claims=claims, shared=shared, gpu=gpu,
-        controlled=facts.controlled,
-        runtime=facts.runtime.task_runtime() if facts.runtime is not None else None)
+    runtime = facts.runtime
+    return TaskInfo._make((     # by position, in TaskInfo's order: made once per pod event
+        facts.key, facts.uid, facts.job, facts.status, facts.resreq, facts.node_name,
+        facts.subgroup, priorities.of_pod(facts), facts.creation, facts.started, placement,
+        facts.critical, facts.unschedulable, facts.unschedulable_reason, facts.labels,
+        priorities.never_preempts(facts), facts.gates, facts.pvcs, claims, facts.controlled,
+        runtime.task_runtime() if runtime is not None else None,
+        None,           # successor_of: a pod's task stands for itself
+        shared, gpu))
 
 
 def unresolved(task: TaskInfo) -> bool:
@@ -174,8 +174,8 @@ def unresolved(task: TaskInfo) -> bool:
 def as_bound(facts: PodFacts, node: NodeName) -> PodFacts:
     """A pending pod whose bind to node was sent and not echoed yet, as the
     echo will show it: bound there, its PodScheduled condition true."""
-    return attrs.evolve(facts, status=TaskStatus.BOUND, node_name=node, unschedulable=None,
-                        unschedulable_reason=None)
+    return facts._replace(status=TaskStatus.BOUND, node_name=node, unschedulable=None,
+                          unschedulable_reason=None)
 
 
 def foreign_pod(facts: PodFacts) -> ForeignPod | None:
@@ -195,7 +195,7 @@ def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities:
     (for gangs its pods annotate, and gangs of one) is the one with the least key
     (for Koordinator's, the least whose min-available parses).
     strangers: pods of the same gang that name another scheduler, and which."""
-    pods = sorted(pods, key=lambda f: f.key)
+    pods = sorted(pods, key=_BY_KEY)
     first = pods[0]
     if first.gang.source in ("koordinator", "koord"):
         # Koordinator's gang takes its settings from the first pod whose

@@ -385,7 +385,7 @@ class Model:
                 del jobs[key]
                 job = None
             if job is not None:
-                describe(job, (pods[k] for k in job.tasks), self.groups, self.priorities,
+                describe(job, [pods[k] for k in job.tasks], self.groups, self.priorities,
                          self.strangers.of(key))
             else:
                 self._forget(key)

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from kaisched.api import labels as L
 from kaisched.api.resource import CPU, GPU, MEMORY, PODS, Resource
 from kaisched.api.types import TaskStatus
 from kaisched.cache.convert import pod_facts, pod_request, task_status
@@ -144,3 +145,55 @@ def pod(phase: str | None = None, node: str | None = None, deleting: bool = Fals
         "deleted-unbound", "succeeded-deleting", "failed-deleting"])
 def test_task_status(raw: dict, status: TaskStatus | None) -> None:
     assert task_status(raw) is status
+
+
+# -- every fact from its own field ---------------------------------------------------------
+
+def test_every_fact_is_read_from_its_own_field() -> None:
+    """pod_facts makes its facts by position: a pod saying something of every
+    field shows each where its name says."""
+    raw: dict[str, Any] = {
+        "metadata": {
+            "name": "p", "namespace": "team", "uid": "u-1",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {L.QUEUE_LABEL: "q", L.SUBGROUP_LABEL: "workers", "app": "a"},
+            "annotations": {L.POD_GROUP_ANNOTATION: "g", L.KAI_PREEMPTION_DELAY: "soon",
+                            "scheduling.k8s.io/group-name": "g", "unread": "x"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j",
+                                 "uid": "job-uid", "controller": True}]},
+        "spec": {
+            "schedulerName": "kaisched", "nodeName": "n1", "priority": 7,
+            "priorityClassName": "pc", "preemptionPolicy": "Never",
+            "schedulingGates": [{"name": "wait"}], "nodeSelector": {"zone": "a"},
+            "activeDeadlineSeconds": 60, "terminationGracePeriodSeconds": 5,
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}],
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]},
+        "status": {
+            "phase": "Pending", "startTime": "2026-01-01T00:01:00Z",
+            "conditions": [{"type": "PodScheduled", "status": "False",
+                            "reason": "Unschedulable", "message": "no room"}]},
+    }
+    facts = pod_facts(raw)
+    assert (facts.key, facts.uid, facts.job) == ("team/p", "u-1", "team/g")
+    assert (facts.scheduler_name, facts.status, facts.node_name) == \
+        ("kaisched", TaskStatus.BOUND, "n1")
+    assert facts.resreq == want()               # its cpu does not parse
+    assert "cpu" in (facts.problem or "")
+    assert (facts.priority, facts.priority_class, facts.never_preempts) == (7, "pc", True)
+    assert (facts.queue_label, facts.subgroup) == ("q", "workers")
+    assert (facts.gang.source, facts.gang.name) == ("kaisched", "g")
+    assert facts.annotations == (("kai.scheduler/preemption-delay", "soon"),
+                                 ("scheduling.k8s.io/group-name", "g"))
+    assert facts.creation == 1767225600.0 and facts.started == 1767225660.0
+    assert facts.placement.node_selector == (("zone", "a"),)
+    assert not facts.critical
+    assert (facts.unschedulable, facts.unschedulable_reason) == ("no room", "Unschedulable")
+    assert ("app", "a") in facts.labels and facts.labels == tuple(sorted(facts.labels))
+    assert facts.gates == ("wait",)
+    assert [c.key for c in facts.pvcs] == ["team/d"]
+    assert facts.claims == () and facts.claim_refs == ()
+    assert facts.controlled
+    assert len(facts.warnings) == 1 and "soon" in facts.warnings[0]
+    assert (facts.gpu, facts.reserves, facts.kai_reservation) == (None, None, False)
+    assert facts.runtime is not None and facts.runtime.limit == 65.0
+    assert facts.runtime.job is not None and facts.runtime.job.uid == "job-uid"
