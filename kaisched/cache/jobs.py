@@ -214,8 +214,8 @@ def describe(job: JobInfo, pods: Iterable[PodFacts], groups: Groups, priorities:
     if not spec.queue:
         spec = attrs.evolve(spec, queue=QueueName(first.queue_label or DEFAULT_QUEUE))
     if spec.preemption_delay is None:     # KAI's annotation on a pod, when the PodGroup has none
-        delay = next((d for f in pods if (d := preemption_delay(f.annotation(L.KAI_PREEMPTION_DELAY)))
-                      is not None), None)
+        delay = next((d for f in pods if f.annotations and (d := preemption_delay(
+            f.annotation(L.KAI_PREEMPTION_DELAY))) is not None), None)
         if delay is not None:
             spec = attrs.evolve(spec, preemption_delay=delay)
     if spec.rules is GangRules.WORKLOAD:

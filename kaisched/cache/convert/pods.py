@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import attrs
 import orjson
@@ -174,29 +174,34 @@ def task_status(pod: Obj) -> TaskStatus | None:
     return TaskStatus.UNKNOWN
 
 
+# The pods of a gang name it alike: one GangRef each, shared.
+_gang = functools.lru_cache(maxsize=1 << 16)(GangRef)
+_NO_GANG = GangRef("none")
+
+
 def gang_ref(meta: Obj) -> GangRef:
     annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
     if annotations.get(L.POD_GROUP_ANNOTATION):
-        return GangRef("kaisched", annotations[L.POD_GROUP_ANNOTATION])
+        return _gang("kaisched", annotations[L.POD_GROUP_ANNOTATION])
     if labels.get(L.XK8S_POD_GROUP_LABEL):
-        return GangRef("x-k8s", labels[L.XK8S_POD_GROUP_LABEL])
+        return _gang("x-k8s", labels[L.XK8S_POD_GROUP_LABEL])
     if annotations.get(L.KAI_POD_GROUP_ANNOTATION):
-        return GangRef("kai", annotations[L.KAI_POD_GROUP_ANNOTATION])
+        return _gang("kai", annotations[L.KAI_POD_GROUP_ANNOTATION])
     if annotations.get(L.KOORD_NAME):
-        return GangRef("koordinator", annotations[L.KOORD_NAME])
+        return _gang("koordinator", annotations[L.KOORD_NAME])
     if labels.get(L.KOORD_POD_GROUP_LABEL):      # Koordinator's PodGroup object
-        return GangRef("koord", labels[L.KOORD_POD_GROUP_LABEL])
+        return _gang("koord", labels[L.KOORD_POD_GROUP_LABEL])
     if annotations.get(L.VOLCANO_GROUP_NAME):
-        return GangRef("volcano", annotations[L.VOLCANO_GROUP_NAME])
+        return _gang("volcano", annotations[L.VOLCANO_GROUP_NAME])
     for ref in meta.get("ownerReferences") or ():
         if isinstance(ref, dict) and ref.get("controller"):
             group = str(ref.get("apiVersion", "")).rpartition("/")[0]
             if group in GANG_OWNER_GROUPS:
-                return GangRef("owner", f"{ref.get('kind')} {ref.get('name')}")
+                return _gang("owner", f"{ref.get('kind')} {ref.get('name')}")
     for label in GANG_POD_LABELS:
         if labels.get(label):
-            return GangRef("owner", f"{label.partition('.')[0]} {labels[label]}")
-    return GangRef("none")
+            return _gang("owner", f"{label.partition('.')[0]} {labels[label]}")
+    return _NO_GANG
 
 
 def upstream_gang_ref(spec: Obj) -> GangRef | None:
@@ -217,6 +222,12 @@ def upstream_gang_ref(spec: Obj) -> GangRef | None:
 def gang_job(key: PodKey, namespace: str, gang: GangRef) -> JobKey:
     if gang.source in ("none", "owner"):
         return JobKey(key)         # a gang of one (or one waiting for its PodGroup)
+    return _named_job(namespace, gang)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _named_job(namespace: str, gang: GangRef) -> JobKey:
+    """The job of a gang's pods: one key, shared by them all."""
     # A Workload's gangs are its podGroups (a DNS label, so ':' cannot clash).
     name = f"{gang.name}:{gang.member}" if gang.source == "workload" else gang.name
     if gang.replica:
@@ -278,7 +289,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         L.queue_label(labels) if labels else None,              # queue_label
         labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL) if labels else None,
         gang,                                                   # gang
-        _read_annotations(annotations) if annotations else (),  # annotations
+        _shared(_ANNOTATIONS, annotations, _read_annotations) if annotations else (),
         from_rfc3339(meta.get("creationTimestamp")) or 0.0,     # creation
         placement(spec, namespace, labels),                     # placement
         namespace == "kube-system" or pc in _CRITICAL_CLASSES,  # critical
@@ -286,7 +297,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         "; ".join(problems) or None,                            # problem
         scheduled_false.get("reason") if scheduled_false else None,     # unschedulable_reason
         from_rfc3339(status.get("startTime")),                  # started
-        tuple(sorted((str(k), str(v)) for k, v in labels.items())) if labels else (),
+        _shared(_LABELS, labels, _sorted_labels) if labels else (),   # labels
         spec.get("preemptionPolicy") == "Never",                # never_preempts
         scheduling_gates(spec) if "schedulingGates" in spec else (),   # gates
         pod_pvcs(spec, namespace, str(name)) if spec.get("volumes") else (),   # pvcs
@@ -300,6 +311,31 @@ def pod_facts(pod: Obj) -> PodFacts:
         kai,                                                    # kai_reservation
         pod_runtime(meta, spec, expected),                      # runtime
     ))
+
+
+# Alike pods (a gang's, a workload's) have alike labels and annotations: what
+# is read of them is made once and shared, in memory as in time.
+_LABELS: dict[tuple[tuple[str, object], ...], tuple[tuple[str, str], ...]] = {}
+_ANNOTATIONS: dict[tuple[tuple[str, object], ...], tuple[tuple[str, str], ...]] = {}
+_SHARED_MAX = 1 << 16       # distinct sets remembered (then forgotten, and learnt again)
+
+
+def _shared(memo: dict[tuple[tuple[str, object], ...], tuple[tuple[str, str], ...]], raw: Obj,
+            read: Callable[[Obj], tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
+    try:
+        key = tuple(raw.items())
+        found = memo.get(key)
+    except TypeError:       # a value no key can hold (a hand-written file): read anew
+        return read(raw)
+    if found is None:
+        if len(memo) >= _SHARED_MAX:
+            memo.clear()
+        found = memo[key] = read(raw)
+    return found
+
+
+def _sorted_labels(labels: Obj) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in labels.items()))
 
 
 def _read_annotations(annotations: Obj) -> tuple[tuple[str, str], ...]:
