@@ -37,10 +37,13 @@ def placement(spec: Obj, namespace: str = "default", labels: Obj | None = None) 
     rules = (spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"),
              spec.get("topologySpreadConstraints"),
              [_ports(spec.get("containers")), _ports(spec.get("initContainers"))])
-    # The pod's labels matter only to its rules over other pods (matchLabelKeys).
-    own = labels if (rules[1] or rules[3]) else None
+    # The pod's namespace and labels matter only to its rules over other pods
+    # (their default namespace, matchLabelKeys): without any, alike pods of all
+    # namespaces share one Placement, found by identity where tasks are counted.
+    ruled = bool(rules[1] or rules[3])
+    own = labels if ruled else None
     try:
-        key = orjson.dumps((namespace, own, rules))
+        key = orjson.dumps((namespace if ruled else "", own, rules))
     except TypeError:
         return _placement(spec, namespace, labels or {})
     return _placement_of(key)
