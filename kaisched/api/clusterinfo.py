@@ -170,8 +170,10 @@ class ClusterInfo:
                 table.add_used(idx, vec)
                 if pod.releasing:
                     table.add_releasing(idx, vec)
-        # Account every placed task at once: one scatter-add, not a row update each.
-        rows, vecs, releasing = [], [], []
+        # Account every placed task at once: one scatter-add, not a row update each;
+        # each task's row of requests picked by number from the few distinct ones.
+        rows, asks, releasing = [], [], []
+        distinct: dict[Resource, int] = {}
         sharers = []
         for job in jobs:
             for task in job.tasks.values():
@@ -182,10 +184,11 @@ class ClusterInfo:
                     if node is not None:
                         node.tasks[task.key] = task
                         rows.append(node.index)
-                        vecs.append(table.vector(task.resreq))
+                        asks.append(distinct.setdefault(task.resreq, len(distinct)))
                         releasing.append(task.status is TaskStatus.RELEASING)
         if rows:
-            table.add_many(np.array(rows), np.array(vecs), np.array(releasing))
+            vectors = np.array([table.vector(res) for res in distinct])
+            table.add_many(np.array(rows), vectors[np.array(asks)], np.array(releasing))
         gpus = SharedGpus(node_infos)
         for pod in foreign:
             if pod.reserves is not None:
