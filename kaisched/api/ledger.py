@@ -64,14 +64,16 @@ class Entry:
         holding: dict[Holding, int] = {}
         wanted: dict[Wanted, int] = {}
         evictable = False
+        queue, usable = job.queue, job.problem is None
         for task in job.tasks.values():
-            if task.status in HOLDING:
-                key = (job.queue, task.charge, pinned)
+            status = task.status
+            if status in HOLDING:
+                key = (queue, task.charge, pinned)
                 holding[key] = holding.get(key, 0) + 1
-            elif task.status is TaskStatus.PENDING and job.problem is None:
-                want = (job.queue, task.charge)
+            elif status is TaskStatus.PENDING and usable:
+                want = (queue, task.charge)
                 wanted[want] = wanted.get(want, 0) + 1
-            if task.status in EVICTABLE_STATUSES and task.node_name:
+            if status in EVICTABLE_STATUSES and task.node_name:
                 evictable = True
         return cls(job.queue, job_state(job), unsettled(job), tuple(holding.items()),
                    tuple(wanted.items()), job.priority, evictable)
