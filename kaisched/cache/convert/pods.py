@@ -36,7 +36,7 @@ GANG_OWNER_GROUPS = frozenset(k.group for k in KINDS if k.gang_owner)
 GANG_POD_LABELS = tuple(k.pods.job_label for k in KINDS if k.gang_by_label)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, cache_hash=True)     # a key of the caches below
 class GangRef:
     """Which gang a pod names, and how."""
 
