@@ -321,6 +321,10 @@ class Model:
                 self._changed(job_key)      # its priority is its class's
 
     def _changed(self, key: JobKey) -> None:
+        if key in self.changed:
+            # Already to be described anew at the next catch-up, and no session
+            # has seen it since (a snapshot catches up first): nothing to add.
+            return
         self.changed.add(key)
         self.revisit(key)
         self._restatus.pop(key, None)       # described anew from its PodGroup
