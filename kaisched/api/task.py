@@ -113,8 +113,8 @@ class TaskInfo(_TaskFields, Keyed):
         sharer's successor asks the same share, of no GPU yet (its
         controller's template names none)."""
         return self.evolve(key=PodKey(f"{self.key}~moved"), uid="",
-                            status=TaskStatus.PENDING, node_name=None, successor_of=self.key,
-                            gpu=self.gpu.ask if self.gpu is not None else None)
+                           status=TaskStatus.PENDING, node_name=None, successor_of=self.key,
+                           gpu=self.gpu.ask if self.gpu is not None else None)
 
     def evolve(self, **changes: Any) -> TaskInfo:
         """A copy with changes (a session and the cache make one per placement
