@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, TypeVar
 
 import attrs
 import orjson
@@ -175,8 +175,12 @@ def task_status(pod: Obj) -> TaskStatus | None:
 
 
 # The pods of a gang name it alike: one GangRef each, shared.
-_gang = functools.lru_cache(maxsize=1 << 16)(GangRef)
+_gangs = functools.lru_cache(maxsize=1 << 16)(GangRef)
 _NO_GANG = GangRef("none")
+
+
+def _gang(source: str, name: str) -> GangRef:
+    return _cached(_gangs, source, name)
 
 
 def gang_ref(meta: Obj) -> GangRef:
@@ -222,7 +226,7 @@ def upstream_gang_ref(spec: Obj) -> GangRef | None:
 def gang_job(key: PodKey, namespace: str, gang: GangRef) -> JobKey:
     if gang.source in ("none", "owner"):
         return JobKey(key)         # a gang of one (or one waiting for its PodGroup)
-    return _named_job(namespace, gang)
+    return _cached(_named_job, namespace, gang)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -289,7 +293,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         L.queue_label(labels) if labels else None,              # queue_label
         labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL) if labels else None,
         gang,                                                   # gang
-        _shared(_ANNOTATIONS, annotations, _read_annotations) if annotations else (),
+        _shared(_read_annotations, annotations) if annotations else (),
         from_rfc3339(meta.get("creationTimestamp")) or 0.0,     # creation
         placement(spec, namespace, labels),                     # placement
         namespace == "kube-system" or pc in _CRITICAL_CLASSES,  # critical
@@ -297,7 +301,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         "; ".join(problems) or None,                            # problem
         scheduled_false.get("reason") if scheduled_false else None,     # unschedulable_reason
         from_rfc3339(status.get("startTime")),                  # started
-        _shared(_LABELS, labels, _sorted_labels) if labels else (),   # labels
+        _shared(_sorted_labels, labels) if labels else (),        # labels
         spec.get("preemptionPolicy") == "Never",                # never_preempts
         scheduling_gates(spec) if "schedulingGates" in spec else (),   # gates
         pod_pvcs(spec, namespace, str(name)) if spec.get("volumes") else (),   # pvcs
@@ -314,33 +318,33 @@ def pod_facts(pod: Obj) -> PodFacts:
 
 
 # Alike pods (a gang's, a workload's) have alike labels and annotations: what
-# is read of them is made once and shared, in memory as in time.
-_LABELS: dict[tuple[tuple[str, object], ...], tuple[tuple[str, str], ...]] = {}
-_ANNOTATIONS: dict[tuple[tuple[str, object], ...], tuple[tuple[str, str], ...]] = {}
-_SHARED_MAX = 1 << 16       # distinct sets remembered (then forgotten, and learnt again)
+# is read of them is made once per distinct set and shared, in memory as in time.
+Pairs = tuple[tuple[str, str], ...]
+T = TypeVar("T")
 
 
-def _shared(memo: dict[tuple[tuple[str, object], ...], tuple[tuple[str, str], ...]], raw: Obj,
-            read: Callable[[Obj], tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
+def _shared(read: Callable[[tuple[tuple[str, object], ...]], Pairs], raw: Obj) -> Pairs:
+    return _cached(read, tuple(raw.items()))
+
+
+def _cached(read: Callable[..., T], *args: object) -> T:
+    """read(*args) through its lru_cache; made anew for values no key can hold
+    (only a hand-written file has them: an API server takes strings only)."""
     try:
-        key = tuple(raw.items())
-        found = memo.get(key)
-    except TypeError:       # a value no key can hold (a hand-written file): read anew
-        return read(raw)
-    if found is None:
-        if len(memo) >= _SHARED_MAX:
-            memo.clear()
-        found = memo[key] = read(raw)
-    return found
+        return read(*args)
+    except TypeError:
+        return read.__wrapped__(*args)      # type: ignore[attr-defined]
 
 
-def _sorted_labels(labels: Obj) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((str(k), str(v)) for k, v in labels.items()))
+@functools.lru_cache(maxsize=1 << 16)
+def _sorted_labels(items: tuple[tuple[str, object], ...]) -> Pairs:
+    return tuple(sorted((str(k), str(v)) for k, v in items))
 
 
-def _read_annotations(annotations: Obj) -> tuple[tuple[str, str], ...]:
+@functools.lru_cache(maxsize=1 << 16)
+def _read_annotations(items: tuple[tuple[str, object], ...]) -> Pairs:
     """The annotations scheduling reads, sorted."""
-    return tuple(sorted([(k, str(v)) for k, v in annotations.items()
+    return tuple(sorted([(k, str(v)) for k, v in items
                          if k.startswith(_READ_PREFIXES) or k == L.KAI_PREEMPTION_DELAY]))
 
 

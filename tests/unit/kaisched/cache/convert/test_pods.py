@@ -197,3 +197,15 @@ def test_every_fact_is_read_from_its_own_field() -> None:
     assert (facts.gpu, facts.reserves, facts.kai_reservation) == (None, None, False)
     assert facts.runtime is not None and facts.runtime.limit == 65.0
     assert facts.runtime.job is not None and facts.runtime.job.uid == "job-uid"
+
+
+def test_values_no_cache_can_hold_are_read_all_the_same() -> None:
+    """Labels, annotations and gang names are shared between alike pods through
+    caches; a hand-written file's list value (an API server takes strings only)
+    is read as before, not refused for being no key."""
+    facts = pod_facts({"metadata": {"name": "p", "namespace": "n", "labels": {"a": ["x"]},
+                                    "annotations": {"scheduling.k8s.io/group-name": ["g"]}},
+                       "spec": {}})
+    assert facts.labels == (("a", "['x']"),)
+    assert facts.annotations == (("scheduling.k8s.io/group-name", "['g']"),)
+    assert facts.job == "n/['g']" and facts.problem is None
