@@ -19,7 +19,7 @@ BENCHES: dict[str, str] = {
     "gpu-share-5k": "5,000 nodes of 8 GPUs, 40,000 pods asking for part of one",
     "simulate": "kaisched simulate on 1,000 nodes and 2,000 generated jobs",
     "what-if-10k": "simulate --from-snapshot on the scale-10k cluster for an hour",
-    "binds": "binds a second over HTTP to kmock's emulator, 1 to 64 binders",
+    "binds": "binds a second over HTTP to kmock's emulator, 1 to 128 binders",
     "failover-50k": "a standby following 50,000 nodes takes over (failover_seconds)",
     "list-10k": "scale-10k's objects listed over HTTP, page by page",
     "cold-50k": "a scheduler starting cold on scale-50k: to its first decision",

@@ -33,7 +33,7 @@ from kaisched.runtime.binder import BURST, QPS, Binder
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.runtime.throttle import WriteThrottle
 
-BINDERS = (1, 8, 32, 64)
+BINDERS = (1, 8, 32, 64, 128)
 GANG = 8
 Obj = dict[str, Any]
 

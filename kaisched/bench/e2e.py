@@ -25,11 +25,12 @@ Everything the bench creates is named after --prefix and deleted at the end
 never goes).
 
 After both schedulers, each run binds the same 5,000 pods (created the same
-way) with nothing else running: a loop of 32 threads sending only binds, with
-kaisched's client, timed from its first bind to the last the same watch sees
-(`binds_alone`). No scheduler binding them can end sooner on this server and
-this machine, so kube-scheduler's time over that one is the best ratio any
-could reach here (`best_ratio`).
+way) with nothing else running: a loop of as many threads as `kaisched run`
+has binders by default, sending only binds with kaisched's client, timed
+from its first bind to the last the same watch sees (`binds_alone`). No
+scheduler binding them can end sooner on this server and this machine, so
+kube-scheduler's time over that one is the best ratio any could reach here
+(`best_ratio`).
 
 Where the PodGroup and Queue CRDs are not served it installs them (from
 config/crds) and leaves them. It needs a kube-scheduler binary
@@ -54,6 +55,7 @@ import yaml
 
 from kaisched.bench.installed import installed_env
 from kaisched.builtins.catalog import register_builtins
+from kaisched.cli.production import BINDERS  # binds in flight in the binds-alone loop
 from kaisched.cluster.kinds import NODE, POD, PODGROUP, QUEUE, Kind
 from kaisched.cluster.kube import KubeCluster
 from kaisched.cluster.watch import KubeSubscription
@@ -65,7 +67,6 @@ NODES, PODS, GANG = 500, 5000, 8
 PATIENCE = 600.0            # the longest one scheduler may take before the run gives up
 CREATORS = 16               # requests in flight while the bench creates its objects
 QPS = 5000                  # both schedulers' client rate limit (qps and burst), as k8s-up.sh's
-BINDERS = 32                # binds in flight in the binds-alone loop: kaisched run's default
 Obj = dict[str, Any]
 
 

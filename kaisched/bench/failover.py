@@ -34,6 +34,7 @@ from typing import Any
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench.profiling import profiled
 from kaisched.builtins.catalog import register_builtins
+from kaisched.cli.production import BINDERS  # the binder's threads, as `kaisched run`'s
 from kaisched.framework import default_config
 from kaisched.framework.effects import Bind, Effect
 from kaisched.runtime.binder import Binder
@@ -42,7 +43,6 @@ from kaisched.runtime.scheduler import Scheduler
 
 SIZE = 5                # scale-10k times five: 50,000 nodes
 STEADY_CYCLES = 2       # the leader's cycles after its first, churn before each
-BINDERS = 8             # as `kaisched run` by default
 MIB = 1024 * 1024
 
 

@@ -160,6 +160,7 @@ class Binder:
         self._busy = 0              # urgent effects being applied
         self._active = 0            # effects of any kind being applied
         self._threads: list[threading.Thread] = []
+        self._idle = 0              # workers waiting for an effect
         self._begun: set[JobKey] = set()        # gangs with a bind sent
         self._stopping: float | None = None
         self._closed = False
@@ -210,7 +211,7 @@ class Binder:
                 self._urgent.append(write)
             else:
                 self._writes[_target(write)] = write
-            self._start_workers()
+            self._add_worker()
             self._cond.notify()
 
     def wait(self, writes: bool = False, cancel: Callable[[], bool] = lambda: False) -> None:
@@ -309,8 +310,12 @@ class Binder:
         return isinstance(effect, Bind) and effect.job in self._begun
 
     # -- the workers ---------------------------------------------------------------------
-    def _start_workers(self) -> None:
-        while len(self._threads) < self.workers:
+    def _add_worker(self) -> None:
+        """One more worker when more is queued than idle workers will take, up
+        to the count: started as work comes, not all at the first effect (128
+        threads take 13 ms to start, which the first bind would wait on)."""
+        if (len(self._threads) < self.workers
+                and len(self._urgent) + len(self._writes) > self._idle):
             thread = threading.Thread(target=self._work, name=f"binder-{len(self._threads)}",
                                       daemon=True)
             self._threads.append(thread)
@@ -320,7 +325,11 @@ class Binder:
         while True:
             with self._cond:
                 while not (self._urgent or self._writes or self._closed):
-                    self._cond.wait()
+                    self._idle += 1
+                    try:
+                        self._cond.wait()
+                    finally:
+                        self._idle -= 1
                 if self._closed:
                     return
                 urgent = bool(self._urgent)

@@ -3,7 +3,11 @@ budget, permanent ones (a 409 included) are reported with the rest of the
 gang's binds and never retried, and nothing is swallowed."""
 from __future__ import annotations
 
+import threading
+import time
+
 from kaisched.api.clock import ManualClock
+from kaisched.api.types import JobKey, NodeName, PodKey
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import EVENT, POD
 from kaisched.cluster.memory import MemoryCluster
@@ -111,3 +115,59 @@ def test_retries_end_with_the_time_budget() -> None:
                     sleep=lambda _: None)
     Scheduler(cluster, default_config(registry), registry, cluster.clock, binder).run_once()
     assert cluster.attempts["p0"] <= 3
+
+
+class GatedCluster(MemoryCluster):
+    """Binds wait for the test to open the gate: work queues while workers are busy."""
+
+    def __init__(self) -> None:
+        super().__init__(ManualClock())
+        self.gate = threading.Event()
+        self.counting = threading.Lock()
+        self.waiting = 0                # binds held at the gate now
+        self.most = 0                   # the most held at once
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        with self.counting:
+            self.waiting += 1
+            self.most = max(self.most, self.waiting)
+        self.gate.wait(10)
+        with self.counting:
+            self.waiting -= 1
+        super().bind(namespace, name, uid, node)
+
+
+def test_workers_start_as_work_comes_up_to_their_count() -> None:
+    cluster = GatedCluster()
+    gang(cluster)
+    for i in range(3, 8):
+        cluster.create({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": f"p{i}", "namespace": "default"},
+                        "spec": {"schedulerName": "kaisched", "containers": [{"name": "c"}]}})
+    binder = Binder(cluster, cluster.clock.now, workers=4)
+    job = JobKey("default/g")
+    before = set(threading.enumerate())
+
+    def workers() -> int:
+        return sum(1 for t in threading.enumerate()
+                   if t not in before and t.name.startswith("binder-"))
+
+    def bind(i: int) -> None:
+        binder.submit(Bind(PodKey(f"default/p{i}"), "", NodeName("node-a"), job))
+
+    bind(0)
+    assert workers() == 1                   # not all four for the first effect
+    for i in range(1, 8):
+        bind(i)
+    assert workers() == 4                   # more queued than idle: as many as allowed
+    deadline = time.monotonic() + 10
+    while cluster.waiting < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    cluster.gate.set()
+    binder.wait()
+    assert cluster.most == 4                # four binds in flight at once, never more
+    assert len(binder.take_report().applied) == 8
+    binder.submit(Bind(PodKey("default/p0"), "", NodeName("node-a"), job))
+    binder.wait()                           # an idle worker took it: none was started
+    assert workers() == 4
+    binder.stop()
