@@ -29,7 +29,8 @@ from kaisched.cluster.kube import KubeCluster
 from kaisched.errors import InputError
 from kaisched.framework import default_config
 from kaisched.framework.effects import Bind, Effect
-from kaisched.runtime.binder import BURST, QPS, Binder
+from kaisched.runtime.binder import Binder
+from kaisched.runtime.defaults import BURST, QPS
 from kaisched.runtime.scheduler import Scheduler
 from kaisched.runtime.throttle import WriteThrottle
 

@@ -55,12 +55,12 @@ import yaml
 
 from kaisched.bench.installed import installed_env
 from kaisched.builtins.catalog import register_builtins
-from kaisched.cli.production import BINDERS  # binds in flight in the binds-alone loop
 from kaisched.cluster.kinds import NODE, POD, PODGROUP, QUEUE, Kind
 from kaisched.cluster.kube import KubeCluster
 from kaisched.cluster.watch import KubeSubscription
 from kaisched.errors import ConflictError, InputError, NotFoundError, TransientApiError
 from kaisched.framework import default_config
+from kaisched.runtime.defaults import BINDERS  # binds in flight in the binds-alone loop
 from kaisched.validation.schemas import crd_dir
 
 NODES, PODS, GANG = 500, 5000, 8

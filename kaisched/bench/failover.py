@@ -34,11 +34,11 @@ from typing import Any
 from kaisched.bench import scale10k as bench_scale
 from kaisched.bench.profiling import profiled
 from kaisched.builtins.catalog import register_builtins
-from kaisched.cli.production import BINDERS  # the binder's threads, as `kaisched run`'s
 from kaisched.framework import default_config
 from kaisched.framework.effects import Bind, Effect
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.cycle import CycleResult
+from kaisched.runtime.defaults import BINDERS  # the binder's threads, as `kaisched run`'s
 from kaisched.runtime.scheduler import Scheduler
 
 SIZE = 5                # scale-10k times five: 50,000 nodes

@@ -29,6 +29,7 @@ class VolumeStore:
         self.limits: dict[str, dict[str, int]] = {}
         self.failures: dict[ClaimKey, str] = {}           # the last ProvisioningFailed message
         self.users: dict[ClaimKey, dict[PodKey, NodeName | None]] = {}
+        self._unplaced = 0          # uses of a claim (in users) by a pod not placed yet
         self._current: Storage | None = NO_STORAGE
 
     def apply(self, event: WatchEvent) -> bool:
@@ -84,19 +85,23 @@ class VolumeStore:
         if before is not None:
             for c in before.pvcs:
                 users = self.users.get(c.key)
-                if users is not None:
-                    users.pop(before.key, None)
+                if users is not None and before.key in users:
+                    self._unplaced -= users.pop(before.key) is None
                     if not users:
                         del self.users[c.key]
         if after is not None and after.status is not None and after.status not in _DONE:
             for c in after.pvcs:
-                self.users.setdefault(c.key, {})[after.key] = after.node_name
+                users = self.users.setdefault(c.key, {})
+                if after.key in users:
+                    self._unplaced -= users[after.key] is None
+                users[after.key] = after.node_name
+                self._unplaced += after.node_name is None
         self._current = None
 
     def awaited(self) -> bool:
         """Some pod not placed yet mounts a claim: why it waits may be a failed
         provisioning of its claim, which an Event says."""
-        return any(node is None for users in self.users.values() for node in users.values())
+        return self._unplaced > 0      # counted as pods come and go: asked at every sync
 
     def rebuilt(self, pods: Iterable[PodFacts]) -> Storage:
         """The same value made from scratch from every pod: what the

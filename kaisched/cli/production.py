@@ -2,6 +2,7 @@
 /metrics, /healthz and /readyz), refused at start when the cluster does not fit its memory."""
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import signal
@@ -12,6 +13,7 @@ import click
 
 from kaisched.console import kubeconfig_option, replica_options
 from kaisched.errors import InputError
+from kaisched.runtime.defaults import BINDERS, BURST, QPS
 
 if TYPE_CHECKING:
     from kaisched.cluster.kube import KubeCluster
@@ -31,12 +33,6 @@ def _memory_limit(_ctx: click.Context, _param: click.Parameter, value: str | Non
     return value
 
 
-# Requests in flight at once by default. The API server and etcd answer many
-# concurrent binds faster than few (etcd commits them together): on a loopback
-# server 5,000 binds took 3.1-3.3 s with 128, 3.5-4.2 s with 32.
-BINDERS = 128
-
-
 @click.command()
 @kubeconfig_option
 @click.option("--config", "config_path", metavar="FILE",
@@ -47,10 +43,10 @@ BINDERS = 128
 @click.option("--binders", type=click.IntRange(1, 256), default=BINDERS, show_default=True,
               metavar="N",
               help="Requests in flight at once (binds first, then status and Events).")
-@click.option("--api-qps", type=click.FloatRange(min=0), default=1000.0, show_default=True,
+@click.option("--api-qps", type=click.FloatRange(min=0), default=QPS, show_default=True,
               metavar="N",
               help="Writes a second, binds and status alike, on average (0: no limit).")
-@click.option("--api-burst", type=click.IntRange(min=1), default=2000, show_default=True,
+@click.option("--api-burst", type=click.IntRange(min=1), default=BURST, show_default=True,
               metavar="N",
               help="Writes at once above --api-qps.")
 @click.option("--cycles", type=click.IntRange(min=1), metavar="N",
@@ -67,22 +63,29 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     # the scheduler's own modules load (half a second: the plugins, numpy,
     # networkx) and its config is checked: the lists wait on the API server
     # meanwhile. A bad config is still said first.
+    from kaisched.cluster import collector
     from kaisched.cluster.background import in_background
 
-    connecting = in_background(lambda: _connecting(kubeconfig, binders, memory_limit), "connecting")
+    # The cyclic collector, left running, would walk what the imports make
+    # (modules, classes: a tenth of their time) again and again as they grow.
+    with collector.paused():
+        connecting = in_background(lambda: _connecting(kubeconfig, binders, memory_limit),
+                                   "connecting")
 
-    from kaisched.api.clock import WallClock
-    from kaisched.builtins.catalog import register_builtins
-    from kaisched.cli import inputs
-    from kaisched.runtime.binder import Binder
-    from kaisched.runtime.metrics import Metrics
-    from kaisched.runtime.scheduler import Scheduler, serve
-    from kaisched.runtime.throttle import WriteThrottle
-    from kaisched.service.health import Health
+        from kaisched.api.clock import WallClock
+        from kaisched.builtins.catalog import register_builtins
+        from kaisched.cli import inputs
+        from kaisched.runtime.binder import Binder
+        from kaisched.runtime.metrics import Metrics
+        from kaisched.runtime.scheduler import Scheduler, serve
+        from kaisched.runtime.throttle import WriteThrottle
+        from kaisched.service.health import Health
 
-    registry = register_builtins()
-    config = inputs.scheduler_config(config_path, registry, None)
-    client = connecting.result()        # or raises what stopped it (a kubeconfig, memory)
+        registry = register_builtins()
+        config = inputs.scheduler_config(config_path, registry, None)
+        client = connecting.result()    # or raises what stopped it (a kubeconfig, memory)
+    # What they made lives as long as the process: out of the collector's sight.
+    gc.freeze()
     clock = WallClock()
     pool = config.node_pool
     elector = lease.elector(client.with_timeout(5.0), clock,

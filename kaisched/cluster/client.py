@@ -28,7 +28,8 @@ class Subscription(Protocol):
         ...
 
     def settle(self) -> None:
-        """Wait until the first lists of the late kinds have ended too."""
+        """Wait until the first lists of the late kinds have ended too (a
+        backend may ask for them only now)."""
         ...
 
     def close(self) -> None:

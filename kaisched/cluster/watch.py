@@ -70,8 +70,12 @@ class KubeSubscription:
         self.missing_retry = missing_retry
         self.events: queue.SimpleQueue[WatchEvent] = queue.SimpleQueue()
         self.stopped = threading.Event()
+        self._starting = threading.Lock()       # settle() from two threads starts them once
+        self._late_started = False
         self._watches = [_KindWatch(self, kind) for kind in dict.fromkeys(kinds)]
-        # The late kinds list on their own threads, after subscribe() returns.
+        # The late kinds are listed (then watched, each on its thread) only once
+        # settle() asks for them: until some reader needs one, its first list
+        # (an API server filtering every Event it holds) is not asked at all.
         first = [w for w in self._watches if not w.kind.late]
         if len(first) > 1:
             # In parallel: start-up waits for the slowest list, not for their sum.
@@ -87,7 +91,7 @@ class KubeSubscription:
         if unserved:
             log.info("%s %s not served by this cluster; not watching %s", ", ".join(unserved),
                      "is" if len(unserved) == 1 else "are", "it" if len(unserved) == 1 else "them")
-        for watch in self._watches:
+        for watch in first:
             watch.thread.start()
 
     @property
@@ -97,8 +101,15 @@ class KubeSubscription:
         return all(w.up for w in self._watches)
 
     def settle(self) -> None:
-        for watch in self._watches:
-            watch.listed.wait()
+        with self._starting:
+            if not self._late_started and not self.stopped.is_set():
+                self._late_started = True
+                for watch in self._watches:
+                    if watch.kind.late:
+                        watch.thread.start()
+        if self._late_started:          # else closed before anyone asked: nothing comes
+            for watch in self._watches:
+                watch.listed.wait()
 
     def drain(self) -> list[WatchEvent]:
         out: list[WatchEvent] = []

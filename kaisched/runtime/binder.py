@@ -71,7 +71,6 @@ from kaisched.runtime.throttle import Admission, Verdict, WriteThrottle
 
 COMPONENT = "kaisched"
 RETRY_BUDGET = 15.0         # seconds one effect may take, retries included
-QPS, BURST = 1000.0, 2000   # the default rate limit of `kaisched run`
 STOP_GRACE = 3.0            # after stop(), retries end this soon
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,7 @@
 """A scheduler's first lists: the late kinds (read only for the words of a
-waiting pod) do not hold subscribe() up, settle() waits for them; lists
-started early (prefetch) are the ones the first subscribe() takes."""
+waiting pod) do not hold subscribe() up and are not even listed until
+settle() asks for them, then waits for them; lists started early (prefetch)
+are the ones the first subscribe() takes."""
 from __future__ import annotations
 
 import asyncio
@@ -82,6 +83,9 @@ def test_the_first_sync_waits_for_late_kinds_only_when_a_pod_waits_on_a_claim(
     assert not syncing.is_alive()
     if claims:
         assert cache.storage.failures            # read in that first sync
+    else:
+        cache.sync(cluster)
+        assert apiserver.count("list", EVENTS) == 0     # never asked: the server filters none
     cache.close()
 
 
