@@ -44,7 +44,7 @@ SIZE = 5                # scale-10k times five: 50,000 nodes
 STEADY_CYCLES = 2       # the leader's cycles after its first, churn before each
 # The binder's threads. Not `kaisched run`'s 128: a bind to the memory backend
 # is all CPU, no wait on a server, so more threads only take turns with the
-# session for the interpreter (cold-50k's first cycle took 101 s with 128, 42 s with 8).
+# session for the interpreter (cold-50k's first cycle took 101 s with 128, 46 s with 8).
 BINDERS = 8
 MIB = 1024 * 1024
 
