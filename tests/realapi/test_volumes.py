@@ -177,3 +177,56 @@ def test_a_static_local_volume_is_prebound_then_the_pod_bound_where_it_is(
         _unprotected(admin, PVC, namespace, "scratch")
         _unprotected(admin, PV, "", volume)
         _unprotected(admin, STORAGE_CLASS, "", cls)
+
+
+def test_a_failed_provisioning_is_quoted_for_the_gang_waiting_on_its_claim(
+        admin: KubeCluster, components: Components, namespace: str,
+        fake_nodes: Callable[..., list[str]]) -> None:
+    """The Events of failed provisionings are not listed when the scheduler
+    starts; a pod waiting on a claim makes it list them, and the provisioner's
+    words reach the gang's condition (the Event played here, as the external
+    provisioner writes it)."""
+    fake_nodes(1, cpu="8", prefix="prov")
+    cls = f"{namespace}-immediate"
+    admin.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                  "metadata": {"name": cls}, "provisioner": "rt-vol.example.com",
+                  "volumeBindingMode": "Immediate"})
+    try:
+        claim = admin.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                              "metadata": {"name": "data", "namespace": namespace},
+                              "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"],
+                                       "resources": {"requests": {"storage": "1Gi"}}}})
+        admin.create({"apiVersion": "v1", "kind": "Event",
+                      "metadata": {"name": "data.provisioning", "namespace": namespace},
+                      "involvedObject": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                         "namespace": namespace, "name": "data",
+                                         "uid": claim["metadata"]["uid"]},
+                      "reason": "ProvisioningFailed", "type": "Warning",
+                      "message": "rt-vol: no capacity left in the pool",
+                      "source": {"component": "rt-vol-provisioner"}})
+        admin.create({"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "PodGroup",
+                      "metadata": {"name": "prov", "namespace": namespace},
+                      "spec": {"minMember": 1}})
+        admin.create({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": "prov-0", "namespace": namespace,
+                                   "annotations": {"kaisched.io/pod-group": "prov"}},
+                      "spec": {"schedulerName": "kaisched",
+                               "nodeSelector": {"kaisched.io/test": OWNER},
+                               "containers": [{"name": "main", "image": "trainer:1",
+                                               "resources": {"requests": {"cpu": "1"}}}],
+                               "volumes": [{"name": "data", "persistentVolumeClaim": {
+                                   "claimName": "data"}}]}})
+
+        def quoted() -> str | None:
+            conditions = (admin.get(PODGROUP, namespace, "prov").get("status") or {}).get(
+                "conditions") or []
+            return next((c["message"] for c in conditions
+                         if "no capacity left in the pool" in (c.get("message") or "")), None)
+
+        message = eventually(quoted, what="the provisioner's words in the gang's condition",
+                             timeout=60)
+        assert "data" in message, (message, components.logs()[-3000:])
+        assert not admin.get(POD, namespace, "prov-0")["spec"].get("nodeName")
+    finally:
+        _unprotected(admin, PVC, namespace, "data")
+        _unprotected(admin, STORAGE_CLASS, "", cls)
