@@ -218,15 +218,15 @@ def test_a_failed_provisioning_is_quoted_for_the_gang_waiting_on_its_claim(
                                    "claimName": "data"}}]}})
 
         def quoted() -> str | None:
-            conditions = (admin.get(PODGROUP, namespace, "prov").get("status") or {}).get(
-                "conditions") or []
+            group = admin.get(PODGROUP, namespace, "prov") or {}
+            conditions = (group.get("status") or {}).get("conditions") or []
             return next((c["message"] for c in conditions
                          if "no capacity left in the pool" in (c.get("message") or "")), None)
 
         message = eventually(quoted, what="the provisioner's words in the gang's condition",
                              timeout=60)
         assert "data" in message, (message, components.logs()[-3000:])
-        assert not admin.get(POD, namespace, "prov-0")["spec"].get("nodeName")
+        assert not ((admin.get(POD, namespace, "prov-0") or {}).get("spec") or {}).get("nodeName")
     finally:
         _unprotected(admin, PVC, namespace, "data")
         _unprotected(admin, STORAGE_CLASS, "", cls)
