@@ -16,7 +16,7 @@ is bound on the volume's node.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from kaisched.api.volumes import SELECTED_NODE
 from kaisched.cluster.kinds import POD, PODGROUP, PV, PVC, STORAGE_CLASS
@@ -38,6 +38,24 @@ def _unprotected(admin: KubeCluster, kind, namespace: str, name: str) -> None:  
         pass
 
 
+def _claim(namespace: str, name: str, cls: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+def _claiming_pod(namespace: str, name: str, group: str, claim: str, cpu: str) -> dict[str, Any]:
+    """A pod of the gang group, on the test's nodes, mounting the claim."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace,
+                         "annotations": {"kaisched.io/pod-group": group}},
+            "spec": {"schedulerName": "kaisched", "nodeSelector": {"kaisched.io/test": OWNER},
+                     "containers": [{"name": "main", "image": "trainer:1",
+                                     "resources": {"requests": {"cpu": cpu}}}],
+                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}}
+
+
 def test_a_gang_with_wait_for_first_consumer_claims_binds_once_they_are_bound(
         admin: KubeCluster, components: Components, namespace: str,
         fake_nodes: Callable[..., list[str]]) -> None:
@@ -56,19 +74,8 @@ def test_a_gang_with_wait_for_first_consumer_claims_binds_once_they_are_bound(
                       "metadata": {"name": "train", "namespace": namespace},
                       "spec": {"minMember": 2}})
         for i in range(2):
-            admin.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                          "metadata": {"name": f"ckpt-{i}", "namespace": namespace},
-                          "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"],
-                                   "resources": {"requests": {"storage": "1Gi"}}}})
-            admin.create({"apiVersion": "v1", "kind": "Pod",
-                          "metadata": {"name": f"train-{i}", "namespace": namespace,
-                                       "annotations": {"kaisched.io/pod-group": "train"}},
-                          "spec": {"schedulerName": "kaisched",
-                                   "nodeSelector": {"kaisched.io/test": OWNER},
-                                   "containers": [{"name": "main", "image": "trainer:1",
-                                                   "resources": {"requests": {"cpu": "6"}}}],
-                                   "volumes": [{"name": "ckpt", "persistentVolumeClaim": {
-                                       "claimName": f"ckpt-{i}"}}]}})
+            admin.create(_claim(namespace, f"ckpt-{i}", cls))
+            admin.create(_claiming_pod(namespace, f"train-{i}", "train", f"ckpt-{i}", cpu="6"))
 
         # Each claim gets a node of the allowed zone, one pod per node; no pod is bound yet.
         def selected() -> dict[str, str] | None:
@@ -192,10 +199,7 @@ def test_a_failed_provisioning_is_quoted_for_the_gang_waiting_on_its_claim(
                   "metadata": {"name": cls}, "provisioner": "rt-vol.example.com",
                   "volumeBindingMode": "Immediate"})
     try:
-        claim = admin.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                              "metadata": {"name": "data", "namespace": namespace},
-                              "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"],
-                                       "resources": {"requests": {"storage": "1Gi"}}}})
+        claim = admin.create(_claim(namespace, "data", cls))
         admin.create({"apiVersion": "v1", "kind": "Event",
                       "metadata": {"name": "data.provisioning", "namespace": namespace},
                       "involvedObject": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -207,15 +211,7 @@ def test_a_failed_provisioning_is_quoted_for_the_gang_waiting_on_its_claim(
         admin.create({"apiVersion": "scheduling.kaisched.io/v1alpha1", "kind": "PodGroup",
                       "metadata": {"name": "prov", "namespace": namespace},
                       "spec": {"minMember": 1}})
-        admin.create({"apiVersion": "v1", "kind": "Pod",
-                      "metadata": {"name": "prov-0", "namespace": namespace,
-                                   "annotations": {"kaisched.io/pod-group": "prov"}},
-                      "spec": {"schedulerName": "kaisched",
-                               "nodeSelector": {"kaisched.io/test": OWNER},
-                               "containers": [{"name": "main", "image": "trainer:1",
-                                               "resources": {"requests": {"cpu": "1"}}}],
-                               "volumes": [{"name": "data", "persistentVolumeClaim": {
-                                   "claimName": "data"}}]}})
+        admin.create(_claiming_pod(namespace, "prov-0", "prov", "data", cpu="1"))
 
         def quoted() -> str | None:
             group = admin.get(PODGROUP, namespace, "prov") or {}
