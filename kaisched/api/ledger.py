@@ -78,6 +78,16 @@ class Entry:
         return cls(job.queue, job_state(job), unsettled(job), tuple(holding.items()),
                    tuple(wanted.items()), job.priority, evictable)
 
+    @classmethod
+    def running(cls, job: JobInfo, charges: dict[Resource, int]) -> Entry:
+        """A job whose pods all run (or are bound), its minimum met, nothing
+        wrong with it, counted rather than walked: charges is what its pods
+        are charged, each with how many pods are (kaisched.runtime.headstart)."""
+        pinned = not job.spec.preemptible
+        return cls(job.queue, job_state(job), False,
+                   tuple(((job.queue, charge, pinned), n) for charge, n in charges.items()),
+                   (), job.priority, bool(charges))
+
 
 class Ledger:
     def __init__(self) -> None:
@@ -97,8 +107,9 @@ class Ledger:
             ledger.put(job.key, job)
         return ledger
 
-    def put(self, key: JobKey, job: JobInfo | None) -> None:
-        """The job as it is now (None: gone): its old part out, its new part in."""
+    def put(self, key: JobKey, job: JobInfo | None, entry: Entry | None = None) -> None:
+        """The job as it is now (None: gone): its old part out, its new part in
+        (entry: that part, when the job's tasks are not all made)."""
         old = self.entries.pop(key, None)
         if old is not None:
             self._add(old, -1)
@@ -107,7 +118,7 @@ class Ledger:
         if job is None:
             self.unsettled.discard(key)
             return
-        new = self.entries[key] = Entry.of(job)
+        new = self.entries[key] = entry if entry is not None else Entry.of(job)
         self._add(new, 1)
         if new.evictable:
             self.evictable.setdefault(new.queue, {}).setdefault(new.priority, set()).add(key)

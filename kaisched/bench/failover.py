@@ -78,12 +78,18 @@ class FirstBind:
         return None         # a failed bind is no decision landed; the run counts binds
 
 
-def first_cycle(scheduler: Scheduler, profile: int,
-                figures: dict[str, Any]) -> tuple[float, CycleResult, float]:
+def first_cycle(scheduler: Scheduler, profile: int, figures: dict[str, Any],
+                head_start: bool = False) -> tuple[float, CycleResult, float]:
     """The scheduler's sync and first cycle (profiled into figures if asked),
-    then its binder and watches stopped: when the sync ended, the cycle's
-    result, when the cycle ended."""
+    after its head start if asked (as a leader's first cycle takes it), then
+    its binder and watches stopped: when the sync ended, the cycle's result,
+    when the cycle ended."""
     with profiled(profile, figures):
+        taken = scheduler.head_start() if head_start else None
+        if taken is not None:
+            figures.update({"head_start_snapshot_seconds": round(taken.snapshot_seconds, 3),
+                            "head_start_session_seconds": round(taken.session_seconds, 3),
+                            "head_start_binds": len(taken.binds)})
         scheduler.sync()
         synced = time.perf_counter()
         result = scheduler.run_once()

@@ -24,7 +24,7 @@ from kaisched.api.types import (
     TaskStatus,
     job_key,
 )
-from kaisched.cache import convert
+from kaisched.cache import convert, counted
 from kaisched.cache.batchjobs import BatchJobs
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
@@ -112,6 +112,9 @@ class Cache:
         self.storage = VolumeStore()                        # claims, volumes, classes
         self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
+        self._listed: list[WatchEvent] | None = None        # the first lists, not applied yet
+        self._counted: dict[JobKey, counted.Counted] = {}   # lent counted, not converted yet
+        self.listed_pods = 0                                # pods in the first lists
         self._settled = False                               # the late kinds' first lists are in
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
         self._pending_groups: set[JobKey] = set()           # kaisched PodGroups still Pending
@@ -122,13 +125,18 @@ class Cache:
 
     def sync(self, client: ClusterClient) -> int:
         """Apply every event since the last sync; the first one lists everything."""
+        if self._subscription is None:
+            self.listed(client)
         subscription = self._subscription
-        if subscription is None:
-            subscription = self._subscription = client.subscribe(SCHEDULING_KINDS)
-            self._settled = False
-            events = _pods_last(subscription.drain())
-        else:
-            events = subscription.drain()
+        assert subscription is not None
+        events = subscription.drain()
+        if self._listed is not None:
+            events, self._listed = self._listed + events, None
+        if self._counted:
+            self.model.reclaim()
+            counted.take_back(self.model.cluster, self._counted)
+            self.model.room.relayout = True     # their room is counted again with their tasks
+            self._counted = {}
         for event in events:
             self.apply(event)
         if not self._settled and self.storage.awaited():
@@ -142,6 +150,47 @@ class Cache:
             events += late
         self.model.catch_up(self.pods)
         return len(events)
+
+    def listed(self, client: ClusterClient) -> None:
+        """The first lists (subscribing to the cluster), every other kind
+        before the pods: kept for the first sync to apply, so that a head start
+        can read them first (counted_snapshot)."""
+        if self._subscription is None:
+            self._subscription = client.subscribe(SCHEDULING_KINDS)
+            self._settled = False
+            self._listed = _pods_last(self._subscription.drain())
+            self.listed_pods = sum(1 for e in self._listed if e.kind is POD)
+
+    def listed_waiting(self) -> bool:
+        """Whether a pod of this scheduler in the first lists waits for a node."""
+        return counted.any_waiting(self._listed or (), self.scheduler_name)
+
+    def counted_snapshot(self, now: float) -> ClusterInfo | None:
+        """Before the first sync, a snapshot of the first lists with the
+        running gangs that may be counted counted, not converted
+        (kaisched.cache.counted): for a head start, whose session is the only
+        one to read it. The first sync converts them (their stand-ins go).
+        None when nothing is counted (a counted pod asks for a resource no
+        column of the node table holds): the first sync converts the rest."""
+        assert self._listed is not None, "listed() first, and no sync yet"
+        converted, candidates = counted.split(self._listed, self.scheduler_name)
+        for event in converted:
+            self.apply(event)
+        self.model.catch_up(self.pods)
+        found: dict[JobKey, counted.Counted] = {}
+        for job, pods in candidates.items():
+            one = counted.count(job, pods, self._groups, self.model.priorities)
+            if one is None:
+                for pod in pods:
+                    self.apply(pod.event)
+            else:
+                found[job] = one
+        self._listed = [pod.event for one in found.values() for pod in one.pods]
+        cluster = self.snapshot(now)
+        if not counted.lend(cluster, found):
+            return None
+        self._counted = found
+        return cluster
 
     def close(self) -> None:
         """Stop following the cluster."""

@@ -13,7 +13,7 @@ import click
 
 from kaisched.console import kubeconfig_option, replica_options
 from kaisched.errors import InputError
-from kaisched.runtime.defaults import BINDERS, BURST, QPS
+from kaisched.runtime.defaults import BINDERS, BURST, HEAD_START_PODS, QPS
 
 if TYPE_CHECKING:
     from kaisched.cluster.kube import KubeCluster
@@ -51,12 +51,16 @@ def _memory_limit(_ctx: click.Context, _param: click.Parameter, value: str | Non
               help="Writes at once above --api-qps.")
 @click.option("--cycles", type=click.IntRange(min=1), metavar="N",
               help="Stop after this many cycles (default: run until SIGTERM).")
+@click.option("--head-start-pods", type=click.IntRange(min=0), default=HEAD_START_PODS,
+              show_default=True, metavar="N",
+              help="A first leader whose first lists hold N pods or more binds its first gangs "
+                   "before converting every running pod (0: never).")
 @click.option("--memory-limit", metavar="SIZE", callback=_memory_limit,
               help="Check the cluster at start against this much memory (6Gi; 0: no check) "
                    "instead of the container's limit.")
 def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         lease: LeaseOptions, binders: int, api_qps: float, api_burst: int, cycles: int | None,
-        memory_limit: str | None) -> None:
+        head_start_pods: int, memory_limit: str | None) -> None:
     """The scheduler against a cluster: leader election, /metrics, /healthz."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The client, the memory check and the first lists go on a thread while
@@ -94,6 +98,7 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
                     throttle=WriteThrottle(),
                     leading=elector.is_leading if elector is not None else None)
     scheduler = Scheduler(client, config, registry, clock, binder)
+    scheduler.head_start_pods = head_start_pods
     metrics = Metrics(pool.value if pool is not None else None)
     health = Health(config.schedule_period,
                     leading=elector.is_leading if elector is not None else lambda: True,

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from kaisched.api.clock import Clock
+from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.types import JobKey, PodKey
 from kaisched.cache import Cache
 from kaisched.cluster import collector
@@ -37,9 +38,12 @@ from kaisched.framework.effects import (
 from kaisched.framework.holds import apply_holds, release_deadlocks
 from kaisched.framework.moves import apply_moves
 from kaisched.framework.reservation import Reservation
+from kaisched.runtime import headstart
 from kaisched.runtime.binder import Binder, BindReport
 from kaisched.runtime.cycle import CycleResult
+from kaisched.runtime.defaults import HEAD_START_PODS
 from kaisched.runtime.errorlog import ErrorLog
+from kaisched.runtime.headstart import HeadStart
 from kaisched.runtime.usagebooks import UsageBook, usage_book
 from kaisched.service import loop
 
@@ -100,11 +104,48 @@ class Scheduler:
         self.last_session: Session | None = None
         self.error_log = ErrorLog()         # tracebacks of jobs whose decision raised
         self.synced = False                     # the first sync listed everything
+        # First lists of at least this many pods get a head start (runtime.headstart).
+        self.head_start_pods = HEAD_START_PODS
+        self.head_started: HeadStart | None = None      # the head start, if one was taken
         self.warmed_at: float | None = None     # when a standby last prepared (follow)
         # Fair share with memory: each queue's usage, kept by this scheduler or
         # asked of Prometheus (None: not configured).
         self.usage: UsageBook | None = usage_book(
             config.usage_db, config.node_pool.value if config.node_pool is not None else None)
+
+    def prepare(self) -> None:
+        """Before it is known whether this replica leads: list everything, and
+        convert it unless a leader would take a head start over it first (a
+        standby converts it as it follows)."""
+        if not self._head_start_due():
+            self.sync()
+
+    def head_start(self) -> HeadStart | None:
+        """Before the first sync of a big cluster: the first action's binds
+        over its first lists with running gangs counted (runtime.headstart)."""
+        if self._head_start_due():
+            self.head_started = headstart.take(self.cache, self.clock.now(), self.actions[0],
+                                               self._session, self.binder.submit)
+        return self.head_started
+
+    def _head_start_due(self) -> bool:
+        # Not for one node pool of several (the counting takes no pod's pool) nor
+        # with fair share with memory (its book reads every job's tasks).
+        return (not self.synced and self.head_start_pods > 0 and self.usage is None
+                and self.config.node_pool is None and bool(self.actions)
+                and headstart.due(self.cache, self.client, self.head_start_pods))
+
+    def _session(self, cluster: ClusterInfo, effects: list[Effect] | None) -> Session:
+        """A cycle's session over the snapshot, opened with what the last one
+        carried (NonStrict holds, moves, bookings, reservations), its effects
+        handed to effects."""
+        ssn = Session(cluster, self.config, self.registry.build_plugins(self.config), effects)
+        ssn.action = "session open"       # what a job's error while its room is put back says
+        apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
+        apply_moves(ssn, self.moves)       # and the room consolidation made
+        apply_bookings(ssn)                # and capacity provisioned for gangs
+        ssn.starving.before = self.reserved
+        return ssn
 
     def sync(self) -> int:
         """Apply what the watches saw; the first call lists everything."""
@@ -168,12 +209,7 @@ class Scheduler:
                 cluster.usage = self.usage.observe(cluster, now)
             snapshotted, snapshotted_cpu = time.perf_counter(), time.process_time()
             outbox = Outbox(self.binder.submit) if self.binder.live else None
-            ssn = Session(cluster, self.config, self.registry.build_plugins(self.config), outbox)
-            ssn.action = "session open"       # what a job's error while its room is put back says
-            apply_holds(ssn, self.holds)       # last session's NonStrict holds, before any action
-            apply_moves(ssn, self.moves)       # and the room consolidation made
-            apply_bookings(ssn)                # and capacity provisioned for gangs
-            ssn.starving.before = self.reserved
+            ssn = self._session(cluster, outbox)
             abandoned = False
             for action in self.actions:
                 if not proceed():
@@ -335,7 +371,7 @@ class Scheduling(loop.Duty):
         self._led_since: float | None = None    # leading, and no cycle has ended since
 
     def prepare(self) -> None:
-        self.scheduler.sync()
+        self.scheduler.prepare()
 
     def turned(self, turn: loop.Turn) -> None:
         """A lead lost drops what the old term meant to do; a lead taken starts
@@ -358,6 +394,8 @@ class Scheduling(loop.Duty):
 
     def lead(self, proceed: Callable[[], bool]) -> None:
         scheduler = self.scheduler
+        if not scheduler.synced:
+            scheduler.head_start()
         scheduler.sync()
         if not self._watches(scheduler.client.watching()):
             return
@@ -387,8 +425,10 @@ class Scheduling(loop.Duty):
         if self._led_since is None or result.abandoned:
             return
         log.info("leading: the first cycle ended %.2fs after taking the lead (snapshot %.2fs, "
-                 "session %.2fs); %d pods placed", time.monotonic() - self._led_since,
-                 result.snapshot_seconds, result.session_seconds, len(result.placed))
+                 "session %.2fs); %d pods placed%s", time.monotonic() - self._led_since,
+                 result.snapshot_seconds, result.session_seconds, len(result.placed),
+                 f", {len(started.binds)} by its head start"
+                 if (started := self.scheduler.head_started) is not None else "")
         self._led_since = None
 
     def _watches(self, up: bool) -> bool:

@@ -1,0 +1,140 @@
+"""Running gangs counted, not converted (kaisched/cache/counted.py): which pods
+and jobs a head start counts, and that the snapshot it counts is, in every
+number a session reads, the one a full conversion gives."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+
+from kaisched.api.clusterinfo import ClusterInfo
+from kaisched.api.types import JobKey
+from kaisched.api.unread import Unread
+from kaisched.cache import Cache, counted
+from kaisched.cluster.kinds import SCHEDULING_KINDS
+from kaisched.cluster.memory import MemoryCluster
+from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue, load_cluster
+from tests.builders.strategies import contended, scenarios
+
+Obj = dict[str, Any]
+RUNNING = JobKey("default/run")
+
+
+def cluster_objects() -> list[Obj]:
+    """A running gang of 3 on two nodes (its minimum met), a running gang
+    missing a pod (below its minimum), a gang half running half waiting, a
+    running pod of another scheduler, and a running pod with a rule over others."""
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    ruled = build_pod("ruled-0", cpu=1, group="ruled", node="n2")
+    ruled["spec"]["affinity"] = anti
+    return [
+        build_node("n1", cpu=8), build_node("n2", cpu=8), build_queue("team"),
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": "high"}, "value": 100},
+        build_podgroup("run", min_member=3, queue="team"),
+        *(build_pod(f"run-{i}", cpu=1, group="run", node=f"n{1 + i % 2}",
+                    priority=100 if i else None, creation=f"2026-01-01T00:0{3 - i}:00Z")
+          for i in range(3)),
+        build_podgroup("short", min_member=3),
+        *(build_pod(f"short-{i}", cpu=1, group="short", node="n1") for i in range(2)),
+        build_podgroup("half", min_member=2),
+        build_pod("half-0", cpu=1, group="half", node="n1"), build_pod("half-1", cpu=1, group="half"),
+        build_pod("other", cpu=1, node="n2", scheduler="default-scheduler"),
+        build_podgroup("ruled", min_member=1), ruled,
+    ]
+
+
+def counted_and_full(cluster: MemoryCluster) -> tuple[Cache, ClusterInfo | None, ClusterInfo]:
+    lite = Cache()
+    lite.listed(cluster)
+    snapshot = lite.counted_snapshot(0.0)
+    full = Cache()
+    full.sync(cluster)
+    return lite, snapshot, full.snapshot(0.0)
+
+
+def assert_reads_alike(snapshot: ClusterInfo, full: ClusterInfo) -> None:
+    """Every number a session reads of the cluster: the node table, the
+    ledger's sums, each job's declaration and counts; the tasks not made Unread."""
+    for name in ("alloc", "used", "releasing", "pipelined", "idle", "future"):
+        assert np.array_equal(getattr(snapshot.table, name), getattr(full.table, name)), name
+    assert snapshot.table.dims == full.table.dims
+    assert snapshot.ledger().sums() == full.ledger().sums()
+    assert snapshot.jobs.keys() == full.jobs.keys()
+    assert {j.key for j in snapshot.active_jobs()} == {j.key for j in full.active_jobs()}
+    for key, job in full.jobs.items():
+        stand_in = snapshot.jobs[key]
+        assert (stand_in.spec, stand_in.priority, stand_in.creation, stand_in.status,
+                stand_in.problem, stand_in.totals(), stand_in.ready_met()) == \
+            (job.spec, job.priority, job.creation, job.status, job.problem, job.totals(),
+             job.ready_met()), key
+        if isinstance(stand_in.tasks, Unread):
+            assert not stand_in.tasks.made()
+        else:
+            assert stand_in.tasks == job.tasks
+    for name, node in full.nodes.items():
+        tasks = snapshot.nodes[name].tasks
+        made = tasks.made() if isinstance(tasks, Unread) else tasks
+        assert made.items() <= node.tasks.items()
+
+
+def test_a_settled_gang_of_this_scheduler_is_counted_the_rest_converted() -> None:
+    lite, snapshot, full = counted_and_full(load_cluster(cluster_objects()))
+    assert snapshot is not None
+    assert isinstance(snapshot.jobs[RUNNING].tasks, Unread)
+    assert [k for k, j in snapshot.jobs.items() if isinstance(j.tasks, Unread)] == [RUNNING]
+    assert {"default/run-0", "default/run-1", "default/run-2"}.isdisjoint(lite.pods)
+    assert {"default/short-0", "default/half-0", "default/other", "default/ruled-0"} <= lite.pods.keys()
+    assert isinstance(snapshot.nodes["n1"].tasks, Unread) and isinstance(snapshot.nodes["n2"].tasks, Unread)
+    assert_reads_alike(snapshot, full)
+
+
+def test_the_first_sync_converts_what_was_counted_as_a_cache_without_head_start_has_it() -> None:
+    cluster = load_cluster(cluster_objects())
+    lite, _, _ = counted_and_full(cluster)
+    lite.sync(cluster)
+    full = Cache()
+    full.sync(cluster)
+    after, expected = lite.snapshot(1.0), full.snapshot(1.0)
+    assert not any(isinstance(n.tasks, Unread) for n in after.nodes.values())
+    assert after.jobs[RUNNING].tasks == expected.jobs[RUNNING].tasks
+    assert_reads_alike(after, expected)
+    assert lite.check(1.0) == []
+
+
+def test_nothing_is_counted_when_a_counted_pod_asks_for_what_no_column_holds() -> None:
+    objects = cluster_objects()
+    objects.append(build_pod("odd-0", cpu=1, node="n1", extra={"example.com/dongle": "1"}))
+    lite, snapshot, _ = counted_and_full(load_cluster(objects))
+    assert snapshot is None
+    lite.sync(load_cluster(objects))
+    assert "default/run-0" in lite.pods
+
+
+def test_a_gang_whose_pod_is_not_countable_is_converted_whole() -> None:
+    objects = cluster_objects()
+    pvc = {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
+    run_1 = next(o for o in objects if o["metadata"]["name"] == "run-1")
+    run_1["spec"]["volumes"] = [pvc]        # it mounts a claim
+    converted, jobs = counted.split(load_cluster(objects).subscribe(SCHEDULING_KINDS).drain(),
+                                    "kaisched")
+    assert RUNNING not in jobs
+    assert {"run-0", "run-1", "run-2"} <= {e.obj["metadata"]["name"] for e in converted}
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios())
+def test_counted_snapshots_read_as_full_ones_over_small_clusters(scenario: Any) -> None:
+    _, snapshot, full = counted_and_full(load_cluster(scenario.objects()))
+    if snapshot is not None:
+        assert_reads_alike(snapshot, full)
+
+
+@settings(max_examples=60, deadline=None)
+@given(contended())
+def test_counted_snapshots_read_as_full_ones_over_contended_clusters(scenario: Any) -> None:
+    _, snapshot, full = counted_and_full(load_cluster(scenario.objects()))
+    if snapshot is not None:
+        assert_reads_alike(snapshot, full)
