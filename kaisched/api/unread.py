@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from kaisched.api.clusterinfo import ForeignPod
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import PodKey
 
@@ -62,3 +63,28 @@ class Unread(dict[PodKey, TaskInfo]):
 
     def __repr__(self) -> str:
         return f"<Unread: {dict.__len__(self)} tasks made, {self.unmade} not>"
+
+
+class UnreadPods(tuple[ForeignPod, ...]):
+    """Other schedulers' pods some of which are not made (their room is
+    counted): any look at them raises Unconverted."""
+
+    unmade: int
+
+    def __new__(cls, made: tuple[ForeignPod, ...], unmade: int) -> UnreadPods:
+        pods = super().__new__(cls, made)
+        pods.unmade = unmade
+        return pods
+
+    def _unread(self, *_: Any, **__: Any) -> NoReturn:
+        raise Unconverted(f"{self.unmade} pods of other schedulers are not converted yet")
+
+    __iter__ = __len__ = __getitem__ = __contains__ = __reversed__ = index = count = _unread
+    __eq__ = __ne__ = __add__ = __mul__ = __hash__ = _unread
+
+    def made(self) -> tuple[ForeignPod, ...]:
+        """Those made, as a plain tuple (for the cache, as it makes the rest)."""
+        return tuple(tuple.__iter__(self))
+
+    def __repr__(self) -> str:
+        return f"<UnreadPods: {tuple.__len__(self)} made, {self.unmade} not>"

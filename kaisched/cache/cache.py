@@ -113,7 +113,7 @@ class Cache:
         self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
         self._listed: list[WatchEvent] | None = None        # the first lists, not applied yet
-        self._counted: dict[JobKey, counted.Counted] = {}   # lent counted, not converted yet
+        self._counted: dict[JobKey, counted.Counted] | None = None  # lent counted, not converted yet
         self.listed_pods = 0                                # pods in the first lists
         self._settled = False                               # the late kinds' first lists are in
         self._node_problems: dict[str, str] = {}             # node -> problem, told once
@@ -132,11 +132,11 @@ class Cache:
         events = subscription.drain()
         if self._listed is not None:
             events, self._listed = self._listed + events, None
-        if self._counted:
+        if self._counted is not None:
             self.model.reclaim()
             counted.take_back(self.model.cluster, self._counted)
             self.model.room.relayout = True     # their room is counted again with their tasks
-            self._counted = {}
+            self._counted = None
         for event in events:
             self.apply(event)
         if not self._settled and self.storage.awaited():
@@ -173,7 +173,7 @@ class Cache:
         None when nothing is counted (a counted pod asks for a resource no
         column of the node table holds): the first sync converts the rest."""
         assert self._listed is not None, "listed() first, and no sync yet"
-        converted, candidates = counted.split(self._listed, self.scheduler_name)
+        converted, candidates, others = counted.split(self._listed, self.scheduler_name)
         for event in converted:
             self.apply(event)
         self.model.catch_up(self.pods)
@@ -185,9 +185,10 @@ class Cache:
                     self.apply(pod.event)
             else:
                 found[job] = one
-        self._listed = [pod.event for one in found.values() for pod in one.pods]
+        self._listed = [pod.event for pod in others] + [
+            pod.event for one in found.values() for pod in one.pods]
         cluster = self.snapshot(now)
-        if not counted.lend(cluster, found):
+        if not counted.lend(cluster, found, others):
             return None
         self._counted = found
         return cluster

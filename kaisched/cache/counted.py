@@ -31,7 +31,7 @@ from kaisched.api.job import JobInfo
 from kaisched.api.ledger import Entry
 from kaisched.api.resource import Resource
 from kaisched.api.types import READY_STATUSES, GangRules, JobKey, NodeName, PodKey, TaskStatus
-from kaisched.api.unread import Unread
+from kaisched.api.unread import Unread, UnreadPods
 from kaisched.cache import convert
 from kaisched.cache.convert import pods as P
 from kaisched.cache.jobs import Groups, Priorities, describe, make_task
@@ -76,8 +76,9 @@ def _age(pod: Pod) -> float:
 
 def _read(event: WatchEvent, scheduler_name: str) -> tuple[JobKey | None, Pod | None]:
     """The pod's job, when its gang may be counted, and the pod as counted,
-    when it may be (else None: it is converted). Once per pod of the first
-    lists: each field read with one lookup, the rare ones only when present."""
+    when it may be (else None: it is converted); a pod of another scheduler
+    counted has no job. Once per pod of the first lists: each field read
+    with one lookup, the rare ones only when present."""
     meta, spec = event.obj.get("metadata"), event.obj.get("spec")
     if type(meta) is not dict or type(spec) is not dict:
         return None, None
@@ -90,9 +91,10 @@ def _read(event: WatchEvent, scheduler_name: str) -> tuple[JobKey | None, Pod | 
     status = event.obj.get("status") or _EMPTY
     node, phase = spec.get("nodeName"), status.get("phase")
     if not node or type(node) is not str or phase not in _STATUSES \
-            or meta.get("deletionTimestamp") \
-            or (spec.get("schedulerName") or "default-scheduler") != scheduler_name:
+            or meta.get("deletionTimestamp"):
         return job, None
+    # Another scheduler's pod is no task of a job: counted, it is only room.
+    owner = job if (spec.get("schedulerName") or "default-scheduler") == scheduler_name else None
     if spec.get("schedulingGates") or spec.get("resourceClaims") \
             or spec.get("topologySpreadConstraints") or spec.get("initContainers") \
             or _pod_rules(spec.get("affinity")):
@@ -116,7 +118,7 @@ def _read(event: WatchEvent, scheduler_name: str) -> tuple[JobKey | None, Pod | 
     request = P.pod_request(spec, problems)
     if problems:
         return job, None
-    return job, Pod(event, key, NodeName(node), _STATUSES[phase], request,
+    return owner, Pod(event, key, NodeName(node), _STATUSES[phase], request,
                     labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL) if labels else None,
                     str(meta.get("creationTimestamp") or ""),
                     (spec.get("priority"), spec.get("priorityClassName")))
@@ -139,17 +141,22 @@ def any_waiting(events: Iterable[WatchEvent], scheduler_name: str) -> bool:
 
 
 def split(events: Iterable[WatchEvent], scheduler_name: str
-          ) -> tuple[list[WatchEvent], dict[JobKey, list[Pod]]]:
-    """The events to apply as usual, in order, and the pods of the jobs that
-    may be counted, by job (each job's pods all countable)."""
+          ) -> tuple[list[WatchEvent], dict[JobKey, list[Pod]], list[Pod]]:
+    """The events to apply as usual, in order; the pods of the jobs that may
+    be counted, by job (each job's pods all countable); other schedulers'
+    pods counted."""
     converted: list[WatchEvent] = []
     jobs: dict[JobKey, list[Pod]] = {}
+    others: list[Pod] = []
     apart: set[JobKey] = set()         # jobs with a pod that must be converted
     for event in events:
         if event.kind is not POD or event.type == "DELETED":
             converted.append(event)
             continue
         job, pod = _read(event, scheduler_name)
+        if job is None and pod is not None:
+            others.append(pod)
+            continue
         if pod is None or job in apart:
             converted.append(event)
             if job is not None and job not in apart:
@@ -161,7 +168,7 @@ def split(events: Iterable[WatchEvent], scheduler_name: str
             jobs[job] = [pod]       # type: ignore[index]
         else:
             found.append(pod)
-    return converted, jobs
+    return converted, jobs, others
 
 
 def count(job: JobKey, pods: list[Pod], groups: Groups, priorities: Priorities) -> Counted | None:
@@ -209,19 +216,25 @@ def count(job: JobKey, pods: list[Pod], groups: Groups, priorities: Priorities) 
     return Counted(stand_in, Entry.running(stand_in, charges), pods)
 
 
-def lend(cluster: ClusterInfo, counted: dict[JobKey, Counted]) -> bool:
-    """The counted jobs into a snapshot the cache just lent (laid out
-    without them): their stand-ins among its jobs, active as every job is at
-    a first snapshot; their entries in its ledger; their room in its node
-    table; their nodes' tasks Unread. False, and nothing changed, when a
-    counted pod asks for a resource no column of the table holds (a full
-    layout would have one more column)."""
+def lend(cluster: ClusterInfo, counted: dict[JobKey, Counted], others: list[Pod]) -> bool:
+    """The counted jobs and other schedulers' pods into a snapshot the cache
+    just lent (laid out without them): the jobs' stand-ins among its jobs,
+    active as every job is at a first snapshot; their entries in its ledger;
+    the room of all in its node table; their nodes' tasks, and its other
+    schedulers' pods, Unread. False, and nothing changed, when a counted pod
+    asks for a resource no column of the table holds (a full layout would
+    have one more column)."""
     table = cluster.table
     rows: list[int] = []
     asks: list[int] = []
     distinct: dict[Resource, int] = {}
     unmade: dict[NodeName, int] = {}
     index = table.index
+    for pod in others:
+        row = index.get(pod.node)
+        if row is not None:
+            rows.append(row)
+            asks.append(distinct.setdefault(pod.request, len(distinct)))
     for found in counted.values():
         for pod in found.pods:
             row = index.get(pod.node)
@@ -247,6 +260,8 @@ def lend(cluster: ClusterInfo, counted: dict[JobKey, Counted]) -> bool:
     for name, n in unmade.items():
         node = cluster.nodes[name]
         node.tasks = Unread(node.tasks, n)
+    if others:
+        cluster.foreign = UnreadPods(cluster.foreign, len(others))
     if cluster.active is not None:
         cluster.set_active(cluster.active | counted.keys())
     return True
@@ -254,8 +269,9 @@ def lend(cluster: ClusterInfo, counted: dict[JobKey, Counted]) -> bool:
 
 def take_back(cluster: ClusterInfo, counted: dict[JobKey, Counted]) -> None:
     """The counted jobs out of the model lent with them (its session's moves
-    undone): their stand-ins, their entries and the Unread of their nodes go;
-    the caller lays the node table out again and converts their pods."""
+    undone): their stand-ins, their entries and the Unread of their nodes and
+    of other schedulers' pods go; the caller lays the node table out again
+    and converts every pod counted."""
     ledger = cluster.ledger()
     for key in counted:
         if cluster.jobs.get(key) is counted[key].job:
@@ -264,3 +280,5 @@ def take_back(cluster: ClusterInfo, counted: dict[JobKey, Counted]) -> None:
     for node in cluster.nodes.values():
         if isinstance(node.tasks, Unread):
             node.tasks = node.tasks.made()
+    if isinstance(cluster.foreign, UnreadPods):
+        cluster.foreign = cluster.foreign.made()

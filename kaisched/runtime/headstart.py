@@ -60,13 +60,13 @@ def due(cache: Cache, client: ClusterClient, pods: int) -> bool:
 
 def take(cache: Cache, now: float, first: Action,
          session: Callable[[ClusterInfo, list[Effect]], Session],
-         send: Callable[[Bind], None]) -> HeadStart | None:
+         send: Callable[[Bind], None], started: float) -> HeadStart | None:
     """The head start over the cache's first lists: the binds of its first
     action, each sent as it commits (and assumed by the cache); None when no
     snapshot could be counted, or a plugin reads every running pod as its
     session opens. session: a session over a snapshot, opened as a cycle's is,
-    handing its effects to the list given."""
-    started = time.perf_counter()
+    handing its effects to the list given; started: when the first lists
+    began to be asked for (time.perf_counter)."""
     with collector.paused():
         cluster = cache.counted_snapshot(now)
         snapshotted = time.perf_counter()

@@ -117,15 +117,20 @@ class Scheduler:
         """Before it is known whether this replica leads: list everything, and
         convert it unless a leader would take a head start over it first (a
         standby converts it as it follows)."""
-        if not self._head_start_due():
+        with collector.paused():        # the first lists make many objects, none cyclic
+            due = self._head_start_due()
+        if not due:
             self.sync()
 
     def head_start(self) -> HeadStart | None:
         """Before the first sync of a big cluster: the first action's binds
         over its first lists with running gangs counted (runtime.headstart)."""
-        if self._head_start_due():
+        started = time.perf_counter()
+        with collector.paused():
+            due = self._head_start_due()
+        if due:
             self.head_started = headstart.take(self.cache, self.clock.now(), self.actions[0],
-                                               self._session, self.binder.submit)
+                                               self._session, self.binder.submit, started)
         return self.head_started
 
     def _head_start_due(self) -> bool:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from kaisched.api.clusterinfo import ForeignPod
 from kaisched.api.resource import Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus
-from kaisched.api.unread import Unconverted, Unread
+from kaisched.api.unread import Unconverted, Unread, UnreadPods
 
 MADE, PLACED, OTHER = PodKey("default/made"), PodKey("default/placed"), PodKey("default/other")
 
@@ -39,3 +40,13 @@ def test_the_tasks_made_read_and_the_session_writes_and_takes_back_its_own() -> 
 def test_any_look_that_could_take_in_a_task_not_made_raises(look: object) -> None:
     with pytest.raises(Unconverted, match="3 pods here are not converted yet"):
         look(unread())      # type: ignore[operator]
+
+
+def test_other_schedulers_pods_not_made_raise_on_any_look() -> None:
+    made = ForeignPod(NodeName("n1"), Resource.of(cpu=100), key=PodKey("kube-system/proxy"))
+    pods = UnreadPods((made,), 2)
+    assert pods.made() == (made,) and type(pods.made()) is tuple
+    for look in (len, bool, list, tuple, lambda p: p[0], lambda p: made in p, sorted,
+                 lambda p: p == (made,), lambda p: p + ()):
+        with pytest.raises(Unconverted, match="2 pods of other schedulers are not converted yet"):
+            look(pods)

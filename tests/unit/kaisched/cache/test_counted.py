@@ -10,7 +10,7 @@ from hypothesis import given, settings
 
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.types import JobKey
-from kaisched.api.unread import Unread
+from kaisched.api.unread import Unread, UnreadPods
 from kaisched.cache import Cache, counted
 from kaisched.cluster.kinds import SCHEDULING_KINDS
 from kaisched.cluster.memory import MemoryCluster
@@ -78,6 +78,8 @@ def assert_reads_alike(snapshot: ClusterInfo, full: ClusterInfo) -> None:
         tasks = snapshot.nodes[name].tasks
         made = tasks.made() if isinstance(tasks, Unread) else tasks
         assert made.items() <= node.tasks.items()
+    others = snapshot.foreign
+    assert set(others.made() if isinstance(others, UnreadPods) else others) <= set(full.foreign)
 
 
 def test_a_settled_gang_of_this_scheduler_is_counted_the_rest_converted() -> None:
@@ -86,8 +88,10 @@ def test_a_settled_gang_of_this_scheduler_is_counted_the_rest_converted() -> Non
     assert isinstance(snapshot.jobs[RUNNING].tasks, Unread)
     assert [k for k, j in snapshot.jobs.items() if isinstance(j.tasks, Unread)] == [RUNNING]
     assert {"default/run-0", "default/run-1", "default/run-2"}.isdisjoint(lite.pods)
-    assert {"default/short-0", "default/half-0", "default/other", "default/ruled-0"} <= lite.pods.keys()
+    assert {"default/short-0", "default/half-0", "default/ruled-0"} <= lite.pods.keys()
     assert isinstance(snapshot.nodes["n1"].tasks, Unread) and isinstance(snapshot.nodes["n2"].tasks, Unread)
+    # Another scheduler's running pod is counted too: only its room.
+    assert "default/other" not in lite.pods and isinstance(snapshot.foreign, UnreadPods)
     assert_reads_alike(snapshot, full)
 
 
@@ -99,6 +103,7 @@ def test_the_first_sync_converts_what_was_counted_as_a_cache_without_head_start_
     full.sync(cluster)
     after, expected = lite.snapshot(1.0), full.snapshot(1.0)
     assert not any(isinstance(n.tasks, Unread) for n in after.nodes.values())
+    assert after.foreign == expected.foreign and type(after.foreign) is tuple
     assert after.jobs[RUNNING].tasks == expected.jobs[RUNNING].tasks
     assert_reads_alike(after, expected)
     assert lite.check(1.0) == []
@@ -118,8 +123,8 @@ def test_a_gang_whose_pod_is_not_countable_is_converted_whole() -> None:
     pvc = {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
     run_1 = next(o for o in objects if o["metadata"]["name"] == "run-1")
     run_1["spec"]["volumes"] = [pvc]        # it mounts a claim
-    converted, jobs = counted.split(load_cluster(objects).subscribe(SCHEDULING_KINDS).drain(),
-                                    "kaisched")
+    converted, jobs, _ = counted.split(
+        load_cluster(objects).subscribe(SCHEDULING_KINDS).drain(), "kaisched")
     assert RUNNING not in jobs
     assert {"run-0", "run-1", "run-2"} <= {e.obj["metadata"]["name"] for e in converted}
 
@@ -127,7 +132,12 @@ def test_a_gang_whose_pod_is_not_countable_is_converted_whole() -> None:
 @settings(max_examples=60, deadline=None)
 @given(scenarios())
 def test_counted_snapshots_read_as_full_ones_over_small_clusters(scenario: Any) -> None:
-    _, snapshot, full = counted_and_full(load_cluster(scenario.objects()))
+    objects = scenario.objects()
+    # And another scheduler's small pod running on each node.
+    objects += [build_pod(f"proxy-{o['metadata']['name']}", cpu="50m", node=o["metadata"]["name"],
+                          namespace="kube-system", scheduler="default-scheduler")
+                for o in objects if o["kind"] == "Node"]
+    _, snapshot, full = counted_and_full(load_cluster(objects))
     if snapshot is not None:
         assert_reads_alike(snapshot, full)
 

@@ -44,8 +44,11 @@ def head_start(scheduler: Scheduler) -> list[Bind]:
 
 def busy(pending_rule: Obj | None = None) -> list[Obj]:
     """Two running gangs filling most of two of three nodes, and two gangs
-    waiting: c fits on the third, d not beside it."""
-    objects: list[Obj] = [build_node(f"n{i}", cpu=4) for i in range(3)]
+    waiting: c fits on the third, d not beside it. Another scheduler's pod on
+    each node."""
+    objects: list[Obj] = [build_node(f"n{i}", cpu=5) for i in range(3)]
+    objects += [build_pod(f"proxy-{i}", cpu="100m", node=f"n{i}", namespace="kube-system",
+                          scheduler="default-scheduler") for i in range(3)]
     for gang, node in (("a", "n0"), ("b", "n1")):
         objects.append(build_podgroup(gang, min_member=3))
         objects += [build_pod(f"{gang}-{i}", cpu=1, group=gang, node=node) for i in range(3)]
@@ -111,12 +114,19 @@ def bound(cluster: MemoryCluster) -> set[str]:
             if p["spec"].get("nodeName") and p["metadata"]["name"][0] in "cd"}
 
 
+def with_proxies(objects: list[Obj]) -> list[Obj]:
+    """And another scheduler's small pod running on every node."""
+    nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
+    return objects + [build_pod(f"proxy-{n}", cpu="50m", node=n, namespace="kube-system",
+                                scheduler="default-scheduler") for n in nodes]
+
+
 @settings(max_examples=40, deadline=None)
 @given(scenarios())
 def test_head_start_binds_are_the_first_cycles_first_over_small_clusters(scenario: Any) -> None:
-    _, early = scheduler(scenario.objects())
+    _, early = scheduler(with_proxies(scenario.objects()))
     sent = head_start(early)
-    _, plain = scheduler(scenario.objects())
+    _, plain = scheduler(with_proxies(scenario.objects()))
     assert sent == binds(plain.run_once().effects)[:len(sent)]
     early.sync()
     assert {b.pod for b in binds(early.run_once().effects)}.isdisjoint(b.pod for b in sent)
