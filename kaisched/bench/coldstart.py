@@ -33,6 +33,7 @@ from kaisched.bench.installed import RUN_MODULES, installed_env
 from kaisched.builtins.catalog import register_builtins
 from kaisched.framework import default_config
 from kaisched.runtime.binder import Binder
+from kaisched.runtime.defaults import HEAD_START_PODS
 from kaisched.runtime.scheduler import Scheduler
 
 SIZE = 5                # scale-10k times five: 50,000 nodes
@@ -48,7 +49,8 @@ def import_seconds() -> float:
     return float(out.stdout.strip())
 
 
-def run_cold_start(scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
+def run_cold_start(scale: float = 1.0, profile: int = 0,
+                   head_start_pods: int = HEAD_START_PODS) -> dict[str, Any]:
     clock, cluster, node_count, pods = bench_scale.filled(SIZE * scale)
     registry = register_builtins()
     config = default_config(registry)
@@ -57,6 +59,7 @@ def run_cold_start(scale: float = 1.0, profile: int = 0) -> dict[str, Any]:
     started = time.perf_counter()       # the scheduler starts against a full API server
     scheduler = Scheduler(cluster, config, registry, clock,
                           Binder(cluster, clock.now, workers=BINDERS, observer=observer))
+    scheduler.head_start_pods = head_start_pods
     synced, result, ended = first_cycle(scheduler, profile, figures, head_start=True)
     decided = observer.decided
     figures.update({

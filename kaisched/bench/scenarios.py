@@ -24,6 +24,7 @@ from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import SchedulerConfig, default_config
 from kaisched.framework.effects import AskCapacity, Cause, Evict
 from kaisched.runtime.binder import Binder
+from kaisched.runtime.defaults import HEAD_START_PODS
 from kaisched.runtime.scheduler import Scheduler
 
 
@@ -181,9 +182,11 @@ def _pause(scheduler: Scheduler, clock: ManualClock, config: SchedulerConfig,
 
 
 def run(name: str, scale: float = 1.0, profile: int = 0,
-        config: SchedulerConfig | None = None) -> dict[str, Any]:
+        config: SchedulerConfig | None = None,
+        head_start_pods: int = HEAD_START_PODS) -> dict[str, Any]:
     """The scenario's figures; profile > 0 adds the top entries (by own time)
-    of a cProfile of the measured cycle, to see where it goes before optimising."""
+    of a cProfile of the measured cycle, to see where it goes before optimising.
+    head_start_pods: cold-50k's scheduler's (0: no head start)."""
     if name == "binds":         # over HTTP to kmock's emulator, not the memory backend
         from kaisched.bench.binds import run_binds
         return run_binds(scale)
@@ -198,7 +201,7 @@ def run(name: str, scale: float = 1.0, profile: int = 0,
         return run_wire_list(scale)
     if name == "cold-50k":      # a scheduler starting cold over a 50,000-node cluster
         from kaisched.bench.coldstart import run_cold_start
-        return run_cold_start(scale, profile)
+        return run_cold_start(scale, profile, head_start_pods)
     if name == "what-if-10k":   # `kaisched simulate --from-snapshot` on the scale-10k cluster
         from kaisched.bench.simulate import bench_what_if
         return bench_what_if(scale)

@@ -10,6 +10,7 @@ from kaisched.bench import BENCHES
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cli import inputs
 from kaisched.console import emit, output_option
+from kaisched.runtime.defaults import HEAD_START_PODS
 
 
 @click.command(help="Run a performance SCENARIO and print one JSON line of figures.\n\n"
@@ -50,12 +51,15 @@ from kaisched.console import emit, output_option
 @click.option("--plot", metavar="FILE",
               help="cluster-life: draw GPUs held by partly placed gangs and jobs finished "
                    "over time, for each scheduler, into this PNG.")
+@click.option("--head-start-pods", type=click.IntRange(min=0), default=HEAD_START_PODS,
+              show_default=True, metavar="N",
+              help="cold-50k: the scheduler's --head-start-pods (0: no head start).")
 @output_option("json", "yaml", default="json",
                help="json: the figures on one line; yaml: a line each.")
 def bench(scenario: str, scale: float, profile: int, config_path: str | None,
           kubeconfig: str | None, runs: int, kube_scheduler: str, prefix: str,
           seed: int, horizon: float, schedulers: str, k8s_up: str, plot: str | None,
-          output: str) -> None:
+          head_start_pods: int, output: str) -> None:
     import sys
 
     from kaisched.bench.scenarios import run
@@ -91,7 +95,7 @@ def bench(scenario: str, scale: float, profile: int, config_path: str | None,
     else:
         config = inputs.scheduler_config(config_path, register_builtins(), None) if config_path else None
         with Elapsed(f"bench {scenario}", sys.stderr):      # on a terminal only
-            figures = run(scenario, scale, profile, config)
+            figures = run(scenario, scale, profile, config, head_start_pods)
     if output == "yaml":
         emit(figures, "yaml")
     else:

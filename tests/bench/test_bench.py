@@ -275,6 +275,19 @@ def test_cold_start_bench_reports_the_first_decision_and_where_it_went() -> None
     assert 0 < figures["import_seconds"] < 30 and figures["peak_memory_mib"] > 0
 
 
+def test_cold_start_bench_with_a_head_start_reports_where_its_first_decision_went() -> None:
+    # The same cluster, its 3,000 pods enough for a head start here: its binds
+    # are the first decisions; the first cycle after it places nothing more.
+    result = CliRunner().invoke(main, ["bench", "cold-50k", "--scale", str(SCALE / 5),
+                                       "--head-start-pods", "1000"])
+    assert result.exit_code == 0, result.output
+    figures = orjson.loads(result.output)
+    assert figures["head_start_binds"] > 0 and figures["placed"] == 0
+    parts = figures["head_start_snapshot_seconds"] + figures["first_decision_in_session_seconds"]
+    assert abs(parts - figures["first_decision_seconds"]) < 0.01
+    assert figures["first_cycle_seconds"] >= figures["first_decision_seconds"]
+
+
 def test_the_end_to_end_bench_needs_a_real_api_server() -> None:
     result = CliRunner().invoke(main, ["bench", "e2e"])
     assert result.exit_code == 2
