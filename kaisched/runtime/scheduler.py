@@ -118,9 +118,8 @@ class Scheduler:
         convert it unless a leader would take a head start over it first (a
         standby converts it as it follows)."""
         with collector.paused():        # the first lists make many objects, none cyclic
-            due = self._head_start_due()
-        if not due:
-            self.sync()
+            if not self._head_start_due():
+                self.sync()
 
     def head_start(self) -> HeadStart | None:
         """Before the first sync of a big cluster: the first action's binds
@@ -400,8 +399,11 @@ class Scheduling(loop.Duty):
     def lead(self, proceed: Callable[[], bool]) -> None:
         scheduler = self.scheduler
         if not scheduler.synced:
-            scheduler.head_start()
-        scheduler.sync()
+            with collector.paused():    # the first lists, read by a head start, then converted
+                scheduler.head_start()
+                scheduler.sync()
+        else:
+            scheduler.sync()
         if not self._watches(scheduler.client.watching()):
             return
         result = scheduler.run_once(proceed)
