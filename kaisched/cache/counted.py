@@ -9,13 +9,14 @@ as the cache describes any job, from some of its pods made into facts (the
 first by key, the oldest, one per distinct priority: all describe reads of
 pods that differ), and stands in the snapshot with its tasks Unread.
 
-A pod is counted only when it is this scheduler's, on a node and holding
-room there, and carries nothing a conversion would read further: no claim,
-volume claim, gate, GPU share, rule over other pods, host port, preemption
-delay or malformed request. A job is counted only when all its pods are and
-it is settled as described (nothing wrong, its minimum met, no subgroups,
-kaisched's gang rules, no claims of its own); any other job is converted
-as usual.
+A pod is counted only when it is on a node and holding room there, and
+carries nothing a conversion would read further: no claim, volume claim,
+gate, GPU share, rule over other pods, host port, preemption delay or
+malformed request. Another scheduler's pod so is counted as its room alone
+(the snapshot's other schedulers' pods are then Unread too). A job is
+counted only when all its pods are and it is settled as described (nothing
+wrong, its minimum met, no subgroups, kaisched's gang rules, no claims of
+its own); any other job is converted as usual.
 """
 from __future__ import annotations
 
