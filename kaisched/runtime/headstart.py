@@ -6,15 +6,15 @@ until it is done nothing would be scheduled. Most of those pods run in gangs
 a first allocation reads only the room, queue sums and job numbers of; those
 are counted straight off the pods (kaisched.cache.counted) and everything
 else is converted as usual. The config's first action runs over that
-snapshot in a session of its own, and its binds go out as its statements
-commit; the first sync converts what was counted, and the first cycle runs
-as always, over everything, those binds assumed.
+snapshot in a session of its own, and what it decides goes out as its
+statements commit (a bind with what is written before it); the first sync
+converts what was counted, and the first cycle runs as always, over
+everything, those binds assumed.
 
 Nothing binds on partial knowledge. Every number the session reads is the
 one a full conversion gives; the tasks not made are Unread, and a look at
 them raises. From the session's first error on (such a look, or any other),
-nothing more is sent: the jobs after would be decided as a full session
-would not. No head start is taken for a cluster converted quickly, when
+or its first eviction, nothing more is sent (see Sent). No head start is taken for a cluster converted quickly, when
 nothing of this scheduler's waits, for one node pool of several, or with
 fair share with memory (the Scheduler says which).
 """
@@ -32,7 +32,7 @@ from kaisched.cache import Cache
 from kaisched.cluster import collector
 from kaisched.cluster.client import ClusterClient
 from kaisched.framework import Session
-from kaisched.framework.effects import Bind, Effect
+from kaisched.framework.effects import Bind, Effect, Evict, ReleaseGpu
 from kaisched.framework.failures import JobError
 from kaisched.framework.registry import Action
 
@@ -60,9 +60,9 @@ def due(cache: Cache, client: ClusterClient, pods: int) -> bool:
 
 def take(cache: Cache, now: float, first: Action,
          session: Callable[[ClusterInfo, list[Effect]], Session],
-         send: Callable[[Bind], None], started: float) -> HeadStart | None:
+         send: Callable[[Effect], None], started: float) -> HeadStart | None:
     """The head start over the cache's first lists: the binds of its first
-    action, each sent as it commits (and assumed by the cache); None when no
+    action, each sent as it commits (see Sent; assumed by the cache); None when no
     snapshot could be counted, or a plugin reads every running pod as its
     session opens. session: a session over a snapshot, opened as a cycle's is,
     handing its effects to the list given; started: when the first lists
@@ -74,7 +74,7 @@ def take(cache: Cache, now: float, first: Action,
             log.info("no head start: a running pod asks for a resource no node offers "
                      "and no pod converted asks for")
             return None
-        sent = _Sent(send)
+        sent = Sent(send)
         try:
             ssn = session(cluster, sent)
         except Unconverted:
@@ -85,28 +85,35 @@ def take(cache: Cache, now: float, first: Action,
         # Its moves are undone with the rest of its session at the first sync, but these.
         cache.assume(sent.binds, now)
     ended = time.perf_counter()
-    if ssn.failures.errors:
-        log.info("head start stopped after %d binds: %s", len(sent.binds), ssn.failures.errors[0])
+    if sent.stopped:
+        log.info("head start stopped after %d binds: %s", len(sent.binds),
+                 ssn.failures.errors[0] if ssn.failures.errors else "its first eviction")
     log.info("head start: %d pods bound by %s %.2fs after the first lists (%d pods listed)",
              len(sent.binds), first.name, ended - started, cache.listed_pods)
     return HeadStart(tuple(sent.binds), snapshotted - started, ended - snapshotted)
 
 
-class _Sent(list[Effect]):
-    """The head start's session's effects: each bind sent as its statement
-    commits while nothing has gone wrong in the session. From its first error
-    on, the jobs after are decided as a full session would not (the failed one
-    lost its turn): nothing more is sent, and the first cycle decides them.
-    Its other effects, the first cycle says again."""
+class Sent(list[Effect]):
+    """The head start's session's effects, each handed on (send) as it is
+    made -- a bind with what must be written before it: a claim's status, a
+    volume's, a share of a GPU -- until the session's first error or first
+    eviction. After an error the jobs after are decided as a full session
+    would not (the failed one lost its turn); after an eviction the first
+    cycle, not knowing of it yet, might evict again: from either on nothing
+    more is sent, and the first cycle decides what is left."""
 
-    def __init__(self, send: Callable[[Bind], None]) -> None:
+    def __init__(self, send: Callable[[Effect], None]) -> None:
         super().__init__()
         self.send = send
         self.binds: list[Bind] = []
         self.failures: list[JobError] = []
+        self.stopped = False
 
     def append(self, effect: Effect) -> None:
         super().append(effect)
-        if isinstance(effect, Bind) and not self.failures:
+        if self.stopped or self.failures or isinstance(effect, (Evict, ReleaseGpu)):
+            self.stopped = True
+            return
+        if isinstance(effect, Bind):
             self.binds.append(effect)
-            self.send(effect)
+        self.send(effect)

@@ -10,12 +10,16 @@ from typing import Any
 from hypothesis import given, settings
 
 from kaisched.api.clock import ManualClock
+from kaisched.api.types import JobKey, NodeName, PodKey
+from kaisched.api.unread import Unconverted
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import POD
 from kaisched.cluster.memory import MemoryCluster
 from kaisched.framework import default_config
-from kaisched.framework.effects import Bind, Effect
+from kaisched.framework.effects import Bind, Cause, Effect, Evict, SetClaimStatus
+from kaisched.framework.failures import JobError
 from kaisched.runtime.binder import Binder
+from kaisched.runtime.headstart import Sent
 from kaisched.runtime.scheduler import Scheduler, Scheduling
 from tests.builders.objects import build_node, build_pod, build_podgroup, load_cluster
 from tests.builders.strategies import contended, scenarios
@@ -147,3 +151,21 @@ def test_no_head_start_when_nothing_waits() -> None:
     running = [o for o in busy() if o["kind"] != "Pod" or o["spec"].get("nodeName")]
     _, early = scheduler(running)
     assert early.head_start() is None and not early.synced
+
+
+def test_what_is_written_before_a_bind_goes_with_it_until_an_error_or_an_eviction() -> None:
+    sent: list[Effect] = []
+    claim = SetClaimStatus("default/c", "uid-c", "resource.k8s.io/v1", None, (), PodKey("default/p"))
+    bind = Bind(PodKey("default/p"), "u", NodeName("n1"), JobKey("default/p"))
+    evict = Evict(PodKey("default/q"), "uid-q", NodeName("n1"), JobKey("default/q"), Cause.PREEMPT)
+    later = Bind(PodKey("default/r"), "u", NodeName("n1"), JobKey("default/r"))
+    effects = Sent(sent.append)
+    for effect in (claim, bind, evict, later):
+        effects.append(effect)
+    assert sent == [claim, bind] and effects.binds == [bind] and effects.stopped
+    assert list(effects) == [claim, bind, evict, later]    # the session sees all it made
+    errors: list[Effect] = []
+    failed = Sent(errors.append)
+    failed.failures = [JobError.of(JobKey("default/x"), "allocate", Unconverted("3 pods"))]
+    failed.append(bind)
+    assert errors == [] and failed.binds == [] and failed.stopped
