@@ -59,6 +59,10 @@ def test_a_first_leader_binds_the_waiting_gang_before_converting_the_running_one
     nodes = fake_nodes(2, cpu="4")
     running = running_gang(admin, namespace, scheduler, nodes)
     waiting = make_gang(admin, namespace, scheduler, "waiting", 2, cpu="1")
+    # The scheduler's first lists come from the API server's watch cache, which
+    # may trail a write by a moment: the gang waits there first.
+    eventually(lambda: set(waiting) <= {p["metadata"]["name"] for p in admin.list_with_version(
+        POD, namespace, cached=True)[0]}, PATIENCE, "the waiting pods in the watch cache")
     config = shipped_config(tmp_path, scheduler)
     kubeconfig = as_account(admin_kubeconfig, admin_api, tmp_path)
     process = scheduler_process(kubeconfig, config, tmp_path, f"{scheduler}-0",
