@@ -85,9 +85,9 @@ def take(cache: Cache, now: float, first: Action,
         # Its moves are undone with the rest of its session at the first sync, but these.
         cache.assume(sent.binds, now)
     ended = time.perf_counter()
-    if sent.stopped:
+    if sent.stopped or ssn.failures.errors:
         log.info("head start stopped after %d binds: %s", len(sent.binds),
-                 ssn.failures.errors[0] if ssn.failures.errors else "its first eviction")
+                 ssn.failures.errors[0].message if ssn.failures.errors else "its first eviction")
     log.info("head start: %d pods bound by %s %.2fs after the first lists (%d pods listed)",
              len(sent.binds), first.name, ended - started, cache.listed_pods)
     return HeadStart(tuple(sent.binds), snapshotted - started, ended - snapshotted)
