@@ -118,6 +118,19 @@ def test_nothing_is_counted_when_a_counted_pod_asks_for_what_no_column_holds() -
     assert "default/run-0" in lite.pods
 
 
+def test_what_every_pod_carries_does_not_keep_it_from_being_counted() -> None:
+    # The service account's token volume and a container port (no host port):
+    # nothing a decision reads of a running pod.
+    objects = cluster_objects()
+    for pod in (o for o in objects if o["metadata"]["name"].startswith("run-")):
+        pod["spec"]["volumes"] = [{"name": "kube-api-access", "projected": {"sources": [
+            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}]
+        pod["spec"]["containers"][0]["ports"] = [{"containerPort": 23456, "protocol": "TCP"}]
+    _, snapshot, full = counted_and_full(load_cluster(objects))
+    assert snapshot is not None and isinstance(snapshot.jobs[RUNNING].tasks, Unread)
+    assert_reads_alike(snapshot, full)
+
+
 def test_a_gang_whose_pod_is_not_countable_is_converted_whole() -> None:
     objects = cluster_objects()
     pvc = {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
@@ -127,6 +140,12 @@ def test_a_gang_whose_pod_is_not_countable_is_converted_whole() -> None:
         load_cluster(objects).subscribe(SCHEDULING_KINDS).drain(), "kaisched")
     assert RUNNING not in jobs
     assert {"run-0", "run-1", "run-2"} <= {e.obj["metadata"]["name"] for e in converted}
+    host_port = cluster_objects()
+    run_2 = next(o for o in host_port if o["metadata"]["name"] == "run-2")
+    run_2["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    _, jobs, _ = counted.split(load_cluster(host_port).subscribe(SCHEDULING_KINDS).drain(),
+                               "kaisched")
+    assert RUNNING not in jobs
 
 
 @settings(max_examples=60, deadline=None)
