@@ -95,7 +95,7 @@ def _read(event: WatchEvent, scheduler_name: str) -> tuple[JobKey | None, Pod | 
             or meta.get("deletionTimestamp"):
         return job, None
     # Another scheduler's pod is no task of a job: counted, it is only room.
-    owner = job if (spec.get("schedulerName") or "default-scheduler") == scheduler_name else None
+    owner = job if _scheduler(spec) == scheduler_name else None
     if spec.get("schedulingGates") or spec.get("resourceClaims") \
             or spec.get("topologySpreadConstraints") or spec.get("initContainers") \
             or _pod_rules(spec.get("affinity")):
@@ -136,9 +136,14 @@ def any_waiting(events: Iterable[WatchEvent], scheduler_name: str) -> bool:
         if event.kind is POD:
             spec = event.obj.get("spec")
             if type(spec) is dict and not spec.get("nodeName") \
-                    and (spec.get("schedulerName") or "default-scheduler") == scheduler_name:
+                    and _scheduler(spec) == scheduler_name:
                 return True
     return False
+
+
+def _scheduler(spec: Obj) -> str:
+    """The scheduler the pod names, as its conversion reads it."""
+    return spec.get("schedulerName") or "default-scheduler"
 
 
 def split(events: Iterable[WatchEvent], scheduler_name: str
@@ -155,20 +160,18 @@ def split(events: Iterable[WatchEvent], scheduler_name: str
             converted.append(event)
             continue
         job, pod = _read(event, scheduler_name)
-        if job is None and pod is not None:
-            others.append(pod)
-            continue
-        if pod is None or job in apart:
+        if job is None:             # another scheduler's pod counted, or one converted
+            if pod is None:
+                converted.append(event)
+            else:
+                others.append(pod)
+        elif pod is None or job in apart:
             converted.append(event)
-            if job is not None and job not in apart:
+            if job not in apart:
                 apart.add(job)
                 converted.extend(p.event for p in jobs.pop(job, ()))
-            continue
-        found = jobs.get(job)       # type: ignore[arg-type]   # a pod counted has a job
-        if found is None:
-            jobs[job] = [pod]       # type: ignore[index]
         else:
-            found.append(pod)
+            jobs.setdefault(job, []).append(pod)
     return converted, jobs, others
 
 
