@@ -173,22 +173,22 @@ class Cache:
         None when nothing is counted (a counted pod asks for a resource no
         column of the node table holds): the first sync converts the rest."""
         assert self._listed is not None, "listed() first, and no sync yet"
-        converted, candidates, others = counted.split(self._listed, self.scheduler_name)
-        for event in converted:
+        split = counted.split(self._listed, self.scheduler_name)
+        for event in split.converted:
             self.apply(event)
         self.model.catch_up(self.pods)
         found: dict[JobKey, counted.Counted] = {}
-        for job, pods in candidates.items():
-            one = counted.count(job, pods, self._groups, self.model.priorities)
+        for job, pods in split.jobs.items():
+            one = counted.count(job, pods, split.asks, self._groups, self.model.priorities)
             if one is None:
                 for pod in pods:
                     self.apply(pod.event)
             else:
                 found[job] = one
-        self._listed = [pod.event for pod in others] + [
+        self._listed = [pod.event for pod in split.others] + [
             pod.event for one in found.values() for pod in one.pods]
         cluster = self.snapshot(now)
-        if not counted.lend(cluster, found, others):
+        if not counted.lend(cluster, found, split):
             return None
         self._counted = found
         return cluster

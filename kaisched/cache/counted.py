@@ -20,6 +20,7 @@ its own); any other job is converted as usual.
 """
 from __future__ import annotations
 
+import array
 import math
 from typing import Iterable, NamedTuple
 
@@ -50,16 +51,36 @@ _STATUSES = {"Running": TaskStatus.RUNNING, "Pending": TaskStatus.BOUND}
 
 
 class Pod(NamedTuple):
-    """What is counted of a running pod."""
+    """What is counted of a running pod (its node and ask are in the Split's
+    placements; its ask here too, for its job's charges)."""
 
     event: WatchEvent
-    key: PodKey
-    node: NodeName
+    name: str               # in its job's namespace: its key's order among its job's
     status: TaskStatus
-    request: Resource
+    ask: int                # in Split.asks
     subgroup: str | None
     creation: str
     priority: tuple[object, object]     # spec.priority, spec.priorityClassName as written
+
+
+_POD = Pod._make
+
+
+class Split(NamedTuple):
+    """The first lists split (see split): converted, the events to apply as
+    usual, in order; jobs, the pods of the jobs that may be counted (each
+    job's pods all countable); others, other schedulers' pods counted; the
+    distinct asks of the pods counted; and every pod counted placed: its
+    node (in nodes), its ask (in asks) and its job (in order, -1 for
+    another scheduler's), in three arrays of one row per pod."""
+
+    converted: list[WatchEvent]
+    jobs: dict[JobKey, list[Pod]]
+    numbers: dict[JobKey, int]      # each job's in placed (a job set apart's too)
+    others: list[Pod]
+    asks: list[Resource]
+    nodes: list[NodeName]
+    placed: tuple[array.array[int], array.array[int], array.array[int]]
 
 
 class Counted(NamedTuple):
@@ -75,54 +96,91 @@ def _age(pod: Pod) -> float:
     return convert.from_rfc3339(pod.creation) or math.inf
 
 
-def _read(event: WatchEvent, scheduler_name: str) -> tuple[JobKey | None, Pod | None]:
-    """The pod's job, when its gang may be counted, and the pod as counted,
-    when it may be (else None: it is converted); a pod of another scheduler
-    counted has no job. Once per pod of the first lists: each field read
-    with one lookup, the rare ones only when present."""
-    meta, spec = event.obj.get("metadata"), event.obj.get("spec")
-    if type(meta) is not dict or type(spec) is not dict:
-        return None, None
-    gang = P.upstream_gang_ref(spec) or P.gang_ref(meta)
-    if gang.source in _CONVERTED_SOURCES:
-        return None, None
-    namespace, name = meta.get("namespace") or "default", meta.get("name", "")
-    key = PodKey(f"{namespace}/{name}")
-    job = P.gang_job(key, namespace, gang)
-    status = event.obj.get("status") or _EMPTY
-    node, phase = spec.get("nodeName"), status.get("phase")
-    if not node or type(node) is not str or phase not in _STATUSES \
-            or meta.get("deletionTimestamp"):
-        return job, None
-    # Another scheduler's pod is no task of a job: counted, it is only room.
-    owner = job if _scheduler(spec) == scheduler_name else None
-    if spec.get("schedulingGates") or spec.get("resourceClaims") \
-            or spec.get("topologySpreadConstraints") or spec.get("initContainers") \
-            or _pod_rules(spec.get("affinity")):
-        return job, None        # (init containers are rare: their ports are not looked for)
-    containers = spec.get("containers")
-    if type(containers) is not list:
-        return job, None
-    for container in containers:
-        if type(container) is not dict:
-            return job, None
-        ports = container.get("ports")
-        if ports and (type(ports) is not list
-                      or any(type(p) is not dict or p.get("hostPort") for p in ports)):
-            return job, None    # a host port: a rule over other pods
-    annotations, labels = meta.get("annotations"), meta.get("labels") or _EMPTY
-    if annotations and not _SKIPPED_ANNOTATIONS.isdisjoint(annotations) or G.GPU_GROUP in labels:
-        return job, None
-    if spec.get("volumes") and P.pod_pvcs(spec, namespace, str(name)):
-        return job, None
-    problems: list[str] = []
-    request = P.pod_request(spec, problems)
-    if problems:
-        return job, None
-    return owner, Pod(event, key, NodeName(node), _STATUSES[phase], request,
-                    labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL) if labels else None,
-                    str(meta.get("creationTimestamp") or ""),
-                    (spec.get("priority"), spec.get("priorityClassName")))
+class _Reader:
+    """Reads the pods of the first lists, once each, each field with one
+    lookup (the rare ones only when present), the jobs of pods that name
+    kaisched's PodGroup annotation found once per group, and their asks and
+    nodes numbered as met."""
+
+    def __init__(self, scheduler_name: str) -> None:
+        self.scheduler_name = scheduler_name
+        self.named: dict[tuple[str, str], JobKey] = {}
+        self.asks: list[Resource] = []
+        self.ask_numbers: dict[int, int] = {}   # by the ask's identity: alike pods share one
+        self.nodes: list[NodeName] = []
+        self.node_numbers: dict[str, int] = {}
+
+    def job(self, meta: Obj, spec: Obj, namespace: str, name: str) -> JobKey | None:
+        """The pod's job, when its gang may be counted."""
+        annotations = meta.get("annotations")
+        group = annotations.get(L.POD_GROUP_ANNOTATION) if type(annotations) is dict else None
+        if group and type(group) is str \
+                and not spec.get("schedulingGroup") and not spec.get("workloadRef"):
+            job = self.named.get((namespace, group))
+            if job is None:     # the pods of a group: one job, found for the first
+                job = self.named[(namespace, group)] = P.gang_job(
+                    PodKey(f"{namespace}/{name}"), namespace, P.gang_ref(meta))
+            return job
+        gang = P.upstream_gang_ref(spec) or P.gang_ref(meta)
+        if gang.source in _CONVERTED_SOURCES:
+            return None
+        return P.gang_job(PodKey(f"{namespace}/{name}"), namespace, gang)
+
+    def read(self, event: WatchEvent) -> tuple[JobKey | None, Pod | None, int]:
+        """The pod's job, when its gang may be counted, the pod as counted,
+        when it may be (else None: it is converted), and its node's number;
+        a pod of another scheduler counted has no job."""
+        meta, spec = event.obj.get("metadata"), event.obj.get("spec")
+        if type(meta) is not dict or type(spec) is not dict:
+            return None, None, -1
+        namespace, name = meta.get("namespace") or "default", meta.get("name", "")
+        job = self.job(meta, spec, namespace, name)
+        status = event.obj.get("status") or _EMPTY
+        node, phase = spec.get("nodeName"), status.get("phase")
+        if job is None or not node or type(node) is not str or phase not in _STATUSES \
+                or meta.get("deletionTimestamp"):
+            return job, None, -1
+        affinity = spec.get("affinity")
+        if spec.get("schedulingGates") or spec.get("resourceClaims") \
+                or spec.get("topologySpreadConstraints") or spec.get("initContainers") \
+                or affinity and _pod_rules(affinity):
+            return job, None, -1    # (init containers are rare: their ports are not looked for)
+        containers = spec.get("containers")
+        if type(containers) is not list:
+            return job, None, -1
+        for container in containers:
+            if type(container) is not dict:
+                return job, None, -1
+            ports = container.get("ports")
+            if ports and (type(ports) is not list
+                          or any(type(p) is not dict or p.get("hostPort") for p in ports)):
+                return job, None, -1    # a host port: a rule over other pods
+        annotations, labels = meta.get("annotations"), meta.get("labels") or _EMPTY
+        if annotations and not _SKIPPED_ANNOTATIONS.isdisjoint(annotations) \
+                or G.GPU_GROUP in labels:
+            return job, None, -1
+        if spec.get("volumes") and P.pod_pvcs(spec, namespace, str(name)):
+            return job, None, -1
+        problems: list[str] = []
+        request = P.pod_request(spec, problems)
+        if problems:
+            return job, None, -1
+        ask = self.ask_numbers.get(id(request))
+        if ask is None:         # kept in asks: no other ask can take its identity
+            ask = self.ask_numbers[id(request)] = len(self.asks)
+            self.asks.append(request)
+        number = self.node_numbers.get(node)
+        if number is None:
+            number = self.node_numbers[node] = len(self.nodes)
+            self.nodes.append(NodeName(node))
+        # Another scheduler's pod is no task of a job: counted, it is only room.
+        owner = job if (spec.get("schedulerName") or "default-scheduler") \
+            == self.scheduler_name else None
+        return owner, _POD((event, str(name), _STATUSES[phase], ask,
+                            labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL)
+                            if labels else None,
+                            str(meta.get("creationTimestamp") or ""),
+                            (spec.get("priority"), spec.get("priorityClassName")))), number
 
 
 def _pod_rules(affinity: object) -> bool:
@@ -146,38 +204,53 @@ def _scheduler(spec: Obj) -> str:
     return spec.get("schedulerName") or "default-scheduler"
 
 
-def split(events: Iterable[WatchEvent], scheduler_name: str
-          ) -> tuple[list[WatchEvent], dict[JobKey, list[Pod]], list[Pod]]:
-    """The events to apply as usual, in order; the pods of the jobs that may
-    be counted, by job (each job's pods all countable); other schedulers'
-    pods counted."""
+def split(events: Iterable[WatchEvent], scheduler_name: str) -> Split:
+    """The first lists split into what is converted as usual and what may be
+    counted (see Split)."""
+    reader = _Reader(scheduler_name)
+    read = reader.read
     converted: list[WatchEvent] = []
     jobs: dict[JobKey, list[Pod]] = {}
+    numbers: dict[JobKey, int] = {}
     others: list[Pod] = []
     apart: set[JobKey] = set()         # jobs with a pod that must be converted
+    nodes, asks, owners = array.array("l"), array.array("l"), array.array("l")
     for event in events:
         if event.kind is not POD or event.type == "DELETED":
             converted.append(event)
             continue
-        job, pod = _read(event, scheduler_name)
+        job, pod, node = read(event)
         if job is None:             # another scheduler's pod counted, or one converted
             if pod is None:
                 converted.append(event)
-            else:
-                others.append(pod)
+                continue
+            others.append(pod)
+            number = -1
         elif pod is None or job in apart:
             converted.append(event)
             if job not in apart:
                 apart.add(job)
                 converted.extend(p.event for p in jobs.pop(job, ()))
+            continue
         else:
-            jobs.setdefault(job, []).append(pod)
-    return converted, jobs, others
+            pods = jobs.get(job)
+            if pods is None:
+                pods = jobs[job] = []
+                numbers[job] = len(numbers)
+            pods.append(pod)
+            number = numbers[job]
+        nodes.append(node)
+        asks.append(pod.ask)
+        owners.append(number)
+    return Split(converted, jobs, numbers, others, reader.asks, reader.nodes,
+                 (nodes, asks, owners))
 
 
-def count(job: JobKey, pods: list[Pod], groups: Groups, priorities: Priorities) -> Counted | None:
+def count(job: JobKey, pods: list[Pod], asks: list[Resource], groups: Groups,
+          priorities: Priorities) -> Counted | None:
     """The job counted, or None when it must be converted after all (its
-    pods say otherwise once made into facts, or it is not settled)."""
+    pods say otherwise once made into facts, or it is not settled); asks:
+    the split's."""
     # Made into facts: the first by key (the job's declaration is its), the
     # oldest (its age), one per distinct priority (its priority is their most).
     # Its numbers and charges counted in the same walk.
@@ -186,9 +259,9 @@ def count(job: JobKey, pods: list[Pod], groups: Groups, priorities: Priorities) 
     by_priority: dict[tuple[object, object], Pod] = {}
     counts: dict[tuple[str | None, TaskStatus], int] = {}
     totals: dict[TaskStatus, int] = {}
-    charges: dict[Resource, int] = {}
+    per_ask: dict[int, int] = {}
     for pod in pods:
-        if pod.key < first.key:
+        if pod.name < first.name:       # one namespace: the names order the keys
             first = pod
         if pod.creation != oldest.creation:
             pod_age = _age(pod)
@@ -197,10 +270,10 @@ def count(job: JobKey, pods: list[Pod], groups: Groups, priorities: Priorities) 
         by_priority.setdefault(pod.priority, pod)
         counts[(pod.subgroup, pod.status)] = counts.get((pod.subgroup, pod.status), 0) + 1
         totals[pod.status] = totals.get(pod.status, 0) + 1
-        charges[pod.request] = charges.get(pod.request, 0) + 1
-    picked = {first.key: first, oldest.key: oldest}
+        per_ask[pod.ask] = per_ask.get(pod.ask, 0) + 1
+    picked = {first.name: first, oldest.name: oldest}
     for pod in by_priority.values():
-        picked.setdefault(pod.key, pod)
+        picked.setdefault(pod.name, pod)
     facts = [convert.pod_facts(p.event.obj) for p in picked.values()]
     if any(f.job != job or f.problem or f.gpu is not None or f.claims or f.pvcs or f.gates
            or f.placement.rules or f.status not in (TaskStatus.RUNNING, TaskStatus.BOUND)
@@ -217,43 +290,37 @@ def count(job: JobKey, pods: list[Pod], groups: Groups, priorities: Priorities) 
     ready = sum(n for status, n in totals.items() if status in READY_STATUSES)
     stand_in = JobInfo(job, spec, described.priority, described.creation, described.status,
                        None, Unread({}, len(pods)), counts, totals, ready)
+    charges: dict[Resource, int] = {}
+    for ask, n in per_ask.items():      # (equal asks apart by identity are one charge)
+        charges[asks[ask]] = charges.get(asks[ask], 0) + n
     return Counted(stand_in, Entry.running(stand_in, charges), pods)
 
 
-def lend(cluster: ClusterInfo, counted: dict[JobKey, Counted], others: list[Pod]) -> bool:
-    """The counted jobs and other schedulers' pods into a snapshot the cache
-    just lent (laid out without them): the jobs' stand-ins among its jobs,
-    active as every job is at a first snapshot; their entries in its ledger;
-    the room of all in its node table; their nodes' tasks, and its other
-    schedulers' pods, Unread. False, and nothing changed, when a counted pod
-    asks for a resource no column of the table holds (a full layout would
-    have one more column)."""
+def lend(cluster: ClusterInfo, counted: dict[JobKey, Counted], split: Split) -> bool:
+    """The counted jobs (of split's) and other schedulers' pods into a
+    snapshot the cache just lent (laid out without them): the jobs'
+    stand-ins among its jobs, active as every job is at a first snapshot;
+    their entries in its ledger; the room of all in its node table; their
+    nodes' tasks, and its other schedulers' pods, Unread. False, and nothing
+    changed, when a counted pod asks for a resource no column of the table
+    holds (a full layout would have one more column)."""
     table = cluster.table
-    rows: list[int] = []
-    asks: list[int] = []
-    distinct: dict[Resource, int] = {}
-    unmade: dict[NodeName, int] = {}
-    index = table.index
-    for pod in others:
-        row = index.get(pod.node)
-        if row is not None:
-            rows.append(row)
-            asks.append(distinct.setdefault(pod.request, len(distinct)))
-    for found in counted.values():
-        for pod in found.pods:
-            row = index.get(pod.node)
-            if row is None:
-                continue        # a node not known: no room to count (as a layout does)
-            rows.append(row)
-            asks.append(distinct.setdefault(pod.request, len(distinct)))
-            unmade[pod.node] = unmade.get(pod.node, 0) + 1
-    vectors = [table.known_vector(request) for request in distinct]
+    vectors = [table.known_vector(request) for request in split.asks]
     if any(vec is None for vec in vectors):
         return False
-    if rows:
-        # Pods per row and request, then their room per row: one row each.
-        width = len(distinct)
-        per_row = np.bincount(np.array(rows) * width + np.array(asks),
+    nodes, asks, owners = (np.asarray(a, dtype=np.int64) for a in split.placed)
+    # The pods placed of the jobs counted and other schedulers' (owner -1, the last).
+    kept = np.zeros(len(split.numbers) + 1, dtype=bool)
+    kept[[split.numbers[key] for key in counted]] = True
+    kept[-1] = True
+    # Each node's row, -1 for one not known (no room to count, as a layout does).
+    rows = np.array([table.index.get(name, -1) for name in split.nodes], dtype=np.int64)[nodes]
+    placed = kept[owners] & (rows >= 0)
+    rows, asks, own = rows[placed], asks[placed], owners[placed] >= 0
+    if len(rows):
+        # Pods per row and ask, then their room per row: one row each.
+        width = len(vectors)
+        per_row = np.bincount(rows * width + asks,
                               minlength=len(table.names) * width).reshape(-1, width)
         held = np.flatnonzero(per_row.any(axis=1))
         table.add_many(held, per_row[held] @ np.array(vectors), np.zeros(len(held), dtype=bool))
@@ -261,11 +328,12 @@ def lend(cluster: ClusterInfo, counted: dict[JobKey, Counted], others: list[Pod]
     for key, found in counted.items():
         cluster.jobs[key] = found.job
         ledger.put(key, found.job, found.entry)
-    for name, n in unmade.items():
-        node = cluster.nodes[name]
-        node.tasks = Unread(node.tasks, n)
-    if others:
-        cluster.foreign = UnreadPods(cluster.foreign, len(others))
+    unmade = np.bincount(rows[own], minlength=len(table.names))
+    for row in np.flatnonzero(unmade).tolist():
+        node = cluster.nodes[table.names[row]]
+        node.tasks = Unread(node.tasks, int(unmade[row]))
+    if split.others:
+        cluster.foreign = UnreadPods(cluster.foreign, len(split.others))
     if cluster.active is not None:
         cluster.set_active(cluster.active | counted.keys())
     return True

@@ -136,16 +136,14 @@ def test_a_gang_whose_pod_is_not_countable_is_converted_whole() -> None:
     pvc = {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
     run_1 = next(o for o in objects if o["metadata"]["name"] == "run-1")
     run_1["spec"]["volumes"] = [pvc]        # it mounts a claim
-    converted, jobs, _ = counted.split(
-        load_cluster(objects).subscribe(SCHEDULING_KINDS).drain(), "kaisched")
-    assert RUNNING not in jobs
-    assert {"run-0", "run-1", "run-2"} <= {e.obj["metadata"]["name"] for e in converted}
+    split = counted.split(load_cluster(objects).subscribe(SCHEDULING_KINDS).drain(), "kaisched")
+    assert RUNNING not in split.jobs
+    assert {"run-0", "run-1", "run-2"} <= {e.obj["metadata"]["name"] for e in split.converted}
     host_port = cluster_objects()
     run_2 = next(o for o in host_port if o["metadata"]["name"] == "run-2")
     run_2["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
-    _, jobs, _ = counted.split(load_cluster(host_port).subscribe(SCHEDULING_KINDS).drain(),
-                               "kaisched")
-    assert RUNNING not in jobs
+    split = counted.split(load_cluster(host_port).subscribe(SCHEDULING_KINDS).drain(), "kaisched")
+    assert RUNNING not in split.jobs
 
 
 @settings(max_examples=60, deadline=None)
