@@ -113,6 +113,7 @@ class Cache:
         self.devices = DeviceStore()                         # DRA classes, slices, claims
         self._subscription: Subscription | None = None
         self._listed: list[WatchEvent] | None = None        # the first lists, not applied yet
+        self._waiting: bool | None = None     # whether a pod of ours waits in them (once asked)
         self._counted: dict[JobKey, counted.Counted] | None = None  # lent counted, not converted yet
         self.listed_pods = 0                                # pods in the first lists
         self._settled = False                               # the late kinds' first lists are in
@@ -131,7 +132,7 @@ class Cache:
         assert subscription is not None
         events = subscription.drain()
         if self._listed is not None:
-            events, self._listed = self._listed + events, None
+            events, self._listed, self._waiting = self._listed + events, None, None
         if self._counted is not None:
             self.model.reclaim()
             counted.take_back(self.model.cluster, self._counted)
@@ -159,11 +160,15 @@ class Cache:
             self._subscription = client.subscribe(SCHEDULING_KINDS)
             self._settled = False
             self._listed = _pods_last(self._subscription.drain())
+            self._waiting = None
             self.listed_pods = sum(1 for e in self._listed if e.kind is POD)
 
     def listed_waiting(self) -> bool:
-        """Whether a pod of this scheduler in the first lists waits for a node."""
-        return counted.any_waiting(self._listed or (), self.scheduler_name)
+        """Whether a pod of this scheduler in the first lists waits for a node
+        (looked for once: a standby and then its first lead both ask)."""
+        if self._waiting is None:
+            self._waiting = counted.any_waiting(self._listed or (), self.scheduler_name)
+        return self._waiting
 
     def counted_snapshot(self, now: float) -> ClusterInfo | None:
         """Before the first sync, a snapshot of the first lists with the

@@ -134,7 +134,13 @@ class _Reader:
         if type(meta) is not dict or type(spec) is not dict:
             return None, None, -1
         namespace, name = meta.get("namespace") or "default", meta.get("name", "")
-        job = self.job(meta, spec, namespace, name)
+        annotations = meta.get("annotations")
+        group = annotations.get(L.POD_GROUP_ANNOTATION) if type(annotations) is dict else None
+        # The group's job when met before (most pods), else found (see job).
+        job = self.named.get((namespace, group)) if group and type(group) is str \
+            and not spec.get("schedulingGroup") and not spec.get("workloadRef") else None
+        if job is None:
+            job = self.job(meta, spec, namespace, name)
         status = event.obj.get("status") or _EMPTY
         node, phase = spec.get("nodeName"), status.get("phase")
         if job is None or not node or type(node) is not str or phase not in _STATUSES \
@@ -155,7 +161,7 @@ class _Reader:
             if ports and (type(ports) is not list
                           or any(type(p) is not dict or p.get("hostPort") for p in ports)):
                 return job, None, -1    # a host port: a rule over other pods
-        annotations, labels = meta.get("annotations"), meta.get("labels") or _EMPTY
+        labels = meta.get("labels") or _EMPTY
         if annotations and not _SKIPPED_ANNOTATIONS.isdisjoint(annotations) \
                 or G.GPU_GROUP in labels:
             return job, None, -1

@@ -109,6 +109,28 @@ def test_the_first_sync_converts_what_was_counted_as_a_cache_without_head_start_
     assert lite.check(1.0) == []
 
 
+def test_a_gang_set_apart_after_its_first_pods_were_read_has_its_room_counted_once() -> None:
+    # Its first pod is read as counted, its last is not: the first comes back to be converted,
+    # and the room the split placed for it is left out of what is counted.
+    objects = cluster_objects()
+    run_2 = next(o for o in objects if o["metadata"]["name"] == "run-2")
+    run_2["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    lite, snapshot, full = counted_and_full(load_cluster(objects))
+    assert snapshot is not None and not isinstance(snapshot.jobs[RUNNING].tasks, Unread)
+    assert {"default/run-0", "default/run-1", "default/run-2"} <= lite.pods.keys()
+    assert_reads_alike(snapshot, full)
+
+
+def test_what_the_first_lists_hold_is_told_until_the_first_sync() -> None:
+    cluster = load_cluster(cluster_objects())
+    lite = Cache()
+    lite.listed(cluster)
+    assert lite.listed_pods == 9 and lite.listed_waiting()      # half-1 waits
+    lite.sync(cluster)
+    assert not lite.listed_waiting()        # nothing listed is left to apply
+
+
 def test_nothing_is_counted_when_a_counted_pod_asks_for_what_no_column_holds() -> None:
     objects = cluster_objects()
     objects.append(build_pod("odd-0", cpu=1, node="n1", extra={"example.com/dongle": "1"}))
