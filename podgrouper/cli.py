@@ -12,6 +12,7 @@ import click
 import orjson
 import yaml
 
+from kaisched.api.types import DEFAULT_SCHEDULER
 from kaisched.console import OneLineGroup, kubeconfig_option, output_option, replica_options
 from kaisched.errors import ApiError, InputError
 from kaisched.service.leader import LeaseOptions
@@ -152,7 +153,7 @@ def _made_none(objects: list[dict[str, Any]], groups: list[dict[str, Any]], clus
         walk = top_owner(pod, read)
         for owner in walk.owners:
             tops.setdefault(key(dict(owner)), []).append(
-                str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler"))
+                str((pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER))
     lines = []
     for obj in objects:
         kind = of_object(obj.get("apiVersion"), obj.get("kind"))

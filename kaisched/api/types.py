@@ -10,6 +10,8 @@ NodeName = NewType("NodeName", str)
 QueueName = NewType("QueueName", str)
 
 DEFAULT_QUEUE = QueueName("default")
+# The scheduler of a pod that names none, as the API server defaults it.
+DEFAULT_SCHEDULER = "default-scheduler"
 SCHEDULER_NAME = "kaisched"
 
 

@@ -180,8 +180,7 @@ class _Reader:
             number = self.node_numbers[node] = len(self.nodes)
             self.nodes.append(NodeName(node))
         # Another scheduler's pod is no task of a job: counted, it is only room.
-        owner = job if (spec.get("schedulerName") or "default-scheduler") \
-            == self.scheduler_name else None
+        owner = job if P.scheduler_name(spec) == self.scheduler_name else None
         return owner, _POD((event, str(name), _STATUSES[phase], ask,
                             labels.get(L.SUBGROUP_LABEL) or labels.get(L.KAI_SUBGROUP_LABEL)
                             if labels else None,
@@ -200,14 +199,9 @@ def any_waiting(events: Iterable[WatchEvent], scheduler_name: str) -> bool:
         if event.kind is POD:
             spec = event.obj.get("spec")
             if type(spec) is dict and not spec.get("nodeName") \
-                    and _scheduler(spec) == scheduler_name:
+                    and P.scheduler_name(spec) == scheduler_name:
                 return True
     return False
-
-
-def _scheduler(spec: Obj) -> str:
-    """The scheduler the pod names, as its conversion reads it."""
-    return spec.get("schedulerName") or "default-scheduler"
 
 
 def split(events: Iterable[WatchEvent], scheduler_name: str) -> Split:

@@ -16,7 +16,7 @@ from kaisched.api.dradevices import PodClaimRef
 from kaisched.api.gpuask import GpuShare
 from kaisched.api.quantity import parse_duration
 from kaisched.api.resource import GPU, PODS, Resource
-from kaisched.api.types import JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
+from kaisched.api.types import DEFAULT_SCHEDULER, JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.api.volumes import PodClaim
 from kaisched.api.workloadkinds import KINDS
 from kaisched.cache.convert.common import Obj, metadata, quantities
@@ -148,6 +148,11 @@ def _request(spec: Obj, problems: list[str]) -> Resource:
 def _max(a: Resource, b: Resource) -> Resource:
     names = set(a.names()) | set(b.names())
     return Resource.of({n: max(a.get(n), b.get(n)) for n in names})
+
+
+def scheduler_name(spec: Obj) -> str:
+    """The scheduler the pod names (or the default)."""
+    return str(spec.get("schedulerName") or DEFAULT_SCHEDULER)
 
 
 def task_status(pod: Obj) -> TaskStatus | None:
@@ -284,7 +289,7 @@ def pod_facts(pod: Obj) -> PodFacts:
         key,                                                    # key
         str(meta.get("uid", "")),                               # uid
         gang_job(key, namespace, gang),                         # job
-        str(spec.get("schedulerName") or "default-scheduler"),  # scheduler_name
+        scheduler_name(spec),                                   # scheduler_name
         task_status(pod),                                       # status
         NodeName(node) if node else None,                       # node_name
         resreq,                                                 # resreq
@@ -460,7 +465,7 @@ def broken_pod(meta: Obj, spec: Obj, problem: str) -> PodFacts:
     key = pod_key(namespace, str(meta.get("name", "")))
     return PodFacts(
         key=key, uid=str(meta.get("uid", "")), job=JobKey(key),
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        scheduler_name=scheduler_name(spec),
         status=TaskStatus.BOUND if node else TaskStatus.PENDING,
         node_name=NodeName(node) if node else None, resreq=Resource.of({PODS: 1}),
         priority=None, priority_class="", queue_label=None, subgroup=None,
