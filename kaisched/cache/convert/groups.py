@@ -21,6 +21,9 @@ KAI_TOPOLOGY_REQUIRED = "kai.scheduler/topology-required-placement"
 KAI_TOPOLOGY_PREFERRED = "kai.scheduler/topology-preferred-placement"
 # When KAI last saw the gang start (its min-runtime counts from there).
 KAI_LAST_START = "kai.scheduler/last-start-timestamp"
+# By the value written (a lookup, not an enum call: every PodGroup of a list is read).
+_MODES = {mode.value: mode for mode in GangMode}
+_PHASES = {phase.value: phase for phase in PodGroupPhase}
 
 
 def _declared(res: Resource) -> Resource | None:
@@ -71,6 +74,8 @@ def topology_rule(raw: Any, annotations: Obj | None = None) -> TopologyRule:
 def subgroup_tree(spec: Obj, problems: list[str]) -> tuple[tuple[SubGroup, ...], int | None]:
     """spec.subGroups (each a leaf with minMember, or an inner subgroup with
     minSubGroup that others name as parent) and the root's spec.minSubGroup."""
+    if not spec.get("subGroups") and spec.get("minSubGroup") is None:
+        return (), None         # most PodGroups: no tree, nothing wrong with it
     root_sub = None
     if spec.get("minSubGroup") is not None:
         root_sub = _int(spec["minSubGroup"], "spec.minSubGroup", 1, problems)
@@ -102,7 +107,8 @@ def _named(items: Any) -> list[Obj]:
 
 def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
     """A scheduling.kaisched.io PodGroup: its spec, status and any problem."""
-    spec = obj.get("spec") or {}
+    spec, meta = obj.get("spec") or {}, metadata(obj)
+    annotations = meta.get("annotations")
     problems: list[str] = []
     mode = spec.get("mode", "Strict")
     if mode not in ("Strict", "NonStrict"):
@@ -116,7 +122,7 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         min_member = max(tree_of(subgroups, root_sub).min_pods(), 1)
     else:
         min_member = _int(spec.get("minMember", 1), "spec.minMember", 1, problems) or 1
-    gang_group = tuple(JobKey(str(g)) if "/" in str(g) else job_key(metadata(obj).get("namespace") or "default", str(g))
+    gang_group = tuple(JobKey(str(g)) if "/" in str(g) else job_key(meta.get("namespace") or "default", str(g))
                        for g in spec.get("gangGroup") or ())
     preemptible = spec.get("preemptible", True)
     gang = GangSpec(
@@ -125,7 +131,7 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         priority_class=spec.get("priorityClassName") or None,
         min_resources=_declared(quantities(spec.get("minResources"), "spec.minResources", problems)),
         schedule_timeout=_seconds(spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", problems),
-        mode=GangMode(mode),
+        mode=_MODES[mode],
         gang_group=gang_group,
         subgroups=subgroups,
         min_sub_group=root_sub,
@@ -135,10 +141,10 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         starvation_threshold=_seconds(spec.get("starvationThresholdSeconds"),
                                       "spec.starvationThresholdSeconds", problems),
         declared=True,
-        generation=int(metadata(obj).get("generation") or 0),
-        topology=topology_rule(spec.get("topology"), metadata(obj).get("annotations")),
-        last_start=from_rfc3339((metadata(obj).get("annotations") or {}).get(KAI_LAST_START)),
-        preemption_delay=_delay(spec, metadata(obj).get("annotations") or {}, problems),
+        generation=int(meta.get("generation") or 0),
+        topology=topology_rule(spec.get("topology"), annotations),
+        last_start=from_rfc3339((annotations or {}).get(KAI_LAST_START)),
+        preemption_delay=_delay(spec, annotations or {}, problems),
     )
     return gang, podgroup_status(obj.get("status") or {}), "; ".join(problems) or None
 
@@ -191,10 +197,8 @@ def _text(value: Any) -> str | None:
 
 def podgroup_status(status: Obj) -> PodGroupStatus:
     phase = status.get("phase") or "Pending"
-    try:
-        parsed = PodGroupPhase(phase)
-    except ValueError:
-        parsed = PodGroupPhase.UNKNOWN
+    parsed = _PHASES.get(phase, PodGroupPhase.UNKNOWN) if isinstance(phase, str) \
+        else PodGroupPhase.UNKNOWN
     conditions = tuple(Condition(str(c.get("type", "")), str(c.get("status", "")),
                                  str(c.get("reason") or ""), str(c.get("message") or ""),
                                  c.get("lastTransitionTime"))
