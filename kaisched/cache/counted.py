@@ -114,7 +114,7 @@ class _Reader:
         """The pod's job, when its gang may be counted."""
         annotations = meta.get("annotations")
         group = annotations.get(L.POD_GROUP_ANNOTATION) if type(annotations) is dict else None
-        if group and type(group) is str \
+        if group and type(group) is str and type(namespace) is str \
                 and not spec.get("schedulingGroup") and not spec.get("workloadRef"):
             job = self.named.get((namespace, group))
             if job is None:     # the pods of a group: one job, found for the first
@@ -138,7 +138,8 @@ class _Reader:
         group = annotations.get(L.POD_GROUP_ANNOTATION) if type(annotations) is dict else None
         # The group's job when met before (most pods), else found (see job).
         job = self.named.get((namespace, group)) if group and type(group) is str \
-            and not spec.get("schedulingGroup") and not spec.get("workloadRef") else None
+            and type(namespace) is str and not spec.get("schedulingGroup") \
+            and not spec.get("workloadRef") else None
         if job is None:
             job = self.job(meta, spec, namespace, name)
         status = event.obj.get("status") or _EMPTY

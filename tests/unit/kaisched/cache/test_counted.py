@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.types import JobKey
 from kaisched.api.unread import Unread, UnreadPods
-from kaisched.cache import Cache, counted
-from kaisched.cluster.kinds import SCHEDULING_KINDS
+from kaisched.cache import Cache, convert, counted
+from kaisched.cluster.client import WatchEvent
+from kaisched.cluster.kinds import POD, SCHEDULING_KINDS
 from kaisched.cluster.memory import MemoryCluster
 from tests.builders.objects import build_node, build_pod, build_podgroup, build_queue, load_cluster
 from tests.builders.strategies import contended, scenarios
@@ -187,3 +188,15 @@ def test_counted_snapshots_read_as_full_ones_over_contended_clusters(scenario: A
     _, snapshot, full = counted_and_full(load_cluster(scenario.objects()))
     if snapshot is not None:
         assert_reads_alike(snapshot, full)
+
+
+def test_a_hand_written_pod_with_odd_fields_is_split_as_its_conversion_reads_it() -> None:
+    # A namespace that is not a string (only a hand-written file has one): no lookup by it
+    # fails, and the pod's job is the one its conversion gives.
+    odd = build_pod("odd", cpu=1, group="run", node="n1")
+    odd["metadata"]["namespace"] = ["team"]
+    split = counted.split([WatchEvent("ADDED", POD, odd)], "kaisched")
+    assert list(split.jobs) == [convert.pod_facts(odd).job] and not split.converted
+    odd["spec"]["schedulerName"] = "default-scheduler"       # another scheduler's: its room only
+    split = counted.split([WatchEvent("ADDED", POD, odd)], "kaisched")
+    assert not split.jobs and not split.converted and len(split.others) == 1
