@@ -15,7 +15,7 @@ from typing import Callable
 from kubernetes import client as k8s_client
 
 from kaisched.cluster.client import Obj
-from kaisched.cluster.kinds import LEASE, POD, PODGROUP
+from kaisched.cluster.kinds import LEASE, NODE, POD, PODGROUP, Kind
 from kaisched.cluster.kube import KubeCluster
 from tests.builders.realapi import (
     SYSTEM,
@@ -49,6 +49,21 @@ def running_gang(admin: KubeCluster, namespace: str, scheduler: str, nodes: list
     return pods
 
 
+def cached(admin: KubeCluster, namespace: str, pods: list[str], groups: list[str],
+           nodes: list[str]) -> bool:
+    """Whether the watch caches the first lists read hold the pods, the PodGroups and the
+    nodes (with their room)."""
+    def names(kind: Kind, where: str | None) -> dict[str, Obj]:
+        return {o["metadata"]["name"]: o
+                for o in admin.list_with_version(kind, where, cached=True)[0]}
+
+    listed_nodes = names(NODE, None)
+    return set(pods) <= names(POD, namespace).keys() \
+        and set(groups) <= names(PODGROUP, namespace).keys() \
+        and all(((listed_nodes.get(n) or {}).get("status") or {}).get("allocatable")
+                for n in nodes)
+
+
 def test_a_first_leader_binds_the_waiting_gang_before_converting_the_running_one(
         admin: KubeCluster, admin_api: k8s_client.ApiClient,
         admin_kubeconfig: str, installed: list[Obj], namespace: str,
@@ -59,10 +74,10 @@ def test_a_first_leader_binds_the_waiting_gang_before_converting_the_running_one
     nodes = fake_nodes(2, cpu="4")
     running = running_gang(admin, namespace, scheduler, nodes)
     waiting = make_gang(admin, namespace, scheduler, "waiting", 2, cpu="1")
-    # The scheduler's first lists come from the API server's watch cache, which
-    # may trail a write by a moment: the gang waits there first.
-    eventually(lambda: set(waiting) <= {p["metadata"]["name"] for p in admin.list_with_version(
-        POD, namespace, cached=True)[0]}, PATIENCE, "the waiting pods in the watch cache")
+    # The scheduler's first lists come from the API server's watch caches, one
+    # a kind, each of which may trail a write by a moment: all is there first.
+    eventually(lambda: cached(admin, namespace, running + waiting, ["running", "waiting"], nodes),
+               PATIENCE, "the nodes, PodGroups and pods in the watch caches")
     config = shipped_config(tmp_path, scheduler)
     kubeconfig = as_account(admin_kubeconfig, admin_api, tmp_path)
     process = scheduler_process(kubeconfig, config, tmp_path, f"{scheduler}-0",
