@@ -303,8 +303,9 @@ def lend(cluster: ClusterInfo, counted: dict[JobKey, Counted], split: Split) -> 
     stand-ins among its jobs, active as every job is at a first snapshot;
     their entries in its ledger; the room of all in its node table; their
     nodes' tasks, and its other schedulers' pods, Unread. False, and nothing
-    changed, when a counted pod asks for a resource no column of the table
-    holds (a full layout would have one more column)."""
+    changed, when a pod the split counted asks for a resource no column of
+    the table holds: a full layout would have one more column (for a pod
+    whose node is gone too, or whose job was converted after all)."""
     table = cluster.table
     vectors = [table.known_vector(request) for request in split.asks]
     if any(vec is None for vec in vectors):

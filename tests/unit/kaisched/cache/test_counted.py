@@ -110,6 +110,21 @@ def test_the_first_sync_converts_what_was_counted_as_a_cache_without_head_start_
     assert lite.check(1.0) == []
 
 
+def test_a_counted_pod_on_a_node_gone_still_asks_for_its_column() -> None:
+    # A running pod whose node is gone takes no room, but what it asks for is a
+    # column of a full layout all the same: the head start would read a table
+    # without it, so it takes none.
+    objects = cluster_objects()
+    objects += [build_podgroup("lost", min_member=1),
+                build_pod("lost-0", cpu=1, group="lost", node="gone",
+                          extra={"example.com/dongle": "1"})]
+    lite, snapshot, full = counted_and_full(load_cluster(objects))
+    assert "example.com/dongle" in full.table.dims
+    assert snapshot is None
+    lite.sync(load_cluster(objects))
+    assert lite.check(1.0) == []
+
+
 def test_a_gang_set_apart_after_its_first_pods_were_read_has_its_room_counted_once() -> None:
     # Its first pod is read as counted, its last is not: the first comes back to be converted,
     # and the room the split placed for it is left out of what is counted.
