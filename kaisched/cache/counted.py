@@ -47,6 +47,7 @@ _CONVERTED_SOURCES = frozenset({"koordinator", "koord", "workload", "upstream", 
 _SKIPPED_ANNOTATIONS = frozenset({G.GPU_FRACTION, G.GPU_MEMORY, G.GPU_DEVICES,
                                   L.KAI_PREEMPTION_DELAY})
 _EMPTY: Obj = {}
+_UNHASHABLE = object()      # stands in touched for a key no set can hold
 _STATUSES = {"Running": TaskStatus.RUNNING, "Pending": TaskStatus.BOUND}
 
 
@@ -102,8 +103,9 @@ class _Reader:
     kaisched's PodGroup annotation found once per group, and their asks and
     nodes numbered as met."""
 
-    def __init__(self, scheduler_name: str) -> None:
+    def __init__(self, scheduler_name: str, touched: set[tuple[object, object]]) -> None:
         self.scheduler_name = scheduler_name
+        self.touched = touched
         self.named: dict[tuple[str, str], JobKey] = {}
         self.asks: list[Resource] = []
         self.ask_numbers: dict[int, int] = {}   # by the ask's identity: alike pods share one
@@ -142,6 +144,13 @@ class _Reader:
             and not spec.get("workloadRef") else None
         if job is None:
             job = self.job(meta, spec, namespace, name)
+        if self.touched:
+            try:
+                later = (namespace, name) in self.touched
+            except TypeError:           # a key no set holds (a hand-written file)
+                later = True
+            if later:
+                return job, None, -1    # converted with what came after, in order
         status = event.obj.get("status") or _EMPTY
         node, phase = spec.get("nodeName"), status.get("phase")
         if job is None or not node or type(node) is not str or phase not in _STATUSES \
@@ -205,10 +214,29 @@ def any_waiting(events: Iterable[WatchEvent], scheduler_name: str) -> bool:
     return False
 
 
-def split(events: Iterable[WatchEvent], scheduler_name: str) -> Split:
+def touched(events: Iterable[WatchEvent]) -> set[tuple[object, object]]:
+    """The pods (namespace, name as written) that an update or a deletion
+    follows in the events: what the watches said after the first lists, which
+    a first drain holds too. Counted once and converted again, such a pod
+    would be two pods; none is counted."""
+    out: set[tuple[object, object]] = set()
+    for event in events:
+        if event.type != "ADDED" and event.kind is POD:
+            meta = event.obj.get("metadata")
+            if type(meta) is dict:
+                key = (meta.get("namespace") or "default", meta.get("name", ""))
+                try:
+                    out.add(key)
+                except TypeError:       # a key no set holds: the readers find it there all the same
+                    out.add(("", _UNHASHABLE))
+    return out
+
+
+def split(events: list[WatchEvent], scheduler_name: str) -> Split:
     """The first lists split into what is converted as usual and what may be
-    counted (see Split)."""
-    reader = _Reader(scheduler_name)
+    counted (see Split). The events may hold what the watches said after the
+    lists (a first drain does): the pods they touch are converted."""
+    reader = _Reader(scheduler_name, touched(events))
     read = reader.read
     converted: list[WatchEvent] = []
     jobs: dict[JobKey, list[Pod]] = {}

@@ -125,6 +125,33 @@ def test_a_counted_pod_on_a_node_gone_still_asks_for_its_column() -> None:
     assert lite.check(1.0) == []
 
 
+class Subscribed:
+    """A client whose subscription was made already: what was written after its
+    lists is in its first drain, as the watches' first events are in a real one's."""
+
+    def __init__(self, subscription: Any) -> None:
+        self.subscription = subscription
+
+    def subscribe(self, kinds: Any) -> Any:
+        return self.subscription
+
+
+def test_the_pods_the_watches_spoke_of_after_the_lists_are_converted_not_counted() -> None:
+    cluster = load_cluster(cluster_objects())
+    first = cluster.subscribe(SCHEDULING_KINDS)
+    cluster.patch(POD, "default", "run-0", {"metadata": {"labels": {"touched": "yes"}}})
+    cluster.delete(POD, "default", "run-1")
+    cluster.patch(POD, "default", "other", {"metadata": {"labels": {"touched": "yes"}}})
+    lite = Cache()
+    lite.listed(Subscribed(first))
+    snapshot = lite.counted_snapshot(0.0)
+    full = Cache()
+    full.sync(cluster)
+    assert snapshot is not None
+    assert {"default/run-0", "default/run-2", "default/other"} <= lite.pods.keys()
+    assert_reads_alike(snapshot, full.snapshot(0.0))
+
+
 def test_a_gang_set_apart_after_its_first_pods_were_read_has_its_room_counted_once() -> None:
     # Its first pod is read as counted, its last is not: the first comes back to be converted,
     # and the room the split placed for it is left out of what is counted.
