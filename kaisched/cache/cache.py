@@ -76,12 +76,14 @@ IGNORED_DECLARATION = "IgnoredGangAnnotation"   # an optional gang setting fell 
 
 
 
-def _pods_last(events: list[WatchEvent]) -> list[WatchEvent]:
+def _pods_last(events: list[WatchEvent]) -> tuple[list[WatchEvent], int]:
     """The first lists with every other kind before the pods (each kind in
-    its order): a pod then finds its PodGroup, PriorityClass and node read
-    already, and no PodGroup or PriorityClass makes its pods again. Only an
-    order, and the same for any: known by identity (cheaper than equality)."""
-    return [e for e in events if e.kind is not POD] + [e for e in events if e.kind is POD]
+    its order), and how many are pods: a pod then finds its PodGroup,
+    PriorityClass and node read already, and no PodGroup or PriorityClass
+    makes its pods again. Only an order, and the same for any: known by
+    identity (cheaper than equality)."""
+    pods = [e for e in events if e.kind is POD]
+    return [e for e in events if e.kind is not POD] + pods, len(pods)
 
 
 class Cache:
@@ -159,9 +161,8 @@ class Cache:
         if self._subscription is None:
             self._subscription = client.subscribe(SCHEDULING_KINDS)
             self._settled = False
-            self._listed = _pods_last(self._subscription.drain())
+            self._listed, self.listed_pods = _pods_last(self._subscription.drain())
             self._waiting = None
-            self.listed_pods = sum(1 for e in self._listed if e.kind is POD)
 
     def listed_waiting(self) -> bool:
         """Whether a pod of this scheduler in the first lists waits for a node
