@@ -176,8 +176,8 @@ class Cache:
         running gangs that may be counted counted, not converted
         (kaisched.cache.counted): for a head start, whose session is the only
         one to read it. The first sync converts them (their stand-ins go).
-        None when nothing is counted (a counted pod asks for a resource no
-        column of the node table holds): the first sync converts the rest."""
+        None when a pod counted asks for a resource no column of the node
+        table holds (counted.lend): the first sync converts everything."""
         assert self._listed is not None, "listed() first, and no sync yet"
         split = counted.split(self._listed, self.scheduler_name)
         for event in split.converted:
