@@ -97,6 +97,16 @@ def pod_request(spec: Obj, problems: list[str]) -> Resource:
     step) + overhead, and one pod slot. The pods of a job ask alike: what
     their containers ask is worked out once per distinct ask."""
     containers, init = spec.get("containers"), spec.get("initContainers")
+    if not init and type(containers) is list and len(containers) == 1 \
+            and type(containers[0]) is dict and "overhead" not in spec:
+        # Most pods: one container, nothing else asked; its resources are the key.
+        try:
+            res, found = _request_of_one(orjson.dumps(containers[0].get("resources")))
+        except TypeError:
+            return _request(spec, problems)      # a value no key holds (a hand-written file)
+        if found:
+            problems.extend(found)
+        return res
     try:
         main = [(c.get("resources"), c.get("restartPolicy")) for c in containers] \
             if containers else []
@@ -118,6 +128,12 @@ def _request_of(key: bytes) -> tuple[Resource, tuple[str, ...]]:
             "overhead": overhead}
     problems: list[str] = []
     return _request(spec, problems), tuple(problems)
+
+
+@functools.lru_cache(maxsize=4096)
+def _request_of_one(key: bytes) -> tuple[Resource, tuple[str, ...]]:
+    problems: list[str] = []
+    return _request({"containers": [{"resources": orjson.loads(key)}]}, problems), tuple(problems)
 
 
 def _request(spec: Obj, problems: list[str]) -> Resource:

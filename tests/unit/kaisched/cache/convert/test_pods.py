@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kaisched.api import labels as L
 from kaisched.api.resource import CPU, GPU, MEMORY, PODS, Resource
 from kaisched.api.types import TaskStatus
 from kaisched.cache.convert import pod_facts, pod_request, task_status
+from kaisched.cache.convert.pods import _request
 from tests.builders.objects import build_pod
 
 MI = 2**20
@@ -209,3 +212,36 @@ def test_values_no_cache_can_hold_are_read_all_the_same() -> None:
     assert facts.labels == (("a", "['x']"),)
     assert facts.annotations == (("scheduling.k8s.io/group-name", "['g']"),)
     assert facts.job == "n/['g']" and facts.problem is None
+
+
+# A one-container pod's ask is worked out from its resources alone (the usual
+# case, kept by them): the same ask, and the same problems, as read field by field.
+_QUANTITY = st.one_of(st.sampled_from(["1", "500m", "2Gi", "0", "lots", "-1", "1e3", ""]),
+                      st.integers(-5, 10**20), st.floats(allow_nan=False), st.none(),
+                      st.lists(st.integers(), max_size=1))
+_RESOURCES = st.one_of(
+    st.none(), st.text(max_size=3), st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.sampled_from(["requests", "limits", "claims"]), st.one_of(
+        st.none(), st.integers(),
+        st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu", "pods", "x/y"]),
+                        _QUANTITY, max_size=3)), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(resources=_RESOURCES, policy=st.sampled_from([None, "Always"]))
+def test_one_containers_ask_is_the_ask_read_field_by_field(resources: object,
+                                                           policy: str | None) -> None:
+    container: dict[str, Any] = {"name": "c", "resources": resources}
+    if policy:
+        container["restartPolicy"] = policy
+    spec = {"containers": [container]}
+    fast: list[str] = []
+    slow: list[str] = []
+    try:
+        expected = _request(spec, slow)
+    except (AttributeError, TypeError, ValueError) as exc:
+        with pytest.raises(type(exc)):
+            pod_request(spec, fast)
+        return
+    assert pod_request(spec, fast) == expected
+    assert fast == slow
