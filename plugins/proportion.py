@@ -16,14 +16,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Mapping
 
-import networkx as nx
-
 from kaisched.api.claimquota import claim_charge, quota_totals
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.job import JobInfo
 from kaisched.api.ledger import HOLDING
 from kaisched.api.queue import ROOT, QueueInfo
 from kaisched.api.queue_status import job_states, queue_statuses
+from kaisched.api.queuetree import QueueTree
 from kaisched.api.resource import PODS, Resource, format_amount
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import READY_STATUSES, Blocker, PodKey, QueueName, TaskStatus
@@ -73,7 +72,7 @@ class ProportionPlugin(PluginBase):
         cluster = ssn.cluster
         self.usage = cluster.usage      # None: fair share without memory, as ever
         self.queues = cluster.queues
-        self.tree: nx.DiGraph = cluster.tree
+        self.tree: QueueTree = cluster.tree
         # A queue and its ancestors, bottom up: whose usage and limits a task
         # touches, and where two queues' branches meet.
         self._parent = {q: next(iter(self.tree.predecessors(q)), ROOT) for q in self.queues}
@@ -165,7 +164,7 @@ class ProportionPlugin(PluginBase):
         for q in self.queues.values():
             names.update(n for n in q.quota.names() if n != PODS)
         deserved: dict[QueueName, dict[str, float]] = {ROOT: {n: total.get(n) for n in names}}
-        for parent in nx.topological_sort(self.tree):
+        for parent in self.tree.top_down():
             children = sorted(self.tree.successors(parent))
             if not children:
                 continue
@@ -311,7 +310,7 @@ class ProportionPlugin(PluginBase):
         return None
 
     def _subtree(self, queue: QueueName) -> list[QueueName]:
-        return [queue, *nx.descendants(self.tree, queue)]
+        return [queue, *sorted(self.tree.descendants(queue))]
 
     def _path_up(self, queue: QueueName) -> list[QueueName]:
         """The queue, its parent, and so on up to a top-level queue."""

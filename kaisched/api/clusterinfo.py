@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Collection, Iterable, Mapping
 
 import attrs
-import networkx as nx
 import numpy as np
 
 from kaisched.api.budgets import DisruptionBudget
@@ -19,6 +18,7 @@ from kaisched.api.node import NodeInfo, NodeSpec, NodeTable, resource_dims
 from kaisched.api.nodeshapes import NodeShapes
 from kaisched.api.provisioning import CapacityRequest
 from kaisched.api.queue import QueueInfo, build_queue_tree
+from kaisched.api.queuetree import QueueTree
 from kaisched.api.resource import GPU, Resource
 from kaisched.api.task import TaskInfo
 from kaisched.api.types import (
@@ -89,7 +89,7 @@ class ClusterInfo:
     table: NodeTable
     jobs: dict[JobKey, JobInfo]
     queues: dict[QueueName, QueueInfo]
-    tree: nx.DiGraph
+    tree: QueueTree
     priority_classes: dict[str, int] = attrs.field(factory=dict)
     now: float = 0.0
     foreign: tuple[ForeignPod, ...] = ()

@@ -1,11 +1,11 @@
-"""QueueInfo, QueueStatus and the queue tree (a networkx DiGraph, parent -> child)."""
+"""QueueInfo, QueueStatus and the queue tree (kaisched.api.queuetree: parent -> child)."""
 from __future__ import annotations
 
 from typing import Iterable
 
 import attrs
-import networkx as nx
 
+from kaisched.api.queuetree import QueueTree, parent_cycles
 from kaisched.api.resource import Resource
 from kaisched.api.types import DEFAULT_QUEUE, QueueName
 
@@ -90,7 +90,7 @@ class QueueInfo:
         return 1.0
 
 
-def build_queue_tree(queues: Iterable[QueueInfo]) -> tuple[dict[QueueName, QueueInfo], nx.DiGraph]:
+def build_queue_tree(queues: Iterable[QueueInfo]) -> tuple[dict[QueueName, QueueInfo], QueueTree]:
     """The queues by name (with problems filled in) and the tree under ROOT.
 
     A missing parent or a cycle is a problem of the queue, not an exception:
@@ -98,34 +98,27 @@ def build_queue_tree(queues: Iterable[QueueInfo]) -> tuple[dict[QueueName, Queue
     """
     by_name = {q.name: q for q in queues}
     by_name.setdefault(DEFAULT_QUEUE, QueueInfo(DEFAULT_QUEUE))
-    graph = nx.DiGraph()
-    graph.add_node(ROOT)
-    for queue in by_name.values():
-        graph.add_node(queue.name)
-    for queue in by_name.values():
-        if queue.parent and queue.parent in by_name and queue.parent != queue.name:
-            graph.add_edge(queue.parent, queue.name)
-    for cycle in nx.simple_cycles(graph):
+    parents = {q.name: q.parent for q in by_name.values()
+               if q.parent and q.parent in by_name and q.parent != q.name}
+    for cycle in list(parent_cycles(parents)):
+        path = " -> ".join(cycle + [cycle[0]])
         for name in cycle:
-            path = " -> ".join(cycle + [cycle[0]])
             by_name[name] = attrs.evolve(by_name[name], problem=f"queue cycle: {path}")
-        graph.remove_edge(cycle[-1], cycle[0])
+        del parents[cycle[0]]       # the cycle cut before its first queue, which hangs under ROOT
     for queue in list(by_name.values()):
         if queue.parent and queue.parent not in by_name:
             by_name[queue.name] = attrs.evolve(
                 queue, problem=queue.problem or f"parent queue {queue.parent!r} does not exist")
         if queue.parent == queue.name:
             by_name[queue.name] = attrs.evolve(queue, problem=f"queue cycle: {queue.name} -> {queue.name}")
-    for name in list(graph.nodes):
-        if name != ROOT and graph.in_degree(name) == 0:
-            graph.add_edge(ROOT, name)
+    tree = QueueTree(ROOT, {name: parents.get(name, ROOT) for name in by_name})
     # A broken queue's children cannot be placed under it either.
-    for name in nx.topological_sort(graph):
+    for name in tree.top_down():
         parent = by_name.get(name)
         if parent is None or not parent.problem:
             continue
-        for child in graph.successors(name):
+        for child in tree.successors(name):
             if not by_name[child].problem:
                 by_name[child] = attrs.evolve(
                     by_name[child], problem=f"parent queue {name!r} is unusable: {parent.problem}")
-    return by_name, graph
+    return by_name, tree

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-import networkx as nx
-
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.ledger import job_state
 from kaisched.api.queue import ROOT, Amounts, QueueInfo, QueueStatus
+from kaisched.api.queuetree import QueueTree
 from kaisched.api.resource import CPU, MEMORY, PODS
 from kaisched.api.types import QueueName
 
@@ -43,7 +42,7 @@ def job_states(cluster: ClusterInfo) -> dict[tuple[QueueName, str | None], int]:
     return tally
 
 
-def queue_statuses(queues: Mapping[QueueName, QueueInfo], tree: nx.DiGraph,
+def queue_statuses(queues: Mapping[QueueName, QueueInfo], tree: QueueTree,
                    states: Mapping[tuple[QueueName, str | None], int],
                    fair_share: Mapping[QueueName, Mapping[str, float]],
                    allocated: Mapping[QueueName, Mapping[str, float]]) -> dict[QueueName, QueueStatus]:
@@ -54,7 +53,7 @@ def queue_statuses(queues: Mapping[QueueName, QueueInfo], tree: nx.DiGraph,
     for (leaf, state), count in states.items():
         if state is None or leaf not in queues:
             continue        # done, or a job of a queue that does not exist: counted nowhere
-        for name in (leaf, *(a for a in nx.ancestors(tree, leaf) if a != ROOT)):
+        for name in (leaf, *(a for a in tree.ancestors(leaf) if a != ROOT)):
             counts[state][name] += count
     out = {}
     for name, queue in queues.items():

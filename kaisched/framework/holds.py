@@ -13,15 +13,17 @@ cycle releases its youngest gang's hold, so the older one can finish.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-import networkx as nx
 import numpy as np
 
 from kaisched.api.job import JobInfo
 from kaisched.api.types import GangMode, JobKey, TaskStatus
 from kaisched.framework.effects import CarriedGang
 from kaisched.framework.session import Session
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 DEFAULT_WAIT = 600.0    # seconds a NonStrict gang may hold room without starting
 
@@ -74,6 +76,12 @@ def release_deadlocks(ssn: Session) -> None:
     """Drop from the holds to carry on (ssn.holds.carried) the youngest gang
     of every cycle of gangs waiting on each other's holds; before the session
     closes, so that what it says of them is written."""
+    if not ssn.holds.carried:
+        return
+    # Loaded only when some gang holds room: a start before its first bind
+    # does not wait for networkx (0.1 s) to load.
+    import networkx as nx
+
     graph = wait_for_graph(ssn, ssn.holds.carried)
     jobs = ssn.cluster.jobs
     while True:
@@ -102,6 +110,8 @@ def wait_for_graph(ssn: Session, holds: Mapping[JobKey, CarriedGang]) -> nx.DiGr
             row = table.index[node]
             rows[row] = rows.get(row, 0) + table.vector(jobs[key].tasks[pod].resreq)
         held_room[key] = rows
+    import networkx as nx
+
     graph = nx.DiGraph()
     graph.add_nodes_from(holds)
     for a in holds:

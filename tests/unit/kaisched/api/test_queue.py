@@ -6,6 +6,7 @@ import networkx as nx
 import pytest
 
 from kaisched.api.queue import ROOT, QueueInfo, build_queue_tree
+from kaisched.api.queuetree import QueueTree
 from kaisched.api.resource import Resource
 from kaisched.api.types import DEFAULT_QUEUE, QueueName
 from kaisched.cache.convert import queue as queue_from_raw
@@ -17,9 +18,17 @@ def q(name: str, parent: str | None = None, quota: Resource | None = None) -> Qu
                      quota=quota if quota is not None else Resource())
 
 
-def parent_of(graph: nx.DiGraph, name: str) -> str:
-    (parent,) = graph.predecessors(name)
+def parent_of(graph: QueueTree, name: str) -> str:
+    (parent,) = graph.predecessors(QueueName(name))
     return parent
+
+
+def as_graph(tree: QueueTree) -> nx.DiGraph:
+    """The tree as networkx has it, for its checks."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(tree.nodes)
+    graph.add_edges_from(tree.edges)
+    return graph
 
 
 @pytest.mark.parametrize("queues", [[], [q("team-a")], [q("team-a"), q("team-b", "team-a")]],
@@ -44,7 +53,7 @@ def test_parent_links_form_a_tree_under_root() -> None:
     assert parent_of(graph, "team-b") == "org"
     assert parent_of(graph, "a-train") == "team-a"
     assert sorted(graph.successors("org")) == ["team-a", "team-b"]
-    assert nx.is_arborescence(graph)
+    assert nx.is_arborescence(as_graph(graph))
     assert all(info.problem is None for info in by_name.values())
 
 
@@ -70,7 +79,7 @@ def test_cycle_is_a_problem_not_an_exception(cycle: list[str]) -> None:
         assert problem is not None and "cycle" in problem
         assert all(member in problem for member in cycle)
     assert by_name["bystander"].problem is None
-    assert nx.is_arborescence(graph)           # the rest of the tree stays usable
+    assert nx.is_arborescence(as_graph(graph))           # the rest of the tree stays usable
     assert set(graph.nodes) == {ROOT, DEFAULT_QUEUE, "bystander", *cycle}
 
 
@@ -83,7 +92,7 @@ def test_input_queues_are_not_changed() -> None:
 def test_every_queue_is_reachable_from_root() -> None:
     queues = [q("a", "b"), q("b", "a"), q("c", "missing"), q("d", "c"), q("e")]
     by_name, graph = build_queue_tree(queues)
-    assert nx.descendants(graph, ROOT) == set(by_name)
+    assert nx.descendants(as_graph(graph), ROOT) == set(by_name) == graph.descendants(ROOT)
 
 
 # -- from raw Queue objects ------------------------------------------------------------
