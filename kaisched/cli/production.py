@@ -64,7 +64,7 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
     """The scheduler against a cluster: leader election, /metrics, /healthz."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The client, the memory check and the first lists go on a thread, and the
-    # scheduler's own modules (half a second: the plugins, numpy, networkx)
+    # scheduler's own modules (a quarter of a second: the plugins, numpy)
     # load and its config is checked while the lists wait on the API server.
     # A bad config is still said first.
     from kaisched.cluster import collector
@@ -78,7 +78,7 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
                                    "connecting")
         # Not before the lists are asked for: the client's imports and those
         # below share one interpreter lock, and loaded side by side they put
-        # off the lists, which then ended 0.6 s later (first bind 1.4 s -> 1.2 s).
+        # off asking for the lists by half a second.
         asked.wait()
 
         from kaisched.api.clock import WallClock
