@@ -35,6 +35,7 @@ from kaisched.cache.convert.topologies import topology_levels
 from kaisched.cache.drastore import DeviceStore
 from kaisched.cache.jobs import Group, Groups, Priorities
 from kaisched.cache.model import Model
+from kaisched.cache.notices import Notices
 from kaisched.cache.pools import PoolView
 from kaisched.cache.rebuild import rebuild
 from kaisched.cache.volumestore import VolumeStore
@@ -71,8 +72,6 @@ _GROUP_READERS = {PODGROUP: convert.podgroup, XK8S_PODGROUP: convert.xk8s_podgro
 _GROUP_STORES = {PODGROUP: "kaisched", XK8S_PODGROUP: "x-k8s", KOORD_PODGROUP: "koord",
                  KAI_PODGROUP: "kai", **{k: f"upstream {k.version}" for k in UPSTREAM_PODGROUPS}}
 
-NODE_NOT_USABLE = "NodeNotUsable"       # the reason of the warning Event about such a node
-IGNORED_DECLARATION = "IgnoredGangAnnotation"   # an optional gang setting fell back to its default
 
 
 
@@ -119,11 +118,8 @@ class Cache:
         self._counted: dict[JobKey, counted.Counted] | None = None  # lent counted, not converted yet
         self.listed_pods = 0                                # pods in the first lists
         self._settled = False                               # the late kinds' first lists are in
-        self._node_problems: dict[str, str] = {}             # node -> problem, told once
+        self.notices = Notices()                            # warnings of what was read, told once
         self._pending_groups: set[JobKey] = set()           # kaisched PodGroups still Pending
-        self._untold: dict[str, RecordEvent] = {}           # node -> its warning, not yet sent
-        self._warned: dict[PodKey, tuple[str, ...]] = {}     # pod -> warnings, told once
-        self._unwarned: dict[PodKey, RecordEvent] = {}      # pod -> its warning, not yet sent
         self._assumed_at: dict[PodKey, float] = {}          # binds sent -> when (see unconfirmed)
 
     def sync(self, client: ClusterClient) -> int:
@@ -205,42 +201,10 @@ class Cache:
             self._subscription.close()
             self._subscription = None
 
-    def _note_pod(self, obj: Obj, facts: PodFacts | None) -> None:
-        """Remember a pod whose gang declaration fell back to defaults, to say
-        so once (again only when what is wrong changes)."""
-        namespace, name = object_key(obj)
-        key = PodKey(f"{namespace}/{name}")
-        if facts is None or not facts.warnings:
-            self._warned.pop(key, None)
-            self._unwarned.pop(key, None)
-        elif self._warned.get(key) != facts.warnings:
-            self._warned[key] = facts.warnings
-            self._unwarned[key] = RecordEvent("Pod", key, "Warning", IGNORED_DECLARATION,
-                                              "; ".join(facts.warnings))
-
-    def _note_node(self, obj: Obj, problem: str | None) -> None:
-        """Remember a node no pod can be placed on, to say so once (again only
-        when what is wrong changes)."""
-        name = object_key(obj)[1]
-        if problem is None:
-            self._node_problems.pop(name, None)
-            self._untold.pop(name, None)
-        elif self._node_problems.get(name) != problem:
-            self._node_problems[name] = problem
-            self._untold[name] = RecordEvent(
-                "Node", name, "Warning", NODE_NOT_USABLE,
-                f"kaisched places no pod on node {name}: {problem}")
-
     def take_warnings(self) -> list[RecordEvent]:
         """One warning Event per unusable node and per pod whose gang
-        declaration fell back to defaults, each handed out once. They are
-        about what the cache read, not a session's decision, so the cache says
-        them; the binder writes them like every other Event."""
-        told = [self._untold[name] for name in sorted(self._untold)]
-        told += [self._unwarned[key] for key in sorted(self._unwarned)]
-        self._untold.clear()
-        self._unwarned.clear()
-        return told
+        declaration fell back to defaults, each handed out once (notices)."""
+        return self.notices.take()
 
     def apply(self, event: WatchEvent) -> None:
         self.model.reclaim()
@@ -262,7 +226,7 @@ class Cache:
                 self._put_node(name, None)      # no pool can be read: the default shard's
                 return
             self._put_node(name, NodeSpec(NodeName(name), Resource(), ready=False))
-            self._note_node(event.obj, problem)
+            self.notices.node(name, problem)
         elif event.kind in _GROUP_READERS:
             self._put_group(event.kind, job_key(namespace, name), Group(
                 GangSpec(declared=event.kind == PODGROUP), PodGroupStatus(), problem, 0.0))
@@ -280,14 +244,15 @@ class Cache:
             key = PodKey(f"{namespace}/{name}")
             facts, echo = (None, False) if gone else self._pod_facts(key, obj)
             self._put_pod(key, facts, echo)
-            if facts is not None and facts.warnings or key in self._warned:
-                self._note_pod(obj, facts if facts is None or self.model.mine(facts) else None)
+            if facts is not None and facts.warnings or self.notices.warned(key):
+                self.notices.pod(key, facts.warnings if facts is not None and self.model.mine(facts)
+                                 else ())
         elif event.kind == NODE:
             spec, problem = (None, None) if gone else convert.node_spec_and_problem(obj)
             if spec is not None and self.pools is not None and not self.pools.takes_node(spec):
                 spec, problem = None, None      # another pool's node: as if it did not exist
             self._put_node(name, spec)
-            self._note_node(obj, problem)
+            self.notices.node(name, problem)
         elif event.kind in _GROUP_READERS:
             group = None
             if not gone:
