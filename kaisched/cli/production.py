@@ -15,6 +15,10 @@ from kaisched.console import kubeconfig_option, replica_options
 from kaisched.errors import InputError
 from kaisched.runtime.defaults import BINDERS, BURST, HEAD_START_PODS, QPS
 
+# How long the command waits for the first lists to be asked for before
+# loading the scheduler's modules (see run).
+ASKED_WITHIN = 1.0
+
 if TYPE_CHECKING:
     from kaisched.cluster.kube import KubeCluster
     from kaisched.service.leader import LeaseOptions
@@ -78,8 +82,9 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
                                    "connecting")
         # Not before the lists are asked for: the client's imports and those
         # below share one interpreter lock, and loaded side by side they put
-        # off asking for the lists by half a second.
-        asked.wait()
+        # off asking for the lists by half a second. Nor longer than a second:
+        # a server that does not answer the memory check puts off no config error.
+        asked.wait(ASKED_WITHIN)
 
         from kaisched.api.clock import WallClock
         from kaisched.builtins.catalog import register_builtins

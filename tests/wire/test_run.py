@@ -2,6 +2,8 @@
 the Lease, binds the pods and leaves."""
 from __future__ import annotations
 
+import socket
+import time
 from pathlib import Path
 
 import yaml
@@ -128,3 +130,24 @@ def test_run_refuses_a_cluster_too_big_for_its_memory_in_one_line(
     assert "more than the 32 MiB of --memory-limit 32Mi" in lines[0]
     assert "--memory-limit SIZE (0: no check) to override" in lines[0]
     assert cluster.get(POD, "default", "p0")["spec"].get("nodeName") is None
+
+
+def test_a_bad_config_is_said_at_once_though_the_server_does_not_answer(tmp_path: Path) -> None:
+    """The first lists are asked for before the scheduler's modules load, but a
+    server that takes connections and never answers (here: the memory check's
+    counts) puts off the config's error by a second at most, not the client's
+    timeout."""
+    config = tmp_path / "scheduler.yaml"
+    config.write_text("actions: [no-such-action]\n")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)       # connections complete in the backlog; nothing is read or sent
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        result = CliRunner().invoke(main, ["run", "--kubeconfig", str(kubeconfig(tmp_path, url)),
+                                           "--config", str(config), "--metrics-port", "0",
+                                           "--no-leader-elect", "--memory-limit", "6Gi"])
+        took = time.monotonic() - started
+    assert result.exit_code != 0
+    assert "no-such-action" in result.stderr.strip().splitlines()[-1]
+    assert took < 5.0, f"the config's error came after {took:.1f}s"
