@@ -119,16 +119,14 @@ class _Reader:
         self.nodes: list[NodeName] = []
         self.node_numbers: dict[str, int] = {}
 
-    def job(self, meta: Obj, spec: Obj, namespace: str, name: str) -> JobKey | None:
-        """The pod's job, when its gang may be counted."""
-        annotations = meta.get("annotations")
-        group = annotations.get(L.POD_GROUP_ANNOTATION) if type(annotations) is dict else None
-        if group and type(group) is str and type(namespace) is str \
-                and not spec.get("schedulingGroup") and not spec.get("workloadRef"):
-            job = self.named.get((namespace, group))
-            if job is None:     # the pods of a group: one job, found for the first
-                job = self.named[(namespace, group)] = P.gang_job(
-                    PodKey(f"{namespace}/{name}"), namespace, P.gang_ref(meta))
+    def job(self, meta: Obj, spec: Obj, namespace: str, name: str,
+            named: tuple[str, str] | None) -> JobKey | None:
+        """The pod's job, when its gang may be counted. named: the kaisched
+        PodGroup the pod names, when nothing else declares its gang: its job
+        is that group's, found for the group's first pod and kept."""
+        if named is not None:
+            job = self.named[named] = P.gang_job(PodKey(f"{namespace}/{name}"), namespace,
+                                                 P.gang_ref(meta))
             return job
         gang = P.upstream_gang_ref(spec) or P.gang_ref(meta)
         if gang.source in _CONVERTED_SOURCES:
@@ -150,12 +148,12 @@ class _Reader:
         annotations = meta.get("annotations")
         plain = _RARE_SPEC.isdisjoint(spec)
         group = annotations.get(_GROUP) if type(annotations) is dict else None
+        named = (namespace, group) if group and type(group) is str and type(namespace) is str \
+            and (plain or not spec.get("schedulingGroup") and not spec.get("workloadRef")) else None
         # The group's job when met before (most pods), else found (see job).
-        job = self.named.get((namespace, group)) if group and type(group) is str \
-            and type(namespace) is str and (plain or not spec.get("schedulingGroup")
-                                            and not spec.get("workloadRef")) else None
+        job = self.named.get(named) if named is not None else None
         if job is None:
-            job = self.job(meta, spec, namespace, name)
+            job = self.job(meta, spec, namespace, name, named)
         if self.touched:
             try:
                 later = (namespace, name) in self.touched
