@@ -52,7 +52,7 @@ from kaisched.bench.lifetrace import (
 )
 from kaisched.builtins.catalog import register_builtins
 from kaisched.cluster.kinds import EVENT, NAMESPACE, NODE, POD, Kind, kind_of
-from kaisched.cluster.kube import KubeCluster, load_configuration
+from kaisched.cluster.kube import KubeCluster, load_access
 from kaisched.errors import ConflictError, InputError, NotFoundError
 from kaisched.framework import default_config
 
@@ -128,7 +128,7 @@ def run_cluster_life(kubeconfig: str, seed: int = 1, horizon: float = 300.0,
 
 
 def _loopback_only(kubeconfig: str) -> None:
-    host = urlparse(load_configuration(kubeconfig).host).hostname or ""
+    host = urlparse(load_access(kubeconfig).endpoint.url).hostname or ""
     if host not in LOOPBACK:
         raise InputError(f"cluster-life stops nodes and fills a cluster: it runs only against "
                          f"a loopback API server, not {host}")

@@ -80,10 +80,12 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         asked = threading.Event()
         connecting = in_background(lambda: _connecting(kubeconfig, binders, memory_limit, asked),
                                    "connecting")
-        # Not before the lists are asked for: the client's imports and those
-        # below share one interpreter lock, and loaded side by side they put
-        # off asking for the lists by half a second. Nor longer than a second:
-        # a server that does not answer the memory check puts off no config error.
+        # Not before the lists are asked for (a few hundredths of a second: the
+        # client reads a plain kubeconfig itself): the imports below would take
+        # turns with it at the interpreter lock and put the asking off. Nor
+        # longer than a second: a server that does not answer the memory check,
+        # or a kubeconfig that needs the `kubernetes` client's loader, puts off
+        # no config error.
         asked.wait(ASKED_WITHIN)
 
         from kaisched.api.clock import WallClock

@@ -1,31 +1,31 @@
-"""The ClusterClient of a real cluster, through the `kubernetes` client's
-ApiClient: raw JSON parsed with orjson, never the client's model classes
-(they cost more than the scheduling), and watches in background threads (watch.py).
+"""The ClusterClient of a real cluster: requests and watches over the standard
+library's http.client (transport.py), raw JSON parsed with orjson, watches in
+background threads (watch.py).
 
-The only module of kaisched that imports `kubernetes`.
+The only module of kaisched that imports `kubernetes`, and only for what
+kaisched does not read itself (access.py): a kubeconfig with a credential
+plugin, an auth provider, a proxy or several files merged is loaded by the
+client's own loader, whose credentials (a token it refreshes) every request
+then shows. A plain kubeconfig or a pod's service account never imports it.
 """
 from __future__ import annotations
 
 import builtins
-import logging
-import re
 from concurrent.futures import Future
-from typing import Any, Iterable, Iterator, Sequence, TypedDict
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, TypedDict
+from urllib.parse import quote, urlencode
 
 import orjson
-import urllib3
 import yaml
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-from kubernetes.client.exceptions import ApiException
 
+from kaisched import __version__
 from kaisched.cluster import collector
+from kaisched.cluster.access import Access, read_access
 from kaisched.cluster.background import in_background
 from kaisched.cluster.client import Obj
 from kaisched.cluster.kinds import POD, Kind, kind_of, object_key
 from kaisched.cluster.reachability import Reachability
-from kaisched.cluster.transport import ConnectionLost, Endpoint, Transport
+from kaisched.cluster.transport import ConnectionLost, Endpoint, Stream, Transport
 from kaisched.cluster.watch import KubeSubscription
 from kaisched.errors import (
     ApiError,
@@ -39,12 +39,16 @@ from kaisched.errors import (
     UnreachableError,
 )
 
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient, Configuration
+
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 PAGE_SIZE = 500                 # as client-go's informers: bounded responses, few round trips
 CONNECT_TIMEOUT = 5.0
-# Connections besides the binders': one watch per kind, the Lease, a few reads.
+# Connections besides the binders': the Lease, a few reads (each watch has its own).
 SPARE_CONNECTIONS = 12
+USER_AGENT = f"kaisched/{__version__}"
 Query = Sequence[tuple[str, str]]
 
 
@@ -57,10 +61,41 @@ class WatchOptions(TypedDict):
     missing_retry: float
 
 
+def load_access(kubeconfig: str | None = None, context: str | None = None) -> Access:
+    """How to reach the cluster, found as kubectl finds it (load_configuration):
+    read by kaisched when plain (access.py), else by the `kubernetes` client's
+    loader. Any failure is one ConfigError sentence."""
+    found = read_access(kubeconfig, context)
+    return found if found is not None else access_of(load_configuration(kubeconfig, context))
+
+
+def access_of(cfg: Configuration) -> Access:
+    """The Access of the `kubernetes` client's configuration: its server, TLS
+    files and proxy, and its credentials as the client shows them (a token it
+    refreshes, by its own hook, when one is due)."""
+    server_name = cfg.tls_server_name or (cfg.assert_hostname
+                                          if isinstance(cfg.assert_hostname, str) else None)
+    endpoint = Endpoint(cfg.host, ca_file=cfg.ssl_ca_cert, ca_data=cfg.ca_cert_data,
+                        cert_file=cfg.cert_file, key_file=cfg.key_file,
+                        verify=bool(cfg.verify_ssl), check_name=cfg.assert_hostname is not False,
+                        server_name=server_name)
+
+    def credentials() -> Mapping[str, str]:
+        settings: Mapping[str, Any] = cfg.auth_settings()
+        return {auth["key"]: auth["value"] for auth in settings.values()
+                if auth.get("in") == "header" and auth.get("value")}
+
+    return Access(endpoint, credentials, cfg.proxy or None, dict(cfg.proxy_headers or {}))
+
+
 def load_configuration(kubeconfig: str | None = None,
-                       context: str | None = None) -> k8s_client.Configuration:
-    """The in-cluster config when no kubeconfig (nor context) is named, else the
-    kubeconfig, as kubectl finds it. Any failure is one ConfigError sentence."""
+                       context: str | None = None) -> Configuration:
+    """The `kubernetes` client's configuration: the in-cluster config when no
+    kubeconfig (nor context) is named, else the kubeconfig, as kubectl finds
+    it. Any failure is one ConfigError sentence."""
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+
     cfg = k8s_client.Configuration()
     if kubeconfig is None and context is None:
         try:
@@ -104,31 +139,36 @@ def _check_kubeconfig(path: str) -> None:
 class KubeCluster:
     """Implements ClusterClient against an API server.
 
-    timeout: seconds for one request to be answered; connect_timeout: seconds
-    to open a connection; watch_timeout: the timeoutSeconds of one
-    watch (the server ends it, the thread re-watches); backoff/max_backoff:
-    the delays between failed watches; missing_retry: how often a kind the
-    server does not serve (a CRD not installed) is looked for again;
-    workers: how many requests the binder sends at once (the HTTP pool is sized
-    for them, the watches and the Lease); health: shared by clients of one server.
+    access: how to reach it (default: found as kubectl finds it, from
+    kubeconfig and context; api_client: a `kubernetes` client's, whose
+    configuration says); timeout: seconds for one request to be answered;
+    connect_timeout: seconds to open a connection; watch_timeout: the
+    timeoutSeconds of one watch (the server ends it, the thread re-watches);
+    backoff/max_backoff: the delays between failed watches; missing_retry: how
+    often a kind the server does not serve (a CRD not installed) is looked for
+    again; workers: how many requests the binder sends at once (the pool keeps
+    a connection for each, and for the Lease); health: shared by clients of
+    one server.
     """
 
     def __init__(self, kubeconfig: str | None = None, *, context: str | None = None,
-                 api_client: k8s_client.ApiClient | None = None, timeout: float = 30.0,
-                 connect_timeout: float = CONNECT_TIMEOUT, watch_timeout: int = 60,
-                 backoff: float = 0.5, max_backoff: float = 8.0,
+                 access: Access | None = None, api_client: ApiClient | None = None,
+                 timeout: float = 30.0, connect_timeout: float = CONNECT_TIMEOUT,
+                 watch_timeout: int = 60, backoff: float = 0.5, max_backoff: float = 8.0,
                  missing_retry: float = 300.0, workers: int = 8,
                  health: Reachability | None = None, transport: Transport | None = None) -> None:
-        if api_client is None:
-            cfg = load_configuration(kubeconfig, context)
-            api_client = k8s_client.ApiClient(_pooled(cfg, workers))
+        if access is None:
+            access = access_of(api_client.configuration) if api_client is not None \
+                else load_access(kubeconfig, context)
         if transport is None:
-            transport = _transport(api_client.configuration, workers, connect_timeout)
-        # urllib3 logs every retry of every request at WARNING (a dozen lines per
-        # failed bind during an outage); Reachability says it once instead.
-        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
-        self.api = api_client
-        self.transport = transport      # None: every request through urllib3 (a proxy)
+            try:
+                transport = Transport(access.endpoint, workers + SPARE_CONNECTIONS,
+                                      connect_timeout, access.proxy, access.proxy_headers)
+            except (ValueError, OSError, UnicodeError) as exc:   # a URL, a proxy, a certificate
+                raise ConfigError(f"cannot reach the API server {access.endpoint.url}: "
+                                  f"{' '.join(str(exc).split())}") from None
+        self.access = access
+        self.transport = transport
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.health = health or Reachability()
@@ -141,14 +181,12 @@ class KubeCluster:
     @classmethod
     def at(cls, url: str, workers: int = 8, **options: Any) -> "KubeCluster":
         """A client of an unauthenticated server at url (an emulator, a proxy)."""
-        cfg = k8s_client.Configuration(host=url)
-        return cls(api_client=k8s_client.ApiClient(_pooled(cfg, workers)), workers=workers,
-                   **options)
+        return cls(access=Access(Endpoint(url)), workers=workers, **options)
 
     def with_timeout(self, timeout: float) -> "KubeCluster":
         """The same connection pool and health, with another request timeout (the
         Lease's renewals must give up well within the renew deadline)."""
-        other = KubeCluster(api_client=self.api, timeout=timeout,
+        other = KubeCluster(access=self.access, timeout=timeout,
                             connect_timeout=self.connect_timeout, health=self.health,
                             transport=self.transport)
         other.watch_options = self.watch_options
@@ -300,7 +338,7 @@ class KubeCluster:
             made.result().close()       # listed for nothing: another set of kinds is wanted
         return None
 
-    def watch_stream(self, kind: Kind, resource_version: str, timeout: int) -> "_Stream":
+    def watch_stream(self, kind: Kind, resource_version: str, timeout: int) -> "_Watch":
         query = [("watch", "true"), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(timeout))]
         if resource_version:
@@ -309,10 +347,11 @@ class KubeCluster:
         what = f"watch {kind.kind}"
         # The server ends the watch after timeoutSeconds; a connection silent for
         # longer than that (plus slack) is dead, and the read timeout says so.
-        resp = self._send(what, "GET", _path(kind), query, None, JSON, timeout + 15.0)
-        if not 200 <= resp.status < 300:
-            raise api_error(resp.status, what, _read(resp, what))
-        return _Stream(resp, what)
+        stream = self._stream(what, _path(kind), query, timeout + 15.0)
+        self.health.answered()
+        if not 200 <= stream.status < 300:
+            raise api_error(stream.status, what, stream.read())
+        return _Watch(stream, what)
 
     # -- the wire --------------------------------------------------------------
     def _call(self, verb: str, kind: Kind, where: str, method: str, path: str, *,
@@ -333,18 +372,9 @@ class KubeCluster:
     def _exchange(self, what: str, method: str, path: str, query: Query, body: Obj | None,
                   content_type: str) -> tuple[int, bytes]:
         """The status and body of a request that is not a watch."""
-        if self.transport is None:
-            resp = self._send(what, method, path, query, body, content_type, self.timeout)
-            return resp.status, _read(resp, what)
-        # The client's own header and query building: its auth (a token, and
-        # the hook that refreshes one) applies as to every other request.
-        method, url, headers, _, _ = self.api.param_serialize(
-            method, path, query_params=list(query),
-            header_params={"Accept": JSON, "Content-Type": content_type},
-            auth_settings=["BearerToken"])
-        target = url[len(self.api.configuration.host):]
         try:
-            answer = self.transport.request(method, target, headers,
+            answer = self.transport.request(method, _target(path, query),
+                                            self._headers(content_type),
                                             orjson.dumps(body) if body is not None else None,
                                             self.timeout)
         except ConnectionLost as exc:
@@ -352,130 +382,47 @@ class KubeCluster:
         self.health.answered()
         return answer
 
-    def _send(self, what: str, method: str, path: str, query: Query, body: Obj | None,
-              content_type: str, timeout: float) -> Any:
-        """The urllib3 response, body unread (_preload_content=False)."""
-        headers = {"Accept": JSON, "Content-Type": content_type}
-        limits = (self.connect_timeout, timeout)
+    def _stream(self, what: str, path: str, query: Query, timeout: float) -> Stream:
+        """A watch's answer, its body unread."""
         try:
-            # The body is not handed to param_serialize: it would walk it for
-            # model objects; the REST layer encodes the plain dict itself.
-            method, url, headers, _, _ = self.api.param_serialize(
-                method, path, query_params=list(query), header_params=headers,
-                auth_settings=["BearerToken"])
-            resp = self.api.call_api(method, url, header_params=headers, body=body,
-                                     _request_timeout=limits).response
-        except ApiException as exc:
-            if exc.status:
-                self.health.answered()
-                raise api_error(exc.status, what, exc.body or b"") from None
-            raise self._unreachable(what, str(exc.reason)) from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise self._unreachable(what, _cause(exc)) from None
-        self.health.answered()
-        return resp
+            return self.transport.stream(_target(path, query), self._headers(JSON), timeout)
+        except ConnectionLost as exc:
+            raise self._unreachable(what, exc.cause) from None
+
+    def _headers(self, content_type: str) -> dict[str, str]:
+        # The credentials asked for at each request: a token due is refreshed.
+        return {"Accept": JSON, "Content-Type": content_type, "User-Agent": USER_AGENT,
+                **self.access.credentials()}
 
     def _unreachable(self, what: str, cause: str) -> UnreachableError:
-        cause = f"{self.api.configuration.host}: {cause}"
+        cause = f"{self.access.endpoint.url}: {cause}"
         self.health.failed(cause)
         return UnreachableError(f"{what}: cannot reach the API server {cause}")
 
 
-def _transport(cfg: k8s_client.Configuration, workers: int,
-               connect_timeout: float) -> Transport | None:
-    """http.client's connections to the configuration's server; None when it
-    is reached through a proxy (urllib3 then carries every request)."""
-    if cfg.proxy:
-        return None
-    server_name = cfg.tls_server_name or (cfg.assert_hostname
-                                          if isinstance(cfg.assert_hostname, str) else None)
-    endpoint = Endpoint(cfg.host, ca_file=cfg.ssl_ca_cert, ca_data=cfg.ca_cert_data,
-                        cert_file=cfg.cert_file, key_file=cfg.key_file,
-                        verify=bool(cfg.verify_ssl), check_name=cfg.assert_hostname is not False,
-                        server_name=server_name)
-    return Transport(endpoint, workers + SPARE_CONNECTIONS, connect_timeout)
+class _Watch:
+    """A watch's lines (the WatchStream of watch.py) over a Stream: a dropped
+    connection is said as the scheduler's errors say it."""
 
-
-def _pooled(cfg: k8s_client.Configuration, workers: int) -> k8s_client.Configuration:
-    # A pooled connection per request in flight: more would be opened and
-    # thrown away on every burst of binds (urllib3 says "pool is full").
-    cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0,
-                                      workers + SPARE_CONNECTIONS)
-    # One quick retry for a pooled connection the server closed; beyond that
-    # our own backoff decides, within its time budget.
-    cfg.retries = 1
-    return cfg
-
-
-class _Stream:
-    """The lines of a chunked watch response, as they arrive."""
-
-    def __init__(self, resp: Any, what: str) -> None:
-        self.resp = resp
+    def __init__(self, stream: Stream, what: str) -> None:
+        self.stream = stream
         self.what = what
-        self.closed = False
 
     def lines(self) -> Iterator[bytes]:
-        pending: list[bytes] = []
         try:
-            for chunk in self.resp.stream(amt=None, decode_content=True):
-                parts = chunk.split(b"\n")
-                if len(parts) == 1:
-                    pending.append(chunk)       # part of a long line
-                    continue
-                pending.append(parts[0])
-                yield b"".join(pending)
-                yield from parts[1:-1]
-                pending = [parts[-1]]
-        except urllib3.exceptions.ReadTimeoutError:
-            return                              # silent past timeoutSeconds: re-watch
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            if not self.closed:
-                raise UnreachableError(f"{self.what}: connection dropped: {_cause(exc)}") from None
-        if pending and not self.closed:
-            yield b"".join(pending)
+            yield from self.stream.lines()
+        except ConnectionLost as exc:
+            raise UnreachableError(f"{self.what}: connection dropped: {exc.cause}") from None
 
     def interrupt(self) -> None:
-        """From another thread: unblock the read. shutdown() needs urllib3 >= 2.3;
-        without it the reader ends at its read timeout."""
-        self.closed = True
-        shutdown = getattr(self.resp, "shutdown", None)
-        if shutdown is None:
-            return
-        try:
-            shutdown()
-        except (OSError, ValueError, RuntimeError):
-            pass        # the reader closed it meanwhile: there is nothing left to unblock
+        self.stream.interrupt()
 
     def close(self) -> None:
-        self.closed = True
-        self.resp.close()
-        self.resp.release_conn()
+        self.stream.close()
 
 
-def _read(resp: Any, what: str) -> bytes:
-    try:
-        data = resp.data
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise UnreachableError(f"{what}: connection dropped: {_cause(exc)}") from None
-    finally:
-        resp.release_conn()
-    return data.encode() if isinstance(data, str) else (data or b"")
-
-
-_POOL_PREFIX = re.compile(r"^\w+\((host=)?[^)]*\): ")
-
-
-def _cause(exc: BaseException) -> str:
-    """The root of a urllib3 error in a few words: "Failed to establish a new
-    connection: [Errno 111] Connection refused", not three nested reprs."""
-    reason = getattr(exc, "reason", None)
-    while isinstance(reason, BaseException):
-        exc, reason = reason, getattr(reason, "reason", None)
-    text = _POOL_PREFIX.sub("", " ".join(str(exc).split())) or exc.__class__.__name__
-    if "object at 0x" in text:
-        text = text.split(">: ", 1)[-1]
-    return text[:200]
+def _target(path: str, query: Query) -> str:
+    return f"{path}?{urlencode(query, quote_via=quote)}" if query else path
 
 
 def api_error(status: int, what: str, data: str | bytes) -> ApiError:

@@ -1,20 +1,24 @@
-"""Short requests to the API server over keep-alive connections of the
-standard library's http.client, one request at a time on each.
+"""Requests to the API server over the standard library's http.client:
+short ones on keep-alive connections, one request at a time on each, and
+streams (watches) on connections of their own.
 
-Every request but a watch goes this way: binds above all, thousands a second
-when a cycle places a big gang. urllib3 (under the `kubernetes` client) spends
-about 0.4 ms of CPU on one request to a loopback server, http.client about 0.2
-ms: on a machine whose cores the API server shares, what the client does not
-burn the server gets. Watches keep urllib3's streaming (kube.py).
+Binds above all go this way, thousands a second when a cycle places a big
+gang. urllib3 (under the `kubernetes` client) spends about 0.4 ms of CPU on
+one request to a loopback server, http.client about 0.2 ms: on a machine
+whose cores the API server shares, what the client does not burn the server
+gets. Through a proxy, every connection is a tunnel (HTTP CONNECT).
 """
 from __future__ import annotations
 
+import base64
 import http.client
+import os
 import queue
 import socket
 import ssl
-from typing import Mapping
-from urllib.parse import urlsplit
+import tempfile
+from typing import Iterator, Mapping
+from urllib.parse import unquote, urlsplit
 
 import attrs
 
@@ -32,7 +36,9 @@ class Endpoint:
     ca_file: str | None = None
     ca_data: str | bytes | None = None   # the CA's certificates themselves (PEM or DER)
     cert_file: str | None = None
+    cert_data: bytes | None = None   # the client's certificate itself (PEM), if not in a file
     key_file: str | None = None
+    key_data: bytes | None = None    # ... and its key
     verify: bool = True              # its certificate is checked at all
     check_name: bool = True          # ... and the name it is for
     server_name: str | None = None   # that name, if not the host's
@@ -49,9 +55,11 @@ class ConnectionLost(Exception):
 class Transport:
     """A pool of connections to one server, each used by one request at a
     time; at most `size` are kept idle between requests (more may be opened
-    by a burst, and closed after it)."""
+    by a burst, and closed after it). proxy: an http:// proxy's URL, its
+    user and password (if any) shown to it; proxy_headers: more to show it."""
 
-    def __init__(self, endpoint: Endpoint, size: int, connect_timeout: float) -> None:
+    def __init__(self, endpoint: Endpoint, size: int, connect_timeout: float,
+                 proxy: str | None = None, proxy_headers: Mapping[str, str] | None = None) -> None:
         parts = urlsplit(endpoint.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {endpoint.url}")
@@ -62,6 +70,7 @@ class Transport:
         self.connect_timeout = connect_timeout
         self._context = _context(endpoint) if self.secure else None
         self._server_name = endpoint.server_name
+        self._tunnel = _tunnel(proxy, proxy_headers or {}) if proxy else None
         self._idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue(size)
 
     def request(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None,
@@ -85,6 +94,19 @@ class Transport:
         conn = self._connect()
         try:
             return self._exchange(conn, method, target, headers, body, timeout)
+        except (OSError, http.client.HTTPException) as exc:
+            conn.close()
+            raise ConnectionLost(_cause(exc)) from None
+
+    def stream(self, target: str, headers: Mapping[str, str], timeout: float) -> "Stream":
+        """A GET whose answer is read as it arrives (a watch), on a connection
+        of its own; timeout: how long the answer may be silent."""
+        conn = self._connect()
+        try:
+            conn.connect()
+            conn.sock.settimeout(timeout)
+            conn.request("GET", self.prefix + target, None, dict(headers))
+            return Stream(conn, conn.getresponse())
         except (OSError, http.client.HTTPException) as exc:
             conn.close()
             raise ConnectionLost(_cause(exc)) from None
@@ -115,10 +137,76 @@ class Transport:
         return resp.status, data
 
     def _connect(self) -> http.client.HTTPConnection:
+        host, port = (self.host, self.port) if self._tunnel is None else self._tunnel[:2]
         if self._context is None:
-            return http.client.HTTPConnection(self.host, self.port, timeout=self.connect_timeout)
-        return _TlsConnection(self.host, self.port, timeout=self.connect_timeout,
-                              context=self._context, server_name=self._server_name)
+            conn = http.client.HTTPConnection(host, port, timeout=self.connect_timeout)
+        else:
+            conn = _TlsConnection(host, port, timeout=self.connect_timeout,
+                                  context=self._context, server_name=self._server_name)
+        if self._tunnel is not None:
+            conn.set_tunnel(self.host, self.port, dict(self._tunnel[2]))
+        return conn
+
+
+class Stream:
+    """An answer read as it arrives, on a connection of its own."""
+
+    _CHUNK = 1 << 16
+
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
+        self.status = resp.status
+        self.closed = False
+        self._conn = conn
+        self._resp = resp
+
+    def read(self) -> bytes:
+        """The whole answer (an error's), the connection closed after."""
+        try:
+            return self._resp.read()
+        except (OSError, http.client.HTTPException):
+            return b""
+        finally:
+            self.close()
+
+    def lines(self) -> Iterator[bytes]:
+        """Its lines as they come. Ends when the server ends the answer, or
+        when it is silent past the timeout (its watch is over: watch again);
+        ConnectionLost when the connection fails (not after close or interrupt)."""
+        pending: list[bytes] = []
+        try:
+            while chunk := self._resp.read1(self._CHUNK):
+                parts = chunk.split(b"\n")
+                if len(parts) == 1:
+                    pending.append(chunk)       # part of a long line
+                    continue
+                pending.append(parts[0])
+                yield b"".join(pending)
+                yield from parts[1:-1]
+                pending = [parts[-1]]
+        except TimeoutError:
+            return
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            if not self.closed:
+                raise ConnectionLost(_cause(exc)) from None
+        rest = b"".join(pending)
+        if rest and not self.closed:
+            yield rest                          # a last line without its newline
+
+    def interrupt(self) -> None:
+        """From another thread: the reader in lines() stops."""
+        self.closed = True
+        sock = self._conn.sock
+        if sock is not None:
+            try:
+                # The socket's own shutdown, not TLS's: that one would drop
+                # the TLS state under the reader's feet.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass            # closed meanwhile: nothing left to unblock
+
+    def close(self) -> None:
+        self.closed = True
+        self._conn.close()
 
 
 class _TlsConnection(http.client.HTTPSConnection):
@@ -135,9 +223,22 @@ class _TlsConnection(http.client.HTTPSConnection):
         if self._server_name is None:
             super().connect()
             return
-        sock = socket.create_connection((self.host, self.port), self.timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock = self._tls.wrap_socket(sock, server_hostname=self._server_name)
+        http.client.HTTPConnection.connect(self)   # TCP, and the tunnel through a proxy
+        self.sock = self._tls.wrap_socket(self.sock, server_hostname=self._server_name)
+
+
+def _tunnel(proxy: str, headers: Mapping[str, str]) -> tuple[str, int, Mapping[str, str]]:
+    """Where a proxy is and what it is shown (its URL's user and password
+    as basic auth, as curl does)."""
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"proxy {proxy}: only an http:// proxy is supported")
+    shown = dict(headers)
+    if parts.username is not None:
+        user = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        shown.setdefault("Proxy-Authorization",
+                         "Basic " + base64.b64encode(user.encode()).decode("ascii"))
+    return parts.hostname, parts.port or 80, shown
 
 
 def _context(endpoint: Endpoint) -> ssl.SSLContext:
@@ -146,9 +247,27 @@ def _context(endpoint: Endpoint) -> ssl.SSLContext:
         context.check_hostname = False
     if not endpoint.verify:
         context.verify_mode = ssl.CERT_NONE
-    if endpoint.cert_file:
-        context.load_cert_chain(endpoint.cert_file, endpoint.key_file)
+    if endpoint.cert_data is None and endpoint.key_data is None:
+        if endpoint.cert_file:
+            context.load_cert_chain(endpoint.cert_file, endpoint.key_file)
+        return context
+    # ssl reads a certificate and key only from files: written to a folder
+    # only this user reads, for as long as they are read.
+    with tempfile.TemporaryDirectory(prefix="kaisched-tls-") as folder:
+        cert = _written(folder, "cert.pem", endpoint.cert_data) or endpoint.cert_file
+        key = _written(folder, "key.pem", endpoint.key_data) or endpoint.key_file
+        if cert:
+            context.load_cert_chain(cert, key)
     return context
+
+
+def _written(folder: str, name: str, data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    path = os.path.join(folder, name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+        f.write(data)
+    return path
 
 
 def _cause(exc: BaseException) -> str:

@@ -2,8 +2,8 @@
 daemon thread per kind streams its watch events into a queue that drain()
 empties without blocking.
 
-The HTTP side lives in kube.py (the only module that imports `kubernetes`);
-this module sees it through WatchSource, so it holds only the bookkeeping:
+The HTTP side lives in kube.py and transport.py; this module sees it
+through WatchSource, so it holds only the bookkeeping:
 resourceVersions, relists that reconcile after 410 Gone, and backoff.
 """
 from __future__ import annotations

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kaisched.api.clusterinfo import ClusterInfo
 from kaisched.api.decayedusage import (
@@ -39,9 +39,11 @@ from kaisched.api.decayedusage import (
 from kaisched.api.queue import ROOT, Bucket, UsageRecord
 from kaisched.api.types import QueueName
 from kaisched.cache.convert import usage_record, usage_status_dict
-from kaisched.cluster.prometheus import PrometheusClient
 from kaisched.errors import UsageDBError
 from kaisched.framework.effects import SetQueueUsage
+
+if TYPE_CHECKING:
+    from kaisched.cluster.prometheus import PrometheusClient
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,9 @@ def usage_book(config: UsageDBConfig | None, pool: str | None = None) -> UsageBo
         return None
     if config.client_type is UsageSource.PROMETHEUS:
         assert config.connection_string is not None     # the config refuses it otherwise
+        # Loaded only here: urllib3 under it is no part of a start without Prometheus.
+        from kaisched.cluster.prometheus import PrometheusClient
+
         return PrometheusBook(config.params, PrometheusClient(config.connection_string),
                               pool=pool)
     return BuiltinBook(config.params)

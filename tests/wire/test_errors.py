@@ -4,8 +4,10 @@ configuration problems are one ConfigError sentence."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -25,6 +27,7 @@ from kaisched.errors import (
     PermanentApiError,
     TransientApiError,
 )
+from tests.builders.proxy import ConnectProxy
 from tests.builders.wire import PODS, Emulator, api_client, build_pod
 
 STATUSES = [
@@ -145,9 +148,62 @@ def test_a_kubeconfig_reaches_the_server(apiserver: Emulator, tmp_path: Path) ->
     cluster = KubeCluster(str(_kubeconfig(tmp_path / "config", apiserver.url)))
     cluster.create(build_pod("p"))
     assert [p["metadata"]["name"] for p in cluster.list(POD)] == ["p"]
-    auth = apiserver.call(lambda: {r.headers.get("Authorization")
+    assert _seen_auth(apiserver) == {"Bearer secret-token"}
+
+
+def _seen_auth(apiserver: Emulator) -> set[str | None]:
+    return apiserver.call(lambda: {r.headers.get("Authorization")
                                    for r in apiserver.emu[kmock.resource(PODS)]})
-    assert auth == {"Bearer secret-token"}
+
+
+def test_a_kubeconfig_through_a_proxy_tunnels_every_connection(apiserver: Emulator,
+                                                               tmp_path: Path) -> None:
+    proxy = ConnectProxy()
+    proxy.start()
+    path = _kubeconfig(tmp_path / "config", apiserver.url)
+    doc = yaml.safe_load(path.read_text())
+    doc["clusters"][0]["cluster"]["proxy-url"] = f"http://127.0.0.1:{proxy.port}"
+    path.write_text(yaml.safe_dump(doc))
+    cluster = KubeCluster(str(path))
+    try:
+        cluster.create(build_pod("p"))
+        sub = cluster.subscribe([POD])          # a list, then a watch on its own connection
+        assert [e.obj["metadata"]["name"] for e in sub.drain()] == ["p"]
+    finally:
+        cluster.close()
+        proxy.close()
+    assert len(proxy.asked) >= 2
+    assert all(head.startswith(b"CONNECT 127.0.0.1:") for head in proxy.asked)
+    assert _seen_auth(apiserver) == {"Bearer secret-token"}
+
+
+def test_a_proxy_that_is_not_http_is_refused_in_a_sentence(tmp_path: Path) -> None:
+    path = _kubeconfig(tmp_path / "config", "https://127.0.0.1:9")
+    doc = yaml.safe_load(path.read_text())
+    doc["clusters"][0]["cluster"]["proxy-url"] = "socks5://127.0.0.1:1080"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=r"^cannot reach the API server https://127.0.0.1:9: "
+                                          r"proxy socks5://127.0.0.1:1080: only an http:// "
+                                          r"proxy is supported$"):
+        KubeCluster(str(path))
+
+
+def test_a_credential_command_is_run_by_the_kubernetes_loader(apiserver: Emulator,
+                                                              tmp_path: Path) -> None:
+    # An exec plugin (as cloud CLIs write them): kaisched leaves it to the
+    # kubernetes client's loader, whose token goes with every request.
+    credential = {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                  "kind": "ExecCredential", "status": {"token": "from-a-command"}}
+    path = _kubeconfig(tmp_path / "config", apiserver.url)
+    doc = yaml.safe_load(path.read_text())
+    doc["users"][0]["user"] = {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1beta1", "command": sys.executable,
+        "args": ["-c", f"print({json.dumps(json.dumps(credential))})"]}}
+    path.write_text(yaml.safe_dump(doc))
+    cluster = KubeCluster(str(path))
+    cluster.create(build_pod("p"))
+    cluster.close()
+    assert _seen_auth(apiserver) == {"Bearer from-a-command"}
 
 
 def test_a_kubeconfig_context_is_chosen(apiserver: Emulator, tmp_path: Path) -> None:
