@@ -1,5 +1,6 @@
-"""An HTTP proxy that only tunnels (CONNECT), as a corporate proxy does for
-HTTPS: it notes what each tunnel was asked with and relays bytes both ways."""
+"""Proxies for the tests over loopback: relay, the bytes of one connection
+to another; ConnectProxy, an HTTP proxy that only tunnels (CONNECT), as a
+corporate proxy does for HTTPS, noting what each tunnel was asked with."""
 from __future__ import annotations
 
 import socket
@@ -30,13 +31,14 @@ class ConnectProxy(threading.Thread):
             upstream = socket.create_connection((host, int(port)))
             client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_relay, args=(a, b), daemon=True).start()
+                threading.Thread(target=relay, args=(a, b), daemon=True).start()
 
     def close(self) -> None:
         self.listener.close()
 
 
-def _relay(a: socket.socket, b: socket.socket) -> None:
+def relay(a: socket.socket, b: socket.socket) -> None:
+    """Bytes from a to b until either side ends; then both are shut."""
     try:
         while data := a.recv(65536):
             b.sendall(data)

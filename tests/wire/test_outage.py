@@ -26,6 +26,7 @@ from kaisched.framework import parse_config
 from kaisched.runtime.binder import Binder
 from kaisched.runtime.scheduler import Scheduler, serve
 from kaisched.service.leader import LeaderElector
+from tests.builders.proxy import relay
 from tests.builders.wire import PATIENCE, PODS, Emulator, api_client, build_node, build_pod, build_podgroup
 
 CONFIG = ("schedulePeriod: 1s\nactions: [allocate]\n"
@@ -81,21 +82,7 @@ class Proxy:
             with self._lock:
                 self._conns += [client, server]
             for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+                threading.Thread(target=relay, args=(a, b), daemon=True).start()
 
 
 def test_scheduling_resumes_within_seconds_of_a_20s_outage(
