@@ -97,12 +97,18 @@ class LeaderElector:
 
     def tick(self) -> None:
         try:
+            self._tick()
+        finally:
+            # Only once its outcome is recorded: the loop's first pass, which
+            # waits for the first try, reads whether this replica leads.
+            self.tried.set()
+
+    def _tick(self) -> None:
+        try:
             taken = self._try()
         except ApiError as exc:
             self._failed(exc)
             return
-        finally:
-            self.tried.set()
         if self._problem:
             log.info("lease %s/%s can be written again", self.namespace, self.name)
             self._problem = ""

@@ -146,3 +146,31 @@ def test_each_lead_taken_is_a_new_term_even_if_lost_and_taken_again_between_two_
     cluster.error = None
     a.tick()                                # its own record: taken again at once
     assert a.is_leading() and a.term == 2   # leading at both looks, but a new term
+
+
+class _Witness:
+    """Stands in for `tried`: notes whether the elector led when it was set."""
+
+    def __init__(self, elector: LeaderElector) -> None:
+        self.elector = elector
+        self.leading_when_set: list[bool] = []
+
+    def set(self) -> None:
+        self.leading_when_set.append(self.elector.is_leading())
+
+
+def test_the_first_try_is_said_over_once_its_outcome_is_known(world) -> None:
+    # The loop's first pass waits for the first try, then asks whether it
+    # leads: a try that took the Lease must already say so (else that pass
+    # stands by, converting what a leader would have taken a head start over).
+    cluster, clock = world
+    a = LeaderElector(cluster, clock, "a")
+    a.tried = _Witness(a)           # type: ignore[assignment]
+    a.tick()
+    b = LeaderElector(cluster, clock, "b")
+    b.tried = _Witness(b)           # type: ignore[assignment]
+    b.tick()
+    cluster.error = UnreachableError("down")
+    a.tick()
+    assert a.tried.leading_when_set == [True, True]    # type: ignore[attr-defined]
+    assert b.tried.leading_when_set == [False]         # type: ignore[attr-defined]
