@@ -88,7 +88,7 @@ class TokenFile:
             if now - self._read_at >= TOKEN_REFRESH_SECONDS:
                 try:
                     token = self.read()
-                except OSError:
+                except (OSError, ValueError):   # mid-rotation, or not text
                     token = ""          # kept: the last token read stays in use
                 if token:
                     self._header = f"Bearer {token}"
@@ -124,7 +124,7 @@ def _in_cluster(environ: Mapping[str, str], account: Path) -> Access | object | 
         if not Path(token.path).is_file() or not ca_file.is_file() or not token.read() \
                 or not ca_file.read_bytes():
             return _NOT_IN_A_POD
-    except OSError:
+    except (OSError, ValueError):       # unreadable, or not text: the library's to say
         return None
     # As Go's net.JoinHostPort: an IPv6 address in brackets.
     where = f"[{host}]:{port}" if ":" in host or "%" in host else f"{host}:{port}"

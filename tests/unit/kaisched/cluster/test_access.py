@@ -228,3 +228,12 @@ def test_a_service_accounts_token_is_read_again_when_due(tmp_path: Path) -> None
     (account / "token").unlink()                                # mid-rotation
     now[0] = 2 * TOKEN_REFRESH_SECONDS
     assert token() == {"Authorization": "Bearer rotated"}      # the last one read, kept
+
+
+def test_a_token_file_that_is_not_text_is_the_librarys_to_report(tmp_path: Path) -> None:
+    account = _service_account(tmp_path / "sa")
+    (account / "token").write_bytes(b"\xff\xfe not utf-8")
+    env = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    assert read_access(None, None, environ=env, service_account=account) is None
+    token = TokenFile(str(account / "token"))
+    assert token() == {}                # none read yet: sent without one, the 401 says so
