@@ -197,13 +197,13 @@ class KubeCluster:
         return all(sub.healthy for sub in self._subscriptions)
 
     def close(self) -> None:
-        """Stop every watch this client started (the ApiClient is the caller's)."""
+        """Stop every watch this client started, and close its idle connections
+        (a later request opens one)."""
         self._early_lists(())           # lists started and never asked for: stopped too
         for sub in self._subscriptions:
             sub.close()
         self._subscriptions.clear()
-        if self.transport is not None:
-            self.transport.close()      # its idle connections (a later request opens one)
+        self.transport.close()
 
     # -- reading ---------------------------------------------------------------
     def list(self, kind: Kind, namespace: str | None = None) -> list[Obj]:
