@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 from typing import Callable, NamedTuple, TypeVar
 
 import attrs
@@ -99,41 +100,73 @@ def pod_request(spec: Obj, problems: list[str]) -> Resource:
     containers, init = spec.get("containers"), spec.get("initContainers")
     if not init and type(containers) is list and len(containers) == 1 \
             and type(containers[0]) is dict and "overhead" not in spec:
-        # Most pods: one container, nothing else asked; its resources are the key.
+        # Most pods: one container, nothing else asked; its resources are the
+        # key (none written reads as none asked: the same key).
+        resources = containers[0].get("resources") or {}
         try:
-            res, found = _request_of_one(orjson.dumps(containers[0].get("resources")))
+            key = orjson.dumps(resources)
         except TypeError:
             return _request(spec, problems)      # a value no key holds (a hand-written file)
+        res, found, nulls = _request_of_one(key)
+        if nulls and not _finite(resources):
+            return _request(spec, problems)      # a key that stands for another ask too
         if found:
             problems.extend(found)
         return res
     try:
-        main = [(c.get("resources"), c.get("restartPolicy")) for c in containers] \
-            if containers else []
-        steps = [(c.get("resources"), c.get("restartPolicy")) for c in init] if init else []
-        key = orjson.dumps((main, steps, spec.get("overhead")))
+        # As _request reads them: resources none written or empty alike, and of
+        # a restart policy only whether it is Always (a sidecar).
+        main = [(c.get("resources") or {}, c.get("restartPolicy") == "Always")
+                for c in containers] if containers else []
+        steps = [(c.get("resources") or {}, c.get("restartPolicy") == "Always")
+                 for c in init] if init else []
+        asked = (main, steps, spec.get("overhead") or {})
+        key = orjson.dumps(asked)
     except (AttributeError, TypeError):
         return _request(spec, problems)          # malformed: read as it is, and fail there
-    res, found = _request_of(key)
+    res, found, nulls = _request_of(key)
+    if nulls and not _finite(asked):
+        return _request(spec, problems)          # a key that stands for another ask too
     if found:
         problems.extend(found)
     return res
 
 
+def _finite(value: object) -> bool:
+    """Whether no number in the value is infinite or NaN: orjson writes one as
+    null, so a key with a null may stand for another ask too (only a
+    hand-written file holds such a number). Asked only of a key with a null."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_finite(v) for v in value)
+    return True
+
+
+# What a key's ask is: its Resource, the problems read, and whether the key
+# holds a null (then it is trusted only for an ask with no infinite number).
+Ask = tuple[Resource, tuple[str, ...], bool]
+
+
 @functools.lru_cache(maxsize=4096)
-def _request_of(key: bytes) -> tuple[Resource, tuple[str, ...]]:
+def _request_of(key: bytes) -> Ask:
     main, init, overhead = orjson.loads(key)
-    spec = {"containers": [{"resources": r, "restartPolicy": p} for r, p in main],
-            "initContainers": [{"resources": r, "restartPolicy": p} for r, p in init],
+    spec = {"containers": [{"resources": r, "restartPolicy": "Always" if p else None}
+                           for r, p in main],
+            "initContainers": [{"resources": r, "restartPolicy": "Always" if p else None}
+                               for r, p in init],
             "overhead": overhead}
     problems: list[str] = []
-    return _request(spec, problems), tuple(problems)
+    return _request(spec, problems), tuple(problems), key.find(b"null") != -1
 
 
 @functools.lru_cache(maxsize=4096)
-def _request_of_one(key: bytes) -> tuple[Resource, tuple[str, ...]]:
+def _request_of_one(key: bytes) -> Ask:
     problems: list[str] = []
-    return _request({"containers": [{"resources": orjson.loads(key)}]}, problems), tuple(problems)
+    return (_request({"containers": [{"resources": orjson.loads(key)}]}, problems),
+            tuple(problems), key.find(b"null") != -1)
 
 
 def _request(spec: Obj, problems: list[str]) -> Resource:

@@ -2,6 +2,7 @@
 pod_request as kube-scheduler computes it, task_status as the model maps phases."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -245,3 +246,16 @@ def test_one_containers_ask_is_the_ask_read_field_by_field(resources: object,
         return
     assert pod_request(spec, fast) == expected
     assert fast == slow
+
+
+@pytest.mark.parametrize("containers", [1, 2], ids=["one container", "two containers"])
+def test_an_infinite_ask_is_not_taken_for_a_missing_one(containers: int) -> None:
+    # orjson writes inf and nan as null: a key alone would make them one ask
+    # (only a hand-written file holds such a number; YAML's .inf is one).
+    for cpu in (None, math.inf, -math.inf, math.nan, None):
+        spec = {"containers": [{"name": f"c{i}", "resources": {"requests": {"cpu": cpu}}}
+                               for i in range(containers)]}
+        fast: list[str] = []
+        slow: list[str] = []
+        assert repr(pod_request(spec, fast)) == repr(_request(spec, slow))
+        assert fast == slow
