@@ -100,8 +100,10 @@ def run(kubeconfig: str | None, config_path: str | None, metrics_port: int,
         registry = register_builtins()
         config = inputs.scheduler_config(config_path, registry, None)
         client = connecting.result()    # or raises what stopped it (a kubeconfig, memory)
-    # What they made lives as long as the process: out of the collector's sight.
-    gc.freeze()
+        # What they made lives as long as the process: out of the collector's
+        # sight before it resumes, or its first pass walks all of it (50 ms,
+        # before the first sync), for the few dozen cyclic leftovers it frees.
+        gc.freeze()
     clock = WallClock()
     pool = config.node_pool
     elector = lease.elector(client.with_timeout(5.0), clock,

@@ -233,20 +233,25 @@ class Scheduler:
                 if self.usage is not None:
                     for write in self.usage.writes(now):
                         effects.append(write)       # an Outbox hands each to the binder
-        decided, decided_cpu = time.perf_counter(), time.process_time()
-        self.error_log.report(ssn.failures.errors, now)
-        if not abandoned:
-            # The statuses written to kaisched's own PodGroup kinds (an upstream
-            # one's is a condition merged into what is there): their echoes are known.
-            self.cache.reported(self._spoken_of(effects), {
-                e.job: e.status for e in effects
-                if isinstance(e, SetPodGroupStatus) and not e.api_version})
-            self.cache.assume((e for e in effects if isinstance(e, Bind)), now)
-        if self.binder.live:
-            self.binder.wait(cancel=lambda: not proceed())
-            report = self.binder.take_report()
-        else:
-            report = self.binder.apply(effects) if not abandoned else BindReport()
+            decided, decided_cpu = time.perf_counter(), time.process_time()
+            self.error_log.report(ssn.failures.errors, now)
+            if not abandoned:
+                # The statuses written to kaisched's own PodGroup kinds (an upstream
+                # one's is a condition merged into what is there): their echoes are known.
+                self.cache.reported(self._spoken_of(effects), {
+                    e.job: e.status for e in effects
+                    if isinstance(e, SetPodGroupStatus) and not e.api_version})
+                self.cache.assume((e for e in effects if isinstance(e, Bind)), now)
+            # Still paused while the binds go out: the session's objects live
+            # until then, young, and each full collection would walk them all
+            # again, holding the interpreter lock from the binder threads (a
+            # quarter of a second over 5,000 binds). Binds, their answers and
+            # their echoes make no cycles.
+            if self.binder.live:
+                self.binder.wait(cancel=lambda: not proceed())
+                report = self.binder.take_report()
+            else:
+                report = self.binder.apply(effects) if not abandoned else BindReport()
         blockers = {k: b for k, b in ssn.blockers.items() if k in ssn.unschedulable}
         self.warmed_at = time.monotonic()       # what a snapshot needs was just built
         return CycleResult(list(effects), dict(ssn.placed), dict(ssn.reservations), report,
