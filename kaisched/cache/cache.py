@@ -167,21 +167,23 @@ class Cache:
             self._waiting = counted.any_waiting(self._listed or (), self.scheduler_name)
         return self._waiting
 
-    def counted_snapshot(self, now: float) -> ClusterInfo | None:
+    def counted_snapshot(self, now: float) -> ClusterInfo | str:
         """Before the first sync, a snapshot of the first lists with the
         running gangs that may be counted counted, not converted
         (kaisched.cache.counted): for a head start, whose session is the only
         one to read it. The first sync converts them (their stand-ins go).
-        None when a pod counted asks for a resource no column of the node
-        table holds (counted.lend): the first sync converts everything."""
+        Why none, when none can be counted: then the first sync converts
+        everything."""
         assert self._listed is not None, "listed() first, and no sync yet"
         split = counted.split(self._listed, self.scheduler_name)
+        if split is None:
+            return "a pod of the first lists has a field of the wrong shape"
         for event in split.converted:
             self.apply(event)
         self.model.catch_up(self.pods)
         found: dict[JobKey, counted.Counted] = {}
         for job, pods in split.jobs.items():
-            one = counted.count(job, pods, split.asks, self._groups, self.model.priorities)
+            one = counted.count(job, pods, split, self._groups, self.model.priorities)
             if one is None:
                 for pod in pods:
                     self.apply(pod.event)
@@ -191,7 +193,7 @@ class Cache:
             pod.event for one in found.values() for pod in one.pods]
         cluster = self.snapshot(now)
         if not counted.lend(cluster, found, split):
-            return None
+            return "a running pod asks for a resource no node offers and no pod converted asks for"
         self._counted = found
         return cluster
 
@@ -210,7 +212,7 @@ class Cache:
         self.model.reclaim()
         try:
             self._apply(event)
-        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        except counted.MALFORMED as exc:
             # A field of the wrong shape (only hand-written files get past an
             # API server with one): the object is kept as unusable, with why.
             self._apply_broken(event, f"malformed {event.kind.kind}: {exc.__class__.__name__}: {exc}")

@@ -3,6 +3,9 @@ events, and the binding / status / eviction subresources.
 
 Stored objects are never mutated in place (every write builds a new dict), so
 they are handed out without copying; callers must not mutate them either.
+Each kind's objects are kept listed in key order, as ADDED events, until its
+next write: an API server's watch cache holds its objects ordered and serves
+a list without sorting it, so a client's list costs this server little more.
 Writes and drains take one lock, so a live binder's worker threads may write
 while the scheduler's thread drains its watch.
 """
@@ -79,6 +82,7 @@ class MemoryCluster:
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock = clock or ManualClock()
         self._objects: dict[Kind, dict[tuple[str, str], Obj]] = collections.defaultdict(dict)
+        self._listed: dict[Kind, builtins.list[WatchEvent]] = {}   # until the kind's next write
         self._version = 0
         self._subscriptions: list[MemorySubscription] = []
         self._serial = 0
@@ -87,8 +91,10 @@ class MemoryCluster:
     # -- reading ---------------------------------------------------------------
     @_locked
     def list(self, kind: Kind, namespace: str | None = None) -> list[Obj]:
+        if namespace is None:
+            return [event.obj for event in self._listing(kind)]
         objs = self._objects.get(kind, {})
-        return [o for (ns, _), o in sorted(objs.items()) if namespace is None or ns == namespace]
+        return [o for (ns, _), o in sorted(objs.items()) if ns == namespace]
 
     def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
         return self._objects.get(kind, {}).get((namespace if kind.namespaced else "", name))
@@ -151,6 +157,7 @@ class MemoryCluster:
         current = self._require(kind, namespace, name)
         key = object_key(current)
         del self._objects[kind][key]
+        self._listed.pop(kind, None)
         self._version += 1
         gone = {**current, "metadata": {**current["metadata"], "resourceVersion": str(self._version)}}
         self._publish(WatchEvent("DELETED", kind, gone))
@@ -192,11 +199,10 @@ class MemoryCluster:
     def subscribe(self, kinds: Iterable[Kind]) -> MemorySubscription:
         sub = MemorySubscription(frozenset(kinds), self._lock)
         for kind in sub.kinds:
-            selected = kind.plural in sub.filtered
-            for obj in self.list(kind):
-                event = WatchEvent("ADDED", kind, obj)
-                if not selected or sub.selected(event):
-                    sub.events.append(event)
+            listing = self._listing(kind)
+            if kind.plural in sub.filtered:
+                listing = [event for event in listing if sub.selected(event)]
+            sub.events.extend(listing)
         self._subscriptions.append(sub)
         return sub
 
@@ -204,6 +210,16 @@ class MemoryCluster:
         return True             # in-process: events are never lost
 
     # -- internals -------------------------------------------------------------
+    def _listing(self, kind: Kind) -> builtins.list[WatchEvent]:
+        """The kind's objects in key order as ADDED events, kept until its next
+        write (the events are frozen, shared by every subscription)."""
+        listing = self._listed.get(kind)
+        if listing is None:
+            objs = self._objects.get(kind, {})
+            listing = self._listed[kind] = [WatchEvent("ADDED", kind, objs[key])
+                                            for key in sorted(objs)]
+        return listing
+
     def _require(self, kind: Kind, namespace: str, name: str) -> Obj:
         obj = self.get(kind, namespace, name)
         if obj is None:
@@ -215,6 +231,7 @@ class MemoryCluster:
         self._version += 1
         obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self._version)}}
         self._objects[kind][key] = obj
+        self._listed.pop(kind, None)
         self._publish(WatchEvent(event, kind, obj))
         return obj
 

@@ -70,9 +70,8 @@ def take(cache: Cache, now: float, first: Action,
     with collector.paused():
         cluster = cache.counted_snapshot(now)
         snapshotted = time.perf_counter()
-        if cluster is None:
-            log.info("no head start: a running pod asks for a resource no node offers "
-                     "and no pod converted asks for")
+        if isinstance(cluster, str):
+            log.info("no head start: %s", cluster)
             return None
         sent = Sent(send)
         try:

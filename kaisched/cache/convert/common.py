@@ -1,6 +1,7 @@
 """What every reader shares: the raw object type, metadata and quantity maps."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from kaisched.api.resource import Resource
@@ -37,3 +38,16 @@ def quantities(raw: Any, where: str, problems: list[str]) -> Resource:
         problems.append(f"{where}: {negative}: negative quantity {raw[negative]!r}")
         return Resource()
     return res
+
+
+def finite(value: object) -> bool:
+    """Whether no number in the value is infinite or NaN. orjson writes one as
+    null, so a JSON key with a null may stand for another value too (only a
+    hand-written file holds such a number): asked only of a key with a null."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(finite(v) for v in value)
+    return True

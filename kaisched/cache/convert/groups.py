@@ -2,9 +2,11 @@
 The upstream Workload API's are read in workloads.py, KAI's in kai.py."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import attrs
+import orjson
 
 from kaisched.api import labels as L
 from kaisched.api.clock import from_rfc3339
@@ -12,7 +14,7 @@ from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup, Topo
 from kaisched.api.resource import Resource
 from kaisched.api.subgroups import tree_of, tree_problems
 from kaisched.api.types import GangMode, JobKey, PodGroupPhase, QueueName, job_key
-from kaisched.cache.convert.common import Obj, metadata, quantities
+from kaisched.cache.convert.common import Obj, finite, metadata, quantities
 from kaisched.cache.convert.koordinator import min_available, optional_settings
 from kaisched.cache.convert.pods import PodFacts, preemption_delay
 
@@ -106,9 +108,53 @@ def _named(items: Any) -> list[Obj]:
 
 
 def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
-    """A scheduling.kaisched.io PodGroup: its spec, status and any problem."""
+    """A scheduling.kaisched.io PodGroup: its spec, status and any problem.
+    A cluster holds a PodGroup per running gang, and most say alike: a spec
+    of a minimum, a queue and a priority class alone, with no annotations,
+    is read once per distinct one; a status once per distinct JSON text."""
     spec, meta = obj.get("spec") or {}, metadata(obj)
     annotations = meta.get("annotations")
+    min_member, queue = spec.get("minMember", 1), spec.get("queue")
+    priority_class, generation = spec.get("priorityClassName"), meta.get("generation")
+    if not annotations and type(spec) is dict and _PLAIN_SPEC.issuperset(spec) \
+            and type(min_member) is int and type(generation) in _PLAIN_GENERATION \
+            and type(queue) in _PLAIN_TEXT and type(priority_class) in _PLAIN_TEXT:
+        # (values of these types read alike when equal: no repr of one is said)
+        gang, problem = _plain_gang(min_member, queue, priority_class, generation)
+    else:
+        gang, problem = _gang_spec(spec, meta, annotations)
+    return gang, _status(obj.get("status") or {}), problem
+
+
+# A PodGroup's spec with no other field (and no annotations) is read by its values.
+_PLAIN_SPEC = frozenset({"minMember", "queue", "priorityClassName"})
+_PLAIN_TEXT = (str, type(None))
+_PLAIN_GENERATION = (int, type(None))
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_gang(min_member: int, queue: str | None, priority_class: str | None,
+                generation: int | None) -> tuple[GangSpec, str | None]:
+    return _gang_spec({"minMember": min_member, "queue": queue,
+                       "priorityClassName": priority_class}, {"generation": generation}, None)
+
+
+def _status(status: Obj) -> PodGroupStatus:
+    try:
+        key = orjson.dumps(status)
+    except TypeError:
+        return podgroup_status(status)      # a value JSON cannot hold (a hand-written file)
+    if key.find(b"null") != -1 and not finite(status):
+        return podgroup_status(status)      # a key that stands for another status too
+    return _status_of(key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _status_of(key: bytes) -> PodGroupStatus:
+    return podgroup_status(orjson.loads(key))
+
+
+def _gang_spec(spec: Obj, meta: Obj, annotations: Any) -> tuple[GangSpec, str | None]:
     problems: list[str] = []
     mode = spec.get("mode", "Strict")
     if mode not in ("Strict", "NonStrict"):
@@ -146,7 +192,7 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
         last_start=from_rfc3339((annotations or {}).get(KAI_LAST_START)),
         preemption_delay=_delay(spec, annotations or {}, problems),
     )
-    return gang, podgroup_status(obj.get("status") or {}), "; ".join(problems) or None
+    return gang, "; ".join(problems) or None
 
 
 def xk8s_podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 from typing import Callable, NamedTuple, TypeVar
 
 import attrs
@@ -20,7 +19,7 @@ from kaisched.api.resource import GPU, PODS, Resource
 from kaisched.api.types import DEFAULT_SCHEDULER, JobKey, NodeName, PodKey, TaskStatus, job_key, pod_key
 from kaisched.api.volumes import PodClaim
 from kaisched.api.workloadkinds import KINDS
-from kaisched.cache.convert.common import Obj, metadata, quantities
+from kaisched.cache.convert.common import Obj, finite, metadata, quantities
 from kaisched.cache.convert.draobjects import pod_claim_refs, resolve_claims
 from kaisched.cache.convert.koordinator import optional_settings
 from kaisched.cache.convert.rules import placement
@@ -108,7 +107,7 @@ def pod_request(spec: Obj, problems: list[str]) -> Resource:
         except TypeError:
             return _request(spec, problems)      # a value no key holds (a hand-written file)
         res, found, nulls = _request_of_one(key)
-        if nulls and not _finite(resources):
+        if nulls and not finite(resources):
             return _request(spec, problems)      # a key that stands for another ask too
         if found:
             problems.extend(found)
@@ -125,24 +124,11 @@ def pod_request(spec: Obj, problems: list[str]) -> Resource:
     except (AttributeError, TypeError):
         return _request(spec, problems)          # malformed: read as it is, and fail there
     res, found, nulls = _request_of(key)
-    if nulls and not _finite(asked):
+    if nulls and not finite(asked):
         return _request(spec, problems)          # a key that stands for another ask too
     if found:
         problems.extend(found)
     return res
-
-
-def _finite(value: object) -> bool:
-    """Whether no number in the value is infinite or NaN: orjson writes one as
-    null, so a key with a null may stand for another ask too (only a
-    hand-written file holds such a number). Asked only of a key with a null."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, dict):
-        return all(_finite(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return all(_finite(v) for v in value)
-    return True
 
 
 # What a key's ask is: its Resource, the problems read, and whether the key
