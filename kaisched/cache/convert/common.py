@@ -1,8 +1,11 @@
 """What every reader shares: the raw object type, metadata and quantity maps."""
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
+
+import orjson
 
 from kaisched.api.resource import Resource
 
@@ -21,12 +24,31 @@ def label(obj: Obj, key: str) -> str | None:
 
 
 def quantities(raw: Any, where: str, problems: list[str]) -> Resource:
-    """A map of resource name to quantity; a bad one adds a problem and counts as empty."""
+    """A map of resource name to quantity; a bad one adds a problem and counts
+    as empty. Read once per distinct map (the nodes of a pool report alike)."""
     if not raw:
         return Resource()
     if not isinstance(raw, dict):
         problems.append(f"{where}: expected a map of quantities")
         return Resource()
+    try:
+        key = orjson.dumps(raw)
+    except TypeError:
+        return _quantities(raw, where, problems)    # a value JSON cannot hold (a hand-written file)
+    if key.find(b"null") != -1 and not finite(raw):
+        return _quantities(raw, where, problems)    # a key that stands for another map too
+    res, found = _quantities_of(key, where)
+    problems.extend(found)
+    return res
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantities_of(key: bytes, where: str) -> tuple[Resource, tuple[str, ...]]:
+    problems: list[str] = []
+    return _quantities(orjson.loads(key), where, problems), tuple(problems)
+
+
+def _quantities(raw: Obj, where: str, problems: list[str]) -> Resource:
     try:
         res = Resource.from_quantities(raw)
     except ValueError as exc:
