@@ -52,7 +52,6 @@ _UNHASHABLE = object()      # stands in touched for a key no set can hold
 # What a conversion of a malformed object raises (the cache keeps the object
 # as unusable, with why).
 MALFORMED = (AttributeError, TypeError, ValueError, KeyError)
-_MALFORMED = object()       # a container not a mapping: read as a port, it stops the count
 _STATUSES = {"Running": TaskStatus.RUNNING, "Pending": TaskStatus.BOUND}
 # The fields of a pod's spec that make it converted when set (and, for the
 # first two, its gang another's): when none is there, none is looked up.
@@ -182,10 +181,12 @@ class _Reader:
         if type(containers) is not list:
             return job, None, -1
         for container in containers:
-            ports = container.get("ports") if type(container) is dict else _MALFORMED
+            if type(container) is not dict:
+                return job, None, -1
+            ports = container.get("ports")
             if ports and (type(ports) is not list
                           or any(type(p) is not dict or p.get("hostPort") for p in ports)):
-                return job, None, -1    # malformed, or a host port: a rule over other pods
+                return job, None, -1    # a host port: a rule over other pods
         labels = meta.get("labels") or _EMPTY
         if annotations and not _SKIPPED_ANNOTATIONS.isdisjoint(annotations) \
                 or _GPU_GROUP in labels:
@@ -285,7 +286,8 @@ def split(events: list[WatchEvent], scheduler_name: str) -> Split | None:
             job, pod, number = read(obj, meta, spec, event)
         except MALFORMED:
             # A field of the wrong shape (only a hand-written file has one): its
-            # conversion keeps it as unusable, in a job it may or may not find.
+            # conversion keeps the pod as unusable, a job of its own; which gang
+            # it names, the split cannot tell without converting it.
             return None
         if pod is None:
             convert_later(event)

@@ -119,7 +119,8 @@ def podgroup(obj: Obj) -> tuple[GangSpec, PodGroupStatus, str | None]:
     if not annotations and type(spec) is dict and _PLAIN_SPEC.issuperset(spec) \
             and type(min_member) is int and type(generation) in _PLAIN_GENERATION \
             and type(queue) in _PLAIN_TEXT and type(priority_class) in _PLAIN_TEXT:
-        # (values of these types read alike when equal: no repr of one is said)
+        # (equal ints, strs and Nones read alike; equal floats may not: -0.0 == 0.0,
+        # yet a problem with one says which it is)
         gang, problem = _plain_gang(min_member, queue, priority_class, generation)
     else:
         gang, problem = _gang_spec(spec, meta, annotations)
