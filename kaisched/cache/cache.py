@@ -29,6 +29,7 @@ from kaisched.cache.batchjobs import BatchJobs
 from kaisched.cache.consistency import differences
 from kaisched.cache.convert import PodFacts
 from kaisched.cache.convert.budgets import disruption_budget
+from kaisched.cache.convert.common import MALFORMED
 from kaisched.cache.convert.provisioning import capacity_request
 from kaisched.cache.convert.runtimes import batch_job, with_estimate
 from kaisched.cache.convert.topologies import topology_levels
@@ -212,7 +213,7 @@ class Cache:
         self.model.reclaim()
         try:
             self._apply(event)
-        except counted.MALFORMED as exc:
+        except MALFORMED as exc:
             # A field of the wrong shape (only hand-written files get past an
             # API server with one): the object is kept as unusable, with why.
             self._apply_broken(event, f"malformed {event.kind.kind}: {exc.__class__.__name__}: {exc}")

@@ -36,6 +36,7 @@ from kaisched.api.types import READY_STATUSES, GangRules, JobKey, NodeName, PodK
 from kaisched.api.unread import Unread, UnreadPods
 from kaisched.cache import convert
 from kaisched.cache.convert import pods as P
+from kaisched.cache.convert.common import MALFORMED
 from kaisched.cache.convert.pods import PodFacts
 from kaisched.cache.jobs import Groups, Priorities, describe, make_task
 from kaisched.cluster.client import Obj, WatchEvent
@@ -49,9 +50,6 @@ _SKIPPED_ANNOTATIONS = frozenset({G.GPU_FRACTION, G.GPU_MEMORY, G.GPU_DEVICES,
                                   L.KAI_PREEMPTION_DELAY})
 _EMPTY: Obj = {}
 _UNHASHABLE = object()      # stands in touched for a key no set can hold
-# What a conversion of a malformed object raises (the cache keeps the object
-# as unusable, with why).
-MALFORMED = (AttributeError, TypeError, ValueError, KeyError)
 _STATUSES = {"Running": TaskStatus.RUNNING, "Pending": TaskStatus.BOUND}
 # The fields of a pod's spec that make it converted when set (and, for the
 # first two, its gang another's): when none is there, none is looked up.

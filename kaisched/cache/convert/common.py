@@ -10,6 +10,8 @@ import orjson
 from kaisched.api.resource import Resource
 
 Obj = dict[str, Any]
+# What reading a malformed object raises: the cache keeps it as unusable, with why.
+MALFORMED = (AttributeError, TypeError, ValueError, KeyError)
 
 
 def metadata(obj: Obj) -> Obj:
@@ -31,12 +33,9 @@ def quantities(raw: Any, where: str, problems: list[str]) -> Resource:
     if not isinstance(raw, dict):
         problems.append(f"{where}: expected a map of quantities")
         return Resource()
-    try:
-        key = orjson.dumps(raw)
-    except TypeError:
-        return _quantities(raw, where, problems)    # a value JSON cannot hold (a hand-written file)
-    if key.find(b"null") != -1 and not finite(raw):
-        return _quantities(raw, where, problems)    # a key that stands for another map too
+    key = json_key(raw)
+    if key is None:
+        return _quantities(raw, where, problems)
     res, found = _quantities_of(key, where)
     problems.extend(found)
     return res
@@ -60,6 +59,19 @@ def _quantities(raw: Obj, where: str, problems: list[str]) -> Resource:
         problems.append(f"{where}: {negative}: negative quantity {raw[negative]!r}")
         return Resource()
     return res
+
+
+def json_key(value: object) -> bytes | None:
+    """The value's JSON text, as the key of what is read of it, or None when
+    no key stands for it alone: a value JSON cannot hold, or a number JSON
+    writes as null (only a hand-written file has either)."""
+    try:
+        key = orjson.dumps(value)
+    except TypeError:
+        return None
+    if key.find(b"null") != -1 and not finite(value):
+        return None
+    return key
 
 
 def finite(value: object) -> bool:

@@ -14,7 +14,7 @@ from kaisched.api.job import Condition, GangSpec, PodGroupStatus, SubGroup, Topo
 from kaisched.api.resource import Resource
 from kaisched.api.subgroups import tree_of, tree_problems
 from kaisched.api.types import GangMode, JobKey, PodGroupPhase, QueueName, job_key
-from kaisched.cache.convert.common import Obj, finite, metadata, quantities
+from kaisched.cache.convert.common import Obj, json_key, metadata, quantities
 from kaisched.cache.convert.koordinator import min_available, optional_settings
 from kaisched.cache.convert.pods import PodFacts, preemption_delay
 
@@ -141,13 +141,8 @@ def _plain_gang(min_member: int, queue: str | None, priority_class: str | None,
 
 
 def _status(status: Obj) -> PodGroupStatus:
-    try:
-        key = orjson.dumps(status)
-    except TypeError:
-        return podgroup_status(status)      # a value JSON cannot hold (a hand-written file)
-    if key.find(b"null") != -1 and not finite(status):
-        return podgroup_status(status)      # a key that stands for another status too
-    return _status_of(key)
+    key = json_key(status)
+    return podgroup_status(status) if key is None else _status_of(key)
 
 
 @functools.lru_cache(maxsize=4096)
